@@ -1,0 +1,30 @@
+// iotwin: capture the storage I/O of a workload once, replay it faithfully elsewhere.
+#include <cstdio>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace iotwin::cli;
+  CLI::App app{"iotwin: capture AI workloads' storage I/O with eBPF and replay it faithfully", "iotwin"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "iotwin 0.1.0 (trace format 1.0)");
+  std::vector<CommandSpec> commands = {
+      SetupRecord(app),  SetupReplay(app), SetupReport(app),    SetupCompare(app),
+      SetupExport(app),  SetupImport(app), SetupAnonymize(app), SetupCheck(app),
+      SetupDemo(app),    SetupDump(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitError;
+  }
+  for (auto& c : commands) {
+    if (c.app->parsed()) return c.run();
+  }
+  std::fprintf(stderr, "iotwin: no subcommand\n");
+  return kExitError;
+}

@@ -1,0 +1,113 @@
+// TraceReader: streaming, constant-memory reader of iotwin trace files (format v1).
+//
+// Every problem is reported with the file name, the byte offset and what was expected. A file
+// whose writer was killed (no footer, a torn last chunk) reads up to its last complete chunk and
+// then reports itself as truncated; a damaged chunk is an error unless the caller asked to
+// salvage, in which case it is skipped, counted and described in damage().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/fd.h"
+#include "base/status.h"
+#include "format/trace_writer.h"
+#include "iotwin_abi.h"
+
+namespace iotwin {
+
+struct TraceReaderOptions {
+  // Skip damaged chunks (checksum, decompression or record-framing errors) instead of failing;
+  // each is recorded in damage().
+  bool salvage = false;
+  // Upper bounds that keep a hostile file from causing giant allocations.
+  uint32_t max_chunk_bytes = 64u << 20;
+  uint32_t max_header_bytes = 1u << 20;
+};
+
+struct TraceDamage {
+  // The file ended before its footer: the capture did not finish cleanly.
+  bool truncated = false;
+  uint64_t truncated_at = 0;  // offset of the first byte that could not be used
+  std::string truncated_detail;
+  // Chunks skipped in salvage mode, each with offset and reason.
+  std::vector<std::string> skipped_chunks;
+  uint64_t unknown_records = 0;  // records of types this build does not know (skipped)
+};
+
+class TraceReader {
+ public:
+  static Result<std::unique_ptr<TraceReader>> Open(const std::string& path,
+                                                   TraceReaderOptions options = {});
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  // The header's JSON object.
+  const nlohmann::json& meta() const { return meta_; }
+  uint32_t format_major() const { return major_; }
+  uint32_t format_minor() const { return minor_; }
+
+  // Next record of a known type, zero-extended to at least RecordFixedSize(type) (so As<T>() is
+  // safe); nullptr at the end of the trace. STRING records are consumed into the string table
+  // and also returned. The pointer stays valid until the next call.
+  Result<const iot_rec_hdr*> Next();
+
+  // String by id ("" for 0 or unknown ids: check HasString).
+  std::string_view String(uint32_t id) const;
+  bool HasString(uint32_t id) const { return strings_.count(id) != 0; }
+
+  // The footer's summary, once the reader has reached the end of a complete file; also loaded
+  // eagerly by Open() when the file has a valid footer.
+  const std::optional<nlohmann::json>& summary() const { return summary_; }
+  // The chunk index from the footer (empty for truncated files).
+  const std::vector<ChunkIndexEntry>& index() const { return index_; }
+
+  // Positions the reader on the first chunk that may hold records with ts >= `ts` (needs the
+  // index; otherwise scans). The string table is rebuilt from the chunks skipped over.
+  Status SeekTime(uint64_t ts);
+
+  const TraceDamage& damage() const { return damage_; }
+  const std::string& path() const { return path_; }
+  uint64_t file_size() const { return file_size_; }
+  uint64_t offset() const { return offset_; }  // offset of the next unread chunk
+
+ private:
+  TraceReader(std::string path, UniqueFd fd, TraceReaderOptions options);
+  Status ReadHeader();
+  Status LoadFooter();
+  // Reads and decompresses the chunk at offset_. Sets *end at the end of chunks.
+  Status LoadChunk(bool* end);
+  Status ReadAt(uint64_t offset, void* buf, size_t size, size_t* got);
+  std::string Where(uint64_t offset) const;
+
+  std::string path_;
+  UniqueFd fd_;
+  TraceReaderOptions options_;
+  nlohmann::json meta_;
+  uint32_t major_ = 0, minor_ = 0;
+  uint64_t file_size_ = 0;
+  uint64_t data_start_ = 0;   // first chunk
+  uint64_t data_end_ = 0;     // end of chunk area (footer/index start, or file size)
+  uint64_t offset_ = 0;
+  std::vector<uint8_t> compressed_;
+  std::vector<uint8_t> chunk_;
+  size_t pos_ = 0;             // position in chunk_
+  uint64_t chunk_offset_ = 0;  // file offset of the current chunk
+  std::vector<uint8_t> record_;  // zero-extension buffer
+  void* dctx_ = nullptr;
+  std::unordered_map<uint32_t, std::string> strings_;
+  std::optional<nlohmann::json> summary_;
+  std::vector<ChunkIndexEntry> index_;
+  TraceDamage damage_;
+  bool done_ = false;
+};
+
+}  // namespace iotwin
