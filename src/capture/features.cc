@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -403,7 +404,9 @@ void EvaluateSyscallTracepoints(const KernelFacts& f, FeatureStatus& st) {
   std::string suffix = config.empty() ? "" : "; " + config;
   if (!f.tracefs_listed) {
     // They are ftrace events without btf_trace_ typedefs: only tracefs lists and attaches them.
-    st.detail = "tracefs unavailable, so they can be neither listed nor attached" + suffix;
+    st.detail = f.tracefs_mount.empty()
+                    ? "tracefs unavailable, so they can be neither listed nor attached" + suffix
+                    : fmt::format("cannot list {}/events (not root?)", f.tracefs_mount) + suffix;
     return;
   }
   size_t enters = 0;
@@ -727,6 +730,9 @@ Attempt WithPrivateTracefs(const std::function<void(const std::string&)>& use) {
   if (pid < 0) return Failed(errno, "fork: " + ErrnoText(errno));
   if (pid == 0) {
     // Child: async-signal-safe calls only (the parent may have threads); _exit skips destructors.
+    // Closing our copy of the hold pipe's write end lets the parent's close end the wait.
+    close(hold_w.get());
+    close(ready_r.get());
     int result[2] = {0, 0};  // failed step, errno
     if (unshare(CLONE_NEWNS) != 0) {
       result[0] = 1, result[1] = errno;
@@ -864,8 +870,12 @@ void ProbeBtfAndPrograms(KernelFacts& f) {
 
 Attempt ProbeCachestat() {
   if (kNrCachestat < 0) return Failed(ENOSYS, "cachestat syscall number unknown on this arch");
-  UniqueFd fd(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return Failed(errno, "open /proc/self/exe: " + ErrnoText(errno));
+  // A file of our own: since 6.10 cachestat refuses files the caller neither owns nor may write.
+  UniqueFd fd(memfd_create("iotwin_probe", MFD_CLOEXEC));
+  if (!fd.valid()) return Failed(errno, "memfd_create: " + ErrnoText(errno));
+  if (ftruncate(fd.get(), 4096) != 0 || pwrite(fd.get(), "x", 1, 0) != 1) {
+    return Failed(errno, "writing a memfd: " + ErrnoText(errno));
+  }
   struct {
     uint64_t off, len;
   } range = {0, 0};  // len 0: to the end of the file
@@ -878,8 +888,8 @@ Attempt ProbeCachestat() {
                                    ErrnoText(err)));
   }
   return Attempt{true, 0,
-                 fmt::format("syscall {} works ({} pages of the iotwin binary cached)",
-                             kNrCachestat, stat.nr_cache)};
+                 fmt::format("syscall {} works (a 1-page memfd: {} page cached)", kNrCachestat,
+                             stat.nr_cache)};
 }
 
 Attempt ProbeHardwarePmu() {

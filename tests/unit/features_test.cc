@@ -194,7 +194,8 @@ TEST(FeaturesEvaluate, SyscallLayerUsesPerSyscallTracepointsWithoutRawSyscalls) 
   EXPECT_NE(syscall.method.find("syscalls:sys_enter_*"), std::string::npos);
 
   f.tracefs_events.clear();  // and no per-syscall events either
-  const LayerPlan& none = Layer(Features::Evaluate(f), "syscall");
+  Features without = Features::Evaluate(f);
+  const LayerPlan& none = Layer(without, "syscall");
   EXPECT_FALSE(none.available);
   EXPECT_NE(none.reason.find("raw_syscalls:sys_enter"), std::string::npos);
 }
