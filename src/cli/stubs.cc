@@ -26,9 +26,5 @@ CommandSpec SetupImport(CLI::App& p) {
 CommandSpec SetupAnonymize(CLI::App& p) {
   return NotImplemented(p, "anonymize", "Replace names in a trace by keyed hashes", "issue 7");
 }
-CommandSpec SetupDemo(CLI::App& p) {
-  return NotImplemented(p, "demo", "Record, report, replay and compare a built-in workload",
-                        "issue 2");
-}
 
 }  // namespace iotwin::cli
