@@ -111,6 +111,14 @@ constexpr FeatureInfo kFeatureInfo[kFeatureCount] = {
      "each block device's logical_block_size"},
 };
 
+constexpr bool FeatureInfoInEnumOrder() {
+  for (int i = 0; i < kFeatureCount; i++) {
+    if (static_cast<int>(kFeatureInfo[i].id) != i) return false;
+  }
+  return true;
+}
+static_assert(FeatureInfoInEnumOrder(), "kFeatureInfo must list every Feature in enum order");
+
 // Tracepoint groups probed for existence. "a|b" means either name (renamed across kernels).
 struct TracepointGroupSpec {
   Feature feature;
