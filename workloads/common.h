@@ -4,9 +4,10 @@
 
 #include <cstdint>
 #include <functional>
-#include <string>
-
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "io.h"
@@ -43,6 +44,10 @@ class RunContext {
   // Counters of the main thread and every finished worker.
   IoCounters Totals() const;
 
+  // A buffer for main-thread work that lives as long as the run context, so freeing it cannot
+  // put an allocator munmap among the logged operations.
+  AlignedBuffer& MainBuffer(size_t size);
+
   // Creates `path` as a directory (mkdirat, mode 0755) unless it already is one.
   Status EnsureDir(const std::string& path);
 
@@ -52,6 +57,7 @@ class RunContext {
   ThreadLog* main_log_;
   ThreadIo main_io_;
   IoCounters worker_totals_;
+  std::vector<std::unique_ptr<AlignedBuffer>> main_buffers_;
 };
 
 // What a scenario reports for the summary line, besides the counters.

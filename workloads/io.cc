@@ -52,7 +52,8 @@ Status InitMarkers(ThreadLog& main_log) {
 
 AlignedBuffer::AlignedBuffer(size_t size) : size_(size) {
   const size_t rounded = (size + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
-  data_.reset(static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, rounded ? rounded : kDirectAlign)));
+  data_.reset(
+      static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, rounded ? rounded : kDirectAlign)));
   if (!data_) throw std::bad_alloc();
 }
 
@@ -60,7 +61,8 @@ void AlignedBuffer::Free::operator()(uint8_t* p) const { std::free(p); }
 
 Status SyscallError(long ret, std::string_view what, std::string_view path) {
   const int err = ret < 0 ? static_cast<int>(-ret) : EIO;
-  return Status::FromErrno(err, path.empty() ? std::string(what) : fmt::format("{} {}", what, path));
+  return Status::FromErrno(err,
+                           path.empty() ? std::string(what) : fmt::format("{} {}", what, path));
 }
 
 void ThreadIo::CountData(const OpDesc& d, long ret) {
@@ -253,38 +255,25 @@ uint8_t ThreadIo::Touch(const volatile uint8_t* addr, int32_t file_str, uint64_t
   return v;
 }
 
-void ThreadIo::LogMarker(long ret, const std::string& line, uint64_t t0, uint64_t t1) {
-  if (!log_.enabled() || ret == 0) return;
+void ThreadIo::Mark(char kind, std::string_view label, bool has_value, uint64_t value) {
+  IntentMarker& m = Markers();
+  if (!m.enabled()) return;
+  char line[IntentMarker::kMaxLine];
+  const size_t n = IntentMarker::Format(kind, label, has_value, value, line);
+  const uint64_t t0 = Now();
+  const long r = m.WriteLine(line, n);
+  const uint64_t t1 = Now();
+  if (!log_.enabled() || n == 0) return;
   OpRecord rec;
-  rec.fd = Markers().fd();
+  rec.fd = m.fd();
   // Logged without the trailing newline; the write(2) carried it (ret counts it).
-  rec.str = log_.Intern(std::string_view(line).substr(0, line.empty() ? 0 : line.size() - 1));
-  Record(kOpMarker, t0, t1, ret, rec);
+  rec.str = log_.Intern(std::string_view(line, n - 1));
+  Record(kOpMarker, t0, t1, r, rec);
 }
 
-void ThreadIo::Begin(std::string_view label) {
-  if (!Markers().enabled()) return;
-  std::string line;
-  const uint64_t t0 = Now();
-  const long r = Markers().Begin(label, &line);
-  LogMarker(r, line, t0, Now());
-}
-
-void ThreadIo::End(std::string_view label) {
-  if (!Markers().enabled()) return;
-  std::string line;
-  const uint64_t t0 = Now();
-  const long r = Markers().End(label, &line);
-  LogMarker(r, line, t0, Now());
-}
-
-void ThreadIo::Instant(std::string_view label, uint64_t value) {
-  if (!Markers().enabled()) return;
-  std::string line;
-  const uint64_t t0 = Now();
-  const long r = Markers().Instant(label, value, &line);
-  LogMarker(r, line, t0, Now());
-}
+void ThreadIo::Begin(std::string_view label) { Mark('B', label, false, 0); }
+void ThreadIo::End(std::string_view label) { Mark('E', label, false, 0); }
+void ThreadIo::Instant(std::string_view label, uint64_t value) { Mark('I', label, true, value); }
 
 namespace {
 
@@ -344,7 +333,8 @@ class AioQueue final : public AsyncQueue {
 
   Status Run(std::span<AsyncRequest> reqs) override {
     if (reqs.empty()) return Status::Ok();
-    if (reqs.size() > depth_) return Status::Internal("aio batch of {} > depth {}", reqs.size(), depth_);
+    if (reqs.size() > depth_)
+      return Status::Internal("aio batch of {} > depth {}", reqs.size(), depth_);
     const uint64_t first = next_user_data_;
     for (size_t i = 0; i < reqs.size(); i++) {
       AsyncRequest& q = reqs[i];
@@ -413,7 +403,13 @@ class UringQueue final : public AsyncQueue {
  public:
   UringQueue(ThreadIo& io, unsigned depth) : io_(io), depth_(depth) {}
   ~UringQueue() override {
-    if (initialized_) io_uring_queue_exit(&ring_);
+    if (!initialized_) return;
+    const uint64_t t0 = io_.Now();
+    const int fd = ring_.ring_fd;
+    io_uring_queue_exit(&ring_);
+    OpRecord rec;
+    rec.fd = fd;
+    io_.Record(kOpUringExit, t0, io_.Now(), 0, rec);
   }
 
   Status Init() {
@@ -432,7 +428,8 @@ class UringQueue final : public AsyncQueue {
 
   Status Run(std::span<AsyncRequest> reqs) override {
     if (reqs.empty()) return Status::Ok();
-    if (reqs.size() > depth_) return Status::Internal("uring batch of {} > depth {}", reqs.size(), depth_);
+    if (reqs.size() > depth_)
+      return Status::Internal("uring batch of {} > depth {}", reqs.size(), depth_);
     const uint64_t first = next_user_data_;
     for (size_t i = 0; i < reqs.size(); i++) {
       AsyncRequest& q = reqs[i];

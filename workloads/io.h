@@ -96,6 +96,7 @@ class ThreadIo {
 
   ThreadLog& log() { return log_; }
   IoCounters& counters() { return counters_; }
+  const IoCounters& counters() const { return counters_; }
   int32_t Intern(std::string_view s) { return log_.Intern(s); }
   // Appends a record: timestamps/ret/counters filled here. Returns the log index.
   size_t Record(const OpDesc& d, uint64_t t0, uint64_t t1, long ret, OpRecord r);
@@ -104,7 +105,7 @@ class ThreadIo {
   void CountData(const OpDesc& d, long ret);
 
  private:
-  void LogMarker(long ret, const std::string& line, uint64_t t0, uint64_t t1);
+  void Mark(char kind, std::string_view label, bool has_value, uint64_t value);
 
   ThreadLog& log_;
   IoCounters counters_;

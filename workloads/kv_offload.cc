@@ -1,12 +1,11 @@
 #include "kv_offload.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "rng.h"
 
@@ -15,7 +14,8 @@ namespace iotwin::workload {
 Status ValidateKv(const KvOptions& o) {
   if (o.layers == 0 || o.kv_heads == 0 || o.head_dim == 0 || o.dtype_bytes == 0 ||
       o.chunk_tokens == 0) {
-    return BadOption("--layers, --kv-heads, --head-dim, --dtype-bytes and --chunk-tokens must be > 0");
+    return BadOption(
+        "--layers, --kv-heads, --head-dim, --dtype-bytes and --chunk-tokens must be > 0");
   }
   // Bound each factor so the product cannot overflow, then the chunk size itself.
   for (uint64_t v : {o.layers, o.kv_heads, o.head_dim, o.dtype_bytes, o.chunk_tokens}) {
@@ -77,7 +77,7 @@ size_t KvStore::LogEntriesPerChunk() const {
 }
 
 Result<std::unique_ptr<KvStore::Worker>> KvStore::Worker::Create(const KvStore& store,
-                                                                  ThreadIo& io) {
+                                                                 ThreadIo& io) {
   std::unique_ptr<Worker> w(new Worker(store, io));
   w->buf_ = AlignedBuffer(store.o_.ChunkBytes());
   if (store.o_.io == "uring") {
@@ -119,8 +119,8 @@ Status KvStore::Worker::Move(int fd, bool write, const std::string& path) {
     IOTWIN_RETURN_IF_ERROR(queue_->Run(std::span(reqs_.data(), n)));
     for (size_t i = 0; i < n; i++) {
       if (reqs_[i].res < 0) {
-        return SyscallError(static_cast<long>(reqs_[i].res), write ? "io_uring write" : "io_uring read",
-                            path);
+        return SyscallError(static_cast<long>(reqs_[i].res),
+                            write ? "io_uring write" : "io_uring read", path);
       }
       if (static_cast<size_t>(reqs_[i].res) != reqs_[i].len) {
         return Status::Io("{}: short io_uring {} at offset {}: {} of {} bytes", path,
@@ -153,8 +153,10 @@ Status KvStore::Worker::Get(uint64_t chunk) {
   const std::string& path = store_.path(chunk);
   const long fd = io_.OpenAt(path, O_RDONLY | O_CLOEXEC | (o.UseDirect() ? O_DIRECT : 0));
   if (fd == -ENOENT) {
-    return Status::NotFound("{}: no such KV chunk (run the put phase first with the same --seed "
-                            "and model shape)", path);
+    return Status::NotFound(
+        "{}: no such KV chunk (run the put phase first with the same --seed "
+        "and model shape)",
+        path);
   }
   if (fd < 0) return o.UseDirect() ? DirectOpenError(fd, path) : SyscallError(fd, "open", path);
   Status st = Move(static_cast<int>(fd), false, path);
@@ -162,7 +164,8 @@ Status KvStore::Worker::Get(uint64_t chunk) {
   if (st.ok() && c < 0) st = SyscallError(c, "close", path);
   if (st.ok() && o.verify) {
     const long long bad = CheckPattern(store_.hash(chunk), 0, buf_.data(), o.ChunkBytes());
-    if (bad >= 0) return Status::Corrupt("{}: content differs from what put wrote at byte {}", path, bad);
+    if (bad >= 0)
+      return Status::Corrupt("{}: content differs from what put wrote at byte {}", path, bad);
   }
   return st;
 }
@@ -198,14 +201,17 @@ Result<ScenarioResult> RunKvOffload(const KvOptions& o, RunContext& ctx) {
       struct stat st;
       const long r = main.Stat(store.path(i), &st);
       if (r == -ENOENT) {
-        return Status::NotFound("{}: KV chunk missing; run `kv-offload --phase put` first with the "
-                                "same --dir, --seed and model shape", store.path(i));
+        return Status::NotFound(
+            "{}: KV chunk missing; run `kv-offload --phase put` first with the "
+            "same --dir, --seed and model shape",
+            store.path(i));
       }
       if (r < 0) return SyscallError(r, "stat", store.path(i));
       if (static_cast<uint64_t>(st.st_size) != o.ChunkBytes()) {
-        return Status::Invalid("{}: {} bytes, expected a {}-byte chunk (different model shape "
-                               "or --chunk-tokens than the put run?)",
-                               store.path(i), st.st_size, o.ChunkBytes());
+        return Status::Invalid(
+            "{}: {} bytes, expected a {}-byte chunk (different model shape "
+            "or --chunk-tokens than the put run?)",
+            store.path(i), st.st_size, o.ChunkBytes());
       }
     }
   }

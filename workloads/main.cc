@@ -2,14 +2,13 @@
 //
 // Exit status: 0 done; 2 bad options or unusable input (missing files, O_DIRECT unsupported);
 // 1 the workload failed while running (I/O error, corrupt data).
+#include <fmt/format.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <string>
-
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common.h"
 #include "kv_offload.h"
@@ -78,7 +77,8 @@ int Run(const std::string& scenario, const CommonOptions& common,
     }
   }
   if (!st.ok()) {
-    std::fprintf(stderr, "iotwin-workload %s: error: %s\n", scenario.c_str(), st.ToString().c_str());
+    std::fprintf(stderr, "iotwin-workload %s: error: %s\n", scenario.c_str(),
+                 st.ToString().c_str());
     return ExitCodeFor(st);
   }
   if (!common.quiet) {
@@ -155,9 +155,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   model_cmd->add_option("--hidden", model.hidden, "Hidden size of the synthetic model (--prepare)")
       ->capture_default_str();
-  model_cmd->add_option("--mode", model.mode,
-                        "mmap (safetensors), pread (sequential preads per tensor), direct-async "
-                        "(DeepSpeed: O_DIRECT libaio blocks)")
+  model_cmd
+      ->add_option("--mode", model.mode,
+                   "mmap (safetensors), pread (sequential preads per tensor), direct-async "
+                   "(DeepSpeed: O_DIRECT libaio blocks)")
       ->check(CLI::IsMember({"mmap", "pread", "direct-async"}))
       ->capture_default_str();
   model_cmd->add_option("--io-size", model.io_size, "pread request size")->capture_default_str();
@@ -176,7 +177,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   micro_cmd->add_option("--size", micro.size, "Bytes per operation")->capture_default_str();
   micro_cmd->add_option("--file-mb", micro.file_mb, "File size in MiB")->capture_default_str();
-  micro_cmd->add_option("--ops", micro.ops, "Operations per thread (default 1024 without --seconds)");
+  micro_cmd->add_option("--ops", micro.ops,
+                        "Operations per thread (default 1024 without --seconds)");
   micro_cmd->add_option("--seconds", micro.seconds, "Stop after this many seconds");
   micro_cmd->add_flag("--per-thread-files", micro.per_thread_files,
                       "Each thread its own file (default: one shared file, one fd per thread)");
@@ -206,7 +208,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::fprintf(stderr, "iotwin-workload: error: %s\nRun with --help for the options.\n", e.what());
+    std::fprintf(stderr, "iotwin-workload: error: %s\nRun with --help for the options.\n",
+                 e.what());
     return kExitUsage;
   }
   if (common.dir.empty()) {

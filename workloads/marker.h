@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <string_view>
 
 namespace iotwin {
@@ -52,20 +51,15 @@ class IntentMarker {
   int open_errno() const { return open_errno_; }
   int fd() const { return fd_; }
 
+  // Longest line: kind, space, label, space, 20 digits, newline.
+  static constexpr size_t kMaxLine = kMaxLabel + 24;
+
   // Each returns what write(2) returned (bytes or -errno), or 0 when markers are disabled or the
-  // label is invalid. `line` (optional) receives a copy of the exact bytes written.
-  long Begin(std::string_view label, std::string* line = nullptr) {
-    return Emit('B', label, false, 0, line);
-  }
-  long End(std::string_view label, std::string* line = nullptr) {
-    return Emit('E', label, false, 0, line);
-  }
-  long Instant(std::string_view label, std::string* line = nullptr) {
-    return Emit('I', label, false, 0, line);
-  }
-  long Instant(std::string_view label, uint64_t value, std::string* line = nullptr) {
-    return Emit('I', label, true, value, line);
-  }
+  // label is invalid.
+  long Begin(std::string_view label) { return Emit('B', label, false, 0); }
+  long End(std::string_view label) { return Emit('E', label, false, 0); }
+  long Instant(std::string_view label) { return Emit('I', label, false, 0); }
+  long Instant(std::string_view label, uint64_t value) { return Emit('I', label, true, value); }
 
   static bool ValidLabel(std::string_view label) {
     if (label.empty() || label.size() > kMaxLabel) return false;
@@ -75,19 +69,18 @@ class IntentMarker {
     return true;
   }
 
- private:
-  long Emit(char kind, std::string_view label, bool has_value, uint64_t value,
-            std::string* line) {
-    if (fd_ < 0 || !ValidLabel(label)) return 0;
-    // The whole line goes out in one write(2), so markers of different threads never interleave.
-    char buf[kMaxLabel + 32];
+  // Formats one marker line into `buf` and returns its length (0 if the label is invalid).
+  // Allocation-free, so emitting a marker makes no system call but the write.
+  static size_t Format(char kind, std::string_view label, bool has_value, uint64_t value,
+                       char (&buf)[kMaxLine]) {
+    if (!ValidLabel(label)) return 0;
     size_t n = 0;
     buf[n++] = kind;
     buf[n++] = ' ';
     std::memcpy(buf + n, label.data(), label.size());
     n += label.size();
     if (has_value) {
-      char digits[24];
+      char digits[20];
       size_t d = 0;
       do {
         digits[d++] = static_cast<char>('0' + value % 10);
@@ -97,9 +90,22 @@ class IntentMarker {
       while (d > 0) buf[n++] = digits[--d];
     }
     buf[n++] = '\n';
-    if (line != nullptr) line->assign(buf, n);
-    ssize_t w = ::write(fd_, buf, n);
+    return n;
+  }
+
+  // Writes a formatted line with one write(2); returns bytes written or -errno (0: disabled).
+  long WriteLine(const char* line, size_t n) {
+    if (fd_ < 0 || n == 0) return 0;
+    const ssize_t w = ::write(fd_, line, n);
     return w < 0 ? -errno : w;
+  }
+
+ private:
+  long Emit(char kind, std::string_view label, bool has_value, uint64_t value) {
+    if (fd_ < 0) return 0;
+    // The whole line goes out in one write(2), so markers of different threads never interleave.
+    char buf[kMaxLine];
+    return WriteLine(buf, Format(kind, label, has_value, value, buf));
   }
 
   int fd_ = -1;

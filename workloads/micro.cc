@@ -1,14 +1,13 @@
 #include "micro.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include <algorithm>
 #include <charconv>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "rng.h"
 
@@ -21,7 +20,7 @@ constexpr uint64_t kPrepareWriteSize = 1 * kMiB;
 
 struct OpKind {
   bool write = false;
-  bool positional = false;  // pread64/pwrite64 rather than read/write at the file position
+  bool positional = false;   // pread64/pwrite64 rather than read/write at the file position
   bool random_only = false;  // randread/randwrite
 };
 
@@ -80,7 +79,9 @@ void SleepUntil(uint64_t deadline_ns) {
   }
 }
 
-uint64_t FileKey(uint64_t seed, uint64_t file) { return Mix64(seed ^ 0x6d6963726fULL ^ Mix64(file)); }
+uint64_t FileKey(uint64_t seed, uint64_t file) {
+  return Mix64(seed ^ 0x6d6963726fULL ^ Mix64(file));
+}
 
 }  // namespace
 
@@ -114,9 +115,11 @@ Result<ScenarioResult> RunMicro(const MicroOptions& o, RunContext& ctx) {
                      o.op, o.pattern, kind.write ? "pwrite" : "pread");
   }
   if (o.size == 0 || o.size > 1024 * kMiB) return BadOption("--size must be in 1..1 GiB");
-  if (o.file_mb == 0 || o.file_mb > 1024 * 1024) return BadOption("--file-mb must be in 1..1048576");
+  if (o.file_mb == 0 || o.file_mb > 1024 * 1024)
+    return BadOption("--file-mb must be in 1..1048576");
   const uint64_t file_bytes = o.file_mb * kMiB;
-  if (o.size > file_bytes) return BadOption("--size {} is larger than the file (--file-mb {})", o.size, o.file_mb);
+  if (o.size > file_bytes)
+    return BadOption("--size {} is larger than the file (--file-mb {})", o.size, o.file_mb);
   if (o.direct && o.size % kDirectAlign != 0) {
     return BadOption("--direct needs --size to be a multiple of {} (got {})", kDirectAlign, o.size);
   }
@@ -138,7 +141,7 @@ Result<ScenarioResult> RunMicro(const MicroOptions& o, RunContext& ctx) {
   // Reads need data: create (or extend) the file(s) with deterministic content first.
   if (!kind.write) {
     bool began = false;
-    AlignedBuffer buf;
+    AlignedBuffer* buf = nullptr;
     for (int f = 0; f < nfiles; f++) {
       const std::string path = file_path(f);
       struct stat st;
@@ -148,14 +151,14 @@ Result<ScenarioResult> RunMicro(const MicroOptions& o, RunContext& ctx) {
       if (!began) {
         main.Begin("micro.prepare");
         began = true;
-        buf = AlignedBuffer(kPrepareWriteSize);
+        buf = &ctx.MainBuffer(kPrepareWriteSize);
       }
       const long fd = main.OpenAt(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
       if (fd < 0) return SyscallError(fd, "create", path);
       for (uint64_t off = 0; off < file_bytes; off += kPrepareWriteSize) {
         const size_t len = static_cast<size_t>(std::min(kPrepareWriteSize, file_bytes - off));
-        FillPattern(FileKey(c.seed, static_cast<uint64_t>(f)), off, buf.data(), len);
-        const long r = main.Pwrite(static_cast<int>(fd), buf.data(), len, off);
+        FillPattern(FileKey(c.seed, static_cast<uint64_t>(f)), off, buf->data(), len);
+        const long r = main.Pwrite(static_cast<int>(fd), buf->data(), len, off);
         if (r < 0 || static_cast<size_t>(r) != len) {
           main.Close(static_cast<int>(fd));
           return r < 0 ? SyscallError(r, "pwrite64", path) : Status::Io("{}: short write", path);
@@ -181,10 +184,11 @@ Result<ScenarioResult> RunMicro(const MicroOptions& o, RunContext& ctx) {
   IOTWIN_RETURN_IF_ERROR(ctx.Parallel(threads, reserve, [&](int t, ThreadIo& io) -> Status {
     const int f = o.per_thread_files ? t : 0;
     const std::string path = file_path(f);
-    const int flags = (kind.write ? O_WRONLY | O_CREAT : O_RDONLY) | O_CLOEXEC |
-                      (o.direct ? O_DIRECT : 0);
+    const int flags =
+        (kind.write ? O_WRONLY | O_CREAT : O_RDONLY) | O_CLOEXEC | (o.direct ? O_DIRECT : 0);
     AlignedBuffer buf(static_cast<size_t>(o.size));
-    if (kind.write) FillPattern(FileKey(c.seed, 1000 + static_cast<uint64_t>(t)), 0, buf.data(), o.size);
+    if (kind.write)
+      FillPattern(FileKey(c.seed, 1000 + static_cast<uint64_t>(t)), 0, buf.data(), o.size);
     OffsetSequence seq(pattern, blocks, c.seed, static_cast<uint64_t>(t));
     const long fd = io.OpenAt(path, flags, 0644);
     if (fd < 0) return o.direct ? DirectOpenError(fd, path) : SyscallError(fd, "open", path);
@@ -194,7 +198,8 @@ Result<ScenarioResult> RunMicro(const MicroOptions& o, RunContext& ctx) {
     for (; (ops == 0 || i < ops); i++) {
       if (deadline_ns != UINT64_MAX && MonotonicNs() >= deadline_ns) break;
       if (ns_per_slot > 0) {
-        SleepUntil(start_ns + static_cast<uint64_t>(static_cast<double>(i * threads + t) * ns_per_slot));
+        SleepUntil(start_ns +
+                   static_cast<uint64_t>(static_cast<double>(i * threads + t) * ns_per_slot));
       }
       const uint64_t off = seq.Next() * o.size;
       long r;
@@ -234,8 +239,8 @@ Result<ScenarioResult> RunMicro(const MicroOptions& o, RunContext& ctx) {
   ScenarioResult result;
   result.files = static_cast<uint64_t>(nfiles);
   result.extra["op"] = o.op;
-  result.extra["syscall"] = kind.positional ? (kind.write ? "pwrite64" : "pread64")
-                                            : (kind.write ? "write" : "read");
+  result.extra["syscall"] =
+      kind.positional ? (kind.write ? "pwrite64" : "pread64") : (kind.write ? "write" : "read");
   result.extra["size"] = o.size;
   result.extra["pattern"] = pattern_text;
   result.extra["direct"] = o.direct;

@@ -12,12 +12,12 @@ struct MicroOptions {
   std::string op = "pread";  // read | write | pread | pwrite | randread | randwrite
   uint64_t size = 4096;
   uint64_t file_mb = 8;
-  uint64_t ops = 0;      // per thread; 0 = 1024 unless --seconds is given
-  double seconds = 0;    // stop after this long (with --ops: whichever comes first)
+  uint64_t ops = 0;    // per thread; 0 = 1024 unless --seconds is given
+  double seconds = 0;  // stop after this long (with --ops: whichever comes first)
   bool per_thread_files = false;
-  double rate = 0;       // total ops/s over all threads, 0 = unpaced
+  double rate = 0;  // total ops/s over all threads, 0 = unpaced
   bool direct = false;
-  std::string pattern;   // seq | rand | stride:N; empty = the op's default
+  std::string pattern;  // seq | rand | stride:N; empty = the op's default
 };
 
 // How offsets advance: blocks are `size`-byte slots of the file.

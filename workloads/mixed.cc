@@ -12,8 +12,8 @@ namespace iotwin::workload {
 namespace {
 
 // The journal writer: sequential pwrite64s of write_size, fsync every fsync_every writes.
-Status WriteJournal(const MixedOptions& o, const std::string& path, uint64_t seed, ThreadIo& io) {
-  AlignedBuffer buf(static_cast<size_t>(o.write_size));
+Status WriteJournal(const MixedOptions& o, const std::string& path, uint64_t seed, ThreadIo& io,
+                    AlignedBuffer& buf) {
   FillPattern(Mix64(seed ^ 0x6a6f75726e616cULL), 0, buf.data(), o.write_size);
   const long fd = io.OpenAt(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return SyscallError(fd, "create", path);
@@ -45,7 +45,8 @@ Result<ScenarioResult> RunMixed(const MixedOptions& o, RunContext& ctx) {
   model.mode = "pread";
   model.prepare = true;
   IOTWIN_RETURN_IF_ERROR(ValidateModel(model));
-  if (o.write_size == 0 || o.write_size > 64 * kMiB) return BadOption("--write-size must be in 1..64 MiB");
+  if (o.write_size == 0 || o.write_size > 64 * kMiB)
+    return BadOption("--write-size must be in 1..64 MiB");
 
   const CommonOptions& c = ctx.common();
   ThreadIo& main = ctx.main();
@@ -63,9 +64,10 @@ Result<ScenarioResult> RunMixed(const MixedOptions& o, RunContext& ctx) {
 
   main.Begin("mixed.setup");
   IOTWIN_RETURN_IF_ERROR(ctx.Parallel(1, 4096, [&](int, ThreadIo& io) -> Status {
+    AlignedBuffer buf(ModelFiles::kPrepareWriteSize);
     IOTWIN_ASSIGN_OR_RETURN(auto worker, KvStore::Worker::Create(store, io));
     for (uint64_t i = 0; i < store.chunks(); i++) IOTWIN_RETURN_IF_ERROR(worker->Put(i));
-    for (int s = 0; s < files.shards(); s++) IOTWIN_RETURN_IF_ERROR(files.Prepare(io, s));
+    for (int s = 0; s < files.shards(); s++) IOTWIN_RETURN_IF_ERROR(files.Prepare(io, s, buf));
     return Status::Ok();
   }));
   main.End("mixed.setup");
@@ -78,9 +80,10 @@ Result<ScenarioResult> RunMixed(const MixedOptions& o, RunContext& ctx) {
     sizes.push_back(static_cast<uint64_t>(st.st_size));
   }
   const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
-  const size_t reserve = std::max(
-      {gets.size() * store.LogEntriesPerChunk(),
-       files.LogEntriesPerShard(largest) * sizes.size(), static_cast<size_t>(2 * o.writes)}) + 64;
+  const size_t reserve = std::max({gets.size() * store.LogEntriesPerChunk(),
+                                   files.LogEntriesPerShard(largest) * sizes.size(),
+                                   static_cast<size_t>(2 * o.writes)}) +
+                         64;
 
   main.Begin("mixed.run");
   IOTWIN_RETURN_IF_ERROR(ctx.Parallel(3, reserve, [&](int role, ThreadIo& io) -> Status {
@@ -100,8 +103,9 @@ Result<ScenarioResult> RunMixed(const MixedOptions& o, RunContext& ctx) {
       }
       io.End("model.load");
     } else {
+      AlignedBuffer buf(static_cast<size_t>(o.write_size));
       io.Begin("mixed.write");
-      IOTWIN_RETURN_IF_ERROR(WriteJournal(o, journal, c.seed, io));
+      IOTWIN_RETURN_IF_ERROR(WriteJournal(o, journal, c.seed, io, buf));
       io.End("mixed.write");
     }
     return Status::Ok();

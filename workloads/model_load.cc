@@ -1,26 +1,23 @@
 #include "model_load.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "rng.h"
 
 namespace iotwin::workload {
 
-namespace {
-constexpr uint64_t kPrepareWriteSize = 1 * kMiB;
-}  // namespace
-
 Status ValidateModel(const ModelOptions& o) {
-  if (o.prepare && o.prepare_only) return BadOption("--prepare and --prepare-only exclude each other");
+  if (o.prepare && o.prepare_only)
+    return BadOption("--prepare and --prepare-only exclude each other");
   if (o.shards < 1 || o.shards > 99999) return BadOption("--shards must be in 1..99999");
-  if (o.shard_mb == 0 || o.shard_mb > 1024 * 1024) return BadOption("--shard-mb must be in 1..1048576");
+  if (o.shard_mb == 0 || o.shard_mb > 1024 * 1024)
+    return BadOption("--shard-mb must be in 1..1048576");
   if (o.io_size == 0 || o.io_size > 1024 * kMiB) return BadOption("--io-size must be in 1..1 GiB");
   if (o.block_mb == 0 || o.block_mb > 1024) return BadOption("--block-mb must be in 1..1024");
   if (o.qd == 0 || o.qd > 1024) return BadOption("--qd must be in 1..1024");
@@ -51,7 +48,7 @@ size_t ModelFiles::LogEntriesPerShard(uint64_t file_size) const {
   return static_cast<size_t>(n);
 }
 
-Status ModelFiles::Prepare(ThreadIo& io, int s) const {
+Status ModelFiles::Prepare(ThreadIo& io, int s, AlignedBuffer& buf) const {
   const ShardPlan& shard = plan_.at(static_cast<size_t>(s));
   const std::string p = path(s);
   const std::string header = EncodeHeader(shard);
@@ -65,7 +62,6 @@ Status ModelFiles::Prepare(ThreadIo& io, int s) const {
   };
   Status st = write_all(header.data(), header.size(), 0);
   const uint64_t end = header.size() + shard.data_bytes;
-  AlignedBuffer buf(kPrepareWriteSize);
   for (uint64_t off = header.size(); st.ok() && off < end; off += kPrepareWriteSize) {
     const size_t len = static_cast<size_t>(std::min(kPrepareWriteSize, end - off));
     FillPattern(key(s), off, buf.data(), len);
@@ -82,8 +78,8 @@ Status ModelFiles::Prepare(ThreadIo& io, int s) const {
 }
 
 Result<std::unique_ptr<ModelFiles::Loader>> ModelFiles::Loader::Create(const ModelFiles& files,
-                                                                        ThreadIo& io,
-                                                                        uint64_t largest_file) {
+                                                                       ThreadIo& io,
+                                                                       uint64_t largest_file) {
   std::unique_ptr<Loader> l(new Loader(files, io));
   const ModelOptions& o = files.o_;
   if (o.mode == "pread") {
@@ -199,8 +195,8 @@ Status ModelFiles::Loader::LoadDirect(int fd, int s, const std::string& path, ui
       if (q.res < 0) return SyscallError(static_cast<long>(q.res), "aio read", path);
       const uint64_t want = std::min<uint64_t>(q.len, file_size - q.offset);
       if (static_cast<uint64_t>(q.res) != want) {
-        return Status::Corrupt("{}: short O_DIRECT read at {}: {} of {} bytes", path, q.offset, q.res,
-                               want);
+        return Status::Corrupt("{}: short O_DIRECT read at {}: {} of {} bytes", path, q.offset,
+                               q.res, want);
       }
     }
     const uint64_t got = std::min(off, file_size) - batch_start;
@@ -208,16 +204,17 @@ Status ModelFiles::Loader::LoadDirect(int fd, int s, const std::string& path, ui
       // DeepSpeed moves raw bytes; the header is parsed from the first block afterwards.
       if (got < 8) return Status::Corrupt("{}: too short for a safetensors header", path);
       IOTWIN_ASSIGN_OR_RETURN(uint64_t len, DecodeHeaderLength(buf_.data(), file_size));
-      if (8 + len > got) return Status::Unsupported("{}: header larger than one --block-mb block", path);
-      auto parsed = ParseHeader(
-          std::string_view(reinterpret_cast<const char*>(buf_.data()) + 8, static_cast<size_t>(len)),
-          file_size);
+      if (8 + len > got)
+        return Status::Unsupported("{}: header larger than one --block-mb block", path);
+      auto parsed = ParseHeader(std::string_view(reinterpret_cast<const char*>(buf_.data()) + 8,
+                                                 static_cast<size_t>(len)),
+                                file_size);
       if (!parsed.ok()) return parsed.status().WithContext(path);
       h = std::move(parsed).value();
       have_header = true;
     }
-    IOTWIN_RETURN_IF_ERROR(VerifyData(s, path, batch_start, buf_.data(), static_cast<size_t>(got),
-                                      h.data_start));
+    IOTWIN_RETURN_IF_ERROR(
+        VerifyData(s, path, batch_start, buf_.data(), static_cast<size_t>(got), h.data_start));
   }
   return Status::Ok();
 }
@@ -267,8 +264,9 @@ Result<ScenarioResult> RunModelLoad(const ModelOptions& o, RunContext& ctx) {
     main.Begin("model.prepare");
     IOTWIN_RETURN_IF_ERROR(ctx.Parallel(threads, 64 * static_cast<size_t>(o.shard_mb) + 64,
                                         [&](int t, ThreadIo& io) -> Status {
+                                          AlignedBuffer buf(ModelFiles::kPrepareWriteSize);
                                           for (int s = t; s < o.shards; s += threads) {
-                                            IOTWIN_RETURN_IF_ERROR(files.Prepare(io, s));
+                                            IOTWIN_RETURN_IF_ERROR(files.Prepare(io, s, buf));
                                           }
                                           return Status::Ok();
                                         }));

@@ -42,7 +42,10 @@ class ModelFiles {
   const ModelOptions& options() const { return o_; }
   size_t LogEntriesPerShard(uint64_t file_size) const;
 
-  Status Prepare(ThreadIo& io, int s) const;
+  // Writes shard s. `buf` (at least kPrepareWriteSize bytes) is the caller's, allocated before
+  // its first operation so no allocator call lands among the logged ones.
+  Status Prepare(ThreadIo& io, int s, AlignedBuffer& buf) const;
+  static constexpr uint64_t kPrepareWriteSize = 1 * kMiB;
 
   // One loader thread: buffers, and the libaio context for direct-async.
   class Loader {

@@ -1,5 +1,6 @@
 #include "oplog.h"
 
+#include <fmt/format.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <cstring>
 #include <tuple>
 
-#include <fmt/format.h>
-
 namespace iotwin::workload {
 
 namespace {
@@ -19,10 +18,18 @@ void AppendJsonString(fmt::memory_buffer& out, std::string_view s) {
   out.push_back('"');
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out.append(std::string_view("\\\"")); break;
-      case '\\': out.append(std::string_view("\\\\")); break;
-      case '\n': out.append(std::string_view("\\n")); break;
-      case '\t': out.append(std::string_view("\\t")); break;
+      case '"':
+        out.append(std::string_view("\\\""));
+        break;
+      case '\\':
+        out.append(std::string_view("\\\\"));
+        break;
+      case '\n':
+        out.append(std::string_view("\\n"));
+        break;
+      case '\t':
+        out.append(std::string_view("\\t"));
+        break;
       default:
         if (c < 0x20) {
           fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
@@ -37,7 +44,8 @@ void AppendJsonString(fmt::memory_buffer& out, std::string_view s) {
 void AppendRecord(fmt::memory_buffer& out, const ThreadLog& log, size_t seq, const OpRecord& r) {
   const OpDesc& d = *r.desc;
   auto it = std::back_inserter(out);
-  fmt::format_to(it, "{{\"seq\":{},\"thread\":{},\"tid\":{},\"op\":\"{}\",\"ts_ns\":{},\"dur_ns\":{}",
+  fmt::format_to(it,
+                 "{{\"seq\":{},\"thread\":{},\"tid\":{},\"op\":\"{}\",\"ts_ns\":{},\"dur_ns\":{}",
                  seq, log.thread(), log.tid(), d.name, r.ts_ns, r.dur_ns);
   if (d.fd) fmt::format_to(it, ",\"fd\":{}", r.fd);
   if (d.offset) fmt::format_to(it, ",\"offset\":{}", r.offset);
@@ -57,7 +65,8 @@ void AppendRecord(fmt::memory_buffer& out, const ThreadLog& log, size_t seq, con
 
 }  // namespace
 
-ThreadLog::ThreadLog(bool enabled, int thread, size_t reserve) : enabled_(enabled), thread_(thread) {
+ThreadLog::ThreadLog(bool enabled, int thread, size_t reserve)
+    : enabled_(enabled), thread_(thread) {
   if (enabled_) {
     records_.reserve(reserve);
     strings_.reserve(64);

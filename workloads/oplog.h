@@ -18,14 +18,14 @@ namespace iotwin::workload {
 
 // The JSON shape of one kind of log entry: which record fields are emitted and under what names.
 struct OpDesc {
-  const char* name;       // "op" value: a syscall name, or a pseudo-op (touch, uring_read, marker...)
-  bool fd;                // emit "fd"
-  bool offset;            // emit "offset"
-  bool len;               // emit "len"
+  const char* name;  // "op" value: a syscall name, or a pseudo-op (touch, uring_read, marker...)
+  bool fd;           // emit "fd"
+  bool offset;       // emit "offset"
+  bool len;          // emit "len"
   const char* addr_name;  // name for OpRecord::addr, or nullptr
   const char* arg_names[3];
-  const char* str_name;   // name for the string (path, file, text), or nullptr
-  const char* constant;   // literal JSON members appended verbatim (",\"write\":false"), or nullptr
+  const char* str_name;  // name for the string (path, file, text), or nullptr
+  const char* constant;  // literal JSON members appended verbatim (",\"write\":false"), or nullptr
   // Counted in the summary: data moved by a read- or write-like operation.
   enum class Data : uint8_t { kNone, kRead, kWrite } data;
 };
@@ -51,6 +51,8 @@ inline constexpr OpDesc kOpIoSubmit{"io_submit", false, false, false, "ctx", {"n
 inline constexpr OpDesc kOpIoGetevents{"io_getevents", false, false, false, "ctx", {"min_nr", "nr"}, nullptr, nullptr, OpDesc::Data::kNone};
 inline constexpr OpDesc kOpIoDestroy{"io_destroy", false, false, false, "ctx", {}, nullptr, nullptr, OpDesc::Data::kNone};
 inline constexpr OpDesc kOpIoUringSetup{"io_uring_setup", false, false, false, nullptr, {"entries", "flags"}, nullptr, nullptr, OpDesc::Data::kNone};
+// liburing's io_uring_queue_exit(): munmap of the rings, then close(fd) of the ring.
+inline constexpr OpDesc kOpUringExit{"uring_exit", true, false, false, nullptr, {}, nullptr, nullptr, OpDesc::Data::kNone};
 inline constexpr OpDesc kOpIoUringEnter{"io_uring_enter", true, false, false, nullptr, {"to_submit", "min_complete", "flags"}, nullptr, nullptr, OpDesc::Data::kNone};
 // Asynchronous requests, one entry each: ts_ns = the submitting syscall's issue time, dur_ns =
 // until the completion was reaped, ret = the completion's result.
@@ -77,7 +79,7 @@ struct OpRecord {
   uint64_t addr = 0;
   uint64_t args[3] = {0, 0, 0};
   int32_t fd = -1;
-  int32_t str = -1;     // index into the owning ThreadLog's strings
+  int32_t str = -1;  // index into the owning ThreadLog's strings
 };
 
 // One thread's log. Used by exactly one OS thread; storage is reserved up front so appending

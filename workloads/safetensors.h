@@ -1,7 +1,8 @@
 // A synthetic Llama-style model laid out as safetensors shards, and a safetensors header parser.
 //
 // safetensors file: 8-byte little-endian header length N, N bytes of JSON
-//   {"__metadata__": {...}, "<tensor>": {"dtype": "BF16", "shape": [..], "data_offsets": [b, e]}, ...}
+//   {"__metadata__": {...}, "<tensor>": {"dtype": "BF16", "shape": [..], "data_offsets": [b, e]},
+//   ...}
 // padded with spaces to a multiple of 8, then the tensor data; offsets are relative to the data
 // start (8 + N) and the tensors tile the data region without gaps.
 #pragma once
@@ -45,8 +46,8 @@ struct TensorExtent {
 };
 
 struct ParsedHeader {
-  uint64_t header_len = 0;  // N
-  uint64_t data_start = 0;  // 8 + N
+  uint64_t header_len = 0;            // N
+  uint64_t data_start = 0;            // 8 + N
   std::vector<TensorExtent> tensors;  // in file order
 };
 
