@@ -24,7 +24,8 @@ Status ValidateKv(const KvOptions& o) {
   if (o.ChunkBytes() > 4 * 1024 * kMiB) {
     return BadOption("chunk of {} bytes is over the 4 GiB limit", o.ChunkBytes());
   }
-  if (o.chunks == 0) return BadOption("--chunks must be > 0");
+  if (o.chunks == 0 || o.chunks > (1u << 24)) return BadOption("--chunks must be in 1..16777216");
+  if (o.gets > (1u << 26)) return BadOption("--gets must be at most 67108864");
   if (o.io_size == 0) return BadOption("--io-size must be > 0");
   if (o.qd == 0 || o.qd > 4096) return BadOption("--qd must be in 1..4096");
   if (o.dist == "zipf" && !(o.zipf_theta >= 0 && o.zipf_theta <= 10)) {

@@ -178,7 +178,7 @@ Result<ScenarioResult> RunMicro(const MicroOptions& o, RunContext& ctx) {
   const double ns_per_slot = o.rate > 0 ? 1e9 / o.rate : 0;
   std::vector<uint64_t> done(static_cast<size_t>(threads));
   const size_t reserve = static_cast<size_t>(
-      std::min<uint64_t>(ops ? ops * (kind.positional ? 1 : 2) : (1u << 16), 1u << 24) + 16);
+      std::min<uint64_t>(ops ? ops * (kind.positional ? 1 : 2) : (1u << 16), 1u << 20) + 16);
 
   main.Begin("micro.run");
   IOTWIN_RETURN_IF_ERROR(ctx.Parallel(threads, reserve, [&](int t, ThreadIo& io) -> Status {

@@ -216,6 +216,7 @@ Status ModelFiles::Loader::LoadDirect(int fd, int s, const std::string& path, ui
     IOTWIN_RETURN_IF_ERROR(
         VerifyData(s, path, batch_start, buf_.data(), static_cast<size_t>(got), h.data_start));
   }
+  if (!have_header) return Status::Corrupt("{}: empty file, not a safetensors shard", path);
   return Status::Ok();
 }
 
