@@ -24,6 +24,9 @@ log() { echo "nvme-guest setup: $*" >&2; }
 
 cache="${IOTWIN_NVME_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/iotwin/nvme-guest}"
 mkdir -p "$cache"
+# One setup at a time per cache (tests may run in parallel): the second waits, then finds all done.
+exec 9> "$cache/.setup.lock"
+flock 9
 
 apt_updated=0
 apt_update_once() {
@@ -49,9 +52,13 @@ if [ "${#missing[@]}" -gt 0 ]; then
   log "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   # A stale or absent package list makes install fail on a fresh machine: update and retry once.
-  if ! apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" >&2; then
+  apt_install() {
+    apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" \
+      > "$cache/apt-install.log" 2>&1
+  }
+  if ! apt_install; then
     apt_update_once
-    apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" >&2
+    apt_install || { cat "$cache/apt-install.log" >&2; exit 1; }
   fi
 fi
 
@@ -59,22 +66,25 @@ fi
 if [ -s "$cache/vmlinuz" ] && [ -s "$cache/kernel-package" ]; then
   log "kernel $(cat "$cache/kernel-package") already in $cache"
 else
-  pkg="${IOTWIN_NVME_GUEST_KERNEL_PKG:-}"
   newest_cloud_kernel() {
     apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-cloud-amd64-unsigned$' 2>/dev/null |
       awk '{print $1}' | sort -V | tail -n 1
   }
-  if [ -z "$pkg" ]; then
-    pkg="$(newest_cloud_kernel)"
-    if [ -z "$pkg" ]; then apt_update_once; pkg="$(newest_cloud_kernel)"; fi
-    [ -n "$pkg" ] || { log "no linux-image-6.1.0-*-cloud-amd64-unsigned package known to apt"; exit 1; }
-  fi
   work="$(mktemp -d "$cache/download.XXXXXX")"
   trap 'rm -rf "$work"' EXIT
-  log "downloading $pkg (one package, about 26 MB)"
-  # Exactly one package by its full name: a glob would match gigabytes of kernel variants.
-  (cd "$work" && apt-get download -qq "$pkg" >&2) || {
-    apt_update_once; (cd "$work" && apt-get download -qq "$pkg" >&2); }
+  # Exactly one package by its full name: a glob would match gigabytes of kernel variants. A
+  # stale package list can name a version the mirror no longer has: then update and choose again.
+  pkg=""
+  for attempt in 1 2; do
+    pkg="${IOTWIN_NVME_GUEST_KERNEL_PKG:-$(newest_cloud_kernel)}"
+    if [ -n "$pkg" ]; then
+      log "downloading $pkg (one package, about 26 MB)"
+      if (cd "$work" && apt-get download -qq -o APT::Sandbox::User=root "$pkg" >&2); then break; fi
+    fi
+    pkg=""
+    [ "$attempt" = 1 ] && apt_update_once
+  done
+  [ -n "$pkg" ] || { log "could not download a linux-image-6.1.0-*-cloud-amd64-unsigned package"; exit 1; }
   deb="$(ls "$work"/*.deb)"
   deb_bytes="$(stat -c %s "$deb")"
   dpkg-deb -x "$deb" "$work/root"
@@ -85,7 +95,7 @@ else
              CONFIG_BPF_EVENTS CONFIG_FTRACE_SYSCALLS CONFIG_BLK_DEV_INITRD CONFIG_DEVTMPFS; do
     grep -q "^$opt=y" "$config" || { log "$pkg: $opt is not =y; this kernel cannot be used"; exit 1; }
   done
-  cp "$vmlinuz" "$cache/vmlinuz.tmp" && mv "$cache/vmlinuz.tmp" "$cache/vmlinuz"
+  cp "$vmlinuz" "$work/vmlinuz" && mv "$work/vmlinuz" "$cache/vmlinuz"
   cp "$config" "$cache/config"
   echo "$deb_bytes" > "$cache/download-bytes"
   echo "$pkg" > "$cache/kernel-package"
