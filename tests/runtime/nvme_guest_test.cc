@@ -25,13 +25,6 @@ constexpr int kNvmeFlush = 0x00;
 constexpr int kNvmeWrite = 0x01;
 constexpr int kNvmeRead = 0x02;
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
@@ -201,6 +194,15 @@ std::vector<NvmeCommand> ParseBpfSetups(const std::string& text, const std::stri
   return ::testing::AssertionSuccess();
 }
 
+#if defined(IOTWIN_NVME_GUEST_DIR)
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 std::map<std::string, std::string> ParseKeyValues(const std::string& text) {
   std::map<std::string, std::string> kv;
   for (const auto& line : Lines(text)) {
@@ -214,8 +216,6 @@ bool IsStaticExecutable(const std::string& path) {
   RunResult r = Run({"/bin/sh", "-c", "LC_ALL=C readelf -l \"$0\"", path}, 30);
   return r.exit_code == 0 && r.out.find("Requesting program interpreter") == std::string::npos;
 }
-
-#if defined(IOTWIN_NVME_GUEST_DIR)
 
 class NvmeGuestTest : public ::testing::Test {
  protected:
@@ -243,8 +243,8 @@ class NvmeGuestTest : public ::testing::Test {
     std::cout << "setup.sh took " << setup_s_ << " s\n";
 
     TempDir tmp;
-    std::vector<std::string> argv = {std::string(IOTWIN_NVME_GUEST_DIR) + "/run.sh",
-                                     "--binary", IOTWIN_NVME_GUEST_PROBE, IOTWIN_NVME_GUEST_BPF};
+    std::vector<std::string> argv = {std::string(IOTWIN_NVME_GUEST_DIR) + "/run.sh", "--binary",
+                                     IOTWIN_NVME_GUEST_PROBE, IOTWIN_NVME_GUEST_BPF};
     std::string iotwin = GuestBinary();
     if (!iotwin.empty()) argv.push_back(iotwin);
     argv.insert(argv.end(), {"--script", std::string(IOTWIN_NVME_GUEST_DIR) + "/probe-guest.sh",
@@ -289,7 +289,8 @@ class NvmeGuestTest : public ::testing::Test {
     for (const char* section : {"tracepoint/nvme/nvme_setup_cmd", "tp_btf/nvme_setup_cmd",
                                 "tracepoint/nvme/nvme_complete_rq"}) {
       EXPECT_NE(bpf.find(std::string("attach ") + section + " ok"), std::string::npos)
-          << section << "\n" << bpf << ReadText(results + "/bpf.err");
+          << section << "\n"
+          << bpf << ReadText(results + "/bpf.err");
     }
     EXPECT_NE(bpf.find(" dropped=0 command_status=0"), std::string::npos) << bpf;
     ops = ParseProbeLog(ReadText(results + "/probe-bpf.log"), &logged_lba_size);
@@ -337,8 +338,10 @@ TEST(NvmeGuestTest, NeedsTheBpfBuild) {
 // The matcher itself, on hand-made command lists, so a matcher that accepts anything is caught.
 TEST(NvmeGuestMatcherTest, RejectsWrongOrMissingCommands) {
   std::vector<ProbeOp> ops = {{"write", 8192, 8192}, {"flush", 0, 0}, {"read", 0, 1 << 20}};
-  std::vector<NvmeCommand> good = {
-      {kNvmeWrite, 16, 16, 1}, {kNvmeFlush, 0, 0, 2}, {kNvmeRead, 0, 1024, 3}, {kNvmeRead, 1024, 1024, 4}};
+  std::vector<NvmeCommand> good = {{kNvmeWrite, 16, 16, 1},
+                                   {kNvmeFlush, 0, 0, 2},
+                                   {kNvmeRead, 0, 1024, 3},
+                                   {kNvmeRead, 1024, 1024, 4}};
   EXPECT_TRUE(CommandsMatchProbe(ops, good, 512, 512 * 1024));
   EXPECT_FALSE(CommandsMatchProbe(ops, good, 4096, 512 * 1024));  // LBAs in the wrong unit
   EXPECT_FALSE(CommandsMatchProbe(ops, good, 512, 256 * 1024));   // larger than allowed
@@ -370,6 +373,34 @@ TEST(NvmeGuestMatcherTest, RejectsWrongOrMissingCommands) {
   EXPECT_EQ(parsed[0].nlb, 16u);
   EXPECT_EQ(parsed[0].cid, 961u);
   EXPECT_EQ(ParseTracefsCompletions(trace).at(961), 2u);
+
+  uint64_t lba_size = 0;
+  auto logged = ParseProbeLog(
+      "lba_size=4096 dev=/dev/nvme0n1 size=16777216\n"
+      "op=write offset=8192 bytes=4096\nop=flush\n",
+      &lba_size);
+  EXPECT_EQ(lba_size, 4096u);
+  ASSERT_EQ(logged.size(), 2u);
+  EXPECT_EQ(logged[0].op, "write");
+  EXPECT_EQ(logged[0].offset, 8192u);
+  EXPECT_EQ(logged[0].bytes, 4096u);
+  EXPECT_EQ(logged[1].op, "flush");
+
+  std::string bpf =
+      "attach tp_btf/nvme_setup_cmd ok\n"
+      "event src=tp kind=setup qid=0 cid=7 nsid=0 opcode=0x01 slba=0 nlb=0\n"
+      "event src=tp kind=setup qid=1 cid=8 nsid=1 opcode=0x02 slba=2 nlb=1\n"
+      "event src=btf kind=setup qid=-1 cid=7 nsid=0 opcode=0x01 slba=0 nlb=0\n"
+      "event src=btf kind=setup qid=-1 cid=8 nsid=1 opcode=0x02 slba=2 nlb=1\n"
+      "event src=tp kind=complete qid=1 cid=8 status=0x0\n";
+  for (const char* source : {"tp", "btf"}) {
+    auto cmds = ParseBpfSetups(bpf, source);  // the admin command (qid 0, nsid 0) is left out
+    ASSERT_EQ(cmds.size(), 1u) << source;
+    EXPECT_EQ(cmds[0].opcode, kNvmeRead);
+    EXPECT_EQ(cmds[0].slba, 2u);
+    EXPECT_EQ(cmds[0].nlb, 1u);
+    EXPECT_EQ(cmds[0].cid, 8u);
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 //   summary attached=A of=P events=E dropped=D command_status=S
 // Exit status: the command's, when every program attached; 3 when one did not; 2 on bad usage.
 #define _GNU_SOURCE
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,8 +20,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <bpf/libbpf.h>
 
 #include "nvme_probe.skel.h"
 #include "nvme_probe_event.h"

@@ -6,11 +6,14 @@
 //
 // No vmlinux.h on purpose: the host kernel that builds this has no NVMe driver loaded, so its BTF
 // lacks the NVMe types; the guest kernel (NVMe built in) has them.
+// The libbpf headers need the kernel types first.
+// clang-format off
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+// clang-format on
 
 #include "nvme_probe_event.h"
 

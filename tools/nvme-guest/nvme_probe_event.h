@@ -13,10 +13,10 @@ enum { kNvmeOpFlush = 0x00, kNvmeOpWrite = 0x01, kNvmeOpRead = 0x02 };
 
 struct nvme_probe_event {
   __u64 ts_ns;
-  __u64 slba;    // read/write only
-  __u32 nlb;     // read/write only: number of logical blocks (1-based)
+  __u64 slba;  // read/write only
+  __u32 nlb;   // read/write only: number of logical blocks (1-based)
   __u32 nsid;
-  __s32 qid;     // -1 where the attachment point does not give it
+  __s32 qid;  // -1 where the attachment point does not give it
   __u16 cid;
   __u16 status;  // completions: NVMe status field
   __u8 source;

@@ -74,7 +74,8 @@ static int DoRead(int fd, uint8_t* buf, uint64_t offset, size_t bytes, int writt
   if (n != (ssize_t)bytes) return Fail("pread", n < 0 ? strerror(errno) : "short read");
   if (written) {
     for (size_t i = 0; i < bytes; i++) {
-      if (buf[i] != PatternByte(offset + i)) return Fail("pread", "data differs from what was written");
+      if (buf[i] != PatternByte(offset + i))
+        return Fail("pread", "data differs from what was written");
     }
   }
   Log("op=read offset=%llu bytes=%zu", (unsigned long long)offset, bytes);
