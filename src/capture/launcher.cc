@@ -4,12 +4,14 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <fstream>
 #include <utility>
 
 extern char** environ;
@@ -23,6 +25,22 @@ struct ChildError {
   int err;
 };
 const char* const kStageNames[] = {"exec", "setgroups", "setgid", "setuid"};
+
+// Waits (briefly) until the child sleeps in its read of the go pipe, so that adding it to the
+// traced set cannot catch that read's exit half-way or the child's last steps before it.
+void WaitUntilBlocked(pid_t pid) {
+  std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  for (int i = 0; i < 5000; i++) {
+    std::ifstream in(path);
+    std::string stat;
+    std::getline(in, stat);
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size()) return;  // gone
+    char state = stat[paren + 2];
+    if (state == 'S' || state == 'Z') return;
+    usleep(200);
+  }
+}
 
 }  // namespace
 
@@ -83,6 +101,7 @@ Result<StoppedCommand> StoppedCommand::Start(const LaunchOptions& options) {
   for (auto& s : env_storage) envp.push_back(s.data());
   envp.push_back(nullptr);
 
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return Status::FromErrno(errno, "fork");
   if (pid == 0) {
@@ -90,14 +109,19 @@ Result<StoppedCommand> StoppedCommand::Start(const LaunchOptions& options) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    close(go_w.get());  // so that a tracer that dies leaves us at EOF, not blocked forever
-    close(err_r.get());
+    // No file-I/O system call before the read below: the tracer may add us to the traced set at
+    // any moment, and the trace should begin with the command, not with the launcher. So a
+    // tracer that dies is noticed by the parent-death signal rather than by closing our copy
+    // of the pipe's write end.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
     char c;
     ssize_t n;
     do {
       n = read(go_r.get(), &c, 1);
     } while (n < 0 && errno == EINTR);
     if (n != 1) _exit(127);  // the tracer gave up
+    prctl(PR_SET_PDEATHSIG, 0);  // the command itself may outlive iotwin
     ChildError ce{0, 0};
     if (options.user) {
       const UserCredentials& u = *options.user;
@@ -117,6 +141,7 @@ Result<StoppedCommand> StoppedCommand::Start(const LaunchOptions& options) {
     (void)w;
     _exit(127);
   }
+  WaitUntilBlocked(pid);
   StoppedCommand cmd;
   cmd.pid_ = pid;
   cmd.go_ = std::move(go_w);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -215,6 +216,16 @@ class Capture {
   Status WriteLost(bool final_round);
   void PrintStatus(bool final_line);
   uint64_t EventCount() const;
+  // Appends a record the capture makes itself (not from the ring), counting it.
+  template <typename T>
+  Status Write(const T& rec) {
+    IOTWIN_RETURN_IF_ERROR(writer_->Append(rec));
+    own_counts_[rec.hdr.type]++;
+    return Status::Ok();
+  }
+  uint64_t Count(size_t type) const {
+    return consumer_->counts().records[type] + own_counts_[type];
+  }
 
   const RecordOptions& opt_;
   std::string mode_;  // "command", "pid", "cgroup"
@@ -233,6 +244,7 @@ class Capture {
   int stop_signal_ = 0;
   std::map<std::pair<uint16_t, uint16_t>, uint64_t> lost_written_;  // (source, cpu) -> count
   DropCounts drops_;
+  std::array<uint64_t, IOT_REC_MAX + 1> own_counts_{};
   bool status_tty_ = false;
   uint64_t last_status_ns_ = 0, last_status_events_ = 0;
 };
@@ -328,7 +340,7 @@ Status Capture::Setup() {
 
   IOTWIN_ASSIGN_OR_RETURN(writer_, TraceWriter::Create(opt_.output, meta));
   output_created_ = true;
-  IOTWIN_RETURN_IF_ERROR(writer_->Append(ClockRecord()));
+  IOTWIN_RETURN_IF_ERROR(Write(ClockRecord()));
 
   for (const auto& u : opt_.uprobes) {
     IOTWIN_ASSIGN_OR_RETURN(uint32_t label, writer_->InternString(u.label));
@@ -350,12 +362,12 @@ Status Capture::StartCommand() {
 
   std::string comm = std::filesystem::path(opt_.command[0]).filename().string();
   iot_proc start = ProcRecord(IOT_PROC_START, pid, comm);
-  IOTWIN_RETURN_IF_ERROR(writer_->Append(start));
+  IOTWIN_RETURN_IF_ERROR(Write(start));
   std::error_code ec;
   std::string cwd = std::filesystem::current_path(ec).string();
   iot_proc cwd_rec = ProcRecord(IOT_PROC_CWD, pid, comm);
   IOTWIN_ASSIGN_OR_RETURN(cwd_rec.path_id, writer_->InternString(cwd));
-  IOTWIN_RETURN_IF_ERROR(writer_->Append(cwd_rec));
+  IOTWIN_RETURN_IF_ERROR(Write(cwd_rec));
   return command_->Release();
 }
 
@@ -375,7 +387,7 @@ Status Capture::AttachPids() {
     if (!comm.ok() || !fds.ok()) {
       attach.flags |= IOT_PROCF_GROUP_DEAD;  // exited during attach
     }
-    IOTWIN_RETURN_IF_ERROR(writer_->Append(attach));
+    IOTWIN_RETURN_IF_ERROR(Write(attach));
     if (fds.ok()) {
       for (const FdEntry& f : fds.value()) {
         iot_fd_snapshot s;
@@ -391,7 +403,7 @@ Status Capture::AttachPids() {
         s.dev = f.dev;
         s.ftype = f.ftype;
         IOTWIN_ASSIGN_OR_RETURN(s.path_id, writer_->InternString(f.path));
-        IOTWIN_RETURN_IF_ERROR(writer_->Append(s));
+        IOTWIN_RETURN_IF_ERROR(Write(s));
       }
     }
     if (maps.ok()) {
@@ -409,7 +421,7 @@ Status Capture::AttachPids() {
         s.prot = m.prot;
         s.flags = m.flags;
         IOTWIN_ASSIGN_OR_RETURN(s.path_id, writer_->InternString(m.path));
-        IOTWIN_RETURN_IF_ERROR(writer_->Append(s));
+        IOTWIN_RETURN_IF_ERROR(Write(s));
       }
     }
   }
@@ -417,10 +429,12 @@ Status Capture::AttachPids() {
 }
 
 uint64_t Capture::EventCount() const {
+  // Events: what happened in the workload (not strings, iovec layouts, clocks or loss reports).
   uint64_t n = 0;
-  const auto& c = consumer_->counts().records;
-  for (size_t t = 0; t < c.size(); t++) {
-    if (t != IOT_REC_STRING && t != IOT_REC_IOVEC) n += c[t];
+  for (size_t t = 0; t <= IOT_REC_MAX; t++) {
+    if (t != IOT_REC_STRING && t != IOT_REC_IOVEC && t != IOT_REC_CLOCK && t != IOT_REC_LOST) {
+      n += Count(t);
+    }
   }
   return n;
 }
@@ -444,7 +458,7 @@ Status Capture::WriteLost(bool final_round) {
       l.cpu = static_cast<uint16_t>(cpu);
       l.ts = now;
       l.count = count;
-      IOTWIN_RETURN_IF_ERROR(writer_->Append(l));
+      IOTWIN_RETURN_IF_ERROR(Write(l));
       lost_written_[key] = count;
     }
   }
@@ -516,7 +530,7 @@ Status Capture::Loop() {
     }
     if (now >= next_clock) {
       next_clock = now + kClockEveryNs;
-      IOTWIN_RETURN_IF_ERROR(writer_->Append(ClockRecord()));
+      IOTWIN_RETURN_IF_ERROR(Write(ClockRecord()));
     }
   }
 }
@@ -530,7 +544,7 @@ Status Capture::Stop() {
   usleep(2000);
   IOTWIN_RETURN_IF_ERROR(consumer_->Drain());
   IOTWIN_RETURN_IF_ERROR(WriteLost(true));
-  IOTWIN_RETURN_IF_ERROR(writer_->Append(ClockRecord()));
+  IOTWIN_RETURN_IF_ERROR(Write(ClockRecord()));
   return Status::Ok();
 }
 
@@ -573,8 +587,10 @@ Result<RecordOutcome> Capture::Run() {
       out.command_wait ? json(ExitStatusFromWait(*out.command_wait)) : json(nullptr);
   json events = json::object();
   const auto& counts = consumer_->counts();
-  for (size_t t = 1; t < counts.records.size(); t++) {
-    if (counts.records[t]) events[std::string(RecordTypeName(static_cast<uint16_t>(t)))] = counts.records[t];
+  for (size_t t = 1; t <= IOT_REC_MAX; t++) {
+    if (t != IOT_REC_STRING && Count(t)) {
+      events[std::string(RecordTypeName(static_cast<uint16_t>(t)))] = Count(t);
+    }
   }
   summary["events"] = events;
   json lost = json::object();

@@ -117,7 +117,7 @@ Status RingConsumer::HandleSyscallExt(const uint8_t* data, size_t size) {
     }
     IOTWIN_RETURN_IF_ERROR(Append(&sc.hdr));
     alignas(8) uint8_t buf[sizeof(iot_iovec) + IOT_IOVEC_MAX * 8];
-    iot_iovec iov;
+    iot_iovec iov{};
     InitRecord(&iov, IOT_REC_IOVEC);
     iov.hdr.size = static_cast<uint16_t>(sizeof(iov) + captured * 8);
     iov.tid = sc.tid;
