@@ -64,8 +64,6 @@ class CaptureBpf {
 
   int ring_fd() const;
   Result<DropCounts> ReadDrops() const;
-  // Join entries still open: calls in flight when capture stopped.
-  uint64_t InFlightCalls() const;
 
   bool async_attached() const { return async_attached_; }
   const std::string& attach_kind() const { return attach_kind_; }

@@ -40,6 +40,7 @@ struct RecordOptions {
   uint64_t ring_bytes = 64ull << 20;
   uint64_t wake_bytes = 256ull << 10;
   int poll_ms = 10;                  // longest sleep between ring checks
+  int zstd_level = 1;                // trace chunk compression
   bool async = true;                 // io_uring per-request tracing
   bool markers = true;               // IOTWIN_MARKER channel for the command
   StatusLine status_line = StatusLine::kAuto;
