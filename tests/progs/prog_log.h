@@ -58,6 +58,7 @@ inline std::string JsonEscape(const std::string& s) {
 // One logged call: numeric and string fields in insertion order.
 class Entry {
  public:
+  Entry() = default;
   explicit Entry(const std::string& op) { Str("op", op); }
   Entry& Int(const char* key, int64_t v) {
     fields_ += ", \"" + std::string(key) + "\": " + std::to_string(v);
@@ -73,6 +74,12 @@ class Entry {
     return *this;
   }
   const std::string& text() const { return fields_; }
+  // An entry that is not a system call (async request, marker): {"kind": ...}.
+  static Entry Kind(const std::string& kind) {
+    Entry e;
+    e.Str("kind", kind);
+    return e;
+  }
 
  private:
   std::string fields_;
@@ -89,6 +96,9 @@ class Log {
                      ", \"tid\": " + std::to_string(gettid()) + ", " + e.text() + "}\n");
   }
   // Appends all lines with one write (processes sharing a log file use O_APPEND).
+  // A forked child starts with its parent's lines: it drops them (no system call involved).
+  void Clear() { lines_.clear(); }
+  void Reserve(size_t n) { lines_.reserve(n); }
   void Flush() {
     std::string all;
     for (const auto& l : lines_) all += l;

@@ -213,7 +213,9 @@ inline std::vector<std::string> CompareCalls(const std::vector<nlohmann::json>& 
                                              const LoadedTrace& t) {
   std::vector<std::string> problems;
   std::map<uint32_t, std::vector<nlohmann::json>> want;
-  for (const auto& e : log) want[e["tid"].get<uint32_t>()].push_back(e);
+  for (const auto& e : log) {
+    if (e.contains("op")) want[e["tid"].get<uint32_t>()].push_back(e);
+  }
   auto got = BracketedByTid(t);
   for (const auto& [tid, calls] : want) {
     auto it = got.find(tid);

@@ -2,6 +2,9 @@
 // program logged it did, with exact arguments, results and file identities.
 #include <sys/stat.h>
 
+#include <filesystem>
+#include <set>
+
 #include "record_check.h"
 
 namespace iotwin::test {
@@ -83,6 +86,126 @@ TEST(RecordSyscalls, RecordsCarryTimesAndTheTracedProcess) {
   EXPECT_TRUE(start);
   EXPECT_TRUE(cwd);
   EXPECT_TRUE(exec);
+}
+
+TEST(RecordSyscalls, ThreadsEachMatchTheirOwnSequence) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir dir;
+  Recorded r = RecordProg(dir, "io_threads", {dir.path(), "4"});
+  ExpectCleanTrace(r);
+  std::set<uint32_t> tids;
+  for (const auto& e : r.log) tids.insert(e["tid"].get<uint32_t>());
+  EXPECT_EQ(tids.size(), 4u);
+  auto problems = CompareCalls(r.log, r.trace);
+  EXPECT_TRUE(problems.empty()) << Join(problems);
+  // Each new thread was reported as such, in the traced process.
+  size_t threads = 0;
+  for (const auto& p : r.trace.procs) {
+    if (p.kind == IOT_PROC_THREAD && tids.count(p.child_tid)) {
+      threads++;
+      EXPECT_EQ(p.child_tgid, r.log[0]["pid"].get<uint32_t>());
+      EXPECT_NE(p.clone_flags & 0x10000, 0u);  // CLONE_THREAD
+      EXPECT_NE(p.clone_flags & 0x400, 0u);    // CLONE_FILES
+    }
+  }
+  EXPECT_EQ(threads, 4u);
+}
+
+TEST(RecordSyscalls, ForkAndExecAreFollowed) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir dir;
+  Recorded r = RecordProg(dir, "io_fork_exec", {dir.path()});
+  ExpectCleanTrace(r);
+  auto problems = CompareCalls(r.log, r.trace);
+  EXPECT_TRUE(problems.empty()) << Join(problems);
+  uint32_t parent = 0, child = 0;
+  for (const auto& e : r.log) {
+    if (e.value("kind", "") == "waited") {
+      parent = e["pid"].get<uint32_t>();
+      child = e["child"].get<uint32_t>();
+    }
+  }
+  ASSERT_NE(child, 0u);
+  bool fork = false, exec = false, exited = false;
+  for (size_t i = 0; i < r.trace.procs.size(); i++) {
+    const auto& p = r.trace.procs[i];
+    if (p.kind == IOT_PROC_FORK && p.tgid == parent && p.child_tgid == child) {
+      fork = true;
+      EXPECT_EQ(p.clone_flags & 0x10000, 0u);  // a process, not a thread
+    }
+    if (p.kind == IOT_PROC_EXEC && p.tgid == child) {
+      exec = true;
+      EXPECT_EQ(r.trace.proc_paths[i], TestProg("io_fork_exec"));
+      EXPECT_STREQ(p.comm, "io_fork_exec");
+    }
+    if (p.kind == IOT_PROC_EXIT && p.tgid == child) {
+      exited = true;
+      EXPECT_EQ(p.exit_code, 5 << 8);
+      EXPECT_TRUE(p.flags & IOT_PROCF_GROUP_DEAD);
+      EXPECT_FALSE(p.flags & IOT_PROCF_KILLED);
+    }
+  }
+  EXPECT_TRUE(fork);
+  EXPECT_TRUE(exec);
+  EXPECT_TRUE(exited);
+}
+
+TEST(RecordSyscalls, DescriptorDuplication) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir dir;
+  Recorded r = RecordProg(dir, "io_dup", {dir.path()});
+  ExpectCleanTrace(r);
+  auto problems = CompareCalls(r.log, r.trace);
+  EXPECT_TRUE(problems.empty()) << Join(problems);
+  // Every copy resolves to the file the original opened.
+  auto calls = BracketedByTid(r.trace)[r.log[0]["tid"].get<uint32_t>()];
+  ASSERT_FALSE(calls.empty());
+  uint64_t ino = calls[0].sc.ino;
+  EXPECT_NE(ino, 0u);
+  for (const auto& c : calls) {
+    if (c.sc.op == IOT_OP_WRITE) {
+      EXPECT_EQ(c.sc.ino, ino);
+    }
+  }
+}
+
+TEST(RecordSyscalls, DirectIo) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir dir;
+  Recorded r = RecordProg(dir, "io_direct", {dir.path()});
+  if (r.run.exit_code == 4) GTEST_SKIP() << "no O_DIRECT on " << dir.path();
+  ExpectCleanTrace(r);
+  auto problems = CompareCalls(r.log, r.trace);
+  EXPECT_TRUE(problems.empty()) << Join(problems);
+}
+
+TEST(RecordSyscalls, VectoredCallsWithRwfFlags) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir dir;
+  Recorded r = RecordProg(dir, "io_rwf", {dir.path()});
+  ExpectCleanTrace(r);
+  auto problems = CompareCalls(r.log, r.trace);
+  EXPECT_TRUE(problems.empty()) << Join(problems);
+}
+
+TEST(RecordSyscalls, RelativePathsAndDirectoryDescriptors) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir dir;
+  Recorded r = RecordProg(dir, "io_relpaths", {dir.path()});
+  ExpectCleanTrace(r);
+  auto problems = CompareCalls(r.log, r.trace);
+  EXPECT_TRUE(problems.empty()) << Join(problems);
+  // The cwd the command started in is recorded, so relative paths can be resolved.
+  std::error_code ec;
+  std::string cwd = std::filesystem::current_path(ec).string();
+  bool found = false;
+  for (size_t i = 0; i < r.trace.procs.size(); i++) {
+    if (r.trace.procs[i].kind == IOT_PROC_CWD) {
+      found = true;
+      EXPECT_EQ(r.trace.proc_paths[i], cwd);
+    }
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace
