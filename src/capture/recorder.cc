@@ -653,15 +653,26 @@ Result<UprobeSpec> ParseUprobeSpec(const std::string& spec) {
   return u;
 }
 
+// Where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup on unified systems,
+// /sys/fs/cgroup/unified on hybrid ones.
+std::string Cgroup2Mount() {
+  std::ifstream in("/proc/self/mounts");
+  std::string dev, dir, type, rest;
+  while (in >> dev >> dir >> type && std::getline(in, rest)) {
+    if (type == "cgroup2") return dir;
+  }
+  return "/sys/fs/cgroup";
+}
+
 Result<uint64_t> CgroupId(const std::string& path) {
   std::string full = path;
   struct statfs fs;
   if (path.empty() || path[0] != '/' || statfs(path.c_str(), &fs) != 0 ||
       fs.f_type != CGROUP2_SUPER_MAGIC) {
-    full = "/sys/fs/cgroup/" + (path.empty() || path[0] != '/' ? path : path.substr(1));
+    full = Cgroup2Mount() + "/" + (path.empty() || path[0] != '/' ? path : path.substr(1));
   }
   if (statfs(full.c_str(), &fs) != 0) {
-    return Status::NotFound("--cgroup: no cgroup '{}' ({})", path, strerror(errno));
+    return Status::NotFound("--cgroup: no cgroup '{}' ({}: {})", path, full, strerror(errno));
   }
   if (fs.f_type != CGROUP2_SUPER_MAGIC) {
     return Status::Unsupported("--cgroup: '{}' is not on a cgroup v2 file system", full);

@@ -60,7 +60,7 @@ struct RecordOutcome {
 // footer, which readers report as truncated.
 Result<RecordOutcome> Record(const RecordOptions& options);
 
-// The cgroup v2 id of a cgroup directory (absolute, or relative to /sys/fs/cgroup).
+// The cgroup v2 id of a cgroup directory (absolute, or relative to the cgroup v2 mount point).
 Result<uint64_t> CgroupId(const std::string& path);
 
 }  // namespace iotwin::capture

@@ -2,6 +2,13 @@
 // call log (tests/progs/prog_log.h) and compare the two call by call, per thread.
 #pragma once
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -254,6 +261,69 @@ inline std::vector<std::string> CompareCalls(const std::vector<nlohmann::json>& 
     }
   }
   return problems;
+}
+
+// A process started in the background (stdout to /dev/null, stderr captured).
+struct Spawned {
+  pid_t pid = -1;
+  int err_fd = -1;
+};
+
+inline Spawned Spawn(const std::vector<std::string>& argv) {
+  Spawned s;
+  int err[2];
+  if (pipe2(err, O_CLOEXEC) != 0) return s;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(err[1], 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(err[1]);
+  s.pid = pid;
+  s.err_fd = err[0];
+  return s;
+}
+
+// Waits for a spawned process (killing it after timeout_s) and collects its stderr.
+inline RunResult WaitSpawned(Spawned& s, int timeout_s = 120) {
+  RunResult r;
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  bool killed = false;
+  for (;;) {
+    struct pollfd p = {s.err_fd, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      char buf[4096];
+      ssize_t n = read(s.err_fd, buf, sizeof buf);
+      if (n <= 0) break;
+      r.err.append(buf, static_cast<size_t>(n));
+    }
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!killed && now.tv_sec - start.tv_sec > timeout_s) {
+      kill(s.pid, SIGKILL);
+      killed = true;
+    }
+  }
+  close(s.err_fd);
+  int status = 0;
+  waitpid(s.pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+// Waits until `path` exists (a pid file, a trace); false after timeout_ms.
+inline bool WaitForFile(const std::string& path, int timeout_ms = 20000) {
+  for (int i = 0; i < timeout_ms / 10; i++) {
+    if (access(path.c_str(), F_OK) == 0) return true;
+    usleep(10000);
+  }
+  return false;
 }
 
 inline std::string Join(const std::vector<std::string>& v) {
