@@ -163,15 +163,19 @@ int BPF_PROG(iot_sys_enter, struct pt_regs *regs, long id)
 	__u16 op = iot_nr_to_op[id];
 	if (!op)
 		return 0;
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	if (!iot_tgid_traced(pid_tgid >> 32))
-		return 0;
-
-	struct iot_join *j = bpf_task_storage_get(&iot_join, bpf_get_current_task_btf(), NULL,
-						  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	/* A thread's storage exists only once it was found traced: for traced
+	 * threads it replaces the traced-set lookup (a process stays traced until
+	 * it exits, and its storage goes with it). */
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct iot_join *j = bpf_task_storage_get(&iot_join, task, NULL, 0);
 	if (!j) {
-		iot_count_drop(IOT_SRC_JOIN);
-		return 0;
+		if (!iot_tgid_traced(bpf_get_current_pid_tgid() >> 32))
+			return 0;
+		j = bpf_task_storage_get(&iot_join, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!j) {
+			iot_count_drop(IOT_SRC_JOIN);
+			return 0;
+		}
 	}
 	j->ts = bpf_ktime_get_ns();
 	j->args[0] = IOT_SC_A0(regs);
