@@ -276,6 +276,11 @@ Status Capture::Validate() {
     IOTWIN_ASSIGN_OR_RETURN(UserCredentials u, LookupUser(opt_.user));
     user_ = std::move(u);
   }
+  if (!opt_.uprobes.empty() && access("/sys/bus/event_source/devices/uprobe", F_OK) != 0) {
+    return Status::Unsupported(
+        "--uprobe: this kernel has no uprobes (built without CONFIG_UPROBE_EVENTS); use the "
+        "IOTWIN_MARKER channel instead");
+  }
   for (const auto& u : opt_.uprobes) {
     if (access(u.binary.c_str(), R_OK) != 0 && u.binary.find('/') != std::string::npos) {
       return Status::NotFound("--uprobe: cannot read binary '{}'", u.binary);
