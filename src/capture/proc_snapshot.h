@@ -41,6 +41,9 @@ Result<std::string> ProcessComm(pid_t pid);
 // True while the process runs (false once it is a zombie or gone).
 bool ProcessExists(pid_t pid);
 
+// The process a thread id belongs to (the id itself for a process), or NotFound.
+Result<pid_t> ThreadGroupOf(pid_t tid);
+
 // Parses one line of /proc/PID/maps; false for anonymous mappings and malformed lines.
 bool ParseMapsLine(const std::string& line, MapEntry* out);
 

@@ -229,6 +229,7 @@ class Capture {
 
   const RecordOptions& opt_;
   std::string mode_;  // "command", "pid", "cgroup"
+  std::vector<pid_t> pids_;  // --pid targets as processes
   uint64_t cgroup_id_ = 0;
   std::optional<UserCredentials> user_;
   std::unique_ptr<MarkerFile> marker_;
@@ -263,7 +264,10 @@ Status Capture::Validate() {
   IOTWIN_RETURN_IF_ERROR(CheckBtf());
   for (pid_t p : opt_.pids) {
     if (p <= 0 || !ProcessExists(p)) return Status::NotFound("no process with pid {}", p);
-    if (p == getpid()) return Status::Invalid("cannot trace iotwin itself (pid {})", p);
+    // A thread id stands for its process: the traced set holds processes.
+    IOTWIN_ASSIGN_OR_RETURN(pid_t tgid, ThreadGroupOf(p));
+    if (tgid == getpid()) return Status::Invalid("cannot trace iotwin itself (pid {})", p);
+    if (std::find(pids_.begin(), pids_.end(), tgid) == pids_.end()) pids_.push_back(tgid);
   }
   if (!opt_.cgroup.empty()) {
     IOTWIN_ASSIGN_OR_RETURN(cgroup_id_, CgroupId(opt_.cgroup));
@@ -271,6 +275,11 @@ Status Capture::Validate() {
   if (!opt_.user.empty()) {
     IOTWIN_ASSIGN_OR_RETURN(UserCredentials u, LookupUser(opt_.user));
     user_ = std::move(u);
+  }
+  if (!opt_.uprobes.empty() && access("/sys/bus/event_source/devices/uprobe", F_OK) != 0) {
+    return Status::Unsupported(
+        "--uprobe: this kernel has no uprobes (built without CONFIG_UPROBE_EVENTS); use the "
+        "IOTWIN_MARKER channel instead");
   }
   for (const auto& u : opt_.uprobes) {
     if (access(u.binary.c_str(), R_OK) != 0 && u.binary.find('/') != std::string::npos) {
@@ -326,7 +335,7 @@ Status Capture::Setup() {
   cap["mode"] = mode_;
   cap["attach"] = bpf_->attach_kind();
   cap["ring_bytes"] = opt_.ring_bytes;
-  if (!opt_.pids.empty()) cap["pids"] = opt_.pids;
+  if (!pids_.empty()) cap["pids"] = pids_;
   if (!opt_.cgroup.empty()) cap["cgroup"] = {{"path", opt_.cgroup}, {"id", cgroup_id_}};
   if (user_) cap["user"] = user_->name;
   if (marker_) cap["marker"] = marker_->path();
@@ -360,6 +369,12 @@ Status Capture::StartCommand() {
   lo.argv = opt_.command;
   lo.user = user_;
   if (marker_) lo.set_env.push_back("IOTWIN_MARKER=" + marker_->path());
+  if (user_) {
+    // As su/sudo do, so that the command finds its own home and name.
+    lo.set_env.push_back("HOME=" + user_->home);
+    lo.set_env.push_back("USER=" + user_->name);
+    lo.set_env.push_back("LOGNAME=" + user_->name);
+  }
   IOTWIN_ASSIGN_OR_RETURN(StoppedCommand cmd, StoppedCommand::Start(lo));
   command_.emplace(std::move(cmd));
   pid_t pid = command_->pid();
@@ -377,7 +392,7 @@ Status Capture::StartCommand() {
 }
 
 Status Capture::AttachPids() {
-  for (pid_t pid : opt_.pids) {
+  for (pid_t pid : pids_) {
     // Trace first, then snapshot: a call between the two is captured and also reflected in the
     // snapshot, never missed.
     IOTWIN_RETURN_IF_ERROR(bpf_->TraceProcess(pid));
@@ -505,7 +520,7 @@ Status Capture::Loop() {
     }
     if (mode_ == "pid" && now >= next_liveness) {
       next_liveness = now + 100'000'000;
-      bool any = std::any_of(opt_.pids.begin(), opt_.pids.end(), ProcessExists);
+      bool any = std::any_of(pids_.begin(), pids_.end(), ProcessExists);
       if (!any) {
         stop_reason_ = "all processes exited";
         return Status::Ok();

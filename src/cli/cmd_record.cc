@@ -41,8 +41,8 @@ int RunRecord(RecordArgs& a) {
     }
     o.uprobes.push_back(spec.value());
   }
-  if (a.ring_mb == 0 || (a.ring_mb & (a.ring_mb - 1)) != 0 || a.ring_mb > 4096) {
-    fprintf(stderr, "iotwin record: --ring-mb must be a power of two between 1 and 4096\n");
+  if (a.ring_mb == 0 || (a.ring_mb & (a.ring_mb - 1)) != 0 || a.ring_mb > 2048) {
+    fprintf(stderr, "iotwin record: --ring-mb must be a power of two between 1 and 2048\n");
     return kExitError;
   }
   o.ring_bytes = a.ring_mb << 20;

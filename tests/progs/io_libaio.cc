@@ -43,10 +43,10 @@ int main(int argc, char** argv) {
                   .U64("iocb", reinterpret_cast<uintptr_t>(&cbs[i])));
     }
     r = Sys(SYS_io_submit, ctx, 3L, ptrs);
-    log.Add(Entry("io_submit").U64("aux", ctx).U64("length", 3).Int("ret", r));
+    log.Add(Entry("io_submit").U64("aux", 3).Int("ret", r));
     struct io_event events[3];
     long got = Sys(SYS_io_getevents, ctx, 3L, 3L, events, nullptr);
-    log.Add(Entry("io_getevents").U64("aux", ctx).U64("offset", 3).U64("length", 3).Int("ret", got));
+    log.Add(Entry("io_getevents").U64("aux", 3).U64("length", 3).Int("ret", got));
     for (long i = 0; i < got; i++) {
       log.Add(Entry::Kind("complete").U64("user_data", reinterpret_cast<uintptr_t>(events[i].data))
                   .U64("iocb", reinterpret_cast<uintptr_t>(events[i].obj)).Int("res", events[i].res));

@@ -131,14 +131,14 @@ int main(int argc, char** argv) {
   log.Add(Entry("mmap").U64("aux", 0).U64("length", 8192).U64("mode", PROT_READ | PROT_WRITE)
               .U64("flags", MAP_SHARED).Int("fd", fd).U64("offset", 4096).Int("ret", addr).U64("ino", ino_a));
   r = Sys(SYS_msync, addr, 8192, MS_SYNC);
-  log.Add(Entry("msync").U64("aux", addr).U64("length", 8192).U64("flags", MS_SYNC).Int("ret", r));
+  log.Add(Entry("msync").U64("offset", addr).U64("length", 8192).U64("flags", MS_SYNC).Int("ret", r));
   r = Sys(SYS_madvise, addr, 8192, MADV_RANDOM);
-  log.Add(Entry("madvise").U64("aux", addr).U64("length", 8192).U64("mode", MADV_RANDOM).Int("ret", r));
+  log.Add(Entry("madvise").U64("offset", addr).U64("length", 8192).U64("aux", MADV_RANDOM).Int("ret", r));
   long addr2 = Sys(SYS_mremap, addr, 8192, 16384, MREMAP_MAYMOVE, 0);
-  log.Add(Entry("mremap").U64("aux", addr).U64("offset", 8192).U64("length", 16384)
+  log.Add(Entry("mremap").U64("offset", addr).U64("length", 8192).U64("aux", 16384)
               .U64("flags", MREMAP_MAYMOVE).Int("ret", addr2));
   r = Sys(SYS_munmap, addr2, 16384);
-  log.Add(Entry("munmap").U64("aux", addr2).U64("length", 16384).Int("ret", r));
+  log.Add(Entry("munmap").U64("offset", addr2).U64("length", 16384).Int("ret", r));
 
   // copies between descriptors
   int fdb = static_cast<int>(Sys(SYS_openat, kAtFdCwd, b.c_str(), O_CREAT | O_RDWR, 0600));
@@ -151,8 +151,8 @@ int main(int argc, char** argv) {
                 .U64("length", 4096).U64("flags", 0).Int("ret", r).U64("ino", ino_a));
     off_t off = 300;
     r = Sys(SYS_sendfile, fdb, fd, &off, 1000);
-    log.Add(Entry("sendfile").Int("fd", fd).Int("fd2", fdb).U64("offset", 300).U64("length", 1000)
-                .Int("ret", r).U64("ino", ino_a));
+    log.Add(Entry("sendfile").Int("fd", fdb).Int("fd2", fd).U64("offset", 300).U64("length", 1000)
+                .Int("ret", r));
     loff_t soff = 0;
     r = Sys(SYS_splice, fd, &soff, pipefd[1], nullptr, 512, 0);
     log.Add(Entry("splice").Int("fd", fd).Int("fd2", pipefd[1]).U64("offset", 0).U64("aux", UINT64_MAX)
@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
   r = Sys(SYS_close, fdb);
   log.Add(Entry("close").Int("fd", fdb).Int("ret", r));
   r = Sys(SYS_close_range, dfd, dfd, 0);
-  log.Add(Entry("close_range").Int("fd", dfd).U64("aux", dfd).U64("flags", 0).Int("ret", r));
+  log.Add(Entry("close_range").Int("fd", dfd).Int("fd2", dfd).U64("flags", 0).Int("ret", r));
   r = Sys(SYS_close, fd);
   log.Add(Entry("close").Int("fd", fd).Int("ret", r).U64("ino", ino_a));
   r = Sys(SYS_close, fd);
