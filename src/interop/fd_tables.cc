@@ -77,6 +77,15 @@ void FdTables::Rename(uint32_t from, uint32_t to) {
   tables_[to] = std::move(moved);
 }
 
+bool FdTables::HasPath(uint32_t tgid, std::string_view path) const {
+  auto t = tables_.find(tgid);
+  if (t == tables_.end()) return false;
+  for (const auto& [fd, f] : t->second) {
+    if (f->path == path) return true;
+  }
+  return false;
+}
+
 size_t FdTables::open_count() const {
   size_t n = 0;
   for (const auto& [tgid, t] : tables_) n += t.size();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace iotwin::interop {
@@ -36,6 +37,8 @@ class FdTables {
   // Moves a table to another process id (used when a placeholder pid is resolved).
   void Rename(uint32_t from, uint32_t to);
   size_t open_count() const;
+  // Whether any descriptor of the process refers to a file with this path.
+  bool HasPath(uint32_t tgid, std::string_view path) const;
 
  private:
   std::unordered_map<uint32_t, std::unordered_map<int32_t, std::shared_ptr<OpenFile>>> tables_;
