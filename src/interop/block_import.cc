@@ -159,7 +159,7 @@ std::string_view AfterTokens(std::string_view s, size_t n) {
 void SetComm(iot_block* b, std::string_view comm) {
   size_t n = std::min(comm.size(), sizeof b->comm - 1);
   std::memset(b->comm, 0, sizeof b->comm);
-  std::memcpy(b->comm, comm.data(), n);
+  if (n > 0) std::memcpy(b->comm, comm.data(), n);
 }
 
 bool IsRequestStart(uint16_t phase) {
