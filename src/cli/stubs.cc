@@ -3,9 +3,6 @@
 
 namespace iotwin::cli {
 
-CommandSpec SetupRecord(CLI::App& p) {
-  return NotImplemented(p, "record", "Record a workload's I/O with eBPF", "issue 3");
-}
 CommandSpec SetupReplay(CLI::App& p) {
   return NotImplemented(p, "replay", "Replay a trace into a sandbox or onto a device", "issue 6");
 }
@@ -14,9 +11,6 @@ CommandSpec SetupReport(CLI::App& p) {
 }
 CommandSpec SetupCompare(CLI::App& p) {
   return NotImplemented(p, "compare", "Judge a replay's fidelity against the original", "issue 7");
-}
-CommandSpec SetupCheck(CLI::App& p) {
-  return NotImplemented(p, "check", "Report which capture layers this kernel supports", "issue 2");
 }
 
 }  // namespace iotwin::cli
