@@ -12,16 +12,5 @@ CommandSpec SetupReport(CLI::App& p) {
 CommandSpec SetupCompare(CLI::App& p) {
   return NotImplemented(p, "compare", "Judge a replay's fidelity against the original", "issue 7");
 }
-CommandSpec SetupExport(CLI::App& p) {
-  return NotImplemented(p, "export", "Export a trace (fio iolog, Chrome JSON, CSV, JSONL)",
-                        "issue 7");
-}
-CommandSpec SetupImport(CLI::App& p) {
-  return NotImplemented(p, "import", "Import strace, ftrace, blkparse, bpftrace CSV, fio iolog",
-                        "issue 7");
-}
-CommandSpec SetupAnonymize(CLI::App& p) {
-  return NotImplemented(p, "anonymize", "Replace names in a trace by keyed hashes", "issue 7");
-}
 
 }  // namespace iotwin::cli
