@@ -247,12 +247,10 @@ Analyzer::ProcStats& Analyzer::Proc(uint32_t tgid, uint64_t ts) {
 }
 
 Analyzer::ThreadStats& Analyzer::Thread(uint32_t tgid, uint32_t tid, uint64_t ts) {
-  if (tid == cached_tid_ && cached_thread_ != UINT32_MAX &&
-      threads_[cached_thread_].tgid == tgid)
-    return threads_[cached_thread_];
+  const uint64_t key = (static_cast<uint64_t>(tgid) << 32) | tid;
+  if (key == cached_thread_key_ && cached_thread_ != UINT32_MAX) return threads_[cached_thread_];
   bool inserted = false;
-  uint32_t& idx = thread_index_.FindOrInsert(tid, &inserted);
-  if (!inserted && threads_[idx].tgid != tgid) inserted = true;  // tid reused by another process
+  uint32_t& idx = thread_index_.FindOrInsert(key, &inserted);
   if (inserted) {
     idx = static_cast<uint32_t>(threads_.size());
     ThreadStats t;
@@ -265,7 +263,7 @@ Analyzer::ThreadStats& Analyzer::Thread(uint32_t tgid, uint32_t tid, uint64_t ts
     if (tid == tgid) t.comm = p.comm;
     threads_.push_back(std::move(t));
   }
-  cached_tid_ = tid;
+  cached_thread_key_ = key;
   cached_thread_ = idx;
   return threads_[idx];
 }
@@ -693,6 +691,7 @@ void Analyzer::OnPageFault(const iot_page_fault& r) {
   FileStats& f = files_[static_cast<size_t>(file)];
   ++f.faults;
   f.fault_pages += pages;
+  f.max_end = std::max(f.max_end, (r.pgoff + pages) * page_size_);
   if (major) ++f.faults_major;
   if (r.flags & IOT_PFF_WRITE) ++f.faults_write;
   if (!heatmaps_.empty())

@@ -279,13 +279,14 @@ class Analyzer {
 
   std::vector<OpStats> ops_;  // indexed by IOT_OP_*
   std::vector<ThreadStats> threads_;
-  FlatMap<uint32_t> thread_index_;  // tid -> index
+  FlatMap<uint32_t> thread_index_;  // (tgid << 32 | tid) -> index
   std::vector<ProcStats> procs_;
   FlatMap<uint32_t> proc_index_;  // tgid -> index
   std::vector<FileStats> files_;
   FlatMap<uint32_t> file_index_;              // packed (dev, ino) -> index
   std::map<FileKey, uint32_t> file_index_wide_;  // keys that do not pack
-  uint32_t cached_tid_ = 0, cached_thread_ = UINT32_MAX;
+  uint64_t cached_thread_key_ = 0;
+  uint32_t cached_thread_ = UINT32_MAX;
 
   std::vector<Description> descs_;
   std::vector<uint32_t> free_descs_;

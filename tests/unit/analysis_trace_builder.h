@@ -161,11 +161,11 @@ class SyntheticTrace {
   }
 
   void Fault(uint64_t ts, uint32_t tid, uint32_t dev, uint64_t ino, uint64_t pgoff, bool major,
-             uint32_t nr_pages = 1) {
+             uint32_t nr_pages = 1, uint32_t tgid = 0) {
     iot_page_fault f{};
     InitRecord(&f, IOT_REC_PAGE_FAULT);
     f.ts = ts;
-    f.tgid = tid;
+    f.tgid = tgid ? tgid : tid;
     f.tid = tid;
     f.dev = dev;
     f.ino = ino;
@@ -208,13 +208,14 @@ class SyntheticTrace {
     Add(a);
   }
 
-  void Intent(uint16_t kind, uint64_t ts, uint32_t tid, std::string_view label) {
+  void Intent(uint16_t kind, uint64_t ts, uint32_t tid, std::string_view label,
+              uint32_t tgid = 0) {
     iot_intent i{};
     InitRecord(&i, IOT_REC_INTENT);
     i.kind = kind;
     i.source = IOT_INTENT_SRC_MARKER;
     i.ts = ts;
-    i.tgid = tid;
+    i.tgid = tgid ? tgid : tid;
     i.tid = tid;
     i.label_id = String(label);
     Add(i);
