@@ -9,9 +9,6 @@ CommandSpec SetupRecord(CLI::App& p) {
 CommandSpec SetupReplay(CLI::App& p) {
   return NotImplemented(p, "replay", "Replay a trace into a sandbox or onto a device", "issue 6");
 }
-CommandSpec SetupCompare(CLI::App& p) {
-  return NotImplemented(p, "compare", "Judge a replay's fidelity against the original", "issue 7");
-}
 CommandSpec SetupExport(CLI::App& p) {
   return NotImplemented(p, "export", "Export a trace (fio iolog, Chrome JSON, CSV, JSONL)",
                         "issue 7");
