@@ -119,7 +119,7 @@ void CaptureSection(Out& out, const json& m) {
   const json& t = m["trace"];
   out.Section("CAPTURE");
   if (Has(t, "path"))
-    out.Line("  trace      {}  ({}, format {})", S(t, "path"), FormatBytes(D(t, "size_bytes")),
+    out.Line("  trace      {}  ({}, format {})", Truncate(S(t, "path"), 64), FormatBytes(D(t, "size_bytes")),
              S(t, "format"));
   if (Has(c, "host")) {
     const json& h = c["host"];
@@ -172,9 +172,10 @@ void CaptureSection(Out& out, const json& m) {
   }
   out.Line("  lost       {}", lost_total ? lost + "  (statistics undercount)" : "none");
   if (Has(c, "replay") && c["replay"].is_object())
-    out.Line("  replay     of {}, pace {}", S(c["replay"], "source"), S(c["replay"], "pace"));
-  if (Has(m, "filter")) out.Line("  filter     {}", m["filter"].dump());
-  if (Has(t, "damage")) out.Line("  damage     {}", S(t, "damage"));
+    out.Line("  replay     of {}, pace {}", Truncate(S(c["replay"], "source"), 64),
+             S(c["replay"], "pace"));
+  if (Has(m, "filter")) out.Line("  filter     {}", Truncate(m["filter"].dump(), 86));
+  if (Has(t, "damage")) out.Line("  damage     {}", Truncate(S(t, "damage"), 86));
 }
 
 void SummarySection(Out& out, const json& m) {
@@ -318,7 +319,7 @@ void FilesSection(Out& out, const json& m) {
   if (f["rows"].empty()) return;
   out.Section(fmt::format("FILES ({} of {}, by bytes; seq% = sequential share of reads/writes)",
                           f["rows"].size(), U(f, "total")));
-  out.Line("  {:<38} {:>8} {:>10} {:>8} {:>10} {:>6} {:>6} {:>7}", "file", "reads", "read",
+  out.Line("  {:<36} {:>8} {:>10} {:>8} {:>10} {:>6} {:>6} {:>7}", "file", "reads", "read",
            "writes", "written", "rseq%", "wseq%", "faults");
   for (const json& r : f["rows"]) {
     const json& rd = r["read"];
@@ -329,7 +330,7 @@ void FilesSection(Out& out, const json& m) {
                  ? fmt::format("{:.0f}%", D(p, "sequential_share") * 100)
                  : std::string("-");
     };
-    out.Line("  {:<38} {:>8} {:>10} {:>8} {:>10} {:>6} {:>6} {:>7}", Truncate(FileName(r), 38),
+    out.Line("  {:<36} {:>8} {:>10} {:>8} {:>10} {:>6} {:>6} {:>7}", Truncate(FileName(r), 36),
              FormatCount(U(rd, "ops") + U(rd, "async_ops")),
              FormatBytes(D(rd, "bytes") + D(rd, "async_bytes")),
              FormatCount(U(wr, "ops") + U(wr, "async_ops")),
@@ -343,12 +344,12 @@ void MemorySection(Out& out, const json& m) {
   const json& mem = m["memory"];
   out.Section("MEMORY (mapped-file faults, page cache, write-back)");
   const json& f = mem["faults"];
-  out.Line("  faults       {} ({} major, {} minor, {} write), {} pages mapped{}",
+  out.Line("  faults       {} ({} major, {} minor, {} write), {} pages mapped",
            FormatCount(U(f, "total")), FormatCount(U(f, "major")), FormatCount(U(f, "minor")),
-           FormatCount(U(f, "write")), FormatCount(U(f, "pages")),
-           Has(mem, "fault_hit_ratio")
-               ? "; minor (cache hit) share " + FormatPercent(D(mem, "fault_hit_ratio"))
-               : "");
+           FormatCount(U(f, "write")), FormatCount(U(f, "pages")));
+  if (Has(mem, "fault_hit_ratio"))
+    out.Line("               {} of faults were minor (page already cached)",
+             FormatPercent(D(mem, "fault_hit_ratio")));
   const json& pc = mem["page_cache"];
   out.Line("  page cache   {} pages added, {} removed; readahead {} windows, {} pages",
            FormatCount(U(pc, "added_pages")), FormatCount(U(pc, "deleted_pages")),

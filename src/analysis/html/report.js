@@ -38,7 +38,8 @@
     return e;
   }
   function section(title) {
-    const s = el('section', {}, [el('h2', {text: title})]);
+    const id = title.toLowerCase().replace(/\(.*/, '').trim().replace(/[^a-z0-9]+/g, '-');
+    const s = el('section', {id: id}, [el('h2', {text: title})]);
     main.appendChild(s);
     return s;
   }
@@ -226,7 +227,7 @@
       chart(g, 'Seek distance (offset - previous end)', {width: {step: 18}, height: 200, data: {values: seek}, mark: 'bar',
         encoding: {x: {field: 'bucket', type: 'ordinal', sort: {field: 'from', op: 'min'}, title: 'distance (log2 buckets)'},
                    xOffset: {field: 'dir', type: 'nominal'},
-                   y: {field: 'count', type: 'quantitative', title: 'requests'},
+                   y: {field: 'count', type: 'quantitative', title: 'requests (square-root scale)', scale: {type: 'sqrt'}},
                    color: {field: 'dir', type: 'nominal', title: null}}});
     }
   }
@@ -241,14 +242,14 @@
       const cells = h.cells.map(([t, o, n, b]) => ({t0: t * tstep, t1: (t + 1) * tstep,
         o0: o * ostep, o1: (o + 1) * ostep, ops: n, bytes: b}));
       const name = fileName(h);
-      chart(g, 'Heat map: ' + name, {width: 520, height: 240, data: {values: cells}, mark: 'rect',
+      chart(g, 'Heat map: ' + name, {width: 460, height: 220, data: {values: cells}, mark: 'rect',
         encoding: {x: {field: 't0', type: 'quantitative', title: 'time since start (s)'}, x2: {field: 't1'},
                    y: {field: 'o0', type: 'quantitative', title: 'file offset (MiB)'}, y2: {field: 'o1'},
                    color: {field: 'ops', type: 'quantitative', title: 'requests', scale: {scheme: 'viridis'}},
                    tooltip: [{field: 't0', format: '.3f', title: 'from s'}, {field: 'o0', format: '.1f', title: 'from MiB'},
                              {field: 'ops', format: ','}, {field: 'bytes', format: ','}]}});
       const pts = h.points.map(([t, o, len, dir]) => ({t: t / 1e9, off: o / MiB, len: len, dir: dir ? 'write' : 'read'}));
-      chart(g, 'Offset over time: ' + name, {width: 520, height: 240, data: {values: pts},
+      chart(g, 'Offset over time: ' + name, {width: 460, height: 220, data: {values: pts},
         mark: {type: 'point', filled: true, size: 12, opacity: 0.6},
         encoding: {x: {field: 't', type: 'quantitative', title: 'time since start (s)'},
                    y: {field: 'off', type: 'quantitative', title: 'file offset (MiB)'},
@@ -282,7 +283,7 @@
         encoding: {x: {field: 'name', type: 'nominal', title: null, sort: null, axis: {labelAngle: -30}},
                    y: {field: 'us', type: 'quantitative', scale: {type: 'log'}, title: 'microseconds (log scale)'},
                    color: {field: 'pct', type: 'nominal', title: null, sort: ['p50', 'p90', 'p99', 'max']},
-                   shape: {field: 'pct', type: 'nominal', sort: ['p50', 'p90', 'p99', 'max']},
+                   shape: {field: 'pct', type: 'nominal', title: null, sort: ['p50', 'p90', 'p99', 'max']},
                    tooltip: [{field: 'layer'}, {field: 'name'}, {field: 'pct'}, {field: 'us', format: ',.1f'}]}});
     }
   }
