@@ -30,11 +30,7 @@ uint64_t LogLinearHistogram::Percentile(double p) const {
   uint64_t seen = 0;
   for (int b = 0; b < kBuckets; b++) {
     seen += counts_[b];
-    if (seen >= rank) {
-      uint64_t lo = BucketLow(b), hi = BucketHigh(b);
-      uint64_t mid = lo + (hi - lo) / 2;
-      return std::clamp(mid, min_, max_);
-    }
+    if (seen >= rank) return std::clamp(BucketHigh(b), min_, max_);
   }
   return max_;
 }

@@ -99,8 +99,9 @@ class LogLinearHistogram {
   const std::vector<uint64_t>& counts() const { return counts_; }
 
   // Nearest-rank percentile (p in [0, 100]): the value of the ceil(p/100 * N)-th smallest
-  // sample, reported as the midpoint of its bucket clamped to the observed [min, max] (exact
-  // for values below 64 and for the extremes). 0 for an empty histogram.
+  // sample, reported as the highest value of its bucket clamped to the observed [min, max]
+  // (HdrHistogram's convention: never below the true value, at most 1/64 above it; exact for
+  // values below 64 and for the extremes). 0 for an empty histogram.
   uint64_t Percentile(double p) const;
 
   // Fraction of samples ≤ v (bucket resolution: a bucket counts as ≤ v when its low end is).

@@ -191,10 +191,12 @@ void SummarySection(Out& out, const json& m) {
   const json& mix = t["mix"];
   out.Line("  mix    reads are {} of ops, {} of bytes", FormatPercent(D(mix, "read_ops_share")),
            FormatPercent(D(mix, "read_bytes_share")));
-  out.Line("  calls  {} system calls ({} failed), {} processes, {} threads, {} files",
-           FormatCount(U(t, "syscalls")), FormatCount(U(t, "errors")),
-           FormatCount(U(m["processes"], "total")), FormatCount(U(m["threads"], "total")),
-           FormatCount(U(m["files"], "total")));
+  auto n = [](uint64_t v, const char* one, const char* many) {
+    return FormatCount(v) + " " + (v == 1 ? one : many);
+  };
+  out.Line("  calls  {} ({} failed); {}, {}, {}", n(U(t, "syscalls"), "system call", "system calls"),
+           FormatCount(U(t, "errors")), n(U(m["processes"], "total"), "process", "processes"),
+           n(U(m["threads"], "total"), "thread", "threads"), n(U(m["files"], "total"), "file", "files"));
   if (U(t, "direct_ops")) out.Line("  O_DIRECT  {} data ops", FormatCount(U(t, "direct_ops")));
   if (U(t, "filtered_out"))
     out.Line("  filter left out {} records", FormatCount(U(t, "filtered_out")));
