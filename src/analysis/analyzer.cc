@@ -269,9 +269,23 @@ Analyzer::ThreadStats& Analyzer::Thread(uint32_t tgid, uint32_t tid, uint64_t ts
 }
 
 int32_t Analyzer::FileIndex(uint32_t dev, uint64_t ino, bool create) {
+  // Devices are few: number them, and pack (device number, ino) into one 64-bit key.
+  uint32_t dev_index;
+  if (dev == last_dev_) {
+    dev_index = last_dev_index_;
+  } else {
+    auto it = std::find(devs_.begin(), devs_.end(), dev);
+    if (it == devs_.end()) {
+      devs_.push_back(dev);
+      it = devs_.end() - 1;
+    }
+    dev_index = static_cast<uint32_t>(it - devs_.begin());
+    last_dev_ = dev;
+    last_dev_index_ = dev_index;
+  }
   uint32_t* found = nullptr;
-  bool packable = ino < (uint64_t{1} << 44) && dev < (1u << 20);
-  uint64_t key = (static_cast<uint64_t>(dev) << 44) | ino;
+  bool packable = ino < (uint64_t{1} << 44) && dev_index < (1u << 20);
+  uint64_t key = (static_cast<uint64_t>(dev_index) << 44) | ino;
   if (packable) {
     found = file_index_.Find(key);
   } else {
@@ -383,9 +397,10 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
   const uint16_t op = r.op <= IOT_OP_MAX ? r.op : IOT_OP_UNKNOWN;
   const bool ok = r.ret >= 0 && !(r.sflags & IOT_SCF_INTERRUPTED);
   const uint64_t ret = ok ? static_cast<uint64_t>(r.ret) : 0;
+  const bool has_file = r.ino != 0 && !(r.sflags & IOT_SCF_NO_FILE);
   int32_t file = -1;
-  if (r.ino != 0 && !(r.sflags & IOT_SCF_NO_FILE)) file = FileIndex(r.dev, r.ino, true);
   const int dir = kOpClass.dir[op];
+  if (dir < 0 && has_file) file = FileIndex(r.dev, r.ino, true);
 
   // Descriptor state first: it must follow every call, counted or filtered out.
   uint64_t offset = r.offset;
@@ -394,8 +409,14 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     Description* d = FdDescription(r.tgid, r.fd);
     if (d) {
       direct = d->direct;
-      if (file < 0) file = d->file;
+      // The descriptor usually knows its file already: skip the file-table lookup.
+      if (d->file >= 0) {
+        const FileStats& known = files_[static_cast<size_t>(d->file)];
+        if (!has_file || (known.ino == r.ino && known.dev == r.dev)) file = d->file;
+      }
     }
+    if (file < 0 && has_file) file = FileIndex(r.dev, r.ino, true);
+    if (d && d->file < 0) d->file = file;
     bool implicit = !kOpClass.explicit_offset[op] ||
                     ((op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2) && r.offset == UINT64_MAX);
     if (implicit) {
@@ -473,7 +494,8 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
   if (!s.latency) s.latency = std::make_unique<LogLinearHistogram>();
   s.latency->Add(r.dur);
 
-  if (t.prev_enter != 0 && r.ts >= t.prev_enter) inter_arrival_.Add(r.ts - t.prev_enter);
+  if (options_.collect_distributions && t.prev_enter != 0 && r.ts >= t.prev_enter)
+    inter_arrival_.Add(r.ts - t.prev_enter);
   t.prev_enter = r.ts;
   if (t.first_op_ts == 0) t.first_op_ts = r.ts;
   if (p.first_op_ts == 0) p.first_op_ts = r.ts;
@@ -535,8 +557,10 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
   ++dir_ops_[dir];
   dir_bytes_[dir] += bytes;
   dir_requested_[dir] += r.length;
-  req_size_ll_[dir].Add(r.length);
-  offset_ll_[dir].Add(offset);
+  if (options_.collect_distributions) {
+    req_size_ll_[dir].Add(r.length);
+    offset_ll_[dir].Add(offset);
+  }
   ++t.data_ops[dir];
   t.bytes[dir] += bytes;
   ProcStats& p = procs_[t.proc];

@@ -61,6 +61,9 @@ struct AnalyzerOptions {
   // compare: keep each thread's sequence of operation fingerprints (8 bytes per syscall).
   bool collect_sequences = false;
   size_t max_sequence_ops = 50'000'000;  // per trace; beyond it sequences are truncated
+  // compare: distributions of request sizes, offsets and inter-arrival times (request_sizes(),
+  // offsets(), inter_arrival()); off for report, which does not show them.
+  bool collect_distributions = false;
   std::vector<HeatmapTarget> heatmaps;
   uint64_t heatmap_span_ns = 0;  // time axis of the heat maps (from the first pass)
   uint64_t start_ns_override = 0;  // set by the second pass so both share the time origin
@@ -285,6 +288,8 @@ class Analyzer {
   std::vector<FileStats> files_;
   FlatMap<uint32_t> file_index_;              // packed (dev, ino) -> index
   std::map<FileKey, uint32_t> file_index_wide_;  // keys that do not pack
+  std::vector<uint32_t> devs_;                   // device numbers, for packing file keys
+  uint32_t last_dev_ = UINT32_MAX, last_dev_index_ = 0;
   uint64_t cached_thread_key_ = 0;
   uint32_t cached_thread_ = UINT32_MAX;
 

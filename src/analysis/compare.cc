@@ -143,6 +143,7 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
                            const CompareOptions& options) {
   TraceAnalysisOptions ao;
   ao.analyzer.collect_sequences = true;
+  ao.analyzer.collect_distributions = true;
   ao.analyzer.max_sequence_ops = options.max_sequence_ops;
   ao.analyzer.top = 0;
   ao.progress = options.progress;

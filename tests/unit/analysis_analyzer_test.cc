@@ -128,7 +128,9 @@ TEST(Analyzer, TracksFilePositionsThroughReadLseekDupAndAppend) {
   w.fsize = 1100;
   t.Add(w);
 
-  Analyzer a;
+  AnalyzerOptions opts;
+  opts.collect_distributions = true;
+  Analyzer a(opts);
   a.SetMeta(test::SyntheticMeta());
   t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
   json m = a.Model(std::nullopt);
@@ -169,7 +171,9 @@ TEST(Analyzer, UnknownDescriptorsUseTheRecordedOffset) {
   // fd 5 was opened before the capture: no open, no snapshot.
   t.Io(IOT_OP_READ, 3, kStart + 1000, 100, 5, kDev, 9, 8192, 4096, 4096);
   t.Io(IOT_OP_READ, 3, kStart + 2000, 100, 5, kDev, 9, 0, 4096, 4096);  // capture left it 0
-  Analyzer a;
+  AnalyzerOptions opts;
+  opts.collect_distributions = true;
+  Analyzer a(opts);
   a.SetMeta(test::SyntheticMeta());
   t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
   json m = a.Model(std::nullopt);
@@ -236,7 +240,9 @@ TEST(Analyzer, FiltersByThreadFileOpAndTime) {
 
 TEST(Analyzer, TimeSeriesCountsOpsAndBytesPerBucket) {
   SyntheticTrace t = TwoThreads();
-  Analyzer a;
+  AnalyzerOptions opts;
+  opts.collect_distributions = true;
+  Analyzer a(opts);
   a.SetMeta(test::SyntheticMeta());
   t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
   const TimeSeries& s = a.series();
@@ -375,7 +381,9 @@ TEST(Analyzer, LossesAndFooterFacts) {
   t.Lost(IOT_SRC_SYSCALL, 0, kStart + 20, 12);  // cumulative: 12 on CPU 0
   t.Lost(IOT_SRC_SYSCALL, 1, kStart + 20, 3);
   t.Lost(IOT_SRC_BLOCK, 0, kStart + 20, 1);
-  Analyzer a;
+  AnalyzerOptions opts;
+  opts.collect_distributions = true;
+  Analyzer a(opts);
   a.SetMeta(test::SyntheticMeta());
   t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
   json m = a.Model(std::nullopt);
