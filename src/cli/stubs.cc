@@ -3,9 +3,6 @@
 
 namespace iotwin::cli {
 
-CommandSpec SetupRecord(CLI::App& p) {
-  return NotImplemented(p, "record", "Record a workload's I/O with eBPF", "issue 3");
-}
 CommandSpec SetupReplay(CLI::App& p) {
   return NotImplemented(p, "replay", "Replay a trace into a sandbox or onto a device", "issue 6");
 }
@@ -19,13 +16,6 @@ CommandSpec SetupImport(CLI::App& p) {
 }
 CommandSpec SetupAnonymize(CLI::App& p) {
   return NotImplemented(p, "anonymize", "Replace names in a trace by keyed hashes", "issue 7");
-}
-CommandSpec SetupCheck(CLI::App& p) {
-  return NotImplemented(p, "check", "Report which capture layers this kernel supports", "issue 2");
-}
-CommandSpec SetupDemo(CLI::App& p) {
-  return NotImplemented(p, "demo", "Record, report, replay and compare a built-in workload",
-                        "issue 2");
 }
 
 }  // namespace iotwin::cli
