@@ -186,6 +186,7 @@ struct iot_iovec {
 	iot_u32 tid;
 	iot_u16 count;    /* iovecs in the call */
 	iot_u16 captured; /* lengths that follow (<= IOT_IOVEC_MAX) */
+	iot_u32 pad;
 	iot_u64 ts;       /* the call's enter time, to pair with it */
 	/* iot_u64 len[captured]; */
 };
@@ -229,6 +230,7 @@ struct iot_fd_snapshot {
 	iot_u32 path_id;
 	iot_u16 ftype;
 	iot_u16 pad;
+	iot_u32 pad2;
 };
 
 struct iot_map_snapshot {

@@ -29,9 +29,5 @@ CommandSpec SetupAnonymize(CLI::App& p) {
 CommandSpec SetupCheck(CLI::App& p) {
   return NotImplemented(p, "check", "Report which capture layers this kernel supports", "issue 2");
 }
-CommandSpec SetupDemo(CLI::App& p) {
-  return NotImplemented(p, "demo", "Record, report, replay and compare a built-in workload",
-                        "issue 2");
-}
 
 }  // namespace iotwin::cli

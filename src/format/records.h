@@ -15,22 +15,22 @@ static_assert(sizeof(iot_string) == 12);
 static_assert(sizeof(iot_syscall) == 112);
 static_assert(offsetof(iot_syscall, ts) == 8);
 static_assert(offsetof(iot_syscall, ret) == 32);
-static_assert(offsetof(iot_syscall, ino) == 72);
-static_assert(sizeof(iot_iovec) == 20 + 4);
+static_assert(offsetof(iot_syscall, ino) == 80);
+static_assert(sizeof(iot_iovec) == 24);
 static_assert(sizeof(iot_proc) == 64);
-static_assert(sizeof(iot_fd_snapshot) == 56);
+static_assert(sizeof(iot_fd_snapshot) == 64);
 static_assert(sizeof(iot_map_snapshot) == 64);
 static_assert(sizeof(iot_page_fault) == 56);
 static_assert(sizeof(iot_page_cache) == 48);
 static_assert(sizeof(iot_writeback) == 56);
-static_assert(sizeof(iot_block) == 96);
+static_assert(sizeof(iot_block) == 104);
 static_assert(sizeof(iot_nvme) == 88);
 static_assert(sizeof(iot_async_io) == 88);
 static_assert(sizeof(iot_intent) == 40);
 static_assert(sizeof(iot_lost) == 24);
 static_assert(sizeof(iot_clock) == 32);
 static_assert(sizeof(iot_cache_state) == 56);
-static_assert(sizeof(iot_subpage) == 112);
+static_assert(sizeof(iot_subpage) == 104);
 static_assert(sizeof(iot_sched) == 40);
 
 // Size of the fixed part of each record type in format v1 (0 for unknown types). A reader

@@ -86,6 +86,11 @@ class TraceReader {
   // Reads and decompresses the chunk at offset_. Sets *end at the end of chunks.
   Status LoadChunk(bool* end);
   Status ReadAt(uint64_t offset, void* buf, size_t size, size_t* got);
+  // Reports a framing error inside the current chunk (or records it and skips the chunk's rest).
+  Status ChunkError(std::string problem);
+  bool RestIsZero(uint64_t from);
+  uint64_t Resync(uint64_t from);  // offset of the next valid chunk header, or data_end_
+  void HarvestStrings();           // load the current chunk's strings, then drop the chunk
   std::string Where(uint64_t offset) const;
 
   std::string path_;
@@ -101,6 +106,12 @@ class TraceReader {
   std::vector<uint8_t> chunk_;
   size_t pos_ = 0;             // position in chunk_
   uint64_t chunk_offset_ = 0;  // file offset of the current chunk
+  uint32_t chunk_seq_ = 0;
+  uint32_t next_seq_ = 0;
+  uint32_t chunk_records_expected_ = 0;
+  uint32_t chunk_records_seen_ = 0;
+  uint64_t chunk_max_ts_ = 0;
+  uint64_t chunks_read_ = 0;
   std::vector<uint8_t> record_;  // zero-extension buffer
   void* dctx_ = nullptr;
   std::unordered_map<uint32_t, std::string> strings_;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct ChunkIndexEntry {
   uint64_t min_ts = 0;  // smallest / largest record timestamp in the chunk (0,0: none)
   uint64_t max_ts = 0;
   uint32_t records = 0;
+  uint32_t flags = 0;  // chunk flags (layout::kChunkHasStrings)
 };
 
 class TraceWriter {
@@ -47,6 +49,7 @@ class TraceWriter {
   // Appends one record: `rec` starts with iot_rec_hdr whose size is `rec->size`.
   Status Append(const iot_rec_hdr* rec);
   template <typename T>
+    requires(!std::is_pointer_v<T>)
   Status Append(const T& rec) {
     return Append(&rec.hdr);
   }
@@ -79,6 +82,7 @@ class TraceWriter {
   uint64_t records_ = 0;
   uint32_t chunk_records_ = 0;
   uint32_t chunk_seq_ = 0;
+  uint16_t chunk_flags_ = 0;
   uint64_t chunk_min_ts_ = UINT64_MAX;
   uint64_t chunk_max_ts_ = 0;
   std::vector<ChunkIndexEntry> index_;
