@@ -30,7 +30,7 @@ int Path2DirFd(const iot_syscall& sc) {
     case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2: case IOT_OP_LINKAT:
       return sc.fd2;
     case IOT_OP_SYMLINKAT:
-      return sc.fd == -1 && sc.fd2 != -1 ? sc.fd2 : sc.fd;
+      return sc.fd2 != -1 ? sc.fd2 : sc.fd;
     default:
       return kAtFdcwd;
   }
@@ -88,8 +88,6 @@ int DataFd(const iot_syscall& sc) {
     case IOT_OP_FALLOCATE: case IOT_OP_FTRUNCATE: case IOT_OP_FADVISE64: case IOT_OP_READAHEAD:
     case IOT_OP_COPY_FILE_RANGE: case IOT_OP_FSTAT: case IOT_OP_GETDENTS64: case IOT_OP_FCHDIR:
       return sc.fd;
-    case IOT_OP_SENDFILE:
-      return sc.fd2;  // in_fd: the file that is read
     case IOT_OP_MMAP:
       return (sc.flags & 0x20 /* MAP_ANONYMOUS */) ? -1 : sc.fd;
     default:
@@ -100,7 +98,7 @@ int DataFd(const iot_syscall& sc) {
 int SecondFd(const iot_syscall& sc) {
   switch (sc.op) {
     case IOT_OP_COPY_FILE_RANGE: return sc.fd2;
-    case IOT_OP_SENDFILE: return sc.fd;  // out_fd
+    case IOT_OP_SENDFILE: return sc.fd2;  // out_fd
     default: return -1;
   }
 }
@@ -113,9 +111,32 @@ uint64_t TruncateLength(const iot_syscall& sc) {
   return sc.length != 0 ? sc.length : sc.offset;
 }
 
+namespace {
+// mremap: the format doc stores (offset = old address, length = old length, aux = new length),
+// the capture (aux = old address, offset = old length, length = new length). User-space
+// addresses of mappings sit far above any plausible mapping length.
+bool MremapCaptureLayout(const iot_syscall& sc) {
+  return sc.aux >= (1ull << 32) && sc.offset < (1ull << 32);
+}
+}  // namespace
+
 uint64_t MemAddr(const iot_syscall& sc) {
   if (sc.op == IOT_OP_MMAP) return static_cast<uint64_t>(sc.ret);
-  return sc.offset;
+  if (sc.op == IOT_OP_MREMAP) return MremapCaptureLayout(sc) ? sc.aux : sc.offset;
+  return sc.offset != 0 ? sc.offset : sc.aux;
+}
+
+uint64_t MemLength(const iot_syscall& sc) {
+  if (sc.op == IOT_OP_MREMAP) return MremapCaptureLayout(sc) ? sc.offset : sc.length;
+  return sc.length;
+}
+
+int MadviseAdvice(const iot_syscall& sc) {
+  return static_cast<int>(sc.offset != 0 ? sc.aux : sc.mode);
+}
+
+uint64_t MremapNewLength(const iot_syscall& sc) {
+  return MremapCaptureLayout(sc) ? sc.length : sc.aux;
 }
 
 bool OpReturnsFd(const iot_syscall& sc) {

@@ -846,10 +846,11 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       }
       uint32_t mid = op.mapping;
       uint32_t new_mid = kNone;
-      if (ok && code == IOT_OP_MUNMAP) UnmapRange(proc, addr, addr + sc.length);
+      uint64_t len = MemLength(sc);
+      if (ok && code == IOT_OP_MUNMAP) UnmapRange(proc, addr, addr + len);
       if (ok && code == IOT_OP_MREMAP && mid != kNone) {
         Mapping mp = m->mappings_[mid];
-        UnmapRange(proc, addr, addr + sc.length);
+        UnmapRange(proc, addr, addr + len);
         mp.file_offset += addr - mp.start;
         mp.start = static_cast<uint64_t>(sc.ret);
         mp.length = MremapNewLength(sc);

@@ -205,7 +205,7 @@ class TraceBuilder {
   }
   // Two-path calls: rename, link, symlink (for symlink `a` is the target).
   iot_syscall& Path2Op(uint32_t tid, uint16_t op, std::string_view a, std::string_view b,
-                       int64_t ret) {
+                       int64_t ret = 0) {
     uint32_t ia = Str(a), ib = Str(b);
     auto& r = Syscall(tid, op, ret);
     r.fd = -100;
