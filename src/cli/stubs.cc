@@ -6,9 +6,6 @@ namespace iotwin::cli {
 CommandSpec SetupRecord(CLI::App& p) {
   return NotImplemented(p, "record", "Record a workload's I/O with eBPF", "issue 3");
 }
-CommandSpec SetupReplay(CLI::App& p) {
-  return NotImplemented(p, "replay", "Replay a trace into a sandbox or onto a device", "issue 6");
-}
 CommandSpec SetupReport(CLI::App& p) {
   return NotImplemented(p, "report", "Characterise a workload from its trace", "issue 7");
 }
