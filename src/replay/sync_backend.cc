@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -20,7 +21,8 @@ namespace iotwin::replay {
 
 namespace {
 
-thread_local sigjmp_buf* t_touch_jmp = nullptr;
+// volatile: the handler reads it behind the compiler's back (the stores must not be elided).
+thread_local sigjmp_buf* volatile t_touch_jmp = nullptr;
 struct sigaction g_old_bus, g_old_segv;
 
 void TouchHandler(int sig, siginfo_t* info, void* uctx) {
@@ -48,9 +50,11 @@ int64_t Touch(uint8_t* addr, bool write) {
     return -EFAULT;
   }
   t_touch_jmp = &jb;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   volatile uint8_t* p = addr;
   uint8_t v = *p;
   if (write) *p = v;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   t_touch_jmp = nullptr;
   return 0;
 }
