@@ -188,6 +188,7 @@ void ReplayEngine::WaitFor(uint32_t thread, uint32_t count) {
 }
 
 void ReplayEngine::MarkDone(uint32_t thread, uint32_t count) {
+  if (!awaited_[thread]) return;
   Progress& p = progress_[thread];
   p.done.store(count, std::memory_order_seq_cst);
   if (p.waiters.load(std::memory_order_seq_cst) != 0) {
@@ -242,6 +243,11 @@ Status ReplayEngine::Setup() {
   maps_.reset(new std::atomic<uint64_t>[model_.mappings().size() + 1]);
   for (size_t i = 0; i <= model_.mappings().size(); i++) maps_[i].store(0);
   progress_.reset(new Progress[model_.threads().size() + 1]);
+  // Only threads someone waits for publish progress op by op.
+  awaited_.assign(model_.threads().size(), false);
+  for (const auto& d : model_.deps()) {
+    if (d.thread < awaited_.size()) awaited_[d.thread] = true;
+  }
   sink_fd_ = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
   // What an attached process already had open or mapped.
@@ -387,7 +393,7 @@ void ReplayEngine::RunWorker(Worker* w) {
     prev_live_done = 0;
   }
   bool first = true;
-  const bool measure_schedule = options_.pace != PaceMode::kFast;
+  const bool paced = options_.pace != PaceMode::kFast;
 
   auto stats_for = [&](const Op& op) -> OpStats& {
     if (op.kind == OpKind::kSyscall) {
@@ -445,7 +451,7 @@ void ReplayEngine::RunWorker(Worker* w) {
         }
       }
       w->outstanding.erase(it);
-      w->done_ops.fetch_add(1, std::memory_order_relaxed);
+      w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
   };
   auto reap_available = [&] {
@@ -493,7 +499,7 @@ void ReplayEngine::RunWorker(Worker* w) {
                                  op.kind == OpKind::kAsyncSubmit;
     if (replayable_kind && op.skip != model::Skip::kReplayable) {
       w->stats.AddSkip(std::string(model::SkipName(op.skip)), OpLabel(op));
-      w->done_ops.fetch_add(1, std::memory_order_relaxed);
+      w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       MarkDone(w->thread, i + 1);
       continue;
     }
@@ -502,18 +508,24 @@ void ReplayEngine::RunWorker(Worker* w) {
       const model::Dep& d = model_.DepsBegin(op)[k];
       WaitFor(d.thread, d.count);
     }
-    uint64_t now = NowNs();
-    if (first) {
-      if (prev_live_done == 0) prev_live_done = now;
-      first = false;
+    uint64_t issued = 0;
+    int64_t late = 0;
+    if (paced) {
+      uint64_t now = NowNs();
+      if (first) {
+        if (prev_live_done == 0) prev_live_done = now;
+        first = false;
+      }
+      uint64_t due = pacer.Due(op.ts, prev_rec_end, prev_live_done, now);
+      if (!w->outstanding.empty()) reap_available();
+      WaitUntil(due, options_.spin_ns);
+      issued = NowNs();
+      pacer.Issued(due, issued);
+      late = static_cast<int64_t>(issued > due ? issued - due : 0);
+      w->lateness.store(late, std::memory_order_relaxed);
+    } else if (!w->outstanding.empty()) {
+      reap_available();
     }
-    uint64_t due = pacer.Due(op.ts, prev_rec_end, prev_live_done, now);
-    if (!w->outstanding.empty()) reap_available();
-    WaitUntil(due, options_.spin_ns);
-    uint64_t issued = NowNs();
-    pacer.Issued(due, issued);
-    int64_t late = static_cast<int64_t>(issued > due ? issued - due : 0);
-    w->lateness.store(late, std::memory_order_relaxed);
 
     // Markers: the kernel's implicit work, done by the bookkeeper.
     if (!replayable_kind) {
@@ -563,7 +575,7 @@ void ReplayEngine::RunWorker(Worker* w) {
       continue;
     }
 
-    if (measure_schedule) w->stats.AddSchedule(static_cast<uint64_t>(late));
+    if (paced) w->stats.AddSchedule(static_cast<uint64_t>(late));
 
     // ---- async submissions ----
     if (op.kind == OpKind::kAsyncSubmit) {
@@ -571,7 +583,7 @@ void ReplayEngine::RunWorker(Worker* w) {
       auto skip_live = [&](LiveSkip why) {
         const char* names[] = {"live_fd_missing", "mapping_missing", "async_engine"};
         w->stats.AddSkip(names[static_cast<int>(why)], OpLabel(op));
-        w->done_ops.fetch_add(1, std::memory_order_relaxed);
+        w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         MarkDone(w->thread, i + 1);
       };
       if (!w->engines[ci] && !w->engine_failed[ci]) {
@@ -650,7 +662,7 @@ void ReplayEngine::RunWorker(Worker* w) {
       OpStats& s = stats_for(op);
       s.count++;
       s.latency.Add(NowNs() - t0);
-      w->done_ops.fetch_add(1, std::memory_order_relaxed);
+      w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       prev_rec_end = op.end == UINT64_MAX ? op.ts : op.end;
       prev_live_done = NowNs();
       MarkDone(w->thread, i + 1);
@@ -747,12 +759,13 @@ void ReplayEngine::RunWorker(Worker* w) {
     if (!live_ok) {
       const char* names[] = {"live_fd_missing", "mapping_missing", "async_engine"};
       w->stats.AddSkip(names[static_cast<int>(why)], OpLabel(op));
-      w->done_ops.fetch_add(1, std::memory_order_relaxed);
+      w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       MarkDone(w->thread, i + 1);
       continue;
     }
 
-    uint64_t t0 = NowNs();
+    // Issued just now when paced (the clock read is reused); otherwise read it here.
+    uint64_t t0 = paced ? issued : NowNs();
     result = backend_->Execute(a);
     uint64_t t1 = NowNs();
 
@@ -809,7 +822,7 @@ void ReplayEngine::RunWorker(Worker* w) {
         record_mismatch(op, i, recorded, result, mk);
       }
     }
-    w->done_ops.fetch_add(1, std::memory_order_relaxed);
+    w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     prev_rec_end = op.end == UINT64_MAX ? op.ts : op.end;
     prev_live_done = t1;
     MarkDone(w->thread, i + 1);
@@ -823,7 +836,8 @@ void ReplayEngine::RunWorker(Worker* w) {
     handle_completions(e, n);
   }
   // Anything left unfinished counts as done for threads waiting on it (abort path).
-  MarkDone(w->thread, static_cast<uint32_t>(th.ops.size()));
+  progress_[w->thread].done.store(static_cast<uint32_t>(th.ops.size()), std::memory_order_seq_cst);
+  Futex(&progress_[w->thread].done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
   w->engines.clear();
 }
 

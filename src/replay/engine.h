@@ -85,6 +85,7 @@ class ReplayEngine {
   std::vector<std::unique_ptr<LiveTable>> tables_;   // per process
   std::unique_ptr<std::atomic<uint64_t>[]> maps_;    // per mapping: live base address (0: none)
   std::unique_ptr<Progress[]> progress_;             // per thread
+  std::vector<bool> awaited_;                        // per thread: some op depends on it
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<int> reserved_next_{0};                // dup2/dup3 targets not otherwise mapped
   int sink_fd_ = -1;                                 // sendfile to an unknown descriptor
