@@ -377,6 +377,35 @@ int64_t ReplayEngine::lag_ns() const {
 }
 
 void ReplayEngine::RunWorker(Worker* w) {
+  {
+    // Everything that allocates is done before the gate: the first malloc of a thread maps an
+    // arena, which must not appear among the replayed calls of a recorded replay.
+    const model::Thread& t = model_.threads()[w->thread];
+    for (const auto& op : t.ops) {
+      if (op.kind == OpKind::kSyscall) {
+        OpStats*& s = w->fast[op.sc.op <= IOT_OP_MAX ? op.sc.op : 0];
+        if (!s) s = &w->stats.Op(OpLabel(op));
+      } else if (op.kind == OpKind::kPageFault) {
+        OpStats*& s = w->fast[IOT_OP_MAX + 1 + ((op.pf.flags & IOT_PFF_WRITE) ? 1 : 0)];
+        if (!s) s = &w->stats.Op(OpLabel(op));
+      } else if (op.kind == OpKind::kAsyncSubmit) {
+        uint32_t key = (static_cast<uint32_t>(op.aio.engine) << 8) | op.aio.opcode;
+        OpStats*& s = w->async_stats[key];
+        if (!s) s = &w->stats.Op(OpLabel(op));
+      }
+      if (op.extra_count > w->iov.size()) w->iov.resize(op.extra_count);
+      if (op.kind == OpKind::kSyscall && op.sc.op == IOT_OP_CLOSE_RANGE) {
+        w->fds.reserve(std::max<size_t>(w->fds.capacity(), op.extra_count));
+      }
+    }
+    w->scratch.reserve(4096);
+    w->outstanding.reserve(1024);
+    for (const auto& reason : {"unknown_fd", "unknown_path", "pseudo_fs", "unknown_mapping",
+                               "unsupported", "live_fd_missing", "mapping_missing",
+                               "async_engine"}) {
+      w->stats.AddSkip(reason, "");  // creates the map nodes; the "" entries are dropped later
+    }
+  }
   w->tid.store(gettid(), std::memory_order_release);
   prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
   while (gate_.load(std::memory_order_acquire) == 0) Futex(&gate_, FUTEX_WAIT_PRIVATE, 0, nullptr);
@@ -722,7 +751,7 @@ void ReplayEngine::RunWorker(Worker* w) {
         a.buf = base;
         a.len = sc.length;
         if (op.extra_count) {
-          w->iov.resize(op.extra_count);
+          if (w->iov.size() < op.extra_count) w->iov.resize(op.extra_count);
           uint64_t off = 0;
           for (uint32_t k = 0; k < op.extra_count; k++) {
             uint64_t l = model_.ExtraBegin(op)[k];

@@ -41,7 +41,8 @@ class ReplayEngine {
   // Builds the live tables, opens the descriptors and mappings an attached process already had,
   // starts the workers and parks them at the start gate.
   Status Setup();
-  // Thread ids of the workers (after Setup): what --record traces.
+  // Thread ids of the workers (after Setup): what --record traces. Same order as
+  // model.threads(): worker i replays model thread i.
   std::vector<pid_t> WorkerTids() const;
   // Opens the gate: recorded time start_ts() maps to `live_start` (CLOCK_MONOTONIC ns).
   void Start(uint64_t live_start);

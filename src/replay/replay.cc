@@ -276,6 +276,17 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
   s["amplify"] = o.amplify;
   s["backend"] = backend->name();
   s["threads"] = tids.size();
+  // Which worker replayed which traced thread (for comparing a recorded replay op by op).
+  nlohmann::json tmap = nlohmann::json::array();
+  for (size_t k = 0; k < engines.size(); k++) {
+    auto wt = engines[k]->WorkerTids();
+    for (size_t i = 0; i < wt.size() && i < model->threads().size(); i++) {
+      const auto& th = model->threads()[i];
+      tmap.push_back({{"copy", k}, {"recorded_tid", th.tid}, {"recorded_tgid", th.tgid},
+                      {"worker_tid", wt[i]}});
+    }
+  }
+  s["thread_map"] = tmap;
   s["duration_s"] = secs;
   s["ops"] = stats.ops();
   s["iops"] = secs > 0 ? static_cast<double>(stats.ops()) / secs : 0.0;

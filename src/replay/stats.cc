@@ -37,6 +37,9 @@ void ReplayStats::Merge(const ReplayStats& o, int max_examples) {
   for (const auto& [r, m] : o.skipped_) {
     for (const auto& [op, n] : m) skipped_[r][op] += n;
   }
+  for (auto it = skipped_.begin(); it != skipped_.end();) {
+    it = it->second.empty() ? skipped_.erase(it) : std::next(it);
+  }
   for (const auto& [k, m] : o.mismatch_counts_) {
     for (const auto& [op, n] : m) mismatch_counts_[k][op] += n;
   }

@@ -56,7 +56,11 @@ class ReplayStats {
   // Op name -> stats ("pread64", "page_fault", "uring:read", ...).
   OpStats& Op(const std::string& name);
   void AddSchedule(uint64_t lateness_ns) { schedule_.Add(lateness_ns); }
-  void AddSkip(const std::string& reason, const std::string& op) { skipped_[reason][op]++; }
+  // An empty `op` only creates the reason's entry (pre-allocation); it is not counted.
+  void AddSkip(const std::string& reason, const std::string& op) {
+    auto& m = skipped_[reason];
+    if (!op.empty()) m[op]++;
+  }
   void AddMismatch(Mismatch kind, const std::string& op, MismatchExample example, int max_examples);
   void Merge(const ReplayStats& o, int max_examples);
 
