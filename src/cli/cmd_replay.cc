@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 
@@ -102,7 +103,9 @@ CommandSpec SetupReplay(CLI::App& parent) {
             if (args->spin_us < 0) return fail(Status::Invalid("--spin-us must be >= 0"));
             o.spin_ns = static_cast<uint64_t>(args->spin_us * 1000);
             o.progress = !args->quiet;
-            o.iotwin_bin = SelfPath();
+            // The tracer for --record: this binary, unless IOTWIN_RECORD_BIN names another.
+            const char* rec_bin = std::getenv("IOTWIN_RECORD_BIN");
+            o.iotwin_bin = rec_bin && *rec_bin ? rec_bin : SelfPath();
             if (o.layer == replay::Layer::kSyscall && o.root.empty() && !o.dry_run) {
               return fail(Status::Invalid("--root DIR is required (the sandbox to replay into)"));
             }

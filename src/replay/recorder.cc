@@ -53,21 +53,27 @@ class SubprocessRecorder final : public ReplayRecorder {
     std::string self = std::to_string(getpid());
     std::vector<std::string> argv = {bin_, "record", "--pid", self, "-o", tmp_, "--no-status"};
     std::string log = output_ + ".capture.log";
+    // Everything is allocated before fork: the child of a multi-threaded process may only make
+    // async-signal-safe calls until it execs.
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    int logfd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     pid_ = fork();
-    if (pid_ < 0) return Status::FromErrno(errno, "fork for iotwin record");
+    if (pid_ < 0) {
+      if (logfd >= 0) close(logfd);
+      return Status::FromErrno(errno, "fork for iotwin record");
+    }
     if (pid_ == 0) {
-      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
+      if (logfd >= 0) {
+        dup2(logfd, 1);
+        dup2(logfd, 2);
       }
       setpgid(0, 0);  // a terminal's Ctrl-C reaches the replay; we stop the tracer ourselves
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
       execv(args[0], args.data());
       _exit(127);
     }
+    if (logfd >= 0) close(logfd);
     // Attached = BPF links present and the recorder still running; then a grace period for it
     // to add our pid to the traced set and snapshot us from /proc.
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);

@@ -15,8 +15,14 @@
 namespace iotwin::test {
 namespace {
 
+// The tracer: this build's iotwin, or IOTWIN_RECORD_BIN (also honoured by replay --record).
+std::string RecordBin() {
+  const char* b = getenv("IOTWIN_RECORD_BIN");
+  return b && *b ? b : IotwinBin();
+}
+
 bool RecordAvailable() {
-  RunResult r = test::Run({IotwinBin(), "record", "--help"}, 30);
+  RunResult r = test::Run({RecordBin(), "record", "--help"}, 30);
   return r.exit_code == 0 && (r.out + r.err).find("not implemented") == std::string::npos;
 }
 
@@ -77,7 +83,7 @@ TEST(ReplayRecord, RecordedReplayMatchesTheOriginalOpByOp) {
     in << mb;
   }
   std::string orig = base + "/orig.iotwin", rep = base + "/replay.iotwin";
-  RunResult rec = test::Run({IotwinBin(), "record", "-o", orig, "--", TestProg("replay_mt_prog"), work}, 120);
+  RunResult rec = test::Run({RecordBin(), "record", "-o", orig, "--", TestProg("replay_mt_prog"), work}, 120);
   ASSERT_EQ(rec.exit_code, 0) << rec.err << rec.out;
   ASSERT_NE(rec.out.find("main: shared position after child 8192"), std::string::npos) << rec.out;
 
