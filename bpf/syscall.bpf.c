@@ -63,10 +63,13 @@ struct iot_join {
 	__u16 op;
 };
 
+/* Per-thread storage rather than a tid-keyed hash: no hashing, no delete per
+ * call, and the kernel frees it with the thread. op == 0 means "no call
+ * pending". */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct iot_join);
 } iot_join SEC(".maps");
 
@@ -96,22 +99,27 @@ struct iot_ident {
 	__u16 ok;
 };
 
+/* Typed view of a kernel pointer read from memory, so that fields can be
+ * loaded directly (no helper call per field). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
 /* The struct file behind descriptor `fd` of the current task, or NULL. */
 static __always_inline struct file *iot_fd_file(long fd)
 {
 	if (fd < 0)
 		return NULL;
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct fdtable *fdt = task->files->fdt;
 	if (!fdt)
 		return NULL;
-	unsigned int max_fds = BPF_CORE_READ(fdt, max_fds);
-	if ((unsigned long)fd >= max_fds)
+	if ((unsigned long)fd >= fdt->max_fds)
 		return NULL;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file **fds = fdt->fd;
 	struct file *f = NULL;
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
+	if (!f)
+		return NULL;
+	return bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
 }
 
 static __always_inline void iot_file_ident(struct file *f, struct iot_ident *id)
@@ -119,14 +127,14 @@ static __always_inline void iot_file_ident(struct file *f, struct iot_ident *id)
 	id->ok = 0;
 	if (!f)
 		return;
-	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	struct inode *inode = f->f_inode;
 	if (!inode)
 		return;
-	id->ino = BPF_CORE_READ(inode, i_ino);
-	id->fsize = BPF_CORE_READ(inode, i_size);
-	id->dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	id->ftype = (BPF_CORE_READ(inode, i_mode) & IOT_S_IFMT) >> 12;
-	id->pos = BPF_CORE_READ(f, f_pos);
+	id->ino = inode->i_ino;
+	id->fsize = inode->i_size;
+	id->dev = inode->i_sb->s_dev;
+	id->ftype = (inode->i_mode & IOT_S_IFMT) >> 12;
+	id->pos = f->f_pos;
 	id->ok = 1;
 }
 
@@ -159,46 +167,47 @@ int BPF_PROG(iot_sys_enter, struct pt_regs *regs, long id)
 	if (!iot_tgid_traced(pid_tgid >> 32))
 		return 0;
 
-	struct iot_join j = {};
-	j.ts = bpf_ktime_get_ns();
-	j.op = op;
-	j.args[0] = IOT_SC_A0(regs);
-	j.args[1] = IOT_SC_A1(regs);
-	j.args[2] = IOT_SC_A2(regs);
-	j.args[3] = IOT_SC_A3(regs);
-	j.args[4] = IOT_SC_A4(regs);
-	j.args[5] = IOT_SC_A5(regs);
+	struct iot_join *j = bpf_task_storage_get(&iot_join, bpf_get_current_task_btf(), NULL,
+						  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!j) {
+		iot_count_drop(IOT_SRC_JOIN);
+		return 0;
+	}
+	j->ts = bpf_ktime_get_ns();
+	j->args[0] = IOT_SC_A0(regs);
+	j->args[1] = IOT_SC_A1(regs);
+	j->args[2] = IOT_SC_A2(regs);
+	j->args[3] = IOT_SC_A3(regs);
+	j->args[4] = IOT_SC_A4(regs);
+	j->args[5] = IOT_SC_A5(regs);
 
 	switch (op) {
 	case IOT_OP_FCNTL:
-		if (j.args[1] != IOT_F_DUPFD && j.args[1] != IOT_F_DUPFD_CLOEXEC &&
-		    j.args[1] != IOT_F_SETFL)
+		if (j->args[1] != IOT_F_DUPFD && j->args[1] != IOT_F_DUPFD_CLOEXEC &&
+		    j->args[1] != IOT_F_SETFL) {
+			j->op = 0;
 			return 0;
+		}
 		break;
 	case IOT_OP_CLOSE: {
 		struct iot_ident ident = {};
-		iot_file_ident(iot_fd_file((int)j.args[0]), &ident);
-		if (ident.ok) {
-			j.ino = ident.ino;
-			j.fsize = ident.fsize;
-			j.dev = ident.dev;
-			j.ftype = ident.ftype;
-		}
+		iot_file_ident(iot_fd_file((int)j->args[0]), &ident);
+		j->ino = ident.ok ? ident.ino : 0;
+		j->fsize = ident.fsize;
+		j->dev = ident.dev;
+		j->ftype = ident.ftype;
 		break;
 	}
 	case IOT_OP_COPY_FILE_RANGE:
 	case IOT_OP_SPLICE:
-		j.pre[0] = iot_user_loff(j.args[1]);
-		j.pre[1] = iot_user_loff(j.args[3]);
+		j->pre[0] = iot_user_loff(j->args[1]);
+		j->pre[1] = iot_user_loff(j->args[3]);
 		break;
 	case IOT_OP_SENDFILE:
-		j.pre[0] = iot_user_loff(j.args[2]);
+		j->pre[0] = iot_user_loff(j->args[2]);
 		break;
 	}
-
-	__u32 tid = (__u32)pid_tgid;
-	if (bpf_map_update_elem(&iot_join, &tid, &j, BPF_ANY))
-		iot_count_drop(IOT_SRC_JOIN);
+	j->op = op; /* last: the entry is complete */
 	return 0;
 }
 
@@ -847,23 +856,23 @@ int BPF_PROG(iot_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	if (!iot_nr_to_op[nr])
 		return 0;
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
-	struct iot_join *j = bpf_map_lookup_elem(&iot_join, &tid);
-	if (!j)
+	struct iot_join *j = bpf_task_storage_get(&iot_join, bpf_get_current_task_btf(), NULL, 0);
+	if (!j || !j->op)
 		return 0;
-	iot_sys_finish(j, ret, pid_tgid);
-	bpf_map_delete_elem(&iot_join, &tid);
+	iot_sys_finish(j, ret, bpf_get_current_pid_tgid());
+	j->op = 0;
 	return 0;
 }
 
-/* A thread that dies inside a traced call never reaches sys_exit: drop its
- * join entry so the slot is not leaked, and count it. */
+/* A thread that dies inside a traced call never reaches sys_exit: count the
+ * call as lost (the storage itself goes with the thread). */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(iot_sys_thread_exit, struct task_struct *p)
 {
-	__u32 tid = p->pid;
-	if (bpf_map_delete_elem(&iot_join, &tid) == 0)
+	struct iot_join *j = bpf_task_storage_get(&iot_join, p, NULL, 0);
+	if (j && j->op) {
+		j->op = 0;
 		iot_count_drop(IOT_SRC_JOIN);
+	}
 	return 0;
 }

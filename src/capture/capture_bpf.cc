@@ -325,17 +325,4 @@ Result<DropCounts> CaptureBpf::ReadDrops() const {
   return d;
 }
 
-uint64_t CaptureBpf::InFlightCalls() const {
-  int fd = bpf_map__fd(syscall_->maps.iot_join);
-  uint32_t key = 0, next = 0;
-  uint64_t n = 0;
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    n++;
-    key = next;
-    prev = &key;
-  }
-  return n;
-}
-
 }  // namespace iotwin::capture

@@ -67,8 +67,6 @@ class CaptureBpf {
 
   int ring_fd() const;
   Result<DropCounts> ReadDrops() const;
-  // Join entries still open: calls in flight when capture stopped.
-  uint64_t InFlightCalls() const;
 
   bool async_attached() const { return async_attached_; }
   // The memory layer: null when none of its kernel parts runs; memory_plan() says why.

@@ -38,8 +38,14 @@ uint32_t KernelDev(uint64_t user_dev) {
 }
 
 bool ProcessExists(pid_t pid) {
-  struct stat st;
-  return pid > 0 && stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0;
+  if (pid <= 0) return false;
+  // A zombie still has a /proc entry until its parent reaps it, but it runs no more.
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' &&
+         stat[paren + 2] != 'X';
 }
 
 Result<std::vector<FdEntry>> SnapshotFds(pid_t pid) {

@@ -38,6 +38,7 @@ Result<std::vector<FdEntry>> SnapshotFds(pid_t pid);
 Result<std::vector<MapEntry>> SnapshotFileMaps(pid_t pid);
 Result<std::string> ProcessCwd(pid_t pid);
 Result<std::string> ProcessComm(pid_t pid);
+// True while the process runs (false once it is a zombie or gone).
 bool ProcessExists(pid_t pid);
 
 // Parses one line of /proc/PID/maps; false for anonymous mappings and malformed lines.

@@ -343,7 +343,12 @@ Status Capture::Setup() {
   cap["notes"] = bpf_->notes();
   meta["capture"] = cap;
 
-  IOTWIN_ASSIGN_OR_RETURN(writer_, TraceWriter::Create(opt_.output, meta));
+  // zstd level 1: on syscall records it compresses as well as the default level 3 (about 9.5
+  // bytes per pread record either way) at about twice the speed, and the consumer's CPU time
+  // is taken from the traced workload on small machines.
+  TraceWriterOptions wopt;
+  wopt.zstd_level = opt_.zstd_level;
+  IOTWIN_ASSIGN_OR_RETURN(writer_, TraceWriter::Create(opt_.output, meta, wopt));
   output_created_ = true;
   IOTWIN_RETURN_IF_ERROR(Write(ClockRecord()));
 
@@ -623,7 +628,6 @@ Result<RecordOutcome> Capture::Run() {
   }
   summary["lost"] = lost;
   summary["duration_ns"] = Mono() - start_ns_;
-  summary["in_flight_at_stop"] = bpf_->InFlightCalls();
   summary["malformed_ring_records"] = counts.malformed;
   summary["bad_markers"] = counts.bad_markers;
   summary["ring_bytes_consumed"] = counts.ring_bytes;
@@ -673,15 +677,26 @@ Result<UprobeSpec> ParseUprobeSpec(const std::string& spec) {
   return u;
 }
 
+// Where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup on unified systems,
+// /sys/fs/cgroup/unified on hybrid ones.
+std::string Cgroup2Mount() {
+  std::ifstream in("/proc/self/mounts");
+  std::string dev, dir, type, rest;
+  while (in >> dev >> dir >> type && std::getline(in, rest)) {
+    if (type == "cgroup2") return dir;
+  }
+  return "/sys/fs/cgroup";
+}
+
 Result<uint64_t> CgroupId(const std::string& path) {
   std::string full = path;
   struct statfs fs;
   if (path.empty() || path[0] != '/' || statfs(path.c_str(), &fs) != 0 ||
       fs.f_type != CGROUP2_SUPER_MAGIC) {
-    full = "/sys/fs/cgroup/" + (path.empty() || path[0] != '/' ? path : path.substr(1));
+    full = Cgroup2Mount() + "/" + (path.empty() || path[0] != '/' ? path : path.substr(1));
   }
   if (statfs(full.c_str(), &fs) != 0) {
-    return Status::NotFound("--cgroup: no cgroup '{}' ({})", path, strerror(errno));
+    return Status::NotFound("--cgroup: no cgroup '{}' ({}: {})", path, full, strerror(errno));
   }
   if (fs.f_type != CGROUP2_SUPER_MAGIC) {
     return Status::Unsupported("--cgroup: '{}' is not on a cgroup v2 file system", full);

@@ -41,6 +41,7 @@ struct RecordOptions {
   uint64_t ring_bytes = 64ull << 20;
   uint64_t wake_bytes = 256ull << 10;
   int poll_ms = 10;                  // longest sleep between ring checks
+  int zstd_level = 1;                // trace chunk compression
   bool async = true;                 // io_uring per-request tracing
   bool markers = true;               // IOTWIN_MARKER channel for the command
   MemoryOptions memory;              // memory layer parts (docs/memory-layer.md)
@@ -61,7 +62,7 @@ struct RecordOutcome {
 // footer, which readers report as truncated.
 Result<RecordOutcome> Record(const RecordOptions& options);
 
-// The cgroup v2 id of a cgroup directory (absolute, or relative to /sys/fs/cgroup).
+// The cgroup v2 id of a cgroup directory (absolute, or relative to the cgroup v2 mount point).
 Result<uint64_t> CgroupId(const std::string& path);
 
 }  // namespace iotwin::capture

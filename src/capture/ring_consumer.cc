@@ -35,6 +35,7 @@ int RingConsumer::OnRecord(void* ctx, void* data, size_t size) {
 }
 
 Status RingConsumer::Poll(int timeout_ms) {
+  if (!ring_) return Status::Internal("ring consumer without a ring");
   int n = ring_buffer__poll(ring_, timeout_ms);
   if (n < 0 && n != -EINTR && error_.ok()) {
     return Status::FromErrno(-n, "polling the BPF ring buffer");
@@ -48,6 +49,7 @@ Status RingConsumer::Poll(int timeout_ms) {
 }
 
 Status RingConsumer::Drain() {
+  if (!ring_) return Status::Internal("ring consumer without a ring");
   for (;;) {
     int n = ring_buffer__consume(ring_);
     if (!error_.ok()) return error_;

@@ -33,6 +33,8 @@ class RingConsumer {
  public:
   // `writer` must outlive the consumer.
   static Result<std::unique_ptr<RingConsumer>> Create(int ring_fd, TraceWriter* writer);
+  // A consumer without a ring: only Handle() works (unit tests feed it records).
+  explicit RingConsumer(TraceWriter* writer) : writer_(writer) {}
   ~RingConsumer();
   RingConsumer(const RingConsumer&) = delete;
   RingConsumer& operator=(const RingConsumer&) = delete;
@@ -56,7 +58,6 @@ class RingConsumer {
   Status Handle(const uint8_t* data, size_t size);
 
  private:
-  explicit RingConsumer(TraceWriter* writer) : writer_(writer) {}
   static int OnRecord(void* ctx, void* data, size_t size);
   Status Append(const iot_rec_hdr* rec);
   Status HandleSyscallExt(const uint8_t* data, size_t size);

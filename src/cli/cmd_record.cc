@@ -15,6 +15,7 @@ struct RecordArgs {
   std::vector<std::string> pids;
   std::vector<std::string> uprobes;
   uint64_t ring_mb = 64;
+  uint64_t wake_kb = 256;
   bool no_async = false;
   bool no_markers = false;
   bool status = false;
@@ -71,6 +72,7 @@ int RunRecord(RecordArgs& a) {
   o.memory.subpage = a.subpage;
   o.memory.subpage_interval_ms = a.subpage_interval_ms;
   o.ring_bytes = a.ring_mb << 20;
+  o.wake_bytes = a.wake_kb << 10;
   o.async = !a.no_async;
   o.markers = !a.no_markers;
   o.status_line = a.status      ? capture::StatusLine::kOn
@@ -96,7 +98,7 @@ CommandSpec SetupRecord(CLI::App& parent) {
   sub->add_option("--pid", args->pids, "Attach to running processes (PID[,PID...])")
       ->delimiter(',');
   sub->add_option("--cgroup", o.cgroup,
-                  "Trace every process of a cgroup v2 (path, absolute or under /sys/fs/cgroup)");
+                  "Trace every process of a cgroup v2 (absolute path, or relative to the cgroup2 mount)");
   sub->add_option("--duration", o.duration_s, "Stop recording after this many seconds");
   sub->add_option("--user", o.user, "Run the command as this user (name or uid)");
   sub->add_flag("--fail-on-loss", o.fail_on_loss, "Exit non-zero when any event was lost");
@@ -104,6 +106,12 @@ CommandSpec SetupRecord(CLI::App& parent) {
                   "Record calls of a function as intent: BINARY:FUNCTION[=label] (repeatable)");
   sub->add_option("--ring-mb", args->ring_mb, "Ring buffer size in MiB (power of two)")
       ->capture_default_str();
+  sub->add_option("--wake-kb", args->wake_kb,
+                  "Wake the consumer once this many KiB wait in the ring (tuning)")
+      ->capture_default_str();
+  sub->add_option("--poll-ms", o.poll_ms, "Longest wait between ring checks in ms (tuning)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
   sub->add_flag("--no-async", args->no_async, "Do not trace io_uring requests");
   sub->add_flag("--no-markers", args->no_markers,
                 "Do not offer the IOTWIN_MARKER intent channel to the command");
