@@ -35,6 +35,7 @@ const volatile __u8 iot_mem_subpage = 0;
 const volatile __u8 iot_mem_emit_state = 1;
 
 #define IOT_VM_SHARED 0x8
+#define IOT_VM_MAYSHARE 0x80 /* MAP_SHARED, also read-only ones (which lack VM_SHARED) */
 #define IOT_PF_WRITE 0x2  /* x86 error code bits */
 #define IOT_PF_INSTR 0x10
 #define IOT_PAGE_SHIFT 12
@@ -385,7 +386,7 @@ int BPF_PROG(iot_mem_fault, unsigned long address, struct pt_regs *regs, unsigne
 	pf.hdr.size = sizeof(pf);
 	pf.flags = ((error_code & IOT_PF_WRITE) ? IOT_PFF_WRITE : 0) |
 		   ((error_code & IOT_PF_INSTR) ? IOT_PFF_EXEC : 0) |
-		   ((v.flags & IOT_VM_SHARED) ? IOT_PFF_SHARED : 0);
+		   ((v.flags & (IOT_VM_SHARED | IOT_VM_MAYSHARE)) ? IOT_PFF_SHARED : 0);
 	pf.cpu = bpf_get_smp_processor_id();
 	pf.ts = now;
 	pf.addr = address;
@@ -520,10 +521,12 @@ static __always_inline void iot_mem_readahead(struct inode *inode, __u64 start, 
 	} else if (!iot_mem_emit_cache || !iot_mem_interesting(ino, dev)) {
 		return;
 	}
-	/* the window is part of the file only up to its end */
+	/* the window is part of the file only up to its end (past it, nothing is read) */
 	__u64 size = BPF_CORE_READ(inode, i_size);
 	__u64 pages = (size + IOT_MEM_PAGE_SIZE - 1) >> IOT_PAGE_SHIFT;
-	if (start < pages && start + nr > pages)
+	if (start >= pages)
+		return;
+	if (start + nr > pages)
 		nr = pages - start;
 
 	__u64 now = bpf_ktime_get_ns();
