@@ -23,8 +23,5 @@ CommandSpec SetupImport(CLI::App& p) {
 CommandSpec SetupAnonymize(CLI::App& p) {
   return NotImplemented(p, "anonymize", "Replace names in a trace by keyed hashes", "issue 7");
 }
-CommandSpec SetupCheck(CLI::App& p) {
-  return NotImplemented(p, "check", "Report which capture layers this kernel supports", "issue 2");
-}
 
 }  // namespace iotwin::cli
