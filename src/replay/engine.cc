@@ -526,16 +526,18 @@ void ReplayEngine::RunWorker(Worker* w) {
     const Op& op = th.ops[i];
     const bool replayable_kind = op.kind == OpKind::kSyscall || op.kind == OpKind::kPageFault ||
                                  op.kind == OpKind::kAsyncSubmit;
+    // Dependencies first, even for an op that is skipped: the model records a dependency once
+    // per thread pair, so a skipped op's wait (e.g. on the thread's creator, after a mkdir) is
+    // the only one its successors get.
+    for (uint32_t k = 0; k < op.dep_count; k++) {
+      const model::Dep& d = model_.DepsBegin(op)[k];
+      WaitFor(d.thread, d.count);
+    }
     if (replayable_kind && op.skip != model::Skip::kReplayable) {
       w->stats.AddSkip(std::string(model::SkipName(op.skip)), OpLabel(op));
       w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       MarkDone(w->thread, i + 1);
       continue;
-    }
-    // Dependencies first, then the schedule.
-    for (uint32_t k = 0; k < op.dep_count; k++) {
-      const model::Dep& d = model_.DepsBegin(op)[k];
-      WaitFor(d.thread, d.count);
     }
     uint64_t issued = 0;
     int64_t late = 0;
