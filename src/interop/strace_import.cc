@@ -394,7 +394,12 @@ class StraceImporter : public Importer {
 
   void HandleNotice(std::string_view notice) {
     // "strace: Process 123 attached" (also "... detached", "resumed").
-    std::string_view rest = notice.substr(strlen("strace: Process "));
+    constexpr std::string_view kPrefix = "strace: Process ";
+    if (notice.size() < kPrefix.size()) {  // "strace: ..." notices of other kinds are shorter
+      stats_.counters["strace_notices"]++;
+      return;
+    }
+    std::string_view rest = notice.substr(kPrefix.size());
     size_t sp = rest.find(' ');
     auto pid = ParseDec(rest.substr(0, sp));
     if (pid && *pid <= UINT32_MAX && sp != std::string_view::npos &&
