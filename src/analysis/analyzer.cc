@@ -465,6 +465,18 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     }
   } else if (op == IOT_OP_CLOSE) {
     if (ok) ReleaseFd(r.tgid, r.fd);
+  } else if (op == IOT_OP_CLOSE_RANGE) {
+    // close_range(first = fd, last = fd2, flags); CLOSE_RANGE_CLOEXEC (4) closes nothing now.
+    if (ok && !(r.flags & 4)) {
+      uint32_t first = static_cast<uint32_t>(r.fd), last = static_cast<uint32_t>(r.fd2);
+      std::vector<int32_t> closing;
+      fds_.ForEach([&](uint64_t key, uint32_t) {
+        uint32_t fd = static_cast<uint32_t>(key);
+        if (static_cast<uint32_t>(key >> 32) == r.tgid && fd >= first && fd <= last)
+          closing.push_back(static_cast<int32_t>(fd));
+      });
+      for (int32_t fd : closing) ReleaseFd(r.tgid, fd);
+    }
   } else if (op == IOT_OP_DUP || op == IOT_OP_DUP2 || op == IOT_OP_DUP3 ||
              (op == IOT_OP_FCNTL && (r.mode == kFcntlDupfd || r.mode == kFcntlDupfdCloexec))) {
     if (ok) {

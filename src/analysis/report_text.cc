@@ -218,7 +218,8 @@ void SizesSection(Out& out, const json& m) {
   if (m["sizes"].empty()) return;
   out.Section("REQUEST SIZES (dominant size per op)");
   for (const json& z : m["sizes"])
-    out.Line("  {:<9} {}  ({} ops)", S(z, "op") + ":", DominantLine(z), FormatCount(U(z, "ops")));
+    out.Line("  {:<9} {}  ({} {})", S(z, "op") + ":", DominantLine(z), FormatCount(U(z, "ops")),
+             U(z, "ops") == 1 ? "op" : "ops");
   for (const json& z : m["sizes"]) {
     out.Line("");
     out.Line("  {}  top: {}", S(z, "op"), TopSizes(z, 5));

@@ -183,6 +183,26 @@ TEST(Analyzer, UnknownDescriptorsUseTheRecordedOffset) {
   EXPECT_EQ(m["pattern"]["read"]["sequential"], 1);
 }
 
+TEST(Analyzer, CloseAndCloseRangeForgetPositions) {
+  SyntheticTrace t;
+  uint64_t ts = kStart + 1000;
+  t.Open(3, ts, "/a", 3, kDev, 20);
+  t.Open(3, ts += 10, "/b", 4, kDev, 21);
+  t.Open(3, ts += 10, "/c", 9, kDev, 22);
+  t.Io(IOT_OP_READ, 3, ts += 10, 10, 3, kDev, 20, 0, 100, 100);
+  iot_syscall cr = SyntheticTrace::Sys(IOT_OP_CLOSE_RANGE, 3, ts += 10);
+  cr.fd = 3;
+  cr.fd2 = 5;
+  t.Add(cr);
+  // fd 3 and 4 are gone: their next reads (say, after a reopen the capture missed) take the
+  // recorded offset; fd 9 was outside the range and keeps its tracked position.
+  t.Io(IOT_OP_READ, 3, ts += 10, 10, 3, kDev, 20, 5000, 100, 100);
+  t.Io(IOT_OP_READ, 3, ts += 10, 10, 9, kDev, 22, 0, 100, 100);
+  json m = Analyze(t);
+  EXPECT_EQ(m["offsets"]["tracked"], 2);
+  EXPECT_EQ(m["offsets"]["recorded"], 1);
+}
+
 SyntheticTrace TwoThreads() {
   SyntheticTrace t;
   uint64_t ts = kStart;
