@@ -218,6 +218,73 @@ static __always_inline void iot_folio_ident(struct folio *folio, __u64 *ino, __u
 	iot_inode_ident(host, ino, dev);
 }
 
+/* Pages of the folio at kernel address `folio` (a number, read with probes). */
+static __always_inline __u32 iot_folio_nr_at(__u64 folio)
+{
+	struct folio *f = (void *)folio;
+	__u64 flags = 0, f1 = 0;
+	bpf_probe_read_kernel(&flags, sizeof(flags), f);
+	int head = bpf_core_enum_value_exists(enum pageflags, PG_head)
+			   ? bpf_core_enum_value(enum pageflags, PG_head)
+			   : 6;
+	if (!(flags & (1ull << (head & 63))) || !bpf_core_field_exists(f->_flags_1))
+		return 1;
+	bpf_probe_read_kernel(&f1, sizeof(f1), &f->_flags_1);
+	return 1u << (f1 & 0x1f);
+}
+
+/* XArray entries (include/linux/xarray.h): internal entries end in binary 10;
+ * nodes are internal entries above 4096, siblings (the other slots of a
+ * multi-index entry, i.e. a large folio) internal entries below 254; value
+ * entries (shadows of evicted pages) end in 1. */
+#define IOT_XA_IS_INTERNAL(e) (((e) & 3) == 2)
+#define IOT_XA_IS_NODE(e) (IOT_XA_IS_INTERNAL(e) && (e) > 4096)
+#define IOT_XA_IS_SIBLING(e) (IOT_XA_IS_INTERNAL(e) && (e) < 254)
+#define IOT_XA_MAX_DEPTH 8
+
+/* The folio of the page cache at `mapping` (kernel address) that holds page
+ * `index`: its first page index and size. False when the page is not cached.
+ * A lock-free walk like xa_load's; a concurrent change can at worst give a
+ * stale answer, which the caller only uses to widen a window. */
+static __always_inline bool iot_page_folio(__u64 mapping, __u64 index, __u64 *first, __u32 *nr)
+{
+	struct address_space *m = (void *)mapping;
+	__u64 entry = 0;
+	if (!mapping || bpf_probe_read_kernel(&entry, sizeof(entry), &m->i_pages.xa_head))
+		return false;
+	if (IOT_XA_IS_NODE(entry)) {
+		for (int level = 0; level < IOT_XA_MAX_DEPTH; level++) {
+			struct xa_node *node = (void *)(entry - 2);
+			__u8 shift = 0;
+			bpf_probe_read_kernel(&shift, sizeof(shift), &node->shift);
+			if (level == 0 && (index >> (shift & 63)) > 63)
+				return false;
+			__u64 off = (index >> (shift & 63)) & 63;
+			entry = 0;
+			bpf_probe_read_kernel(&entry, sizeof(entry), &node->slots[off]);
+			if (IOT_XA_IS_SIBLING(entry)) {
+				off = (entry >> 2) & 63;
+				entry = 0;
+				bpf_probe_read_kernel(&entry, sizeof(entry), &node->slots[off]);
+			}
+			if (!IOT_XA_IS_NODE(entry) || !shift)
+				break;
+		}
+	} else if (index != 0) {
+		return false; /* a lone entry stands for index 0 only */
+	}
+	if (!entry || IOT_XA_IS_INTERNAL(entry) || (entry & 1))
+		return false;
+	__u64 fi = 0;
+	bpf_probe_read_kernel(&fi, sizeof(fi), &((struct folio *)entry)->index);
+	__u32 n = iot_folio_nr_at(entry);
+	if (index < fi || index >= fi + n)
+		return false;
+	*first = fi;
+	*nr = n;
+	return true;
+}
+
 /* ---- records ------------------------------------------------------------ */
 
 static __always_inline void iot_mem_emit_run(struct iot_mem_run *r, int kind, __u32 tgid, __u32 tid)
@@ -316,6 +383,7 @@ static __always_inline void iot_mem_run_add(struct iot_mem_thread *t, int kind, 
 
 struct iot_mem_vma {
 	struct inode *inode;
+	__u64 mapping;
 	__u64 ino;
 	__u64 start;
 	__u64 end;
@@ -333,6 +401,7 @@ static long iot_mem_vma_cb(struct task_struct *task, struct vm_area_struct *vma,
 	if (!f)
 		return 0;
 	v->file = 1;
+	bpf_probe_read_kernel(&v->mapping, sizeof(v->mapping), &f->f_mapping);
 	struct inode *inode = BPF_CORE_READ(f, f_inode);
 	__u16 mode = BPF_CORE_READ(inode, i_mode) & IOT_S_IFMT;
 	v->regular = mode == IOT_S_IFREG || mode == IOT_S_IFBLK;
@@ -343,6 +412,45 @@ static long iot_mem_vma_cb(struct task_struct *task, struct vm_area_struct *vma,
 	v->pgoff = BPF_CORE_READ(vma, vm_pgoff);
 	bpf_core_read(&v->flags, sizeof(v->flags), &vma->vm_flags); /* a const union member */
 	return 0;
+}
+
+#define IOT_PMD_PAGES 512 /* pages one page table maps (x86-64, 4 KiB pages) */
+
+/* Sets the pages the thread's pending fault mapped to [lo, hi], clipped to its
+ * VMA and to the page table of the faulting address (the kernel maps no
+ * further), if that still holds the faulting page. */
+static __always_inline void iot_mem_window(struct iot_mem_thread *t, __u64 lo, __u64 hi)
+{
+	__u64 pgoff = t->pf.pgoff;
+	__u64 vm_first = pgoff - ((t->pf.addr - t->vm_start) >> IOT_PAGE_SHIFT);
+	__u64 vm_last = vm_first + ((t->vm_end - t->vm_start) >> IOT_PAGE_SHIFT) - 1;
+	__u64 pt_first = pgoff - ((t->pf.addr >> IOT_PAGE_SHIFT) & (IOT_PMD_PAGES - 1));
+	__u64 pt_last = pt_first + IOT_PMD_PAGES - 1;
+	if (lo < vm_first)
+		lo = vm_first;
+	if (lo < pt_first)
+		lo = pt_first;
+	if (hi > vm_last)
+		hi = vm_last;
+	if (hi > pt_last)
+		hi = pt_last;
+	if (lo > pgoff || hi < pgoff)
+		return;
+	t->pf.around_start = lo;
+	t->pf.nr_pages = hi - lo + 1;
+}
+
+/* A PMD-sized folio holding the faulting page, placed so that one page-table
+ * entry can map it, is mapped whole by the fault (filemap_map_pmd or
+ * do_set_pmd), with no fault-around event. */
+static __always_inline void iot_mem_pmd_folio(struct iot_mem_thread *t, __u64 first, __u32 nr)
+{
+	if (nr < IOT_PMD_PAGES || first > t->pf.pgoff || t->pf.pgoff >= first + nr)
+		return;
+	__u64 first_addr = t->pf.addr - ((t->pf.pgoff - first) << IOT_PAGE_SHIFT);
+	if (first_addr & ((IOT_PMD_PAGES << IOT_PAGE_SHIFT) - 1))
+		return;
+	iot_mem_window(t, first, first + nr - 1);
 }
 
 SEC("tp_btf/page_fault_user")
@@ -409,7 +517,12 @@ int BPF_PROG(iot_mem_fault, unsigned long address, struct pt_regs *regs, unsigne
 	t->pf = pf;
 	t->vm_start = v.start;
 	t->vm_end = v.end;
+	t->mapping = v.mapping;
 	t->last_ts = now;
+	__u64 first;
+	__u32 nr;
+	if (iot_mem_emit_faults && iot_page_folio(v.mapping, pf.pgoff, &first, &nr))
+		iot_mem_pmd_folio(t, first, nr);
 	return 0;
 }
 
@@ -423,7 +536,8 @@ static __always_inline struct iot_mem_thread *iot_mem_faulting(__u32 tid, __u64 
 }
 
 /* Fault-around: the pages [start, last] of the file already in the page
- * cache were mapped without faults of their own. */
+ * cache were mapped without faults of their own; large folios at either end
+ * are mapped whole (as far as the VMA and the page table reach). */
 SEC("tp_btf/mm_filemap_map_pages")
 int BPF_PROG(iot_mem_map_pages, struct address_space *mapping, unsigned long start,
 	     unsigned long last)
@@ -438,8 +552,13 @@ int BPF_PROG(iot_mem_map_pages, struct address_space *mapping, unsigned long sta
 	struct iot_mem_thread *t = iot_mem_faulting(tid, ino, dev);
 	if (!t || t->pf.pgoff < start || t->pf.pgoff > last)
 		return 0;
-	t->pf.around_start = start;
-	t->pf.nr_pages = last - start + 1;
+	__u64 lo = start, hi = last, first;
+	__u32 nr;
+	if (iot_page_folio(t->mapping, start, &first, &nr) && first < lo)
+		lo = first;
+	if (iot_page_folio(t->mapping, last, &first, &nr) && first + nr - 1 > hi)
+		hi = first + nr - 1;
+	iot_mem_window(t, lo, hi);
 	t->last_ts = bpf_ktime_get_ns();
 	return 0;
 }
@@ -462,8 +581,10 @@ int BPF_PROG(iot_mem_pc_add, struct folio *folio)
 		iot_mem_first_touch(BPF_CORE_READ(folio, mapping, host), ino, dev, nr, tgid);
 		t = iot_mem_faulting(tid, ino, dev);
 		/* the faulting page itself had to be read: a major fault */
-		if (t && index <= t->pf.pgoff && t->pf.pgoff < index + nr)
+		if (t && index <= t->pf.pgoff && t->pf.pgoff < index + nr) {
 			t->pf.flags |= IOT_PFF_MAJOR;
+			iot_mem_pmd_folio(t, index, nr);
+		}
 		if (!iot_mem_emit_cache)
 			return 0;
 		if (!t)

@@ -48,6 +48,7 @@ struct iot_mem_thread {
 	struct iot_page_fault pf; /* the thread's latest file-backed fault, not yet emitted */
 	iot_u64 vm_start;         /* its VMA (the sub-page tracker opens the file through it) */
 	iot_u64 vm_end;
+	iot_u64 mapping;          /* the file's address_space (kernel address, for folio lookups) */
 	struct iot_mem_run runs[4]; /* indexed by IOT_MEM_RUN_* */
 	iot_u64 ra_ino;           /* the last readahead window recorded (to drop the */
 	iot_u64 ra_start;         /* duplicate a fallback inside page_cache_ra_order */
