@@ -2,7 +2,9 @@
 // readahead, dirtied pages and their write-back, cache state and sub-page changes, checked
 // against what the test programs (tests/progs/mem_touch.cc, mem_store.cc) logged they did.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -492,6 +494,51 @@ TEST(MemoryModelLoad, MmapLoadFaultsAndInsertionsMatchTheWorkloadsTouches) {
                                         << "workload's DONTNEED: " << ListOf(not_inserted);
     }
   }
+}
+
+// --pid: the files a running process already holds are measured at attach.
+TEST(MemoryAttach, CacheStateOfFilesHeldAtAttach) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir dir;
+  std::string file = dir / "held.bin";
+  {
+    // Written just now: all 64 pages are in the page cache.
+    int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    std::vector<uint8_t> buf(64 * 4096, 0x11);
+    ASSERT_EQ(write(fd, buf.data(), buf.size()), static_cast<ssize_t>(buf.size()));
+    close(fd);
+  }
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int fd = open(file.c_str(), O_RDONLY);
+    dup2(fd, 0);
+    execl("/bin/sleep", "sleep", "3", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  usleep(200 * 1000);  // let it open the file and exec
+  std::string trace = dir / "attach.iotwin";
+  RunResult r = ::iotwin::test::Run({IotwinBin(), "record", "-o", trace, "--no-status", "--pid",
+                                     std::to_string(child), "--duration", "0.5"});
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  MemTrace t = LoadMemTrace(trace);
+  ASSERT_TRUE(t.error.empty()) << t.error;
+  struct stat st;
+  ASSERT_EQ(stat(file.c_str(), &st), 0);
+  size_t found = 0;
+  for (size_t i = 0; i < t.states.size(); i++) {
+    const auto& cs = t.states[i];
+    if (cs.ino != st.st_ino || cs.dev != KernelDevOf(st.st_dev)) continue;
+    found++;
+    EXPECT_EQ(t.state_paths[i], file);
+    EXPECT_EQ(cs.total_pages, 64u);
+    EXPECT_EQ(cs.fsize, 64u * 4096);
+    EXPECT_EQ(cs.resident_pages, 64u) << "a file just written is fully cached";
+  }
+  EXPECT_EQ(found, 1u) << "one cache state for the file the process holds";
 }
 
 TEST(MemoryOptions, NoMemoryLeavesTheLayerOffAndSaysWhy) {
