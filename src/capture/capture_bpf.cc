@@ -157,8 +157,8 @@ Status CaptureBpf::LoadSyscall(const CaptureBpfConfig& config) {
   memcpy(syscall_->rodata->iot_nr_to_op, table.data(), IOT_NR_MAX);
   syscall_->rodata->iot_marker_ino = config.marker_ino;
   syscall_->rodata->iot_marker_dev = config.marker_dev;
-  int err = bpf_map__set_max_entries(syscall_->maps.iot_events,
-                                     static_cast<uint32_t>(config.ring_bytes));
+  int err =
+      bpf_map__set_max_entries(syscall_->maps.iot_events, static_cast<uint32_t>(config.ring_bytes));
   if (err) return LibbpfError(err, "sizing the ring buffer");
   err = iotwin_syscall_bpf__load(syscall_);
   if (err) return LibbpfError(err, "loading the syscall BPF programs");
@@ -217,7 +217,8 @@ Status CaptureBpf::Attach() {
     if (!link) {
       Status st = LibbpfError(errno, fmt::format("attaching {}", bpf_program__name(prog)));
       if (required) return st;
-      notes_.push_back(st.message().substr(0, st.message().find('\n')));
+      notes_.push_back("async: io_uring request tracing unavailable: " +
+                       st.message().substr(0, st.message().find('\n')));
       return st;
     }
     links_.push_back(link);

@@ -24,14 +24,14 @@ struct iotwin_intent_bpf;
 namespace iotwin::capture {
 
 struct CaptureBpfConfig {
-  uint64_t ring_bytes = 64ull << 20;  // power of two, multiple of the page size
-  uint64_t wake_bytes = 256ull << 10; // wake the consumer once this much data waits
-  uint64_t cgroup_id = 0;             // non-zero: trace this cgroup instead of a process set
-  uint32_t self_tgid = 0;             // never traced
-  uint64_t marker_ino = 0;            // intent marker file (0: none)
-  uint32_t marker_dev = 0;            // its kernel dev_t
-  bool async = true;                  // io_uring request tracepoints
-  bool uprobes = false;               // load the uprobe programs
+  uint64_t ring_bytes = 64ull << 20;   // power of two, multiple of the page size
+  uint64_t wake_bytes = 256ull << 10;  // wake the consumer once this much data waits
+  uint64_t cgroup_id = 0;              // non-zero: trace this cgroup instead of a process set
+  uint32_t self_tgid = 0;              // never traced
+  uint64_t marker_ino = 0;             // intent marker file (0: none)
+  uint32_t marker_dev = 0;             // its kernel dev_t
+  bool async = true;                   // io_uring request tracepoints
+  bool uprobes = false;                // load the uprobe programs
 };
 
 // Per-source loss counters, summed over CPUs and per CPU.

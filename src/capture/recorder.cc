@@ -19,9 +19,8 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "capture/capture_bpf.h"
 #include "capture/launcher.h"
@@ -56,8 +55,8 @@ volatile sig_atomic_t g_signal_from_user = 0;  // sent with kill() to us, not by
 void OnStopSignal(int sig, siginfo_t* info, void*) {
   g_signal = sig;
   g_signal_count = g_signal_count + 1;
-  g_signal_from_user = info && (info->si_code == SI_USER || info->si_code == SI_QUEUE) &&
-                       info->si_pid != getpid();
+  g_signal_from_user =
+      info && (info->si_code == SI_USER || info->si_code == SI_QUEUE) && info->si_pid != getpid();
 }
 
 // Installs the stop handlers for the capture's lifetime and restores the old ones after.
@@ -200,7 +199,8 @@ std::string HumanBytes(uint64_t b) {
   return fmt::format("{} B", b);
 }
 
-// ---- the capture ---------------------------------------------------------------------------------
+// ---- the capture
+// ---------------------------------------------------------------------------------
 class Capture {
  public:
   explicit Capture(const RecordOptions& o) : opt_(o) {}
@@ -228,7 +228,7 @@ class Capture {
   }
 
   const RecordOptions& opt_;
-  std::string mode_;  // "command", "pid", "cgroup"
+  std::string mode_;         // "command", "pid", "cgroup"
   std::vector<pid_t> pids_;  // --pid targets as processes
   uint64_t cgroup_id_ = 0;
   std::optional<UserCredentials> user_;
@@ -238,7 +238,6 @@ class Capture {
   std::unique_ptr<RingConsumer> consumer_;
   std::optional<StoppedCommand> command_;
   bool output_created_ = false;
-  bool output_finished_ = false;
 
   uint64_t start_ns_ = 0;
   std::string stop_reason_;
@@ -252,7 +251,8 @@ class Capture {
 
 Status Capture::Validate() {
   int modes = !opt_.command.empty() + !opt_.pids.empty() + !opt_.cgroup.empty();
-  if (modes == 0) return Status::Invalid("nothing to trace: give a command after --, --pid or --cgroup");
+  if (modes == 0)
+    return Status::Invalid("nothing to trace: give a command after --, --pid or --cgroup");
   if (modes > 1) return Status::Invalid("give only one of: a command, --pid, --cgroup");
   if (opt_.output.empty()) return Status::Invalid("no output file (-o)");
   if (!opt_.user.empty() && opt_.command.empty()) {
@@ -315,16 +315,18 @@ Status Capture::Setup() {
   layers["syscall"] = {{"enabled", true},
                        {"reason", "tp_btf raw_syscalls sys_enter/sys_exit, joined in the kernel"}};
   layers["process"] = {{"enabled", true}, {"reason", "tp_btf sched_process_fork/exec/exit"}};
-  std::string async_reason = "io_uring_submit_req/io_uring_complete tracepoints; libaio from io_submit/io_getevents";
+  std::string async_reason =
+      "io_uring_submit_req/io_uring_complete tracepoints; libaio from io_submit/io_getevents";
   for (const auto& n : bpf_->notes()) {
     if (n.rfind("async", 0) == 0) async_reason = n;
   }
   layers["async"] = {{"enabled", bpf_->async_attached()}, {"reason", async_reason}};
-  layers["intent"] = {{"enabled", marker_ != nullptr || !opt_.uprobes.empty()},
-                      {"reason", marker_ ? "IOTWIN_MARKER file channel" +
-                                               std::string(opt_.uprobes.empty() ? "" : " and uprobes")
-                                         : (opt_.uprobes.empty() ? "no marker channel (not a command)"
-                                                                 : "uprobes")}};
+  layers["intent"] = {
+      {"enabled", marker_ != nullptr || !opt_.uprobes.empty()},
+      {"reason",
+       marker_
+           ? "IOTWIN_MARKER file channel" + std::string(opt_.uprobes.empty() ? "" : " and uprobes")
+           : (opt_.uprobes.empty() ? "no marker channel (not a command)" : "uprobes")}};
   const char* not_here = "not captured by this version of iotwin record";
   for (const char* l : {"memory", "block", "nvme", "sched"}) {
     layers[l] = {{"enabled", false}, {"reason", not_here}};
@@ -494,18 +496,16 @@ void Capture::PrintStatus(bool final_line) {
   double rate = dt > 0 ? (events - last_status_events_) / dt : 0;
   last_status_ns_ = now;
   last_status_events_ = events;
-  std::string line =
-      fmt::format("iotwin record: {} events ({:.0f}/s), {} written, {} lost", events, rate,
-                  HumanBytes(writer_->bytes_written()), drops_.Total());
+  std::string line = fmt::format("iotwin record: {} events ({:.0f}/s), {} written, {} lost", events,
+                                 rate, HumanBytes(writer_->bytes_written()), drops_.Total());
   fprintf(stderr, "\r\033[K%s", line.c_str());
   if (final_line) fputc('\n', stderr);
   fflush(stderr);
 }
 
 Status Capture::Loop() {
-  uint64_t deadline = opt_.duration_s > 0
-                          ? start_ns_ + static_cast<uint64_t>(opt_.duration_s * 1e9)
-                          : UINT64_MAX;
+  uint64_t deadline =
+      opt_.duration_s > 0 ? start_ns_ + static_cast<uint64_t>(opt_.duration_s * 1e9) : UINT64_MAX;
   uint64_t next_clock = start_ns_ + kClockEveryNs;
   uint64_t next_status = start_ns_ + kStatusEveryNs;
   uint64_t next_liveness = 0;
@@ -624,7 +624,6 @@ Result<RecordOutcome> Capture::Run() {
   summary["bad_markers"] = counts.bad_markers;
   summary["ring_bytes_consumed"] = counts.ring_bytes;
   IOTWIN_RETURN_IF_ERROR(writer_->Finish(summary));
-  output_finished_ = true;
   out.file_bytes = writer_->bytes_written();
   PrintStatus(true);
 

@@ -39,16 +39,16 @@ struct RecordOptions {
   std::vector<UprobeSpec> uprobes;
   uint64_t ring_bytes = 64ull << 20;
   uint64_t wake_bytes = 256ull << 10;
-  int poll_ms = 10;                  // longest sleep between ring checks
-  int zstd_level = 1;                // trace chunk compression
-  bool async = true;                 // io_uring per-request tracing
-  bool markers = true;               // IOTWIN_MARKER channel for the command
+  int poll_ms = 10;     // longest sleep between ring checks
+  int zstd_level = 1;   // trace chunk compression
+  bool async = true;    // io_uring per-request tracing
+  bool markers = true;  // IOTWIN_MARKER channel for the command
   StatusLine status_line = StatusLine::kAuto;
 };
 
 struct RecordOutcome {
-  int exit_status = 0;                // what iotwin should exit with
-  std::optional<int> command_wait;    // the command's wait status, when it was reaped
+  int exit_status = 0;              // what iotwin should exit with
+  std::optional<int> command_wait;  // the command's wait status, when it was reaped
   std::string stop_reason;
   uint64_t events = 0;
   uint64_t lost = 0;
