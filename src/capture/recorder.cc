@@ -233,6 +233,7 @@ class Capture {
   uint64_t cgroup_id_ = 0;
   std::optional<UserCredentials> user_;
   std::unique_ptr<MarkerFile> marker_;
+  std::string marker_note_;
   std::unique_ptr<CaptureBpf> bpf_;
   std::unique_ptr<TraceWriter> writer_;
   std::unique_ptr<RingConsumer> consumer_;
@@ -300,12 +301,23 @@ Status Capture::Setup() {
   cfg.self_tgid = static_cast<uint32_t>(getpid());
   cfg.async = opt_.async;
   cfg.uprobes = !opt_.uprobes.empty();
-  if (marker_) {
-    cfg.marker_ino = marker_->ino();
-    cfg.marker_dev = marker_->dev();
-  }
   IOTWIN_ASSIGN_OR_RETURN(bpf_, CaptureBpf::Load(cfg));
   IOTWIN_RETURN_IF_ERROR(bpf_->Attach());
+  if (marker_) {
+    uint64_t ino = 0;
+    uint32_t dev = 0;
+    Status st = bpf_->IdentifyMarker(marker_->path(), &ino, &dev);
+    if (!st.ok()) {
+      // Markers off rather than a marker test that might match another file.
+      marker_note_ = "intent markers disabled: " + st.message();
+      marker_.reset();
+    } else if (ino != marker_->ino() || dev != marker_->dev()) {
+      marker_note_ = fmt::format(
+          "marker file identity: kernel {}:{} ino {}, stat {}:{} ino {} (the kernel's is used)",
+          dev >> 20, dev & 0xfffff, ino, marker_->dev() >> 20, marker_->dev() & 0xfffff,
+          marker_->ino());
+    }
+  }
 
   json meta;
   meta["tool"] = "iotwin record 0.1.0";
@@ -346,7 +358,9 @@ Status Capture::Setup() {
     probes.push_back({{"binary", u.binary}, {"function", u.function}, {"label", u.label}});
   }
   cap["uprobes"] = probes;
-  cap["notes"] = bpf_->notes();
+  json notes = bpf_->notes();
+  if (!marker_note_.empty()) notes.push_back(marker_note_);
+  cap["notes"] = notes;
   meta["capture"] = cap;
 
   // zstd level 1: on syscall records it compresses as well as the default level 3 (about 9.5
