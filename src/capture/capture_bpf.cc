@@ -146,6 +146,7 @@ Result<std::unique_ptr<CaptureBpf>> CaptureBpf::Load(const CaptureBpfConfig& con
     c->notes_.push_back("async: io_uring request tracing disabled by option");
   }
   if (config.uprobes) IOTWIN_RETURN_IF_ERROR(c->LoadIntent(config));
+  c->LoadMemory(config);
   return c;
 }
 
@@ -201,8 +202,36 @@ Status CaptureBpf::LoadIntent(const CaptureBpfConfig& config) {
   return Status::Ok();
 }
 
+// The memory layer is optional: what cannot load is explained in memory_plan_, not fatal.
+void CaptureBpf::LoadMemory(const CaptureBpfConfig& config) {
+  MemoryKernelSupport support = ProbeMemorySupport();
+  memory_plan_ = PlanMemoryLayer(config.memory, support);
+  if (!memory_plan_.AnyKernelPart()) return;
+  MemorySharedMaps shared;
+  shared.events_fd = bpf_map__fd(syscall_->maps.iot_events);
+  shared.traced_fd = bpf_map__fd(syscall_->maps.iot_traced_tgids);
+  shared.drops_fd = bpf_map__fd(syscall_->maps.iot_drops);
+  shared.cgroup_id = config.cgroup_id;
+  shared.self_tgid = config.self_tgid;
+  shared.wake_bytes = config.wake_bytes;
+  auto m = MemoryBpf::Load(memory_plan_, support, shared);
+  if (m.ok()) {
+    memory_ = std::move(m).value();
+    return;
+  }
+  std::string why = m.status().message() + " " + LibbpfLogTail();
+  why = why.substr(0, why.find('\n'));
+  for (MemoryPart* p : {&memory_plan_.faults, &memory_plan_.cache, &memory_plan_.writeback,
+                        &memory_plan_.subpage}) {
+    if (p->enabled) *p = MemoryPart{false, "the memory BPF programs failed to load: " + why};
+  }
+  memory_plan_.StateFallBackToUserSpace("the memory BPF programs failed to load");
+  notes_.push_back("memory: " + why);
+}
+
 CaptureBpf::~CaptureBpf() {
   Detach();
+  memory_.reset();
   if (intent_) iotwin_intent_bpf__destroy(intent_);
   if (async_) iotwin_async_bpf__destroy(async_);
   if (proc_) iotwin_proc_bpf__destroy(proc_);
@@ -236,10 +265,12 @@ Status CaptureBpf::Attach() {
     async_attached_ = attach(async_->progs.iot_uring_submit, false).ok() &&
                       attach(async_->progs.iot_uring_complete, false).ok();
   }
+  if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->Attach(&notes_));
   return Status::Ok();
 }
 
 void CaptureBpf::Detach() {
+  if (memory_) memory_->Detach();
   for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();
 }

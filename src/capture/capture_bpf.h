@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "capture/memory_bpf.h"
+#include "capture/memory_options.h"
 
 struct bpf_link;
 struct iotwin_syscall_bpf;
@@ -30,6 +32,7 @@ struct CaptureBpfConfig {
   uint32_t self_tgid = 0;              // never traced
   bool async = true;                   // io_uring request tracepoints
   bool uprobes = false;                // load the uprobe programs
+  MemoryOptions memory;                // memory layer parts (memory_bpf.h)
 };
 
 // Per-source loss counters, summed over CPUs and per CPU.
@@ -68,6 +71,9 @@ class CaptureBpf {
   Result<DropCounts> ReadDrops() const;
 
   bool async_attached() const { return async_attached_; }
+  // The memory layer: null when none of its kernel parts runs; memory_plan() says why.
+  MemoryBpf* memory() const { return memory_.get(); }
+  const MemoryLayerState& memory_plan() const { return memory_plan_; }
   const std::string& attach_kind() const { return attach_kind_; }
   // Human-readable notes on optional parts that are off and why.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -78,12 +84,15 @@ class CaptureBpf {
   Status LoadProc(const CaptureBpfConfig& config);
   Status LoadAsync(const CaptureBpfConfig& config);
   Status LoadIntent(const CaptureBpfConfig& config);
+  void LoadMemory(const CaptureBpfConfig& config);
 
   iotwin_syscall_bpf* syscall_ = nullptr;
   iotwin_proc_bpf* proc_ = nullptr;
   iotwin_async_bpf* async_ = nullptr;
   iotwin_intent_bpf* intent_ = nullptr;
   std::vector<bpf_link*> links_;
+  std::unique_ptr<MemoryBpf> memory_;
+  MemoryLayerState memory_plan_;
   bool async_attached_ = false;
   std::string attach_kind_ = "tp_btf";
   std::vector<std::string> notes_;

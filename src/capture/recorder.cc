@@ -24,6 +24,7 @@
 
 #include "capture/capture_bpf.h"
 #include "capture/launcher.h"
+#include "capture/memory_tracker.h"
 #include "capture/proc_snapshot.h"
 #include "capture/ring_consumer.h"
 #include "format/records.h"
@@ -209,6 +210,7 @@ class Capture {
  private:
   Status Validate();
   Status Setup();
+  void SetupMemory();
   Status StartCommand();
   Status AttachPids();
   Status Loop();
@@ -237,6 +239,7 @@ class Capture {
   std::unique_ptr<CaptureBpf> bpf_;
   std::unique_ptr<TraceWriter> writer_;
   std::unique_ptr<RingConsumer> consumer_;
+  std::unique_ptr<MemoryTracker> memory_;
   std::optional<StoppedCommand> command_;
   bool output_created_ = false;
 
@@ -301,6 +304,7 @@ Status Capture::Setup() {
   cfg.self_tgid = static_cast<uint32_t>(getpid());
   cfg.async = opt_.async;
   cfg.uprobes = !opt_.uprobes.empty();
+  cfg.memory = opt_.memory;
   IOTWIN_ASSIGN_OR_RETURN(bpf_, CaptureBpf::Load(cfg));
   IOTWIN_RETURN_IF_ERROR(bpf_->Attach());
   if (marker_) {
@@ -340,7 +344,8 @@ Status Capture::Setup() {
            ? "IOTWIN_MARKER file channel" + std::string(opt_.uprobes.empty() ? "" : " and uprobes")
            : (opt_.uprobes.empty() ? "no marker channel (not a command)" : "uprobes")}};
   const char* not_here = "not captured by this version of iotwin record";
-  for (const char* l : {"memory", "block", "nvme", "sched"}) {
+  layers["memory"] = bpf_->memory_plan().ToJson();
+  for (const char* l : {"block", "nvme", "sched"}) {
     layers[l] = {{"enabled", false}, {"reason", not_here}};
   }
   meta["layers"] = layers;
@@ -377,7 +382,21 @@ Status Capture::Setup() {
     IOTWIN_RETURN_IF_ERROR(bpf_->AttachUprobe(u.binary, u.function, label));
   }
   IOTWIN_ASSIGN_OR_RETURN(consumer_, RingConsumer::Create(bpf_->ring_fd(), writer_.get()));
+  SetupMemory();
   return Status::Ok();
+}
+
+// The memory layer's user-space half: fed by the consumer, writing through Write()'s counting.
+void Capture::SetupMemory() {
+  const MemoryLayerState& plan = bpf_->memory_plan();
+  if (!plan.AnyKernelPart() && !plan.state.enabled) return;
+  memory_ = std::make_unique<MemoryTracker>(
+      opt_.memory, plan, bpf_->memory(), writer_.get(), [this](const iot_rec_hdr* rec) -> Status {
+        IOTWIN_RETURN_IF_ERROR(writer_->Append(rec));
+        if (rec->type <= IOT_REC_MAX) own_counts_[rec->type]++;
+        return Status::Ok();
+      });
+  memory_->Connect(consumer_.get());
 }
 
 Status Capture::StartCommand() {
@@ -424,6 +443,7 @@ Status Capture::AttachPids() {
       attach.flags |= IOT_PROCF_GROUP_DEAD;  // exited during attach
     }
     IOTWIN_RETURN_IF_ERROR(Write(attach));
+    if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->OnAttach(pid));
     if (fds.ok()) {
       for (const FdEntry& f : fds.value()) {
         iot_fd_snapshot s;
@@ -528,6 +548,7 @@ Status Capture::Loop() {
   for (;;) {
     IOTWIN_RETURN_IF_ERROR(consumer_->Poll(opt_.poll_ms));
     uint64_t now = Mono();
+    if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->Poll(now));
     if (command_ && command_->TryWait()) {
       stop_reason_ = grace_until ? stop_reason_ : "command exited";
       return Status::Ok();
@@ -577,6 +598,7 @@ Status Capture::Stop() {
   // short pass after it had time to finish.
   usleep(2000);
   IOTWIN_RETURN_IF_ERROR(consumer_->Drain());
+  if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->Finish(Mono()));
   IOTWIN_RETURN_IF_ERROR(WriteLost(true));
   IOTWIN_RETURN_IF_ERROR(Write(ClockRecord()));
   return Status::Ok();
@@ -629,7 +651,8 @@ Result<RecordOutcome> Capture::Run() {
   summary["events"] = events;
   json lost = json::object();
   for (uint16_t src :
-       {IOT_SRC_SYSCALL, IOT_SRC_PROC, IOT_SRC_ASYNC, IOT_SRC_INTENT, IOT_SRC_JOIN}) {
+       {IOT_SRC_SYSCALL, IOT_SRC_PROC, IOT_SRC_ASYNC, IOT_SRC_INTENT, IOT_SRC_JOIN,
+        IOT_SRC_MEMORY}) {
     lost[std::string(SourceName(src))] = drops_.Total(src);
   }
   summary["lost"] = lost;
@@ -637,6 +660,7 @@ Result<RecordOutcome> Capture::Run() {
   summary["malformed_ring_records"] = counts.malformed;
   summary["bad_markers"] = counts.bad_markers;
   summary["ring_bytes_consumed"] = counts.ring_bytes;
+  if (memory_) summary["memory"] = memory_->Summary();
   IOTWIN_RETURN_IF_ERROR(writer_->Finish(summary));
   out.file_bytes = writer_->bytes_written();
   PrintStatus(true);

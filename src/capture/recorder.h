@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "capture/memory_options.h"
 
 namespace iotwin::capture {
 
@@ -39,10 +40,11 @@ struct RecordOptions {
   std::vector<UprobeSpec> uprobes;
   uint64_t ring_bytes = 64ull << 20;
   uint64_t wake_bytes = 256ull << 10;
-  int poll_ms = 10;     // longest sleep between ring checks
-  int zstd_level = 1;   // trace chunk compression
-  bool async = true;    // io_uring per-request tracing
-  bool markers = true;  // IOTWIN_MARKER channel for the command
+  int poll_ms = 10;                  // longest sleep between ring checks
+  int zstd_level = 1;                // trace chunk compression
+  bool async = true;                 // io_uring per-request tracing
+  bool markers = true;               // IOTWIN_MARKER channel for the command
+  MemoryOptions memory;              // memory layer parts (docs/memory-layer.md)
   StatusLine status_line = StatusLine::kAuto;
 };
 

@@ -61,6 +61,9 @@ Status RingConsumer::Drain() {
 Status RingConsumer::Append(const iot_rec_hdr* rec) {
   IOTWIN_RETURN_IF_ERROR(writer_->Append(rec));
   if (rec->type <= IOT_REC_MAX) counts_.records[rec->type]++;
+  if (rec->type == IOT_REC_SYSCALL && syscall_observer_) {
+    syscall_observer_(*reinterpret_cast<const iot_syscall*>(rec));
+  }
   return Status::Ok();
 }
 
@@ -81,6 +84,9 @@ Status RingConsumer::Handle(const uint8_t* data, size_t size) {
     case IOT_REC_SYSCALL:
     case IOT_REC_PROC:
     case IOT_REC_ASYNC_IO:
+    case IOT_REC_PAGE_FAULT:
+    case IOT_REC_PAGE_CACHE:
+    case IOT_REC_WRITEBACK:
       if (hdr.size < RecordFixedSize(hdr.type)) {
         counts_.malformed++;
         return Status::Ok();
@@ -92,9 +98,12 @@ Status RingConsumer::Handle(const uint8_t* data, size_t size) {
       return HandleExec(data, hdr.size);
     case IOT_WIRE_INTENT:
       return HandleIntent(data, hdr.size);
-    default:
+    default: {
+      auto h = wire_handlers_.find(hdr.type);
+      if (h != wire_handlers_.end()) return h->second(data, hdr.size);
       counts_.malformed++;
       return Status::Ok();
+    }
   }
 }
 

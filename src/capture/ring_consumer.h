@@ -9,6 +9,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 
 #include "base/status.h"
@@ -45,6 +47,13 @@ class RingConsumer {
 
   const ConsumerCounts& counts() const { return counts_; }
 
+  // Hooks for other layers (the memory layer, memory_tracker.h): see every SYSCALL record after
+  // it is appended; take ring records of wire types this consumer does not know.
+  using SyscallObserver = std::function<void(const iot_syscall&)>;
+  using WireHandler = std::function<Status(const uint8_t* data, size_t size)>;
+  void SetSyscallObserver(SyscallObserver f) { syscall_observer_ = std::move(f); }
+  void SetWireHandler(uint16_t type, WireHandler f) { wire_handlers_[type] = std::move(f); }
+
   // Converts one ring record (exposed for unit tests).
   Status Handle(const uint8_t* data, size_t size);
 
@@ -59,6 +68,8 @@ class RingConsumer {
   ring_buffer* ring_ = nullptr;
   ConsumerCounts counts_;
   Status error_;  // first error inside the libbpf callback
+  SyscallObserver syscall_observer_;
+  std::map<uint16_t, WireHandler> wire_handlers_;
 };
 
 }  // namespace iotwin::capture

@@ -20,6 +20,11 @@ struct RecordArgs {
   bool no_markers = false;
   bool status = false;
   bool no_status = false;
+  // memory layer
+  bool no_memory = false;
+  std::string memory_parts;
+  bool subpage = false;
+  int subpage_interval_ms = 10;
 };
 
 int RunRecord(RecordArgs& a) {
@@ -45,6 +50,27 @@ int RunRecord(RecordArgs& a) {
     fprintf(stderr, "iotwin record: --ring-mb must be a power of two between 1 and 2048\n");
     return kExitError;
   }
+  if (a.no_memory && !a.memory_parts.empty()) {
+    fprintf(stderr, "iotwin record: give either --no-memory or --memory\n");
+    return kExitError;
+  }
+  if (!a.memory_parts.empty()) {
+    auto parts = capture::ParseMemoryParts(a.memory_parts, o.memory);
+    if (!parts.ok()) {
+      fprintf(stderr, "iotwin record: %s\n", parts.status().message().c_str());
+      return kExitError;
+    }
+    o.memory = parts.value();
+  } else if (a.no_memory) {
+    o.memory.faults = o.memory.cache = o.memory.writeback = o.memory.state = false;
+    o.memory.off_reason = "switched off by --no-memory";
+  }
+  if (a.subpage_interval_ms < 1 || a.subpage_interval_ms > 60000) {
+    fprintf(stderr, "iotwin record: --subpage-interval-ms must be between 1 and 60000\n");
+    return kExitError;
+  }
+  o.memory.subpage = a.subpage;
+  o.memory.subpage_interval_ms = a.subpage_interval_ms;
   o.ring_bytes = a.ring_mb << 20;
   o.wake_bytes = a.wake_kb << 10;
   o.async = !a.no_async;
@@ -92,6 +118,15 @@ CommandSpec SetupRecord(CLI::App& parent) {
                 "Do not offer the IOTWIN_MARKER intent channel to the command");
   sub->add_flag("--status", args->status, "Show the live status line even when not on a terminal");
   sub->add_flag("--no-status", args->no_status, "Never show the live status line");
+  sub->add_flag("--no-memory", args->no_memory,
+                "Do not capture the memory layer (page faults, page cache, write-back, cache state)");
+  sub->add_option("--memory", args->memory_parts,
+                  "Memory layer parts to capture: faults,cache,writeback,state (default all; or none)");
+  sub->add_flag("--subpage", args->subpage,
+                "Record which 8-byte words of pages stored to through shared file mappings changed");
+  sub->add_option("--subpage-interval-ms", args->subpage_interval_ms,
+                  "Sampling interval of --subpage in milliseconds")
+      ->capture_default_str();
   sub->add_option("command", o.command, "The command to run and trace, after --");
   return {sub, [args] { return RunRecord(*args); }};
 }
