@@ -52,6 +52,7 @@ install_deps() {
   "${sudo[@]}" apt-get update
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y --no-install-recommends "${missing[@]}" </dev/null
+  log "Installed at $(elapsed)"
 }
 
 # ---- builds --------------------------------------------------------------------------------
@@ -60,7 +61,7 @@ build_main() {
   log "Building iotwin (RelWithDebInfo) in build/ with $jobs jobs"
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   ninja -C build -j "$jobs"
-  log "Built in $(elapsed)"
+  log "Built at $(elapsed)"
 }
 
 # ---- test phases: each adds to these counts ------------------------------------------------

@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -110,6 +111,14 @@ constexpr FeatureInfo kFeatureInfo[kFeatureCount] = {
     {Feature::kNvmeLbaSizes, "nvme_lba_sizes", "NVMe LBA sizes (sysfs)", "nvme",
      "each block device's logical_block_size"},
 };
+
+constexpr bool FeatureInfoInEnumOrder() {
+  for (int i = 0; i < kFeatureCount; i++) {
+    if (static_cast<int>(kFeatureInfo[i].id) != i) return false;
+  }
+  return true;
+}
+static_assert(FeatureInfoInEnumOrder(), "kFeatureInfo must list every Feature in enum order");
 
 // Tracepoint groups probed for existence. "a|b" means either name (renamed across kernels).
 struct TracepointGroupSpec {
@@ -299,21 +308,11 @@ std::optional<uint64_t> ParseCapEff(std::string_view proc_status) {
     if (!line.starts_with(kKey)) continue;
     line.remove_prefix(kKey.size());
     while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    // The kernel prints exactly 16 hex digits; accept no more than that (64 bits).
     if (line.empty() || line.size() > 16) return std::nullopt;
     uint64_t value = 0;
-    for (char c : line) {
-      int digit;
-      if (c >= '0' && c <= '9') {
-        digit = c - '0';
-      } else if (c >= 'a' && c <= 'f') {
-        digit = c - 'a' + 10;
-      } else if (c >= 'A' && c <= 'F') {
-        digit = c - 'A' + 10;
-      } else {
-        return std::nullopt;
-      }
-      value = value << 4 | static_cast<uint64_t>(digit);
-    }
+    auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), value, 16);
+    if (ec != std::errc() || end != line.data() + line.size()) return std::nullopt;
     return value;
   }
   return std::nullopt;
@@ -321,19 +320,29 @@ std::optional<uint64_t> ParseCapEff(std::string_view proc_status) {
 
 // ---- evaluation (pure) ----
 
+namespace {
+
+bool InBtf(const KernelFacts& f, std::string_view event) {
+  return f.btf_tracepoints.count(event) > 0;
+}
+
+bool InTracefs(const KernelFacts& f, std::string_view group, std::string_view event) {
+  return f.tracefs_events.count(fmt::format("{}/{}", group, event)) > 0;
+}
+
+}  // namespace
+
 bool Features::HasTracepoint(std::string_view group, std::string_view event) const {
-  return facts_.btf_tracepoints.count(std::string(event)) > 0 ||
-         facts_.tracefs_events.count(fmt::format("{}/{}", group, event)) > 0;
+  return InBtf(facts_, event) || InTracefs(facts_, group, event);
 }
 
 AttachMethod Features::BestAttach(std::string_view group, std::string_view event) const {
   // tp_btf and raw_tp attach by tracepoint name; the btf_trace_ typedef proves the name is a real
   // tracepoint (ftrace-only events such as syscalls:sys_enter_openat have none).
-  bool in_btf = facts_.btf_tracepoints.count(std::string(event)) > 0;
+  bool in_btf = InBtf(facts_, event);
   if (in_btf && facts_.tp_btf.ok) return AttachMethod::kTpBtf;
   if (in_btf && facts_.raw_tp.ok) return AttachMethod::kRawTp;
-  bool in_tracefs = facts_.tracefs_events.count(fmt::format("{}/{}", group, event)) > 0;
-  if (in_tracefs && (Has(Feature::kTracefsMounted) || Has(Feature::kTracefsMountable))) {
+  if (InTracefs(facts_, group, event) && (Has(Feature::kTracefsMounted) || Has(Feature::kTracefsMountable))) {
     return AttachMethod::kTracepoint;
   }
   return AttachMethod::kNone;
@@ -349,8 +358,8 @@ void EvaluateTracepointGroup(const TracepointGroupSpec& spec, const KernelFacts&
   bool all_in_btf = true, all_in_tracefs = true;
   auto lookup = [&](std::string_view names) -> std::optional<std::string> {
     for (std::string_view name : SplitAlternatives(names)) {
-      bool in_btf = f.btf_tracepoints.count(std::string(name)) > 0;
-      bool in_tracefs = f.tracefs_events.count(fmt::format("{}/{}", spec.group, name)) > 0;
+      bool in_btf = InBtf(f, name);
+      bool in_tracefs = InTracefs(f, spec.group, name);
       if (!in_btf && !in_tracefs) continue;
       all_in_btf &= in_btf;
       all_in_tracefs &= in_tracefs;
@@ -675,7 +684,8 @@ std::string LastLogLine(const char* log) {
   return std::string(nl == std::string_view::npos ? text : text.substr(nl + 1));
 }
 
-void CollectBtfTracepoints(const btf* b, uint32_t first_id, std::set<std::string>& out) {
+void CollectBtfTracepoints(const btf* b, uint32_t first_id,
+                           std::set<std::string, std::less<>>& out) {
   constexpr std::string_view kPrefix = "btf_trace_";
   uint32_t count = btf__type_cnt(b);
   for (uint32_t id = first_id; id < count; id++) {

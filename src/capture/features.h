@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -66,13 +67,13 @@ struct KernelFacts {
   Attempt btf_parse;         // btf__load_vmlinux_btf
   // Tracepoint names X with a `btf_trace_X` typedef in vmlinux or a loaded module's BTF: the
   // tracepoints tp_btf and raw_tp can attach to, known without tracefs.
-  std::set<std::string> btf_tracepoints;
+  std::set<std::string, std::less<>> btf_tracepoints;
   std::vector<std::string> btf_modules;  // module BTFs that were read (e.g. nvme_core)
 
   std::string tracefs_mount;  // where tracefs is mounted in our namespace, "" when it is not
   Attempt tracefs_mount_try;  // the mount attempt when it was not mounted (private or real)
   bool tracefs_listed = false;            // tracefs_events below is a real listing
-  std::set<std::string> tracefs_events;   // "group/event" directories under events/
+  std::set<std::string, std::less<>> tracefs_events;  // "group/event" directories under events/
   bool kprobe_events_file = false;        // tracefs has kprobe_events
   bool uprobe_events_file = false;        // tracefs has uprobe_events
   bool kprobe_pmu = false;                // /sys/bus/event_source/devices/kprobe
