@@ -218,6 +218,73 @@ static __always_inline void iot_folio_ident(struct folio *folio, __u64 *ino, __u
 	iot_inode_ident(host, ino, dev);
 }
 
+/* Pages of the folio at kernel address `folio` (a number, read with probes). */
+static __always_inline __u32 iot_folio_nr_at(__u64 folio)
+{
+	struct folio *f = (void *)folio;
+	__u64 flags = 0, f1 = 0;
+	bpf_probe_read_kernel(&flags, sizeof(flags), f);
+	int head = bpf_core_enum_value_exists(enum pageflags, PG_head)
+			   ? bpf_core_enum_value(enum pageflags, PG_head)
+			   : 6;
+	if (!(flags & (1ull << (head & 63))) || !bpf_core_field_exists(f->_flags_1))
+		return 1;
+	bpf_probe_read_kernel(&f1, sizeof(f1), &f->_flags_1);
+	return 1u << (f1 & 0x1f);
+}
+
+/* XArray entries (include/linux/xarray.h): internal entries end in binary 10;
+ * nodes are internal entries above 4096, siblings (the other slots of a
+ * multi-index entry, i.e. a large folio) internal entries below 254; value
+ * entries (shadows of evicted pages) end in 1. */
+#define IOT_XA_IS_INTERNAL(e) (((e) & 3) == 2)
+#define IOT_XA_IS_NODE(e) (IOT_XA_IS_INTERNAL(e) && (e) > 4096)
+#define IOT_XA_IS_SIBLING(e) (IOT_XA_IS_INTERNAL(e) && (e) < 254)
+#define IOT_XA_MAX_DEPTH 8
+
+/* The folio of the page cache at `mapping` (kernel address) that holds page
+ * `index`: its first page index and size. False when the page is not cached.
+ * A lock-free walk like xa_load's; a concurrent change can at worst give a
+ * stale answer, which the caller only uses to widen a window. */
+static __always_inline bool iot_page_folio(__u64 mapping, __u64 index, __u64 *first, __u32 *nr)
+{
+	struct address_space *m = (void *)mapping;
+	__u64 entry = 0;
+	if (!mapping || bpf_probe_read_kernel(&entry, sizeof(entry), &m->i_pages.xa_head))
+		return false;
+	if (IOT_XA_IS_NODE(entry)) {
+		for (int level = 0; level < IOT_XA_MAX_DEPTH; level++) {
+			struct xa_node *node = (void *)(entry - 2);
+			__u8 shift = 0;
+			bpf_probe_read_kernel(&shift, sizeof(shift), &node->shift);
+			if (level == 0 && (index >> (shift & 63)) > 63)
+				return false;
+			__u64 off = (index >> (shift & 63)) & 63;
+			entry = 0;
+			bpf_probe_read_kernel(&entry, sizeof(entry), &node->slots[off]);
+			if (IOT_XA_IS_SIBLING(entry)) {
+				off = (entry >> 2) & 63;
+				entry = 0;
+				bpf_probe_read_kernel(&entry, sizeof(entry), &node->slots[off]);
+			}
+			if (!IOT_XA_IS_NODE(entry) || !shift)
+				break;
+		}
+	} else if (index != 0) {
+		return false; /* a lone entry stands for index 0 only */
+	}
+	if (!entry || IOT_XA_IS_INTERNAL(entry) || (entry & 1))
+		return false;
+	__u64 fi = 0;
+	bpf_probe_read_kernel(&fi, sizeof(fi), &((struct folio *)entry)->index);
+	__u32 n = iot_folio_nr_at(entry);
+	if (index < fi || index >= fi + n)
+		return false;
+	*first = fi;
+	*nr = n;
+	return true;
+}
+
 /* ---- records ------------------------------------------------------------ */
 
 static __always_inline void iot_mem_emit_run(struct iot_mem_run *r, int kind, __u32 tgid, __u32 tid)
@@ -314,35 +381,281 @@ static __always_inline void iot_mem_run_add(struct iot_mem_thread *t, int kind, 
 
 /* ---- page faults -------------------------------------------------------- */
 
-struct iot_mem_vma {
-	struct inode *inode;
+/* What a fault needs of the VMA at kernel address `vma` (read with probes). */
+static __always_inline void iot_mem_vma_fill(__u64 vma, struct iot_mem_vma_cache *v)
+{
+	struct vm_area_struct *a = (void *)vma;
+	v->vma = vma;
+	bpf_probe_read_kernel(&v->file, sizeof(v->file), &a->vm_file);
+	bpf_probe_read_kernel(&v->mm, sizeof(v->mm), &a->vm_mm);
+	bpf_probe_read_kernel(&v->start, sizeof(v->start), &a->vm_start);
+	bpf_probe_read_kernel(&v->end, sizeof(v->end), &a->vm_end);
+	bpf_probe_read_kernel(&v->pgoff, sizeof(v->pgoff), &a->vm_pgoff);
+	bpf_core_read(&v->flags, sizeof(v->flags), &a->vm_flags);
+	if (!v->file)
+		return;
+	struct file *f = (void *)v->file;
+	bpf_probe_read_kernel(&v->mapping, sizeof(v->mapping), &f->f_mapping);
+	bpf_probe_read_kernel(&v->inode, sizeof(v->inode), &f->f_inode);
+	struct inode *inode = (void *)v->inode;
+	__u16 mode = BPF_CORE_READ(inode, i_mode) & IOT_S_IFMT;
+	v->regular = mode == IOT_S_IFREG || mode == IOT_S_IFBLK;
 	__u64 ino;
-	__u64 start;
-	__u64 end;
-	__u64 pgoff;
-	__u64 flags;
 	__u32 dev;
-	__u8 file;
-	__u8 regular;
-};
+	iot_inode_ident(inode, &ino, &dev);
+	v->ino = ino;
+	v->dev = dev;
+}
 
 static long iot_mem_vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
-	struct iot_mem_vma *v = data;
-	struct file *f = BPF_CORE_READ(vma, vm_file);
-	if (!f)
-		return 0;
-	v->file = 1;
-	struct inode *inode = BPF_CORE_READ(f, f_inode);
-	__u16 mode = BPF_CORE_READ(inode, i_mode) & IOT_S_IFMT;
-	v->regular = mode == IOT_S_IFREG || mode == IOT_S_IFBLK;
-	iot_inode_ident(inode, &v->ino, &v->dev);
-	v->inode = inode;
-	v->start = BPF_CORE_READ(vma, vm_start);
-	v->end = BPF_CORE_READ(vma, vm_end);
-	v->pgoff = BPF_CORE_READ(vma, vm_pgoff);
-	bpf_core_read(&v->flags, sizeof(v->flags), &vma->vm_flags); /* a const union member */
+	__u64 addr = 0;
+	bpf_probe_read_kernel(&addr, sizeof(addr), &vma);
+	iot_mem_vma_fill(addr, data);
 	return 0;
+}
+
+/* Maple tree (lib/maple_tree.c, the VMA tree since 6.1): encoded node
+ * pointers carry the node type in bits 3-6 (the root pointer also has bit 1
+ * set); range and leaf nodes have 15 pivots and 16 slots, allocation-range
+ * nodes 9 pivots and 10 slots; unused pivots are 0 and the metadata gives the
+ * last used slot. */
+#define IOT_MT_ROOT_NODE 2ull
+#define IOT_MT_TYPE_SHIFT 3
+#define IOT_MT_TYPE_MASK 0xf
+#define IOT_MT_NODE_MASK 255ull
+#define IOT_MT_MAX_DEPTH 10
+
+struct iot_mt_scratch {
+	__u64 pivots[16];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iot_mt_scratch);
+} iot_mem_mt_scratch SEC(".maps");
+
+/* The VMA of address space `mm` holding `address`, found by walking its
+ * maple tree without locks, as the kernel's own lock_vma_under_rcu does (VMAs
+ * and tree nodes are freed by RCU; probes make a torn read harmless). 0 when
+ * not found; the caller checks the VMA it gets. Unlike bpf_find_vma this
+ * takes no mmap lock, so it neither fails under contention nor defers an
+ * unlock to an IPI when called with interrupts off, as in a page fault. */
+static __always_inline __u64 iot_mt_find_vma(__u64 mm, __u64 address)
+{
+	if (!bpf_core_field_exists(((struct mm_struct *)0)->mm_mt))
+		return 0;
+	__u32 zero = 0;
+	struct iot_mt_scratch *s = bpf_map_lookup_elem(&iot_mem_mt_scratch, &zero);
+	if (!s)
+		return 0;
+	struct mm_struct *m = (void *)mm;
+	__u64 entry = 0;
+	bpf_probe_read_kernel(&entry, sizeof(entry), &m->mm_mt.ma_root);
+	if (!IOT_XA_IS_NODE(entry))
+		return 0; /* no tree: a lone entry or none */
+	entry &= ~IOT_MT_ROOT_NODE;
+	__u64 max = ~0ull;
+	for (int level = 0; level < IOT_MT_MAX_DEPTH; level++) {
+		if (entry < 4096)
+			return 0;
+		struct maple_node *n = (void *)(entry & ~IOT_MT_NODE_MASK);
+		__u32 type = (entry >> IOT_MT_TYPE_SHIFT) & IOT_MT_TYPE_MASK;
+		__u8 end = 0;
+		if (type == maple_arange_64) {
+			bpf_probe_read_kernel(s->pivots, 9 * sizeof(__u64), &n->ma64.pivot);
+			bpf_probe_read_kernel(&end, sizeof(end), &n->ma64.meta.end);
+		} else if (type == maple_range_64 || type == maple_leaf_64) {
+			bpf_probe_read_kernel(s->pivots, 15 * sizeof(__u64), &n->mr64.pivot);
+			if (!s->pivots[14])
+				bpf_probe_read_kernel(&end, sizeof(end), &n->mr64.meta.end);
+			else
+				end = s->pivots[14] == max ? 14 : 15;
+		} else {
+			return 0;
+		}
+		__u32 offset = 0;
+		if (s->pivots[0] >= address) {
+			max = s->pivots[0];
+		} else {
+			offset = 1;
+			for (int i = 1; i < 15; i++) {
+				if (offset >= end)
+					break;
+				if (s->pivots[offset & 15] >= address) {
+					max = s->pivots[offset & 15];
+					break;
+				}
+				offset++;
+			}
+		}
+		entry = 0;
+		if (type == maple_arange_64)
+			bpf_probe_read_kernel(&entry, sizeof(entry), &n->ma64.slot[offset < 10 ? offset : 9]);
+		else
+			bpf_probe_read_kernel(&entry, sizeof(entry), &n->mr64.slot[offset & 15]);
+		if (type == maple_leaf_64)
+			return IOT_XA_IS_INTERNAL(entry) ? 0 : entry;
+	}
+	return 0;
+}
+
+/* Whether the cached VMA still is the mapping at `address` in `mm`: the VMA
+ * read back (structures are RCU-freed, so the read is of some VMA) must still
+ * hold the same range, file and offset, in the same address space. */
+static __always_inline bool iot_mem_vma_valid(struct iot_mem_vma_cache *c, __u64 address, __u64 mm)
+{
+	if (!c->vma || address < c->start || address >= c->end || c->mm != mm)
+		return false;
+	struct vm_area_struct *vma = (void *)c->vma;
+	__u64 start = 0, end = 0, file = 0, pgoff = 0, vm_mm = 0;
+	bpf_probe_read_kernel(&start, sizeof(start), &vma->vm_start);
+	bpf_probe_read_kernel(&end, sizeof(end), &vma->vm_end);
+	bpf_probe_read_kernel(&file, sizeof(file), &vma->vm_file);
+	bpf_probe_read_kernel(&pgoff, sizeof(pgoff), &vma->vm_pgoff);
+	bpf_probe_read_kernel(&vm_mm, sizeof(vm_mm), &vma->vm_mm);
+	return start == c->start && end == c->end && file == c->file && pgoff == c->pgoff &&
+	       vm_mm == mm;
+}
+
+#define IOT_PMD_PAGES 512 /* pages one page table maps (x86-64, 4 KiB pages) */
+
+/* Sets the pages the thread's pending fault mapped to [lo, hi], clipped to its
+ * VMA and to the page table of the faulting address (the kernel maps no
+ * further), if that still holds the faulting page. */
+static __always_inline void iot_mem_window(struct iot_mem_thread *t, __u64 lo, __u64 hi)
+{
+	__u64 pgoff = t->pf.pgoff;
+	__u64 vm_first = pgoff - ((t->pf.addr - t->vm_start) >> IOT_PAGE_SHIFT);
+	__u64 vm_last = vm_first + ((t->vm_end - t->vm_start) >> IOT_PAGE_SHIFT) - 1;
+	__u64 pt_first = pgoff - ((t->pf.addr >> IOT_PAGE_SHIFT) & (IOT_PMD_PAGES - 1));
+	__u64 pt_last = pt_first + IOT_PMD_PAGES - 1;
+	if (lo < vm_first)
+		lo = vm_first;
+	if (lo < pt_first)
+		lo = pt_first;
+	if (hi > vm_last)
+		hi = vm_last;
+	if (hi > pt_last)
+		hi = pt_last;
+	if (lo > pgoff || hi < pgoff)
+		return;
+	t->pf.around_start = lo;
+	t->pf.nr_pages = hi - lo + 1;
+}
+
+/* A PMD-sized folio holding the faulting page, placed so that one page-table
+ * entry can map it, is mapped whole by the fault (filemap_map_pmd or
+ * do_set_pmd), with no fault-around event. */
+static __always_inline void iot_mem_pmd_folio(struct iot_mem_thread *t, __u64 first, __u32 nr)
+{
+	if (nr < IOT_PMD_PAGES || first > t->pf.pgoff || t->pf.pgoff >= first + nr)
+		return;
+	__u64 first_addr = t->pf.addr - ((t->pf.pgoff - first) << IOT_PAGE_SHIFT);
+	if (first_addr & ((IOT_PMD_PAGES << IOT_PAGE_SHIFT) - 1))
+		return;
+	iot_mem_window(t, first, first + nr - 1);
+}
+
+/* The VMA at `address`: from the thread's cache, else bpf_find_vma (cached). */
+static __always_inline long iot_mem_lookup_vma(struct iot_mem_thread *t, struct task_struct *task,
+					       __u64 mm, __u64 address, struct iot_mem_vma_cache *v)
+{
+	if (t) {
+		for (int i = 0; i < IOT_MEM_VMA_CACHE; i++) {
+			if (iot_mem_vma_valid(&t->vc[i], address, mm)) {
+				*v = t->vc[i];
+				iot_mem_stat(IOT_MEM_STAT_VMA_CACHED);
+				return 0;
+			}
+		}
+	}
+	long err;
+	__u64 vma = iot_mt_find_vma(mm, address);
+	__u64 start = 0, end = 0, vm_mm = 0;
+	if (vma) {
+		struct vm_area_struct *a = (void *)vma;
+		bpf_probe_read_kernel(&start, sizeof(start), &a->vm_start);
+		bpf_probe_read_kernel(&end, sizeof(end), &a->vm_end);
+		bpf_probe_read_kernel(&vm_mm, sizeof(vm_mm), &a->vm_mm);
+	}
+	if (vma && start <= address && address < end && vm_mm == mm) {
+		iot_mem_vma_fill(vma, v);
+		err = 0;
+	} else {
+		iot_mem_stat(IOT_MEM_STAT_VMA_HELPER);
+		err = bpf_find_vma(task, address, iot_mem_vma_cb, v, 0);
+	}
+	if (!err && t) {
+		t->vc[t->vc_next & (IOT_MEM_VMA_CACHE - 1)] = *v;
+		t->vc_next++;
+	}
+	return err;
+}
+
+static __always_inline void iot_mem_vma_failed(long err)
+{
+	if (err == -IOT_EBUSY) {
+		/* the fault may have been on a file: it is lost */
+		iot_mem_stat(IOT_MEM_STAT_VMA_LOST);
+		iot_count_drop(IOT_SRC_MEMORY);
+	} else {
+		iot_mem_stat(IOT_MEM_STAT_VMA_NONE);
+	}
+}
+
+/* Fills the file, page and shared flag of `pf` from its VMA; false (counted)
+ * when the VMA is anonymous memory or not a regular file. */
+static __always_inline bool iot_mem_file_fault(struct iot_mem_vma_cache *v,
+					       struct iot_page_fault *pf, __u32 tgid)
+{
+	if (!v->file) {
+		iot_mem_stat(IOT_MEM_STAT_ANON_FAULTS);
+		return false;
+	}
+	if (!v->regular) {
+		iot_mem_stat(IOT_MEM_STAT_SPECIAL_FAULTS);
+		return false;
+	}
+	iot_mem_mark(v->ino, v->dev);
+	iot_mem_first_touch((struct inode *)v->inode, v->ino, v->dev, 0, tgid);
+	if (v->flags & (IOT_VM_SHARED | IOT_VM_MAYSHARE))
+		pf->flags |= IOT_PFF_SHARED;
+	pf->ino = v->ino;
+	pf->dev = v->dev;
+	pf->pgoff = ((pf->addr - v->start) >> IOT_PAGE_SHIFT) + v->pgoff;
+	return true;
+}
+
+/* A fault whose VMA lookup failed, retried at the thread's next fault (the
+ * mapping is normally still there). Its fault-around window is known when one
+ * was seen on the same file; whether it was major is not (recorded as minor). */
+static __always_inline void iot_mem_resolve(struct iot_mem_thread *t, __u32 tgid)
+{
+	t->unresolved = 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 mm = 0;
+	bpf_probe_read_kernel(&mm, sizeof(mm), &task->mm);
+	struct iot_mem_vma_cache v = {};
+	long err = iot_mem_lookup_vma(t, task, mm, t->pf.addr, &v);
+	if (err) {
+		iot_mem_vma_failed(err);
+		t->pf.hdr.type = 0;
+		return;
+	}
+	if (!iot_mem_file_fault(&v, &t->pf, tgid)) {
+		t->pf.hdr.type = 0;
+		return;
+	}
+	iot_mem_stat(IOT_MEM_STAT_VMA_LATE);
+	t->pf.nr_pages = 0; /* unknown, unless: */
+	t->pf.around_start = t->pf.pgoff;
+	if (t->ur_ino == t->pf.ino && t->ur_dev == t->pf.dev && t->ur_start <= t->pf.pgoff &&
+	    t->pf.pgoff <= t->ur_last) {
+		t->pf.around_start = t->ur_start;
+		t->pf.nr_pages = t->ur_last - t->ur_start + 1;
+	}
 }
 
 SEC("tp_btf/page_fault_user")
@@ -354,52 +667,48 @@ int BPF_PROG(iot_mem_fault, unsigned long address, struct pt_regs *regs, unsigne
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	/* The thread's previous fault is over: record it (and its runs). */
-	struct iot_mem_thread *t = bpf_map_lookup_elem(&iot_mem_threads, &tid);
-	if (t)
+	struct iot_mem_thread *t = iot_mem_thread_get(tid, tgid);
+	if (t) {
+		if (t->pf.hdr.type && t->unresolved)
+			iot_mem_resolve(t, tgid);
 		iot_mem_flush(t, tid);
+	}
 
-	struct iot_mem_vma v = {};
-	long err = bpf_find_vma(bpf_get_current_task_btf(), address, iot_mem_vma_cb, &v, 0);
-	if (err) {
-		if (err == -IOT_EBUSY) {
-			/* mmap lock contended: the fault may have been file-backed */
-			iot_mem_stat(IOT_MEM_STAT_VMA_BUSY);
-			iot_count_drop(IOT_SRC_MEMORY);
-		} else {
-			iot_mem_stat(IOT_MEM_STAT_VMA_NONE);
-		}
-		return 0;
-	}
-	if (!v.file) {
-		iot_mem_stat(IOT_MEM_STAT_ANON_FAULTS);
-		return 0;
-	}
-	if (!v.regular) {
-		iot_mem_stat(IOT_MEM_STAT_SPECIAL_FAULTS);
-		return 0;
-	}
-	iot_mem_mark(v.ino, v.dev);
-	iot_mem_first_touch(v.inode, v.ino, v.dev, 0, tgid);
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 mm = 0;
+	bpf_probe_read_kernel(&mm, sizeof(mm), &task->mm);
 
 	struct iot_page_fault pf = {};
 	pf.hdr.type = IOT_REC_PAGE_FAULT;
 	pf.hdr.size = sizeof(pf);
 	pf.flags = ((error_code & IOT_PF_WRITE) ? IOT_PFF_WRITE : 0) |
-		   ((error_code & IOT_PF_INSTR) ? IOT_PFF_EXEC : 0) |
-		   ((v.flags & (IOT_VM_SHARED | IOT_VM_MAYSHARE)) ? IOT_PFF_SHARED : 0);
+		   ((error_code & IOT_PF_INSTR) ? IOT_PFF_EXEC : 0);
 	pf.cpu = bpf_get_smp_processor_id();
 	pf.ts = now;
 	pf.addr = address;
-	pf.ino = v.ino;
-	pf.dev = v.dev;
-	pf.pgoff = ((address - v.start) >> IOT_PAGE_SHIFT) + v.pgoff;
 	pf.tgid = tgid;
 	pf.tid = tid;
+
+	struct iot_mem_vma_cache v = {};
+	long err = iot_mem_lookup_vma(t, task, mm, address, &v);
+	if (err == -IOT_EBUSY && t) {
+		/* mmap lock contended: try again at the thread's next fault */
+		iot_mem_stat(IOT_MEM_STAT_VMA_BUSY);
+		t->pf = pf;
+		t->unresolved = 1;
+		t->ur_ino = 0;
+		t->last_ts = now;
+		return 0;
+	}
+	if (err) {
+		iot_mem_vma_failed(err);
+		return 0;
+	}
+	if (!iot_mem_file_fault(&v, &pf, tgid))
+		return 0;
 	pf.nr_pages = 1;
 	pf.around_start = pf.pgoff;
 
-	if (!t)
-		t = iot_mem_thread_get(tid, tgid);
 	if (!t) {
 		/* no room to wait for the outcome: record what is known now */
 		if (iot_mem_emit_faults)
@@ -407,9 +716,15 @@ int BPF_PROG(iot_mem_fault, unsigned long address, struct pt_regs *regs, unsigne
 		return 0;
 	}
 	t->pf = pf;
+	t->unresolved = 0;
 	t->vm_start = v.start;
 	t->vm_end = v.end;
+	t->mapping = v.mapping;
 	t->last_ts = now;
+	__u64 first;
+	__u32 nr;
+	if (iot_mem_emit_faults && iot_page_folio(v.mapping, pf.pgoff, &first, &nr))
+		iot_mem_pmd_folio(t, first, nr);
 	return 0;
 }
 
@@ -423,23 +738,41 @@ static __always_inline struct iot_mem_thread *iot_mem_faulting(__u32 tid, __u64 
 }
 
 /* Fault-around: the pages [start, last] of the file already in the page
- * cache were mapped without faults of their own. */
+ * cache were mapped without faults of their own; large folios at either end
+ * are mapped whole (as far as the VMA and the page table reach). */
 SEC("tp_btf/mm_filemap_map_pages")
 int BPF_PROG(iot_mem_map_pages, struct address_space *mapping, unsigned long start,
 	     unsigned long last)
 {
 	if (!mapping)
 		return 0;
+	/* every fault-around of the machine passes here: threads without a pending
+	 * fault leave first */
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct iot_mem_thread *t = bpf_map_lookup_elem(&iot_mem_threads, &tid);
+	if (!t || !t->pf.hdr.type)
+		return 0;
 	__u64 ino;
 	__u32 dev;
 	struct inode *host = BPF_CORE_READ(mapping, host);
 	iot_inode_ident(host, &ino, &dev);
-	struct iot_mem_thread *t = iot_mem_faulting(tid, ino, dev);
-	if (!t || t->pf.pgoff < start || t->pf.pgoff > last)
+	if (t->unresolved) {
+		/* the file is known, the page not yet: keep the window for later */
+		t->ur_ino = ino;
+		t->ur_dev = dev;
+		t->ur_start = start;
+		t->ur_last = last;
 		return 0;
-	t->pf.around_start = start;
-	t->pf.nr_pages = last - start + 1;
+	}
+	if (t->pf.ino != ino || t->pf.dev != dev || t->pf.pgoff < start || t->pf.pgoff > last)
+		return 0;
+	__u64 lo = start, hi = last, first;
+	__u32 nr;
+	if (iot_page_folio(t->mapping, start, &first, &nr) && first < lo)
+		lo = first;
+	if (iot_page_folio(t->mapping, last, &first, &nr) && first + nr - 1 > hi)
+		hi = first + nr - 1;
+	iot_mem_window(t, lo, hi);
 	t->last_ts = bpf_ktime_get_ns();
 	return 0;
 }
@@ -462,8 +795,10 @@ int BPF_PROG(iot_mem_pc_add, struct folio *folio)
 		iot_mem_first_touch(BPF_CORE_READ(folio, mapping, host), ino, dev, nr, tgid);
 		t = iot_mem_faulting(tid, ino, dev);
 		/* the faulting page itself had to be read: a major fault */
-		if (t && index <= t->pf.pgoff && t->pf.pgoff < index + nr)
+		if (t && index <= t->pf.pgoff && t->pf.pgoff < index + nr) {
 			t->pf.flags |= IOT_PFF_MAJOR;
+			iot_mem_pmd_folio(t, index, nr);
+		}
 		if (!iot_mem_emit_cache)
 			return 0;
 		if (!t)

@@ -43,11 +43,34 @@ struct iot_mem_run {
 #define IOT_MEM_RUN_WAIT 3  /* waits on pages under write-back: WRITEBACK IOT_WB_WAIT */
 #define IOT_MEM_RUNS 4
 
+/* The VMAs of a thread's last faults, to skip bpf_find_vma while the thread
+ * keeps faulting in the same mappings (the helper costs microseconds with
+ * interrupts off and fails when the mmap lock is contended). Checked against
+ * the VMA itself before each use. A few entries, because loaders alternate
+ * between the file mapping and their heap. */
+#define IOT_MEM_VMA_CACHE 4
+struct iot_mem_vma_cache {
+	iot_u64 vma; /* kernel address of the VMA, 0: none */
+	iot_u64 file; /* its vm_file, 0: anonymous memory */
+	iot_u64 mm;
+	iot_u64 start;
+	iot_u64 end;
+	iot_u64 pgoff;
+	iot_u64 flags;
+	iot_u64 ino;
+	iot_u64 mapping;
+	iot_u64 inode;
+	iot_u32 dev;
+	iot_u8 regular;
+	iot_u8 pad[3];
+};
+
 /* Per traced thread (key: tid). `pf.hdr.type` is 0 when no fault is pending. */
 struct iot_mem_thread {
 	struct iot_page_fault pf; /* the thread's latest file-backed fault, not yet emitted */
 	iot_u64 vm_start;         /* its VMA (the sub-page tracker opens the file through it) */
 	iot_u64 vm_end;
+	iot_u64 mapping;          /* the file's address_space (kernel address, for folio lookups) */
 	struct iot_mem_run runs[4]; /* indexed by IOT_MEM_RUN_* */
 	iot_u64 ra_ino;           /* the last readahead window recorded (to drop the */
 	iot_u64 ra_start;         /* duplicate a fallback inside page_cache_ra_order */
@@ -55,6 +78,18 @@ struct iot_mem_thread {
 	iot_u32 ra_dev;
 	iot_u32 tgid;
 	iot_u64 last_ts; /* last update: user space flushes entries idle for a while */
+	struct iot_mem_vma_cache vc[IOT_MEM_VMA_CACHE];
+	iot_u32 vc_next; /* the entry replaced next */
+	/* 1: `pf` is a fault whose VMA could not be looked up yet (mmap lock
+	 * contended): only addr, ts, cpu, tgid, tid and the write/exec flags are
+	 * set (ino 0). It is resolved at the thread's next fault, or by user space
+	 * from /proc/PID/maps; meanwhile a fault-around window on a file is kept. */
+	iot_u32 unresolved;
+	iot_u64 ur_ino;
+	iot_u64 ur_start;
+	iot_u64 ur_last;
+	iot_u32 ur_dev;
+	iot_u32 pad2;
 };
 
 /* A run ends when the next page is not contiguous, belongs to another file,
@@ -92,7 +127,7 @@ struct iot_wire_cache_state {
 #define IOT_MEM_BASELINE_MAX_PAGES 16
 
 /* Counters in the per-CPU map iot_mem_stats. */
-#define IOT_MEM_STAT_VMA_BUSY 0        /* bpf_find_vma -EBUSY: fault lost (also a memory drop) */
+#define IOT_MEM_STAT_VMA_BUSY 0        /* bpf_find_vma -EBUSY: lookup retried later */
 #define IOT_MEM_STAT_VMA_NONE 1        /* no VMA at the address (stack growth, bad access) */
 #define IOT_MEM_STAT_ANON_FAULTS 2     /* faults of traced threads on anonymous memory (dropped) */
 #define IOT_MEM_STAT_SPECIAL_FAULTS 3  /* faults on mappings of devices and other non-files */
@@ -103,6 +138,10 @@ struct iot_wire_cache_state {
 #define IOT_MEM_STAT_BASELINE_CAP 8    /* folio pages beyond IOT_MEM_BASELINE_MAX_PAGES */
 #define IOT_MEM_STAT_CALIBRATED 9      /* page-address calibrations that agreed */
 #define IOT_MEM_STAT_STATE_FULL 10     /* cache-state set full: a file's state not recorded */
-#define IOT_MEM_STAT_MAX 11
+#define IOT_MEM_STAT_VMA_CACHED 11     /* faults whose VMA came from the thread's cache */
+#define IOT_MEM_STAT_VMA_LATE 12       /* lookups that succeeded when retried */
+#define IOT_MEM_STAT_VMA_LOST 13       /* retried lookups that failed again: fault lost (drop) */
+#define IOT_MEM_STAT_VMA_HELPER 14     /* lookups that fell back to bpf_find_vma */
+#define IOT_MEM_STAT_MAX 15
 
 #endif /* IOTWIN_MEMORY_WIRE_H */

@@ -47,9 +47,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Syscall number -> IOT_OP_*, filled from <sys/syscall.h> by user space. */
 const volatile __u8 iot_nr_to_op[IOT_NR_MAX] = {};
-/* The intent marker file (0: none). */
-const volatile __u64 iot_marker_ino = 0;
-const volatile __u32 iot_marker_dev = 0;
+/* The intent marker file as the kernel sees it (0: none), learnt by
+ * calibration: user space sets iot_calib_tgid to its own pid and writes to the
+ * marker file once, and sys_enter stores the identity behind that descriptor.
+ * Asking the kernel rather than trusting stat(2) matters where the two
+ * disagree (btrfs subvolumes, overlayfs): a wrong match would read a data
+ * buffer as a marker line. */
+__u64 iot_marker_ino = 0;
+__u32 iot_marker_dev = 0;
+__u32 iot_calib_tgid = 0;
 
 /* What sys_enter saves for sys_exit, per thread. */
 struct iot_join {
@@ -169,7 +175,17 @@ int BPF_PROG(iot_sys_enter, struct pt_regs *regs, long id)
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct iot_join *j = bpf_task_storage_get(&iot_join, task, NULL, 0);
 	if (!j) {
-		if (!iot_tgid_traced(bpf_get_current_pid_tgid() >> 32))
+		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+		if (op == IOT_OP_WRITE && iot_calib_tgid && tgid == iot_calib_tgid) {
+			struct iot_ident ident = {};
+			iot_file_ident(iot_fd_file((int)IOT_SC_A0(regs)), &ident);
+			if (ident.ok) {
+				iot_marker_dev = ident.dev;
+				iot_marker_ino = ident.ino;
+			}
+			return 0;
+		}
+		if (!iot_tgid_traced(tgid))
 			return 0;
 		j = bpf_task_storage_get(&iot_join, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!j) {

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -156,10 +157,8 @@ Status CaptureBpf::LoadSyscall(const CaptureBpfConfig& config) {
   std::vector<uint8_t> table = SyscallNrToOp(IOT_NR_MAX);
   static_assert(sizeof(syscall_->rodata->iot_nr_to_op) == IOT_NR_MAX);
   memcpy(syscall_->rodata->iot_nr_to_op, table.data(), IOT_NR_MAX);
-  syscall_->rodata->iot_marker_ino = config.marker_ino;
-  syscall_->rodata->iot_marker_dev = config.marker_dev;
-  int err = bpf_map__set_max_entries(syscall_->maps.iot_events,
-                                     static_cast<uint32_t>(config.ring_bytes));
+  int err =
+      bpf_map__set_max_entries(syscall_->maps.iot_events, static_cast<uint32_t>(config.ring_bytes));
   if (err) return LibbpfError(err, "sizing the ring buffer");
   err = iotwin_syscall_bpf__load(syscall_);
   if (err) return LibbpfError(err, "loading the syscall BPF programs");
@@ -246,7 +245,8 @@ Status CaptureBpf::Attach() {
     if (!link) {
       Status st = LibbpfError(errno, fmt::format("attaching {}", bpf_program__name(prog)));
       if (required) return st;
-      notes_.push_back(st.message().substr(0, st.message().find('\n')));
+      notes_.push_back("async: io_uring request tracing unavailable: " +
+                       st.message().substr(0, st.message().find('\n')));
       return st;
     }
     links_.push_back(link);
@@ -308,6 +308,23 @@ Status CaptureBpf::AttachUprobe(const std::string& binary, const std::string& fu
     }
     links_.push_back(link);
   }
+  return Status::Ok();
+}
+
+Status CaptureBpf::IdentifyMarker(const std::string& path, uint64_t* ino, uint32_t* dev) {
+  // The programs must be attached: sys_enter sees our own write and stores what it wrote to.
+  syscall_->bss->iot_calib_tgid = static_cast<uint32_t>(getpid());
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "opening the marker file " + path);
+  ssize_t n = write(fd, "\n", 1);
+  int err = errno;
+  if (ftruncate(fd, 0) != 0) err = errno;
+  close(fd);
+  syscall_->bss->iot_calib_tgid = 0;
+  if (n != 1) return Status::FromErrno(err, "writing the marker file " + path);
+  *ino = syscall_->bss->iot_marker_ino;
+  *dev = syscall_->bss->iot_marker_dev;
+  if (*ino == 0) return Status::Internal("the kernel did not see the write to {}", path);
   return Status::Ok();
 }
 

@@ -26,15 +26,13 @@ struct iotwin_intent_bpf;
 namespace iotwin::capture {
 
 struct CaptureBpfConfig {
-  uint64_t ring_bytes = 64ull << 20;  // power of two, multiple of the page size
-  uint64_t wake_bytes = 256ull << 10; // wake the consumer once this much data waits
-  uint64_t cgroup_id = 0;             // non-zero: trace this cgroup instead of a process set
-  uint32_t self_tgid = 0;             // never traced
-  uint64_t marker_ino = 0;            // intent marker file (0: none)
-  uint32_t marker_dev = 0;            // its kernel dev_t
-  bool async = true;                  // io_uring request tracepoints
-  bool uprobes = false;               // load the uprobe programs
-  MemoryOptions memory;               // memory layer parts (memory_bpf.h)
+  uint64_t ring_bytes = 64ull << 20;   // power of two, multiple of the page size
+  uint64_t wake_bytes = 256ull << 10;  // wake the consumer once this much data waits
+  uint64_t cgroup_id = 0;              // non-zero: trace this cgroup instead of a process set
+  uint32_t self_tgid = 0;              // never traced
+  bool async = true;                   // io_uring request tracepoints
+  bool uprobes = false;                // load the uprobe programs
+  MemoryOptions memory;                // memory layer parts (memory_bpf.h)
 };
 
 // Per-source loss counters, summed over CPUs and per CPU.
@@ -64,6 +62,10 @@ class CaptureBpf {
   // Attaches entry (BEGIN) and return (END) probes on FUNCTION in BINARY, tagged with
   // `label_id` (an interned string id).
   Status AttachUprobe(const std::string& binary, const std::string& function, uint32_t label_id);
+
+  // Makes writes to the marker file at `path` intent markers: writes to it once (with the
+  // programs attached) so the kernel reports the file's identity as it sees it. Returns it.
+  Status IdentifyMarker(const std::string& path, uint64_t* ino, uint32_t* dev);
 
   int ring_fd() const;
   Result<DropCounts> ReadDrops() const;

@@ -3,12 +3,16 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "capture/memory_cache_state.h"
+#include "capture/proc_snapshot.h"
 #include "format/records.h"
 #include "memory.skel.h"
 #include "memory_wire.h"
@@ -325,7 +329,39 @@ Status EmitRun(const iot_mem_run& r, int kind, uint32_t tgid, uint32_t tid, bool
 
 }  // namespace
 
-Result<uint64_t> MemoryBpf::Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink& sink) {
+namespace {
+
+// A fault the kernel could not look up the VMA of, resolved from the process's current maps.
+enum class Resolved { kFile, kAnonymous, kUnknown };
+Resolved ResolveFromMaps(iot_mem_thread* t) {
+  std::ifstream in(fmt::format("/proc/{}/maps", t->pf.tgid));
+  std::string line;
+  while (std::getline(in, line)) {
+    unsigned long long start = 0, end = 0;
+    if (sscanf(line.c_str(), "%llx-%llx", &start, &end) != 2) continue;
+    if (t->pf.addr < start || t->pf.addr >= end) continue;
+    MapEntry m;
+    if (!ParseMapsLine(line, &m) || m.ino == 0) return Resolved::kAnonymous;
+    t->pf.ino = m.ino;
+    t->pf.dev = m.dev;
+    t->pf.pgoff = (t->pf.addr - m.start) / 4096 + m.pgoff / 4096;
+    if (m.flags & MAP_SHARED) t->pf.flags |= IOT_PFF_SHARED;
+    t->pf.around_start = t->pf.pgoff;
+    t->pf.nr_pages = 0;
+    if (t->ur_ino == m.ino && t->ur_dev == m.dev && t->ur_start <= t->pf.pgoff &&
+        t->pf.pgoff <= t->ur_last) {
+      t->pf.around_start = t->ur_start;
+      t->pf.nr_pages = static_cast<uint32_t>(t->ur_last - t->ur_start + 1);
+    }
+    return Resolved::kFile;
+  }
+  return Resolved::kUnknown;
+}
+
+}  // namespace
+
+Status MemoryBpf::Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink& sink,
+                        SweepCounts* counts) {
   int fd = bpf_map__fd(skel_->maps.iot_mem_threads);
   const bool faults = skel_->rodata->iot_mem_emit_faults;
   const bool cache = skel_->rodata->iot_mem_emit_cache;
@@ -343,19 +379,24 @@ Result<uint64_t> MemoryBpf::Sweep(uint64_t now_ns, uint64_t min_idle_ns, const R
       idle.push_back(key);
     }
   }
-  uint64_t swept = 0;
   for (uint32_t tid : idle) {
     // Taking the entry atomically: a thread that resumes now creates a new one.
     if (bpf_map_lookup_and_delete_elem(fd, &tid, &t) != 0) continue;
-    swept++;
-    if (t.pf.hdr.type == IOT_REC_PAGE_FAULT && faults) {
-      IOTWIN_RETURN_IF_ERROR(sink(&t.pf.hdr));
+    counts->entries++;
+    bool emit = t.pf.hdr.type == IOT_REC_PAGE_FAULT;
+    if (emit && t.unresolved) {
+      switch (ResolveFromMaps(&t)) {
+        case Resolved::kFile: counts->faults_resolved++; break;
+        case Resolved::kAnonymous: counts->faults_anonymous++; emit = false; break;
+        case Resolved::kUnknown: counts->faults_unresolved++; emit = false; break;
+      }
     }
+    if (emit && faults) IOTWIN_RETURN_IF_ERROR(sink(&t.pf.hdr));
     for (int k = 0; k < IOT_MEM_RUNS; k++) {
       IOTWIN_RETURN_IF_ERROR(EmitRun(t.runs[k], k, t.tgid, tid, cache, wb, sink));
     }
   }
-  return swept;
+  return Status::Ok();
 }
 
 Result<std::array<uint64_t, 16>> MemoryBpf::ReadStats() const {
@@ -374,10 +415,11 @@ Result<std::array<uint64_t, 16>> MemoryBpf::ReadStats() const {
 
 const char* MemoryBpf::StatName(size_t i) {
   static const char* kNames[IOT_MEM_STAT_MAX] = {
-      "vma_lookup_busy",      "vma_not_found",        "anonymous_faults_dropped",
+      "vma_lookups_busy",     "vma_not_found",        "anonymous_faults_dropped",
       "special_file_faults",  "inode_set_full",       "thread_map_full",
       "baselines_copied",     "baselines_without_data", "baseline_pages_over_cap",
-      "address_calibrations", "cache_state_set_full",
+      "address_calibrations", "cache_state_set_full", "vma_lookups_cached",
+      "vma_lookups_retried_ok", "vma_lookups_lost", "vma_lookups_by_helper",
   };
   return i < IOT_MEM_STAT_MAX ? kNames[i] : "unknown";
 }

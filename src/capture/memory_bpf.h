@@ -91,8 +91,15 @@ class MemoryBpf {
   Status MarkStateDone(uint64_t ino, uint32_t dev);
 
   // Emits and removes per-thread entries idle for at least `min_idle_ns` (all of them with 0):
-  // the last fault of a thread that stopped faulting, runs nobody ended. Returns how many.
-  Result<uint64_t> Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink& sink);
+  // the last fault of a thread that stopped faulting, runs nobody ended. A last fault whose VMA
+  // the kernel could not look up is resolved from /proc/PID/maps.
+  struct SweepCounts {
+    uint64_t entries = 0;
+    uint64_t faults_resolved = 0;    // from /proc/PID/maps
+    uint64_t faults_unresolved = 0;  // process gone or address unmapped: lost
+    uint64_t faults_anonymous = 0;   // resolved to anonymous memory: dropped
+  };
+  Status Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink& sink, SweepCounts* counts);
 
   Result<std::array<uint64_t, 16>> ReadStats() const;  // IOT_MEM_STAT_*, summed over CPUs
   static const char* StatName(size_t i);

@@ -249,8 +249,7 @@ Status MemoryTracker::Poll(uint64_t now_ns) {
   if (!error_.ok()) return error_;
   if (bpf_ && now_ns >= next_sweep_ns_) {
     next_sweep_ns_ = now_ns + kSweepEveryNs;
-    IOTWIN_ASSIGN_OR_RETURN(uint64_t n, bpf_->Sweep(now_ns, kSweepIdleNs, sink_));
-    entries_swept_ += n;
+    IOTWIN_RETURN_IF_ERROR(bpf_->Sweep(now_ns, kSweepIdleNs, sink_, &swept_));
   }
   if (subpage_ && now_ns >= next_sample_ns_) {
     next_sample_ns_ = now_ns + static_cast<uint64_t>(options_.subpage_interval_ms) * kMs;
@@ -262,8 +261,7 @@ Status MemoryTracker::Poll(uint64_t now_ns) {
 Status MemoryTracker::Finish(uint64_t now_ns) {
   if (!error_.ok()) return error_;
   if (bpf_) {
-    IOTWIN_ASSIGN_OR_RETURN(uint64_t n, bpf_->Sweep(now_ns, 0, sink_));
-    entries_swept_ += n;
+    IOTWIN_RETURN_IF_ERROR(bpf_->Sweep(now_ns, 0, sink_, &swept_));
     auto stats = bpf_->ReadStats();
     if (stats.ok()) {
       for (size_t i = 0; i < IOT_MEM_STAT_MAX; i++) {
@@ -279,7 +277,10 @@ nlohmann::json MemoryTracker::Summary() const {
   nlohmann::json s;
   s["cache_state_records"] = cache_state_records_;
   s["cache_state_unmeasured"] = cache_state_failed_;
-  s["thread_entries_flushed_idle"] = entries_swept_;
+  s["thread_entries_flushed_idle"] = swept_.entries;
+  s["late_faults_resolved_from_maps"] = swept_.faults_resolved;
+  s["late_faults_anonymous"] = swept_.faults_anonymous;
+  s["late_faults_lost"] = swept_.faults_unresolved;
   s["kernel"] = kernel_stats_;
   if (bad_wire_records_) s["bad_wire_records"] = bad_wire_records_;
   if (subpage_) {

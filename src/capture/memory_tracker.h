@@ -78,7 +78,7 @@ class MemoryTracker {
   // counts for the summary
   uint64_t cache_state_records_ = 0;
   uint64_t cache_state_failed_ = 0;  // file closed or gone before it could be measured
-  uint64_t entries_swept_ = 0;
+  MemoryBpf::SweepCounts swept_;
   uint64_t bad_wire_records_ = 0;
   nlohmann::json kernel_stats_ = nlohmann::json::object();
 };

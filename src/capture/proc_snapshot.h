@@ -19,7 +19,7 @@ struct FdEntry {
   uint64_t pos = 0;    // fdinfo pos
   uint32_t flags = 0;  // fdinfo flags (open flags)
   uint64_t ino = 0;
-  uint32_t dev = 0;    // kernel dev_t (major << 20 | minor)
+  uint32_t dev = 0;  // kernel dev_t (major << 20 | minor)
   uint64_t size = 0;
   uint16_t ftype = 0;  // S_IFMT >> 12
 };

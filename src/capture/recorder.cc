@@ -19,9 +19,8 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "capture/capture_bpf.h"
 #include "capture/launcher.h"
@@ -57,8 +56,8 @@ volatile sig_atomic_t g_signal_from_user = 0;  // sent with kill() to us, not by
 void OnStopSignal(int sig, siginfo_t* info, void*) {
   g_signal = sig;
   g_signal_count = g_signal_count + 1;
-  g_signal_from_user = info && (info->si_code == SI_USER || info->si_code == SI_QUEUE) &&
-                       info->si_pid != getpid();
+  g_signal_from_user =
+      info && (info->si_code == SI_USER || info->si_code == SI_QUEUE) && info->si_pid != getpid();
 }
 
 // Installs the stop handlers for the capture's lifetime and restores the old ones after.
@@ -201,7 +200,8 @@ std::string HumanBytes(uint64_t b) {
   return fmt::format("{} B", b);
 }
 
-// ---- the capture ---------------------------------------------------------------------------------
+// ---- the capture
+// ---------------------------------------------------------------------------------
 class Capture {
  public:
   explicit Capture(const RecordOptions& o) : opt_(o) {}
@@ -230,18 +230,18 @@ class Capture {
   }
 
   const RecordOptions& opt_;
-  std::string mode_;  // "command", "pid", "cgroup"
+  std::string mode_;         // "command", "pid", "cgroup"
   std::vector<pid_t> pids_;  // --pid targets as processes
   uint64_t cgroup_id_ = 0;
   std::optional<UserCredentials> user_;
   std::unique_ptr<MarkerFile> marker_;
+  std::string marker_note_;
   std::unique_ptr<CaptureBpf> bpf_;
   std::unique_ptr<TraceWriter> writer_;
   std::unique_ptr<RingConsumer> consumer_;
   std::unique_ptr<MemoryTracker> memory_;
   std::optional<StoppedCommand> command_;
   bool output_created_ = false;
-  bool output_finished_ = false;
 
   uint64_t start_ns_ = 0;
   std::string stop_reason_;
@@ -255,7 +255,8 @@ class Capture {
 
 Status Capture::Validate() {
   int modes = !opt_.command.empty() + !opt_.pids.empty() + !opt_.cgroup.empty();
-  if (modes == 0) return Status::Invalid("nothing to trace: give a command after --, --pid or --cgroup");
+  if (modes == 0)
+    return Status::Invalid("nothing to trace: give a command after --, --pid or --cgroup");
   if (modes > 1) return Status::Invalid("give only one of: a command, --pid, --cgroup");
   if (opt_.output.empty()) return Status::Invalid("no output file (-o)");
   if (!opt_.user.empty() && opt_.command.empty()) {
@@ -304,12 +305,23 @@ Status Capture::Setup() {
   cfg.async = opt_.async;
   cfg.uprobes = !opt_.uprobes.empty();
   cfg.memory = opt_.memory;
-  if (marker_) {
-    cfg.marker_ino = marker_->ino();
-    cfg.marker_dev = marker_->dev();
-  }
   IOTWIN_ASSIGN_OR_RETURN(bpf_, CaptureBpf::Load(cfg));
   IOTWIN_RETURN_IF_ERROR(bpf_->Attach());
+  if (marker_) {
+    uint64_t ino = 0;
+    uint32_t dev = 0;
+    Status st = bpf_->IdentifyMarker(marker_->path(), &ino, &dev);
+    if (!st.ok()) {
+      // Markers off rather than a marker test that might match another file.
+      marker_note_ = "intent markers disabled: " + st.message();
+      marker_.reset();
+    } else if (ino != marker_->ino() || dev != marker_->dev()) {
+      marker_note_ = fmt::format(
+          "marker file identity: kernel {}:{} ino {}, stat {}:{} ino {} (the kernel's is used)",
+          dev >> 20, dev & 0xfffff, ino, marker_->dev() >> 20, marker_->dev() & 0xfffff,
+          marker_->ino());
+    }
+  }
 
   json meta;
   meta["tool"] = "iotwin record 0.1.0";
@@ -319,16 +331,18 @@ Status Capture::Setup() {
   layers["syscall"] = {{"enabled", true},
                        {"reason", "tp_btf raw_syscalls sys_enter/sys_exit, joined in the kernel"}};
   layers["process"] = {{"enabled", true}, {"reason", "tp_btf sched_process_fork/exec/exit"}};
-  std::string async_reason = "io_uring_submit_req/io_uring_complete tracepoints; libaio from io_submit/io_getevents";
+  std::string async_reason =
+      "io_uring_submit_req/io_uring_complete tracepoints; libaio from io_submit/io_getevents";
   for (const auto& n : bpf_->notes()) {
     if (n.rfind("async", 0) == 0) async_reason = n;
   }
   layers["async"] = {{"enabled", bpf_->async_attached()}, {"reason", async_reason}};
-  layers["intent"] = {{"enabled", marker_ != nullptr || !opt_.uprobes.empty()},
-                      {"reason", marker_ ? "IOTWIN_MARKER file channel" +
-                                               std::string(opt_.uprobes.empty() ? "" : " and uprobes")
-                                         : (opt_.uprobes.empty() ? "no marker channel (not a command)"
-                                                                 : "uprobes")}};
+  layers["intent"] = {
+      {"enabled", marker_ != nullptr || !opt_.uprobes.empty()},
+      {"reason",
+       marker_
+           ? "IOTWIN_MARKER file channel" + std::string(opt_.uprobes.empty() ? "" : " and uprobes")
+           : (opt_.uprobes.empty() ? "no marker channel (not a command)" : "uprobes")}};
   const char* not_here = "not captured by this version of iotwin record";
   layers["memory"] = bpf_->memory_plan().ToJson();
   for (const char* l : {"block", "nvme", "sched"}) {
@@ -349,7 +363,9 @@ Status Capture::Setup() {
     probes.push_back({{"binary", u.binary}, {"function", u.function}, {"label", u.label}});
   }
   cap["uprobes"] = probes;
-  cap["notes"] = bpf_->notes();
+  json notes = bpf_->notes();
+  if (!marker_note_.empty()) notes.push_back(marker_note_);
+  cap["notes"] = notes;
   meta["capture"] = cap;
 
   // zstd level 1: on syscall records it compresses as well as the default level 3 (about 9.5
@@ -514,18 +530,16 @@ void Capture::PrintStatus(bool final_line) {
   double rate = dt > 0 ? (events - last_status_events_) / dt : 0;
   last_status_ns_ = now;
   last_status_events_ = events;
-  std::string line =
-      fmt::format("iotwin record: {} events ({:.0f}/s), {} written, {} lost", events, rate,
-                  HumanBytes(writer_->bytes_written()), drops_.Total());
+  std::string line = fmt::format("iotwin record: {} events ({:.0f}/s), {} written, {} lost", events,
+                                 rate, HumanBytes(writer_->bytes_written()), drops_.Total());
   fprintf(stderr, "\r\033[K%s", line.c_str());
   if (final_line) fputc('\n', stderr);
   fflush(stderr);
 }
 
 Status Capture::Loop() {
-  uint64_t deadline = opt_.duration_s > 0
-                          ? start_ns_ + static_cast<uint64_t>(opt_.duration_s * 1e9)
-                          : UINT64_MAX;
+  uint64_t deadline =
+      opt_.duration_s > 0 ? start_ns_ + static_cast<uint64_t>(opt_.duration_s * 1e9) : UINT64_MAX;
   uint64_t next_clock = start_ns_ + kClockEveryNs;
   uint64_t next_status = start_ns_ + kStatusEveryNs;
   uint64_t next_liveness = 0;
@@ -648,7 +662,6 @@ Result<RecordOutcome> Capture::Run() {
   summary["ring_bytes_consumed"] = counts.ring_bytes;
   if (memory_) summary["memory"] = memory_->Summary();
   IOTWIN_RETURN_IF_ERROR(writer_->Finish(summary));
-  output_finished_ = true;
   out.file_bytes = writer_->bytes_written();
   PrintStatus(true);
 

@@ -49,8 +49,8 @@ struct RecordOptions {
 };
 
 struct RecordOutcome {
-  int exit_status = 0;                // what iotwin should exit with
-  std::optional<int> command_wait;    // the command's wait status, when it was reaped
+  int exit_status = 0;              // what iotwin should exit with
+  std::optional<int> command_wait;  // the command's wait status, when it was reaped
   std::string stop_reason;
   uint64_t events = 0;
   uint64_t lost = 0;

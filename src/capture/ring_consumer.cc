@@ -212,10 +212,17 @@ Status RingConsumer::HandleIntent(const uint8_t* data, size_t size) {
   bool ok = line.size() >= 3 && line[1] == ' ';
   if (ok) {
     switch (line[0]) {
-      case 'B': in.kind = IOT_INTENT_BEGIN; break;
-      case 'E': in.kind = IOT_INTENT_END; break;
-      case 'I': in.kind = IOT_INTENT_INSTANT; break;
-      default: ok = false;
+      case 'B':
+        in.kind = IOT_INTENT_BEGIN;
+        break;
+      case 'E':
+        in.kind = IOT_INTENT_END;
+        break;
+      case 'I':
+        in.kind = IOT_INTENT_INSTANT;
+        break;
+      default:
+        ok = false;
     }
   }
   std::string_view label;
@@ -226,8 +233,7 @@ Status RingConsumer::HandleIntent(const uint8_t* data, size_t size) {
     if (sp != std::string_view::npos) {
       std::string_view value = rest.substr(sp + 1);
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), in.value);
-      ok = in.kind == IOT_INTENT_INSTANT && ec == std::errc() &&
-           end == value.data() + value.size();
+      ok = in.kind == IOT_INTENT_INSTANT && ec == std::errc() && end == value.data() + value.size();
     }
     ok = ok && !label.empty();
   }

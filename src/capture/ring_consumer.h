@@ -25,8 +25,8 @@ struct ConsumerCounts {
   std::array<uint64_t, IOT_REC_MAX + 1> records{};  // appended, by IOT_REC_* type
   uint64_t ring_records = 0;                        // records taken from the ring
   uint64_t ring_bytes = 0;
-  uint64_t malformed = 0;         // ring records that failed validation (never expected)
-  uint64_t bad_markers = 0;       // marker writes that do not follow the protocol
+  uint64_t malformed = 0;    // ring records that failed validation (never expected)
+  uint64_t bad_markers = 0;  // marker writes that do not follow the protocol
 };
 
 class RingConsumer {

@@ -97,8 +97,9 @@ CommandSpec SetupRecord(CLI::App& parent) {
   sub->add_option("-o,--output", o.output, "Trace file to write")->required();
   sub->add_option("--pid", args->pids, "Attach to running processes (PID[,PID...])")
       ->delimiter(',');
-  sub->add_option("--cgroup", o.cgroup,
-                  "Trace every process of a cgroup v2 (absolute path, or relative to the cgroup2 mount)");
+  sub->add_option(
+      "--cgroup", o.cgroup,
+      "Trace every process of a cgroup v2 (absolute path, or relative to the cgroup2 mount)");
   sub->add_option("--duration", o.duration_s, "Stop recording after this many seconds");
   sub->add_option("--user", o.user, "Run the command as this user (name or uid)");
   sub->add_flag("--fail-on-loss", o.fail_on_loss, "Exit non-zero when any event was lost");

@@ -2,10 +2,13 @@
 // readahead, dirtied pages and their write-back, cache state and sub-page changes, checked
 // against what the test programs (tests/progs/mem_touch.cc, mem_store.cc) logged they did.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -418,6 +421,143 @@ TEST(MemoryStores, SubpageReportsExactlyTheWordsStoredTo) {
   const auto& stats = (*s.trace.summary)["memory"]["subpage"];
   EXPECT_EQ(stats["baselines_without_data"].get<uint64_t>(), 0u) << stats.dump();
   EXPECT_GT(stats["baselines"].get<uint64_t>(), 0u);
+}
+
+// The scenario: iotwin-workload model-load --mode mmap with a cold cache (safetensors
+// shards read through a shared mapping, one logged load per page, two loader threads).
+TEST(MemoryModelLoad, MmapLoadFaultsAndInsertionsMatchTheWorkloadsTouches) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  if (access(WorkloadBin().c_str(), X_OK) != 0) GTEST_SKIP() << "no " << WorkloadBin();
+  TempDir dir;
+  std::string model = dir / "model";
+  RunResult prep = ::iotwin::test::Run({WorkloadBin(), "model-load", "--dir", model, "--prepare-only",
+                        "--shards", "2", "--shard-mb", "8", "--quiet"});
+  ASSERT_EQ(prep.exit_code, 0) << prep.err;
+  std::string trace = dir / "load.iotwin", log = dir / "ops.jsonl";
+  RunResult r = RecordCommand(trace, {},
+                              {WorkloadBin(), "model-load", "--dir", model, "--mode", "mmap",
+                               "--threads", "2", "--drop-cache", "--log", log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  MemTrace t = LoadMemTrace(trace);
+  ASSERT_TRUE(t.error.empty()) << t.error;
+  EXPECT_EQ(MemoryLost(t), 0u);
+  auto summary = nlohmann::json::parse(r.out.substr(r.out.rfind('{')), nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << r.out;
+
+  // file -> (tid -> touched pages in order)
+  std::map<std::string, std::map<uint32_t, std::vector<uint64_t>>> touches;
+  size_t n_touches = 0;
+  std::ifstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto op = nlohmann::json::parse(line, nullptr, false);
+    if (!op.is_object() || op["op"] != "touch") continue;
+    touches[op["file"].get<std::string>()][op["tid"].get<uint32_t>()].push_back(
+        op["pgoff"].get<uint64_t>());
+    n_touches++;
+  }
+  EXPECT_EQ(n_touches, summary["pages_touched"].get<size_t>());
+  ASSERT_EQ(touches.size(), 2u);
+
+  for (const auto& [file, by_tid] : touches) {
+    struct stat st;
+    ASSERT_EQ(stat(file.c_str(), &st), 0) << file;
+    const uint64_t ino = st.st_ino;
+    const uint32_t dev = KernelDevOf(st.st_dev);
+    auto on = [&](uint64_t i, uint32_t d) { return i == ino && d == dev; };
+    std::vector<std::pair<uint64_t, uint64_t>> windows;
+    for (const auto& f : t.faults) {
+      if (on(f.ino, f.dev)) windows.emplace_back(f.around_start, f.around_start + f.nr_pages);
+    }
+    ASSERT_FALSE(windows.empty()) << "no fault on " << file;
+    uint64_t last_delete = 0;
+    for (const auto& c : t.caches) {
+      if (on(c.ino, c.dev) && c.kind == IOT_PC_DELETE) last_delete = std::max(last_delete, c.ts);
+    }
+    auto added = PagesOf(t.caches, [&](const iot_page_cache& c) {
+      return on(c.ino, c.dev) && c.kind == IOT_PC_ADD && c.ts >= last_delete;
+    });
+    for (const auto& [tid, pages] : by_tid) {
+      std::map<uint64_t, size_t> order;
+      for (size_t i = 0; i < pages.size(); i++) order.emplace(pages[i], i);
+      std::vector<iot_page_fault> mine;
+      for (const auto& f : t.faults) {
+        if (on(f.ino, f.dev) && f.tid == tid) mine.push_back(f);
+      }
+      std::sort(mine.begin(), mine.end(),
+                [](const auto& a, const auto& b) { return a.ts < b.ts; });
+      EXPECT_FALSE(mine.empty()) << file << ": thread " << tid << " touched pages, no fault";
+      EXPECT_LE(mine.size(), pages.size());
+      std::set<uint64_t> faulted;
+      size_t last = 0;
+      for (size_t i = 0; i < mine.size(); i++) {
+        auto it = order.find(mine[i].pgoff);
+        ASSERT_NE(it, order.end()) << file << ": fault on untouched page " << mine[i].pgoff;
+        EXPECT_TRUE(i == 0 || it->second > last) << "fault on page " << mine[i].pgoff
+                                                 << " out of the thread's touch order";
+        last = it->second;
+        faulted.insert(mine[i].pgoff);
+      }
+      std::set<uint64_t> uncovered, not_inserted;
+      for (uint64_t p : pages) {
+        if (!added.count(p)) not_inserted.insert(p);
+        if (faulted.count(p)) continue;
+        if (std::none_of(windows.begin(), windows.end(),
+                         [p](const auto& w) { return w.first <= p && p < w.second; })) {
+          uncovered.insert(p);
+        }
+      }
+      EXPECT_TRUE(uncovered.empty()) << file << ": touched, neither faulted nor mapped around: "
+                                     << ListOf(uncovered);
+      EXPECT_TRUE(not_inserted.empty()) << file << ": touched but never inserted after the "
+                                        << "workload's DONTNEED: " << ListOf(not_inserted);
+    }
+  }
+}
+
+// --pid: the files a running process already holds are measured at attach.
+TEST(MemoryAttach, CacheStateOfFilesHeldAtAttach) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir dir;
+  std::string file = dir / "held.bin";
+  {
+    // Written just now: all 64 pages are in the page cache.
+    int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    std::vector<uint8_t> buf(64 * 4096, 0x11);
+    ASSERT_EQ(write(fd, buf.data(), buf.size()), static_cast<ssize_t>(buf.size()));
+    close(fd);
+  }
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int fd = open(file.c_str(), O_RDONLY);
+    dup2(fd, 0);
+    execl("/bin/sleep", "sleep", "3", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  usleep(200 * 1000);  // let it open the file and exec
+  std::string trace = dir / "attach.iotwin";
+  RunResult r = ::iotwin::test::Run({IotwinBin(), "record", "-o", trace, "--no-status", "--pid",
+                                     std::to_string(child), "--duration", "0.5"});
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  MemTrace t = LoadMemTrace(trace);
+  ASSERT_TRUE(t.error.empty()) << t.error;
+  struct stat st;
+  ASSERT_EQ(stat(file.c_str(), &st), 0);
+  size_t found = 0;
+  for (size_t i = 0; i < t.states.size(); i++) {
+    const auto& cs = t.states[i];
+    if (cs.ino != st.st_ino || cs.dev != KernelDevOf(st.st_dev)) continue;
+    found++;
+    EXPECT_EQ(t.state_paths[i], file);
+    EXPECT_EQ(cs.total_pages, 64u);
+    EXPECT_EQ(cs.fsize, 64u * 4096);
+    EXPECT_EQ(cs.resident_pages, 64u) << "a file just written is fully cached";
+  }
+  EXPECT_EQ(found, 1u) << "one cache state for the file the process holds";
 }
 
 TEST(MemoryOptions, NoMemoryLeavesTheLayerOffAndSaysWhy) {

@@ -44,19 +44,20 @@ TEST(SyscallTable, MapsThisArchitecturesNumbersToOps) {
 
 TEST(ProcSnapshot, ParsesFileMappingsAndSkipsAnonymousOnes) {
   MapEntry m;
-  ASSERT_TRUE(ParseMapsLine(
-      "7f1c2a400000-7f1c2a428000 r--p 00001000 fe:01 1234567    /usr/lib/x86_64-linux-gnu/libc.so.6",
-      &m));
+  ASSERT_TRUE(
+      ParseMapsLine("7f1c2a400000-7f1c2a428000 r--p 00001000 fe:01 1234567    "
+                    "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                    &m));
   EXPECT_EQ(m.start, 0x7f1c2a400000u);
   EXPECT_EQ(m.end, 0x7f1c2a428000u);
   EXPECT_EQ(m.pgoff, 0x1000u);
   EXPECT_EQ(m.ino, 1234567u);
   EXPECT_EQ(m.dev, (0xfeu << 20) | 1);
   EXPECT_EQ(m.path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
-  EXPECT_EQ(m.prot, 1u);  // PROT_READ
-  EXPECT_EQ(m.flags, 2u); // MAP_PRIVATE
+  EXPECT_EQ(m.prot, 1u);   // PROT_READ
+  EXPECT_EQ(m.flags, 2u);  // MAP_PRIVATE
   ASSERT_TRUE(ParseMapsLine("7f00-8f00 rw-s 00000000 00:05 42 /dev/shm/x (deleted)", &m));
-  EXPECT_EQ(m.flags, 1u); // MAP_SHARED
+  EXPECT_EQ(m.flags, 1u);  // MAP_SHARED
   EXPECT_EQ(m.prot, 3u);
   EXPECT_EQ(m.path, "/dev/shm/x (deleted)");
   EXPECT_FALSE(ParseMapsLine("55d0-55e0 rw-p 00000000 00:00 0    [heap]", &m));
@@ -138,8 +139,8 @@ class ConsumerTest : public ::testing::Test {
     memcpy(out.data() + sizeof ext, tail.data(), tail.size());
     return out;
   }
-  static std::vector<uint8_t> Intent(const std::string& line, uint16_t source = IOT_INTENT_SRC_MARKER,
-                                     uint64_t cookie = 0) {
+  static std::vector<uint8_t> Intent(const std::string& line,
+                                     uint16_t source = IOT_INTENT_SRC_MARKER, uint64_t cookie = 0) {
     iot_wire_intent w;
     memset(&w, 0, sizeof w);
     w.hdr.type = IOT_WIRE_INTENT;
@@ -185,7 +186,8 @@ TEST_F(ConsumerTest, PathsAreInternedAndVectorsSplitOff) {
     const iot_rec_hdr* h = n.value();
     if (h->type == IOT_REC_SYSCALL) {
       calls.push_back(As<iot_syscall>(h));
-      paths.emplace_back(reader->String(calls.back().path_id), reader->String(calls.back().path2_id));
+      paths.emplace_back(reader->String(calls.back().path_id),
+                         reader->String(calls.back().path2_id));
     } else if (h->type == IOT_REC_IOVEC) {
       const auto& v = As<iot_iovec>(h);
       EXPECT_EQ(v.count, 2);
@@ -218,7 +220,7 @@ TEST_F(ConsumerTest, MarkerLinesFollowTheProtocol) {
   Feed(Intent("I plain"));
   Feed(Intent("X nope\n"));
   Feed(Intent("B \n"));
-  Feed(Intent("B a 12\n"));   // only instants carry values
+  Feed(Intent("B a 12\n"));  // only instants carry values
   Feed(Intent("I n 12x\n"));
   Feed(Intent("", IOT_INTENT_SRC_UPROBE, IOT_UPROBE_COOKIE(3, IOT_INTENT_END)));
   auto reader = Finish();
