@@ -1,0 +1,880 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* syscall.bpf.c: the syscall layer. One IOT_REC_SYSCALL record per file-I/O
+ * system call of a traced process, enter and exit joined in the kernel.
+ *
+ * Attach: tp_btf/sys_enter and tp_btf/sys_exit (the raw_syscalls tracepoints,
+ * no tracefs needed). Both fire for every system call on the machine, so the
+ * first thing each does is the cheapest possible rejection: syscall number ->
+ * op through a read-only array (no helper call), then the traced-process
+ * filter. Untraced processes pay one array load per syscall, plus one hash
+ * lookup for file-I/O syscalls.
+ *
+ * Exit builds the record in a per-CPU scratch buffer and copies it to the
+ * ring: 112 bytes for most calls; with a tail (paths read from user memory at
+ * exit, iovec lengths) for path and vectored calls. libaio requests are read
+ * from io_submit's iocb array and io_getevents' event array here too.
+ * Writes to the intent marker file become intent records instead.
+ */
+#include "common.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#if defined(__TARGET_ARCH_x86)
+#define IOT_SC_NR(r) ((r)->orig_ax)
+#define IOT_SC_A0(r) ((r)->di)
+#define IOT_SC_A1(r) ((r)->si)
+#define IOT_SC_A2(r) ((r)->dx)
+#define IOT_SC_A3(r) ((r)->r10)
+#define IOT_SC_A4(r) ((r)->r8)
+#define IOT_SC_A5(r) ((r)->r9)
+#elif defined(__TARGET_ARCH_arm64)
+#define IOT_SC_NR(r) ((r)->syscallno)
+#define IOT_SC_A0(r) ((r)->orig_x0)
+#define IOT_SC_A1(r) ((r)->regs[1])
+#define IOT_SC_A2(r) ((r)->regs[2])
+#define IOT_SC_A3(r) ((r)->regs[3])
+#define IOT_SC_A4(r) ((r)->regs[4])
+#define IOT_SC_A5(r) ((r)->regs[5])
+#else
+#error "syscall.bpf.c: define the syscall register layout of this architecture"
+#endif
+
+/* fcntl commands worth a record (the rest do no I/O and change no fd). */
+#define IOT_F_DUPFD 0
+#define IOT_F_SETFL 4
+#define IOT_F_DUPFD_CLOEXEC 1030
+#define IOT_MAP_ANONYMOUS 0x20
+
+/* Syscall number -> IOT_OP_*, filled from <sys/syscall.h> by user space. */
+const volatile __u8 iot_nr_to_op[IOT_NR_MAX] = {};
+/* The intent marker file (0: none). */
+const volatile __u64 iot_marker_ino = 0;
+const volatile __u32 iot_marker_dev = 0;
+
+/* What sys_enter saves for sys_exit, per thread. */
+struct iot_join {
+	__u64 ts;
+	__u64 args[6];
+	__u64 pre[2]; /* values behind pointer arguments, read before the call changes them */
+	__u64 ino;    /* close: identity of the fd, read before it goes away */
+	__u64 fsize;
+	__u32 dev;
+	__u16 ftype;
+	__u16 op;
+};
+
+/* Per-thread storage rather than a tid-keyed hash: no hashing, no delete per
+ * call, and the kernel frees it with the thread. op == 0 means "no call
+ * pending". */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct iot_join);
+} iot_join SEC(".maps");
+
+struct iot_scratch {
+	struct iot_wire_syscall_ext ext;
+	/* two paths of up to IOT_STRING_MAX+1 bytes each at masked offsets,
+	 * or IOT_IOVEC_MAX lengths; or the marker line */
+	__u8 tail[16384 + 512];
+	struct iovec iov[IOT_IOVEC_MAX];
+	struct iot_wire_intent intent;
+	__u8 line[IOT_WIRE_INTENT_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iot_scratch);
+} iot_scratch SEC(".maps");
+
+struct iot_ident {
+	__u64 ino;
+	__u64 fsize;
+	__u64 pos;
+	__u32 dev;
+	__u16 ftype;
+	__u16 ok;
+};
+
+/* Typed view of a kernel pointer read from memory, so that fields can be
+ * loaded directly (no helper call per field). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+/* The struct file behind descriptor `fd` of the current task, or NULL. */
+static __always_inline struct file *iot_fd_file(long fd)
+{
+	if (fd < 0)
+		return NULL;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = task->files->fdt;
+	if (!fdt)
+		return NULL;
+	if ((unsigned long)fd >= fdt->max_fds)
+		return NULL;
+	struct file **fds = fdt->fd;
+	struct file *f = NULL;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	if (!f)
+		return NULL;
+	return bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+}
+
+static __always_inline void iot_file_ident(struct file *f, struct iot_ident *id)
+{
+	id->ok = 0;
+	if (!f)
+		return;
+	struct inode *inode = f->f_inode;
+	if (!inode)
+		return;
+	id->ino = inode->i_ino;
+	id->fsize = inode->i_size;
+	id->dev = inode->i_sb->s_dev;
+	id->ftype = (inode->i_mode & IOT_S_IFMT) >> 12;
+	id->pos = f->f_pos;
+	id->ok = 1;
+}
+
+/* *(loff_t *)ptr, or -1 for a NULL pointer (the call uses the file position). */
+static __always_inline __u64 iot_user_loff(__u64 ptr)
+{
+	__u64 v = (__u64)-1;
+	if (ptr)
+		bpf_probe_read_user(&v, sizeof(v), (void *)ptr);
+	return v;
+}
+
+/* st_dev as user space sees it (new_encode_dev) -> kernel dev_t. */
+static __always_inline __u32 iot_kdev_from_user(__u64 d)
+{
+	__u32 major = (d & 0xfff00) >> 8;
+	__u32 minor = (d & 0xff) | ((d >> 12) & 0xfff00);
+	return (major << 20) | minor;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(iot_sys_enter, struct pt_regs *regs, long id)
+{
+	if ((__u64)id >= IOT_NR_MAX)
+		return 0;
+	__u16 op = iot_nr_to_op[id];
+	if (!op)
+		return 0;
+	/* A thread's storage exists only once it was found traced: for traced
+	 * threads it replaces the traced-set lookup (a process stays traced until
+	 * it exits, and its storage goes with it). */
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct iot_join *j = bpf_task_storage_get(&iot_join, task, NULL, 0);
+	if (!j) {
+		if (!iot_tgid_traced(bpf_get_current_pid_tgid() >> 32))
+			return 0;
+		j = bpf_task_storage_get(&iot_join, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!j) {
+			iot_count_drop(IOT_SRC_JOIN);
+			return 0;
+		}
+	}
+	j->ts = bpf_ktime_get_ns();
+	j->args[0] = IOT_SC_A0(regs);
+	j->args[1] = IOT_SC_A1(regs);
+	j->args[2] = IOT_SC_A2(regs);
+	j->args[3] = IOT_SC_A3(regs);
+	j->args[4] = IOT_SC_A4(regs);
+	j->args[5] = IOT_SC_A5(regs);
+
+	switch (op) {
+	case IOT_OP_FCNTL:
+		if (j->args[1] != IOT_F_DUPFD && j->args[1] != IOT_F_DUPFD_CLOEXEC &&
+		    j->args[1] != IOT_F_SETFL) {
+			j->op = 0;
+			return 0;
+		}
+		break;
+	case IOT_OP_CLOSE: {
+		struct iot_ident ident = {};
+		iot_file_ident(iot_fd_file((int)j->args[0]), &ident);
+		j->ino = ident.ok ? ident.ino : 0;
+		j->fsize = ident.fsize;
+		j->dev = ident.dev;
+		j->ftype = ident.ftype;
+		break;
+	}
+	case IOT_OP_COPY_FILE_RANGE:
+	case IOT_OP_SPLICE:
+		j->pre[0] = iot_user_loff(j->args[1]);
+		j->pre[1] = iot_user_loff(j->args[3]);
+		break;
+	case IOT_OP_SENDFILE:
+		j->pre[0] = iot_user_loff(j->args[2]);
+		break;
+	}
+	j->op = op; /* last: the entry is complete */
+	return 0;
+}
+
+/* ---- libaio: one ASYNC_IO record per iocb / io_event ---------------------- */
+struct iot_aio_loop {
+	__u64 array; /* user address of iocb*[] or io_event[] */
+	__u64 ctx;
+	__u64 ts;
+	__u32 tgid;
+	__u32 tid;
+	__u16 cpu;
+};
+
+static long iot_aio_submit_one(__u32 i, void *data)
+{
+	struct iot_aio_loop *l = data;
+	__u64 iocb_addr = 0;
+	struct iocb cb = {};
+	if (bpf_probe_read_user(&iocb_addr, sizeof(iocb_addr), (void *)(l->array + 8 * (__u64)i)) ||
+	    bpf_probe_read_user(&cb, sizeof(cb), (void *)iocb_addr)) {
+		iot_count_drop(IOT_SRC_ASYNC);
+		return 0;
+	}
+	struct iot_async_io a = {};
+	a.hdr.type = IOT_REC_ASYNC_IO;
+	a.hdr.size = sizeof(a);
+	a.engine = IOT_AIO_ENGINE_LIBAIO;
+	a.phase = IOT_AIO_SUBMIT;
+	a.opcode = cb.aio_lio_opcode;
+	a.ts = l->ts;
+	a.ctx = l->ctx;
+	a.req_id = iocb_addr;
+	a.user_data = cb.aio_data;
+	a.offset = cb.aio_offset;
+	a.length = cb.aio_nbytes;
+	a.tgid = l->tgid;
+	a.tid = l->tid;
+	a.fd = cb.aio_fildes;
+	a.flags = cb.aio_flags;
+	a.rw_flags = cb.aio_rw_flags;
+	a.cpu = l->cpu;
+	iot_output(&a, sizeof(a), IOT_SRC_ASYNC);
+	return 0;
+}
+
+static long iot_aio_complete_one(__u32 i, void *data)
+{
+	struct iot_aio_loop *l = data;
+	struct io_event ev = {};
+	if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(l->array + sizeof(ev) * (__u64)i))) {
+		iot_count_drop(IOT_SRC_ASYNC);
+		return 0;
+	}
+	struct iot_async_io a = {};
+	a.hdr.type = IOT_REC_ASYNC_IO;
+	a.hdr.size = sizeof(a);
+	a.engine = IOT_AIO_ENGINE_LIBAIO;
+	a.phase = IOT_AIO_COMPLETE;
+	a.ts = l->ts;
+	a.ctx = l->ctx;
+	a.req_id = ev.obj;
+	a.user_data = ev.data;
+	a.res = ev.res;
+	a.tgid = l->tgid;
+	a.tid = l->tid;
+	a.fd = -1;
+	a.cpu = l->cpu;
+	iot_output(&a, sizeof(a), IOT_SRC_ASYNC);
+	return 0;
+}
+
+static __always_inline void iot_aio_records(__u16 op, struct iot_syscall *sc, __u64 ctx,
+					    __u64 array, __u64 now)
+{
+	if (sc->ret <= 0)
+		return;
+	struct iot_aio_loop l = {
+		.array = array,
+		.ctx = ctx,
+		.tgid = sc->tgid,
+		.tid = sc->tid,
+		.cpu = sc->cpu,
+	};
+	__u32 n = sc->ret;
+	if (n > IOT_AIO_BATCH_MAX) {
+		for (__u32 k = IOT_AIO_BATCH_MAX; k < n && k < 2 * IOT_AIO_BATCH_MAX; k++)
+			iot_count_drop(IOT_SRC_ASYNC);
+		n = IOT_AIO_BATCH_MAX;
+	}
+	if (op == IOT_OP_IO_SUBMIT) {
+		l.ts = sc->ts;
+		bpf_loop(n, iot_aio_submit_one, &l, 0);
+	} else {
+		l.ts = now;
+		bpf_loop(n, iot_aio_complete_one, &l, 0);
+	}
+}
+
+/* Reads a NUL-terminated user string into dst; returns its length without the
+ * NUL (at most IOT_STRING_MAX) and flags faults and truncation. */
+static __always_inline __u32 iot_read_path(__u8 *dst, __u64 uptr, __u16 *sflags)
+{
+	long n = bpf_probe_read_user_str(dst, IOT_STRING_MAX + 1, (void *)uptr);
+	if (n <= 0) {
+		*sflags |= IOT_SCF_PATH_FAULT;
+		return 0;
+	}
+	if (n > IOT_STRING_MAX) {
+		*sflags |= IOT_SCF_PATH_TRUNC;
+		return IOT_STRING_MAX;
+	}
+	return n - 1;
+}
+
+/* A write(2) on the marker file: send the line instead of a syscall record. */
+static __always_inline void iot_emit_marker(struct iot_scratch *s, struct iot_syscall *sc,
+					    __u64 buf)
+{
+	__u64 n = sc->ret > 0 ? sc->ret : 0;
+	if (n > IOT_WIRE_INTENT_MAX)
+		n = IOT_WIRE_INTENT_MAX;
+	if (n && bpf_probe_read_user(s->line, n & (IOT_WIRE_INTENT_MAX * 2 - 1), (void *)buf))
+		n = 0;
+	s->intent.hdr.type = IOT_WIRE_INTENT;
+	s->intent.hdr.size = sizeof(s->intent) + n;
+	s->intent.len = n;
+	s->intent.source = IOT_INTENT_SRC_MARKER;
+	s->intent.ts = sc->ts;
+	s->intent.tgid = sc->tgid;
+	s->intent.tid = sc->tid;
+	s->intent.cookie = 0;
+	iot_output(&s->intent, (sizeof(s->intent) + n) & (2 * IOT_WIRE_INTENT_MAX - 1),
+		   IOT_SRC_INTENT);
+}
+
+/* How the exit handler completes the record of an op. */
+#define IOT_ID_NONE 0   /* no file identity */
+#define IOT_ID_FD 1     /* from descriptor id_fd at exit */
+#define IOT_ID_RET 2    /* from the descriptor the call returned */
+#define IOT_ID_JOIN 3   /* read at enter (close) */
+#define IOT_ID_STAT 4   /* from the struct stat the call filled */
+#define IOT_ID_STATX 5  /* from the struct statx the call filled */
+
+static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 pid_tgid)
+{
+	__u32 zero = 0;
+	struct iot_scratch *s = bpf_map_lookup_elem(&iot_scratch, &zero);
+	if (!s)
+		return;
+	struct iot_syscall *sc = &s->ext.sc;
+	__u64 now = bpf_ktime_get_ns();
+	__u16 op = j->op;
+	__u64 a0 = j->args[0], a1 = j->args[1], a2 = j->args[2], a3 = j->args[3],
+	      a4 = j->args[4], a5 = j->args[5];
+
+	sc->hdr.type = IOT_REC_SYSCALL;
+	sc->hdr.size = sizeof(*sc);
+	sc->op = op;
+	sc->cpu = bpf_get_smp_processor_id();
+	sc->ts = j->ts;
+	sc->dur = now - j->ts;
+	sc->tgid = pid_tgid >> 32;
+	sc->tid = (__u32)pid_tgid;
+	sc->ret = ret;
+	sc->fd = -1;
+	sc->fd2 = -1;
+	sc->offset = 0;
+	sc->length = 0;
+	sc->aux = 0;
+	sc->flags = 0;
+	sc->mode = 0;
+	sc->ino = 0;
+	sc->fsize = 0;
+	sc->dev = 0;
+	sc->path_id = 0;
+	sc->path2_id = 0;
+	sc->ftype = 0;
+	sc->sflags = 0;
+
+	int id_kind = IOT_ID_NONE;
+	long id_fd = -1;
+	bool pos_offset = false; /* offset = file position the call used */
+	__u64 path1 = 0, path2 = 0;
+	bool vectored = false;
+	__u64 user_buf = 0; /* stat buffer */
+
+	switch (op) {
+	/* opens: identity of the returned fd */
+	case IOT_OP_OPEN:
+		sc->fd = -100;
+		path1 = a0;
+		sc->flags = a1;
+		sc->mode = a2;
+		id_kind = IOT_ID_RET;
+		break;
+	case IOT_OP_CREAT:
+		sc->fd = -100;
+		path1 = a0;
+		sc->flags = 01 | 0100 | 01000; /* O_WRONLY|O_CREAT|O_TRUNC */
+		sc->mode = a1;
+		id_kind = IOT_ID_RET;
+		break;
+	case IOT_OP_OPENAT:
+		sc->fd = a0;
+		path1 = a1;
+		sc->flags = a2;
+		sc->mode = a3;
+		id_kind = IOT_ID_RET;
+		break;
+	case IOT_OP_OPENAT2: {
+		struct open_how how = {};
+		bpf_probe_read_user(&how, sizeof(how), (void *)a2);
+		sc->fd = a0;
+		path1 = a1;
+		sc->flags = how.flags;
+		sc->mode = how.mode;
+		sc->aux = how.resolve;
+		id_kind = IOT_ID_RET;
+		break;
+	}
+	case IOT_OP_CLOSE:
+		sc->fd = a0;
+		id_kind = IOT_ID_JOIN;
+		break;
+	case IOT_OP_CLOSE_RANGE:
+		sc->fd = a0;
+		sc->fd2 = a1; /* ~0U reads as -1 */
+		sc->flags = a2;
+		break;
+	case IOT_OP_DUP:
+		sc->fd = a0;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_DUP2:
+	case IOT_OP_DUP3:
+		sc->fd = a0;
+		sc->fd2 = a1;
+		sc->flags = op == IOT_OP_DUP3 ? a2 : 0;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_FCNTL:
+		sc->fd = a0;
+		sc->mode = a1;
+		sc->aux = a2;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	/* data transfer */
+	case IOT_OP_READ:
+	case IOT_OP_WRITE:
+		sc->fd = a0;
+		sc->length = a2;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		pos_offset = true;
+		break;
+	case IOT_OP_PREAD64:
+	case IOT_OP_PWRITE64:
+		sc->fd = a0;
+		sc->length = a2;
+		sc->offset = a3;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_READV:
+	case IOT_OP_WRITEV:
+		sc->fd = a0;
+		sc->aux = a2;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		pos_offset = true;
+		vectored = true;
+		break;
+	case IOT_OP_PREADV:
+	case IOT_OP_PWRITEV:
+	case IOT_OP_PREADV2:
+	case IOT_OP_PWRITEV2:
+		sc->fd = a0;
+		sc->aux = a2;
+		sc->offset = a3; /* pos_l: the whole 64-bit offset on 64-bit ABIs */
+		if (op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2)
+			sc->flags = a5;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		vectored = true;
+		break;
+	case IOT_OP_LSEEK:
+		sc->fd = a0;
+		sc->offset = a1;
+		sc->aux = a2;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_FSYNC:
+	case IOT_OP_FDATASYNC:
+	case IOT_OP_SYNCFS:
+	case IOT_OP_FSTAT:
+	case IOT_OP_FCHDIR:
+		sc->fd = a0;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_SYNC:
+		break;
+	case IOT_OP_SYNC_FILE_RANGE:
+		sc->fd = a0;
+		sc->offset = a1;
+		sc->length = a2;
+		sc->flags = a3;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_FALLOCATE:
+		sc->fd = a0;
+		sc->mode = a1;
+		sc->offset = a2;
+		sc->length = a3;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_FTRUNCATE:
+		sc->fd = a0;
+		sc->length = a1;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_TRUNCATE:
+		sc->fd = -100;
+		path1 = a0;
+		sc->length = a1;
+		break;
+	case IOT_OP_FADVISE64:
+		sc->fd = a0;
+		sc->offset = a1;
+		sc->length = a2;
+		sc->aux = a3;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_READAHEAD:
+		sc->fd = a0;
+		sc->offset = a1;
+		sc->length = a2;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_COPY_FILE_RANGE:
+		/* (fd_in, *off_in, fd_out, *off_out, len, flags) */
+		sc->fd = a0;
+		sc->fd2 = a2;
+		sc->offset = j->pre[0];
+		sc->aux = j->pre[1];
+		sc->length = a4;
+		sc->flags = a5;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_SPLICE:
+		sc->fd = a0;
+		sc->fd2 = a2;
+		sc->offset = j->pre[0];
+		sc->aux = j->pre[1];
+		sc->length = a4;
+		sc->flags = a5;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_SENDFILE:
+		/* (out_fd, in_fd, *offset, count); offset applies to in_fd */
+		sc->fd = a0;
+		sc->fd2 = a1;
+		sc->offset = j->pre[0];
+		sc->length = a3;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	/* memory mappings */
+	case IOT_OP_MMAP:
+		sc->aux = a0;
+		sc->length = a1;
+		sc->mode = a2;
+		sc->flags = a3;
+		sc->fd = a4;
+		sc->offset = a5;
+		if (!(a3 & IOT_MAP_ANONYMOUS)) {
+			id_kind = IOT_ID_FD;
+			id_fd = (int)a4;
+		}
+		break;
+	case IOT_OP_MUNMAP:
+		sc->offset = a0; /* address */
+		sc->length = a1;
+		break;
+	case IOT_OP_MREMAP:
+		/* (old_addr, old_len, new_len, flags, new_addr) */
+		sc->offset = a0;
+		sc->length = a1;
+		sc->aux = a2;
+		sc->flags = a3;
+		break;
+	case IOT_OP_MSYNC:
+		sc->offset = a0;
+		sc->length = a1;
+		sc->flags = a2;
+		break;
+	case IOT_OP_MADVISE:
+		sc->offset = a0;
+		sc->length = a1;
+		sc->aux = a2;
+		break;
+	/* metadata */
+	case IOT_OP_STAT:
+	case IOT_OP_LSTAT:
+		sc->fd = -100;
+		path1 = a0;
+		user_buf = a1;
+		id_kind = IOT_ID_STAT;
+		break;
+	case IOT_OP_NEWFSTATAT:
+		sc->fd = a0;
+		path1 = a1;
+		user_buf = a2;
+		sc->flags = a3;
+		id_kind = IOT_ID_STAT;
+		break;
+	case IOT_OP_STATX:
+		sc->fd = a0;
+		path1 = a1;
+		sc->flags = a2;
+		sc->mode = a3;
+		user_buf = a4;
+		id_kind = IOT_ID_STATX;
+		break;
+	case IOT_OP_GETDENTS64:
+		sc->fd = a0;
+		sc->length = a2;
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_MKDIR:
+		sc->fd = -100;
+		path1 = a0;
+		sc->mode = a1;
+		break;
+	case IOT_OP_MKDIRAT:
+		sc->fd = a0;
+		path1 = a1;
+		sc->mode = a2;
+		break;
+	case IOT_OP_UNLINK:
+	case IOT_OP_RMDIR:
+	case IOT_OP_CHDIR:
+		sc->fd = -100;
+		path1 = a0;
+		break;
+	case IOT_OP_UNLINKAT:
+		sc->fd = a0;
+		path1 = a1;
+		sc->flags = a2;
+		break;
+	case IOT_OP_RENAME:
+	case IOT_OP_LINK:
+		sc->fd = -100;
+		sc->fd2 = -100;
+		path1 = a0;
+		path2 = a1;
+		break;
+	case IOT_OP_RENAMEAT:
+	case IOT_OP_RENAMEAT2:
+	case IOT_OP_LINKAT:
+		/* (olddirfd, old, newdirfd, new, flags) */
+		sc->fd = a0;
+		path1 = a1;
+		sc->fd2 = a2;
+		path2 = a3;
+		sc->flags = op == IOT_OP_RENAMEAT ? 0 : a4;
+		break;
+	case IOT_OP_SYMLINK:
+		/* the target is stored, not resolved: only the link has a dirfd */
+		path1 = a0;
+		sc->fd2 = -100;
+		path2 = a1;
+		break;
+	case IOT_OP_SYMLINKAT:
+		path1 = a0;
+		sc->fd2 = a1;
+		path2 = a2;
+		break;
+	/* asynchronous I/O */
+	case IOT_OP_IO_SETUP:
+		sc->length = a0;
+		if (ret == 0)
+			bpf_probe_read_user(&sc->aux, sizeof(sc->aux), (void *)a1);
+		break;
+	case IOT_OP_IO_DESTROY:
+		sc->aux = a0;
+		break;
+	case IOT_OP_IO_SUBMIT:
+		/* the context is in each request's ASYNC_IO record */
+		sc->aux = a1;
+		break;
+	case IOT_OP_IO_GETEVENTS:
+	case IOT_OP_IO_PGETEVENTS:
+		sc->aux = a1;
+		sc->length = a2;
+		break;
+	case IOT_OP_IO_URING_SETUP: {
+		sc->length = a0;
+		__u32 setup_flags = 0;
+		bpf_probe_read_user(&setup_flags, sizeof(setup_flags),
+				    (void *)(a1 + offsetof(struct io_uring_params, flags)));
+		sc->flags = setup_flags;
+		break;
+	}
+	case IOT_OP_IO_URING_ENTER:
+		sc->fd = a0;
+		sc->aux = a1;
+		sc->mode = a2;
+		sc->flags = a3;
+		break;
+	case IOT_OP_IO_URING_REGISTER:
+		sc->fd = a0;
+		sc->mode = a1;
+		sc->length = a3;
+		break;
+	}
+
+	/* file identity */
+	struct iot_ident ident = {};
+	if (id_kind == IOT_ID_FD) {
+		iot_file_ident(iot_fd_file(id_fd), &ident);
+	} else if (id_kind == IOT_ID_RET) {
+		if (ret >= 0)
+			iot_file_ident(iot_fd_file(ret), &ident);
+	} else if (id_kind == IOT_ID_JOIN) {
+		ident.ino = j->ino;
+		ident.fsize = j->fsize;
+		ident.dev = j->dev;
+		ident.ftype = j->ftype;
+		ident.ok = j->ino != 0;
+	} else if (id_kind == IOT_ID_STAT) {
+		if (ret == 0) {
+			struct stat st = {};
+			if (!bpf_probe_read_user(&st, sizeof(st), (void *)user_buf)) {
+				ident.ino = st.st_ino;
+				ident.fsize = st.st_size;
+				ident.dev = iot_kdev_from_user(st.st_dev);
+				ident.ftype = (st.st_mode & IOT_S_IFMT) >> 12;
+				ident.ok = 1;
+			}
+		}
+	} else if (id_kind == IOT_ID_STATX) {
+		if (ret == 0) {
+			struct statx stx = {};
+			if (!bpf_probe_read_user(&stx, sizeof(stx), (void *)user_buf)) {
+				ident.ino = stx.stx_ino;
+				ident.fsize = stx.stx_size;
+				ident.dev = (stx.stx_dev_major << 20) | stx.stx_dev_minor;
+				ident.ftype = (stx.stx_mode & IOT_S_IFMT) >> 12;
+				ident.ok = 1;
+			}
+		}
+	}
+	if (ident.ok) {
+		sc->ino = ident.ino;
+		sc->fsize = ident.fsize;
+		sc->dev = ident.dev;
+		sc->ftype = ident.ftype;
+		if (pos_offset) {
+			/* The position after the call minus what it moved: where
+			 * the call read or wrote (O_APPEND included). Only
+			 * seekable files have positions. */
+			__u16 mode = ident.ftype << 12;
+			if (mode == IOT_S_IFREG || mode == IOT_S_IFBLK)
+				sc->offset = ret > 0 ? ident.pos - ret : ident.pos;
+		}
+	} else if (id_kind != IOT_ID_NONE && !(id_kind == IOT_ID_RET && ret < 0) &&
+		   !((id_kind == IOT_ID_STAT || id_kind == IOT_ID_STATX) && ret != 0)) {
+		sc->sflags |= IOT_SCF_NO_FILE;
+	}
+
+	if (op == IOT_OP_WRITE && iot_marker_ino && ident.ok && ident.ino == iot_marker_ino &&
+	    ident.dev == iot_marker_dev) {
+		iot_emit_marker(s, sc, a1);
+		return;
+	}
+
+	if (!path1 && !vectored) {
+		iot_output(sc, sizeof(*sc), IOT_SRC_SYSCALL);
+		if (op == IOT_OP_IO_SUBMIT)
+			iot_aio_records(op, sc, a0, a2, now);
+		else if (op == IOT_OP_IO_GETEVENTS || op == IOT_OP_IO_PGETEVENTS)
+			iot_aio_records(op, sc, a0, a3, now);
+		return;
+	}
+
+	/* record with a tail */
+	__u32 tail = 0;
+	s->ext.path_len[0] = IOT_WIRE_NO_PATH;
+	s->ext.path_len[1] = IOT_WIRE_NO_PATH;
+	s->ext.iov_count = 0;
+	s->ext.iov_captured = 0;
+	if (vectored) {
+		__u64 cnt = a2;
+		__u32 n = cnt > IOT_IOVEC_MAX ? IOT_IOVEC_MAX : cnt;
+		__u64 total = 0;
+		s->ext.iov_count = cnt > 0xffff ? 0xffff : cnt;
+		if (n && !bpf_probe_read_user(s->iov, (n & (2 * IOT_IOVEC_MAX - 1)) * sizeof(struct iovec),
+					      (void *)a1)) {
+			__u64 *lens = (__u64 *)s->tail;
+			for (__u32 i = 0; i < IOT_IOVEC_MAX; i++) {
+				if (i >= n)
+					break;
+				__u64 len = s->iov[i].iov_len;
+				lens[i] = len;
+				total += len;
+			}
+			s->ext.iov_captured = n;
+			tail = n * 8;
+		}
+		sc->length = total;
+	} else {
+		__u32 l1 = iot_read_path(s->tail, path1, &sc->sflags);
+		__u32 l2 = 0;
+		if (path2)
+			l2 = iot_read_path(&s->tail[l1 & 8191], path2, &sc->sflags);
+		s->ext.path_len[0] = l1;
+		s->ext.path_len[1] = path2 ? l2 : IOT_WIRE_NO_PATH;
+		tail = (l1 & 8191) + (l2 & 8191);
+	}
+	__u32 size = IOT_WIRE_SYSCALL_EXT_TAIL + (tail & 16383);
+	s->ext.sc.hdr.type = IOT_WIRE_SYSCALL_EXT;
+	s->ext.sc.hdr.size = size;
+	iot_output(s, size, IOT_SRC_SYSCALL);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(iot_sys_exit, struct pt_regs *regs, long ret)
+{
+	long nr = IOT_SC_NR(regs);
+	if ((__u64)nr >= IOT_NR_MAX)
+		return 0;
+	if (!iot_nr_to_op[nr])
+		return 0;
+	struct iot_join *j = bpf_task_storage_get(&iot_join, bpf_get_current_task_btf(), NULL, 0);
+	if (!j || !j->op)
+		return 0;
+	iot_sys_finish(j, ret, bpf_get_current_pid_tgid());
+	j->op = 0;
+	return 0;
+}
+
+/* A thread that dies inside a traced call never reaches sys_exit: count the
+ * call as lost (the storage itself goes with the thread). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(iot_sys_thread_exit, struct task_struct *p)
+{
+	struct iot_join *j = bpf_task_storage_get(&iot_join, p, NULL, 0);
+	if (j && j->op) {
+		j->op = 0;
+		iot_count_drop(IOT_SRC_JOIN);
+	}
+	return 0;
+}

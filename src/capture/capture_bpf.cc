@@ -1,0 +1,328 @@
+#include "capture/capture_bpf.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include "async.skel.h"
+#include "capture/syscall_table.h"
+#include "capture_wire.h"
+#include "intent.skel.h"
+#include "iotwin_abi.h"
+#include "proc.skel.h"
+#include "syscall.skel.h"
+
+namespace iotwin::capture {
+namespace {
+
+// libbpf's messages: the last lines are kept to explain a failure; IOTWIN_BPF_DEBUG=1 prints
+// them as they come.
+std::mutex g_log_mu;
+std::deque<std::string> g_log;
+
+int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
+  char line[1024];
+  vsnprintf(line, sizeof line, format, args);
+  static const bool debug = [] {
+    const char* e = getenv("IOTWIN_BPF_DEBUG");
+    return e && *e == '1';
+  }();
+  if (debug) fputs(line, stderr);
+  if (level == LIBBPF_DEBUG) return 0;
+  std::lock_guard<std::mutex> lock(g_log_mu);
+  g_log.emplace_back(line);
+  while (g_log.size() > 40) g_log.pop_front();
+  return 0;
+}
+
+void InstallLibbpfLogger() {
+  static std::once_flag once;
+  std::call_once(once, [] { libbpf_set_print(LibbpfPrint); });
+}
+
+Status LibbpfError(int err, std::string_view what) {
+  if (err < 0) err = -err;
+  std::string tail = LibbpfLogTail();
+  std::string msg = fmt::format("{}: {}", what, strerror(err));
+  if (!tail.empty()) msg += "\nlibbpf said:\n" + tail;
+  if (err == EPERM || err == EACCES) return Status::Permission("{}", msg);
+  return Status::Error(Status::Code::kUnsupported, msg);
+}
+
+// The sched_process_exit tracepoint gained a group_dead argument in 6.16; pick the program that
+// matches this kernel's prototype (reading an argument the kernel does not pass fails to load).
+bool ExitTracepointHasGroupDead() {
+  struct btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux) return false;
+  bool has = false;
+  int id = btf__find_by_name_kind(vmlinux, "btf_trace_sched_process_exit", BTF_KIND_TYPEDEF);
+  if (id > 0) {
+    const struct btf_type* t = btf__type_by_id(vmlinux, id);
+    t = btf__type_by_id(vmlinux, t->type);  // pointer
+    if (t && btf_is_ptr(t)) t = btf__type_by_id(vmlinux, t->type);
+    if (t && btf_is_func_proto(t)) has = btf_vlen(t) >= 3;  // (void *, task, bool)
+  }
+  btf__free(vmlinux);
+  return has;
+}
+
+template <typename Rodata>
+void SetCommonRodata(Rodata* ro, const CaptureBpfConfig& c) {
+  ro->iot_filter_cgroup_id = c.cgroup_id;
+  ro->iot_self_tgid = c.self_tgid;
+  ro->iot_wake_bytes = c.wake_bytes;
+}
+
+// Points an object's copies of the shared maps at the syscall object's maps.
+template <typename Skel>
+Status ShareMaps(Skel* skel, iotwin_syscall_bpf* owner) {
+  struct {
+    bpf_map* map;
+    bpf_map* from;
+  } shared[] = {
+      {skel->maps.iot_events, owner->maps.iot_events},
+      {skel->maps.iot_traced_tgids, owner->maps.iot_traced_tgids},
+      {skel->maps.iot_drops, owner->maps.iot_drops},
+  };
+  for (auto& s : shared) {
+    int err = bpf_map__reuse_fd(s.map, bpf_map__fd(s.from));
+    if (err) return LibbpfError(err, fmt::format("sharing map {}", bpf_map__name(s.map)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string LibbpfLogTail() {
+  std::lock_guard<std::mutex> lock(g_log_mu);
+  std::string out;
+  for (const auto& l : g_log) out += "  " + l;
+  g_log.clear();
+  return out;
+}
+
+uint64_t DropCounts::Total(uint16_t source) const {
+  uint64_t n = 0;
+  if (source < per_cpu.size()) {
+    for (uint64_t v : per_cpu[source]) n += v;
+  }
+  return n;
+}
+
+uint64_t DropCounts::Total() const {
+  uint64_t n = 0;
+  for (size_t s = 0; s < per_cpu.size(); s++) n += Total(static_cast<uint16_t>(s));
+  return n;
+}
+
+Result<std::unique_ptr<CaptureBpf>> CaptureBpf::Load(const CaptureBpfConfig& config) {
+  InstallLibbpfLogger();
+  if (config.ring_bytes < 4096 || (config.ring_bytes & (config.ring_bytes - 1)) != 0) {
+    return Status::Invalid("ring buffer size {} is not a power of two of at least 4096 bytes",
+                           config.ring_bytes);
+  }
+  std::unique_ptr<CaptureBpf> c(new CaptureBpf());
+  int ncpus = libbpf_num_possible_cpus();
+  c->ncpus_ = ncpus > 0 ? ncpus : 1;
+  IOTWIN_RETURN_IF_ERROR(c->LoadSyscall(config));
+  IOTWIN_RETURN_IF_ERROR(c->LoadProc(config));
+  if (config.async) {
+    Status st = c->LoadAsync(config);
+    if (!st.ok()) {
+      c->notes_.push_back("async: io_uring request tracing unavailable: " +
+                          st.message().substr(0, st.message().find('\n')));
+    }
+  } else {
+    c->notes_.push_back("async: io_uring request tracing disabled by option");
+  }
+  if (config.uprobes) IOTWIN_RETURN_IF_ERROR(c->LoadIntent(config));
+  c->LoadMemory(config);
+  return c;
+}
+
+Status CaptureBpf::LoadSyscall(const CaptureBpfConfig& config) {
+  syscall_ = iotwin_syscall_bpf__open();
+  if (!syscall_) return LibbpfError(errno, "opening the syscall BPF object");
+  SetCommonRodata(syscall_->rodata, config);
+  std::vector<uint8_t> table = SyscallNrToOp(IOT_NR_MAX);
+  static_assert(sizeof(syscall_->rodata->iot_nr_to_op) == IOT_NR_MAX);
+  memcpy(syscall_->rodata->iot_nr_to_op, table.data(), IOT_NR_MAX);
+  syscall_->rodata->iot_marker_ino = config.marker_ino;
+  syscall_->rodata->iot_marker_dev = config.marker_dev;
+  int err = bpf_map__set_max_entries(syscall_->maps.iot_events,
+                                     static_cast<uint32_t>(config.ring_bytes));
+  if (err) return LibbpfError(err, "sizing the ring buffer");
+  err = iotwin_syscall_bpf__load(syscall_);
+  if (err) return LibbpfError(err, "loading the syscall BPF programs");
+  return Status::Ok();
+}
+
+Status CaptureBpf::LoadProc(const CaptureBpfConfig& config) {
+  proc_ = iotwin_proc_bpf__open();
+  if (!proc_) return LibbpfError(errno, "opening the process BPF object");
+  SetCommonRodata(proc_->rodata, config);
+  IOTWIN_RETURN_IF_ERROR(ShareMaps(proc_, syscall_));
+  bool group_dead = ExitTracepointHasGroupDead();
+  bpf_program__set_autoload(proc_->progs.iot_proc_exit, group_dead);
+  bpf_program__set_autoload(proc_->progs.iot_proc_exit_legacy, !group_dead);
+  int err = iotwin_proc_bpf__load(proc_);
+  if (err) return LibbpfError(err, "loading the process BPF programs");
+  return Status::Ok();
+}
+
+Status CaptureBpf::LoadAsync(const CaptureBpfConfig& config) {
+  async_ = iotwin_async_bpf__open();
+  if (!async_) return LibbpfError(errno, "opening the async BPF object");
+  SetCommonRodata(async_->rodata, config);
+  IOTWIN_RETURN_IF_ERROR(ShareMaps(async_, syscall_));
+  int err = iotwin_async_bpf__load(async_);
+  if (err) {
+    iotwin_async_bpf__destroy(async_);
+    async_ = nullptr;
+    return LibbpfError(err, "loading the io_uring BPF programs");
+  }
+  return Status::Ok();
+}
+
+Status CaptureBpf::LoadIntent(const CaptureBpfConfig& config) {
+  intent_ = iotwin_intent_bpf__open();
+  if (!intent_) return LibbpfError(errno, "opening the uprobe BPF object");
+  SetCommonRodata(intent_->rodata, config);
+  IOTWIN_RETURN_IF_ERROR(ShareMaps(intent_, syscall_));
+  int err = iotwin_intent_bpf__load(intent_);
+  if (err) return LibbpfError(err, "loading the uprobe BPF programs");
+  return Status::Ok();
+}
+
+// The memory layer is optional: what cannot load is explained in memory_plan_, not fatal.
+void CaptureBpf::LoadMemory(const CaptureBpfConfig& config) {
+  MemoryKernelSupport support = ProbeMemorySupport();
+  memory_plan_ = PlanMemoryLayer(config.memory, support);
+  if (!memory_plan_.AnyKernelPart()) return;
+  MemorySharedMaps shared;
+  shared.events_fd = bpf_map__fd(syscall_->maps.iot_events);
+  shared.traced_fd = bpf_map__fd(syscall_->maps.iot_traced_tgids);
+  shared.drops_fd = bpf_map__fd(syscall_->maps.iot_drops);
+  shared.cgroup_id = config.cgroup_id;
+  shared.self_tgid = config.self_tgid;
+  shared.wake_bytes = config.wake_bytes;
+  auto m = MemoryBpf::Load(memory_plan_, support, shared);
+  if (m.ok()) {
+    memory_ = std::move(m).value();
+    return;
+  }
+  std::string why = m.status().message() + " " + LibbpfLogTail();
+  why = why.substr(0, why.find('\n'));
+  for (MemoryPart* p : {&memory_plan_.faults, &memory_plan_.cache, &memory_plan_.writeback,
+                        &memory_plan_.subpage}) {
+    if (p->enabled) *p = MemoryPart{false, "the memory BPF programs failed to load: " + why};
+  }
+  memory_plan_.StateFallBackToUserSpace("the memory BPF programs failed to load");
+  notes_.push_back("memory: " + why);
+}
+
+CaptureBpf::~CaptureBpf() {
+  Detach();
+  memory_.reset();
+  if (intent_) iotwin_intent_bpf__destroy(intent_);
+  if (async_) iotwin_async_bpf__destroy(async_);
+  if (proc_) iotwin_proc_bpf__destroy(proc_);
+  if (syscall_) iotwin_syscall_bpf__destroy(syscall_);
+}
+
+Status CaptureBpf::Attach() {
+  auto attach = [this](bpf_program* prog, bool required) -> Status {
+    if (!bpf_program__autoload(prog)) return Status::Ok();
+    bpf_link* link = bpf_program__attach(prog);
+    if (!link) {
+      Status st = LibbpfError(errno, fmt::format("attaching {}", bpf_program__name(prog)));
+      if (required) return st;
+      notes_.push_back(st.message().substr(0, st.message().find('\n')));
+      return st;
+    }
+    links_.push_back(link);
+    return Status::Ok();
+  };
+  // Process tracking first, so a fork racing with the attach is not missed by the syscall
+  // programs' filter.
+  IOTWIN_RETURN_IF_ERROR(attach(proc_->progs.iot_proc_fork, true));
+  IOTWIN_RETURN_IF_ERROR(attach(proc_->progs.iot_proc_exec, true));
+  IOTWIN_RETURN_IF_ERROR(attach(proc_->progs.iot_proc_exit, true));
+  IOTWIN_RETURN_IF_ERROR(attach(proc_->progs.iot_proc_exit_legacy, true));
+  IOTWIN_RETURN_IF_ERROR(attach(syscall_->progs.iot_sys_enter, true));
+  IOTWIN_RETURN_IF_ERROR(attach(syscall_->progs.iot_sys_exit, true));
+  IOTWIN_RETURN_IF_ERROR(attach(syscall_->progs.iot_sys_thread_exit, true));
+  if (async_) {
+    async_attached_ = attach(async_->progs.iot_uring_submit, false).ok() &&
+                      attach(async_->progs.iot_uring_complete, false).ok();
+  }
+  if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->Attach(&notes_));
+  return Status::Ok();
+}
+
+void CaptureBpf::Detach() {
+  if (memory_) memory_->Detach();
+  for (bpf_link* l : links_) bpf_link__destroy(l);
+  links_.clear();
+}
+
+Status CaptureBpf::TraceProcess(pid_t tgid) {
+  uint32_t key = static_cast<uint32_t>(tgid);
+  uint8_t one = 1;
+  if (bpf_map_update_elem(bpf_map__fd(syscall_->maps.iot_traced_tgids), &key, &one, BPF_ANY)) {
+    return Status::FromErrno(errno, fmt::format("adding process {} to the traced set", tgid));
+  }
+  return Status::Ok();
+}
+
+Status CaptureBpf::UntraceProcess(pid_t tgid) {
+  uint32_t key = static_cast<uint32_t>(tgid);
+  if (bpf_map_delete_elem(bpf_map__fd(syscall_->maps.iot_traced_tgids), &key) && errno != ENOENT) {
+    return Status::FromErrno(errno, fmt::format("removing process {} from the traced set", tgid));
+  }
+  return Status::Ok();
+}
+
+Status CaptureBpf::AttachUprobe(const std::string& binary, const std::string& function,
+                                uint32_t label_id) {
+  if (!intent_) return Status::Internal("uprobe programs not loaded");
+  for (int ret = 0; ret < 2; ret++) {
+    LIBBPF_OPTS(bpf_uprobe_opts, opts);
+    opts.func_name = function.c_str();
+    opts.retprobe = ret == 1;
+    opts.bpf_cookie = IOT_UPROBE_COOKIE(label_id, ret ? IOT_INTENT_END : IOT_INTENT_BEGIN);
+    bpf_program* prog = ret ? intent_->progs.iot_uprobe_return : intent_->progs.iot_uprobe_entry;
+    bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, binary.c_str(), 0, &opts);
+    if (!link) {
+      return LibbpfError(errno, fmt::format("attaching a {} to {} in {}",
+                                            ret ? "uretprobe" : "uprobe", function, binary));
+    }
+    links_.push_back(link);
+  }
+  return Status::Ok();
+}
+
+int CaptureBpf::ring_fd() const { return bpf_map__fd(syscall_->maps.iot_events); }
+
+Result<DropCounts> CaptureBpf::ReadDrops() const {
+  DropCounts d;
+  d.per_cpu.assign(IOT_SRC_MAX + 1, std::vector<uint64_t>(ncpus_, 0));
+  int fd = bpf_map__fd(syscall_->maps.iot_drops);
+  for (uint32_t src = 0; src <= IOT_SRC_MAX; src++) {
+    if (bpf_map_lookup_elem(fd, &src, d.per_cpu[src].data())) {
+      return Status::FromErrno(errno, "reading the drop counters");
+    }
+  }
+  return d;
+}
+
+}  // namespace iotwin::capture

@@ -1,0 +1,104 @@
+// CaptureBpf: the BPF side of one capture, loaded, attached and owned (RAII).
+//
+// Loads bpf/syscall.bpf.c first; its ring buffer, traced-process set and drop counters are then
+// shared with the other objects (proc, async, intent) through bpf_map__reuse_fd, so every
+// program feeds the same ring. Optional parts (io_uring tracepoints, uprobes) that fail to load
+// or attach are reported in notes() instead of failing the capture.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "capture/memory_bpf.h"
+#include "capture/memory_options.h"
+
+struct bpf_link;
+struct iotwin_syscall_bpf;
+struct iotwin_proc_bpf;
+struct iotwin_async_bpf;
+struct iotwin_intent_bpf;
+
+namespace iotwin::capture {
+
+struct CaptureBpfConfig {
+  uint64_t ring_bytes = 64ull << 20;  // power of two, multiple of the page size
+  uint64_t wake_bytes = 256ull << 10; // wake the consumer once this much data waits
+  uint64_t cgroup_id = 0;             // non-zero: trace this cgroup instead of a process set
+  uint32_t self_tgid = 0;             // never traced
+  uint64_t marker_ino = 0;            // intent marker file (0: none)
+  uint32_t marker_dev = 0;            // its kernel dev_t
+  bool async = true;                  // io_uring request tracepoints
+  bool uprobes = false;               // load the uprobe programs
+  MemoryOptions memory;               // memory layer parts (memory_bpf.h)
+};
+
+// Per-source loss counters, summed over CPUs and per CPU.
+struct DropCounts {
+  // [source][cpu], source = IOT_SRC_* (index 0 unused).
+  std::vector<std::vector<uint64_t>> per_cpu;
+  uint64_t Total(uint16_t source) const;
+  uint64_t Total() const;
+};
+
+class CaptureBpf {
+ public:
+  static Result<std::unique_ptr<CaptureBpf>> Load(const CaptureBpfConfig& config);
+  ~CaptureBpf();
+  CaptureBpf(const CaptureBpf&) = delete;
+  CaptureBpf& operator=(const CaptureBpf&) = delete;
+
+  // Attaches every loaded program. The syscall and process programs are required.
+  Status Attach();
+  // Detaches everything: no new events after this returns (events already in the ring stay).
+  void Detach();
+
+  // Adds a process to the traced set (its threads, and its future children, follow).
+  Status TraceProcess(pid_t tgid);
+  Status UntraceProcess(pid_t tgid);
+
+  // Attaches entry (BEGIN) and return (END) probes on FUNCTION in BINARY, tagged with
+  // `label_id` (an interned string id).
+  Status AttachUprobe(const std::string& binary, const std::string& function, uint32_t label_id);
+
+  int ring_fd() const;
+  Result<DropCounts> ReadDrops() const;
+
+  bool async_attached() const { return async_attached_; }
+  // The memory layer: null when none of its kernel parts runs; memory_plan() says why.
+  MemoryBpf* memory() const { return memory_.get(); }
+  const MemoryLayerState& memory_plan() const { return memory_plan_; }
+  const std::string& attach_kind() const { return attach_kind_; }
+  // Human-readable notes on optional parts that are off and why.
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  CaptureBpf() = default;
+  Status LoadSyscall(const CaptureBpfConfig& config);
+  Status LoadProc(const CaptureBpfConfig& config);
+  Status LoadAsync(const CaptureBpfConfig& config);
+  Status LoadIntent(const CaptureBpfConfig& config);
+  void LoadMemory(const CaptureBpfConfig& config);
+
+  iotwin_syscall_bpf* syscall_ = nullptr;
+  iotwin_proc_bpf* proc_ = nullptr;
+  iotwin_async_bpf* async_ = nullptr;
+  iotwin_intent_bpf* intent_ = nullptr;
+  std::vector<bpf_link*> links_;
+  std::unique_ptr<MemoryBpf> memory_;
+  MemoryLayerState memory_plan_;
+  bool async_attached_ = false;
+  std::string attach_kind_ = "tp_btf";
+  std::vector<std::string> notes_;
+  int ncpus_ = 1;
+};
+
+// Where libbpf's messages go: kept in memory and shown with a load failure (or on stderr when
+// IOTWIN_BPF_DEBUG=1), so a normal run prints nothing.
+std::string LibbpfLogTail();
+
+}  // namespace iotwin::capture

@@ -1,0 +1,133 @@
+// iotwin record: capture a workload's file I/O with eBPF (src/capture/recorder.h, docs/record.md).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capture/recorder.h"
+#include "cli/commands.h"
+
+namespace iotwin::cli {
+namespace {
+
+struct RecordArgs {
+  capture::RecordOptions options;
+  std::vector<std::string> pids;
+  std::vector<std::string> uprobes;
+  uint64_t ring_mb = 64;
+  uint64_t wake_kb = 256;
+  bool no_async = false;
+  bool no_markers = false;
+  bool status = false;
+  bool no_status = false;
+  // memory layer
+  bool no_memory = false;
+  std::string memory_parts;
+  bool subpage = false;
+  int subpage_interval_ms = 10;
+};
+
+int RunRecord(RecordArgs& a) {
+  capture::RecordOptions& o = a.options;
+  for (const std::string& p : a.pids) {
+    char* end = nullptr;
+    long v = strtol(p.c_str(), &end, 10);
+    if (p.empty() || *end != '\0' || v <= 0) {
+      fprintf(stderr, "iotwin record: --pid '%s' is not a process id\n", p.c_str());
+      return kExitError;
+    }
+    o.pids.push_back(static_cast<pid_t>(v));
+  }
+  for (const std::string& u : a.uprobes) {
+    auto spec = capture::ParseUprobeSpec(u);
+    if (!spec.ok()) {
+      fprintf(stderr, "iotwin record: %s\n", spec.status().message().c_str());
+      return kExitError;
+    }
+    o.uprobes.push_back(spec.value());
+  }
+  if (a.ring_mb == 0 || (a.ring_mb & (a.ring_mb - 1)) != 0 || a.ring_mb > 2048) {
+    fprintf(stderr, "iotwin record: --ring-mb must be a power of two between 1 and 2048\n");
+    return kExitError;
+  }
+  if (a.no_memory && !a.memory_parts.empty()) {
+    fprintf(stderr, "iotwin record: give either --no-memory or --memory\n");
+    return kExitError;
+  }
+  if (!a.memory_parts.empty()) {
+    auto parts = capture::ParseMemoryParts(a.memory_parts, o.memory);
+    if (!parts.ok()) {
+      fprintf(stderr, "iotwin record: %s\n", parts.status().message().c_str());
+      return kExitError;
+    }
+    o.memory = parts.value();
+  } else if (a.no_memory) {
+    o.memory.faults = o.memory.cache = o.memory.writeback = o.memory.state = false;
+    o.memory.off_reason = "switched off by --no-memory";
+  }
+  if (a.subpage_interval_ms < 1 || a.subpage_interval_ms > 60000) {
+    fprintf(stderr, "iotwin record: --subpage-interval-ms must be between 1 and 60000\n");
+    return kExitError;
+  }
+  o.memory.subpage = a.subpage;
+  o.memory.subpage_interval_ms = a.subpage_interval_ms;
+  o.ring_bytes = a.ring_mb << 20;
+  o.wake_bytes = a.wake_kb << 10;
+  o.async = !a.no_async;
+  o.markers = !a.no_markers;
+  o.status_line = a.status      ? capture::StatusLine::kOn
+                  : a.no_status ? capture::StatusLine::kOff
+                                : capture::StatusLine::kAuto;
+  auto r = capture::Record(o);
+  if (!r.ok()) {
+    fprintf(stderr, "iotwin record: %s\n", r.status().message().c_str());
+    return kExitError;
+  }
+  return r.value().exit_status;
+}
+
+}  // namespace
+
+CommandSpec SetupRecord(CLI::App& parent) {
+  auto args = std::make_shared<RecordArgs>();
+  CLI::App* sub = parent.add_subcommand(
+      "record",
+      "Record a workload's file I/O with eBPF: iotwin record -o TRACE [options] -- CMD ARGS...");
+  capture::RecordOptions& o = args->options;
+  sub->add_option("-o,--output", o.output, "Trace file to write")->required();
+  sub->add_option("--pid", args->pids, "Attach to running processes (PID[,PID...])")
+      ->delimiter(',');
+  sub->add_option("--cgroup", o.cgroup,
+                  "Trace every process of a cgroup v2 (absolute path, or relative to the cgroup2 mount)");
+  sub->add_option("--duration", o.duration_s, "Stop recording after this many seconds");
+  sub->add_option("--user", o.user, "Run the command as this user (name or uid)");
+  sub->add_flag("--fail-on-loss", o.fail_on_loss, "Exit non-zero when any event was lost");
+  sub->add_option("--uprobe", args->uprobes,
+                  "Record calls of a function as intent: BINARY:FUNCTION[=label] (repeatable)");
+  sub->add_option("--ring-mb", args->ring_mb, "Ring buffer size in MiB (power of two)")
+      ->capture_default_str();
+  sub->add_option("--wake-kb", args->wake_kb,
+                  "Wake the consumer once this many KiB wait in the ring (tuning)")
+      ->capture_default_str();
+  sub->add_option("--poll-ms", o.poll_ms, "Longest wait between ring checks in ms (tuning)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  sub->add_flag("--no-async", args->no_async, "Do not trace io_uring requests");
+  sub->add_flag("--no-markers", args->no_markers,
+                "Do not offer the IOTWIN_MARKER intent channel to the command");
+  sub->add_flag("--status", args->status, "Show the live status line even when not on a terminal");
+  sub->add_flag("--no-status", args->no_status, "Never show the live status line");
+  sub->add_flag("--no-memory", args->no_memory,
+                "Do not capture the memory layer (page faults, page cache, write-back, cache state)");
+  sub->add_option("--memory", args->memory_parts,
+                  "Memory layer parts to capture: faults,cache,writeback,state (default all; or none)");
+  sub->add_flag("--subpage", args->subpage,
+                "Record which 8-byte words of pages stored to through shared file mappings changed");
+  sub->add_option("--subpage-interval-ms", args->subpage_interval_ms,
+                  "Sampling interval of --subpage in milliseconds")
+      ->capture_default_str();
+  sub->add_option("command", o.command, "The command to run and trace, after --");
+  return {sub, [args] { return RunRecord(*args); }};
+}
+
+}  // namespace iotwin::cli
