@@ -189,6 +189,7 @@ struct ModelBuilder::Impl {
     return parent;
   }
   bool Pseudo(PathId p) { return IsPseudoFsPath(m->paths_[p]); }
+  uint64_t PageRound(uint64_t n) const { return (n + page_size - 1) & ~(page_size - 1); }
 
   uint32_t ProcessFor(uint32_t tgid) {
     auto it = proc_by_tgid.find(tgid);
@@ -429,6 +430,23 @@ struct ModelBuilder::Impl {
     --it;
     if (addr >= it->second.end) return kNone;
     return it->second.mapping;
+  }
+
+  // The one mapping whose pieces cover [start, end) contiguously, or kNone.
+  uint32_t CoveringMapping(uint32_t process, uint64_t start, uint64_t end) {
+    auto& maps = pstate[process].maps;
+    auto it = maps.upper_bound(start);
+    if (it == maps.begin()) return kNone;
+    --it;
+    if (it->second.end <= start) return kNone;
+    uint32_t id = it->second.mapping;
+    uint64_t covered = it->second.end;
+    while (covered < end) {
+      ++it;
+      if (it == maps.end() || it->first != covered || it->second.mapping != id) return kNone;
+      covered = it->second.end;
+    }
+    return id;
   }
 
   void UnmapRange(uint32_t process, uint64_t start, uint64_t end) {
@@ -723,8 +741,10 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
           GrowInitial(file, sc.fsize);
         }
       }
+      uint32_t pos_ofd = positional ? kNone : op.ofd;
       decl.push_back([=, this] {
         declare_fd_use(sc.fd);
+        if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
         if (file != kNone && n > 0) {
           if (is_write) {
             deps.WriteRange(FileKey(file), pos, pos + n);
@@ -739,7 +759,11 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
     case IOT_OP_LSEEK: {
       if (ok && ofd) ofds[op.ofd].pos = static_cast<uint64_t>(sc.ret);
       if (file != kNone && ok) GrowInitial(file, sc.fsize);
-      decl.push_back([=, this] { declare_fd_use(sc.fd); });
+      uint32_t pos_ofd = op.ofd;
+      decl.push_back([=, this] {
+        declare_fd_use(sc.fd);
+        if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
+      });
       break;
     }
     case IOT_OP_FSYNC: case IOT_OP_FDATASYNC: case IOT_OP_SYNC_FILE_RANGE: {
@@ -776,7 +800,11 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
     case IOT_OP_FADVISE64: case IOT_OP_READAHEAD: case IOT_OP_FSTAT: case IOT_OP_GETDENTS64:
     case IOT_OP_SYNCFS: {
       if (ok && file != kNone) GrowInitial(file, sc.fsize);
-      decl.push_back([=, this] { declare_fd_use(sc.fd); });
+      uint32_t pos_ofd = code == IOT_OP_GETDENTS64 ? op.ofd : kNone;  // directory position
+      decl.push_back([=, this] {
+        declare_fd_use(sc.fd);
+        if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
+      });
       break;
     }
     case IOT_OP_COPY_FILE_RANGE: case IOT_OP_SENDFILE: {
@@ -798,20 +826,34 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
         if (!positional_out && ok) oo.pos += n;
         if (ok && n) Modified(out_file);
       }
+      uint32_t in_pos_ofd = sc.offset == kNoOffset ? op.ofd : kNone;
+      const FdEntry* oe = LookupFd(proc, out_fd);
+      uint32_t out_pos_ofd =
+          oe && !(code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset) ? oe->ofd : kNone;
       decl.push_back([=, this] {
         declare_fd_use(in_fd);
         declare_fd_use(out_fd);
+        if (in_pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, in_pos_ofd));
+        if (out_pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, out_pos_ofd));
         if (file != kNone && n) deps.ReadRange(FileKey(file), in_pos, in_pos + n);
         if (out_file != kNone && n) deps.WriteRange(FileKey(out_file), out_pos, out_pos + n);
       });
       break;
     }
     case IOT_OP_MMAP: {
+      if (ok && op.skip == Skip::kReplayable && (sc.flags & (MAP_FIXED | MAP_FIXED_NOREPLACE))) {
+        uint64_t start = static_cast<uint64_t>(sc.ret);
+        uint32_t in = CoveringMapping(proc, start, start + PageRound(sc.length));
+        if (in != kNone) {
+          op.fixed_in = in;
+          op.map_offset = start - m->mappings_[in].start;
+        }
+      }
       if (ok && op.skip == Skip::kReplayable) {
         Mapping mp;
         mp.process = proc;
         mp.start = static_cast<uint64_t>(sc.ret);
-        mp.length = sc.length;
+        mp.length = PageRound(sc.length);  // the kernel maps whole pages
         mp.file_offset = sc.offset;
         mp.prot = sc.mode;
         mp.flags = sc.flags;
@@ -824,7 +866,8 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
         op.mapping = AddMapping(mp);
         if (file != kNone) GrowInitial(file, sc.fsize);
       } else if (ok) {
-        UnmapRange(proc, static_cast<uint64_t>(sc.ret), static_cast<uint64_t>(sc.ret) + sc.length);
+        UnmapRange(proc, static_cast<uint64_t>(sc.ret),
+                   static_cast<uint64_t>(sc.ret) + PageRound(sc.length));
       }
       uint32_t mid = op.mapping;
       decl.push_back([=, this] {
@@ -846,14 +889,14 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       }
       uint32_t mid = op.mapping;
       uint32_t new_mid = kNone;
-      uint64_t len = MemLength(sc);
+      uint64_t len = PageRound(MemLength(sc));
       if (ok && code == IOT_OP_MUNMAP) UnmapRange(proc, addr, addr + len);
       if (ok && code == IOT_OP_MREMAP && mid != kNone) {
         Mapping mp = m->mappings_[mid];
         UnmapRange(proc, addr, addr + len);
         mp.file_offset += addr - mp.start;
         mp.start = static_cast<uint64_t>(sc.ret);
-        mp.length = MremapNewLength(sc);
+        mp.length = PageRound(MremapNewLength(sc));
         mp.thread = t;
         mp.op = index_in_thread;
         mp.inherited_from = kNone;
@@ -1029,7 +1072,12 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       op.kind = OpKind::kFork;
       op.process = parent;
       op.child = child;
-      uint32_t idx = Push(parent_t, op, [&] {});
+      // The copy reads every descriptor slot of the parent: it follows earlier opens and closes
+      // by the parent's other threads.
+      int32_t max_fd = m->processes_[parent].max_fd;
+      uint32_t idx = Push(parent_t, op, [&] {
+        for (int32_t fd = 0; fd <= max_fd; fd++) deps.Read(FdResource(parent, fd));
+      });
       thread_by_tid.erase(p.child_tid);
       NewThread(p.child_tid, p.child_tgid, child, p.ts, parent_t, idx);
       break;
@@ -1081,7 +1129,14 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       ProcState& ps = pstate[proc];
       if (ps.live_threads > 0) ps.live_threads--;
       op.process_exit = (p.flags & IOT_PROCF_GROUP_DEAD) || ps.live_threads == 0;
-      Push(t, op, [&] {});
+      int32_t max_fd = m->processes_[proc].max_fd;
+      bool dead = op.process_exit;
+      Push(t, op, [&] {
+        // The last thread's exit closes every descriptor of the process.
+        if (dead) {
+          for (int32_t fd = 0; fd <= max_fd; fd++) deps.Write(FdResource(proc, fd));
+        }
+      });
       thread_by_tid.erase(it);
       if (op.process_exit) {
         ps.fds.clear();

@@ -99,6 +99,9 @@ struct Op {
   uint32_t mapping = kNone;   // mmap/munmap/msync/madvise/mremap/faults: index into mappings()
   uint64_t map_offset = 0;    // byte offset into the mapping (faults: start of the page)
   uint32_t child = kNone;     // kFork: process index; kThreadStart: thread index
+  uint32_t fixed_in = kNone;  // mmap with MAP_FIXED*: the single earlier mapping whose pieces
+                              // cover the whole fixed range (map_offset: where in it), so replay
+                              // can map at the same place of its own live mapping
   uint32_t extra_begin = 0;   // vectored calls: iovec lengths; kExec/close_range: recorded fds
                               // affected; mremap: the mapping id of the result
   uint32_t extra_count = 0;   //   (indices into TraceModel::extra())

@@ -95,6 +95,7 @@ struct ReplayEngine::Worker {
   std::vector<Outstanding> outstanding;
   alignas(64) std::atomic<uint64_t> done_ops{0};
   std::atomic<int64_t> lateness{0};
+  uint64_t finish_ns = 0;
   Status error;
 };
 
@@ -106,9 +107,7 @@ ReplayEngine::~ReplayEngine() {
     Abort("engine destroyed before start");
     Start(NowNs());
   }
-  for (auto& w : workers_) {
-    if (w->th.joinable()) w->th.join();
-  }
+  Release();
   {
     std::lock_guard<std::mutex> l(bk_mu_);
     bk_stop_ = true;
@@ -337,10 +336,14 @@ void ReplayEngine::Start(uint64_t live_start) {
 }
 
 void ReplayEngine::Wait() {
-  for (auto& w : workers_) {
-    if (w->th.joinable()) w->th.join();
+  const uint32_t n = static_cast<uint32_t>(workers_.size());
+  while (true) {
+    uint32_t f = finished_.load(std::memory_order_seq_cst);
+    if (f >= n) break;
+    Futex(&finished_, FUTEX_WAIT_PRIVATE, f, nullptr);
   }
-  live_end_ = NowNs();
+  live_end_ = live_start_;
+  for (auto& w : workers_) live_end_ = std::max(live_end_, w->finish_ns);
   // Whatever is still open or mapped (processes that never exited in the trace).
   Bookkeep([this] {
     for (uint32_t p = 0; p < tables_.size(); p++) {
@@ -349,6 +352,14 @@ void ReplayEngine::Wait() {
     }
   });
   for (auto& w : workers_) merged_.Merge(w->stats, options_.max_examples);
+}
+
+void ReplayEngine::Release() {
+  exit_gate_.store(1, std::memory_order_seq_cst);
+  Futex(&exit_gate_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+  for (auto& w : workers_) {
+    if (w->th.joinable()) w->th.join();
+  }
 }
 
 void ReplayEngine::Abort(const std::string& why) {
@@ -409,7 +420,12 @@ void ReplayEngine::RunWorker(Worker* w) {
   w->tid.store(gettid(), std::memory_order_release);
   prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
   while (gate_.load(std::memory_order_acquire) == 0) Futex(&gate_, FUTEX_WAIT_PRIVATE, 0, nullptr);
-  if (abort_.load()) return;
+  if (abort_.load()) {
+    w->finish_ns = NowNs();
+    finished_.fetch_add(1, std::memory_order_seq_cst);
+    Futex(&finished_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+    return;
+  }
 
   const model::Thread& th = model_.threads()[w->thread];
   const uint32_t proc = th.process;
@@ -526,9 +542,8 @@ void ReplayEngine::RunWorker(Worker* w) {
     const Op& op = th.ops[i];
     const bool replayable_kind = op.kind == OpKind::kSyscall || op.kind == OpKind::kPageFault ||
                                  op.kind == OpKind::kAsyncSubmit;
-    // Dependencies first, even for an op that is skipped: the model records a dependency once
-    // per thread pair, so a skipped op's wait (e.g. on the thread's creator, after a mkdir) is
-    // the only one its successors get.
+    // Dependencies first, even for an op that is skipped: the model reduces waits, so later ops
+    // of this thread rely on the ones made here.
     for (uint32_t k = 0; k < op.dep_count; k++) {
       const model::Dep& d = model_.DepsBegin(op)[k];
       WaitFor(d.thread, d.count);
@@ -775,6 +790,11 @@ void ReplayEngine::RunWorker(Worker* w) {
         a.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
         a.mem_len = model::MemLength(sc);
       }
+      if (code == IOT_OP_MMAP && op.fixed_in != model::kNone) {
+        // MAP_FIXED inside a mapping this replay made: the same place of its live twin.
+        uint64_t base = maps_[op.fixed_in].load(std::memory_order_acquire);
+        if (base != 0) a.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
+      }
       if (code == IOT_OP_CLOSE_RANGE) {
         w->fds.clear();
         for (uint32_t k = 0; k < op.extra_count; k++) {
@@ -809,10 +829,15 @@ void ReplayEngine::RunWorker(Worker* w) {
           int recorded_fd = static_cast<int>(op.result);
           int old = LiveFd(proc, recorded_fd);
           bool replaced_by_kernel = (code == IOT_OP_DUP2 || code == IOT_OP_DUP3) && old == a.fd2;
-          if (old >= 0 && old != result && !replaced_by_kernel) backend_->CloseFd(old);
+          // A stale live descriptor (its close failed or was skipped) is released by the
+          // bookkeeper: the worker issues only recorded calls.
+          if (old >= 0 && old != result && !replaced_by_kernel) {
+            Bookkeep([&] { backend_->CloseFd(old); });
+          }
           SetLiveFd(proc, recorded_fd, static_cast<int>(result));
         } else if (result >= 0 && !null_backend) {
-          backend_->CloseFd(static_cast<int>(result));  // failed in the trace: do not leak it
+          int leaked = static_cast<int>(result);  // failed in the trace: do not leak it
+          Bookkeep([&] { backend_->CloseFd(leaked); });
         }
       } else if (code == IOT_OP_CLOSE) {
         SetLiveFd(proc, sc.fd, -1);
@@ -824,7 +849,9 @@ void ReplayEngine::RunWorker(Worker* w) {
         if (result >= 0 && op.mapping != model::kNone) {
           maps_[op.mapping].store(static_cast<uint64_t>(result), std::memory_order_release);
         } else if (result >= 0 && !null_backend) {
-          backend_->Unmap(reinterpret_cast<uint8_t*>(result), sc.length);
+          uint8_t* extra = reinterpret_cast<uint8_t*>(result);
+          uint64_t len = sc.length;
+          Bookkeep([&] { backend_->Unmap(extra, len); });
         }
       } else if (code == IOT_OP_MUNMAP && result == 0) {
         const model::Mapping& mp = model_.mappings()[op.mapping];
@@ -870,6 +897,14 @@ void ReplayEngine::RunWorker(Worker* w) {
   progress_[w->thread].done.store(static_cast<uint32_t>(th.ops.size()), std::memory_order_seq_cst);
   Futex(&progress_[w->thread].done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
   w->engines.clear();
+  w->finish_ns = NowNs();
+  finished_.fetch_add(1, std::memory_order_seq_cst);
+  Futex(&finished_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+  // Stay alive until released: a thread's exit makes calls of its own (glibc returns the stack
+  // with madvise) that a recording of the replay must not see.
+  while (exit_gate_.load(std::memory_order_acquire) == 0) {
+    Futex(&exit_gate_, FUTEX_WAIT_PRIVATE, 0, nullptr);
+  }
 }
 
 }  // namespace iotwin::replay

@@ -46,8 +46,11 @@ class ReplayEngine {
   std::vector<pid_t> WorkerTids() const;
   // Opens the gate: recorded time start_ts() maps to `live_start` (CLOCK_MONOTONIC ns).
   void Start(uint64_t live_start);
-  // Waits for every worker; releases everything still open.
+  // Waits until every worker has finished its ops; closes what is still open. Workers stay
+  // parked (alive) until Release(), so that their thread exits stay out of a recording.
   void Wait();
+  // Lets the parked workers exit and joins them (also done by the destructor).
+  void Release();
   // Stops all workers at their next op (strict mode, signals).
   void Abort(const std::string& why);
   bool aborted() const { return abort_.load(std::memory_order_relaxed); }
@@ -95,6 +98,8 @@ class ReplayEngine {
 
   std::atomic<bool> started_{false};
   std::atomic<uint32_t> gate_{0};
+  std::atomic<uint32_t> finished_{0};
+  std::atomic<uint32_t> exit_gate_{0};
   std::atomic<bool> abort_{false};
   std::atomic<uint64_t> mismatch_count_{0};
   mutable std::mutex abort_mu_;

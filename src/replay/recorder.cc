@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <set>
+#include <unordered_map>
 #include <thread>
 
 #include "format/records.h"
@@ -126,7 +127,35 @@ Status FilterTraceToThreads(const std::string& in, const std::string& out,
   meta["replay"] = replay_meta;
   IOTWIN_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(out, meta));
   std::set<uint32_t> keep(tids.begin(), tids.end());
-  uint64_t kept = 0, dropped = 0;
+  uint64_t kept = 0, dropped = 0, snapshots = 0;
+  // Descriptors of the replaying process (one table: it is one process), from every thread, so
+  // that descriptors the bookkeeper creates (copies at fork, mappings of inherited files) can be
+  // described to readers of the filtered trace as snapshots instead of vanishing.
+  struct FdInfo {
+    uint32_t path_id = 0;
+    uint32_t flags = 0;
+  };
+  std::unordered_map<int32_t, FdInfo> fds;
+  auto track = [&](const iot_syscall& sc) {
+    if (sc.ret < 0) return;
+    switch (sc.op) {
+      case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:
+        fds[static_cast<int32_t>(sc.ret)] = FdInfo{sc.path_id, sc.flags};
+        break;
+      case IOT_OP_DUP: case IOT_OP_DUP2: case IOT_OP_DUP3: case IOT_OP_FCNTL: {
+        if (sc.op == IOT_OP_FCNTL && sc.mode != F_DUPFD && sc.mode != F_DUPFD_CLOEXEC) break;
+        auto it = fds.find(sc.fd);
+        if (it != fds.end()) fds[static_cast<int32_t>(sc.ret)] = it->second;
+        else fds.erase(static_cast<int32_t>(sc.ret));
+        break;
+      }
+      case IOT_OP_CLOSE:
+        fds.erase(sc.fd);
+        break;
+      default:
+        break;
+    }
+  };
   while (true) {
     IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* rec, reader->Next());
     if (!rec) break;
@@ -151,6 +180,51 @@ Status FilterTraceToThreads(const std::string& in, const std::string& out,
       default:
         per_thread = false;  // strings, clocks, losses, snapshots, memory and device layers
     }
+    if (rec->type == IOT_REC_SYSCALL) {
+      const auto& sc = As<iot_syscall>(rec);
+      int32_t before = -1;
+      if (!keep.count(sc.tid) && sc.ret >= 0) {
+        bool dup = sc.op == IOT_OP_DUP || sc.op == IOT_OP_DUP2 || sc.op == IOT_OP_DUP3 ||
+                   (sc.op == IOT_OP_FCNTL && (sc.mode == F_DUPFD || sc.mode == F_DUPFD_CLOEXEC));
+        if (dup) before = sc.fd;
+      }
+      track(sc);
+      auto it = before >= 0 ? fds.find(static_cast<int32_t>(sc.ret)) : fds.end();
+      if (it != fds.end() && it->second.path_id != 0) {
+        iot_fd_snapshot snap{};
+        InitRecord(&snap, IOT_REC_FD_SNAPSHOT);
+        snap.tgid = sc.tgid;
+        snap.ts = sc.ts;
+        snap.ino = sc.ino;
+        snap.fsize = sc.fsize;
+        snap.fd = static_cast<int32_t>(sc.ret);
+        snap.flags = it->second.flags;
+        snap.dev = sc.dev;
+        snap.path_id = it->second.path_id;
+        snap.ftype = sc.ftype;
+        IOTWIN_RETURN_IF_ERROR(writer->Append(snap));
+        snapshots++;
+      }
+      if (!keep.count(sc.tid) && sc.op == IOT_OP_MMAP && sc.ret >= 0 && !(sc.flags & 0x20)) {
+        auto f = fds.find(sc.fd);
+        if (f != fds.end() && f->second.path_id != 0) {
+          iot_map_snapshot ms{};
+          InitRecord(&ms, IOT_REC_MAP_SNAPSHOT);
+          ms.tgid = sc.tgid;
+          ms.ts = sc.ts;
+          ms.start = static_cast<uint64_t>(sc.ret);
+          ms.end = ms.start + sc.length;
+          ms.pgoff = sc.offset;
+          ms.ino = sc.ino;
+          ms.dev = sc.dev;
+          ms.path_id = f->second.path_id;
+          ms.prot = sc.mode;
+          ms.flags = sc.flags;
+          IOTWIN_RETURN_IF_ERROR(writer->Append(ms));
+          snapshots++;
+        }
+      }
+    }
     if (per_thread && !keep.count(tid)) {
       dropped++;
       continue;
@@ -159,7 +233,8 @@ Status FilterTraceToThreads(const std::string& in, const std::string& out,
     kept++;
   }
   nlohmann::json summary = reader->summary().value_or(nlohmann::json::object());
-  summary["replay_filter"] = {{"kept", kept}, {"dropped", dropped}, {"threads", tids.size()}};
+  summary["replay_filter"] = {{"kept", kept}, {"dropped", dropped}, {"snapshots", snapshots},
+                              {"threads", tids.size()}};
   return writer->Finish(summary);
 }
 

@@ -224,6 +224,7 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
       for (auto& e : engines) e->Abort("recorder failed");
       for (auto& e : engines) e->Start(NowNs());
       for (auto& e : engines) e->Wait();
+      for (auto& e : engines) e->Release();
       return st.WithContext("--record");
     }
   }
@@ -320,6 +321,7 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
     nlohmann::json rm = {{"source", o.trace}, {"pace", PaceName(o.pace)}, {"speed", o.speed},
                          {"amplify", o.amplify}, {"root", o.root}};
     Status st = recorder->Finish(tids, rm);
+    for (auto& e : engines) e->Release();
     if (!st.ok()) {
       out.warnings.push_back("--record: " + st.ToString());
       s["record"] = {{"ok", false}, {"error", st.ToString()}};

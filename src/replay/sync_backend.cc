@@ -160,8 +160,11 @@ class SyncBackend final : public Backend {
         return Ret(syscall(SYS_sendfile, a.fd2, a.fd, p, sc.length));
       }
       case IOT_OP_MMAP: {
-        uint32_t flags = sc.flags & ~static_cast<uint32_t>(MAP_FIXED | MAP_FIXED_NOREPLACE);
-        void* p = mmap(nullptr, sc.length, static_cast<int>(sc.mode), static_cast<int>(flags),
+        // MAP_FIXED only at an address the engine vouched for (inside its own mapping);
+        // otherwise the kernel picks the place.
+        uint32_t flags = sc.flags;
+        if (a.addr == nullptr) flags &= ~static_cast<uint32_t>(MAP_FIXED | MAP_FIXED_NOREPLACE);
+        void* p = mmap(a.addr, sc.length, static_cast<int>(sc.mode), static_cast<int>(flags),
                        a.fd, static_cast<off_t>(sc.offset));
         if (p == MAP_FAILED) return -static_cast<int64_t>(errno);
         return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));

@@ -148,6 +148,24 @@ TEST(ModelOrdering, DependenciesPointBackwardsOnly) {
   }
 }
 
+TEST(ModelOrdering, SharedFilePositionOrdersAcrossFork) {
+  // After fork parent and child share the file position: the child's read moves it, the
+  // parent's later lseek(SEEK_CUR) sees the move, so it must wait for the child.
+  TraceBuilder b;
+  b.Openat(100, "/d/a", O_RDONLY, 3, 1 << 20);
+  b.Fork(100, 200);
+  b.Lseek(200, 3, 4096, SEEK_SET, 4096);
+  b.Read(200, 3, 4096, 4096);
+  b.Lseek(100, 3, 0, SEEK_CUR, 8192);
+  b.Pread(100, 3, 0, 4096, 4096);  // positional: no position wait
+  auto m = BuildModel(b);
+  auto d = DepsOf(*m, 100, 2);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].thread, ThreadIndex(*m, 200));
+  EXPECT_EQ(d[0].count, 2u);
+  EXPECT_TRUE(DepsOf(*m, 100, 3).empty());
+}
+
 TEST(ModelOrderingTracker, ReductionDropsImpliedWaits) {
   model::DependencyTracker t;
   std::vector<Dep> out;

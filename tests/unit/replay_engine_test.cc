@@ -122,6 +122,23 @@ TEST(ReplayEngine, DependenciesHoldEvenWhenTheAwaitedOpIsSlow) {
   EXPECT_EQ(h.engine->stats().mismatches(), 0u);
 }
 
+TEST(ReplayEngine, SkippedOpsStillWaitForTheirDependencies) {
+  // The new thread's creation wait sits on its first op, which is skipped (stdin); the wait on
+  // the file's creation was reduced into it. The open must still come after the create.
+  TraceBuilder b;
+  b.Openat(100, "/d/f", O_WRONLY | O_CREAT | O_EXCL, 3);
+  b.NewThread(100, 101);
+  b.Read(101, 0, 10, 10);
+  b.Openat(101, "/d/f", O_RDONLY, 4, 0);
+  LoggingBackend be(/*delay_ns=*/3'000'000);
+  Harness h;
+  h.Run(b, &be, PaceMode::kFast);
+  auto log = be.log();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].op->sc.tid, 100u);
+  EXPECT_GE(log[1].start, log[0].end);
+}
+
 TEST(ReplayEngine, IndependentThreadsRunConcurrently) {
   TraceBuilder b;
   b.Thread(100, 101);
