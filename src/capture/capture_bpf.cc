@@ -145,6 +145,7 @@ Result<std::unique_ptr<CaptureBpf>> CaptureBpf::Load(const CaptureBpfConfig& con
     c->notes_.push_back("async: io_uring request tracing disabled by option");
   }
   if (config.uprobes) IOTWIN_RETURN_IF_ERROR(c->LoadIntent(config));
+  c->LoadBlockLayers(config);
   return c;
 }
 
@@ -202,8 +203,29 @@ Status CaptureBpf::LoadIntent(const CaptureBpfConfig& config) {
   return Status::Ok();
 }
 
+// The block, NVMe and interference layers are optional: what cannot load is explained in
+// block_plan_, never fatal.
+void CaptureBpf::LoadBlockLayers(const CaptureBpfConfig& config) {
+  BlockSharedMaps shared;
+  shared.events_fd = bpf_map__fd(syscall_->maps.iot_events);
+  shared.traced_fd = bpf_map__fd(syscall_->maps.iot_traced_tgids);
+  shared.drops_fd = bpf_map__fd(syscall_->maps.iot_drops);
+  // The memory layer's interesting-inode set, when it runs, goes here (inodes_fd and
+  // inodes_marked_elsewhere); without it the block object keeps and fills its own.
+  shared.cgroup_id = config.cgroup_id;
+  shared.self_tgid = config.self_tgid;
+  shared.wake_bytes = config.wake_bytes;
+  auto b = BlockBpf::Load(config.block, shared, &block_plan_);
+  if (!b.ok()) {
+    notes_.push_back("block: " + b.status().message().substr(0, b.status().message().find('\n')));
+    return;
+  }
+  block_ = std::move(b).value();
+}
+
 CaptureBpf::~CaptureBpf() {
   Detach();
+  block_.reset();
   if (intent_) iotwin_intent_bpf__destroy(intent_);
   if (async_) iotwin_async_bpf__destroy(async_);
   if (proc_) iotwin_proc_bpf__destroy(proc_);
@@ -236,10 +258,12 @@ Status CaptureBpf::Attach() {
     async_attached_ = attach(async_->progs.iot_uring_submit, false).ok() &&
                       attach(async_->progs.iot_uring_complete, false).ok();
   }
+  if (block_) IOTWIN_RETURN_IF_ERROR(block_->Attach(&notes_, &block_plan_));
   return Status::Ok();
 }
 
 void CaptureBpf::Detach() {
+  if (block_) block_->Detach();
   for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "capture/block_bpf.h"
 
 struct bpf_link;
 struct iotwin_syscall_bpf;
@@ -32,6 +33,7 @@ struct CaptureBpfConfig {
   uint32_t marker_dev = 0;            // its kernel dev_t
   bool async = true;                  // io_uring request tracepoints
   bool uprobes = false;               // load the uprobe programs
+  BlockOptions block;                 // block, NVMe and interference layers (block_bpf.h)
 };
 
 // Per-source loss counters, summed over CPUs and per CPU.
@@ -66,6 +68,9 @@ class CaptureBpf {
   Result<DropCounts> ReadDrops() const;
 
   bool async_attached() const { return async_attached_; }
+  // The block side: null when none of block/nvme/sched runs; block_plan() says why.
+  BlockBpf* block() const { return block_.get(); }
+  const BlockLayerPlan& block_plan() const { return block_plan_; }
   const std::string& attach_kind() const { return attach_kind_; }
   // Human-readable notes on optional parts that are off and why.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -76,12 +81,15 @@ class CaptureBpf {
   Status LoadProc(const CaptureBpfConfig& config);
   Status LoadAsync(const CaptureBpfConfig& config);
   Status LoadIntent(const CaptureBpfConfig& config);
+  void LoadBlockLayers(const CaptureBpfConfig& config);
 
   iotwin_syscall_bpf* syscall_ = nullptr;
   iotwin_proc_bpf* proc_ = nullptr;
   iotwin_async_bpf* async_ = nullptr;
   iotwin_intent_bpf* intent_ = nullptr;
   std::vector<bpf_link*> links_;
+  std::unique_ptr<BlockBpf> block_;
+  BlockLayerPlan block_plan_;
   bool async_attached_ = false;
   std::string attach_kind_ = "tp_btf";
   std::vector<std::string> notes_;

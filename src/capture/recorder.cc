@@ -200,6 +200,31 @@ std::string HumanBytes(uint64_t b) {
   return fmt::format("{} B", b);
 }
 
+// ---- the block side (block, nvme, sched, pmu layers; capture/block_bpf.h) ----------------------------
+void AddBlockMeta(const CaptureBpf& bpf, json* layers, json* meta) {
+  const BlockLayerPlan& plan = bpf.block_plan();
+  (*layers)["block"] = plan.block.ToJson();
+  (*layers)["nvme"] = plan.nvme.ToJson();
+  (*layers)["sched"] = plan.sched.ToJson();
+  (*layers)["pmu"] = plan.pmu.ToJson();
+  json lba = json::object();
+  json devices = json::object();
+  for (const BlockDeviceInfo& d : ReadBlockDevices()) {
+    if (d.name.rfind("nvme", 0) == 0) lba[d.name] = d.logical_block_size;
+    devices[d.name] = d.ToJson();
+  }
+  (*meta)["lba_sizes"] = lba;
+  (*meta)["block_devices"] = devices;
+}
+
+void AddBlockSummary(const CaptureBpf& bpf, const DropCounts& drops, json* lost, json* summary) {
+  const BlockLayerPlan& plan = bpf.block_plan();
+  if (plan.block.enabled) (*lost)["block"] = drops.Total(IOT_SRC_BLOCK);
+  if (plan.nvme.enabled) (*lost)["nvme"] = drops.Total(IOT_SRC_NVME);
+  if (plan.sched.enabled) (*lost)["sched"] = drops.Total(IOT_SRC_SCHED);
+  if (bpf.block()) (*summary)["block"] = bpf.block()->Stats();
+}
+
 // ---- the capture ---------------------------------------------------------------------------------
 class Capture {
  public:
@@ -291,6 +316,7 @@ Status Capture::Setup() {
   cfg.self_tgid = static_cast<uint32_t>(getpid());
   cfg.async = opt_.async;
   cfg.uprobes = !opt_.uprobes.empty();
+  cfg.block = opt_.block;
   if (marker_) {
     cfg.marker_ino = marker_->ino();
     cfg.marker_dev = marker_->dev();
@@ -317,11 +343,11 @@ Status Capture::Setup() {
                                          : (opt_.uprobes.empty() ? "no marker channel (not a command)"
                                                                  : "uprobes")}};
   const char* not_here = "not captured by this version of iotwin record";
-  for (const char* l : {"memory", "block", "nvme", "sched"}) {
+  for (const char* l : {"memory"}) {
     layers[l] = {{"enabled", false}, {"reason", not_here}};
   }
+  AddBlockMeta(*bpf_, &layers, &meta);
   meta["layers"] = layers;
-  meta["lba_sizes"] = json::object();
   json cap;
   cap["mode"] = mode_;
   cap["attach"] = bpf_->attach_kind();
@@ -603,6 +629,7 @@ Result<RecordOutcome> Capture::Run() {
        {IOT_SRC_SYSCALL, IOT_SRC_PROC, IOT_SRC_ASYNC, IOT_SRC_INTENT, IOT_SRC_JOIN}) {
     lost[std::string(SourceName(src))] = drops_.Total(src);
   }
+  AddBlockSummary(*bpf_, drops_, &lost, &summary);
   summary["lost"] = lost;
   summary["duration_ns"] = Mono() - start_ns_;
   summary["malformed_ring_records"] = counts.malformed;

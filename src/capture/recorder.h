@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "capture/block_options.h"
 
 namespace iotwin::capture {
 
@@ -43,6 +44,7 @@ struct RecordOptions {
   int zstd_level = 1;                // trace chunk compression
   bool async = true;                 // io_uring per-request tracing
   bool markers = true;               // IOTWIN_MARKER channel for the command
+  BlockOptions block;                // block, NVMe and interference layers (docs/block-layer.md)
   StatusLine status_line = StatusLine::kAuto;
 };
 

@@ -79,6 +79,9 @@ Status RingConsumer::Handle(const uint8_t* data, size_t size) {
     case IOT_REC_SYSCALL:
     case IOT_REC_PROC:
     case IOT_REC_ASYNC_IO:
+    case IOT_REC_BLOCK:
+    case IOT_REC_NVME:
+    case IOT_REC_SCHED:
       if (hdr.size < RecordFixedSize(hdr.type)) {
         counts_.malformed++;
         return Status::Ok();
