@@ -106,6 +106,23 @@ static __always_inline void iot_bio_file(struct bio *bio, struct iot_blk_bio *b)
 	b->pgoff = index + (page - head) / (page_size ? page_size : 64);
 }
 
+#define IOT_PF_KTHREAD 0x00200000
+
+/* Rule 6: a kernel thread's bio on a disk where a traced fsync is running. */
+static __always_inline bool iot_sync_window(struct bio *bio)
+{
+	__u32 zero = 0;
+	__s32 *any = bpf_map_lookup_elem(&iot_blk_sync_any, &zero);
+	if (!any || *any <= 0)
+		return false;
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (!(task->flags & IOT_PF_KTHREAD))
+		return false;
+	__u32 disk = iot_bio_disk_dev(bio);
+	__s32 *n = bpf_map_lookup_elem(&iot_blk_sync_disks, &disk);
+	return n && *n > 0;
+}
+
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(iot_blk_bio_queue, struct bio *bio)
 {
@@ -113,9 +130,13 @@ int BPF_PROG(iot_blk_bio_queue, struct bio *bio)
 	bool traced = iot_tgid_traced(pid_tgid >> 32);
 	struct iot_blk_bio b = {};
 	iot_bio_file(bio, &b);
+	__u32 why = traced ? IOT_BLK_STAT_BIO_TRACED : IOT_BLK_STAT_BIO_INODE;
 	if (!traced) {
-		if (!b.ino || !iot_inode_interesting(b.ino, b.ino_dev))
-			return 0;
+		if (!b.ino || !iot_inode_interesting(b.ino, b.ino_dev)) {
+			if (!iot_sync_window(bio))
+				return 0;
+			why = IOT_BLK_STAT_BIO_SYNC;
+		}
 	} else {
 		b.tgid = pid_tgid >> 32;
 		b.tid = (__u32)pid_tgid;
@@ -132,7 +153,7 @@ int BPF_PROG(iot_blk_bio_queue, struct bio *bio)
 		iot_blk_stat(IOT_BLK_STAT_BIOS_FULL);
 		return 0;
 	}
-	iot_blk_stat(traced ? IOT_BLK_STAT_BIO_TRACED : IOT_BLK_STAT_BIO_INODE);
+	iot_blk_stat(why);
 
 	__u32 opf = BPF_CORE_READ(bio, bi_opf);
 	if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH))) {
@@ -440,5 +461,48 @@ int BPF_PROG(iot_blk_mark_dirty, struct inode *inode, int flags)
 	if ((BPF_CORE_READ(inode, i_mode) & IOT_S_IFMT) != IOT_S_IFREG_BITS)
 		return 0;
 	iot_inode_mark(BPF_CORE_READ(inode, i_ino), BPF_CORE_READ(inode, i_sb, s_dev));
+	return 0;
+}
+
+/* ext4's fsync (fsync, fdatasync, msync MS_SYNC) in a traced thread opens a
+ * window on its disk in which kernel threads' bios are followed (rule 6). */
+static __always_inline void iot_sync_window_add(__u32 disk, int delta)
+{
+	__u32 zero = 0;
+	__s32 *any = bpf_map_lookup_elem(&iot_blk_sync_any, &zero);
+	if (any)
+		__sync_fetch_and_add(any, delta);
+	__s32 *n = bpf_map_lookup_elem(&iot_blk_sync_disks, &disk);
+	if (n) {
+		__sync_fetch_and_add(n, delta);
+	} else if (delta > 0) {
+		__s32 one = 1;
+		bpf_map_update_elem(&iot_blk_sync_disks, &disk, &one, BPF_ANY);
+	}
+}
+
+SEC("tp_btf/ext4_sync_file_enter")
+int BPF_PROG(iot_blk_fsync_enter, struct file *file, int datasync)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (!iot_tgid_traced(pid_tgid >> 32))
+		return 0;
+	__u32 tid = (__u32)pid_tgid;
+	__u32 disk = iot_disk_dev(BPF_CORE_READ(file, f_inode, i_sb, s_bdev, bd_disk));
+	if (!disk || bpf_map_update_elem(&iot_blk_sync_calls, &tid, &disk, BPF_NOEXIST))
+		return 0;
+	iot_sync_window_add(disk, 1);
+	return 0;
+}
+
+SEC("tp_btf/ext4_sync_file_exit")
+int BPF_PROG(iot_blk_fsync_exit, struct inode *inode, int ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 *disk = bpf_map_lookup_elem(&iot_blk_sync_calls, &tid);
+	if (!disk)
+		return 0;
+	iot_sync_window_add(*disk, -1);
+	bpf_map_delete_elem(&iot_blk_sync_calls, &tid);
 	return 0;
 }

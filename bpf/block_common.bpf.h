@@ -14,7 +14,10 @@
  *  4. a request holding a followed bio (found by walking its bio list at its
  *     first event: insert, issue, NVMe setup or completion);
  *  5. a bio-less flush request answering a followed PREFLUSH bio on the same
- *     disk, and a bio-less (passthrough) request issued by a traced thread.
+ *     disk, and a bio-less (passthrough) request issued by a traced thread;
+ *  6. a bio queued by a kernel thread (the journal, jbd2) on a disk where a
+ *     traced thread is inside fsync (ext4_sync_file_enter..exit): the
+ *     journal commit the fsync waits for.
  * Everything else on the machine is dropped in the kernel after one or two
  * hash lookups, so unrelated I/O never reaches the ring.
  *
@@ -106,6 +109,29 @@ struct {
 	__type(key, __u32); /* disk dev_t */
 	__type(value, __s32);
 } iot_blk_flush SEC(".maps");
+
+/* Disks with a traced fsync in progress (disk dev_t -> count), the calls in
+ * progress (tid -> disk), and their total (slot 0), checked first. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __s32);
+} iot_blk_sync_disks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} iot_blk_sync_calls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s32);
+} iot_blk_sync_any SEC(".maps");
 
 /* Logical block size per disk (from sysfs, filled by user space). */
 struct {

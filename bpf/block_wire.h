@@ -19,11 +19,12 @@
 #define IOT_BLK_STAT_RQ_FLUSH 5     /* flush request answering a followed PREFLUSH */
 #define IOT_BLK_STAT_BIOS_FULL 6    /* the bio table was full: a bio went unfollowed */
 #define IOT_BLK_STAT_RQS_FULL 7     /* the request table was full */
-#define IOT_BLK_STAT_WALK_LIMIT 8   /* a request held more bios than the walk looks at */
+#define IOT_BLK_STAT_WALK_LIMIT 8   /* an unfollowed request held more bios than the walk looks at */
 #define IOT_BLK_STAT_NVME_UNFOLLOWED 9 /* NVMe command of a request nobody follows (dropped) */
 #define IOT_BLK_STAT_INODES_FULL 10 /* the interesting-inode set was full */
 #define IOT_BLK_STAT_THREADS_FULL 11 /* the in-flight thread table was full */
-#define IOT_BLK_STAT_MAX 12
+#define IOT_BLK_STAT_BIO_SYNC 12   /* Q by a kernel thread during a traced fsync on that disk */
+#define IOT_BLK_STAT_MAX 13
 
 /* Bios of a request looked at when deciding whether to follow it. */
 #define IOT_BLK_WALK 16

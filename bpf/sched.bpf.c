@@ -3,8 +3,8 @@
  * view). For a thread of a traced process that has followed block requests
  * in flight (iot_blk_threads, kept by block.bpf.c and nvme.bpf.c):
  *  - IOT_SCHED_OFFCPU: each interval it spent off CPU (sched_switch out to
- *    back in); vec = prev_state (0: preempted while runnable, 2: waiting
- *    uninterruptibly, typically for that very I/O);
+ *    back in); vec = prev_state, or 0 when it was preempted (runnable
+ *    all along); 2: waiting uninterruptibly, typically for that very I/O;
  *  - IOT_SCHED_HARDIRQ / IOT_SCHED_SOFTIRQ: each hard or soft interrupt that
  *    ran on its CPU while it was the current task (vec = irq / vector).
  * The correlation clips these to each request's lifetime.
@@ -58,7 +58,8 @@ int BPF_PROG(iot_sched_switch, bool preempt, struct task_struct *prev, struct ta
 	if (t && t->inflight > 0) {
 		now = bpf_ktime_get_ns();
 		t->off_ts = now;
-		t->prev_state = prev_state;
+		/* preempted: runnable whatever state it was about to enter */
+		t->prev_state = preempt ? 0 : prev_state;
 	}
 	__u32 next_tid = next->pid;
 	t = bpf_map_lookup_elem(&iot_blk_threads, &next_tid);

@@ -222,8 +222,9 @@ Result<std::unique_ptr<BlockBpf>> BlockBpf::Load(const BlockOptions& options,
     plan->block = {true,
                    "tp_btf block_bio_queue/split/backmerge/frontmerge/getrq/bio_remap/"
                    "bio_complete, block_rq_insert/issue/requeue/remap/merge/complete; bios of "
-                   "traced processes, page-cache bios of their files (write-back, readahead) and "
-                   "the requests holding them"};
+                   "traced processes, page-cache bios of their files (write-back, readahead), "
+                   "kernel-thread bios during a traced ext4 fsync (journal) and the requests "
+                   "holding them"};
     if (!need_marker) plan->block.reason += "; files of interest shared with the memory layer";
   }
   if (nvme) {
@@ -270,6 +271,9 @@ Status BlockBpf::LoadBlock(const BlockOptions& options, const BlockSharedMaps& s
   // the request merge event was added in 5.x. Probe the optional ones.
   bpf_program__set_autoload(block_->progs.iot_blk_rq_merge,
                             ProbeTracepoint("block_rq_merge", {}).present);
+  bool ext4 = ProbeTracepoint("ext4_sync_file_enter", {"ext4"}).present;
+  bpf_program__set_autoload(block_->progs.iot_blk_fsync_enter, ext4);
+  bpf_program__set_autoload(block_->progs.iot_blk_fsync_exit, ext4);
   int err = iotwin_block_bpf__load(block_);
   if (err) {
     iotwin_block_bpf__destroy(block_);
@@ -357,6 +361,12 @@ Status BlockBpf::Attach(std::vector<std::string>* notes, BlockLayerPlan* plan) {
       notes->push_back("block: write-back of dirtied files is not followed: " +
                        FirstLine(st.message()));
     }
+    st = attach(block_->progs.iot_blk_fsync_enter);
+    if (st.ok()) st = attach(block_->progs.iot_blk_fsync_exit);
+    if (!st.ok()) {
+      notes->push_back("block: journal I/O of traced fsync calls is not followed: " +
+                       FirstLine(st.message()));
+    }
   }
   if (nvme_) {
     Status st = attach(nvme_->progs.iot_nvme_setup);
@@ -396,8 +406,9 @@ nlohmann::json BlockBpf::Stats() const {
   static constexpr const char* kNames[IOT_BLK_STAT_MAX] = {
       "bios_of_traced_threads",  "bios_of_files_of_interest", "bios_split",
       "requests_holding_bios",   "requests_passthrough",      "requests_flush",
-      "bios_table_full",         "requests_table_full",       "requests_beyond_bio_walk",
-      "nvme_commands_unfollowed", "inodes_table_full",        "threads_table_full"};
+      "bios_table_full",         "requests_table_full",       "unfollowed_requests_beyond_bio_walk",
+      "nvme_commands_unfollowed", "inodes_table_full",        "threads_table_full",
+      "bios_of_kernel_threads_during_traced_fsync"};
   nlohmann::json j = nlohmann::json::object();
   int fd = bpf_map__fd(block_->maps.iot_blk_stats);
   std::vector<uint64_t> per_cpu(ncpus_);
