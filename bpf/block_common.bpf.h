@@ -299,7 +299,8 @@ static __always_inline struct iot_blk_rq *iot_rq_follow(struct request *rq, bool
 			if (s >= b->start && s < b->end) {
 				n.bio_id = b->id;
 				n.ino = b->ino;
-				n.pgoff = b->pgoff;
+				/* a bio the block layer split has moved on from its first page */
+				n.pgoff = b->pgoff + (((s - b->start) << 9) >> 12);
 				n.ino_dev = b->ino_dev;
 				n.tgid = b->tgid;
 				n.tid = b->tid;

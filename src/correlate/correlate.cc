@@ -419,10 +419,15 @@ void Correlator::BuildBiosAndRequests() {
           q.tid = r.tid;
           q.comm = r.comm;
         }
-        if (r.ino && !q.ino) {
+        if (r.ino) {
+          // the request's first page: as far into the queued bio as its first sector is
           q.ino = r.ino;
           q.ino_dev = r.ino_dev;
-          q.pgoff = r.pgoff + ((c_.bios[bi].sector - r.sector) * 512) / 4096;
+          uint64_t into = q.sector >= r.sector && q.sector < r.sector + r.bytes / 512
+                              ? q.sector - r.sector
+                              : (c_.bios[bi].sector >= r.sector ? c_.bios[bi].sector - r.sector
+                                                                  : 0);
+          q.pgoff = r.pgoff + into * 512 / 4096;
         }
       }
       if (!q.g_ts && c_.bios[bi].g_ts) q.g_ts = c_.bios[bi].g_ts;

@@ -3,7 +3,10 @@
 //   fsync   buffered pwrite64 of BYTES in 64 KiB calls, then fsync (write-back in this thread)
 //   mmap    ftruncate to BYTES, a store into every page of a shared mapping, msync(MS_SYNC)
 //   syncfs  buffered pwrite64 of BYTES, then syncfs (the flusher threads write back)
+//   wait    buffered pwrite64 of BYTES, create FILE.written, wait (at most 60 s) until FILE.synced
+//           exists: another, untraced process writes the pages back meanwhile
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <string>
@@ -15,7 +18,7 @@ using iotwin::progs::Sys;
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    fprintf(stderr, "usage: blk_writeback LOG FILE fsync|mmap|syncfs BYTES\n");
+    fprintf(stderr, "usage: blk_writeback LOG FILE fsync|mmap|syncfs|wait BYTES\n");
     return 2;
   }
   iotwin::progs::Log log(argv[1]);
@@ -28,7 +31,7 @@ int main(int argc, char** argv) {
     return 4;
   }
   int rc = 0;
-  if (mode == "fsync" || mode == "syncfs") {
+  if (mode == "fsync" || mode == "syncfs" || mode == "wait") {
     const uint64_t chunk = 64 << 10;
     std::string data(chunk, 'w');
     for (uint64_t off = 0; off < bytes; off += chunk) {
@@ -36,8 +39,16 @@ int main(int argc, char** argv) {
       log.Add(Entry("pwrite64").Int("fd", fd).U64("length", chunk).U64("offset", off).Int("ret", r));
       if (r != static_cast<long>(chunk)) rc = 5;
     }
-    long r = mode == "fsync" ? Sys(SYS_fsync, fd) : Sys(SYS_syncfs, fd);
-    log.Add(Entry(mode).Int("fd", fd).Int("ret", r));
+    if (mode == "wait") {
+      std::string written = path + ".written", synced = path + ".synced";
+      close(open(written.c_str(), O_CREAT | O_WRONLY, 0644));
+      struct stat st;
+      for (int i = 0; i < 6000 && stat(synced.c_str(), &st) != 0; i++) usleep(10000);
+      if (stat(synced.c_str(), &st) != 0) rc = 6;
+    } else {
+      long r = mode == "fsync" ? Sys(SYS_fsync, fd) : Sys(SYS_syncfs, fd);
+      log.Add(Entry(mode).Int("fd", fd).Int("ret", r));
+    }
   } else if (mode == "mmap") {
     long r = Sys(SYS_ftruncate, fd, bytes);
     log.Add(Entry("ftruncate").Int("fd", fd).U64("length", bytes).Int("ret", r));
