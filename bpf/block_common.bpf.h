@@ -318,7 +318,9 @@ static __always_inline struct iot_blk_rq *iot_rq_follow(struct request *rq, bool
 			__u32 dev = iot_rq_dev(rq);
 			__s32 *pending = bpf_map_lookup_elem(&iot_blk_flush, &dev);
 			if (pending && *pending > 0) {
-				__sync_fetch_and_add(pending, -1);
+				/* one flush request answers every PREFLUSH pending when
+				 * it was started (the flush machinery coalesces them) */
+				*pending = 0;
 				how = IOT_BLK_STAT_RQ_FLUSH;
 			}
 		}
