@@ -260,6 +260,7 @@ struct iot_page_fault {
 	iot_u32 tid;
 	iot_u32 dev;
 	iot_u32 nr_pages; /* pages mapped by this fault incl. fault-around, 0 unknown */
+	iot_u64 around_start; /* first page index of those nr_pages (the fault-around window) */
 };
 #define IOT_PFF_WRITE 1
 #define IOT_PFF_MAJOR 2

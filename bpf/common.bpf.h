@@ -63,11 +63,21 @@ static __always_inline void iot_count_drop(__u32 source)
 		*n += 1;
 }
 
+/* Events per CPU since the last look at the ring's backlog, one cache line
+ * each (a plain global indexed by CPU: no helper call, no sharing). */
+#define IOT_MAX_CPUS 1024
+#define IOT_WAKE_CHECK_EVERY 32
+#define IOT_TICK_STRIDE 8 /* u64s per CPU: 64 bytes */
+__u64 iot_ticks[IOT_MAX_CPUS * IOT_TICK_STRIDE];
+
 /* Waking the consumer per event would cost more than the event itself: wake
- * it only once enough data waits; otherwise it finds the data on its next
- * short poll timeout. */
+ * it only once enough data waits (looked at every IOT_WAKE_CHECK_EVERY
+ * events of a CPU); otherwise it finds the data on its next short poll. */
 static __always_inline __u64 iot_wake_flags(void)
 {
+	__u32 cpu = bpf_get_smp_processor_id();
+	if (cpu < IOT_MAX_CPUS && (++iot_ticks[cpu * IOT_TICK_STRIDE] % IOT_WAKE_CHECK_EVERY) != 0)
+		return BPF_RB_NO_WAKEUP;
 	return bpf_ringbuf_query(&iot_events, BPF_RB_AVAIL_DATA) >= iot_wake_bytes
 		       ? BPF_RB_FORCE_WAKEUP
 		       : BPF_RB_NO_WAKEUP;

@@ -47,9 +47,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Syscall number -> IOT_OP_*, filled from <sys/syscall.h> by user space. */
 const volatile __u8 iot_nr_to_op[IOT_NR_MAX] = {};
-/* The intent marker file (0: none). */
-const volatile __u64 iot_marker_ino = 0;
-const volatile __u32 iot_marker_dev = 0;
+/* The intent marker file as the kernel sees it (0: none), learnt by
+ * calibration: user space sets iot_calib_tgid to its own pid and writes to the
+ * marker file once, and sys_enter stores the identity behind that descriptor.
+ * Asking the kernel rather than trusting stat(2) matters where the two
+ * disagree (btrfs subvolumes, overlayfs): a wrong match would read a data
+ * buffer as a marker line. */
+__u64 iot_marker_ino = 0;
+__u32 iot_marker_dev = 0;
+__u32 iot_calib_tgid = 0;
 
 /* What sys_enter saves for sys_exit, per thread. */
 struct iot_join {
@@ -163,15 +169,29 @@ int BPF_PROG(iot_sys_enter, struct pt_regs *regs, long id)
 	__u16 op = iot_nr_to_op[id];
 	if (!op)
 		return 0;
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	if (!iot_tgid_traced(pid_tgid >> 32))
-		return 0;
-
-	struct iot_join *j = bpf_task_storage_get(&iot_join, bpf_get_current_task_btf(), NULL,
-						  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	/* A thread's storage exists only once it was found traced: for traced
+	 * threads it replaces the traced-set lookup (a process stays traced until
+	 * it exits, and its storage goes with it). */
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct iot_join *j = bpf_task_storage_get(&iot_join, task, NULL, 0);
 	if (!j) {
-		iot_count_drop(IOT_SRC_JOIN);
-		return 0;
+		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+		if (op == IOT_OP_WRITE && iot_calib_tgid && tgid == iot_calib_tgid) {
+			struct iot_ident ident = {};
+			iot_file_ident(iot_fd_file((int)IOT_SC_A0(regs)), &ident);
+			if (ident.ok) {
+				iot_marker_dev = ident.dev;
+				iot_marker_ino = ident.ino;
+			}
+			return 0;
+		}
+		if (!iot_tgid_traced(tgid))
+			return 0;
+		j = bpf_task_storage_get(&iot_join, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!j) {
+			iot_count_drop(IOT_SRC_JOIN);
+			return 0;
+		}
 	}
 	j->ts = bpf_ktime_get_ns();
 	j->args[0] = IOT_SC_A0(regs);
@@ -279,14 +299,14 @@ static long iot_aio_complete_one(__u32 i, void *data)
 	return 0;
 }
 
-static __always_inline void iot_aio_records(__u16 op, struct iot_syscall *sc, __u64 array,
-					    __u64 now)
+static __always_inline void iot_aio_records(__u16 op, struct iot_syscall *sc, __u64 ctx,
+					    __u64 array, __u64 now)
 {
 	if (sc->ret <= 0)
 		return;
 	struct iot_aio_loop l = {
 		.array = array,
-		.ctx = sc->aux,
+		.ctx = ctx,
 		.tgid = sc->tgid,
 		.tid = sc->tid,
 		.cpu = sc->cpu,
@@ -434,7 +454,7 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		break;
 	case IOT_OP_CLOSE_RANGE:
 		sc->fd = a0;
-		sc->aux = a1;
+		sc->fd2 = a1; /* ~0U reads as -1 */
 		sc->flags = a2;
 		break;
 	case IOT_OP_DUP:
@@ -578,14 +598,13 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		id_fd = a0;
 		break;
 	case IOT_OP_SENDFILE:
-		/* (out_fd, in_fd, *offset, count): fd is the source, as for
-		 * copy_file_range and splice */
-		sc->fd = a1;
-		sc->fd2 = a0;
+		/* (out_fd, in_fd, *offset, count); offset applies to in_fd */
+		sc->fd = a0;
+		sc->fd2 = a1;
 		sc->offset = j->pre[0];
 		sc->length = a3;
 		id_kind = IOT_ID_FD;
-		id_fd = a1;
+		id_fd = a0;
 		break;
 	/* memory mappings */
 	case IOT_OP_MMAP:
@@ -601,25 +620,25 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		}
 		break;
 	case IOT_OP_MUNMAP:
-		sc->aux = a0;
+		sc->offset = a0; /* address */
 		sc->length = a1;
 		break;
 	case IOT_OP_MREMAP:
 		/* (old_addr, old_len, new_len, flags, new_addr) */
-		sc->aux = a0;
-		sc->offset = a1;
-		sc->length = a2;
+		sc->offset = a0;
+		sc->length = a1;
+		sc->aux = a2;
 		sc->flags = a3;
 		break;
 	case IOT_OP_MSYNC:
-		sc->aux = a0;
+		sc->offset = a0;
 		sc->length = a1;
 		sc->flags = a2;
 		break;
 	case IOT_OP_MADVISE:
-		sc->aux = a0;
+		sc->offset = a0;
 		sc->length = a1;
-		sc->mode = a2;
+		sc->aux = a2;
 		break;
 	/* metadata */
 	case IOT_OP_STAT:
@@ -709,13 +728,12 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		sc->aux = a0;
 		break;
 	case IOT_OP_IO_SUBMIT:
-		sc->aux = a0;
-		sc->length = a1;
+		/* the context is in each request's ASYNC_IO record */
+		sc->aux = a1;
 		break;
 	case IOT_OP_IO_GETEVENTS:
 	case IOT_OP_IO_PGETEVENTS:
-		sc->aux = a0;
-		sc->offset = a1;
+		sc->aux = a1;
 		sc->length = a2;
 		break;
 	case IOT_OP_IO_URING_SETUP: {
@@ -728,8 +746,8 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 	}
 	case IOT_OP_IO_URING_ENTER:
 		sc->fd = a0;
-		sc->length = a1;
-		sc->offset = a2;
+		sc->aux = a1;
+		sc->mode = a2;
 		sc->flags = a3;
 		break;
 	case IOT_OP_IO_URING_REGISTER:
@@ -802,9 +820,9 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 	if (!path1 && !vectored) {
 		iot_output(sc, sizeof(*sc), IOT_SRC_SYSCALL);
 		if (op == IOT_OP_IO_SUBMIT)
-			iot_aio_records(op, sc, a2, now);
+			iot_aio_records(op, sc, a0, a2, now);
 		else if (op == IOT_OP_IO_GETEVENTS || op == IOT_OP_IO_PGETEVENTS)
-			iot_aio_records(op, sc, a3, now);
+			iot_aio_records(op, sc, a0, a3, now);
 		return;
 	}
 

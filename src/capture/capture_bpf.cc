@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -145,6 +146,7 @@ Result<std::unique_ptr<CaptureBpf>> CaptureBpf::Load(const CaptureBpfConfig& con
     c->notes_.push_back("async: io_uring request tracing disabled by option");
   }
   if (config.uprobes) IOTWIN_RETURN_IF_ERROR(c->LoadIntent(config));
+  c->LoadMemory(config);
   c->LoadBlockLayers(config);
   return c;
 }
@@ -156,10 +158,8 @@ Status CaptureBpf::LoadSyscall(const CaptureBpfConfig& config) {
   std::vector<uint8_t> table = SyscallNrToOp(IOT_NR_MAX);
   static_assert(sizeof(syscall_->rodata->iot_nr_to_op) == IOT_NR_MAX);
   memcpy(syscall_->rodata->iot_nr_to_op, table.data(), IOT_NR_MAX);
-  syscall_->rodata->iot_marker_ino = config.marker_ino;
-  syscall_->rodata->iot_marker_dev = config.marker_dev;
-  int err = bpf_map__set_max_entries(syscall_->maps.iot_events,
-                                     static_cast<uint32_t>(config.ring_bytes));
+  int err =
+      bpf_map__set_max_entries(syscall_->maps.iot_events, static_cast<uint32_t>(config.ring_bytes));
   if (err) return LibbpfError(err, "sizing the ring buffer");
   err = iotwin_syscall_bpf__load(syscall_);
   if (err) return LibbpfError(err, "loading the syscall BPF programs");
@@ -203,6 +203,32 @@ Status CaptureBpf::LoadIntent(const CaptureBpfConfig& config) {
   return Status::Ok();
 }
 
+// The memory layer is optional: what cannot load is explained in memory_plan_, not fatal.
+void CaptureBpf::LoadMemory(const CaptureBpfConfig& config) {
+  MemoryKernelSupport support = ProbeMemorySupport();
+  memory_plan_ = PlanMemoryLayer(config.memory, support);
+  if (!memory_plan_.AnyKernelPart()) return;
+  MemorySharedMaps shared;
+  shared.events_fd = bpf_map__fd(syscall_->maps.iot_events);
+  shared.traced_fd = bpf_map__fd(syscall_->maps.iot_traced_tgids);
+  shared.drops_fd = bpf_map__fd(syscall_->maps.iot_drops);
+  shared.cgroup_id = config.cgroup_id;
+  shared.self_tgid = config.self_tgid;
+  shared.wake_bytes = config.wake_bytes;
+  auto m = MemoryBpf::Load(memory_plan_, support, shared);
+  if (m.ok()) {
+    memory_ = std::move(m).value();
+    return;
+  }
+  std::string why = m.status().message() + " " + LibbpfLogTail();
+  why = why.substr(0, why.find('\n'));
+  for (MemoryPart* p : {&memory_plan_.faults, &memory_plan_.cache, &memory_plan_.writeback,
+                        &memory_plan_.subpage}) {
+    if (p->enabled) *p = MemoryPart{false, "the memory BPF programs failed to load: " + why};
+  }
+  memory_plan_.StateFallBackToUserSpace("the memory BPF programs failed to load");
+  notes_.push_back("memory: " + why);
+
 // The block, NVMe and interference layers are optional: what cannot load is explained in
 // block_plan_, never fatal.
 void CaptureBpf::LoadBlockLayers(const CaptureBpfConfig& config) {
@@ -210,8 +236,13 @@ void CaptureBpf::LoadBlockLayers(const CaptureBpfConfig& config) {
   shared.events_fd = bpf_map__fd(syscall_->maps.iot_events);
   shared.traced_fd = bpf_map__fd(syscall_->maps.iot_traced_tgids);
   shared.drops_fd = bpf_map__fd(syscall_->maps.iot_drops);
-  // The memory layer's interesting-inode set, when it runs, goes here (inodes_fd and
-  // inodes_marked_elsewhere); without it the block object keeps and fills its own.
+  // One interesting-inode set with the memory layer: the files it marks (dirtied, faulted,
+  // opened) are the ones whose write-back the block layer follows. Without it, the block object
+  // keeps its own and marks the files traced threads dirty itself.
+  if (memory_) {
+    shared.inodes_fd = memory_->inodes_fd();
+    shared.inodes_marked_elsewhere = memory_plan_.writeback.enabled;
+  }
   shared.cgroup_id = config.cgroup_id;
   shared.self_tgid = config.self_tgid;
   shared.wake_bytes = config.wake_bytes;
@@ -225,6 +256,7 @@ void CaptureBpf::LoadBlockLayers(const CaptureBpfConfig& config) {
 
 CaptureBpf::~CaptureBpf() {
   Detach();
+  memory_.reset();
   block_.reset();
   if (intent_) iotwin_intent_bpf__destroy(intent_);
   if (async_) iotwin_async_bpf__destroy(async_);
@@ -239,7 +271,8 @@ Status CaptureBpf::Attach() {
     if (!link) {
       Status st = LibbpfError(errno, fmt::format("attaching {}", bpf_program__name(prog)));
       if (required) return st;
-      notes_.push_back(st.message().substr(0, st.message().find('\n')));
+      notes_.push_back("async: io_uring request tracing unavailable: " +
+                       st.message().substr(0, st.message().find('\n')));
       return st;
     }
     links_.push_back(link);
@@ -258,11 +291,13 @@ Status CaptureBpf::Attach() {
     async_attached_ = attach(async_->progs.iot_uring_submit, false).ok() &&
                       attach(async_->progs.iot_uring_complete, false).ok();
   }
+  if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->Attach(&notes_));
   if (block_) IOTWIN_RETURN_IF_ERROR(block_->Attach(&notes_, &block_plan_));
   return Status::Ok();
 }
 
 void CaptureBpf::Detach() {
+  if (memory_) memory_->Detach();
   if (block_) block_->Detach();
   for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();
@@ -301,6 +336,23 @@ Status CaptureBpf::AttachUprobe(const std::string& binary, const std::string& fu
     }
     links_.push_back(link);
   }
+  return Status::Ok();
+}
+
+Status CaptureBpf::IdentifyMarker(const std::string& path, uint64_t* ino, uint32_t* dev) {
+  // The programs must be attached: sys_enter sees our own write and stores what it wrote to.
+  syscall_->bss->iot_calib_tgid = static_cast<uint32_t>(getpid());
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "opening the marker file " + path);
+  ssize_t n = write(fd, "\n", 1);
+  int err = errno;
+  if (ftruncate(fd, 0) != 0) err = errno;
+  close(fd);
+  syscall_->bss->iot_calib_tgid = 0;
+  if (n != 1) return Status::FromErrno(err, "writing the marker file " + path);
+  *ino = syscall_->bss->iot_marker_ino;
+  *dev = syscall_->bss->iot_marker_dev;
+  if (*ino == 0) return Status::Internal("the kernel did not see the write to {}", path);
   return Status::Ok();
 }
 

@@ -15,6 +15,8 @@
 
 #include "base/status.h"
 #include "capture/block_bpf.h"
+#include "capture/memory_bpf.h"
+#include "capture/memory_options.h"
 
 struct bpf_link;
 struct iotwin_syscall_bpf;
@@ -25,15 +27,14 @@ struct iotwin_intent_bpf;
 namespace iotwin::capture {
 
 struct CaptureBpfConfig {
-  uint64_t ring_bytes = 64ull << 20;  // power of two, multiple of the page size
-  uint64_t wake_bytes = 256ull << 10; // wake the consumer once this much data waits
-  uint64_t cgroup_id = 0;             // non-zero: trace this cgroup instead of a process set
-  uint32_t self_tgid = 0;             // never traced
-  uint64_t marker_ino = 0;            // intent marker file (0: none)
-  uint32_t marker_dev = 0;            // its kernel dev_t
-  bool async = true;                  // io_uring request tracepoints
-  bool uprobes = false;               // load the uprobe programs
-  BlockOptions block;                 // block, NVMe and interference layers (block_bpf.h)
+  uint64_t ring_bytes = 64ull << 20;   // power of two, multiple of the page size
+  uint64_t wake_bytes = 256ull << 10;  // wake the consumer once this much data waits
+  uint64_t cgroup_id = 0;              // non-zero: trace this cgroup instead of a process set
+  uint32_t self_tgid = 0;              // never traced
+  bool async = true;                   // io_uring request tracepoints
+  bool uprobes = false;                // load the uprobe programs
+  MemoryOptions memory;                // memory layer parts (memory_bpf.h)
+  BlockOptions block;                  // block, NVMe and interference layers (block_bpf.h)
 };
 
 // Per-source loss counters, summed over CPUs and per CPU.
@@ -64,10 +65,17 @@ class CaptureBpf {
   // `label_id` (an interned string id).
   Status AttachUprobe(const std::string& binary, const std::string& function, uint32_t label_id);
 
+  // Makes writes to the marker file at `path` intent markers: writes to it once (with the
+  // programs attached) so the kernel reports the file's identity as it sees it. Returns it.
+  Status IdentifyMarker(const std::string& path, uint64_t* ino, uint32_t* dev);
+
   int ring_fd() const;
   Result<DropCounts> ReadDrops() const;
 
   bool async_attached() const { return async_attached_; }
+  // The memory layer: null when none of its kernel parts runs; memory_plan() says why.
+  MemoryBpf* memory() const { return memory_.get(); }
+  const MemoryLayerState& memory_plan() const { return memory_plan_; }
   // The block side: null when none of block/nvme/sched runs; block_plan() says why.
   BlockBpf* block() const { return block_.get(); }
   const BlockLayerPlan& block_plan() const { return block_plan_; }
@@ -81,6 +89,7 @@ class CaptureBpf {
   Status LoadProc(const CaptureBpfConfig& config);
   Status LoadAsync(const CaptureBpfConfig& config);
   Status LoadIntent(const CaptureBpfConfig& config);
+  void LoadMemory(const CaptureBpfConfig& config);
   void LoadBlockLayers(const CaptureBpfConfig& config);
 
   iotwin_syscall_bpf* syscall_ = nullptr;
@@ -88,6 +97,8 @@ class CaptureBpf {
   iotwin_async_bpf* async_ = nullptr;
   iotwin_intent_bpf* intent_ = nullptr;
   std::vector<bpf_link*> links_;
+  std::unique_ptr<MemoryBpf> memory_;
+  MemoryLayerState memory_plan_;
   std::unique_ptr<BlockBpf> block_;
   BlockLayerPlan block_plan_;
   bool async_attached_ = false;

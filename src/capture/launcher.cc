@@ -51,7 +51,8 @@ Result<UserCredentials> LookupUser(const std::string& name_or_uid) {
   int rc = getpwnam_r(name_or_uid.c_str(), &pw, buf.data(), buf.size(), &found);
   if (!found) {
     uid_t uid = 0;
-    auto [end, ec] = std::from_chars(name_or_uid.data(), name_or_uid.data() + name_or_uid.size(), uid);
+    auto [end, ec] =
+        std::from_chars(name_or_uid.data(), name_or_uid.data() + name_or_uid.size(), uid);
     if (ec == std::errc() && end == name_or_uid.data() + name_or_uid.size()) {
       rc = getpwuid_r(uid, &pw, buf.data(), buf.size(), &found);
     }
@@ -92,7 +93,8 @@ Result<StoppedCommand> StoppedCommand::Start(const LaunchOptions& options) {
     bool overridden = false;
     for (const auto& s : options.set_env) {
       size_t eq = s.find('=');
-      if (kv.substr(0, kv.find('=') + 1) == std::string_view(s).substr(0, eq + 1)) overridden = true;
+      if (kv.substr(0, kv.find('=') + 1) == std::string_view(s).substr(0, eq + 1))
+        overridden = true;
     }
     if (!overridden) env_storage.emplace_back(kv);
   }
@@ -120,7 +122,7 @@ Result<StoppedCommand> StoppedCommand::Start(const LaunchOptions& options) {
     do {
       n = read(go_r.get(), &c, 1);
     } while (n < 0 && errno == EINTR);
-    if (n != 1) _exit(127);  // the tracer gave up
+    if (n != 1) _exit(127);      // the tracer gave up
     prctl(PR_SET_PDEATHSIG, 0);  // the command itself may outlive iotwin
     ChildError ce{0, 0};
     if (options.user) {

@@ -28,9 +28,9 @@ struct UserCredentials {
 Result<UserCredentials> LookupUser(const std::string& name_or_uid);
 
 struct LaunchOptions {
-  std::vector<std::string> argv;          // argv[0] is searched in PATH
-  std::vector<std::string> set_env;       // "NAME=value" added to the environment
-  std::optional<UserCredentials> user;    // drop privileges before exec
+  std::vector<std::string> argv;        // argv[0] is searched in PATH
+  std::vector<std::string> set_env;     // "NAME=value" added to the environment
+  std::optional<UserCredentials> user;  // drop privileges before exec
 };
 
 class StoppedCommand {

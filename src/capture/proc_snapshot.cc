@@ -125,6 +125,16 @@ Result<std::vector<MapEntry>> SnapshotFileMaps(pid_t pid) {
   return out;
 }
 
+Result<pid_t> ThreadGroupOf(pid_t tid) {
+  std::ifstream in(ProcPath(tid, "status"));
+  if (!in) return Status::NotFound("no process with pid {}", tid);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Tgid:", 0) == 0) return static_cast<pid_t>(atol(line.c_str() + 5));
+  }
+  return Status::NotFound("no process with pid {}", tid);
+}
+
 Result<std::string> ProcessCwd(pid_t pid) { return ReadLink(ProcPath(pid, "cwd")); }
 
 Result<std::string> ProcessComm(pid_t pid) {

@@ -19,7 +19,7 @@ struct FdEntry {
   uint64_t pos = 0;    // fdinfo pos
   uint32_t flags = 0;  // fdinfo flags (open flags)
   uint64_t ino = 0;
-  uint32_t dev = 0;    // kernel dev_t (major << 20 | minor)
+  uint32_t dev = 0;  // kernel dev_t (major << 20 | minor)
   uint64_t size = 0;
   uint16_t ftype = 0;  // S_IFMT >> 12
 };
@@ -40,6 +40,9 @@ Result<std::string> ProcessCwd(pid_t pid);
 Result<std::string> ProcessComm(pid_t pid);
 // True while the process runs (false once it is a zombie or gone).
 bool ProcessExists(pid_t pid);
+
+// The process a thread id belongs to (the id itself for a process), or NotFound.
+Result<pid_t> ThreadGroupOf(pid_t tid);
 
 // Parses one line of /proc/PID/maps; false for anonymous mappings and malformed lines.
 bool ParseMapsLine(const std::string& line, MapEntry* out);

@@ -19,12 +19,12 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "capture/capture_bpf.h"
 #include "capture/launcher.h"
+#include "capture/memory_tracker.h"
 #include "capture/proc_snapshot.h"
 #include "capture/ring_consumer.h"
 #include "format/records.h"
@@ -56,8 +56,8 @@ volatile sig_atomic_t g_signal_from_user = 0;  // sent with kill() to us, not by
 void OnStopSignal(int sig, siginfo_t* info, void*) {
   g_signal = sig;
   g_signal_count = g_signal_count + 1;
-  g_signal_from_user = info && (info->si_code == SI_USER || info->si_code == SI_QUEUE) &&
-                       info->si_pid != getpid();
+  g_signal_from_user =
+      info && (info->si_code == SI_USER || info->si_code == SI_QUEUE) && info->si_pid != getpid();
 }
 
 // Installs the stop handlers for the capture's lifetime and restores the old ones after.
@@ -234,6 +234,7 @@ class Capture {
  private:
   Status Validate();
   Status Setup();
+  void SetupMemory();
   Status StartCommand();
   Status AttachPids();
   Status Loop();
@@ -253,16 +254,18 @@ class Capture {
   }
 
   const RecordOptions& opt_;
-  std::string mode_;  // "command", "pid", "cgroup"
+  std::string mode_;         // "command", "pid", "cgroup"
+  std::vector<pid_t> pids_;  // --pid targets as processes
   uint64_t cgroup_id_ = 0;
   std::optional<UserCredentials> user_;
   std::unique_ptr<MarkerFile> marker_;
+  std::string marker_note_;
   std::unique_ptr<CaptureBpf> bpf_;
   std::unique_ptr<TraceWriter> writer_;
   std::unique_ptr<RingConsumer> consumer_;
+  std::unique_ptr<MemoryTracker> memory_;
   std::optional<StoppedCommand> command_;
   bool output_created_ = false;
-  bool output_finished_ = false;
 
   uint64_t start_ns_ = 0;
   std::string stop_reason_;
@@ -276,7 +279,8 @@ class Capture {
 
 Status Capture::Validate() {
   int modes = !opt_.command.empty() + !opt_.pids.empty() + !opt_.cgroup.empty();
-  if (modes == 0) return Status::Invalid("nothing to trace: give a command after --, --pid or --cgroup");
+  if (modes == 0)
+    return Status::Invalid("nothing to trace: give a command after --, --pid or --cgroup");
   if (modes > 1) return Status::Invalid("give only one of: a command, --pid, --cgroup");
   if (opt_.output.empty()) return Status::Invalid("no output file (-o)");
   if (!opt_.user.empty() && opt_.command.empty()) {
@@ -288,7 +292,10 @@ Status Capture::Validate() {
   IOTWIN_RETURN_IF_ERROR(CheckBtf());
   for (pid_t p : opt_.pids) {
     if (p <= 0 || !ProcessExists(p)) return Status::NotFound("no process with pid {}", p);
-    if (p == getpid()) return Status::Invalid("cannot trace iotwin itself (pid {})", p);
+    // A thread id stands for its process: the traced set holds processes.
+    IOTWIN_ASSIGN_OR_RETURN(pid_t tgid, ThreadGroupOf(p));
+    if (tgid == getpid()) return Status::Invalid("cannot trace iotwin itself (pid {})", p);
+    if (std::find(pids_.begin(), pids_.end(), tgid) == pids_.end()) pids_.push_back(tgid);
   }
   if (!opt_.cgroup.empty()) {
     IOTWIN_ASSIGN_OR_RETURN(cgroup_id_, CgroupId(opt_.cgroup));
@@ -296,6 +303,11 @@ Status Capture::Validate() {
   if (!opt_.user.empty()) {
     IOTWIN_ASSIGN_OR_RETURN(UserCredentials u, LookupUser(opt_.user));
     user_ = std::move(u);
+  }
+  if (!opt_.uprobes.empty() && access("/sys/bus/event_source/devices/uprobe", F_OK) != 0) {
+    return Status::Unsupported(
+        "--uprobe: this kernel has no uprobes (built without CONFIG_UPROBE_EVENTS); use the "
+        "IOTWIN_MARKER channel instead");
   }
   for (const auto& u : opt_.uprobes) {
     if (access(u.binary.c_str(), R_OK) != 0 && u.binary.find('/') != std::string::npos) {
@@ -316,13 +328,25 @@ Status Capture::Setup() {
   cfg.self_tgid = static_cast<uint32_t>(getpid());
   cfg.async = opt_.async;
   cfg.uprobes = !opt_.uprobes.empty();
+  cfg.memory = opt_.memory;
   cfg.block = opt_.block;
-  if (marker_) {
-    cfg.marker_ino = marker_->ino();
-    cfg.marker_dev = marker_->dev();
-  }
   IOTWIN_ASSIGN_OR_RETURN(bpf_, CaptureBpf::Load(cfg));
   IOTWIN_RETURN_IF_ERROR(bpf_->Attach());
+  if (marker_) {
+    uint64_t ino = 0;
+    uint32_t dev = 0;
+    Status st = bpf_->IdentifyMarker(marker_->path(), &ino, &dev);
+    if (!st.ok()) {
+      // Markers off rather than a marker test that might match another file.
+      marker_note_ = "intent markers disabled: " + st.message();
+      marker_.reset();
+    } else if (ino != marker_->ino() || dev != marker_->dev()) {
+      marker_note_ = fmt::format(
+          "marker file identity: kernel {}:{} ino {}, stat {}:{} ino {} (the kernel's is used)",
+          dev >> 20, dev & 0xfffff, ino, marker_->dev() >> 20, marker_->dev() & 0xfffff,
+          marker_->ino());
+    }
+  }
 
   json meta;
   meta["tool"] = "iotwin record 0.1.0";
@@ -332,27 +356,26 @@ Status Capture::Setup() {
   layers["syscall"] = {{"enabled", true},
                        {"reason", "tp_btf raw_syscalls sys_enter/sys_exit, joined in the kernel"}};
   layers["process"] = {{"enabled", true}, {"reason", "tp_btf sched_process_fork/exec/exit"}};
-  std::string async_reason = "io_uring_submit_req/io_uring_complete tracepoints; libaio from io_submit/io_getevents";
+  std::string async_reason =
+      "io_uring_submit_req/io_uring_complete tracepoints; libaio from io_submit/io_getevents";
   for (const auto& n : bpf_->notes()) {
     if (n.rfind("async", 0) == 0) async_reason = n;
   }
   layers["async"] = {{"enabled", bpf_->async_attached()}, {"reason", async_reason}};
-  layers["intent"] = {{"enabled", marker_ != nullptr || !opt_.uprobes.empty()},
-                      {"reason", marker_ ? "IOTWIN_MARKER file channel" +
-                                               std::string(opt_.uprobes.empty() ? "" : " and uprobes")
-                                         : (opt_.uprobes.empty() ? "no marker channel (not a command)"
-                                                                 : "uprobes")}};
-  const char* not_here = "not captured by this version of iotwin record";
-  for (const char* l : {"memory"}) {
-    layers[l] = {{"enabled", false}, {"reason", not_here}};
-  }
+  layers["intent"] = {
+      {"enabled", marker_ != nullptr || !opt_.uprobes.empty()},
+      {"reason",
+       marker_
+           ? "IOTWIN_MARKER file channel" + std::string(opt_.uprobes.empty() ? "" : " and uprobes")
+           : (opt_.uprobes.empty() ? "no marker channel (not a command)" : "uprobes")}};
+  layers["memory"] = bpf_->memory_plan().ToJson();
   AddBlockMeta(*bpf_, &layers, &meta);
   meta["layers"] = layers;
   json cap;
   cap["mode"] = mode_;
   cap["attach"] = bpf_->attach_kind();
   cap["ring_bytes"] = opt_.ring_bytes;
-  if (!opt_.pids.empty()) cap["pids"] = opt_.pids;
+  if (!pids_.empty()) cap["pids"] = pids_;
   if (!opt_.cgroup.empty()) cap["cgroup"] = {{"path", opt_.cgroup}, {"id", cgroup_id_}};
   if (user_) cap["user"] = user_->name;
   if (marker_) cap["marker"] = marker_->path();
@@ -361,7 +384,9 @@ Status Capture::Setup() {
     probes.push_back({{"binary", u.binary}, {"function", u.function}, {"label", u.label}});
   }
   cap["uprobes"] = probes;
-  cap["notes"] = bpf_->notes();
+  json notes = bpf_->notes();
+  if (!marker_note_.empty()) notes.push_back(marker_note_);
+  cap["notes"] = notes;
   meta["capture"] = cap;
 
   // zstd level 1: on syscall records it compresses as well as the default level 3 (about 9.5
@@ -378,7 +403,21 @@ Status Capture::Setup() {
     IOTWIN_RETURN_IF_ERROR(bpf_->AttachUprobe(u.binary, u.function, label));
   }
   IOTWIN_ASSIGN_OR_RETURN(consumer_, RingConsumer::Create(bpf_->ring_fd(), writer_.get()));
+  SetupMemory();
   return Status::Ok();
+}
+
+// The memory layer's user-space half: fed by the consumer, writing through Write()'s counting.
+void Capture::SetupMemory() {
+  const MemoryLayerState& plan = bpf_->memory_plan();
+  if (!plan.AnyKernelPart() && !plan.state.enabled) return;
+  memory_ = std::make_unique<MemoryTracker>(
+      opt_.memory, plan, bpf_->memory(), writer_.get(), [this](const iot_rec_hdr* rec) -> Status {
+        IOTWIN_RETURN_IF_ERROR(writer_->Append(rec));
+        if (rec->type <= IOT_REC_MAX) own_counts_[rec->type]++;
+        return Status::Ok();
+      });
+  memory_->Connect(consumer_.get());
 }
 
 Status Capture::StartCommand() {
@@ -386,6 +425,12 @@ Status Capture::StartCommand() {
   lo.argv = opt_.command;
   lo.user = user_;
   if (marker_) lo.set_env.push_back("IOTWIN_MARKER=" + marker_->path());
+  if (user_) {
+    // As su/sudo do, so that the command finds its own home and name.
+    lo.set_env.push_back("HOME=" + user_->home);
+    lo.set_env.push_back("USER=" + user_->name);
+    lo.set_env.push_back("LOGNAME=" + user_->name);
+  }
   IOTWIN_ASSIGN_OR_RETURN(StoppedCommand cmd, StoppedCommand::Start(lo));
   command_.emplace(std::move(cmd));
   pid_t pid = command_->pid();
@@ -403,7 +448,7 @@ Status Capture::StartCommand() {
 }
 
 Status Capture::AttachPids() {
-  for (pid_t pid : opt_.pids) {
+  for (pid_t pid : pids_) {
     // Trace first, then snapshot: a call between the two is captured and also reflected in the
     // snapshot, never missed.
     IOTWIN_RETURN_IF_ERROR(bpf_->TraceProcess(pid));
@@ -419,6 +464,7 @@ Status Capture::AttachPids() {
       attach.flags |= IOT_PROCF_GROUP_DEAD;  // exited during attach
     }
     IOTWIN_RETURN_IF_ERROR(Write(attach));
+    if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->OnAttach(pid));
     if (fds.ok()) {
       for (const FdEntry& f : fds.value()) {
         iot_fd_snapshot s;
@@ -505,18 +551,16 @@ void Capture::PrintStatus(bool final_line) {
   double rate = dt > 0 ? (events - last_status_events_) / dt : 0;
   last_status_ns_ = now;
   last_status_events_ = events;
-  std::string line =
-      fmt::format("iotwin record: {} events ({:.0f}/s), {} written, {} lost", events, rate,
-                  HumanBytes(writer_->bytes_written()), drops_.Total());
+  std::string line = fmt::format("iotwin record: {} events ({:.0f}/s), {} written, {} lost", events,
+                                 rate, HumanBytes(writer_->bytes_written()), drops_.Total());
   fprintf(stderr, "\r\033[K%s", line.c_str());
   if (final_line) fputc('\n', stderr);
   fflush(stderr);
 }
 
 Status Capture::Loop() {
-  uint64_t deadline = opt_.duration_s > 0
-                          ? start_ns_ + static_cast<uint64_t>(opt_.duration_s * 1e9)
-                          : UINT64_MAX;
+  uint64_t deadline =
+      opt_.duration_s > 0 ? start_ns_ + static_cast<uint64_t>(opt_.duration_s * 1e9) : UINT64_MAX;
   uint64_t next_clock = start_ns_ + kClockEveryNs;
   uint64_t next_status = start_ns_ + kStatusEveryNs;
   uint64_t next_liveness = 0;
@@ -525,13 +569,14 @@ Status Capture::Loop() {
   for (;;) {
     IOTWIN_RETURN_IF_ERROR(consumer_->Poll(opt_.poll_ms));
     uint64_t now = Mono();
+    if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->Poll(now));
     if (command_ && command_->TryWait()) {
       stop_reason_ = grace_until ? stop_reason_ : "command exited";
       return Status::Ok();
     }
     if (mode_ == "pid" && now >= next_liveness) {
       next_liveness = now + 100'000'000;
-      bool any = std::any_of(opt_.pids.begin(), opt_.pids.end(), ProcessExists);
+      bool any = std::any_of(pids_.begin(), pids_.end(), ProcessExists);
       if (!any) {
         stop_reason_ = "all processes exited";
         return Status::Ok();
@@ -574,6 +619,7 @@ Status Capture::Stop() {
   // short pass after it had time to finish.
   usleep(2000);
   IOTWIN_RETURN_IF_ERROR(consumer_->Drain());
+  if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->Finish(Mono()));
   IOTWIN_RETURN_IF_ERROR(WriteLost(true));
   IOTWIN_RETURN_IF_ERROR(Write(ClockRecord()));
   return Status::Ok();
@@ -626,7 +672,8 @@ Result<RecordOutcome> Capture::Run() {
   summary["events"] = events;
   json lost = json::object();
   for (uint16_t src :
-       {IOT_SRC_SYSCALL, IOT_SRC_PROC, IOT_SRC_ASYNC, IOT_SRC_INTENT, IOT_SRC_JOIN}) {
+       {IOT_SRC_SYSCALL, IOT_SRC_PROC, IOT_SRC_ASYNC, IOT_SRC_INTENT, IOT_SRC_JOIN,
+        IOT_SRC_MEMORY}) {
     lost[std::string(SourceName(src))] = drops_.Total(src);
   }
   AddBlockSummary(*bpf_, drops_, &lost, &summary);
@@ -635,8 +682,8 @@ Result<RecordOutcome> Capture::Run() {
   summary["malformed_ring_records"] = counts.malformed;
   summary["bad_markers"] = counts.bad_markers;
   summary["ring_bytes_consumed"] = counts.ring_bytes;
+  if (memory_) summary["memory"] = memory_->Summary();
   IOTWIN_RETURN_IF_ERROR(writer_->Finish(summary));
-  output_finished_ = true;
   out.file_bytes = writer_->bytes_written();
   PrintStatus(true);
 

@@ -16,6 +16,7 @@
 
 #include "base/status.h"
 #include "capture/block_options.h"
+#include "capture/memory_options.h"
 
 namespace iotwin::capture {
 
@@ -44,13 +45,14 @@ struct RecordOptions {
   int zstd_level = 1;                // trace chunk compression
   bool async = true;                 // io_uring per-request tracing
   bool markers = true;               // IOTWIN_MARKER channel for the command
+  MemoryOptions memory;              // memory layer parts (docs/memory-layer.md)
   BlockOptions block;                // block, NVMe and interference layers (docs/block-layer.md)
   StatusLine status_line = StatusLine::kAuto;
 };
 
 struct RecordOutcome {
-  int exit_status = 0;                // what iotwin should exit with
-  std::optional<int> command_wait;    // the command's wait status, when it was reaped
+  int exit_status = 0;              // what iotwin should exit with
+  std::optional<int> command_wait;  // the command's wait status, when it was reaped
   std::string stop_reason;
   uint64_t events = 0;
   uint64_t lost = 0;

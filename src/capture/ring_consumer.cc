@@ -35,6 +35,7 @@ int RingConsumer::OnRecord(void* ctx, void* data, size_t size) {
 }
 
 Status RingConsumer::Poll(int timeout_ms) {
+  if (!ring_) return Status::Internal("ring consumer without a ring");
   int n = ring_buffer__poll(ring_, timeout_ms);
   if (n < 0 && n != -EINTR && error_.ok()) {
     return Status::FromErrno(-n, "polling the BPF ring buffer");
@@ -48,6 +49,7 @@ Status RingConsumer::Poll(int timeout_ms) {
 }
 
 Status RingConsumer::Drain() {
+  if (!ring_) return Status::Internal("ring consumer without a ring");
   for (;;) {
     int n = ring_buffer__consume(ring_);
     if (!error_.ok()) return error_;
@@ -59,6 +61,9 @@ Status RingConsumer::Drain() {
 Status RingConsumer::Append(const iot_rec_hdr* rec) {
   IOTWIN_RETURN_IF_ERROR(writer_->Append(rec));
   if (rec->type <= IOT_REC_MAX) counts_.records[rec->type]++;
+  if (rec->type == IOT_REC_SYSCALL && syscall_observer_) {
+    syscall_observer_(*reinterpret_cast<const iot_syscall*>(rec));
+  }
   return Status::Ok();
 }
 
@@ -79,6 +84,9 @@ Status RingConsumer::Handle(const uint8_t* data, size_t size) {
     case IOT_REC_SYSCALL:
     case IOT_REC_PROC:
     case IOT_REC_ASYNC_IO:
+    case IOT_REC_PAGE_FAULT:
+    case IOT_REC_PAGE_CACHE:
+    case IOT_REC_WRITEBACK:
     case IOT_REC_BLOCK:
     case IOT_REC_NVME:
     case IOT_REC_SCHED:
@@ -93,9 +101,12 @@ Status RingConsumer::Handle(const uint8_t* data, size_t size) {
       return HandleExec(data, hdr.size);
     case IOT_WIRE_INTENT:
       return HandleIntent(data, hdr.size);
-    default:
+    default: {
+      auto h = wire_handlers_.find(hdr.type);
+      if (h != wire_handlers_.end()) return h->second(data, hdr.size);
       counts_.malformed++;
       return Status::Ok();
+    }
   }
 }
 
@@ -204,10 +215,17 @@ Status RingConsumer::HandleIntent(const uint8_t* data, size_t size) {
   bool ok = line.size() >= 3 && line[1] == ' ';
   if (ok) {
     switch (line[0]) {
-      case 'B': in.kind = IOT_INTENT_BEGIN; break;
-      case 'E': in.kind = IOT_INTENT_END; break;
-      case 'I': in.kind = IOT_INTENT_INSTANT; break;
-      default: ok = false;
+      case 'B':
+        in.kind = IOT_INTENT_BEGIN;
+        break;
+      case 'E':
+        in.kind = IOT_INTENT_END;
+        break;
+      case 'I':
+        in.kind = IOT_INTENT_INSTANT;
+        break;
+      default:
+        ok = false;
     }
   }
   std::string_view label;
@@ -218,8 +236,7 @@ Status RingConsumer::HandleIntent(const uint8_t* data, size_t size) {
     if (sp != std::string_view::npos) {
       std::string_view value = rest.substr(sp + 1);
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), in.value);
-      ok = in.kind == IOT_INTENT_INSTANT && ec == std::errc() &&
-           end == value.data() + value.size();
+      ok = in.kind == IOT_INTENT_INSTANT && ec == std::errc() && end == value.data() + value.size();
     }
     ok = ok && !label.empty();
   }

@@ -9,6 +9,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 
 #include "base/status.h"
@@ -23,14 +25,16 @@ struct ConsumerCounts {
   std::array<uint64_t, IOT_REC_MAX + 1> records{};  // appended, by IOT_REC_* type
   uint64_t ring_records = 0;                        // records taken from the ring
   uint64_t ring_bytes = 0;
-  uint64_t malformed = 0;         // ring records that failed validation (never expected)
-  uint64_t bad_markers = 0;       // marker writes that do not follow the protocol
+  uint64_t malformed = 0;    // ring records that failed validation (never expected)
+  uint64_t bad_markers = 0;  // marker writes that do not follow the protocol
 };
 
 class RingConsumer {
  public:
   // `writer` must outlive the consumer.
   static Result<std::unique_ptr<RingConsumer>> Create(int ring_fd, TraceWriter* writer);
+  // A consumer without a ring: only Handle() works (unit tests feed it records).
+  explicit RingConsumer(TraceWriter* writer) : writer_(writer) {}
   ~RingConsumer();
   RingConsumer(const RingConsumer&) = delete;
   RingConsumer& operator=(const RingConsumer&) = delete;
@@ -43,11 +47,17 @@ class RingConsumer {
 
   const ConsumerCounts& counts() const { return counts_; }
 
+  // Hooks for other layers (the memory layer, memory_tracker.h): see every SYSCALL record after
+  // it is appended; take ring records of wire types this consumer does not know.
+  using SyscallObserver = std::function<void(const iot_syscall&)>;
+  using WireHandler = std::function<Status(const uint8_t* data, size_t size)>;
+  void SetSyscallObserver(SyscallObserver f) { syscall_observer_ = std::move(f); }
+  void SetWireHandler(uint16_t type, WireHandler f) { wire_handlers_[type] = std::move(f); }
+
   // Converts one ring record (exposed for unit tests).
   Status Handle(const uint8_t* data, size_t size);
 
  private:
-  explicit RingConsumer(TraceWriter* writer) : writer_(writer) {}
   static int OnRecord(void* ctx, void* data, size_t size);
   Status Append(const iot_rec_hdr* rec);
   Status HandleSyscallExt(const uint8_t* data, size_t size);
@@ -58,6 +68,8 @@ class RingConsumer {
   ring_buffer* ring_ = nullptr;
   ConsumerCounts counts_;
   Status error_;  // first error inside the libbpf callback
+  SyscallObserver syscall_observer_;
+  std::map<uint16_t, WireHandler> wire_handlers_;
 };
 
 }  // namespace iotwin::capture

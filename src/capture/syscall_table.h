@@ -9,8 +9,8 @@
 namespace iotwin::capture {
 
 struct SyscallOp {
-  long nr;       // SYS_xxx of this architecture
-  uint16_t op;   // IOT_OP_*
+  long nr;      // SYS_xxx of this architecture
+  uint16_t op;  // IOT_OP_*
 };
 
 // Every captured syscall that exists on this architecture (e.g. no open/stat on arm64).

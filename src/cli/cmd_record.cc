@@ -20,6 +20,11 @@ struct RecordArgs {
   bool no_markers = false;
   bool status = false;
   bool no_status = false;
+  // memory layer
+  bool no_memory = false;
+  std::string memory_parts;
+  bool subpage = false;
+  int subpage_interval_ms = 10;
   // block, NVMe and interference layers
   bool no_block = false;
   bool no_nvme = false;
@@ -46,10 +51,31 @@ int RunRecord(RecordArgs& a) {
     }
     o.uprobes.push_back(spec.value());
   }
-  if (a.ring_mb == 0 || (a.ring_mb & (a.ring_mb - 1)) != 0 || a.ring_mb > 4096) {
-    fprintf(stderr, "iotwin record: --ring-mb must be a power of two between 1 and 4096\n");
+  if (a.ring_mb == 0 || (a.ring_mb & (a.ring_mb - 1)) != 0 || a.ring_mb > 2048) {
+    fprintf(stderr, "iotwin record: --ring-mb must be a power of two between 1 and 2048\n");
     return kExitError;
   }
+  if (a.no_memory && !a.memory_parts.empty()) {
+    fprintf(stderr, "iotwin record: give either --no-memory or --memory\n");
+    return kExitError;
+  }
+  if (!a.memory_parts.empty()) {
+    auto parts = capture::ParseMemoryParts(a.memory_parts, o.memory);
+    if (!parts.ok()) {
+      fprintf(stderr, "iotwin record: %s\n", parts.status().message().c_str());
+      return kExitError;
+    }
+    o.memory = parts.value();
+  } else if (a.no_memory) {
+    o.memory.faults = o.memory.cache = o.memory.writeback = o.memory.state = false;
+    o.memory.off_reason = "switched off by --no-memory";
+  }
+  if (a.subpage_interval_ms < 1 || a.subpage_interval_ms > 60000) {
+    fprintf(stderr, "iotwin record: --subpage-interval-ms must be between 1 and 60000\n");
+    return kExitError;
+  }
+  o.memory.subpage = a.subpage;
+  o.memory.subpage_interval_ms = a.subpage_interval_ms;
   o.ring_bytes = a.ring_mb << 20;
   o.wake_bytes = a.wake_kb << 10;
   o.async = !a.no_async;
@@ -83,8 +109,9 @@ CommandSpec SetupRecord(CLI::App& parent) {
   sub->add_option("-o,--output", o.output, "Trace file to write")->required();
   sub->add_option("--pid", args->pids, "Attach to running processes (PID[,PID...])")
       ->delimiter(',');
-  sub->add_option("--cgroup", o.cgroup,
-                  "Trace every process of a cgroup v2 (absolute path, or relative to the cgroup2 mount)");
+  sub->add_option(
+      "--cgroup", o.cgroup,
+      "Trace every process of a cgroup v2 (absolute path, or relative to the cgroup2 mount)");
   sub->add_option("--duration", o.duration_s, "Stop recording after this many seconds");
   sub->add_option("--user", o.user, "Run the command as this user (name or uid)");
   sub->add_flag("--fail-on-loss", o.fail_on_loss, "Exit non-zero when any event was lost");
@@ -103,6 +130,15 @@ CommandSpec SetupRecord(CLI::App& parent) {
                 "Do not offer the IOTWIN_MARKER intent channel to the command");
   sub->add_flag("--status", args->status, "Show the live status line even when not on a terminal");
   sub->add_flag("--no-status", args->no_status, "Never show the live status line");
+  sub->add_flag("--no-memory", args->no_memory,
+                "Do not capture the memory layer (page faults, page cache, write-back, cache state)");
+  sub->add_option("--memory", args->memory_parts,
+                  "Memory layer parts to capture: faults,cache,writeback,state (default all; or none)");
+  sub->add_flag("--subpage", args->subpage,
+                "Record which 8-byte words of pages stored to through shared file mappings changed");
+  sub->add_option("--subpage-interval-ms", args->subpage_interval_ms,
+                  "Sampling interval of --subpage in milliseconds")
+      ->capture_default_str();
   sub->add_flag("--no-block", args->no_block,
                 "Do not record block-layer events (bios and requests)");
   sub->add_flag("--no-nvme", args->no_nvme, "Do not record NVMe commands");

@@ -69,8 +69,9 @@ std::string RecordToText(const iot_rec_hdr* h, const TraceReader* r) {
     }
     case IOT_REC_PAGE_FAULT: {
       const auto& f = As<iot_page_fault>(h);
-      return fmt::format("page_fault ts={} tgid={} tid={} addr={:#x} dev={:#x} ino={} pgoff={} flags={:#x} nr={}",
-                         f.ts, f.tgid, f.tid, f.addr, f.dev, f.ino, f.pgoff, f.flags, f.nr_pages);
+      return fmt::format("page_fault ts={} tgid={} tid={} addr={:#x} dev={:#x} ino={} pgoff={} flags={:#x} nr={} around={}",
+                         f.ts, f.tgid, f.tid, f.addr, f.dev, f.ino, f.pgoff, f.flags, f.nr_pages,
+                         f.around_start);
     }
     case IOT_REC_PAGE_CACHE: {
       const auto& c = As<iot_page_cache>(h);

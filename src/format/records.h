@@ -20,7 +20,7 @@ static_assert(sizeof(iot_iovec) == 24);
 static_assert(sizeof(iot_proc) == 64);
 static_assert(sizeof(iot_fd_snapshot) == 64);
 static_assert(sizeof(iot_map_snapshot) == 64);
-static_assert(sizeof(iot_page_fault) == 56);
+static_assert(sizeof(iot_page_fault) == 64);
 static_assert(sizeof(iot_page_cache) == 48);
 static_assert(sizeof(iot_writeback) == 56);
 static_assert(sizeof(iot_block) == 120);

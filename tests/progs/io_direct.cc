@@ -19,7 +19,12 @@ int main(int argc, char** argv) {
   const uint64_t flags = O_CREAT | O_RDWR | O_DIRECT;
   iotwin::progs::BeginMark();
   long fd = Sys(SYS_openat, -100, path.c_str(), flags, 0644);
-  log.Add(Entry("openat").Int("fd", -100).Str("path", path).U64("flags", flags).U64("mode", 0644).Int("ret", fd));
+  log.Add(Entry("openat")
+              .Int("fd", -100)
+              .Str("path", path)
+              .U64("flags", flags)
+              .U64("mode", 0644)
+              .Int("ret", fd));
   if (fd < 0) {
     iotwin::progs::EndMark();
     log.Flush();
@@ -27,7 +32,8 @@ int main(int argc, char** argv) {
   }
   for (int i = 0; i < 4; i++) {
     long r = Sys(SYS_pwrite64, fd, buf, 4096, 4096 * i);
-    log.Add(Entry("pwrite64").Int("fd", fd).U64("length", 4096).U64("offset", 4096 * i).Int("ret", r));
+    log.Add(
+        Entry("pwrite64").Int("fd", fd).U64("length", 4096).U64("offset", 4096 * i).Int("ret", r));
   }
   long r = Sys(SYS_pread64, fd, buf, 16384, 0);
   log.Add(Entry("pread64").Int("fd", fd).U64("length", 16384).U64("offset", 0).Int("ret", r));

@@ -21,8 +21,12 @@ int main(int argc, char** argv) {
   uint64_t pos = 0;
   iotwin::progs::BeginMark();
   long fd = Sys(SYS_openat, -100, path.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0644);
-  log.Add(Entry("openat").Int("fd", -100).Str("path", path).U64("flags", O_CREAT | O_RDWR | O_TRUNC)
-              .U64("mode", 0644).Int("ret", fd));
+  log.Add(Entry("openat")
+              .Int("fd", -100)
+              .Str("path", path)
+              .U64("flags", O_CREAT | O_RDWR | O_TRUNC)
+              .U64("mode", 0644)
+              .Int("ret", fd));
   long d1 = Sys(SYS_dup, fd);
   log.Add(Entry("dup").Int("fd", fd).Int("ret", d1));
   long r = Sys(SYS_write, d1, buf, 100);

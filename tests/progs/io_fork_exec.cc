@@ -27,8 +27,12 @@ int main(int argc, char** argv) {
     iotwin::progs::BeginMark();
     std::string path = dir + "/from_exec.dat";
     long fd = Sys(SYS_openat, -100, path.c_str(), O_CREAT | O_WRONLY, 0644);
-    log.Add(Entry("openat").Int("fd", -100).Str("path", path).U64("flags", O_CREAT | O_WRONLY)
-                .U64("mode", 0644).Int("ret", fd));
+    log.Add(Entry("openat")
+                .Int("fd", -100)
+                .Str("path", path)
+                .U64("flags", O_CREAT | O_WRONLY)
+                .U64("mode", 0644)
+                .Int("ret", fd));
     long r = Sys(SYS_pwrite64, fd, buf, 3000, 0);
     log.Add(Entry("pwrite64").Int("fd", fd).U64("length", 3000).U64("offset", 0).Int("ret", r));
     r = Sys(SYS_close, fd);
@@ -41,8 +45,12 @@ int main(int argc, char** argv) {
   std::string path = dir + "/parent.dat";
   iotwin::progs::BeginMark();
   long fd = Sys(SYS_openat, -100, path.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0644);
-  log.Add(Entry("openat").Int("fd", -100).Str("path", path).U64("flags", O_CREAT | O_RDWR | O_TRUNC)
-              .U64("mode", 0644).Int("ret", fd));
+  log.Add(Entry("openat")
+              .Int("fd", -100)
+              .Str("path", path)
+              .U64("flags", O_CREAT | O_RDWR | O_TRUNC)
+              .U64("mode", 0644)
+              .Int("ret", fd));
   long r = Sys(SYS_pwrite64, fd, buf, 8192, 0);
   log.Add(Entry("pwrite64").Int("fd", fd).U64("length", 8192).U64("offset", 0).Int("ret", r));
   pid_t child = fork();

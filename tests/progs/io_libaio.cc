@@ -38,18 +38,24 @@ int main(int argc, char** argv) {
       }
       cbs[i].data = reinterpret_cast<void*>(static_cast<uintptr_t>(500 + 10 * phase + i));
       ptrs[i] = &cbs[i];
-      log.Add(Entry::Kind("submit").Int("opcode", cbs[i].aio_lio_opcode).Int("fd", fd).U64("offset", off)
-                  .U64("length", len).U64("user_data", 500 + 10 * phase + i)
+      log.Add(Entry::Kind("submit")
+                  .Int("opcode", cbs[i].aio_lio_opcode)
+                  .Int("fd", fd)
+                  .U64("offset", off)
+                  .U64("length", len)
+                  .U64("user_data", 500 + 10 * phase + i)
                   .U64("iocb", reinterpret_cast<uintptr_t>(&cbs[i])));
     }
     r = Sys(SYS_io_submit, ctx, 3L, ptrs);
-    log.Add(Entry("io_submit").U64("aux", ctx).U64("length", 3).Int("ret", r));
+    log.Add(Entry("io_submit").U64("aux", 3).Int("ret", r));
     struct io_event events[3];
     long got = Sys(SYS_io_getevents, ctx, 3L, 3L, events, nullptr);
-    log.Add(Entry("io_getevents").U64("aux", ctx).U64("offset", 3).U64("length", 3).Int("ret", got));
+    log.Add(Entry("io_getevents").U64("aux", 3).U64("length", 3).Int("ret", got));
     for (long i = 0; i < got; i++) {
-      log.Add(Entry::Kind("complete").U64("user_data", reinterpret_cast<uintptr_t>(events[i].data))
-                  .U64("iocb", reinterpret_cast<uintptr_t>(events[i].obj)).Int("res", events[i].res));
+      log.Add(Entry::Kind("complete")
+                  .U64("user_data", reinterpret_cast<uintptr_t>(events[i].data))
+                  .U64("iocb", reinterpret_cast<uintptr_t>(events[i].obj))
+                  .Int("res", events[i].res));
     }
   }
   r = Sys(SYS_io_destroy, ctx);

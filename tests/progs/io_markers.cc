@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
   mark("B load\n", "B", "load", 0);
   for (int i = 0; i < 3; i++) {
     long r = Sys(SYS_pwrite64, fd, buf, 4096, 4096 * i);
-    log.Add(Entry("pwrite64").Int("fd", fd).U64("length", 4096).U64("offset", 4096 * i).Int("ret", r));
+    log.Add(
+        Entry("pwrite64").Int("fd", fd).U64("length", 4096).U64("offset", 4096 * i).Int("ret", r));
     mark("I step " + std::to_string(42 + i) + "\n", "I", "step", 42 + i);
   }
   mark("E load\n", "E", "load", 0);

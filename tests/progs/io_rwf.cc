@@ -22,22 +22,33 @@ int main(int argc, char** argv) {
   const uint64_t kCur = UINT64_MAX;  // offset -1 as recorded
   iotwin::progs::BeginMark();
   long fd = Sys(SYS_openat, -100, path.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0644);
-  log.Add(Entry("openat").Int("fd", -100).Str("path", path).U64("flags", O_CREAT | O_RDWR | O_TRUNC)
-              .U64("mode", 0644).Int("ret", fd));
+  log.Add(Entry("openat")
+              .Int("fd", -100)
+              .Str("path", path)
+              .U64("flags", O_CREAT | O_RDWR | O_TRUNC)
+              .U64("mode", 0644)
+              .Int("ret", fd));
   struct {
     bool write;
     uint64_t offset;
     int flags;
   } calls[] = {
-      {true, 0, RWF_DSYNC},      {true, 4096, RWF_SYNC},      {true, kCur, RWF_APPEND},
-      {true, 8192, RWF_HIPRI},   {false, 0, RWF_NOWAIT},      {false, 4096, RWF_HIPRI},
-      {false, kCur, 0},          {false, 100, RWF_NOWAIT | RWF_HIPRI},
+      {true, 0, RWF_DSYNC},     {true, 4096, RWF_SYNC},
+      {true, kCur, RWF_APPEND}, {true, 8192, RWF_HIPRI},
+      {false, 0, RWF_NOWAIT},   {false, 4096, RWF_HIPRI},
+      {false, kCur, 0},         {false, 100, RWF_NOWAIT | RWF_HIPRI},
   };
   for (const auto& c : calls) {
     long r = Sys(c.write ? SYS_pwritev2 : SYS_preadv2, fd, iov, 2, static_cast<long>(c.offset), 0L,
                  c.flags);
-    log.Add(Entry(c.write ? "pwritev2" : "preadv2").Int("fd", fd).U64("aux", 2).U64("length", 4096)
-                .U64("offset", c.offset).U64("flags", c.flags).Int("ret", r).Str("iov", "1000,3096"));
+    log.Add(Entry(c.write ? "pwritev2" : "preadv2")
+                .Int("fd", fd)
+                .U64("aux", 2)
+                .U64("length", 4096)
+                .U64("offset", c.offset)
+                .U64("flags", c.flags)
+                .Int("ret", r)
+                .Str("iov", "1000,3096"));
   }
   long r = Sys(SYS_close, fd);
   log.Add(Entry("close").Int("fd", fd).Int("ret", r));

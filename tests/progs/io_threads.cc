@@ -40,14 +40,22 @@ int main(int argc, char** argv) {
       pthread_barrier_wait(&barrier);
       iotwin::progs::BeginMark();
       long fd = Sys(SYS_openat, -100, path.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0600);
-      mine.push_back(Entry("openat").Int("fd", -100).Str("path", path).U64("flags", O_CREAT | O_RDWR | O_TRUNC)
-                         .U64("mode", 0600).Int("ret", fd));
+      mine.push_back(Entry("openat")
+                         .Int("fd", -100)
+                         .Str("path", path)
+                         .U64("flags", O_CREAT | O_RDWR | O_TRUNC)
+                         .U64("mode", 0600)
+                         .Int("ret", fd));
       for (int i = 0; i < 10; i++) {
         uint64_t len = 512 * (1 + (i + t) % 8), off = 4096 * (i * (t + 1));
         long r = Sys(SYS_pwrite64, fd, buf, len, off);
-        mine.push_back(Entry("pwrite64").Int("fd", fd).U64("length", len).U64("offset", off).Int("ret", r));
+        mine.push_back(
+            Entry("pwrite64").Int("fd", fd).U64("length", len).U64("offset", off).Int("ret", r));
         r = Sys(SYS_pread64, sfd, buf, 1024, 1024 * ((t + i) % 64));
-        mine.push_back(Entry("pread64").Int("fd", sfd).U64("length", 1024).U64("offset", 1024 * ((t + i) % 64))
+        mine.push_back(Entry("pread64")
+                           .Int("fd", sfd)
+                           .U64("length", 1024)
+                           .U64("offset", 1024 * ((t + i) % 64))
                            .Int("ret", r));
       }
       long r = Sys(SYS_fsync, fd);

@@ -39,8 +39,12 @@ int main(int argc, char** argv) {
         io_uring_prep_read(sqe, fd, buf[4 + i], len, off);
       }
       io_uring_sqe_set_data64(sqe, user_data);
-      log.Add(Entry::Kind("submit").Int("opcode", sqe->opcode).Int("fd", fd).U64("offset", off)
-                  .U64("length", len).U64("user_data", user_data));
+      log.Add(Entry::Kind("submit")
+                  .Int("opcode", sqe->opcode)
+                  .Int("fd", fd)
+                  .U64("offset", off)
+                  .U64("length", len)
+                  .U64("user_data", user_data));
     }
     rc = io_uring_submit_and_wait(&ring, 4);
     if (rc < 0) {

@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   iotwin::progs::BeginMark();
   for (int i = 0; i < 3; i++) {
     long r = Sys(SYS_pread64, fd, buf, 4096, 4096 * i);
-    log.Add(Entry("pread64").Int("fd", fd).U64("length", 4096).U64("offset", 4096 * i).Int("ret", r));
+    log.Add(
+        Entry("pread64").Int("fd", fd).U64("length", 4096).U64("offset", 4096 * i).Int("ret", r));
   }
   iotwin::progs::EndMark();
   log.Flush();

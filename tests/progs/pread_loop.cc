@@ -68,9 +68,10 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &ru);
   double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
                ru.ru_stime.tv_usec / 1e6;
-  printf("{\"elapsed_s\": %.6f, \"cpu_s\": %.6f, \"calls\": %ld, \"threads\": %d, "
-         "\"calls_per_s\": %.0f, \"failed\": %ld}\n",
-         elapsed, cpu, calls * threads, threads, calls * threads / elapsed, failed);
+  printf(
+      "{\"elapsed_s\": %.6f, \"cpu_s\": %.6f, \"calls\": %ld, \"threads\": %d, "
+      "\"calls_per_s\": %.0f, \"failed\": %ld}\n",
+      elapsed, cpu, calls * threads, threads, calls * threads / elapsed, failed);
   close(fd);
   return failed ? 1 : 0;
 }

@@ -69,8 +69,8 @@ class Entry {
     return *this;
   }
   Entry& Str(const char* key, const std::string& v) {
-    fields_ += std::string(fields_.empty() ? "" : ", ") + "\"" + key + "\": \"" + JsonEscape(v) +
-               "\"";
+    fields_ +=
+        std::string(fields_.empty() ? "" : ", ") + "\"" + key + "\": \"" + JsonEscape(v) + "\"";
     return *this;
   }
   const std::string& text() const { return fields_; }

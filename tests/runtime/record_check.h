@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,12 +12,10 @@
 
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "format/records.h"
 #include "format/trace_reader.h"
@@ -234,8 +233,8 @@ inline std::vector<std::string> CompareCalls(const std::vector<nlohmann::json>& 
     size_t n = std::max(calls.size(), recs.size());
     for (size_t i = 0; i < n; i++) {
       if (i >= calls.size()) {
-        problems.push_back(fmt::format("tid {} call {}: extra recorded {}", tid, i,
-                                       OpName(recs[i].sc.op)));
+        problems.push_back(
+            fmt::format("tid {} call {}: extra recorded {}", tid, i, OpName(recs[i].sc.op)));
         continue;
       }
       if (i >= recs.size()) {

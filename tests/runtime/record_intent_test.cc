@@ -9,8 +9,8 @@ TEST(RecordIntent, MarkerWritesBecomeIntentRecords) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   TempDir dir;
   std::string trace = dir / "t.iotwin", log = dir / "log";
-  RunResult r = test::Run({IotwinBin(), "record", "-o", trace, "--", TestProg("io_markers"), log,
-                           dir.path()});
+  RunResult r = test::Run(
+      {IotwinBin(), "record", "-o", trace, "--", TestProg("io_markers"), log, dir.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   LoadedTrace t = LoadTrace(trace);
   ASSERT_TRUE(t.error.empty()) << t.error;
@@ -31,8 +31,9 @@ TEST(RecordIntent, MarkerWritesBecomeIntentRecords) {
     const auto& m = markers[i];
     const iot_intent& in = t.intents[i];
     EXPECT_EQ(t.intent_labels[i], m["label"].get<std::string>()) << i;
-    uint16_t kind = m["kind_char"] == "B" ? IOT_INTENT_BEGIN
-                    : m["kind_char"] == "E" ? IOT_INTENT_END : IOT_INTENT_INSTANT;
+    uint16_t kind = m["kind_char"] == "B"   ? IOT_INTENT_BEGIN
+                    : m["kind_char"] == "E" ? IOT_INTENT_END
+                                            : IOT_INTENT_INSTANT;
     EXPECT_EQ(in.kind, kind) << i;
     EXPECT_EQ(in.value, m["value"].get<uint64_t>()) << i;
     EXPECT_EQ(in.source, IOT_INTENT_SRC_MARKER);

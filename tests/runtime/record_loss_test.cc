@@ -62,7 +62,8 @@ TEST(RecordLoss, OverflowIsCountedStoredAndReported) {
   uint64_t sum = 0;
   for (auto& [cpu, n] : last_per_cpu) sum += n;
   EXPECT_EQ(sum, lost);
-  // Nothing vanished: recorded + lost covers every pread (plus a few start-up calls, lost before they could be told apart).
+  // Nothing vanished: recorded + lost covers every pread (plus a few start-up calls, lost before
+  // they could be told apart).
   size_t preads = CountPreads(t, data);
   EXPECT_LT(preads, 300000u);
   EXPECT_GE(preads + lost, 300000u);

@@ -76,7 +76,8 @@ TEST(RecordProcess, CommandThatCannotStartIsAClearErrorAndLeavesNoFile) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   TempDir dir;
   std::string trace = dir / "t.iotwin";
-  RunResult r = test::Run({IotwinBin(), "record", "-o", trace, "--", "/nonexistent/iotwin-no-such-cmd"});
+  RunResult r =
+      test::Run({IotwinBin(), "record", "-o", trace, "--", "/nonexistent/iotwin-no-such-cmd"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("cannot run '/nonexistent/iotwin-no-such-cmd'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("No such file"), std::string::npos) << r.err;
@@ -105,7 +106,8 @@ TEST(RecordProcess, BadInputIsRefusedWithoutOutput) {
   r = test::Run({IotwinBin(), "record", "-o", trace, "--cgroup", "iotwin-no-such-cgroup"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no cgroup"), std::string::npos) << r.err;
-  r = test::Run({IotwinBin(), "record", "-o", trace, "--user", "iotwin-no-such-user", "--", "/bin/true"});
+  r = test::Run(
+      {IotwinBin(), "record", "-o", trace, "--user", "iotwin-no-such-user", "--", "/bin/true"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no such user"), std::string::npos) << r.err;
   r = test::Run({IotwinBin(), "record", "-o", trace, "--uprobe", "nocolon", "--", "/bin/true"});
@@ -120,7 +122,7 @@ TEST(RecordProcess, WithoutPrivilegesItSaysSo) {
   chmod(dir.path().c_str(), 0777);
   std::string trace = dir / "t.iotwin";
   RunResult r = test::Run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                     IotwinBin(), "record", "-o", trace, "--", "/bin/true"});
+                           IotwinBin(), "record", "-o", trace, "--", "/bin/true"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("needs root"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(trace));
@@ -130,7 +132,8 @@ TEST(RecordProcess, ManyChildrenAreAllFollowed) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   TempDir dir;
   std::string data = MakeDataFile(dir, 512 * 500 + 4096), trace = dir / "t.iotwin";
-  RunResult r = test::Run({IotwinBin(), "record", "-o", trace, "--", TestProg("io_forker"), data, "500"});
+  RunResult r =
+      test::Run({IotwinBin(), "record", "-o", trace, "--", TestProg("io_forker"), data, "500"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   LoadedTrace t = LoadTrace(trace);
   ASSERT_TRUE(t.error.empty()) << t.error;
@@ -168,7 +171,7 @@ TEST(RecordProcess, DurationStopsTheTraceButNotTheCommand) {
   std::string data = MakeDataFile(dir), trace = dir / "t.iotwin";
   auto start = std::chrono::steady_clock::now();
   RunResult r = test::Run({IotwinBin(), "record", "-o", trace, "--duration", "1", "--",
-                     TestProg("io_ticker"), data, "2.5", "3"});
+                           TestProg("io_ticker"), data, "2.5", "3"});
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.exit_code, 3) << r.err;  // the command's status, once it finished
   EXPECT_GE(elapsed, 2.4);
@@ -247,7 +250,8 @@ TEST(RecordProcess, SignalToIotwinStopsCleanlyAfterTheCommand) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   TempDir dir;
   std::string data = MakeDataFile(dir), trace = dir / "t.iotwin";
-  Spawned rec = Spawn({IotwinBin(), "record", "-o", trace, "--", TestProg("io_ticker"), data, "30"});
+  Spawned rec =
+      Spawn({IotwinBin(), "record", "-o", trace, "--", TestProg("io_ticker"), data, "30"});
   ASSERT_TRUE(WaitForFile(trace));
   usleep(500 * 1000);
   kill(rec.pid, SIGTERM);
@@ -270,8 +274,8 @@ TEST(RecordProcess, UserDropsPrivilegesOfTheCommand) {
   TempDir dir;
   chmod(dir.path().c_str(), 0777);
   std::string trace = dir / "t.iotwin", out = dir / "uid";
-  RunResult r = test::Run({IotwinBin(), "record", "-o", trace, "--user", "nobody", "--", "/bin/sh", "-c",
-                     "id -u > " + out});
+  RunResult r = test::Run({IotwinBin(), "record", "-o", trace, "--user", "nobody", "--", "/bin/sh",
+                           "-c", "id -u > " + out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ReadFileText(out), "65534\n");
   LoadedTrace t = LoadTrace(trace);
@@ -303,7 +307,8 @@ TEST(RecordProcess, CgroupTracesItsMembersOnly) {
   Spawned member = Spawn({TestProg("io_ticker"), data, "4"});
   Spawned outsider = Spawn({TestProg("io_ticker"), data, "4"});
   std::ofstream(cg + "/cgroup.procs") << member.pid << "\n";
-  RunResult r = test::Run({IotwinBin(), "record", "-o", trace, "--cgroup", name, "--duration", "1.5"});
+  RunResult r =
+      test::Run({IotwinBin(), "record", "-o", trace, "--cgroup", name, "--duration", "1.5"});
   RunResult mr = WaitSpawned(member), orr = WaitSpawned(outsider);
   rmdir(cg.c_str());
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -1,0 +1,1060 @@
+#include "analysis/analyzer.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "format/records.h"
+
+namespace iotwin::analysis {
+namespace {
+
+// Direction of a data op: 0 read, 1 write, -1 neither (a table: this runs per record).
+struct OpClassTable {
+  std::array<int8_t, IOT_OP_MAX + 1> dir{};
+  std::array<bool, IOT_OP_MAX + 1> explicit_offset{};
+  std::array<bool, IOT_OP_MAX + 1> opens{};
+  constexpr OpClassTable() {
+    for (auto& d : dir) d = -1;
+    for (int op : {IOT_OP_READ, IOT_OP_PREAD64, IOT_OP_READV, IOT_OP_PREADV, IOT_OP_PREADV2})
+      dir[op] = 0;
+    for (int op : {IOT_OP_WRITE, IOT_OP_PWRITE64, IOT_OP_WRITEV, IOT_OP_PWRITEV, IOT_OP_PWRITEV2})
+      dir[op] = 1;
+    for (int op : {IOT_OP_PREAD64, IOT_OP_PWRITE64, IOT_OP_PREADV, IOT_OP_PWRITEV, IOT_OP_PREADV2,
+                   IOT_OP_PWRITEV2})
+      explicit_offset[op] = true;
+    for (int op : {IOT_OP_OPEN, IOT_OP_OPENAT, IOT_OP_OPENAT2, IOT_OP_CREAT}) opens[op] = true;
+  }
+};
+constexpr OpClassTable kOpClass;
+
+constexpr uint32_t kFcntlDupfd = 0;
+constexpr uint32_t kFcntlDupfdCloexec = 1030;
+constexpr size_t kMaxStreams = 4u << 20;
+constexpr size_t kMaxQueuedBios = 1u << 20;
+constexpr size_t kMaxPending = 1u << 20;
+
+}  // namespace
+
+int AsyncDirection(uint8_t engine, uint8_t opcode) {
+  if (engine == IOT_AIO_ENGINE_URING) {
+    switch (opcode) {
+      case 1: case 4: case 22: return 0;   // READV, READ_FIXED, READ
+      case 2: case 5: case 23: return 1;   // WRITEV, WRITE_FIXED, WRITE
+      default: return -1;
+    }
+  }
+  if (engine == IOT_AIO_ENGINE_LIBAIO) {
+    switch (opcode) {
+      case 0: case 7: return 0;  // IOCB_CMD_PREAD, PREADV
+      case 1: case 8: return 1;  // IOCB_CMD_PWRITE, PWRITEV
+      default: return -1;
+    }
+  }
+  return -1;
+}
+
+std::string AsyncOpName(uint8_t engine, uint8_t opcode) {
+  static const char* kUring[] = {
+      "NOP",         "READV",          "WRITEV",        "FSYNC",       "READ_FIXED",
+      "WRITE_FIXED", "POLL_ADD",       "POLL_REMOVE",   "SYNC_FILE_RANGE", "SENDMSG",
+      "RECVMSG",     "TIMEOUT",        "TIMEOUT_REMOVE", "ACCEPT",     "ASYNC_CANCEL",
+      "LINK_TIMEOUT", "CONNECT",       "FALLOCATE",     "OPENAT",      "CLOSE",
+      "FILES_UPDATE", "STATX",         "READ",          "WRITE",       "FADVISE",
+      "MADVISE",     "SEND",           "RECV",          "OPENAT2",     "EPOLL_CTL",
+      "SPLICE",      "PROVIDE_BUFFERS", "REMOVE_BUFFERS", "TEE",       "SHUTDOWN",
+      "RENAMEAT",    "UNLINKAT",       "MKDIRAT",       "SYMLINKAT",   "LINKAT"};
+  if (engine == IOT_AIO_ENGINE_URING && opcode < std::size(kUring)) return kUring[opcode];
+  if (engine == IOT_AIO_ENGINE_LIBAIO) {
+    switch (opcode) {
+      case 0: return "PREAD";
+      case 1: return "PWRITE";
+      case 2: return "FSYNC";
+      case 3: return "FDSYNC";
+      case 5: return "POLL";
+      case 6: return "NOOP";
+      case 7: return "PREADV";
+      case 8: return "PWRITEV";
+      default: break;
+    }
+  }
+  return fmt::format("op{}", opcode);
+}
+
+namespace {
+
+uint64_t BlockKey(const iot_block& r) {
+  if (r.rq_id != 0) return r.rq_id;
+  return (static_cast<uint64_t>(r.dev) << 44) ^ r.sector;
+}
+
+}  // namespace
+
+uint64_t OpFingerprint(uint16_t op, uint64_t offset, uint64_t length, uint32_t flags,
+                       uint64_t whence) {
+  uint64_t h = MixBits(static_cast<uint64_t>(op) | (static_cast<uint64_t>(flags) << 16) |
+                       (whence << 48));
+  h = MixBits(h ^ offset);
+  h = MixBits(h ^ (length + 0x9e3779b97f4a7c15ULL));
+  return h;
+}
+
+nlohmann::json AnalysisFilter::ToJson() const {
+  nlohmann::json j = nlohmann::json::object();
+  if (!tgids.empty()) j["tgid"] = tgids;
+  if (!tids.empty()) j["tid"] = tids;
+  if (!file_globs.empty()) j["file"] = file_globs;
+  if (!ops.empty()) {
+    std::vector<std::string> names;
+    for (uint16_t op : ops) names.emplace_back(OpName(op));
+    j["op"] = names;
+  }
+  if (from_s) j["from_s"] = *from_s;
+  if (to_s) j["to_s"] = *to_s;
+  return j;
+}
+
+Analyzer::Analyzer(AnalyzerOptions options)
+    : options_(std::move(options)), ops_(IOT_OP_MAX + 1), series_(kSeriesCount) {
+  for (const HeatmapTarget& t : options_.heatmaps) {
+    Heatmap h;
+    h.file = FileIndex(t.dev, t.ino, true);
+    h.max_offset = std::max<uint64_t>(t.max_offset, 1);
+    h.sample_every = std::max<uint64_t>(t.sample_every, 1);
+    h.ops.assign(Heatmap::kTimeBins * Heatmap::kOffsetBins, 0);
+    h.bytes.assign(Heatmap::kTimeBins * Heatmap::kOffsetBins, 0);
+    heatmap_of_file_.FindOrInsert(static_cast<uint64_t>(h.file)) =
+        static_cast<uint32_t>(heatmaps_.size() + 1);
+    heatmaps_.push_back(std::move(h));
+  }
+}
+
+Analyzer::~Analyzer() = default;
+
+void Analyzer::SetMeta(const nlohmann::json& meta) {
+  meta_ = meta;
+  if (!meta.is_object()) return;
+  auto host = meta.find("host");
+  if (host != meta.end() && host->is_object()) {
+    if (auto ps = host->find("page_size"); ps != host->end() && ps->is_number_unsigned() &&
+                                           ps->get<uint64_t>() > 0)
+      page_size_ = ps->get<uint64_t>();
+    if (auto arch = host->find("arch"); arch != host->end() && arch->is_string()) {
+      std::string a = arch->get<std::string>();
+      // O_DIRECT differs between architectures (asm-generic vs x86 and friends).
+      if (a == "aarch64" || a == "arm64" || a == "arm" || a == "powerpc64" || a == "ppc64le")
+        o_direct_flag_ = 0200000;
+    }
+    if (auto anchor = host->find("anchor"); anchor != host->end() && anchor->is_object()) {
+      if (auto m = anchor->find("monotonic_ns"); m != anchor->end() && m->is_number_unsigned())
+        anchor_ns_ = m->get<uint64_t>();
+    }
+  }
+}
+
+bool Analyzer::ensure_start(uint64_t ts) {
+  if (started_) return true;
+  if (ts == 0) return false;
+  started_ = true;
+  if (options_.start_ns_override) {
+    start_ = options_.start_ns_override;
+  } else if (anchor_ns_ != 0 && anchor_ns_ <= ts && ts - anchor_ns_ < 60'000'000'000ULL) {
+    // The capture's start anchor, when it plausibly precedes the first record.
+    start_ = anchor_ns_;
+  } else {
+    start_ = ts;
+  }
+  series_.SetStart(start_);
+  const AnalysisFilter& f = options_.filter;
+  if (f.from_s) from_ns_ = start_ + static_cast<uint64_t>(std::max(0.0, *f.from_s) * 1e9);
+  if (f.to_s) to_ns_ = start_ + static_cast<uint64_t>(std::max(0.0, *f.to_s) * 1e9);
+  return true;
+}
+
+bool Analyzer::TimeAllowed(uint64_t ts) {
+  ensure_start(ts);
+  return ts >= from_ns_ && ts <= to_ns_;
+}
+
+bool Analyzer::TaskAllowed(uint32_t tgid, uint32_t tid) const {
+  const AnalysisFilter& f = options_.filter;
+  if (!f.tgids.empty() && std::find(f.tgids.begin(), f.tgids.end(), tgid) == f.tgids.end())
+    return false;
+  if (!f.tids.empty() && std::find(f.tids.begin(), f.tids.end(), tid) == f.tids.end())
+    return false;
+  return true;
+}
+
+bool Analyzer::OpAllowed(uint16_t op) const {
+  const auto& ops = options_.filter.ops;
+  return ops.empty() || std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+bool Analyzer::FileAllowed(int32_t file_index) {
+  if (options_.filter.file_globs.empty()) return true;
+  if (file_index < 0) return false;
+  FileStats& f = files_[static_cast<size_t>(file_index)];
+  return f.glob == 1;
+}
+
+void Analyzer::Consume(const iot_rec_hdr* rec) {
+  ++records_;
+  if (rec->type <= IOT_REC_MAX) ++records_by_type_[rec->type];
+  switch (rec->type) {
+    case IOT_REC_STRING: OnString(rec); break;
+    case IOT_REC_SYSCALL: OnSyscall(As<iot_syscall>(rec)); break;
+    case IOT_REC_PROC: OnProc(As<iot_proc>(rec)); break;
+    case IOT_REC_FD_SNAPSHOT: OnFdSnapshot(As<iot_fd_snapshot>(rec)); break;
+    case IOT_REC_MAP_SNAPSHOT: OnMapSnapshot(As<iot_map_snapshot>(rec)); break;
+    case IOT_REC_PAGE_FAULT: OnPageFault(As<iot_page_fault>(rec)); break;
+    case IOT_REC_PAGE_CACHE: OnPageCache(As<iot_page_cache>(rec)); break;
+    case IOT_REC_WRITEBACK: OnWriteback(As<iot_writeback>(rec)); break;
+    case IOT_REC_BLOCK: OnBlock(As<iot_block>(rec)); break;
+    case IOT_REC_NVME: OnNvme(As<iot_nvme>(rec)); break;
+    case IOT_REC_ASYNC_IO: OnAsync(As<iot_async_io>(rec)); break;
+    case IOT_REC_INTENT: OnIntent(As<iot_intent>(rec)); break;
+    case IOT_REC_LOST: OnLost(As<iot_lost>(rec)); break;
+    case IOT_REC_CACHE_STATE: OnCacheState(As<iot_cache_state>(rec)); break;
+    case IOT_REC_SCHED: OnSched(As<iot_sched>(rec)); break;
+    default: break;  // CLOCK, SUBPAGE, IOVEC: nothing to aggregate yet
+  }
+}
+
+void Analyzer::OnString(const iot_rec_hdr* rec) {
+  const auto& s = As<iot_string>(rec);
+  size_t avail = rec->size > sizeof(iot_string) ? rec->size - sizeof(iot_string) : 0;
+  size_t len = std::min<size_t>(s.len, avail);
+  strings_[s.id] = std::string(reinterpret_cast<const char*>(rec) + sizeof(iot_string), len);
+}
+
+// ---- threads, processes, files -------------------------------------------------------------
+
+Analyzer::ProcStats& Analyzer::Proc(uint32_t tgid, uint64_t ts) {
+  bool inserted = false;
+  uint32_t& idx = proc_index_.FindOrInsert(tgid, &inserted);
+  if (inserted) {
+    idx = static_cast<uint32_t>(procs_.size());
+    ProcStats p;
+    p.tgid = tgid;
+    p.first_ts = ts;
+    procs_.push_back(p);
+  }
+  return procs_[idx];
+}
+
+Analyzer::ThreadStats& Analyzer::Thread(uint32_t tgid, uint32_t tid, uint64_t ts) {
+  const uint64_t key = (static_cast<uint64_t>(tgid) << 32) | tid;
+  if (key == cached_thread_key_ && cached_thread_ != UINT32_MAX) return threads_[cached_thread_];
+  bool inserted = false;
+  uint32_t& idx = thread_index_.FindOrInsert(key, &inserted);
+  if (inserted) {
+    idx = static_cast<uint32_t>(threads_.size());
+    ThreadStats t;
+    t.tid = tid;
+    t.tgid = tgid;
+    t.first_ts = ts;
+    ProcStats& p = Proc(tgid, ts);
+    t.proc = static_cast<uint32_t>(&p - procs_.data());
+    p.threads++;
+    if (tid == tgid) t.comm = p.comm;
+    threads_.push_back(std::move(t));
+  }
+  cached_thread_key_ = key;
+  cached_thread_ = idx;
+  return threads_[idx];
+}
+
+int32_t Analyzer::FileIndex(uint32_t dev, uint64_t ino, bool create) {
+  // Devices are few: number them, and pack (device number, ino) into one 64-bit key.
+  uint32_t dev_index;
+  if (dev == last_dev_) {
+    dev_index = last_dev_index_;
+  } else {
+    auto it = std::find(devs_.begin(), devs_.end(), dev);
+    if (it == devs_.end()) {
+      devs_.push_back(dev);
+      it = devs_.end() - 1;
+    }
+    dev_index = static_cast<uint32_t>(it - devs_.begin());
+    last_dev_ = dev;
+    last_dev_index_ = dev_index;
+  }
+  uint32_t* found = nullptr;
+  bool packable = ino < (uint64_t{1} << 44) && dev_index < (1u << 20);
+  uint64_t key = (static_cast<uint64_t>(dev_index) << 44) | ino;
+  if (packable) {
+    found = file_index_.Find(key);
+  } else {
+    auto it = file_index_wide_.find(FileKey{dev, ino});
+    if (it != file_index_wide_.end()) found = &it->second;
+  }
+  if (found) return static_cast<int32_t>(*found);
+  if (!create) return -1;
+  uint32_t idx = static_cast<uint32_t>(files_.size());
+  FileStats f;
+  f.dev = dev;
+  f.ino = ino;
+  files_.push_back(f);
+  if (packable)
+    file_index_.FindOrInsert(key) = idx;
+  else
+    file_index_wide_[FileKey{dev, ino}] = idx;
+  return static_cast<int32_t>(idx);
+}
+
+void Analyzer::AddFileName(int32_t file_index, uint32_t path_id) {
+  if (file_index < 0 || path_id == 0) return;
+  FileStats& f = files_[static_cast<size_t>(file_index)];
+  for (uint32_t i = 0; i < f.nnames; i++)
+    if (f.names[i] == path_id) return;
+  if (f.nnames < kMaxNames)
+    f.names[f.nnames++] = path_id;
+  else
+    f.more_names++;
+  if (!options_.filter.file_globs.empty() && f.glob != 1) {
+    auto it = strings_.find(path_id);
+    f.glob = 0;
+    if (it != strings_.end()) {
+      for (const std::string& g : options_.filter.file_globs)
+        if (fnmatch(g.c_str(), it->second.c_str(), 0) == 0) f.glob = 1;
+    }
+  }
+}
+
+// ---- descriptors -------------------------------------------------------------------------
+
+static uint64_t FdKey(uint32_t tgid, int32_t fd) {
+  return (static_cast<uint64_t>(tgid) << 32) | static_cast<uint32_t>(fd);
+}
+
+uint32_t Analyzer::NewDescription(int32_t file_index, uint64_t pos, bool pos_known,
+                                  uint32_t open_flags) {
+  Description d;
+  d.file = file_index;
+  d.pos = pos;
+  d.pos_known = pos_known;
+  d.append = (open_flags & o_append_flag_) != 0;
+  d.direct = (open_flags & o_direct_flag_) != 0;
+  d.refs = 0;
+  if (!free_descs_.empty()) {
+    uint32_t i = free_descs_.back();
+    free_descs_.pop_back();
+    descs_[i] = d;
+    return i;
+  }
+  descs_.push_back(d);
+  return static_cast<uint32_t>(descs_.size() - 1);
+}
+
+void Analyzer::BindFd(uint32_t tgid, int32_t fd, uint32_t desc) {
+  if (fd < 0) return;
+  ReleaseFd(tgid, fd);
+  if (fds_.size() >= kMaxPending * 4) return;  // runaway tables (lost closes): stop tracking
+  fds_.FindOrInsert(FdKey(tgid, fd)) = desc;
+  descs_[desc].refs++;
+}
+
+void Analyzer::ReleaseFd(uint32_t tgid, int32_t fd) {
+  uint64_t key = FdKey(tgid, fd);
+  uint32_t* d = fds_.Find(key);
+  if (!d) return;
+  uint32_t desc = *d;
+  fds_.Erase(key);
+  if (--descs_[desc].refs == 0) free_descs_.push_back(desc);
+}
+
+Analyzer::Description* Analyzer::FdDescription(uint32_t tgid, int32_t fd) {
+  uint32_t* d = fds_.Find(FdKey(tgid, fd));
+  return d ? &descs_[*d] : nullptr;
+}
+
+void Analyzer::ForkFds(uint32_t parent_tgid, uint32_t child_tgid) {
+  std::vector<std::pair<int32_t, uint32_t>> inherited;
+  fds_.ForEach([&](uint64_t key, uint32_t desc) {
+    if (static_cast<uint32_t>(key >> 32) == parent_tgid)
+      inherited.emplace_back(static_cast<int32_t>(static_cast<uint32_t>(key)), desc);
+  });
+  for (auto [fd, desc] : inherited) BindFd(child_tgid, fd, desc);
+}
+
+void Analyzer::DropProcessFds(uint32_t tgid) {
+  std::vector<int32_t> fds;
+  fds_.ForEach([&](uint64_t key, uint32_t) {
+    if (static_cast<uint32_t>(key >> 32) == tgid)
+      fds.push_back(static_cast<int32_t>(static_cast<uint32_t>(key)));
+  });
+  for (int32_t fd : fds) ReleaseFd(tgid, fd);
+}
+
+// ---- system calls ---------------------------------------------------------------------------
+
+void Analyzer::OnSyscall(const iot_syscall& r) {
+  ensure_start(r.ts);
+  const uint16_t op = r.op <= IOT_OP_MAX ? r.op : IOT_OP_UNKNOWN;
+  const bool ok = r.ret >= 0 && !(r.sflags & IOT_SCF_INTERRUPTED);
+  const uint64_t ret = ok ? static_cast<uint64_t>(r.ret) : 0;
+  const bool has_file = r.ino != 0 && !(r.sflags & IOT_SCF_NO_FILE);
+  int32_t file = -1;
+  const int dir = kOpClass.dir[op];
+  if (dir < 0 && has_file) file = FileIndex(r.dev, r.ino, true);
+
+  // Descriptor state first: it must follow every call, counted or filtered out.
+  uint64_t offset = r.offset;
+  bool direct = false;
+  if (dir >= 0) {
+    Description* d = FdDescription(r.tgid, r.fd);
+    if (d) {
+      direct = d->direct;
+      // The descriptor usually knows its file already: skip the file-table lookup.
+      if (d->file >= 0) {
+        const FileStats& known = files_[static_cast<size_t>(d->file)];
+        if (!has_file || (known.ino == r.ino && known.dev == r.dev)) file = d->file;
+      }
+    }
+    if (file < 0 && has_file) file = FileIndex(r.dev, r.ino, true);
+    if (d && d->file < 0) d->file = file;
+    bool implicit = !kOpClass.explicit_offset[op] ||
+                    ((op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2) && r.offset == UINT64_MAX);
+    if (implicit) {
+      if (dir == 1 && d && d->append && ok && r.fsize >= ret) {
+        offset = r.fsize - ret;
+        ++offset_tracked_;
+      } else if (d && d->pos_known) {
+        offset = d->pos;
+        ++offset_tracked_;
+        if (r.offset != 0 && r.offset != d->pos) ++offset_mismatch_;
+      } else {
+        offset = r.offset;
+        ++offset_recorded_;
+      }
+      if (ok) {
+        if (!d && r.fd >= 0) {
+          // Opened before the capture attached: start tracking from the recorded position.
+          uint32_t di = NewDescription(file, 0, false, 0);
+          BindFd(r.tgid, r.fd, di);
+          d = FdDescription(r.tgid, r.fd);
+        }
+        if (d) {
+          d->pos = offset + ret;
+          d->pos_known = true;
+        }
+      }
+    } else {
+      ++offset_explicit_;
+    }
+  } else if (op == IOT_OP_LSEEK) {
+    if (ok) {
+      Description* d = FdDescription(r.tgid, r.fd);
+      if (!d && r.fd >= 0) {
+        BindFd(r.tgid, r.fd, NewDescription(file, 0, false, 0));
+        d = FdDescription(r.tgid, r.fd);
+      }
+      if (d) {
+        d->pos = ret;
+        d->pos_known = true;
+      }
+    }
+  } else if (kOpClass.opens[op]) {
+    if (ok) {
+      BindFd(r.tgid, static_cast<int32_t>(r.ret), NewDescription(file, 0, true, r.flags));
+      AddFileName(file, r.path_id);
+    }
+  } else if (op == IOT_OP_CLOSE) {
+    if (ok) ReleaseFd(r.tgid, r.fd);
+  } else if (op == IOT_OP_DUP || op == IOT_OP_DUP2 || op == IOT_OP_DUP3 ||
+             (op == IOT_OP_FCNTL && (r.mode == kFcntlDupfd || r.mode == kFcntlDupfdCloexec))) {
+    if (ok) {
+      uint32_t* src = fds_.Find(FdKey(r.tgid, r.fd));
+      if (src && static_cast<int32_t>(r.ret) != r.fd) BindFd(r.tgid, static_cast<int32_t>(r.ret), *src);
+    }
+  } else if (op == IOT_OP_CREAT || op == IOT_OP_TRUNCATE || op == IOT_OP_STAT ||
+             op == IOT_OP_LSTAT || op == IOT_OP_NEWFSTATAT || op == IOT_OP_STATX) {
+    AddFileName(file, r.path_id);
+  }
+
+  // Statistics, for calls the filter lets through.
+  if (!TimeAllowed(r.ts) || !TaskAllowed(r.tgid, r.tid) || !OpAllowed(op) ||
+      !FileAllowed(file)) {
+    ++filtered_out_;
+    return;
+  }
+  first_ts_ = std::min(first_ts_, r.ts);
+  last_ts_ = std::max(last_ts_, r.ts + r.dur);
+
+  ThreadStats& t = Thread(r.tgid, r.tid, r.ts);
+  ProcStats& p = procs_[t.proc];
+  OpStats& s = ops_[op];
+  ++s.count;
+  if (!ok) ++s.errors;
+  s.io_ns += r.dur;
+  if (!s.latency) s.latency = std::make_unique<LogLinearHistogram>();
+  s.latency->Add(r.dur);
+
+  if (options_.collect_distributions && t.prev_enter != 0 && r.ts >= t.prev_enter)
+    inter_arrival_.Add(r.ts - t.prev_enter);
+  t.prev_enter = r.ts;
+  if (t.first_op_ts == 0) t.first_op_ts = r.ts;
+  if (p.first_op_ts == 0) p.first_op_ts = r.ts;
+  t.last_ts = std::max(t.last_ts, r.ts);
+  ++t.ops;
+  t.io_ns += r.dur;
+  ++p.ops;
+  p.io_ns += r.dur;
+
+  if (file >= 0) {
+    FileStats& f = files_[static_cast<size_t>(file)];
+    if (f.first_ts == 0) f.first_ts = r.ts;
+    ++f.ops;
+    f.io_ns += r.dur;
+    if (r.fsize > f.fsize) f.fsize = r.fsize;
+    if (ok && kOpClass.opens[op]) ++f.opens;
+    if (ok && op == IOT_OP_MMAP) ++f.maps;
+  }
+
+  if (dir >= 0) {
+    if (ok) DataOp(r, t, dir, offset, ret, file, direct);
+  } else if (ok && (op == IOT_OP_SENDFILE || op == IOT_OP_COPY_FILE_RANGE ||
+                    op == IOT_OP_SPLICE)) {
+    s.bytes += ret;
+  }
+
+  if (options_.collect_sequences) {
+    if (sequence_ops_ < options_.max_sequence_ops) {
+      uint64_t fp_offset = dir >= 0 ? offset : r.offset;
+      uint64_t whence = op == IOT_OP_LSEEK ? r.aux : 0;
+      t.seq.push_back(OpFingerprint(op, fp_offset, r.length, r.flags, whence));
+      ++sequence_ops_;
+    } else {
+      sequences_truncated_ = true;
+    }
+  }
+
+  if (dir >= 0 && ok && !intent_stacks_.empty()) {
+    auto it = intent_stacks_.find(r.tid);
+    if (it != intent_stacks_.end() && !it->second.empty()) {
+      LabelStats& l = labels_[it->second.back().first];
+      ++l.ops;
+      l.bytes += ret;
+    }
+  }
+}
+
+void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t offset,
+                      uint64_t bytes, int32_t file, bool direct) {
+  OpStats& s = ops_[r.op];
+  s.bytes += bytes;
+  s.requested += r.length;
+  if (!s.sizes) {
+    s.sizes = std::make_unique<SizeHistogram>();
+    s.top = std::make_unique<TopValues>();
+  }
+  s.sizes->Add(r.length);
+  s.top->Add(r.length);
+  ++dir_ops_[dir];
+  dir_bytes_[dir] += bytes;
+  dir_requested_[dir] += r.length;
+  if (options_.collect_distributions) {
+    req_size_ll_[dir].Add(r.length);
+    offset_ll_[dir].Add(offset);
+  }
+  ++t.data_ops[dir];
+  t.bytes[dir] += bytes;
+  ProcStats& p = procs_[t.proc];
+  ++p.data_ops[dir];
+  p.bytes[dir] += bytes;
+  series_.Add(kAppReadOps + static_cast<size_t>(dir), r.ts, 1);
+  series_.Add(kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
+  if (direct) ++direct_ops_;
+
+  if (file < 0) {
+    ++unattributed_ops_;
+    return;
+  }
+  FileStats& f = files_[static_cast<size_t>(file)];
+  ++f.data_ops[dir];
+  f.bytes[dir] += bytes;
+  f.requested[dir] += r.length;
+  f.max_end = std::max(f.max_end, offset + std::max<uint64_t>(bytes, r.length));
+  if (direct) {
+    ++f.direct_ops;
+  } else if (dir == 0 && bytes > 0) {
+    f.read_pages += (offset + bytes + page_size_ - 1) / page_size_ - offset / page_size_;
+  }
+  uint64_t key = (static_cast<uint64_t>(&t - threads_.data()) << 32) |
+                 (static_cast<uint64_t>(file) << 1) | static_cast<uint64_t>(dir);
+  StreamState* st = streams_.Find(key);
+  if (!st) {
+    if (streams_.size() >= kMaxStreams) {
+      ++streams_dropped_;
+      return;
+    }
+    st = &streams_.FindOrInsert(key);
+  }
+  int64_t gap = 0;
+  Access a = ClassifyAccess(*st, offset, bytes, &gap);
+  ++access_[dir][static_cast<int>(a)];
+  ++f.access[dir][static_cast<int>(a)];
+  if (a != Access::kFirst) seek_[dir].Add(gap);
+  if (!heatmaps_.empty()) Heat(file, r.ts, offset, bytes, dir);
+}
+
+void Analyzer::Heat(int32_t file_index, uint64_t ts, uint64_t offset, uint64_t bytes, int dir) {
+  uint32_t* hi = heatmap_of_file_.Find(static_cast<uint64_t>(file_index));
+  if (!hi) return;
+  Heatmap& h = heatmaps_[*hi - 1];
+  uint64_t span = std::max<uint64_t>(options_.heatmap_span_ns, 1);
+  uint64_t rel = ts > start_ ? ts - start_ : 0;
+  size_t tb = std::min<uint64_t>(rel * Heatmap::kTimeBins / span, Heatmap::kTimeBins - 1);
+  size_t ob = std::min<uint64_t>(
+      static_cast<uint64_t>(static_cast<double>(offset) / static_cast<double>(h.max_offset) *
+                            Heatmap::kOffsetBins),
+      Heatmap::kOffsetBins - 1);
+  h.ops[tb * Heatmap::kOffsetBins + ob] += 1;
+  h.bytes[tb * Heatmap::kOffsetBins + ob] += bytes;
+  if (h.seen++ % h.sample_every == 0) h.points.push_back({rel, offset, bytes, dir});
+}
+
+// ---- processes and snapshots -----------------------------------------------------------------
+
+void Analyzer::OnProc(const iot_proc& r) {
+  ensure_start(r.ts);
+  auto set_comm = [&](std::array<char, 16>& dst) {
+    if (r.comm[0] != '\0') std::memcpy(dst.data(), r.comm, 16);
+  };
+  switch (r.kind) {
+    case IOT_PROC_FORK: {
+      ThreadStats& t = Thread(r.child_tgid, r.child_tid, r.ts);
+      set_comm(t.comm);
+      ProcStats& p = procs_[t.proc];
+      set_comm(p.comm);
+      p.parent = r.tgid;
+      ForkFds(r.tgid, r.child_tgid);
+      break;
+    }
+    case IOT_PROC_THREAD: {
+      ThreadStats& t = Thread(r.tgid, r.child_tid ? r.child_tid : r.tid, r.ts);
+      set_comm(t.comm);
+      break;
+    }
+    case IOT_PROC_EXEC: {
+      ThreadStats& t = Thread(r.tgid, r.tid, r.ts);
+      set_comm(t.comm);
+      ProcStats& p = procs_[t.proc];
+      set_comm(p.comm);
+      if (r.path_id) p.exe_id = r.path_id;
+      break;
+    }
+    case IOT_PROC_EXIT: {
+      if (r.flags & IOT_PROCF_GROUP_DEAD) {
+        ProcStats& p = Proc(r.tgid, r.ts);
+        p.exited = true;
+        p.exit_code = r.exit_code;
+        DropProcessFds(r.tgid);
+      }
+      break;
+    }
+    case IOT_PROC_ATTACH:
+    case IOT_PROC_START:
+    case IOT_PROC_CWD:
+    default: {
+      ThreadStats& t = Thread(r.tgid, r.tid ? r.tid : r.tgid, r.ts);
+      set_comm(t.comm);
+      if (r.tid == r.tgid || r.tid == 0) set_comm(procs_[t.proc].comm);
+      break;
+    }
+  }
+}
+
+void Analyzer::OnFdSnapshot(const iot_fd_snapshot& r) {
+  ensure_start(r.ts);
+  int32_t file = r.ino ? FileIndex(r.dev, r.ino, true) : -1;
+  AddFileName(file, r.path_id);
+  BindFd(r.tgid, r.fd, NewDescription(file, r.pos, true, r.flags));
+  if (file >= 0 && r.fsize > files_[static_cast<size_t>(file)].fsize)
+    files_[static_cast<size_t>(file)].fsize = r.fsize;
+}
+
+void Analyzer::OnMapSnapshot(const iot_map_snapshot& r) {
+  ensure_start(r.ts);
+  if (!r.ino) return;
+  int32_t file = FileIndex(r.dev, r.ino, true);
+  AddFileName(file, r.path_id);
+  files_[static_cast<size_t>(file)].maps++;
+}
+
+// ---- memory layer --------------------------------------------------------------------------
+
+void Analyzer::OnPageFault(const iot_page_fault& r) {
+  int32_t file = r.ino ? FileIndex(r.dev, r.ino, true) : -1;
+  if (!TimeAllowed(r.ts) || !TaskAllowed(r.tgid, r.tid) || !FileAllowed(file)) {
+    ++filtered_out_;
+    return;
+  }
+  first_ts_ = std::min(first_ts_, r.ts);
+  last_ts_ = std::max(last_ts_, r.ts);
+  uint64_t pages = r.nr_pages ? r.nr_pages : 1;
+  bool major = r.flags & IOT_PFF_MAJOR;
+  ++faults_;
+  fault_pages_ += pages;
+  if (major) {
+    ++faults_major_;
+    series_.Add(kMajorFaults, r.ts, 1);
+  }
+  if (r.flags & IOT_PFF_WRITE) ++faults_write_;
+  ThreadStats& t = Thread(r.tgid, r.tid, r.ts);
+  ++t.faults;
+  ++procs_[t.proc].faults;
+  if (file < 0) {
+    ++faults_unattributed_;
+    return;
+  }
+  FileStats& f = files_[static_cast<size_t>(file)];
+  ++f.faults;
+  f.fault_pages += pages;
+  f.max_end = std::max(f.max_end, (r.pgoff + pages) * page_size_);
+  if (major) ++f.faults_major;
+  if (r.flags & IOT_PFF_WRITE) ++f.faults_write;
+  if (!heatmaps_.empty())
+    Heat(file, r.ts, r.pgoff * page_size_, pages * page_size_, (r.flags & IOT_PFF_WRITE) ? 1 : 0);
+}
+
+void Analyzer::OnPageCache(const iot_page_cache& r) {
+  have_page_cache_ = true;
+  int32_t file = r.ino ? FileIndex(r.dev, r.ino, true) : -1;
+  if (!TimeAllowed(r.ts) || !FileAllowed(file) ||
+      (r.tgid != 0 && !TaskAllowed(r.tgid, r.tid))) {
+    ++filtered_out_;
+    return;
+  }
+  uint64_t pages = r.nr_pages ? r.nr_pages : 1;
+  FileStats* f = file >= 0 ? &files_[static_cast<size_t>(file)] : nullptr;
+  switch (r.kind) {
+    case IOT_PC_ADD:
+      pc_add_ += pages;
+      if (f) f->pc_add += pages;
+      break;
+    case IOT_PC_DELETE:
+      pc_delete_ += pages;
+      if (f) f->pc_delete += pages;
+      break;
+    case IOT_PC_READAHEAD:
+      ++ra_windows_;
+      ra_pages_ += r.nr_pages;
+      if (f) {
+        ++f->ra_windows;
+        f->ra_pages += r.nr_pages;
+      }
+      break;
+    default: break;
+  }
+}
+
+void Analyzer::OnWriteback(const iot_writeback& r) {
+  int32_t file = r.ino ? FileIndex(r.dev, r.ino, true) : -1;
+  if (!TimeAllowed(r.ts) || (r.ino && !FileAllowed(file))) {
+    ++filtered_out_;
+    return;
+  }
+  FileStats* f = file >= 0 ? &files_[static_cast<size_t>(file)] : nullptr;
+  switch (r.kind) {
+    case IOT_WB_DIRTY_FOLIO: {
+      uint64_t pages = r.nr ? r.nr : 1;
+      wb_dirtied_ += pages;
+      if (f) f->wb_dirtied += pages;
+      break;
+    }
+    case IOT_WB_INODE_DONE:
+      wb_written_ += r.nr;
+      if (f) f->wb_written += r.nr;
+      break;
+    case IOT_WB_WORK_START: ++wb_works_; break;
+    case IOT_WB_WAIT: ++wb_waits_; break;
+    default: break;
+  }
+}
+
+void Analyzer::OnCacheState(const iot_cache_state& r) {
+  if (!r.ino) return;
+  int32_t file = FileIndex(r.dev, r.ino, true);
+  AddFileName(file, r.path_id);
+  FileStats& f = files_[static_cast<size_t>(file)];
+  f.cache_resident = static_cast<int64_t>(r.resident_pages);
+  f.cache_total = static_cast<int64_t>(r.total_pages);
+  ++cache_state_files_;
+  cache_state_resident_ += r.resident_pages;
+  cache_state_total_ += r.total_pages;
+}
+
+// ---- block and NVMe --------------------------------------------------------------------------
+
+void Analyzer::OnBlock(const iot_block& r) {
+  have_block_ = true;
+  if (r.phase < blk_phase_counts_.size()) ++blk_phase_counts_[r.phase];
+  if (!TimeAllowed(r.ts)) {
+    ++filtered_out_;
+    return;
+  }
+  first_ts_ = std::min(first_ts_, r.ts);
+  last_ts_ = std::max(last_ts_, r.ts);
+  BlockDevStats& d = block_devs_[r.dev];
+  const uint64_t key = BlockKey(r);
+  switch (r.phase) {
+    case IOT_BLK_QUEUE: {
+      ++d.queued;
+      if (d.last_queue_ts != 0 && r.ts >= d.last_queue_ts) d.q2q.Add(r.ts - d.last_queue_ts);
+      d.last_queue_ts = r.ts;
+      if (blk_queue_pending_.size() >= kMaxQueuedBios) {
+        blk_queue_dropped_ += blk_queue_pending_.size();
+        blk_queue_pending_.clear();
+      }
+      blk_queue_pending_.emplace(std::make_pair(r.dev, r.sector), r.ts);
+      break;
+    }
+    case IOT_BLK_BACKMERGE:
+    case IOT_BLK_FRONTMERGE:
+    case IOT_BLK_RQ_MERGE: ++d.merges; break;
+    case IOT_BLK_SPLIT: ++d.splits; break;
+    case IOT_BLK_REQUEUE: ++d.requeues; break;
+    case IOT_BLK_INSERT:
+      if (blk_insert_pending_.size() < kMaxPending) blk_insert_pending_.FindOrInsert(key) = r.ts;
+      break;
+    case IOT_BLK_ISSUE: {
+      ++d.issued;
+      uint64_t bytes = r.bytes ? r.bytes : static_cast<uint64_t>(r.nr_sector) * 512;
+      if (r.flags & IOT_BLKF_FLUSH) ++d.flushes;
+      if (r.flags & (IOT_BLKF_DISCARD | IOT_BLKF_SECURE_ERASE | IOT_BLKF_WRITE_ZEROES)) ++d.discards;
+      if (r.flags & IOT_BLKF_READAHEAD) ++d.readahead;
+      if (r.flags & IOT_BLKF_SYNC) ++d.sync;
+      if (r.flags & IOT_BLKF_FUA) ++d.fua;
+      int dir = (r.flags & IOT_BLKF_READ) ? 0 : (r.flags & IOT_BLKF_WRITE) ? 1 : -1;
+      if (dir >= 0 && bytes > 0) {
+        ++d.ops[dir];
+        d.bytes[dir] += bytes;
+        d.sizes[dir].Add(bytes);
+        d.top[dir].Add(bytes);
+        block_size_ll_[dir].Add(bytes);
+        int64_t gap = 0;
+        Access a = ClassifyAccess(d.stream[dir], r.sector * 512, bytes, &gap);
+        ++d.access[dir][static_cast<int>(a)];
+        if (a != Access::kFirst) d.seek.Add(gap);
+        series_.Add(kBlockReadOps + static_cast<size_t>(dir), r.ts, 1);
+        series_.Add(kBlockReadBytes + static_cast<size_t>(dir), r.ts, bytes);
+      }
+      if (uint64_t* ins = blk_insert_pending_.Find(key)) {
+        if (r.ts >= *ins) i2d_.Add(r.ts - *ins);
+        blk_insert_pending_.Erase(key);
+      }
+      auto q = blk_queue_pending_.find({r.dev, r.sector});
+      if (q != blk_queue_pending_.end() && r.ts >= q->second) q2d_.Add(r.ts - q->second);
+      if (blk_issue_pending_.size() < kMaxPending) blk_issue_pending_.FindOrInsert(key) = r.ts;
+      break;
+    }
+    case IOT_BLK_COMPLETE: {
+      ++d.completed;
+      if (r.error != 0) ++d.errors;
+      if (uint64_t* is = blk_issue_pending_.Find(key)) {
+        if (r.ts >= *is) d2c_.Add(r.ts - *is);
+        blk_issue_pending_.Erase(key);
+      }
+      // Q2C for the bio that started the request; forget the bios merged into it.
+      auto lo = blk_queue_pending_.lower_bound({r.dev, r.sector});
+      if (lo != blk_queue_pending_.end() && lo->first == std::make_pair(r.dev, r.sector) &&
+          r.ts >= lo->second)
+        q2c_.Add(r.ts - lo->second);
+      uint64_t end = r.sector + std::max<uint32_t>(r.nr_sector, 1);
+      auto hi = blk_queue_pending_.lower_bound({r.dev, end});
+      blk_queue_pending_.erase(lo, hi);
+      break;
+    }
+    default: break;
+  }
+}
+
+void Analyzer::OnNvme(const iot_nvme& r) {
+  have_nvme_ = true;
+  if (!TimeAllowed(r.ts)) {
+    ++filtered_out_;
+    return;
+  }
+  uint64_t key = (static_cast<uint64_t>(r.ctrl_id) << 32) | (static_cast<uint64_t>(r.qid) << 16) |
+                 r.cid;
+  if (r.phase == IOT_NVME_SETUP) {
+    ++nvme_cmds_;
+    if (r.nlb && r.lba_size) nvme_bytes_ += static_cast<uint64_t>(r.nlb) * r.lba_size;
+    if (nvme_pending_.size() < kMaxPending) nvme_pending_.FindOrInsert(key) = r.ts;
+  } else if (r.phase == IOT_NVME_COMPLETE) {
+    if (r.status != 0) ++nvme_errors_;
+    if (uint64_t* s = nvme_pending_.Find(key)) {
+      if (r.ts >= *s) nvme_latency_.Add(r.ts - *s);
+      nvme_pending_.Erase(key);
+    }
+  }
+}
+
+// ---- async I/O -------------------------------------------------------------------------------
+
+void Analyzer::OnAsync(const iot_async_io& r) {
+  ensure_start(r.ts);
+  const uint64_t key = r.req_id ^ MixBits(r.ctx);
+  if (r.phase == IOT_AIO_SUBMIT) {
+    if (async_pending_.size() >= kMaxPending) return;
+    AsyncPending& p = async_pending_.FindOrInsert(key);
+    p.ts = r.ts;
+    p.offset = r.offset;
+    p.length = r.length;
+    p.ctx = r.ctx;
+    p.tgid = r.tgid;
+    p.tid = r.tid;
+    p.engine = r.engine;
+    p.opcode = r.opcode;
+    Description* d = FdDescription(r.tgid, r.fd);
+    p.file = d ? d->file : -1;
+    // Access pattern at submission, where the application chose the offset.
+    int dir = AsyncDirection(r.engine, r.opcode);
+    if (dir >= 0 && p.file >= 0 && TimeAllowed(r.ts) && TaskAllowed(r.tgid, r.tid) &&
+        FileAllowed(p.file)) {
+      ThreadStats& t = Thread(r.tgid, r.tid, r.ts);
+      uint64_t skey = (static_cast<uint64_t>(&t - threads_.data()) << 32) |
+                      (static_cast<uint64_t>(p.file) << 1) | static_cast<uint64_t>(dir);
+      skey ^= uint64_t{1} << 63;  // async streams apart from the thread's syscall streams
+      if (streams_.size() < kMaxStreams) {
+        StreamState& st = streams_.FindOrInsert(skey);
+        int64_t gap = 0;
+        Access a = ClassifyAccess(st, r.offset, r.length, &gap);
+        ++access_[dir][static_cast<int>(a)];
+        ++files_[static_cast<size_t>(p.file)].access[dir][static_cast<int>(a)];
+        if (a != Access::kFirst) seek_[dir].Add(gap);
+      }
+    }
+    return;
+  }
+  if (r.phase != IOT_AIO_COMPLETE) return;
+  AsyncPending p;
+  bool paired = false;
+  if (AsyncPending* found = async_pending_.Find(key); found && found->ctx == r.ctx) {
+    p = *found;
+    paired = true;
+    async_pending_.Erase(key);
+  } else {
+    ++async_unpaired_;
+    p.ts = r.ts;
+    p.offset = r.offset;
+    p.length = r.length;
+    p.tgid = r.tgid;
+    p.tid = r.tid;
+    p.engine = r.engine;
+    p.opcode = r.opcode;
+  }
+  if (!TimeAllowed(p.ts) || !TaskAllowed(p.tgid, p.tid) || !FileAllowed(p.file)) {
+    ++filtered_out_;
+    return;
+  }
+  first_ts_ = std::min(first_ts_, p.ts);
+  last_ts_ = std::max(last_ts_, r.ts);
+  AsyncStats& s = async_stats_[(static_cast<uint32_t>(p.engine) << 8) | p.opcode];
+  s.engine = p.engine;
+  s.opcode = p.opcode;
+  ++s.count;
+  uint64_t bytes = r.res > 0 ? static_cast<uint64_t>(r.res) : 0;
+  if (r.res < 0) ++s.errors;
+  s.bytes += bytes;
+  s.requested += p.length;
+  s.sizes.Add(p.length);
+  s.top.Add(p.length);
+  if (paired && r.ts >= p.ts) s.latency.Add(r.ts - p.ts);
+  int dir = AsyncDirection(p.engine, p.opcode);
+  if (dir >= 0 && r.res >= 0) {
+    ++async_dir_ops_[dir];
+    async_dir_bytes_[dir] += bytes;
+    series_.Add(kAppReadOps + static_cast<size_t>(dir), r.ts, 1);
+    series_.Add(kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
+    if (p.file >= 0) {
+      FileStats& f = files_[static_cast<size_t>(p.file)];
+      ++f.async_ops[dir];
+      f.async_bytes[dir] += bytes;
+      f.max_end = std::max(f.max_end, p.offset + std::max(p.length, bytes));
+      if (!heatmaps_.empty()) Heat(p.file, p.ts, p.offset, bytes, dir);
+    }
+  }
+}
+
+// ---- intents, losses, scheduling -----------------------------------------------------------
+
+void Analyzer::OnIntent(const iot_intent& r) {
+  if (!TimeAllowed(r.ts) || !TaskAllowed(r.tgid, r.tid)) {
+    ++filtered_out_;
+    return;
+  }
+  switch (r.kind) {
+    case IOT_INTENT_INSTANT: ++labels_[r.label_id].instants; break;
+    case IOT_INTENT_BEGIN: intent_stacks_[r.tid].emplace_back(r.label_id, r.ts); break;
+    case IOT_INTENT_END: {
+      auto& stack = intent_stacks_[r.tid];
+      for (size_t i = stack.size(); i-- > 0;) {
+        if (stack[i].first != r.label_id) continue;
+        uint64_t dur = r.ts >= stack[i].second ? r.ts - stack[i].second : 0;
+        LabelStats& l = labels_[r.label_id];
+        ++l.count;
+        l.total_ns += dur;
+        l.max_ns = std::max(l.max_ns, dur);
+        stack.erase(stack.begin() + static_cast<long>(i), stack.end());
+        return;
+      }
+      ++intents_unmatched_;
+      break;
+    }
+    default: break;
+  }
+}
+
+void Analyzer::OnLost(const iot_lost& r) {
+  uint64_t& v = lost_[{r.source, r.cpu}];
+  v = std::max(v, r.count);
+}
+
+void Analyzer::OnSched(const iot_sched& r) {
+  if (!TimeAllowed(r.ts)) return;
+  if (r.kind == IOT_SCHED_OFFCPU) {
+    if (!TaskAllowed(r.tgid, r.tid)) return;
+    offcpu_ns_ += r.dur;
+    ++offcpu_intervals_;
+    Thread(r.tgid, r.tid, r.ts).offcpu_ns += r.dur;
+  } else {
+    irq_ns_ += r.dur;
+  }
+}
+
+const LogLinearHistogram* Analyzer::op_latency(uint16_t op) const {
+  if (op > IOT_OP_MAX) return nullptr;
+  return ops_[op].latency.get();
+}
+
+std::vector<Analyzer::ThreadSequence> Analyzer::Sequences() const {
+  // Processes and threads ranked by their first system call.
+  std::vector<const ThreadStats*> ts;
+  for (const ThreadStats& t : threads_)
+    if (!t.seq.empty()) ts.push_back(&t);
+  std::stable_sort(ts.begin(), ts.end(), [](const ThreadStats* a, const ThreadStats* b) {
+    return a->first_op_ts < b->first_op_ts;
+  });
+  std::unordered_map<uint32_t, uint32_t> proc_rank, threads_in_proc;
+  std::vector<ThreadSequence> out;
+  for (const ThreadStats* t : ts) {
+    auto [it, fresh] = proc_rank.emplace(t->proc, static_cast<uint32_t>(proc_rank.size()));
+    ThreadSequence s;
+    s.tgid = t->tgid;
+    s.tid = t->tid;
+    s.first_ts = t->first_op_ts;
+    s.process_rank = it->second;
+    s.thread_rank = threads_in_proc[t->proc]++;
+    s.ops = &t->seq;
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace iotwin::analysis

@@ -1,0 +1,366 @@
+// Analyzer: one streaming pass over a trace's records that aggregates everything `iotwin report`
+// and `iotwin compare` show. Memory is bounded by fixed-size histograms plus state per thread,
+// process, file, open descriptor and in-flight request; it does not grow with the number of
+// records (except the optional per-thread operation sequences that compare asks for).
+//
+// Offsets of read/write/readv/writev (no explicit offset): the analyzer tracks each open file
+// description's position from the trace itself (0 at open, advanced by every transfer's
+// result, set by lseek's result, end of file for O_APPEND writes, shared by dup and across
+// fork) and uses that; the record's own `offset` field is used only while a descriptor's
+// position is unknown (opened before the capture attached and no fd snapshot). Disagreements
+// between the two are counted ("offsets.tracked_vs_recorded_mismatch" in the model).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/flat_map.h"
+#include "analysis/histogram.h"
+#include "analysis/pattern.h"
+#include "iotwin_abi.h"
+
+namespace iotwin::analysis {
+
+// Which records count. Empty lists mean "all"; times are seconds from the trace start.
+struct AnalysisFilter {
+  std::vector<uint32_t> tgids;
+  std::vector<uint32_t> tids;
+  std::vector<std::string> file_globs;  // fnmatch(3) patterns on the paths a file was opened by
+  std::vector<uint16_t> ops;            // IOT_OP_* codes
+  std::optional<double> from_s;
+  std::optional<double> to_s;
+
+  bool empty() const {
+    return tgids.empty() && tids.empty() && file_globs.empty() && ops.empty() && !from_s && !to_s;
+  }
+  nlohmann::json ToJson() const;
+};
+
+// Files whose offset heat map and offset-over-time samples are collected (second pass of an
+// HTML report, when the busiest files are known).
+struct HeatmapTarget {
+  uint32_t dev = 0;
+  uint64_t ino = 0;
+  uint64_t max_offset = 0;   // end of the largest request seen (offset axis)
+  uint64_t sample_every = 1;  // keep every n-th request as a scatter point
+};
+
+struct AnalyzerOptions {
+  AnalysisFilter filter;
+  size_t top = 20;  // rows kept in per-file/thread/process/size tables (0: all)
+  // compare: keep each thread's sequence of operation fingerprints (8 bytes per syscall).
+  bool collect_sequences = false;
+  size_t max_sequence_ops = 50'000'000;  // per trace; beyond it sequences are truncated
+  // compare: distributions of request sizes, offsets and inter-arrival times (request_sizes(),
+  // offsets(), inter_arrival()); off for report, which does not show them.
+  bool collect_distributions = false;
+  std::vector<HeatmapTarget> heatmaps;
+  uint64_t heatmap_span_ns = 0;  // time axis of the heat maps (from the first pass)
+  uint64_t start_ns_override = 0;  // set by the second pass so both share the time origin
+};
+
+// File identity (dev, ino).
+struct FileKey {
+  uint32_t dev = 0;
+  uint64_t ino = 0;
+  bool operator<(const FileKey& o) const { return dev != o.dev ? dev < o.dev : ino < o.ino; }
+  bool operator==(const FileKey& o) const { return dev == o.dev && ino == o.ino; }
+};
+
+// Fingerprint of one system call for sequence comparison: op and its arguments (offset,
+// length, flags, whence), never descriptors, addresses or times.
+uint64_t OpFingerprint(uint16_t op, uint64_t offset, uint64_t length, uint32_t flags,
+                       uint64_t whence);
+
+// "READ", "WRITEV", "PREAD", ... for an async request's opcode (io_uring IORING_OP_* or libaio
+// IOCB_CMD_*); the number when unknown.
+std::string AsyncOpName(uint8_t engine, uint8_t opcode);
+// Direction of an async opcode: 0 read, 1 write, -1 neither.
+int AsyncDirection(uint8_t engine, uint8_t opcode);
+
+class Analyzer {
+ public:
+  explicit Analyzer(AnalyzerOptions options = {});
+  ~Analyzer();
+  Analyzer(const Analyzer&) = delete;
+  Analyzer& operator=(const Analyzer&) = delete;
+
+  // The trace header (host facts: page size, arch, start anchor). Call before Consume.
+  void SetMeta(const nlohmann::json& meta);
+  // One record, already validated and zero-extended (TraceReader::Next()).
+  void Consume(const iot_rec_hdr* rec);
+
+  // The report model: a JSON object holding every table and series (docs/report.md describes
+  // it). `summary` is the trace footer, when the trace has one; `trace_facts` (path, size,
+  // damage, ...) is copied under "trace".
+  nlohmann::json Model(const std::optional<nlohmann::json>& summary,
+                       const nlohmann::json& trace_facts = nlohmann::json::object()) const;
+
+  // For compare: threads with their fingerprint sequences, in order of first appearance.
+  struct ThreadSequence {
+    uint32_t tgid = 0, tid = 0;
+    uint64_t first_ts = 0;
+    uint32_t process_rank = 0;  // order of first appearance of the process
+    uint32_t thread_rank = 0;   // order of first appearance within its process
+    const std::vector<uint64_t>* ops = nullptr;
+  };
+  std::vector<ThreadSequence> Sequences() const;
+  bool sequences_truncated() const { return sequences_truncated_; }
+
+  // Distributions compare measures (valid after the pass).
+  const LogLinearHistogram& request_sizes(int dir) const { return req_size_ll_[dir]; }
+  const LogLinearHistogram& offsets(int dir) const { return offset_ll_[dir]; }
+  const LogLinearHistogram& inter_arrival() const { return inter_arrival_; }
+  const LogLinearHistogram* op_latency(uint16_t op) const;
+  const LogLinearHistogram& block_sizes(int dir) const { return block_size_ll_[dir]; }
+  const TimeSeries& series() const { return series_; }
+  uint64_t records_seen() const { return records_; }
+  uint64_t start_ns() const { return start_; }
+
+  // Series in series(): application (syscall + async) and block, per direction.
+  enum SeriesId : size_t {
+    kAppReadOps = 0, kAppWriteOps, kAppReadBytes, kAppWriteBytes,
+    kBlockReadOps, kBlockWriteOps, kBlockReadBytes, kBlockWriteBytes, kMajorFaults, kSeriesCount
+  };
+
+ private:
+  struct OpStats {
+    uint64_t count = 0, errors = 0, bytes = 0, requested = 0, io_ns = 0;
+    std::unique_ptr<LogLinearHistogram> latency;
+    std::unique_ptr<SizeHistogram> sizes;  // data ops: requested lengths
+    std::unique_ptr<TopValues> top;
+  };
+  struct ThreadStats {
+    uint32_t tid = 0, tgid = 0, proc = 0;
+    uint64_t first_ts = 0, first_op_ts = 0, last_ts = 0, prev_enter = 0;
+    uint64_t ops = 0, io_ns = 0, faults = 0, offcpu_ns = 0;
+    std::array<uint64_t, 2> data_ops{}, bytes{};
+    std::array<char, 16> comm{};
+    std::vector<uint64_t> seq;
+  };
+  struct ProcStats {
+    uint32_t tgid = 0, parent = 0, exe_id = 0, threads = 0;
+    uint64_t first_ts = 0, first_op_ts = 0;
+    uint64_t ops = 0, io_ns = 0, faults = 0;
+    std::array<uint64_t, 2> data_ops{}, bytes{};
+    std::array<char, 16> comm{};
+    int32_t exit_code = 0;
+    bool exited = false;
+  };
+  static constexpr int kMaxNames = 4;
+  struct FileStats {
+    uint32_t dev = 0;
+    uint64_t ino = 0;
+    std::array<uint32_t, kMaxNames> names{};
+    uint32_t nnames = 0, more_names = 0;
+    int8_t glob = -1;  // file-glob filter: -1 undecided, 0 no, 1 yes
+    uint64_t first_ts = 0, opens = 0, ops = 0, io_ns = 0, maps = 0;
+    std::array<uint64_t, 2> data_ops{}, bytes{}, requested{}, async_ops{}, async_bytes{};
+    std::array<std::array<uint64_t, kAccessKinds>, 2> access{};
+    uint64_t max_end = 0, fsize = 0, direct_ops = 0;
+    uint64_t faults = 0, faults_major = 0, faults_write = 0, fault_pages = 0;
+    uint64_t pc_add = 0, pc_delete = 0, ra_windows = 0, ra_pages = 0;
+    uint64_t wb_dirtied = 0, wb_written = 0, read_pages = 0;
+    int64_t cache_resident = -1, cache_total = -1;
+  };
+  struct Description {
+    int32_t file = -1;
+    uint32_t refs = 0;
+    uint64_t pos = 0;
+    bool pos_known = false, append = false, direct = false;
+  };
+  struct AsyncPending {
+    uint64_t ts = 0, offset = 0, length = 0, ctx = 0;
+    uint32_t tgid = 0, tid = 0;
+    int32_t file = -1;
+    uint8_t engine = 0, opcode = 0;
+  };
+  struct AsyncStats {
+    uint8_t engine = 0, opcode = 0;
+    uint64_t count = 0, errors = 0, bytes = 0, requested = 0;
+    SizeHistogram sizes;
+    TopValues top;
+    LogLinearHistogram latency;
+  };
+  struct BlockDevStats {
+    uint64_t queued = 0, issued = 0, completed = 0, merges = 0, splits = 0, requeues = 0;
+    uint64_t errors = 0, flushes = 0, discards = 0, readahead = 0, sync = 0, fua = 0;
+    std::array<uint64_t, 2> ops{}, bytes{};
+    std::array<SizeHistogram, 2> sizes;
+    std::array<TopValues, 2> top;
+    std::array<StreamState, 2> stream;
+    std::array<std::array<uint64_t, kAccessKinds>, 2> access{};
+    SeekHistogram seek;
+    LogLinearHistogram q2q;
+    uint64_t last_queue_ts = 0;
+  };
+  struct LabelStats {
+    uint64_t count = 0, instants = 0, total_ns = 0, max_ns = 0, open = 0;
+    uint64_t ops = 0, bytes = 0;
+  };
+  struct Heatmap {
+    static constexpr int kTimeBins = 120;
+    static constexpr int kOffsetBins = 64;
+    int32_t file = -1;
+    uint64_t max_offset = 1, sample_every = 1, seen = 0;
+    std::vector<uint64_t> ops;    // [time][offset] request counts
+    std::vector<uint64_t> bytes;  // [time][offset] bytes
+    struct Point {
+      uint64_t ts, offset, length;
+      int dir;
+    };
+    std::vector<Point> points;
+  };
+
+  void OnString(const iot_rec_hdr* rec);
+  void OnSyscall(const iot_syscall& r);
+  void OnProc(const iot_proc& r);
+  void OnFdSnapshot(const iot_fd_snapshot& r);
+  void OnMapSnapshot(const iot_map_snapshot& r);
+  void OnPageFault(const iot_page_fault& r);
+  void OnPageCache(const iot_page_cache& r);
+  void OnWriteback(const iot_writeback& r);
+  void OnBlock(const iot_block& r);
+  void OnNvme(const iot_nvme& r);
+  void OnAsync(const iot_async_io& r);
+  void OnIntent(const iot_intent& r);
+  void OnLost(const iot_lost& r);
+  void OnCacheState(const iot_cache_state& r);
+  void OnSched(const iot_sched& r);
+
+  bool ensure_start(uint64_t ts);
+  bool TimeAllowed(uint64_t ts);
+  bool TaskAllowed(uint32_t tgid, uint32_t tid) const;
+  bool FileAllowed(int32_t file_index);
+  bool OpAllowed(uint16_t op) const;
+
+  ThreadStats& Thread(uint32_t tgid, uint32_t tid, uint64_t ts);
+  ProcStats& Proc(uint32_t tgid, uint64_t ts);
+  int32_t FileIndex(uint32_t dev, uint64_t ino, bool create);
+  void AddFileName(int32_t file_index, uint32_t path_id);
+
+  // Open file descriptions (positions), shared by dup'ed and inherited descriptors.
+  uint32_t NewDescription(int32_t file_index, uint64_t pos, bool pos_known, uint32_t open_flags);
+  void BindFd(uint32_t tgid, int32_t fd, uint32_t desc);
+  void ReleaseFd(uint32_t tgid, int32_t fd);
+  Description* FdDescription(uint32_t tgid, int32_t fd);
+  void ForkFds(uint32_t parent_tgid, uint32_t child_tgid);
+  void DropProcessFds(uint32_t tgid);
+
+  void DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t offset, uint64_t bytes,
+              int32_t file_index, bool direct);
+  void Heat(int32_t file_index, uint64_t ts, uint64_t offset, uint64_t bytes, int dir);
+  nlohmann::json FileJson(const FileStats& f) const;
+
+  AnalyzerOptions options_;
+  nlohmann::json meta_;
+  uint64_t page_size_ = 4096;
+  uint32_t o_direct_flag_ = 040000;
+  uint32_t o_append_flag_ = 02000;
+  uint64_t anchor_ns_ = 0;
+  uint64_t start_ = 0;
+  bool started_ = false;
+  uint64_t first_ts_ = UINT64_MAX, last_ts_ = 0;  // of records counted
+  uint64_t from_ns_ = 0, to_ns_ = UINT64_MAX;
+
+  // Strings (paths, labels) from STRING records.
+  std::unordered_map<uint32_t, std::string> strings_;
+
+  uint64_t records_ = 0;
+  uint64_t filtered_out_ = 0;
+  std::array<uint64_t, IOT_REC_MAX + 1> records_by_type_{};
+
+  std::vector<OpStats> ops_;  // indexed by IOT_OP_*
+  std::vector<ThreadStats> threads_;
+  FlatMap<uint32_t> thread_index_;  // (tgid << 32 | tid) -> index
+  std::vector<ProcStats> procs_;
+  FlatMap<uint32_t> proc_index_;  // tgid -> index
+  std::vector<FileStats> files_;
+  FlatMap<uint32_t> file_index_;              // packed (dev, ino) -> index
+  std::map<FileKey, uint32_t> file_index_wide_;  // keys that do not pack
+  std::vector<uint32_t> devs_;                   // device numbers, for packing file keys
+  uint32_t last_dev_ = UINT32_MAX, last_dev_index_ = 0;
+  uint64_t cached_thread_key_ = 0;
+  uint32_t cached_thread_ = UINT32_MAX;
+
+  std::vector<Description> descs_;
+  std::vector<uint32_t> free_descs_;
+  FlatMap<uint32_t> fds_;  // (tgid << 32 | fd) -> description index
+
+  FlatMap<StreamState> streams_;  // (thread, file, dir) -> pattern state
+  uint64_t streams_dropped_ = 0;
+
+  // Totals per direction (0 read, 1 write) over syscall data ops.
+  std::array<uint64_t, 2> dir_ops_{}, dir_bytes_{}, dir_requested_{};
+  std::array<std::array<uint64_t, kAccessKinds>, 2> access_{};
+  std::array<SeekHistogram, 2> seek_;
+  std::array<LogLinearHistogram, 2> req_size_ll_;
+  std::array<LogLinearHistogram, 2> offset_ll_;
+  LogLinearHistogram inter_arrival_;
+  uint64_t direct_ops_ = 0;
+  uint64_t offset_tracked_ = 0, offset_recorded_ = 0, offset_explicit_ = 0, offset_mismatch_ = 0;
+  uint64_t unattributed_ops_ = 0;
+
+  TimeSeries series_;
+
+  // Memory layer.
+  uint64_t faults_ = 0, faults_major_ = 0, faults_write_ = 0, fault_pages_ = 0;
+  uint64_t faults_unattributed_ = 0;
+  uint64_t pc_add_ = 0, pc_delete_ = 0, ra_windows_ = 0, ra_pages_ = 0;
+  uint64_t wb_dirtied_ = 0, wb_written_ = 0, wb_works_ = 0, wb_waits_ = 0;
+  bool have_page_cache_ = false;
+  uint64_t cache_state_files_ = 0, cache_state_resident_ = 0, cache_state_total_ = 0;
+
+  // Block layer.
+  std::map<uint32_t, BlockDevStats> block_devs_;
+  std::array<LogLinearHistogram, 2> block_size_ll_;
+  LogLinearHistogram q2c_, d2c_, i2d_, q2d_;
+  FlatMap<uint64_t> blk_issue_pending_;   // request key -> D ts
+  FlatMap<uint64_t> blk_insert_pending_;  // request key -> I ts
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> blk_queue_pending_;  // (dev, sector) -> Q ts
+  uint64_t blk_queue_dropped_ = 0;
+  std::array<uint64_t, 16> blk_phase_counts_{};
+  bool have_block_ = false;
+
+  // NVMe.
+  uint64_t nvme_cmds_ = 0, nvme_bytes_ = 0, nvme_errors_ = 0;
+  FlatMap<uint64_t> nvme_pending_;
+  LogLinearHistogram nvme_latency_;
+  bool have_nvme_ = false;
+
+  // Async I/O.
+  FlatMap<AsyncPending> async_pending_;
+  std::array<uint64_t, 2> async_dir_ops_{}, async_dir_bytes_{};
+  std::map<uint32_t, AsyncStats> async_stats_;  // (engine << 8 | opcode) -> stats
+  uint64_t async_unpaired_ = 0;
+
+  // Intent markers.
+  std::unordered_map<uint32_t, LabelStats> labels_;  // label id -> stats
+  std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, uint64_t>>> intent_stacks_;
+  uint64_t intents_unmatched_ = 0;
+
+  // Losses: cumulative counts per (source, cpu).
+  std::map<std::pair<uint16_t, uint16_t>, uint64_t> lost_;
+
+  // Scheduling interference.
+  uint64_t offcpu_ns_ = 0, offcpu_intervals_ = 0, irq_ns_ = 0;
+
+  // Heat maps (second pass).
+  std::vector<Heatmap> heatmaps_;
+  FlatMap<uint32_t> heatmap_of_file_;  // file index -> heatmap index + 1
+
+  bool sequences_truncated_ = false;
+  uint64_t sequence_ops_ = 0;
+};
+
+}  // namespace iotwin::analysis

@@ -1,0 +1,444 @@
+#include "analysis/compare.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "analysis/distance.h"
+#include "analysis/report_text.h"
+#include "analysis/sequence.h"
+#include "analysis/trace_analysis.h"
+#include "format/records.h"
+
+namespace iotwin::analysis {
+namespace {
+
+using nlohmann::json;
+
+uint64_t U(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
+
+double Round6(double v) { return std::round(v * 1e6) / 1e6; }
+
+// Ops + bytes per time bucket, aligned on each trace's first counted record and re-binned to a
+// common width (at most ~200 buckets).
+struct AlignedSeries {
+  std::vector<uint64_t> ops_a, ops_b, bytes_a, bytes_b;
+  uint64_t width_ns = 0;
+};
+
+AlignedSeries AlignSeries(const Analyzer& a, const json& ma, const Analyzer& b, const json& mb) {
+  const TimeSeries& sa = a.series();
+  const TimeSeries& sb = b.series();
+  uint64_t w = std::max(sa.width_ns(), sb.width_ns());
+  auto lead = [](const json& m, const TimeSeries& s) {
+    uint64_t first = U(m["totals"], "first_ts_ns"), start = U(m["totals"], "start_ns");
+    return first > start ? (first - start) / s.width_ns() * s.width_ns() : 0;
+  };
+  uint64_t lead_a = lead(ma, sa), lead_b = lead(mb, sb);
+  uint64_t span_a = sa.used_buckets() * sa.width_ns() - lead_a;
+  uint64_t span_b = sb.used_buckets() * sb.width_ns() - lead_b;
+  while (std::max(span_a, span_b) / w > 200) w *= 2;
+  size_t buckets = static_cast<size_t>(std::max(span_a, span_b) / w + 1);
+  auto take = [&](const TimeSeries& s, uint64_t lead_ns, size_t s1, size_t s2) {
+    std::vector<uint64_t> out(buckets, 0);
+    for (size_t i = 0; i < s.used_buckets(); i++) {
+      uint64_t t = i * s.width_ns();
+      if (t < lead_ns) continue;
+      size_t o = static_cast<size_t>((t - lead_ns) / w);
+      if (o < buckets) out[o] += s.at(s1, i) + s.at(s2, i);
+    }
+    return out;
+  };
+  AlignedSeries r;
+  r.width_ns = w;
+  r.ops_a = take(sa, lead_a, Analyzer::kAppReadOps, Analyzer::kAppWriteOps);
+  r.ops_b = take(sb, lead_b, Analyzer::kAppReadOps, Analyzer::kAppWriteOps);
+  r.bytes_a = take(sa, lead_a, Analyzer::kAppReadBytes, Analyzer::kAppWriteBytes);
+  r.bytes_b = take(sb, lead_b, Analyzer::kAppReadBytes, Analyzer::kAppWriteBytes);
+  return r;
+}
+
+LogLinearHistogram MergedLatency(const Analyzer& a, int dir) {
+  LogLinearHistogram h;
+  for (uint16_t op = 0; op <= IOT_OP_MAX; op++) {
+    if (dir == 0 ? !OpIsRead(op) : !OpIsWrite(op)) continue;
+    if (const LogLinearHistogram* l = a.op_latency(op)) h.Merge(*l);
+  }
+  return h;
+}
+
+json Side(const std::string& path, const json& m) {
+  json s = {{"path", path},
+            {"records", m["totals"]["records"]},
+            {"span_ns", m["totals"]["span_ns"]},
+            {"syscalls", m["totals"]["syscalls"]},
+            {"complete", m["capture"]["complete"]}};
+  if (m["capture"].contains("replay")) s["replay"] = m["capture"]["replay"];
+  return s;
+}
+
+}  // namespace
+
+const std::vector<MeasureSpec>& Measures() {
+  static const std::vector<MeasureSpec> kMeasures = {
+      {"seq-match", 1.0, true, false, true,
+       "share of operations identical in order and arguments (op, offset, length, flags, whence)"},
+      {"op-count-rel-err", 0.01, false, false, true,
+       "largest relative error of the count of any operation kind"},
+      {"bytes-rel-err", 0.01, false, false, true, "relative error of bytes read + written"},
+      {"size-ks", 0.05, false, false, true, "Kolmogorov-Smirnov distance of request sizes (worst of read/write)"},
+      {"size-js", 0.05, false, false, true, "Jensen-Shannon distance of request sizes (worst of read/write)"},
+      {"offset-ks", 0.05, false, false, true, "Kolmogorov-Smirnov distance of request offsets"},
+      {"offset-js", 0.05, false, false, true, "Jensen-Shannon distance of request offsets"},
+      {"block-requests-rel-err", 0.10, false, false, true,
+       "relative error of block requests issued (when both traces have the block layer)"},
+      {"block-bytes-rel-err", 0.10, false, false, true, "relative error of block bytes"},
+      {"block-size-ks", 0.10, false, false, true, "Kolmogorov-Smirnov distance of block request sizes"},
+      {"block-read-share-diff", 0.05, false, false, true,
+       "absolute difference of the share of block requests that are reads"},
+      {"iops-rel-err", 0.05, false, true, true, "relative error of overall IOPS (data ops / span)"},
+      {"throughput-rel-err", 0.05, false, true, true, "relative error of overall bytes/s"},
+      {"iops-series-err", 0.20, false, true, true,
+       "normalised L1 distance of IOPS over time (sum |a-b| / sum a over common buckets)"},
+      {"throughput-series-err", 0.20, false, true, true, "normalised L1 distance of bytes/s over time"},
+      {"iat-ks", 0.10, false, true, true,
+       "Kolmogorov-Smirnov distance of per-thread inter-arrival times of system calls"},
+      {"latency-ks", 0.25, false, true, false,
+       "Kolmogorov-Smirnov distance of data-op latencies (worst of read/write; depends on the "
+       "target storage, reported only unless a threshold is given)"},
+  };
+  return kMeasures;
+}
+
+Status ParseThreshold(const std::string& spec, CompareOptions* options) {
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos) return Status::Invalid("--threshold {}: expected NAME=VALUE", spec);
+  std::string name = spec.substr(0, eq), value = spec.substr(eq + 1);
+  bool known = std::any_of(Measures().begin(), Measures().end(),
+                           [&](const MeasureSpec& m) { return name == m.name; });
+  if (!known) {
+    std::string names;
+    for (const auto& m : Measures()) names += std::string(names.empty() ? "" : ", ") + m.name;
+    return Status::Invalid("--threshold {}: unknown measure '{}' (known: {})", spec, name, names);
+  }
+  if (value == "off" || value == "none") {
+    options->thresholds[name] = std::nullopt;
+    return Status::Ok();
+  }
+  char* end = nullptr;
+  double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v))
+    return Status::Invalid("--threshold {}: '{}' is not a number (or 'off')", spec, value);
+  options->thresholds[name] = v;
+  return Status::Ok();
+}
+
+Result<json> CompareTraces(const std::string& original, const std::string& replay,
+                           const CompareOptions& options) {
+  TraceAnalysisOptions ao;
+  ao.analyzer.collect_sequences = true;
+  ao.analyzer.collect_distributions = true;
+  ao.analyzer.max_sequence_ops = options.max_sequence_ops;
+  ao.analyzer.top = 0;
+  ao.progress = options.progress;
+  ao.salvage = options.salvage;
+  auto ra = AnalyzeTraceFile(original, ao);
+  if (!ra.ok()) return ra.status();
+  auto rb = AnalyzeTraceFile(replay, ao);
+  if (!rb.ok()) return rb.status();
+  const Analyzer& a = *ra->analyzer;
+  const Analyzer& b = *rb->analyzer;
+  const json& ma = ra->model;
+  const json& mb = rb->model;
+
+  json out = json::object();
+  out["original"] = Side(original, ma);
+  out["replay"] = Side(replay, mb);
+
+  // Pacing: timing is judged for replays paced "original" or "gaps", and for non-replays.
+  std::string pace;
+  if (mb["capture"].contains("replay") && mb["capture"]["replay"].is_object() &&
+      mb["capture"]["replay"].contains("pace") && mb["capture"]["replay"]["pace"].is_string())
+    pace = mb["capture"]["replay"]["pace"].get<std::string>();
+  bool timing_judged = pace.empty() || pace == "original" || pace == "gaps";
+  out["pace"] = pace.empty() ? json(nullptr) : json(pace);
+  out["timing_judged"] = timing_judged;
+
+  std::map<std::string, json> values;  // name -> {original, replay, value}
+  auto put = [&](const char* name, double value, json orig = nullptr, json repl = nullptr) {
+    values[name] = {{"value", Round6(value)}, {"original", orig}, {"replay", repl}};
+  };
+
+  // ---- sequence match per thread
+  std::vector<ThreadSeq> ta, tb;
+  auto seq_a = a.Sequences(), seq_b = b.Sequences();
+  for (const auto& s : seq_a) ta.push_back({s.tid, s.tgid, s.process_rank, s.thread_rank, s.ops});
+  for (const auto& s : seq_b) tb.push_back({s.tid, s.tgid, s.process_rank, s.thread_rank, s.ops});
+  auto pairs = MapThreads(ta, tb);
+  uint64_t matched = 0, denominator = 0;
+  bool exact = true;
+  json threads = json::array();
+  for (const ThreadPair& p : pairs) {
+    size_t na = p.a >= 0 ? ta[static_cast<size_t>(p.a)].ops->size() : 0;
+    size_t nb = p.b >= 0 ? tb[static_cast<size_t>(p.b)].ops->size() : 0;
+    LcsResult lcs;
+    if (p.a >= 0 && p.b >= 0) {
+      lcs = LongestCommonSubsequence(*ta[static_cast<size_t>(p.a)].ops, *tb[static_cast<size_t>(p.b)].ops);
+      exact = exact && lcs.exact;
+    }
+    matched += lcs.length;
+    denominator += std::max(na, nb);
+    double share = std::max(na, nb) ? static_cast<double>(lcs.length) / static_cast<double>(std::max(na, nb)) : 1.0;
+    json row = {{"original_tid", p.a >= 0 ? json(ta[static_cast<size_t>(p.a)].tid) : json(nullptr)},
+                {"original_tgid", p.a >= 0 ? json(ta[static_cast<size_t>(p.a)].tgid) : json(nullptr)},
+                {"replay_tid", p.b >= 0 ? json(tb[static_cast<size_t>(p.b)].tid) : json(nullptr)},
+                {"replay_tgid", p.b >= 0 ? json(tb[static_cast<size_t>(p.b)].tgid) : json(nullptr)},
+                {"original_ops", na},
+                {"replay_ops", nb},
+                {"matched", lcs.length},
+                {"share", Round6(share)},
+                {"exact", lcs.exact}};
+    bool identical = p.a >= 0 && p.b >= 0 && na == nb && lcs.length == na;
+    row["first_difference"] = identical ? json(nullptr) : json(lcs.first_difference);
+    threads.push_back(row);
+  }
+  double seq_match = denominator ? static_cast<double>(matched) / static_cast<double>(denominator) : 1.0;
+  put("seq-match", seq_match, json(U(ma["totals"], "syscalls")), json(U(mb["totals"], "syscalls")));
+  std::stable_sort(threads.begin(), threads.end(), [](const json& x, const json& y) {
+    return x["share"].get<double>() < y["share"].get<double>();
+  });
+  json thread_rows = json::array();
+  for (size_t i = 0; i < threads.size() && (options.top == 0 || i < options.top); i++)
+    thread_rows.push_back(threads[i]);
+  out["threads"] = {{"original", ta.size()}, {"replay", tb.size()}, {"pairs", pairs.size()},
+                    {"matched_ops", matched}, {"compared_ops", denominator},
+                    {"exact", exact}, {"sequences_truncated", a.sequences_truncated() || b.sequences_truncated()},
+                    {"rows", thread_rows}};
+
+  // ---- operation counts
+  std::map<std::string, std::pair<uint64_t, uint64_t>> counts;
+  for (const auto& o : ma["ops"]) counts[o["op"].get<std::string>()].first = o["count"].get<uint64_t>();
+  for (const auto& o : mb["ops"]) counts[o["op"].get<std::string>()].second = o["count"].get<uint64_t>();
+  json ops = json::array();
+  double worst_count = 0;
+  for (const auto& [op, c] : counts) {
+    double err = RelativeError(static_cast<double>(c.first), static_cast<double>(c.second));
+    worst_count = std::max(worst_count, err);
+    ops.push_back({{"op", op}, {"original", c.first}, {"replay", c.second},
+                   {"diff", static_cast<int64_t>(c.second) - static_cast<int64_t>(c.first)},
+                   {"rel_err", Round6(err)}});
+  }
+  out["ops"] = ops;
+  put("op-count-rel-err", worst_count);
+
+  const json& tA = ma["totals"];
+  const json& tB = mb["totals"];
+  uint64_t bytes_a = U(tA["read"], "bytes") + U(tA["write"], "bytes");
+  uint64_t bytes_b = U(tB["read"], "bytes") + U(tB["write"], "bytes");
+  put("bytes-rel-err", RelativeError(static_cast<double>(bytes_a), static_cast<double>(bytes_b)),
+      bytes_a, bytes_b);
+
+  // ---- distributions
+  double size_ks = 0, size_js = 0, off_ks = 0, off_js = 0;
+  for (int dir = 0; dir < 2; dir++) {
+    size_ks = std::max(size_ks, KsDistance(a.request_sizes(dir), b.request_sizes(dir)));
+    size_js = std::max(size_js, JsDistance(a.request_sizes(dir), b.request_sizes(dir)));
+    off_ks = std::max(off_ks, KsDistance(a.offsets(dir), b.offsets(dir)));
+    off_js = std::max(off_js, JsDistance(a.offsets(dir), b.offsets(dir)));
+  }
+  put("size-ks", size_ks);
+  put("size-js", size_js);
+  put("offset-ks", off_ks);
+  put("offset-js", off_js);
+  json dist = json::object();
+  for (int dir = 0; dir < 2; dir++) {
+    const char* d = dir == 0 ? "read" : "write";
+    dist[d] = {{"size_ks", Round6(KsDistance(a.request_sizes(dir), b.request_sizes(dir)))},
+               {"size_js", Round6(JsDistance(a.request_sizes(dir), b.request_sizes(dir)))},
+               {"offset_ks", Round6(KsDistance(a.offsets(dir), b.offsets(dir)))},
+               {"offset_js", Round6(JsDistance(a.offsets(dir), b.offsets(dir)))},
+               {"size_p50", {a.request_sizes(dir).Percentile(50), b.request_sizes(dir).Percentile(50)}},
+               {"size_p99", {a.request_sizes(dir).Percentile(99), b.request_sizes(dir).Percentile(99)}}};
+  }
+
+  // ---- block streams
+  bool block = ma["block"].is_object() && mb["block"].is_object();
+  if (block) {
+    const json& ba = ma["block"];
+    const json& bb = mb["block"];
+    uint64_t req_a = U(ba, "requests"), req_b = U(bb, "requests");
+    uint64_t by_a = U(ba["read"], "bytes") + U(ba["write"], "bytes");
+    uint64_t by_b = U(bb["read"], "bytes") + U(bb["write"], "bytes");
+    double share_a = ba["mix"]["read_ops_share"].get<double>();
+    double share_b = bb["mix"]["read_ops_share"].get<double>();
+    double ks = std::max(KsDistance(a.block_sizes(0), b.block_sizes(0)),
+                         KsDistance(a.block_sizes(1), b.block_sizes(1)));
+    put("block-requests-rel-err", RelativeError(static_cast<double>(req_a), static_cast<double>(req_b)), req_a, req_b);
+    put("block-bytes-rel-err", RelativeError(static_cast<double>(by_a), static_cast<double>(by_b)), by_a, by_b);
+    put("block-size-ks", ks);
+    put("block-read-share-diff", std::fabs(share_a - share_b), share_a, share_b);
+    out["block"] = {{"original", {{"requests", req_a}, {"bytes", by_a}, {"read_share", share_a},
+                                  {"read", ba["read"].value("dominant", json(nullptr))},
+                                  {"write", ba["write"].value("dominant", json(nullptr))}}},
+                    {"replay", {{"requests", req_b}, {"bytes", by_b}, {"read_share", share_b},
+                                {"read", bb["read"].value("dominant", json(nullptr))},
+                                {"write", bb["write"].value("dominant", json(nullptr))}}}};
+  } else {
+    out["block"] = nullptr;
+  }
+
+  // ---- timing
+  auto rate = [](uint64_t v, uint64_t span) {
+    return span ? static_cast<double>(v) * 1e9 / static_cast<double>(span) : 0.0;
+  };
+  uint64_t ops_a = U(tA["read"], "ops") + U(tA["write"], "ops");
+  uint64_t ops_b = U(tB["read"], "ops") + U(tB["write"], "ops");
+  // Active span: first to last counted record (leading idle time of a replay's setup excluded).
+  auto active = [](const json& t) {
+    uint64_t first = U(t, "first_ts_ns"), last = U(t, "last_ts_ns");
+    return last > first ? last - first : 0;
+  };
+  double iops_a = rate(ops_a, active(tA)), iops_b = rate(ops_b, active(tB));
+  double bps_a = rate(bytes_a, active(tA)), bps_b = rate(bytes_b, active(tB));
+  put("iops-rel-err", RelativeError(iops_a, iops_b), Round6(iops_a), Round6(iops_b));
+  put("throughput-rel-err", RelativeError(bps_a, bps_b), Round6(bps_a), Round6(bps_b));
+  AlignedSeries s = AlignSeries(a, ma, b, mb);
+  put("iops-series-err", SeriesError(s.ops_a, s.ops_b));
+  put("throughput-series-err", SeriesError(s.bytes_a, s.bytes_b));
+  out["timeseries"] = {{"bucket_ns", s.width_ns}, {"original_ops", s.ops_a}, {"replay_ops", s.ops_b},
+                       {"original_bytes", s.bytes_a}, {"replay_bytes", s.bytes_b}};
+  put("iat-ks", KsDistance(a.inter_arrival(), b.inter_arrival()),
+      a.inter_arrival().Percentile(50), b.inter_arrival().Percentile(50));
+  double lat_ks = 0;
+  for (int dir = 0; dir < 2; dir++)
+    lat_ks = std::max(lat_ks, KsDistance(MergedLatency(a, dir), MergedLatency(b, dir)));
+  put("latency-ks", lat_ks);
+  out["distributions"] = dist;
+
+  // ---- judge
+  json measures = json::array();
+  json failed = json::array();
+  for (const MeasureSpec& spec : Measures()) {
+    auto it = values.find(spec.name);
+    if (it == values.end()) continue;  // not computable for these traces (e.g. no block layer)
+    std::optional<double> threshold;
+    if (spec.enabled) threshold = spec.default_threshold;
+    if (auto o = options.thresholds.find(spec.name); o != options.thresholds.end()) threshold = o->second;
+    bool judged = threshold.has_value() && (!spec.timing || timing_judged);
+    double v = it->second["value"].get<double>();
+    bool pass = !threshold || (spec.at_least ? v >= *threshold - 1e-12 : v <= *threshold + 1e-12);
+    json m = it->second;
+    m["name"] = spec.name;
+    m["kind"] = spec.timing ? "timing" : "structural";
+    m["threshold"] = threshold ? json(*threshold) : json(nullptr);
+    m["condition"] = spec.at_least ? ">=" : "<=";
+    m["judged"] = judged;
+    m["pass"] = pass;
+    if (judged && !pass) failed.push_back(spec.name);
+    measures.push_back(m);
+  }
+  out["measures"] = measures;
+  out["failed"] = failed;
+  out["verdict"] = failed.empty() ? "pass" : "fail";
+  return out;
+}
+
+std::string RenderCompareText(const json& r) {
+  std::string out;
+  auto line = [&](const std::string& s) {
+    out += s;
+    out += '\n';
+  };
+  auto side = [](const json& s) {
+    std::string t = fmt::format("{}  ({} records, {} system calls, span {}{})", s["path"].get<std::string>(),
+                                FormatCount(U(s, "records")), FormatCount(U(s, "syscalls")),
+                                FormatDuration(static_cast<double>(U(s, "span_ns"))),
+                                s["complete"].get<bool>() ? "" : ", INCOMPLETE");
+    if (s.contains("replay") && s["replay"].is_object())
+      t += fmt::format("\n            replay of {}, pace {}", s["replay"].value("source", "?"),
+                       s["replay"].value("pace", "?"));
+    return t;
+  };
+  line("iotwin compare");
+  line("  original  " + side(r["original"]));
+  line("  replay    " + side(r["replay"]));
+  line(fmt::format("  timing    {}", r["timing_judged"].get<bool>()
+                                         ? "judged"
+                                         : "reported, not judged (pace " + r["pace"].get<std::string>() + ")"));
+  line("");
+  line(fmt::format("  {:<24} {:>14} {:>14} {:>10} {:>12}  {}", "measure", "original", "replay", "value",
+                   "threshold", "result"));
+  auto num = [](const json& v) -> std::string {
+    if (v.is_null()) return "";
+    if (v.is_number_integer() || v.is_number_unsigned()) return FormatCount(v.get<uint64_t>());
+    double d = v.get<double>();
+    return std::fabs(d) >= 1e5 ? fmt::format("{:.4g}", d) : fmt::format("{:.4f}", d);
+  };
+  for (const json& m : r["measures"]) {
+    std::string threshold = m["threshold"].is_null()
+                                ? "-"
+                                : fmt::format("{} {:.4g}", m["condition"].get<std::string>(),
+                                              m["threshold"].get<double>());
+    bool judged = m["judged"].get<bool>(), pass = m["pass"].get<bool>();
+    std::string result = judged                     ? (pass ? "ok" : "FAIL")
+                         : m["threshold"].is_null() ? "info"
+                         : pass                     ? "not judged"
+                                                    : "not judged, over";
+    line(fmt::format("  {:<24} {:>14} {:>14} {:>10.4f} {:>12}  {}", m["name"].get<std::string>(),
+                     num(m["original"]), num(m["replay"]), m["value"].get<double>(), threshold, result));
+  }
+  line("");
+  line(fmt::format("  {:<20} {:>12} {:>12} {:>10}", "operation", "original", "replay", "diff"));
+  for (const json& o : r["ops"]) {
+    int64_t diff = o["diff"].get<int64_t>();
+    line(fmt::format("  {:<20} {:>12} {:>12} {:>10}", o["op"].get<std::string>(),
+                     FormatCount(U(o, "original")), FormatCount(U(o, "replay")),
+                     diff == 0 ? std::string("=") : fmt::format("{:+d}", diff)));
+  }
+  const json& t = r["threads"];
+  line("");
+  line(fmt::format("  THREADS: {} original, {} replay; {} of {} operations matched in order{}",
+                   U(t, "original"), U(t, "replay"), FormatCount(U(t, "matched_ops")),
+                   FormatCount(U(t, "compared_ops")),
+                   t["exact"].get<bool>() ? "" : " (lower bound: sequences very different)"));
+  if (t["sequences_truncated"].get<bool>()) line("  (sequences truncated at --max-sequence-ops)");
+  line(fmt::format("  {:>10} {:>10} {:>12} {:>12} {:>12} {:>8}  {}", "orig tid", "replay tid",
+                   "orig ops", "replay ops", "matched", "share", "first difference"));
+  for (const json& row : t["rows"]) {
+    auto id = [](const json& v) { return v.is_null() ? std::string("-") : std::to_string(v.get<uint64_t>()); };
+    line(fmt::format("  {:>10} {:>10} {:>12} {:>12} {:>12} {:>8}  {}", id(row["original_tid"]),
+                     id(row["replay_tid"]), FormatCount(U(row, "original_ops")),
+                     FormatCount(U(row, "replay_ops")), FormatCount(U(row, "matched")),
+                     FormatPercent(row["share"].get<double>()),
+                     row["first_difference"].is_null() ? std::string("identical")
+                                                       : "op #" + std::to_string(row["first_difference"].get<uint64_t>())));
+  }
+  if (r["block"].is_object()) {
+    const json& bo = r["block"]["original"];
+    const json& br = r["block"]["replay"];
+    line("");
+    line(fmt::format("  BLOCK      requests {} vs {}, bytes {} vs {}, reads {} vs {}",
+                     FormatCount(U(bo, "requests")), FormatCount(U(br, "requests")),
+                     FormatBytes(static_cast<double>(U(bo, "bytes"))),
+                     FormatBytes(static_cast<double>(U(br, "bytes"))),
+                     FormatPercent(bo["read_share"].get<double>()),
+                     FormatPercent(br["read_share"].get<double>())));
+  }
+  line("");
+  if (r["verdict"] == "pass") {
+    line("VERDICT: PASS (every judged measure is within its threshold)");
+  } else {
+    std::string names;
+    for (const json& f : r["failed"]) names += (names.empty() ? "" : ", ") + f.get<std::string>();
+    line("VERDICT: FAIL (" + names + ")");
+  }
+  return out;
+}
+
+}  // namespace iotwin::analysis

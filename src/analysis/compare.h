@@ -1,0 +1,52 @@
+// compare: how faithfully one trace (a replay) reproduces another (the original).
+//
+// Each measure is a number with a threshold. Structural measures (sequence match, operation
+// counts, bytes, request-size and offset distributions, block request stream) are always
+// judged. Timing measures (IOPS, throughput, their time series, inter-arrival times) are judged
+// only when the replay's pacing mode promises timing ("original", "gaps"), or when the second
+// trace is not a replay at all; otherwise they are reported but not judged.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace iotwin::analysis {
+
+struct MeasureSpec {
+  const char* name;
+  double default_threshold;
+  bool at_least;      // true: value must be >= threshold; false: value must be <= threshold
+  bool timing;        // judged only where the pacing promises timing
+  bool enabled;       // judged by default (false: reported only, until --threshold sets it)
+  const char* what;   // one-line description for --help and docs
+};
+
+// Every measure compare computes, with its default threshold.
+const std::vector<MeasureSpec>& Measures();
+
+struct CompareOptions {
+  // Overrides from --threshold NAME=VALUE; nullopt disables judging (NAME=off).
+  std::map<std::string, std::optional<double>> thresholds;
+  size_t top = 10;                       // thread rows in the output
+  size_t max_sequence_ops = 50'000'000;  // per trace
+  bool progress = false;
+  bool salvage = false;
+};
+
+// Parses "NAME=VALUE" or "NAME=off" into options->thresholds.
+Status ParseThreshold(const std::string& spec, CompareOptions* options);
+
+// Compares two trace files. Errors (unreadable or corrupt input) name the file and byte offset.
+// The result holds "verdict" ("pass"/"fail"), "measures", "ops", "threads", "block", ...
+Result<nlohmann::json> CompareTraces(const std::string& original, const std::string& replay,
+                                     const CompareOptions& options);
+
+std::string RenderCompareText(const nlohmann::json& result);
+
+}  // namespace iotwin::analysis

@@ -1,0 +1,75 @@
+#include "analysis/distance.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace iotwin::analysis {
+namespace {
+
+uint64_t Sum(const std::vector<uint64_t>& v) {
+  uint64_t s = 0;
+  for (uint64_t x : v) s += x;
+  return s;
+}
+
+}  // namespace
+
+double KsDistance(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+  uint64_t na = Sum(a), nb = Sum(b);
+  if (na == 0 && nb == 0) return 0;
+  if (na == 0 || nb == 0) return 1;
+  size_t n = std::max(a.size(), b.size());
+  uint64_t ca = 0, cb = 0;
+  double worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    ca += i < a.size() ? a[i] : 0;
+    cb += i < b.size() ? b[i] : 0;
+    double d = std::fabs(static_cast<double>(ca) / static_cast<double>(na) -
+                         static_cast<double>(cb) / static_cast<double>(nb));
+    worst = std::max(worst, d);
+  }
+  return worst;
+}
+
+double JsDistance(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+  uint64_t na = Sum(a), nb = Sum(b);
+  if (na == 0 && nb == 0) return 0;
+  if (na == 0 || nb == 0) return 1;
+  size_t n = std::max(a.size(), b.size());
+  double div = 0;
+  for (size_t i = 0; i < n; i++) {
+    double p = static_cast<double>(i < a.size() ? a[i] : 0) / static_cast<double>(na);
+    double q = static_cast<double>(i < b.size() ? b[i] : 0) / static_cast<double>(nb);
+    double m = (p + q) / 2;
+    if (p > 0) div += 0.5 * p * std::log2(p / m);
+    if (q > 0) div += 0.5 * q * std::log2(q / m);
+  }
+  return std::sqrt(std::clamp(div, 0.0, 1.0));
+}
+
+double KsDistance(const LogLinearHistogram& a, const LogLinearHistogram& b) {
+  return KsDistance(a.counts(), b.counts());
+}
+double JsDistance(const LogLinearHistogram& a, const LogLinearHistogram& b) {
+  return JsDistance(a.counts(), b.counts());
+}
+
+double RelativeError(double reference, double value) {
+  if (reference == 0) return value == 0 ? 0 : 1;
+  return std::fabs(value - reference) / std::fabs(reference);
+}
+
+double SeriesError(const std::vector<uint64_t>& reference, const std::vector<uint64_t>& value) {
+  size_t n = std::max(reference.size(), value.size());
+  double diff = 0, base = 0;
+  for (size_t i = 0; i < n; i++) {
+    double r = static_cast<double>(i < reference.size() ? reference[i] : 0);
+    double v = static_cast<double>(i < value.size() ? value[i] : 0);
+    diff += std::fabs(r - v);
+    base += r;
+  }
+  if (base == 0) return diff == 0 ? 0 : 1;
+  return diff / base;
+}
+
+}  // namespace iotwin::analysis

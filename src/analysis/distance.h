@@ -1,0 +1,28 @@
+// Distances between distributions and relative errors, for compare.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "analysis/histogram.h"
+
+namespace iotwin::analysis {
+
+// Two-sample Kolmogorov-Smirnov statistic of two binned distributions over the same bins:
+// max over bins of |CDF_a - CDF_b|, in [0, 1]. 0 when both are empty, 1 when only one is.
+double KsDistance(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
+// Jensen-Shannon distance: sqrt of the JS divergence with base-2 logarithms, in [0, 1]
+// (scipy.spatial.distance.jensenshannon(p, q, base=2)). Same conventions for empty inputs.
+double JsDistance(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
+
+double KsDistance(const LogLinearHistogram& a, const LogLinearHistogram& b);
+double JsDistance(const LogLinearHistogram& a, const LogLinearHistogram& b);
+
+// |b - a| / |a| with a the reference; 0 when both are 0, 1 when only a is 0.
+double RelativeError(double reference, double value);
+
+// Normalised L1 distance of two series: sum |a_i - b_i| / sum a_i (missing entries are 0);
+// 0 when both are all zero, 1 when only a is.
+double SeriesError(const std::vector<uint64_t>& reference, const std::vector<uint64_t>& value);
+
+}  // namespace iotwin::analysis

@@ -1,0 +1,221 @@
+// Fixed-size histograms used by report and compare: memory does not grow with the trace.
+//
+//  - SizeHistogram: power-of-two buckets labelled by their upper bound (bucket "≤128K" holds
+//    (64 KiB, 128 KiB]), so the usual power-of-two request sizes land alone in a bucket.
+//  - LogLinearHistogram: HDR-style buckets (exact below 64, then 64 sub-buckets per power of
+//    two: relative bucket width ≤ 1/64 = 1.6%) for percentiles and distribution distances.
+//  - TopValues: the most frequent exact values (Space-Saving); exact while the number of
+//    distinct values stays within capacity, with a known error bound beyond.
+//  - TimeSeries: per-bucket sums over time with auto-sized buckets: the bucket width doubles
+//    (neighbours merged) whenever a timestamp falls beyond the last bucket.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "analysis/flat_map.h"
+
+namespace iotwin::analysis {
+
+inline int Log2Floor(uint64_t v) { return 63 - __builtin_clzll(v); }  // v > 0
+
+class SizeHistogram {
+ public:
+  static constexpr int kBuckets = 66;  // 0, 1, ≤2, ≤4, ..., ≤2^64
+
+  // Bucket 0 holds 0; bucket b ≥ 1 holds (2^(b-2), 2^(b-1)], i.e. values whose ceil(log2) is b-1.
+  static int BucketOf(uint64_t v) {
+    if (v <= 1) return static_cast<int>(v);
+    return 2 + Log2Floor(v - 1);
+  }
+  // Largest value of bucket b (its label); bucket 65's bound 2^64 is reported as UINT64_MAX.
+  static uint64_t BucketUpper(int b) {
+    if (b <= 1) return static_cast<uint64_t>(b);
+    if (b - 1 >= 64) return UINT64_MAX;
+    return uint64_t{1} << (b - 1);
+  }
+
+  void Add(uint64_t v, uint64_t n = 1) {
+    int b = BucketOf(v);
+    counts_[b] += n;
+    sums_[b] += v * n;
+    total_ += n;
+  }
+  void Merge(const SizeHistogram& o);
+
+  uint64_t count(int b) const { return counts_[b]; }
+  uint64_t sum(int b) const { return sums_[b]; }  // sum of values (bytes) in bucket b
+  uint64_t total() const { return total_; }
+
+ private:
+  std::array<uint64_t, kBuckets> counts_{};
+  std::array<uint64_t, kBuckets> sums_{};
+  uint64_t total_ = 0;
+};
+
+class LogLinearHistogram {
+ public:
+  static constexpr int kSubBits = 6;
+  static constexpr uint64_t kSub = uint64_t{1} << kSubBits;  // 64
+  static constexpr int kBuckets = static_cast<int>(kSub + (64 - kSubBits) * kSub);
+
+  static int BucketOf(uint64_t v) {
+    if (v < kSub) return static_cast<int>(v);
+    int e = Log2Floor(v);
+    int shift = e - kSubBits;
+    uint64_t mant = (v >> shift) - kSub;  // in [0, kSub)
+    return static_cast<int>(kSub + static_cast<uint64_t>(shift) * kSub + mant);
+  }
+  // Smallest and largest value of bucket b.
+  static uint64_t BucketLow(int b) {
+    if (b < static_cast<int>(kSub)) return static_cast<uint64_t>(b);
+    uint64_t shift = (static_cast<uint64_t>(b) - kSub) / kSub;
+    uint64_t mant = (static_cast<uint64_t>(b) - kSub) % kSub;
+    return (kSub + mant) << shift;
+  }
+  static uint64_t BucketHigh(int b) {
+    if (b < static_cast<int>(kSub)) return static_cast<uint64_t>(b);
+    uint64_t shift = (static_cast<uint64_t>(b) - kSub) / kSub;
+    return BucketLow(b) + ((uint64_t{1} << shift) - 1);
+  }
+
+  LogLinearHistogram() : counts_(kBuckets, 0) {}
+
+  void Add(uint64_t v, uint64_t n = 1) {
+    counts_[BucketOf(v)] += n;
+    total_ += n;
+    sum_ += static_cast<double>(v) * static_cast<double>(n);
+    if (v < min_) min_ = v;
+    if (v > max_) max_ = v;
+  }
+  void Merge(const LogLinearHistogram& o);
+
+  uint64_t total() const { return total_; }
+  uint64_t min() const { return total_ ? min_ : 0; }
+  uint64_t max() const { return max_; }
+  double mean() const { return total_ ? sum_ / static_cast<double>(total_) : 0.0; }
+  uint64_t count(int b) const { return counts_[b]; }
+  const std::vector<uint64_t>& counts() const { return counts_; }
+
+  // Nearest-rank percentile (p in [0, 100]): the value of the ceil(p/100 * N)-th smallest
+  // sample, reported as the highest value of its bucket clamped to the observed [min, max]
+  // (HdrHistogram's convention: never below the true value, at most 1/64 above it; exact for
+  // values below 64 and for the extremes). 0 for an empty histogram.
+  uint64_t Percentile(double p) const;
+
+  // Fraction of samples ≤ v (bucket resolution: a bucket counts as ≤ v when its low end is).
+  double CdfAt(uint64_t v) const;
+
+ private:
+  std::vector<uint64_t> counts_;
+  uint64_t total_ = 0;
+  double sum_ = 0;
+  uint64_t min_ = UINT64_MAX;
+  uint64_t max_ = 0;
+};
+
+class TopValues {
+ public:
+  struct Entry {
+    uint64_t value = 0;
+    uint64_t count = 0;
+    uint64_t error = 0;  // over-count bound inherited on replacement (0 while exact)
+  };
+
+  explicit TopValues(size_t capacity = 64) : capacity_(capacity) {}
+
+  void Add(uint64_t value, uint64_t n = 1);
+  void Merge(const TopValues& o);
+
+  // Entries by descending count (ties: smaller value first).
+  std::vector<Entry> Sorted() const;
+  // True while every distinct value seen has its own exact counter.
+  bool exact() const { return !overflowed_; }
+  uint64_t total() const { return total_; }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  size_t capacity_;
+  std::vector<Entry> entries_;
+  FlatMap<uint32_t> index_;  // value -> position in entries_
+  uint64_t total_ = 0;
+  bool overflowed_ = false;
+  int64_t last_pos_ = -1;  // fast path: consecutive requests of one size
+};
+
+// Signed distances (seek distances) in log2 buckets: bucket kZero holds 0, kZero+1+k holds
+// [2^k, 2^(k+1)), kZero-1-k holds (-2^(k+1), -2^k].
+class SeekHistogram {
+ public:
+  static constexpr int kZero = 64;
+  static constexpr int kBuckets = 129;
+  static int BucketOf(int64_t d) {
+    if (d == 0) return kZero;
+    if (d > 0) return kZero + 1 + Log2Floor(static_cast<uint64_t>(d));
+    uint64_t m = d == INT64_MIN ? (uint64_t{1} << 63) : static_cast<uint64_t>(-d);
+    return kZero - 1 - Log2Floor(m);
+  }
+  // Smallest magnitude of bucket b (signed): 0, ±2^k.
+  static int64_t BucketLow(int b) {
+    if (b == kZero) return 0;
+    int k = b > kZero ? b - kZero - 1 : kZero - 1 - b;
+    uint64_t m = uint64_t{1} << k;
+    return b > kZero ? static_cast<int64_t>(m) : -static_cast<int64_t>(m);
+  }
+  void Add(int64_t d, uint64_t n = 1) {
+    counts_[BucketOf(d)] += n;
+    total_ += n;
+  }
+  void Merge(const SeekHistogram& o) {
+    for (int b = 0; b < kBuckets; b++) counts_[b] += o.counts_[b];
+    total_ += o.total_;
+  }
+  uint64_t count(int b) const { return counts_[b]; }
+  uint64_t total() const { return total_; }
+
+ private:
+  std::array<uint64_t, kBuckets> counts_{};
+  uint64_t total_ = 0;
+};
+
+// Sums per time bucket of a few parallel series (e.g. read ops, write ops, read bytes, ...).
+class TimeSeries {
+ public:
+  static constexpr size_t kMaxBuckets = 1024;
+
+  TimeSeries(size_t series, uint64_t initial_width_ns = 1'000'000)
+      : width_(initial_width_ns), data_(series, std::vector<uint64_t>(kMaxBuckets, 0)) {}
+
+  void SetStart(uint64_t start_ns) { start_ = start_ns; }
+  uint64_t start() const { return start_; }
+
+  // Adds `v` to series `s` at time `ts` (times before start count in the first bucket).
+  void Add(size_t s, uint64_t ts, uint64_t v) {
+    uint64_t rel = ts > start_ ? ts - start_ : 0;
+    uint64_t b = rel / width_;
+    if (b >= kMaxBuckets) {
+      Grow(rel);
+      b = rel / width_;
+    }
+    if (b + 1 > used_) used_ = b + 1;
+    data_[s][b] += v;
+  }
+
+  uint64_t width_ns() const { return width_; }
+  size_t used_buckets() const { return used_; }
+  size_t series() const { return data_.size(); }
+  uint64_t at(size_t s, size_t b) const { return data_[s][b]; }
+  std::vector<uint64_t> Series(size_t s) const;
+  // A series re-binned to `width_ns` (a multiple of width_ns()), `buckets` long.
+  std::vector<uint64_t> Rebinned(size_t s, uint64_t width_ns, size_t buckets) const;
+
+ private:
+  void Grow(uint64_t rel);
+  uint64_t start_ = 0;
+  uint64_t width_;
+  size_t used_ = 0;
+  std::vector<std::vector<uint64_t>> data_;
+};
+
+}  // namespace iotwin::analysis

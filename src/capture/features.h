@@ -1,0 +1,171 @@
+// Features: what this kernel and this process can do for capture, found by probing (loading and
+// attaching trivial programs, reading BTF, tracefs, sysfs), never by comparing kernel versions.
+// Probing gathers raw KernelFacts; Features::Evaluate turns them into per-feature verdicts and
+// per-layer attach plans without touching the system, so the decision rules are unit-testable.
+// `iotwin check` prints the result; the capture code asks Features::Get() how to attach.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace iotwin::capture {
+
+// Every probed feature, in the order of `iotwin check`'s table.
+enum class Feature : int {
+  kPrivileges,        // root, or CAP_BPF + CAP_PERFMON (or CAP_SYS_ADMIN)
+  kBtf,               // /sys/kernel/btf/vmlinux present and parseable by libbpf
+  kTracefsMounted,    // tracefs mounted (classic tracepoint attach looks event ids up there)
+  kTracefsMountable,  // tracefs can be mounted (tried in a private mount namespace)
+  kRawSyscallsTp,     // raw_syscalls:sys_enter/sys_exit
+  kSyscallTps,        // syscalls:sys_enter_<name>/sys_exit_<name> (CONFIG_FTRACE_SYSCALLS)
+  kTpBtf,             // BTF-typed raw tracepoint programs load and attach
+  kRawTp,             // raw tracepoint programs load and attach
+  kFentry,            // fentry trampolines load and attach
+  kKprobes,           // kprobes (CONFIG_KPROBES, kprobe PMU or kprobe_events)
+  kUprobes,           // uprobes (CONFIG_UPROBES, uprobe PMU or uprobe_events)
+  kRingbuf,           // BPF ring buffer maps
+  kFindVma,           // bpf_find_vma helper (file of a faulting address, in the kernel)
+  kBlockTps,          // block:block_rq_issue/complete ...
+  kNvmeTps,           // nvme:nvme_setup_cmd/nvme_complete_rq (nvme-core module)
+  kIoUringTps,        // io_uring:io_uring_submit_req/complete ...
+  kFilemapTps,        // filemap:mm_filemap_add_to_page_cache/delete ...
+  kWritebackTps,      // writeback:writeback_dirty_folio ...
+  kPageFaultTp,       // exceptions:page_fault_user (x86 only)
+  kSchedTps,          // sched:sched_switch/process_fork/exec/exit
+  kIrqTps,            // irq:irq_handler_entry/exit, softirq_entry/exit
+  kCachestat,         // the cachestat(2) syscall (page-cache residency snapshots)
+  kHardwarePmu,       // perf_event_open(PERF_COUNT_HW_INSTRUCTIONS)
+  kNvmeLbaSizes,      // logical block sizes of NVMe namespaces from sysfs
+};
+inline constexpr int kFeatureCount = static_cast<int>(Feature::kNvmeLbaSizes) + 1;
+
+// The outcome of one attempted operation (a program load, a mount, a syscall).
+struct Attempt {
+  bool ok = false;
+  int error = 0;       // errno when !ok (0 when the attempt was not made)
+  std::string detail;  // what was tried or found; the verifier's last words on failure
+};
+
+// Raw facts gathered from the running system. Probe() fills them; tests build them by hand.
+struct KernelFacts {
+  std::string release;  // uname -r
+  std::string arch;     // uname -m
+  uint32_t euid = 0;
+  std::optional<uint64_t> cap_eff;  // CapEff of /proc/self/status
+
+  bool btf_present = false;  // /sys/kernel/btf/vmlinux exists
+  Attempt btf_parse;         // btf__load_vmlinux_btf
+  // Tracepoint names X with a `btf_trace_X` typedef in vmlinux or a loaded module's BTF: the
+  // tracepoints tp_btf and raw_tp can attach to, known without tracefs.
+  std::set<std::string, std::less<>> btf_tracepoints;
+  std::vector<std::string> btf_modules;  // module BTFs that were read (e.g. nvme_core)
+
+  std::string tracefs_mount;  // where tracefs is mounted in our namespace, "" when it is not
+  Attempt tracefs_mount_try;  // the mount attempt when it was not mounted (private or real)
+  bool tracefs_listed = false;            // tracefs_events below is a real listing
+  std::set<std::string, std::less<>> tracefs_events;  // "group/event" directories under events/
+  bool kprobe_events_file = false;        // tracefs has kprobe_events
+  bool uprobe_events_file = false;        // tracefs has uprobe_events
+  bool kprobe_pmu = false;                // /sys/bus/event_source/devices/kprobe
+  bool uprobe_pmu = false;                // /sys/bus/event_source/devices/uprobe
+
+  std::string config_source;                  // "/proc/config.gz", "" when none was readable
+  std::map<std::string, std::string> config;  // CONFIG_X -> "y"/"m"/"n"/value
+
+  std::set<std::string> modules;  // names under /sys/module (loaded or built-in with params)
+
+  Attempt tp_btf;    // load + attach of `r0 = 0; exit` as tp_btf/sys_enter
+  Attempt raw_tp;    // load + attach as raw_tp/sys_enter
+  Attempt fentry;    // load + attach as fentry on a kernel function
+  Attempt ringbuf;   // BPF_MAP_TYPE_RINGBUF creation
+  Attempt find_vma;  // libbpf_probe_bpf_helper(raw_tracepoint, BPF_FUNC_find_vma)
+  Attempt cachestat;
+  Attempt pmu;       // perf_event_open of hardware instructions
+
+  std::map<std::string, uint32_t> lba_sizes;  // block device -> queue/logical_block_size
+};
+
+// One row of `iotwin check`.
+struct FeatureStatus {
+  Feature id{};
+  std::string_view key;        // stable JSON key, e.g. "tp_btf"
+  std::string_view title;      // for humans
+  std::string_view needed_by;  // the iotwin layers that use it
+  std::string_view fallback;   // what iotwin uses when it is missing
+  bool supported = false;
+  std::string detail;  // what was found, or why not
+  int error = 0;       // errno of the failed probe, 0 when none
+};
+
+// How to attach a program to a tracepoint, best first.
+enum class AttachMethod { kNone, kTpBtf, kRawTp, kTracepoint };
+std::string_view AttachMethodName(AttachMethod m);
+
+// One capture layer (as in the trace header's "layers"): can it run, and how.
+struct LayerPlan {
+  std::string name;  // "syscall", "memory", "block", "nvme", "sched"
+  bool available = false;
+  std::string method;  // how each event will be attached, e.g. "tp_btf raw_syscalls:sys_enter"
+  std::string reason;  // why not, when !available; known gaps otherwise
+};
+
+struct ProbeOptions {
+  // Mount tracefs at /sys/kernel/tracing when it is not mounted (`iotwin check --mount-tracefs`).
+  // Without it, mountability is tried in a private mount namespace and the host is left as it is.
+  bool mount_tracefs = false;
+};
+
+class Features {
+ public:
+  // The probe of this process, made on first use and cached (thread-safe).
+  static const Features& Get();
+  // A fresh probe of the running system. Fails only when the system cannot be read at all
+  // (no /proc); missing features are verdicts, not errors.
+  static Result<Features> Probe(const ProbeOptions& options = {});
+  // The verdicts for given facts; pure.
+  static Features Evaluate(KernelFacts facts);
+
+  bool Has(Feature f) const { return status_[static_cast<int>(f)].supported; }
+  const FeatureStatus& status(Feature f) const { return status_[static_cast<int>(f)]; }
+  const std::vector<FeatureStatus>& all() const { return status_; }
+  const std::vector<LayerPlan>& layers() const { return layers_; }
+  const KernelFacts& facts() const { return facts_; }
+
+  // True when the tracepoint exists (in BTF or tracefs).
+  bool HasTracepoint(std::string_view group, std::string_view event) const;
+  // The best way to attach to a tracepoint here: tp_btf, then raw_tp (both need the event's
+  // btf_trace_ typedef), then a classic tracepoint (needs tracefs mounted or mountable).
+  AttachMethod BestAttach(std::string_view group, std::string_view event) const;
+
+  nlohmann::json ToJson() const;
+
+ private:
+  KernelFacts facts_;
+  std::vector<FeatureStatus> status_;
+  std::vector<LayerPlan> layers_;
+};
+
+// ---- pure helpers (unit-tested) ----
+
+// Kernel config text ("CONFIG_X=y", "# CONFIG_Y is not set") to {"CONFIG_X":"y","CONFIG_Y":"n"};
+// quoted values lose their quotes. Other lines are ignored.
+std::map<std::string, std::string> ParseKernelConfig(std::string_view text);
+// The tracefs directory given /proc/mounts text: a tracefs mount (preferring
+// /sys/kernel/tracing), else a debugfs mount's tracing/ subdirectory; nullopt when neither.
+std::optional<std::string> FindTracefsMount(std::string_view proc_mounts);
+// CapEff from /proc/<pid>/status text.
+std::optional<uint64_t> ParseCapEff(std::string_view proc_status);
+// "EPERM (Operation not permitted)".
+std::string ErrnoText(int err);
+
+}  // namespace iotwin::capture

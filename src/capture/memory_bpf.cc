@@ -1,0 +1,387 @@
+#include "capture/memory_bpf.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "capture/memory_cache_state.h"
+#include "format/records.h"
+#include "memory.skel.h"
+#include "memory_wire.h"
+
+namespace iotwin::capture {
+namespace {
+
+// Every tp_btf target of memory.bpf.c, as vmlinux BTF names it (btf_trace_<name>).
+constexpr const char* kTracepoints[] = {
+    "page_fault_user",
+    "mm_filemap_map_pages",
+    "mm_filemap_add_to_page_cache",
+    "mm_filemap_delete_from_page_cache",
+    "mm_filemap_get_pages",
+    "page_cache_ra_unbounded",
+    "page_cache_ra_order",
+    "writeback_dirty_folio",
+    "writeback_mark_inode_dirty",
+    "writeback_single_inode_start",
+    "writeback_single_inode",
+    "writeback_start",
+    "writeback_written",
+    "folio_wait_writeback",
+    "ext4_writepages",
+    "ext4_writepages_result",
+};
+
+std::string Missing(const MemoryKernelSupport& k, std::initializer_list<const char*> tps) {
+  std::string out;
+  for (const char* tp : tps) {
+    if (!k.Has(tp)) out += fmt::format("{}{}", out.empty() ? "" : ", ", tp);
+  }
+  return out;
+}
+
+Status LibbpfStatus(int err, std::string_view what) {
+  if (err < 0) err = -err;
+  return Status::Error(err == EPERM || err == EACCES ? Status::Code::kPermission
+                                                     : Status::Code::kUnsupported,
+                       fmt::format("{}: {}", what, strerror(err)));
+}
+
+}  // namespace
+
+bool MemoryKernelSupport::Has(std::string_view tracepoint) const {
+  for (const auto& [name, present] : tracepoints) {
+    if (name == tracepoint) return present;
+  }
+  return false;
+}
+
+MemoryKernelSupport ProbeMemorySupport() {
+  MemoryKernelSupport k;
+  k.page_size = sysconf(_SC_PAGESIZE);
+  k.cachestat = CachestatAvailable();
+  struct btf* vmlinux = btf__load_vmlinux_btf();
+  k.btf = vmlinux != nullptr;
+  for (const char* tp : kTracepoints) {
+    bool present = vmlinux && btf__find_by_name_kind(vmlinux, fmt::format("btf_trace_{}", tp).c_str(),
+                                                     BTF_KIND_TYPEDEF) > 0;
+    k.tracepoints.emplace_back(tp, present);
+  }
+  if (vmlinux) btf__free(vmlinux);
+  return k;
+}
+
+MemoryLayerState PlanMemoryLayer(const MemoryOptions& o, const MemoryKernelSupport& k) {
+  MemoryLayerState s;
+  const std::string off = o.off_reason.empty() ? "switched off" : o.off_reason;
+  auto plan = [&](MemoryPart* part, bool wanted, std::initializer_list<const char*> required,
+                  std::string how) {
+    if (!wanted) {
+      part->reason = off;
+      return;
+    }
+    if (!k.btf) {
+      part->reason = "the kernel exposes no BTF (tp_btf programs need it)";
+      return;
+    }
+    std::string missing = Missing(k, required);
+    if (!missing.empty()) {
+      part->reason = "this kernel lacks the tracepoint(s) " + missing;
+      return;
+    }
+    part->enabled = true;
+    part->reason = std::move(how);
+  };
+  auto partial = [&](std::initializer_list<const char*> optional) {
+    std::string missing = Missing(k, optional);
+    return missing.empty() ? std::string() : "; this kernel lacks " + missing;
+  };
+  plan(&s.faults, o.faults, {"page_fault_user", "mm_filemap_add_to_page_cache"},
+       "tp_btf page_fault_user with bpf_find_vma: faults on mappings of regular files by traced "
+       "threads (anonymous memory dropped in the kernel); major = the faulting page was inserted "
+       "into the page cache during the fault; fault-around window from mm_filemap_map_pages" +
+           partial({"mm_filemap_map_pages"}));
+  plan(&s.cache, o.cache, {"mm_filemap_add_to_page_cache", "mm_filemap_delete_from_page_cache"},
+       "mm_filemap_add/delete_from_page_cache and page_cache_ra_unbounded/ra_order, in traced "
+       "threads and for files the workload touched (coalesced into runs of contiguous pages)" +
+           partial({"page_cache_ra_unbounded", "page_cache_ra_order"}));
+  plan(&s.writeback, o.writeback,
+       {"writeback_dirty_folio", "writeback_single_inode_start", "writeback_single_inode"},
+       "writeback_dirty_folio (in the dirtier's context), writeback_mark_inode_dirty, "
+       "writeback_single_inode[_start] and writeback_start/written (flusher, with reason), "
+       "folio_wait_writeback, ext4_writepages[_result] (fsync/msync write-back in the caller's "
+       "context), for files the workload touched" +
+           partial({"writeback_mark_inode_dirty", "writeback_start", "writeback_written",
+                    "folio_wait_writeback", "ext4_writepages", "ext4_writepages_result"}));
+  if (!o.state) {
+    s.state.reason = off;
+  } else if (k.btf && k.Has("mm_filemap_add_to_page_cache")) {
+    s.state.enabled = true;
+    s.state_in_kernel = true;
+    s.state.reason =
+        "the file's page count in the page cache (mapping->nrpages) at the first event of a "
+        "traced thread on it (fault, insertion, removal, readahead, read, dirtying), before the "
+        "workload changes it; at attach, cachestat/mincore of the files a --pid target holds" +
+        partial({"page_fault_user", "mm_filemap_get_pages", "writeback_dirty_folio"});
+  } else {
+    s.StateFallBackToUserSpace("this kernel lacks mm_filemap_add_to_page_cache");
+  }
+  if (!o.subpage) {
+    s.subpage.reason = "off (opt-in: --subpage)";
+  } else if (k.page_size != 4096) {
+    s.subpage.reason = fmt::format("needs 4 KiB pages, this system has {}-byte pages", k.page_size);
+  } else {
+    plan(&s.subpage, true, {"page_fault_user", "writeback_dirty_folio"},
+         fmt::format("pages copied in the kernel when a store through a shared mapping dirties "
+                     "them, compared word by word every {} ms",
+                     o.subpage_interval_ms));
+  }
+  return s;
+}
+
+void MemoryLayerState::StateFallBackToUserSpace(const std::string& why) {
+  if (!state.enabled) return;
+  state_in_kernel = false;
+  state.reason = fmt::format(
+      "{} of each regular file when the consumer sees the workload open or map it (taken after "
+      "the open returned: the workload's first accesses may already be counted; {})",
+      CachestatAvailable() ? "cachestat(2)" : "mmap + mincore(2)", why);
+}
+
+nlohmann::json MemoryLayerState::ToJson() const {
+  nlohmann::json parts;
+  auto put = [&parts](const char* name, const MemoryPart& p) {
+    parts[name] = {{"enabled", p.enabled}, {"reason", p.reason}};
+  };
+  put("faults", faults);
+  put("cache", cache);
+  put("writeback", writeback);
+  put("state", state);
+  put("subpage", subpage);
+  std::string on;
+  for (const auto& [name, p] : parts.items()) {
+    if (p["enabled"].get<bool>()) on += (on.empty() ? "" : ", ") + name;
+  }
+  bool any = AnyKernelPart() || state.enabled;
+  return {{"enabled", any},
+          {"reason", any ? "parts on: " + on : "all parts off (see parts)"},
+          {"parts", parts}};
+}
+
+Result<std::unique_ptr<MemoryBpf>> MemoryBpf::Load(const MemoryLayerState& plan,
+                                                   const MemoryKernelSupport& support,
+                                                   const MemorySharedMaps& shared) {
+  std::unique_ptr<MemoryBpf> m(new MemoryBpf());
+  int ncpus = libbpf_num_possible_cpus();
+  m->ncpus_ = ncpus > 0 ? ncpus : 1;
+  m->skel_ = iotwin_memory_bpf__open();
+  if (!m->skel_) return LibbpfStatus(errno, "opening the memory BPF object");
+  auto* ro = m->skel_->rodata;
+  ro->iot_filter_cgroup_id = shared.cgroup_id;
+  ro->iot_self_tgid = shared.self_tgid;
+  ro->iot_wake_bytes = shared.wake_bytes;
+  ro->iot_mem_emit_faults = plan.faults.enabled;
+  ro->iot_mem_emit_cache = plan.cache.enabled;
+  ro->iot_mem_emit_writeback = plan.writeback.enabled;
+  ro->iot_mem_subpage = plan.subpage.enabled;
+  ro->iot_mem_emit_state = plan.state.enabled && plan.state_in_kernel;
+
+  struct {
+    bpf_map* map;
+    int fd;
+  } share[] = {{m->skel_->maps.iot_events, shared.events_fd},
+               {m->skel_->maps.iot_traced_tgids, shared.traced_fd},
+               {m->skel_->maps.iot_drops, shared.drops_fd}};
+  for (auto& s : share) {
+    int err = bpf_map__reuse_fd(s.map, s.fd);
+    if (err) return LibbpfStatus(err, fmt::format("sharing map {}", bpf_map__name(s.map)));
+  }
+
+  const bool faults = plan.faults.enabled, cache = plan.cache.enabled,
+             wb = plan.writeback.enabled, sub = plan.subpage.enabled,
+             st = plan.state.enabled && plan.state_in_kernel;
+  auto* p = &m->skel_->progs;
+  struct {
+    bpf_program* prog;
+    const char* tracepoint;
+    bool wanted;
+  } progs[] = {
+      {p->iot_mem_fault, "page_fault_user", faults || sub || st},
+      {p->iot_mem_map_pages, "mm_filemap_map_pages", faults},
+      {p->iot_mem_pc_add, "mm_filemap_add_to_page_cache", faults || cache || st},
+      {p->iot_mem_pc_delete, "mm_filemap_delete_from_page_cache", cache || st},
+      {p->iot_mem_ra_unbounded, "page_cache_ra_unbounded", cache || st},
+      {p->iot_mem_ra_order, "page_cache_ra_order", cache || st},
+      {p->iot_mem_get_pages, "mm_filemap_get_pages", st},
+      {p->iot_mem_dirty_folio, "writeback_dirty_folio", wb || sub || st},
+      {p->iot_mem_dirty_inode, "writeback_mark_inode_dirty", wb},
+      {p->iot_mem_wb_inode_start, "writeback_single_inode_start", wb},
+      {p->iot_mem_wb_inode_done, "writeback_single_inode", wb},
+      {p->iot_mem_wb_work_start, "writeback_start", wb},
+      {p->iot_mem_wb_work_done, "writeback_written", wb},
+      {p->iot_mem_wb_wait, "folio_wait_writeback", wb},
+      {p->iot_mem_ext4_writepages, "ext4_writepages", wb},
+      {p->iot_mem_ext4_writepages_result, "ext4_writepages_result", wb},
+  };
+  for (auto& pr : progs) {
+    bpf_program__set_autoload(pr.prog, pr.wanted && support.Has(pr.tracepoint));
+  }
+  int err = iotwin_memory_bpf__load(m->skel_);
+  if (err) return LibbpfStatus(err, "loading the memory BPF programs");
+  return m;
+}
+
+MemoryBpf::~MemoryBpf() {
+  Detach();
+  if (skel_) iotwin_memory_bpf__destroy(skel_);
+}
+
+Status MemoryBpf::Attach(std::vector<std::string>* notes) {
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (!bpf_program__autoload(prog)) continue;
+    bpf_link* link = bpf_program__attach(prog);
+    if (!link) {
+      notes->push_back(
+          fmt::format("memory: attaching {}: {}", bpf_program__name(prog), strerror(errno)));
+      continue;
+    }
+    links_.push_back(link);
+  }
+  return Status::Ok();
+}
+
+void MemoryBpf::Detach() {
+  for (bpf_link* l : links_) bpf_link__destroy(l);
+  links_.clear();
+}
+
+namespace {
+
+Status AddInode(int map_fd, uint64_t ino, uint32_t dev, const char* what) {
+  struct {
+    uint64_t ino;
+    uint32_t dev;
+    uint32_t pad;
+  } key{ino, dev, 0};
+  uint8_t one = 1;
+  if (bpf_map_update_elem(map_fd, &key, &one, BPF_NOEXIST) && errno != EEXIST) {
+    return Status::FromErrno(errno, what);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status MemoryBpf::MarkInode(uint64_t ino, uint32_t dev) {
+  return AddInode(bpf_map__fd(skel_->maps.iot_mem_inodes), ino, dev,
+                  "adding a file to the memory layer's inode set");
+}
+
+Status MemoryBpf::MarkStateDone(uint64_t ino, uint32_t dev) {
+  return AddInode(bpf_map__fd(skel_->maps.iot_mem_state_done), ino, dev,
+                  "adding a file to the memory layer's cache-state set");
+}
+
+namespace {
+
+Status EmitRun(const iot_mem_run& r, int kind, uint32_t tgid, uint32_t tid, bool cache, bool wb,
+               const RecordSink& sink) {
+  if (!r.nr) return Status::Ok();
+  if (kind == IOT_MEM_RUN_ADD || kind == IOT_MEM_RUN_DEL) {
+    if (!cache) return Status::Ok();
+    iot_page_cache c;
+    memset(&c, 0, sizeof c);
+    InitRecord(&c, IOT_REC_PAGE_CACHE);
+    c.kind = kind == IOT_MEM_RUN_ADD ? IOT_PC_ADD : IOT_PC_DELETE;
+    c.cpu = r.cpu;
+    c.ts = r.ts;
+    c.ino = r.ino;
+    c.index = r.start;
+    c.nr_pages = r.nr;
+    c.dev = r.dev;
+    c.tgid = tgid;
+    c.tid = tid;
+    return sink(&c.hdr);
+  }
+  if (!wb) return Status::Ok();
+  iot_writeback w;
+  memset(&w, 0, sizeof w);
+  InitRecord(&w, IOT_REC_WRITEBACK);
+  w.kind = kind == IOT_MEM_RUN_DIRTY ? IOT_WB_DIRTY_FOLIO : IOT_WB_WAIT;
+  w.ts = r.ts;
+  w.ino = r.ino;
+  w.index = r.start;
+  w.nr = r.nr;
+  w.dev = r.dev;
+  w.tgid = tgid;
+  w.tid = tid;
+  return sink(&w.hdr);
+}
+
+}  // namespace
+
+Result<uint64_t> MemoryBpf::Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink& sink) {
+  int fd = bpf_map__fd(skel_->maps.iot_mem_threads);
+  const bool faults = skel_->rodata->iot_mem_emit_faults;
+  const bool cache = skel_->rodata->iot_mem_emit_cache;
+  const bool wb = skel_->rodata->iot_mem_emit_writeback;
+  // Keys first: deleting while walking would restart the walk.
+  std::vector<uint32_t> idle;
+  uint32_t key = 0, next = 0;
+  const void* prev = nullptr;
+  iot_mem_thread t;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    if (bpf_map_lookup_elem(fd, &key, &t) == 0 &&
+        (min_idle_ns == 0 || now_ns < t.last_ts || now_ns - t.last_ts >= min_idle_ns)) {
+      idle.push_back(key);
+    }
+  }
+  uint64_t swept = 0;
+  for (uint32_t tid : idle) {
+    // Taking the entry atomically: a thread that resumes now creates a new one.
+    if (bpf_map_lookup_and_delete_elem(fd, &tid, &t) != 0) continue;
+    swept++;
+    if (t.pf.hdr.type == IOT_REC_PAGE_FAULT && faults) {
+      IOTWIN_RETURN_IF_ERROR(sink(&t.pf.hdr));
+    }
+    for (int k = 0; k < IOT_MEM_RUNS; k++) {
+      IOTWIN_RETURN_IF_ERROR(EmitRun(t.runs[k], k, t.tgid, tid, cache, wb, sink));
+    }
+  }
+  return swept;
+}
+
+int MemoryBpf::inodes_fd() const { return bpf_map__fd(skel_->maps.iot_mem_inodes); }
+
+Result<std::array<uint64_t, 16>> MemoryBpf::ReadStats() const {
+  static_assert(IOT_MEM_STAT_MAX <= 16);
+  std::array<uint64_t, 16> out{};
+  std::vector<uint64_t> per_cpu(ncpus_);
+  int fd = bpf_map__fd(skel_->maps.iot_mem_stats);
+  for (uint32_t i = 0; i < IOT_MEM_STAT_MAX; i++) {
+    if (bpf_map_lookup_elem(fd, &i, per_cpu.data())) {
+      return Status::FromErrno(errno, "reading the memory layer's counters");
+    }
+    for (uint64_t v : per_cpu) out[i] += v;
+  }
+  return out;
+}
+
+const char* MemoryBpf::StatName(size_t i) {
+  static const char* kNames[IOT_MEM_STAT_MAX] = {
+      "vma_lookup_busy",      "vma_not_found",        "anonymous_faults_dropped",
+      "special_file_faults",  "inode_set_full",       "thread_map_full",
+      "baselines_copied",     "baselines_without_data", "baseline_pages_over_cap",
+      "address_calibrations", "cache_state_set_full",
+  };
+  return i < IOT_MEM_STAT_MAX ? kNames[i] : "unknown";
+}
+
+}  // namespace iotwin::capture

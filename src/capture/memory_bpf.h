@@ -1,0 +1,109 @@
+// MemoryBpf: the kernel side of the memory layer (bpf/memory.bpf.c), loaded, attached, owned.
+//
+// Loaded after the syscall object, whose ring buffer, traced-process set and drop counters it
+// shares (like every capture object). Parts the user switched off, or that this kernel cannot
+// trace, are not loaded; PlanMemoryLayer says which and why, for the trace header and for
+// `iotwin check`.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "capture/memory_options.h"
+#include "iotwin_abi.h"
+
+struct bpf_link;
+struct iotwin_memory_bpf;
+
+namespace iotwin::capture {
+
+struct MemoryPart {
+  bool enabled = false;
+  std::string reason;  // how it is captured, or why it is off
+};
+
+struct MemoryLayerState {
+  MemoryPart faults, cache, writeback, state, subpage;
+  // The cache state is taken in the kernel at each file's first touch; when the kernel programs
+  // cannot run, user space measures each file when it sees the open (racy, see the docs).
+  bool state_in_kernel = false;
+  bool AnyKernelPart() const {
+    return faults.enabled || cache.enabled || writeback.enabled || subpage.enabled ||
+           (state.enabled && state_in_kernel);
+  }
+  // The state part measured by user space instead (the kernel programs did not load).
+  void StateFallBackToUserSpace(const std::string& why);
+  // {"enabled", "reason", "parts": {name: {enabled, reason}}} for the header's layers.memory.
+  nlohmann::json ToJson() const;
+};
+
+// What this kernel offers the memory layer.
+struct MemoryKernelSupport {
+  bool btf = false;
+  std::vector<std::pair<std::string, bool>> tracepoints;  // tp_btf targets: present?
+  bool cachestat = false;
+  long page_size = 0;
+  bool Has(std::string_view tracepoint) const;
+};
+MemoryKernelSupport ProbeMemorySupport();
+
+// Which of the parts `o` asks for can run on this kernel, each with its reason.
+MemoryLayerState PlanMemoryLayer(const MemoryOptions& o, const MemoryKernelSupport& k);
+
+// The maps and settings every capture object shares (from the syscall object).
+struct MemorySharedMaps {
+  int events_fd = -1;
+  int traced_fd = -1;
+  int drops_fd = -1;
+  uint64_t cgroup_id = 0;
+  uint32_t self_tgid = 0;
+  uint64_t wake_bytes = 0;
+};
+
+using RecordSink = std::function<Status(const iot_rec_hdr*)>;
+
+class MemoryBpf {
+ public:
+  // Loads the programs of the parts `plan` enables.
+  static Result<std::unique_ptr<MemoryBpf>> Load(const MemoryLayerState& plan,
+                                                 const MemoryKernelSupport& support,
+                                                 const MemorySharedMaps& shared);
+  ~MemoryBpf();
+  MemoryBpf(const MemoryBpf&) = delete;
+  MemoryBpf& operator=(const MemoryBpf&) = delete;
+
+  // Attaches every loaded program; a program that fails is reported in `notes`.
+  Status Attach(std::vector<std::string>* notes);
+  void Detach();
+
+  // Adds a file to the set whose page-cache and write-back events are recorded wherever they
+  // happen (files the workload opens or maps).
+  Status MarkInode(uint64_t ino, uint32_t dev);
+  // Tells the kernel a file's cache state is recorded already (--pid attach snapshots).
+  Status MarkStateDone(uint64_t ino, uint32_t dev);
+
+  // Emits and removes per-thread entries idle for at least `min_idle_ns` (all of them with 0):
+  // the last fault of a thread that stopped faulting, runs nobody ended. Returns how many.
+  Result<uint64_t> Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink& sink);
+
+  Result<std::array<uint64_t, 16>> ReadStats() const;  // IOT_MEM_STAT_*, summed over CPUs
+  // The interesting-inode set (iot_mem_inodes), shared with the block layer (block_bpf.h).
+  int inodes_fd() const;
+  static const char* StatName(size_t i);
+
+ private:
+  MemoryBpf() = default;
+  iotwin_memory_bpf* skel_ = nullptr;
+  std::vector<bpf_link*> links_;
+  int ncpus_ = 1;
+};
+
+}  // namespace iotwin::capture

@@ -1,0 +1,68 @@
+// `iotwin anonymize`: replace every name in a trace by a keyed hash (src/interop/anonymize.h,
+// docs/interop.md).
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "interop/anonymize.h"
+
+namespace iotwin::cli {
+
+CommandSpec SetupAnonymize(CLI::App& parent) {
+  struct Options {
+    std::string input, output, key;
+    bool keep_extensions = false;
+    std::vector<std::string> keep_prefixes;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = parent.add_subcommand(
+      "anonymize",
+      "Replace path components, comms, arguments, labels and host name by keyed hashes");
+  sub->add_option("trace", opt->input, "trace to anonymize")->required();
+  sub->add_option("-o,--output", opt->output, "anonymized trace to write")->required();
+  sub->add_option("--key", opt->key,
+                  "file with the secret key (>= 16 bytes; e.g. head -c 32 /dev/urandom > key); "
+                  "the same key gives the same tokens across traces")
+      ->required();
+  sub->add_flag("--keep-extensions", opt->keep_extensions,
+                "keep file extensions (model.safetensors -> <token>.safetensors)");
+  sub->add_option("--keep-prefix", opt->keep_prefixes,
+                  "absolute path prefix kept verbatim besides /proc, /sys and /dev (repeatable)");
+  return {sub, [opt] {
+            interop::AnonymizeOptions ao;
+            ao.keep_extensions = opt->keep_extensions;
+            for (const auto& p : opt->keep_prefixes) {
+              if (p.empty() || p[0] != '/') {
+                fmt::print(stderr, "iotwin anonymize: --keep-prefix wants an absolute path, got '{}'\n", p);
+                return kExitError;
+              }
+            }
+            ao.keep_prefixes = opt->keep_prefixes;
+            auto a = interop::Anonymizer::FromKeyFile(opt->key, ao);
+            if (!a.ok()) {
+              fmt::print(stderr, "iotwin anonymize: {}\n", a.status().message());
+              return kExitError;
+            }
+            if (opt->input == opt->output) {
+              fmt::print(stderr, "iotwin anonymize: output must differ from input\n");
+              return kExitError;
+            }
+            auto r = interop::AnonymizeTrace(opt->input, opt->output, *a);
+            if (!r.ok()) {
+              fmt::print(stderr, "iotwin anonymize: {}\n", r.status().message());
+              return kExitError;
+            }
+            fmt::print(stderr, "iotwin anonymize: {} records, {} strings -> {}\n", r->records,
+                       r->strings, opt->output);
+            if (r->unknown_records_dropped) {
+              fmt::print(stderr, "  {} records of unknown types dropped (they could hold names)\n",
+                         r->unknown_records_dropped);
+            }
+            if (!r->meta_keys_dropped.empty()) {
+              fmt::print(stderr, "  header keys dropped: {}\n", fmt::join(r->meta_keys_dropped, ", "));
+            }
+            if (r->input_truncated) fmt::print(stderr, "  warning: the input trace is truncated\n");
+            return kExitOk;
+          }};
+}
+
+}  // namespace iotwin::cli

@@ -1,0 +1,79 @@
+// `iotwin compare`: judge how faithfully a replay reproduces the original trace.
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "analysis/compare.h"
+#include "cli/commands.h"
+
+namespace iotwin::cli {
+
+CommandSpec SetupCompare(CLI::App& parent) {
+  struct Options {
+    std::string original, replay;
+    std::vector<std::string> thresholds;
+    bool json = false;
+    size_t top = 10;
+    size_t max_sequence_ops = 50'000'000;
+    bool salvage = false;
+    bool no_progress = false;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = parent.add_subcommand(
+      "compare",
+      "Judge a replay's fidelity against the original: sequence match, op counts, IOPS and "
+      "throughput, size/offset/inter-arrival distributions, block streams. Exit 0 within "
+      "thresholds, 1 outside, 2 on bad input");
+  sub->add_option("original", opt->original, "the original trace")->required();
+  sub->add_option("replay", opt->replay, "the trace to judge (e.g. from iotwin replay --record)")
+      ->required();
+  std::string help = "set a measure's threshold (NAME=VALUE, or NAME=off to stop judging it); "
+                     "measures and defaults:";
+  for (const auto& m : analysis::Measures()) {
+    help += fmt::format("\n  {} {} {}{}{}: {}", m.name, m.at_least ? ">=" : "<=",
+                        m.default_threshold, m.timing ? " [timing]" : "",
+                        m.enabled ? "" : " [off by default]", m.what);
+  }
+  sub->add_option("--threshold", opt->thresholds, help);
+  sub->add_flag("--json", opt->json, "print the comparison as JSON");
+  sub->add_option("--top", opt->top, "thread rows shown, worst first (0: all)")->capture_default_str();
+  sub->add_option("--max-sequence-ops", opt->max_sequence_ops,
+                  "operations kept per trace for sequence matching (8 bytes each)")
+      ->capture_default_str();
+  sub->add_flag("--salvage", opt->salvage, "skip damaged chunks instead of failing");
+  sub->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr");
+  sub->footer(
+      "Timing measures are judged only when the replay's header names pace 'original' or 'gaps' "
+      "(or when the second trace is not a replay); they are always reported. See docs/report.md.");
+  return {sub, [opt] {
+            analysis::CompareOptions o;
+            for (const std::string& t : opt->thresholds) {
+              Status st = analysis::ParseThreshold(t, &o);
+              if (!st.ok()) {
+                fmt::print(stderr, "iotwin compare: {}\n", st.message());
+                return kExitError;
+              }
+            }
+            o.top = opt->top;
+            o.max_sequence_ops = opt->max_sequence_ops;
+            o.salvage = opt->salvage;
+            o.progress = !opt->no_progress && isatty(STDERR_FILENO);
+            auto result = analysis::CompareTraces(opt->original, opt->replay, o);
+            if (!result.ok()) {
+              fmt::print(stderr, "iotwin compare: {}\n", result.status().message());
+              return kExitError;
+            }
+            if (opt->json) {
+              fmt::print("{}\n", result->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+            } else {
+              fmt::print("{}", analysis::RenderCompareText(*result));
+            }
+            return (*result)["verdict"] == "pass" ? kExitOk : kExitNegative;
+          }};
+}
+
+}  // namespace iotwin::cli

@@ -1,0 +1,84 @@
+// `iotwin import`: turn strace logs, ftrace/blkparse block traces, bpftrace CSV and fio iologs
+// into an iotwin trace (src/interop, docs/interop.md).
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "interop/block_text.h"
+#include "interop/importer.h"
+
+namespace iotwin::cli {
+
+CommandSpec SetupImport(CLI::App& parent) {
+  struct Options {
+    std::string format = "auto";
+    std::vector<std::string> inputs;
+    std::string output;
+    bool strict = false;
+    std::string dev;
+    uint32_t pid = 0;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = parent.add_subcommand(
+      "import", "Import strace, ftrace block, blkparse, bpftrace CSV or fio iolog text as a trace");
+  sub->add_option("--format,-f", opt->format,
+                  "strace | ftrace-block | blkparse | bpftrace-csv | fio-iolog | auto")
+      ->check(CLI::IsMember({"auto", "strace", "ftrace-block", "blkparse", "bpftrace-csv",
+                             "fio-iolog"}));
+  sub->add_option("input", opt->inputs,
+                  "input files ('-' for stdin); several: strace -ff files or several iologs, "
+                  "merged by time")
+      ->required();
+  sub->add_option("-o,--output", opt->output, "trace file to write")->required();
+  sub->add_flag("--strict", opt->strict, "fail on the first line that cannot be read");
+  sub->add_option("--dev", opt->dev,
+                  "MAJ:MIN of the device, for block inputs that do not name it (bpftrace CSV)");
+  sub->add_option("--pid", opt->pid,
+                  "strace: pid of the first task when the log does not show it (stderr output)");
+  return {sub, [opt] {
+            interop::ImportRequest req;
+            req.format = *interop::ImportFormatFromName(opt->format);
+            req.inputs = opt->inputs;
+            req.output = opt->output;
+            req.options.strict = opt->strict;
+            req.options.pid = opt->pid;
+            if (!opt->dev.empty()) {
+              auto dev = interop::ParseDevT(opt->dev);
+              if (!dev) {
+                fmt::print(stderr, "iotwin import: --dev wants MAJ:MIN, got '{}'\n", opt->dev);
+                return kExitError;
+              }
+              req.options.dev = *dev;
+            }
+            auto result = interop::RunImport(req);
+            if (!result.ok()) {
+              fmt::print(stderr, "iotwin import: {}\n", result.status().message());
+              return kExitError;
+            }
+            const auto& st = result->stats;
+            uint64_t records = 0;
+            for (const auto& [type, n] : result->records) records += n;
+            fmt::print(stderr, "iotwin import: {} ({}): {} lines -> {} records in {}\n",
+                       fmt::join(opt->inputs, " "), interop::ImportFormatName(result->format),
+                       st.lines, records, opt->output);
+            for (const auto& [type, n] : result->records) {
+              fmt::print(stderr, "  {:<12} {}\n", type, n);
+            }
+            if (st.unknown_lines > 0) {
+              fmt::print(stderr, "  {} unknown lines (kept out of the trace; listed in its footer)\n",
+                         st.unknown_lines);
+              for (const auto& e : st.unknown_examples) {
+                fmt::print(stderr, "    {}:{} (byte {}): {}: {}\n", e.source, e.line, e.offset,
+                           e.reason, e.text);
+              }
+            }
+            uint64_t skipped = 0;
+            for (const auto& [name, n] : st.skipped) skipped += n;
+            if (skipped > 0) {
+              fmt::print(stderr, "  {} recognised lines with no iotwin record (see footer 'skipped')\n",
+                         skipped);
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace iotwin::cli

@@ -1,0 +1,101 @@
+// `iotwin report`: characterise a workload from its trace (text tables, --json, --html).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "analysis/filter_spec.h"
+#include "analysis/report_html.h"
+#include "analysis/report_text.h"
+#include "analysis/trace_analysis.h"
+#include "cli/commands.h"
+
+namespace iotwin::cli {
+
+CommandSpec SetupReport(CLI::App& parent) {
+  struct Options {
+    std::string path;
+    bool json = false;
+    std::string html;
+    size_t top = 20;
+    size_t heatmaps = 8;
+    bool salvage = false;
+    bool no_progress = false;
+    std::vector<std::string> filters;
+    std::optional<double> from, to;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = parent.add_subcommand(
+      "report",
+      "Characterise a workload from its trace: capture facts, operations, request sizes, access "
+      "patterns, throughput over time, latency, processes/threads/files, memory, block, async I/O");
+  sub->add_option("trace", opt->path, "trace file (.iotwin)")->required();
+  sub->add_flag("--json", opt->json, "print the report model as JSON instead of text tables");
+  sub->add_option("--html", opt->html,
+                  "also write a self-contained HTML report with plots (opens offline)");
+  sub->add_option("--top", opt->top, "rows in the process/thread/file tables (0: all)")
+      ->capture_default_str();
+  sub->add_option("--heatmaps", opt->heatmaps,
+                  "HTML: files with an offset heat map and offset-over-time plot")
+      ->capture_default_str();
+  sub->add_flag("--salvage", opt->salvage, "skip damaged chunks instead of failing");
+  sub->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr");
+  sub->add_option("--filter", opt->filters,
+                  "keep only matching records: tgid=N[,N] (or pid=), tid=N[,N], file=GLOB, "
+                  "op=NAME[,NAME] (op=reads / op=writes for all reads / writes)");
+  sub->add_option("--from", opt->from, "ignore records before this many seconds from the start");
+  sub->add_option("--to", opt->to, "ignore records after this many seconds from the start");
+  sub->footer(
+      "Filters combine (AND); repeat --filter or separate values with commas:\n"
+      "  --filter tgid=1234 --filter tid=1235,1236 --filter 'file=/data/*.bin' --filter op=pread64\n"
+      "  --filter op=reads (every read op) / op=writes; --from 2.5 --to 10 (seconds from the start)\n"
+      "See docs/report.md for the fields of --json and how each number is computed.");
+  return {sub, [opt] {
+            analysis::TraceAnalysisOptions o;
+            auto filter = analysis::ParseFilterSpecs(opt->filters, opt->from, opt->to);
+            if (!filter.ok()) {
+              fmt::print(stderr, "iotwin report: {}\n", filter.status().message());
+              return kExitError;
+            }
+            o.analyzer.filter = *filter;
+            o.analyzer.top = opt->top;
+            o.salvage = opt->salvage;
+            o.progress = !opt->no_progress && isatty(STDERR_FILENO);
+            auto model = analysis::BuildReportModel(opt->path, o, opt->html.empty() ? 0 : opt->heatmaps);
+            if (!model.ok()) {
+              fmt::print(stderr, "iotwin report: {}\n", model.status().message());
+              return kExitError;
+            }
+            if (model->contains("trace") && (*model)["trace"].contains("damage"))
+              fmt::print(stderr, "iotwin report: warning: {}\n",
+                         (*model)["trace"]["damage"].get<std::string>());
+            if (!opt->html.empty()) {
+              auto html = analysis::RenderHtml(*model);
+              if (!html.ok()) {
+                fmt::print(stderr, "iotwin report: {}\n", html.status().message());
+                return kExitError;
+              }
+              std::ofstream out(opt->html, std::ios::binary | std::ios::trunc);
+              out << *html;
+              out.close();
+              if (!out) {
+                fmt::print(stderr, "iotwin report: cannot write {}\n", opt->html);
+                return kExitError;
+              }
+            }
+            if (opt->json) {
+              fmt::print("{}\n", model->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+            } else {
+              fmt::print("{}", analysis::RenderText(*model));
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace iotwin::cli

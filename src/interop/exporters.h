@@ -1,0 +1,61 @@
+// Exporters: an iotwin trace as fio iologs plus a job file, as Chrome trace-event JSON for
+// Perfetto, and as CSV / JSON-lines tables. All stream the trace (two passes where a decision
+// needs the whole trace first) and keep memory bounded by what is in flight or per file/thread,
+// never by the number of events. Formats and limits: docs/interop.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace iotwin::interop {
+
+// ---- fio -------------------------------------------------------------------------------------
+struct FioExportOptions {
+  std::string dir;       // output directory (created)
+  std::string fio_root;  // where replayed files live; default <dir>/files
+  bool block_layer = false;  // --layer block: device request stream instead of system calls
+  bool faults = false;       // also export major page faults on file mappings as page reads
+  // --layer block: dev_t -> path to replay onto (a device node or a file); default a file
+  // <fio_root>/blk-MAJ-MIN prepared at the traced size.
+  std::map<uint32_t, std::string> device_paths;
+  int direct = -1;  // -1: per job from the trace (O_DIRECT opens; block layer: 1); 0/1: forced
+};
+
+struct FioExportResult {
+  std::string job_file;
+  uint64_t jobs = 0;
+  uint64_t reads = 0, writes = 0, trims = 0, syncs = 0;  // I/O lines written
+  uint64_t read_bytes = 0, write_bytes = 0;
+  uint64_t files = 0;
+  std::map<std::string, uint64_t> skipped;  // what fio cannot express, by reason
+  nlohmann::json ToJson() const;
+};
+
+Result<FioExportResult> ExportFio(const std::string& trace, const FioExportOptions& options);
+
+// ---- Chrome trace-event JSON ------------------------------------------------------------------
+struct ChromeExportResult {
+  uint64_t events = 0;
+  uint64_t slices = 0, async_pairs = 0, device_slices = 0, flows = 0, instants = 0;
+  uint64_t clipped = 0;  // syscall slices shortened so that a thread's slices nest
+  std::map<std::string, uint64_t> skipped;
+};
+
+Result<ChromeExportResult> ExportChrome(const std::string& trace, const std::string& output);
+
+// ---- tables -----------------------------------------------------------------------------------
+enum class TableFormat { kCsv, kJsonl };
+
+struct TableExportResult {
+  std::map<std::string, uint64_t> rows;  // per table (file stem)
+};
+
+Result<TableExportResult> ExportTables(const std::string& trace, const std::string& dir,
+                                       TableFormat format);
+
+}  // namespace iotwin::interop

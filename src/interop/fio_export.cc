@@ -1,0 +1,852 @@
+// `iotwin export --fio DIR`: fio iolog v3 files, one per traced thread (or per device with
+// --layer block), and a job file that replays them (docs/interop.md).
+//
+// Two passes over the trace: the first learns what the job file must say before any iolog line is
+// written (the start time, each file's extent for preparation, each thread's queue depth and
+// whether it used O_DIRECT, which threads have I/O at all); the second writes the iologs. Both
+// passes run the same Walker, so they make the same decisions.
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "format/records.h"
+#include "format/trace_reader.h"
+#include "interop/block_text.h"
+#include "interop/exporters.h"
+#include "interop/fd_tables.h"
+#include "interop/text_util.h"
+
+namespace iotwin::interop {
+
+nlohmann::json FioExportResult::ToJson() const {
+  return {{"job_file", SanitizeUtf8(job_file)},
+          {"jobs", jobs},
+          {"reads", reads},
+          {"writes", writes},
+          {"trims", trims},
+          {"syncs", syncs},
+          {"read_bytes", read_bytes},
+          {"write_bytes", write_bytes},
+          {"files", files},
+          {"skipped", skipped}};
+}
+
+namespace {
+
+// fio reads iolog names with "%256s" into a 256+16 byte buffer, and splits filename= options at
+// ':'; remapped names stay below this and use a safe alphabet.
+constexpr size_t kMaxFioName = 255;
+// fio parses an iolog length as u32.
+constexpr uint64_t kMaxFioLength = 1ull << 30;
+// Per-stream reorder window: records of one thread are nearly in time order already.
+constexpr size_t kReorderWindow = 512;
+
+std::string NormalizePath(std::string_view path) {
+  bool absolute = !path.empty() && path[0] == '/';
+  std::vector<std::string_view> parts;
+  size_t i = 0;
+  while (i <= path.size()) {
+    size_t s = path.find('/', i);
+    if (s == std::string_view::npos) s = path.size();
+    std::string_view c = path.substr(i, s - i);
+    if (c == "..") {
+      if (!parts.empty() && parts.back() != "..") {
+        parts.pop_back();
+      } else if (!absolute) {
+        parts.push_back(c);
+      }
+    } else if (!c.empty() && c != ".") {
+      parts.push_back(c);
+    }
+    i = s + 1;
+  }
+  std::string out = absolute ? "/" : "";
+  for (size_t k = 0; k < parts.size(); k++) {
+    if (k) out += '/';
+    out.append(parts[k]);
+  }
+  if (out.empty()) out = ".";
+  return out;
+}
+
+std::string SafeName(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-' || c == '_';
+    out.push_back(ok ? c : '_');
+  }
+  return out;
+}
+
+bool PseudoPath(std::string_view p) {
+  return StartsWith(p, "/proc/") || StartsWith(p, "/sys/") || p == "/proc" || p == "/sys" ||
+         (StartsWith(p, "/dev/") && !StartsWith(p, "/dev/shm/"));
+}
+
+enum class Act { kOpen, kClose, kRead, kWrite, kTrim, kSync, kDatasync };
+
+struct Event {
+  uint64_t ts = 0;
+  Act act = Act::kRead;
+  uint32_t file = 0;
+  uint64_t offset = 0, length = 0;
+};
+
+struct FileInfo {
+  std::string original;
+  std::string name;  // path fio uses
+  uint64_t extent = 0;
+  bool prepare = true;  // false for device paths given by the user
+};
+
+struct StreamStats {
+  std::string job;
+  uint32_t tgid = 0, tid = 0;
+  uint32_t dev = 0;
+  uint64_t io_lines = 0;
+  uint64_t direct_ios = 0, buffered_ios = 0;
+  int64_t inflight = 0, max_inflight = 0;
+  bool async = false;
+};
+
+struct PairHash {
+  size_t operator()(const std::pair<uint64_t, uint64_t>& p) const {
+    return std::hash<uint64_t>()(p.first * 0x9e3779b97f4a7c15ull ^ p.second);
+  }
+};
+
+// Turns trace records into per-stream fio events. A stream is a thread (tgid, tid) or, with
+// --layer block, a device.
+class Walker {
+ public:
+  using Sink = std::function<Status(uint64_t stream, const Event&)>;
+
+  Walker(const FioExportOptions& options, std::vector<FileInfo>* files,
+         std::unordered_map<std::string, uint32_t>* file_index,
+         std::map<uint64_t, StreamStats>* streams, std::map<std::string, uint64_t>* skipped,
+         bool count)
+      : options_(options),
+        files_(files),
+        file_index_(file_index),
+        streams_(streams),
+        skipped_(skipped),
+        count_(count) {}
+
+  Status Run(TraceReader& r, const Sink& sink) {
+    sink_ = &sink;
+    for (;;) {
+      IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* h, r.Next());
+      if (!h) break;
+      switch (h->type) {
+        case IOT_REC_SYSCALL:
+          if (!options_.block_layer) IOTWIN_RETURN_IF_ERROR(Syscall(As<iot_syscall>(h), r));
+          break;
+        case IOT_REC_PROC:
+          Proc(As<iot_proc>(h), r);
+          break;
+        case IOT_REC_FD_SNAPSHOT:
+          FdSnapshot(As<iot_fd_snapshot>(h), r);
+          break;
+        case IOT_REC_ASYNC_IO:
+          if (!options_.block_layer) IOTWIN_RETURN_IF_ERROR(Async(As<iot_async_io>(h)));
+          break;
+        case IOT_REC_PAGE_FAULT:
+          if (!options_.block_layer) IOTWIN_RETURN_IF_ERROR(Fault(As<iot_page_fault>(h)));
+          break;
+        case IOT_REC_BLOCK:
+          if (options_.block_layer) IOTWIN_RETURN_IF_ERROR(Block(As<iot_block>(h)));
+          break;
+        default:
+          break;
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  void Skip(const std::string& why, uint64_t n = 1) {
+    if (count_) (*skipped_)[why] += n;
+  }
+
+  uint64_t ThreadStream(uint32_t tgid, uint32_t tid) {
+    uint64_t key = (uint64_t{tgid} << 32) | tid;
+    auto& s = (*streams_)[key];
+    if (s.job.empty()) {
+      s.job = fmt::format("p{}-t{}", tgid, tid);
+      s.tgid = tgid;
+      s.tid = tid;
+    }
+    return key;
+  }
+
+  uint32_t FileFor(const std::string& path) {
+    auto it = file_index_->find(path);
+    if (it != file_index_->end()) return it->second;
+    auto idx = static_cast<uint32_t>(files_->size());
+    FileInfo f;
+    f.original = path;
+    std::string tail = SafeName(path);
+    while (!tail.empty() && tail[0] == '_') tail.erase(0, 1);
+    std::string prefix = options_.fio_root + fmt::format("/f{:05}_", idx);
+    size_t room = kMaxFioName > prefix.size() ? kMaxFioName - prefix.size() : 0;
+    if (tail.size() > room) tail = tail.substr(tail.size() - room);
+    f.name = prefix + tail;
+    files_->push_back(f);
+    file_index_->emplace(path, idx);
+    return idx;
+  }
+
+  std::string Resolve(uint32_t tgid, int32_t dirfd, std::string_view path) {
+    if (!path.empty() && path[0] == '/') return NormalizePath(path);
+    std::string base;
+    if (dirfd >= 0) {
+      if (auto f = fds_.Get(tgid, dirfd)) base = f->path;
+    } else if (auto c = cwd_.find(tgid); c != cwd_.end()) {
+      base = c->second;
+    }
+    if (base.empty()) return NormalizePath(path);  // relative, base unknown: kept relative
+    return NormalizePath(base + "/" + std::string(path));
+  }
+
+  // A file fio can replay: regular (or unknown type) and not a pseudo-file.
+  bool Replayable(const OpenFile& f, const char** why) {
+    if (f.path.empty()) {
+      *why = "no path known for the descriptor";
+      return false;
+    }
+    if (f.ftype != 0 && f.ftype != 8 && f.ftype != 6) {
+      *why = "not a regular file (pipe, socket, directory, char device)";
+      return false;
+    }
+    if (PseudoPath(f.path) && f.ftype != 6) {
+      *why = "pseudo-file (/proc, /sys, /dev)";
+      return false;
+    }
+    return true;
+  }
+
+  Status Io(uint64_t stream, uint64_t ts, Act act, const OpenFile& f, uint64_t offset,
+            uint64_t length) {
+    uint32_t file = FileFor(f.path);
+    StreamStats& st = (*streams_)[stream];
+    if (act == Act::kRead || act == Act::kWrite || act == Act::kTrim) {
+      if (count_) {
+        st.io_lines++;
+        if (f.flags & O_DIRECT) {
+          st.direct_ios++;
+        } else {
+          st.buffered_ios++;
+        }
+        FileInfo& fi = (*files_)[file];
+        fi.extent = std::max(fi.extent, offset + length);
+      }
+    }
+    // fio parses lengths as u32: long transfers become several lines.
+    do {
+      uint64_t piece = std::min(length, kMaxFioLength);
+      IOTWIN_RETURN_IF_ERROR((*sink_)(stream, Event{ts, act, file, offset, piece}));
+      offset += piece;
+      length -= piece;
+    } while (length > 0);
+    return Status::Ok();
+  }
+
+  Status Syscall(const iot_syscall& sc, TraceReader& r) {
+    uint16_t op = sc.op;
+    bool ok = sc.ret >= 0;
+    if (OpOpensFd(op)) {
+      if (sc.ret < 0) return Status::Ok();
+      auto file = std::make_shared<OpenFile>();
+      file->path = Resolve(sc.tgid, op == IOT_OP_OPENAT || op == IOT_OP_OPENAT2 ? sc.fd : -1,
+                           r.String(sc.path_id));
+      file->flags = sc.flags;
+      file->ino = sc.ino;
+      file->dev = sc.dev;
+      file->ftype = sc.ftype;
+      if (sc.flags & O_APPEND) {
+        file->pos = sc.fsize;
+        file->pos_known = sc.fsize != 0;
+      } else {
+        file->pos_known = true;
+      }
+      if (sc.flags & O_DIRECTORY) file->ftype = 4;
+      fds_.Set(sc.tgid, static_cast<int32_t>(sc.ret), file);
+      if (sc.ino != 0) by_inode_[{sc.dev, sc.ino}] = file->path;
+      const char* why = nullptr;
+      if (!Replayable(*file, &why)) return Status::Ok();
+      return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kOpen, *file, 0, 0);
+    }
+    switch (op) {
+      case IOT_OP_CLOSE: {
+        auto f = fds_.Get(sc.tgid, sc.fd);
+        fds_.Close(sc.tgid, sc.fd);
+        const char* why = nullptr;
+        if (f && Replayable(*f, &why) && !StillOpen(sc.tgid, f->path)) {
+          return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kClose, *f, 0, 0);
+        }
+        return Status::Ok();
+      }
+      case IOT_OP_CLOSE_RANGE:
+        fds_.CloseRange(sc.tgid, static_cast<uint32_t>(sc.fd), static_cast<uint32_t>(sc.fd2));
+        return Status::Ok();
+      case IOT_OP_DUP:
+        if (ok) fds_.Dup(sc.tgid, sc.fd, static_cast<int32_t>(sc.ret));
+        return Status::Ok();
+      case IOT_OP_DUP2:
+      case IOT_OP_DUP3:
+        if (ok) fds_.Dup(sc.tgid, sc.fd, sc.fd2);
+        return Status::Ok();
+      case IOT_OP_FCNTL:
+        if (ok && (sc.mode == F_DUPFD || sc.mode == F_DUPFD_CLOEXEC)) {
+          fds_.Dup(sc.tgid, sc.fd, static_cast<int32_t>(sc.ret));
+        }
+        return Status::Ok();
+      case IOT_OP_LSEEK:
+        if (ok) {
+          if (auto f = fds_.Get(sc.tgid, sc.fd)) {
+            f->pos = static_cast<uint64_t>(sc.ret);
+            f->pos_known = true;
+          }
+        }
+        return Status::Ok();
+      case IOT_OP_CHDIR:
+        if (ok) cwd_[sc.tgid] = Resolve(sc.tgid, -1, r.String(sc.path_id));
+        return Status::Ok();
+      case IOT_OP_FCHDIR:
+        if (ok) {
+          if (auto f = fds_.Get(sc.tgid, sc.fd)) cwd_[sc.tgid] = f->path;
+        }
+        return Status::Ok();
+      default:
+        break;
+    }
+    if (OpIsRead(op) || OpIsWrite(op)) return ReadWrite(sc);
+    if (op == IOT_OP_FSYNC || op == IOT_OP_FDATASYNC || op == IOT_OP_SYNC_FILE_RANGE) {
+      if (!ok) return SkipFailed(op);
+      auto f = fds_.Get(sc.tgid, sc.fd);
+      const char* why = nullptr;
+      if (!f || !Replayable(*f, &why)) {
+        Skip(std::string(OpName(op)) + ": " + (f ? why : "descriptor not known"));
+        return Status::Ok();
+      }
+      // fio's iolog reader has no sync_file_range: the closest is a data sync.
+      if (op == IOT_OP_SYNC_FILE_RANGE) Skip("sync_file_range replayed as datasync");
+      return Io(ThreadStream(sc.tgid, sc.tid), sc.ts,
+                op == IOT_OP_FSYNC ? Act::kSync : Act::kDatasync, *f, 0, 0);
+    }
+    if (op == IOT_OP_FALLOCATE && (sc.mode & FALLOC_FL_PUNCH_HOLE)) {
+      if (!ok) return SkipFailed(op);
+      auto f = fds_.Get(sc.tgid, sc.fd);
+      const char* why = nullptr;
+      if (!f || !Replayable(*f, &why)) {
+        Skip("fallocate: descriptor not known or not a regular file");
+        return Status::Ok();
+      }
+      return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kTrim, *f, sc.offset, sc.length);
+    }
+    switch (op) {
+      case IOT_OP_FALLOCATE:
+      case IOT_OP_FTRUNCATE:
+      case IOT_OP_TRUNCATE:
+      case IOT_OP_SYNC:
+      case IOT_OP_SYNCFS:
+      case IOT_OP_FADVISE64:
+      case IOT_OP_READAHEAD:
+      case IOT_OP_MMAP:
+      case IOT_OP_MSYNC:
+      case IOT_OP_MADVISE:
+      case IOT_OP_COPY_FILE_RANGE:
+      case IOT_OP_SENDFILE:
+      case IOT_OP_SPLICE:
+      case IOT_OP_RENAME:
+      case IOT_OP_RENAMEAT:
+      case IOT_OP_RENAMEAT2:
+      case IOT_OP_UNLINK:
+      case IOT_OP_UNLINKAT:
+      case IOT_OP_MKDIR:
+      case IOT_OP_MKDIRAT:
+        Skip(std::string(OpName(op)) + ": no fio iolog action");
+        break;
+      default:
+        break;  // metadata calls (stat, getdents, ...) have no I/O to replay
+    }
+    return Status::Ok();
+  }
+
+  Status SkipFailed(uint16_t op) {
+    Skip(std::string(OpName(op)) + ": failed call");
+    return Status::Ok();
+  }
+
+  // Another descriptor of the process still names the file: fio keeps one open per name.
+  bool StillOpen(uint32_t tgid, const std::string& path) { return fds_.HasPath(tgid, path); }
+
+  Status ReadWrite(const iot_syscall& sc) {
+    if (sc.ret <= 0) {
+      Skip(sc.ret < 0 ? std::string(OpName(sc.op)) + ": failed call"
+                      : std::string(OpName(sc.op)) + ": zero bytes transferred");
+      return Status::Ok();
+    }
+    auto f = fds_.Get(sc.tgid, sc.fd);
+    if (!f) {
+      Skip(std::string(OpName(sc.op)) + ": descriptor opened before the trace, not known");
+      return Status::Ok();
+    }
+    const char* why = nullptr;
+    bool replayable = Replayable(*f, &why);
+    auto done = static_cast<uint64_t>(sc.ret);
+    uint64_t offset = sc.offset;
+    bool positional = OpHasExplicitOffset(sc.op) &&
+                      !((sc.op == IOT_OP_PREADV2 || sc.op == IOT_OP_PWRITEV2) &&
+                        static_cast<int64_t>(sc.offset) == -1);
+    if (!positional) {
+      if (f->flags & O_APPEND && OpIsWrite(sc.op) && sc.fsize >= done) {
+        offset = sc.fsize - done;  // appends land at the end: the size after minus the count
+      } else if (f->pos_known) {
+        offset = f->pos;
+      }
+      f->pos = offset + done;
+      f->pos_known = true;
+    }
+    if (!replayable) {
+      Skip(std::string(OpName(sc.op)) + ": " + why);
+      return Status::Ok();
+    }
+    return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, OpIsRead(sc.op) ? Act::kRead : Act::kWrite,
+              *f, offset, done);
+  }
+
+  void Proc(const iot_proc& p, TraceReader& r) {
+    switch (p.kind) {
+      case IOT_PROC_FORK:
+        fds_.Fork(p.tgid, p.child_tgid);
+        if (auto c = cwd_.find(p.tgid); c != cwd_.end()) {
+          std::string cwd = c->second;
+          cwd_[p.child_tgid] = cwd;
+        }
+        break;
+      case IOT_PROC_EXEC:
+        fds_.Exec(p.tgid);
+        break;
+      case IOT_PROC_ATTACH:
+      case IOT_PROC_CWD:
+        if (p.path_id) cwd_[p.tgid] = std::string(r.String(p.path_id));
+        break;
+      case IOT_PROC_EXIT:
+        if (p.flags & IOT_PROCF_GROUP_DEAD) fds_.Drop(p.tgid);
+        break;
+      default:
+        break;
+    }
+  }
+
+  void FdSnapshot(const iot_fd_snapshot& s, TraceReader& r) {
+    auto file = std::make_shared<OpenFile>();
+    file->path = Resolve(s.tgid, -1, r.String(s.path_id));
+    file->pos = s.pos;
+    file->pos_known = true;
+    file->flags = s.flags;
+    file->ino = s.ino;
+    file->dev = s.dev;
+    file->ftype = s.ftype;
+    fds_.Set(s.tgid, s.fd, file);
+    if (s.ino) by_inode_[{s.dev, s.ino}] = file->path;
+  }
+
+  Status Async(const iot_async_io& io) {
+    uint64_t id = io.req_id ? io.req_id : io.user_data;
+    std::pair<uint64_t, uint64_t> key{(uint64_t{io.engine} << 56) ^ io.ctx ^ (uint64_t{io.tgid} << 32), id};
+    if (io.phase == IOT_AIO_COMPLETE) {
+      auto it = async_.find(key);
+      if (it != async_.end()) {
+        if (count_) (*streams_)[it->second].inflight--;
+        async_.erase(it);
+      }
+      return Status::Ok();
+    }
+    if (io.phase != IOT_AIO_SUBMIT) return Status::Ok();
+    // io_uring (IORING_OP_*) and libaio (IOCB_CMD_*) opcodes of plain reads, writes and syncs.
+    Act act;
+    bool sync = false;
+    if (io.engine == IOT_AIO_ENGINE_LIBAIO) {
+      switch (io.opcode) {
+        case 0: case 7: act = Act::kRead; break;
+        case 1: case 8: act = Act::kWrite; break;
+        case 2: act = Act::kSync; sync = true; break;
+        case 3: act = Act::kDatasync; sync = true; break;
+        default: Skip("async request: opcode without fio equivalent"); return Status::Ok();
+      }
+    } else {
+      switch (io.opcode) {
+        case 1: case 4: case 22: act = Act::kRead; break;   // READV, READ_FIXED, READ
+        case 2: case 5: case 23: act = Act::kWrite; break;  // WRITEV, WRITE_FIXED, WRITE
+        case 3: act = (io.flags & 1) ? Act::kDatasync : Act::kSync; sync = true; break;  // FSYNC
+        default: Skip("async request: opcode without fio equivalent"); return Status::Ok();
+      }
+    }
+    auto f = fds_.Get(io.tgid, io.fd);
+    const char* why = nullptr;
+    if (!f || !Replayable(*f, &why)) {
+      Skip("async request: descriptor not known or not a regular file");
+      return Status::Ok();
+    }
+    uint64_t stream = ThreadStream(io.tgid, io.tid);
+    if (count_) {
+      StreamStats& st = (*streams_)[stream];
+      st.async = true;
+      st.inflight++;
+      st.max_inflight = std::max(st.max_inflight, st.inflight);
+    }
+    async_[key] = stream;
+    if (async_.size() > (1u << 20)) async_.clear();  // completions lost: do not grow forever
+    return Io(stream, io.ts, act, *f, sync ? 0 : io.offset, sync ? 0 : io.length);
+  }
+
+  Status Fault(const iot_page_fault& pf) {
+    if (!options_.faults) return Status::Ok();
+    if (!(pf.flags & IOT_PFF_MAJOR)) return Status::Ok();  // minor faults did no I/O
+    auto it = by_inode_.find({pf.dev, pf.ino});
+    if (it == by_inode_.end()) {
+      Skip("page fault: file not opened in the trace");
+      return Status::Ok();
+    }
+    OpenFile f;
+    f.path = it->second;
+    f.ftype = 8;
+    uint64_t pages = pf.nr_pages ? pf.nr_pages : 1;
+    return Io(ThreadStream(pf.tgid, pf.tid), pf.ts, Act::kRead, f, pf.pgoff * 4096, pages * 4096);
+  }
+
+  Status Block(const iot_block& b) {
+    std::pair<uint64_t, uint64_t> key{b.dev, b.rq_id ? b.rq_id : (b.sector | (1ull << 63))};
+    if (b.phase == IOT_BLK_COMPLETE) {
+      auto it = block_.find(key);
+      if (it != block_.end()) {
+        if (count_) (*streams_)[it->second].inflight--;
+        block_.erase(it);
+      }
+      return Status::Ok();
+    }
+    if (b.phase != IOT_BLK_ISSUE) return Status::Ok();
+    uint64_t stream = uint64_t{b.dev};
+    auto& st = (*streams_)[stream];
+    if (st.job.empty()) {
+      st.job = fmt::format("dev-{}-{}", b.dev >> 20, b.dev & 0xfffff);
+      st.dev = b.dev;
+    }
+    OpenFile dev;
+    auto mapped = options_.device_paths.find(b.dev);
+    dev.path = mapped != options_.device_paths.end()
+                   ? mapped->second
+                   : fmt::format("/dev/block/{}:{}", b.dev >> 20, b.dev & 0xfffff);
+    dev.ftype = 6;
+    dev.flags = O_DIRECT;
+    if (count_) {
+      st.inflight++;
+      st.max_inflight = std::max(st.max_inflight, st.inflight);
+    }
+    block_[key] = stream;
+    if (block_.size() > (1u << 20)) block_.clear();
+    uint64_t offset = b.sector * 512;
+    uint64_t bytes = b.bytes ? b.bytes : uint64_t{b.nr_sector} * 512;
+    if (b.flags & (IOT_BLKF_DISCARD | IOT_BLKF_SECURE_ERASE)) {
+      return Io(stream, b.ts, Act::kTrim, dev, offset, bytes);
+    }
+    if (b.flags & (IOT_BLKF_PREFLUSH | IOT_BLKF_FLUSH)) {
+      IOTWIN_RETURN_IF_ERROR(Io(stream, b.ts, Act::kSync, dev, 0, 0));
+      if (b.flags & IOT_BLKF_PREFLUSH) Skip("block: preflush replayed as a sync before the write");
+      if (bytes == 0 || !(b.flags & (IOT_BLKF_WRITE | IOT_BLKF_WRITE_ZEROES))) return Status::Ok();
+    }
+    if (b.flags & IOT_BLKF_FUA) Skip("block: FUA not expressible (plain write)");
+    if (b.flags & IOT_BLKF_WRITE_ZEROES) Skip("block: write-zeroes replayed as a write");
+    if (b.flags & (IOT_BLKF_WRITE | IOT_BLKF_WRITE_ZEROES)) {
+      return Io(stream, b.ts, Act::kWrite, dev, offset, bytes);
+    }
+    if (b.flags & IOT_BLKF_READ) return Io(stream, b.ts, Act::kRead, dev, offset, bytes);
+    Skip("block: request type without fio equivalent");
+    return Status::Ok();
+  }
+
+  const FioExportOptions& options_;
+  std::vector<FileInfo>* files_;
+  std::unordered_map<std::string, uint32_t>* file_index_;
+  std::map<uint64_t, StreamStats>* streams_;
+  std::map<std::string, uint64_t>* skipped_;
+  bool count_;
+  const Sink* sink_ = nullptr;
+  FdTables fds_;
+  std::unordered_map<uint32_t, std::string> cwd_;
+  std::map<std::pair<uint32_t, uint64_t>, std::string> by_inode_;
+  std::unordered_map<std::pair<uint64_t, uint64_t>, uint64_t, PairHash> async_;
+  std::unordered_map<std::pair<uint64_t, uint64_t>, uint64_t, PairHash> block_;
+};
+
+Status MakeDirs(const std::string& path) {
+  std::string cur;
+  for (size_t i = 0; i <= path.size(); i++) {
+    if (i == path.size() || (path[i] == '/' && i > 0)) {
+      cur = path.substr(0, i);
+      if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Status::FromErrno(errno, "cannot create directory " + cur);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+std::string Absolute(const std::string& p) {
+  if (!p.empty() && p[0] == '/') return NormalizePath(p);
+  char buf[4096];
+  if (!::getcwd(buf, sizeof buf)) return p;
+  return NormalizePath(std::string(buf) + "/" + p);
+}
+
+const char* ActName(Act a) {
+  switch (a) {
+    case Act::kOpen: return "open";
+    case Act::kClose: return "close";
+    case Act::kRead: return "read";
+    case Act::kWrite: return "write";
+    case Act::kTrim: return "trim";
+    case Act::kSync: return "sync";
+    case Act::kDatasync: return "datasync";
+  }
+  return "?";
+}
+
+// Pass-2 writer of one stream's iolog: reorders within a small window, adds the file actions fio
+// needs (add, then open before the first I/O; close at the end).
+class IologWriter {
+ public:
+  IologWriter(std::string path, const std::vector<FileInfo>* files, uint64_t t0)
+      : path_(std::move(path)), files_(files), t0_(t0) {}
+  ~IologWriter() {
+    if (out_) std::fclose(out_);
+  }
+
+  Status Add(const Event& e, FioExportResult* res) {
+    pending_.emplace(e.ts, e);
+    if (pending_.size() > kReorderWindow) return Flush(1, res);
+    return Status::Ok();
+  }
+
+  Status Close(FioExportResult* res) {
+    IOTWIN_RETURN_IF_ERROR(Flush(pending_.size(), res));
+    for (uint32_t f : open_order_) {
+      if (open_.erase(f)) IOTWIN_RETURN_IF_ERROR(Write(last_us_, (*files_)[f].name, "close"));
+    }
+    if (out_ && std::fclose(out_) != 0) {
+      out_ = nullptr;
+      return Status::FromErrno(errno, "cannot write " + path_);
+    }
+    out_ = nullptr;
+    return Status::Ok();
+  }
+
+ private:
+  Status Write(uint64_t us, const std::string& name, std::string_view rest) {
+    if (!out_) {
+      out_ = std::fopen(path_.c_str(), "w");
+      if (!out_) return Status::FromErrno(errno, "cannot create " + path_);
+      std::fputs("fio version 3 iolog\n", out_);
+    }
+    if (std::fprintf(out_, "%llu %s %.*s\n", static_cast<unsigned long long>(us), name.c_str(),
+                     static_cast<int>(rest.size()), rest.data()) < 0) {
+      return Status::FromErrno(errno, "cannot write " + path_);
+    }
+    return Status::Ok();
+  }
+
+  Status Flush(size_t n, FioExportResult* res) {
+    while (n-- > 0 && !pending_.empty()) {
+      Event e = pending_.begin()->second;
+      pending_.erase(pending_.begin());
+      // Timestamps never go back in a log (fio would not wait, then wait too long after).
+      uint64_t us = e.ts > t0_ ? (e.ts - t0_) / 1000 : 0;
+      us = std::max(us, last_us_);
+      last_us_ = us;
+      const std::string& name = (*files_)[e.file].name;
+      if (!added_.count(e.file)) {
+        added_.insert(e.file);
+        IOTWIN_RETURN_IF_ERROR(Write(us, name, "add"));
+      }
+      if (e.act == Act::kClose) {
+        if (open_.erase(e.file)) IOTWIN_RETURN_IF_ERROR(Write(us, name, "close"));
+        continue;
+      }
+      if (!open_.count(e.file)) {
+        open_.insert(e.file);
+        open_order_.push_back(e.file);
+        IOTWIN_RETURN_IF_ERROR(Write(us, name, "open"));
+      }
+      if (e.act == Act::kOpen) continue;
+      IOTWIN_RETURN_IF_ERROR(
+          Write(us, name, fmt::format("{} {} {}", ActName(e.act), e.offset, e.length)));
+      switch (e.act) {
+        case Act::kRead:
+          res->reads++;
+          res->read_bytes += e.length;
+          break;
+        case Act::kWrite:
+          res->writes++;
+          res->write_bytes += e.length;
+          break;
+        case Act::kTrim:
+          res->trims++;
+          break;
+        default:
+          res->syncs++;
+      }
+    }
+    return Status::Ok();
+  }
+
+  std::string path_;
+  const std::vector<FileInfo>* files_;
+  uint64_t t0_;
+  FILE* out_ = nullptr;
+  std::multimap<uint64_t, Event> pending_;
+  std::unordered_set<uint32_t> added_, open_;
+  std::vector<uint32_t> open_order_;
+  uint64_t last_us_ = 0;
+};
+
+}  // namespace
+
+Result<FioExportResult> ExportFio(const std::string& trace, const FioExportOptions& in_options) {
+  FioExportOptions options = in_options;
+  if (options.dir.empty()) return Status::Invalid("export --fio: no output directory");
+  options.dir = Absolute(options.dir);
+  options.fio_root = Absolute(options.fio_root.empty() ? options.dir + "/files" : options.fio_root);
+  if (options.fio_root.find_first_of(": \t\n") != std::string::npos) {
+    return Status::Invalid("--fio-root {}: fio names may hold no ':' or whitespace",
+                           options.fio_root);
+  }
+  if (options.fio_root.size() > 160) {
+    return Status::Invalid("--fio-root {}: too long for fio's 256-character names",
+                           options.fio_root);
+  }
+  for (const auto& [dev, path] : options.device_paths) {
+    if (path.size() > kMaxFioName || path.find_first_of(": \t\n") != std::string::npos) {
+      return Status::Invalid("device path '{}': fio names are at most 255 characters, no ':' or "
+                             "whitespace", path);
+    }
+  }
+  IOTWIN_RETURN_IF_ERROR(MakeDirs(options.dir));
+  IOTWIN_RETURN_IF_ERROR(MakeDirs(options.fio_root));
+
+  std::vector<FileInfo> files;
+  std::unordered_map<std::string, uint32_t> file_index;
+  std::map<uint64_t, StreamStats> streams;
+  FioExportResult result;
+
+  // Pass 1: start time, extents, queue depths.
+  uint64_t t0 = UINT64_MAX;
+  {
+    IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(trace));
+    Walker w(options, &files, &file_index, &streams, &result.skipped, true);
+    Walker::Sink sink = [&](uint64_t, const Event& e) -> Status {
+      t0 = std::min(t0, e.ts);
+      return Status::Ok();
+    };
+    IOTWIN_RETURN_IF_ERROR(w.Run(*reader, sink));
+  }
+  if (t0 == UINT64_MAX) t0 = 0;
+  // Block devices: the replay target is the user's device or a stand-in file.
+  for (auto& f : files) {
+    if (!options.block_layer) continue;
+    for (const auto& [dev, path] : options.device_paths) {
+      if (f.original == path) {
+        f.name = path;
+        f.prepare = false;
+      }
+    }
+  }
+
+  // Pass 2: the iologs.
+  std::map<uint64_t, std::unique_ptr<IologWriter>> writers;
+  {
+    IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(trace));
+    std::map<std::string, uint64_t> unused;
+    Walker w(options, &files, &file_index, &streams, &unused, false);
+    Walker::Sink sink = [&](uint64_t stream, const Event& e) -> Status {
+      StreamStats& st = streams[stream];
+      if (st.io_lines == 0) return Status::Ok();  // fio refuses logs without reads/writes/trims
+      auto& wr = writers[stream];
+      if (!wr) {
+        wr = std::make_unique<IologWriter>(options.dir + "/" + st.job + ".iolog", &files, t0);
+      }
+      return wr->Add(e, &result);
+    };
+    IOTWIN_RETURN_IF_ERROR(w.Run(*reader, sink));
+    for (auto& [stream, wr] : writers) IOTWIN_RETURN_IF_ERROR(wr->Close(&result));
+  }
+  for (const auto& [stream, st] : streams) {
+    if (st.io_lines == 0) result.skipped["thread without reads, writes or trims (fio needs one)"]++;
+  }
+
+  // The job file: preparation jobs (files at their traced extent), then one job per stream.
+  std::string job;
+  job += fmt::format(
+      "# Generated by iotwin export --fio from {}\n"
+      "# Replay: fio {}/replay.fio   (client/server: copy {} to the same path on each server)\n"
+      "# One job per traced {}; files remapped under {} (map in files.tsv).\n\n",
+      SanitizeUtf8(trace), options.dir, options.dir,
+      options.block_layer ? "device" : "thread", options.fio_root);
+  std::string tsv = "fio_name\toriginal\textent_bytes\n";
+  size_t prep = 0;
+  for (size_t i = 0; i < files.size(); i++) {
+    const FileInfo& f = files[i];
+    tsv += fmt::format("{}\t{}\t{}\n", f.name, SanitizeUtf8(f.original), f.extent);
+    if (!f.prepare || f.extent == 0) continue;
+    uint64_t size = (f.extent + 4095) / 4096 * 4096;
+    job += fmt::format("[prepare-{}]\nfilename={}\nsize={}\nrw=write\nbs={}\ncreate_only=1\n\n", i,
+                       f.name, size, size >= (1u << 20) ? "1M" : "4k");
+    prep++;
+  }
+  result.files = files.size();
+  bool first = true;
+  for (const auto& [stream, st] : streams) {
+    if (st.io_lines == 0) continue;
+    bool direct = options.direct >= 0 ? options.direct == 1
+                                      : (options.block_layer || (st.direct_ios > 0 && st.buffered_ios == 0));
+    bool aio = options.block_layer || st.async;
+    job += fmt::format("[{}]\n", st.job);
+    if (first && prep > 0) job += "stonewall\n";
+    first = false;
+    job += fmt::format("read_iolog={}/{}.iolog\n", options.dir, st.job);
+    if (aio) {
+      job += fmt::format("ioengine=libaio\niodepth={}\n", std::max<int64_t>(1, st.max_inflight));
+    } else {
+      job += "ioengine=psync\n";
+    }
+    if (direct) job += "direct=1\n";
+    job += "\n";
+    result.jobs++;
+  }
+  result.job_file = options.dir + "/replay.fio";
+  auto write_file = [](const std::string& path, const std::string& text) -> Status {
+    FILE* f = std::fopen(path.c_str(), "w");
+    if (!f) return Status::FromErrno(errno, "cannot create " + path);
+    size_t n = std::fwrite(text.data(), 1, text.size(), f);
+    if (std::fclose(f) != 0 || n != text.size()) return Status::FromErrno(errno, "cannot write " + path);
+    return Status::Ok();
+  };
+  IOTWIN_RETURN_IF_ERROR(write_file(result.job_file, job));
+  IOTWIN_RETURN_IF_ERROR(write_file(options.dir + "/files.tsv", tsv));
+  IOTWIN_RETURN_IF_ERROR(write_file(options.dir + "/export.json", result.ToJson().dump(2) + "\n"));
+  return result;
+}
+
+}  // namespace iotwin::interop

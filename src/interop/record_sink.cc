@@ -1,0 +1,131 @@
+#include "interop/record_sink.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "format/records.h"
+
+namespace iotwin::interop {
+
+void RecordSink::Count(const iot_rec_hdr* rec) {
+  counts_[std::string(RecordTypeName(rec->type))]++;
+  uint64_t ts = RecordTimestamp(rec);
+  if (ts != 0) {
+    min_ts_ = std::min(min_ts_, ts);
+    max_ts_ = std::max(max_ts_, ts);
+  }
+  if (rec->type == IOT_REC_LOST && rec->size >= sizeof(iot_lost)) {
+    iot_lost l;
+    std::memcpy(&l, rec, sizeof l);
+    uint64_t& v = lost_[{l.source, l.cpu}];
+    v = std::max(v, l.count);
+  }
+}
+
+std::map<std::string, uint64_t> RecordSink::LostTotals() const {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [key, count] : lost_) out[std::string(SourceName(key.first))] += count;
+  return out;
+}
+
+void TraceFileSink::MergeMeta(const nlohmann::json& more) {
+  for (const auto& [k, v] : more.items()) {
+    if (k == "host" && meta_.contains("host") && meta_["host"].is_object() && v.is_object()) {
+      for (const auto& [hk, hv] : v.items()) meta_["host"][hk] = hv;
+    } else {
+      meta_[k] = v;
+    }
+  }
+}
+
+TraceFileSink::TraceFileSink(std::string path, nlohmann::json meta)
+    : path_(std::move(path)), meta_(std::move(meta)) {}
+
+void TraceFileSink::SetClock(const nlohmann::json& host_clock) {
+  if (clock_set_) return;
+  clock_set_ = true;
+  if (!meta_.contains("host") || !meta_["host"].is_object()) meta_["host"] = nlohmann::json::object();
+  for (const auto& [k, v] : host_clock.items()) meta_["host"][k] = v;
+}
+
+Status TraceFileSink::Open() {
+  if (writer_) return Status::Ok();
+  IOTWIN_ASSIGN_OR_RETURN(writer_, TraceWriter::Create(path_, meta_));
+  size_t next_string = 0, next_record = 0;
+  for (bool is_string : held_order_) {
+    if (is_string) {
+      IOTWIN_ASSIGN_OR_RETURN(uint32_t id, writer_->InternString(held_strings_[next_string]));
+      if (id != next_string + 1) {
+        return Status::Internal("{}: string id {} replayed as {}", path_, next_string + 1, id);
+      }
+      next_string++;
+    } else {
+      IOTWIN_RETURN_IF_ERROR(writer_->Append(
+          reinterpret_cast<const iot_rec_hdr*>(held_records_[next_record].data())));
+      next_record++;
+    }
+  }
+  held_ids_.clear();
+  held_strings_.clear();
+  held_records_.clear();
+  held_order_.clear();
+  return Status::Ok();
+}
+
+Result<uint32_t> TraceFileSink::InternString(std::string_view s) {
+  if (s.size() > IOT_STRING_MAX) s = s.substr(0, IOT_STRING_MAX);
+  if (!writer_ && clock_set_) IOTWIN_RETURN_IF_ERROR(Open());
+  if (writer_) return writer_->InternString(s);
+  auto it = held_ids_.find(std::string(s));
+  if (it != held_ids_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(held_strings_.size() + 1);
+  held_ids_.emplace(std::string(s), id);
+  held_strings_.emplace_back(s);
+  held_order_.push_back(true);
+  return id;
+}
+
+Status TraceFileSink::Append(const iot_rec_hdr* rec) {
+  Count(rec);
+  if (!writer_ && (clock_set_ || held_records_.size() >= kMaxHeld)) IOTWIN_RETURN_IF_ERROR(Open());
+  if (writer_) return writer_->Append(rec);
+  const auto* p = reinterpret_cast<const uint8_t*>(rec);
+  held_records_.emplace_back(p, p + rec->size);
+  held_order_.push_back(false);
+  return Status::Ok();
+}
+
+Status TraceFileSink::Finish(nlohmann::json summary) {
+  IOTWIN_RETURN_IF_ERROR(Open());
+  nlohmann::json events = nlohmann::json::object();
+  for (const auto& [k, v] : counts_) {
+    if (k != "string") events[k] = v;
+  }
+  summary["events"] = events;
+  return writer_->Finish(summary);
+}
+
+Result<uint32_t> MemorySink::InternString(std::string_view s) {
+  if (s.size() > IOT_STRING_MAX) s = s.substr(0, IOT_STRING_MAX);
+  auto it = ids_.find(std::string(s));
+  if (it != ids_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(strings_.size() + 1);
+  ids_.emplace(std::string(s), id);
+  strings_.emplace_back(s);
+  return id;
+}
+
+Status MemorySink::Append(const iot_rec_hdr* rec) {
+  if (rec->size < sizeof(iot_rec_hdr)) return Status::Invalid("record of size {}", rec->size);
+  Count(rec);
+  const auto* p = reinterpret_cast<const uint8_t*>(rec);
+  records_.emplace_back(p, p + rec->size);
+  return Status::Ok();
+}
+
+std::string_view MemorySink::String(uint32_t id) const {
+  if (id == 0 || id > strings_.size()) return {};
+  return strings_[id - 1];
+}
+
+}  // namespace iotwin::interop

@@ -1,0 +1,97 @@
+#include "model/ordering.h"
+
+#include <algorithm>
+
+namespace iotwin::model {
+
+void DependencyTracker::Begin(uint32_t thread, uint32_t index, uint64_t start, uint64_t end) {
+  cur_ = Access{thread, index, end};
+  cur_start_ = start;
+  pending_.clear();
+}
+
+void DependencyTracker::Need(const Access& a) {
+  if (a.thread == kNone || a.thread == cur_.thread) return;
+  // Overlapping in time: concurrent in the original, left free.
+  if (a.end > cur_start_) return;
+  Need(a.thread, a.index);
+}
+
+void DependencyTracker::Need(uint32_t thread, uint32_t index) {
+  if (thread == cur_.thread) return;
+  for (auto& d : pending_) {
+    if (d.thread == thread) {
+      d.count = std::max(d.count, index + 1);
+      return;
+    }
+  }
+  pending_.push_back(Dep{thread, index + 1});
+}
+
+void DependencyTracker::Read(uint64_t resource) {
+  ResourceState& r = resources_[resource];
+  Need(r.last_write);
+  for (auto& a : r.readers) {
+    if (a.thread == cur_.thread) {
+      a = cur_;
+      return;
+    }
+  }
+  r.readers.push_back(cur_);
+}
+
+void DependencyTracker::Write(uint64_t resource) {
+  ResourceState& r = resources_[resource];
+  Need(r.last_write);
+  for (const auto& a : r.readers) Need(a);
+  r.readers.clear();
+  r.last_write = cur_;
+}
+
+void DependencyTracker::ReadRange(uint64_t file, uint64_t begin, uint64_t end) {
+  if (end <= begin) return;
+  auto& segs = ranges_[file];
+  auto it = segs.upper_bound(begin);
+  if (it != segs.begin()) --it;
+  for (; it != segs.end() && it->first < end; ++it) {
+    if (it->second.end > begin) Need(it->second.writer);
+  }
+}
+
+void DependencyTracker::WriteRange(uint64_t file, uint64_t begin, uint64_t end) {
+  if (end <= begin) return;
+  auto& segs = ranges_[file];
+  auto it = segs.upper_bound(begin);
+  if (it != segs.begin()) --it;
+  std::vector<std::pair<uint64_t, Segment>> keep;  // pieces of overlapped segments outside [b,e)
+  while (it != segs.end() && it->first < end) {
+    if (it->second.end <= begin) {
+      ++it;
+      continue;
+    }
+    Need(it->second.writer);
+    if (it->first < begin) keep.push_back({it->first, Segment{begin, it->second.writer}});
+    if (it->second.end > end) keep.push_back({end, Segment{it->second.end, it->second.writer}});
+    it = segs.erase(it);
+  }
+  for (auto& k : keep) segs.emplace(k.first, k.second);
+  segs.emplace(begin, Segment{end, cur_});
+}
+
+void DependencyTracker::After(uint32_t thread, uint32_t index) { Need(thread, index); }
+
+uint32_t DependencyTracker::End(std::vector<Dep>* out) {
+  auto& waited = waited_[cur_.thread];
+  uint32_t n = 0;
+  for (const auto& d : pending_) {
+    uint32_t& w = waited[d.thread];
+    if (d.count <= w) continue;
+    w = d.count;
+    out->push_back(d);
+    n++;
+  }
+  pending_.clear();
+  return n;
+}
+
+}  // namespace iotwin::model

@@ -1,0 +1,79 @@
+// Resource-oriented ordering between threads (ARTC, SOSP'13, reference.md §3.2).
+//
+// Ops are presented in global recorded order (start time, then file order). Each declares the
+// resources it touches; an op depends on the earlier ops of *other* threads it conflicts with:
+//   - a shared use (Read) depends on the last exclusive use (Write) of the resource;
+//   - an exclusive use depends on the last exclusive use and every shared use since;
+//   - byte ranges of a file: a write depends on earlier overlapping writes, a read on earlier
+//     overlapping writes (read-after-write: the data and the file size it sees).
+// A conflict produces a dependency only when the earlier op had completed before the later one
+// started in the trace: ops that overlapped in time were concurrent in the original, so their
+// order was not fixed and replay leaves them free. Program order within a thread is implicit.
+// Every dependency points backwards in the global order, so the graph is acyclic and replay
+// cannot deadlock on it.
+//
+// Dependencies are reduced as they are emitted: per (waiting thread, awaited thread) only a wait
+// on a later op than any earlier wait of the same thread is kept.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "model/trace_model.h"
+
+namespace iotwin::model {
+
+// Resource identities: a tag in the top byte, an id below.
+enum class ResourceTag : uint8_t { kPath = 1, kFd = 2, kMapping = 3, kAsyncCtx = 4, kFile = 5 };
+inline uint64_t ResourceKey(ResourceTag tag, uint64_t id) {
+  return (static_cast<uint64_t>(tag) << 56) | (id & ((1ull << 56) - 1));
+}
+inline uint64_t FdResource(uint32_t process, int32_t fd) {
+  return ResourceKey(ResourceTag::kFd,
+                     (static_cast<uint64_t>(process) << 24) ^ static_cast<uint32_t>(fd));
+}
+
+class DependencyTracker {
+ public:
+  // Starts the declarations of one op: thread index, its index in the thread's stream, and its
+  // recorded start and completion (UINT64_MAX when it never completed).
+  void Begin(uint32_t thread, uint32_t index, uint64_t start, uint64_t end);
+  void Read(uint64_t resource);
+  void Write(uint64_t resource);
+  void ReadRange(uint64_t file, uint64_t begin, uint64_t end);
+  void WriteRange(uint64_t file, uint64_t begin, uint64_t end);
+  // An explicit happens-before (thread creation: the new thread's first op follows the creating
+  // op whatever the timing).
+  void After(uint32_t thread, uint32_t index);
+  // Ends the op: appends its reduced dependencies to `out`, returns how many.
+  uint32_t End(std::vector<Dep>* out);
+
+ private:
+  struct Access {
+    uint32_t thread = kNone;
+    uint32_t index = 0;
+    uint64_t end = 0;
+  };
+  struct ResourceState {
+    Access last_write;
+    std::vector<Access> readers;  // one per thread: the latest shared use since last_write
+  };
+  struct Segment {
+    uint64_t end;
+    Access writer;
+  };
+  void Need(const Access& a);
+  void Need(uint32_t thread, uint32_t index);
+
+  Access cur_;
+  uint64_t cur_start_ = 0;
+  std::vector<Dep> pending_;
+  std::unordered_map<uint64_t, ResourceState> resources_;
+  std::unordered_map<uint64_t, std::map<uint64_t, Segment>> ranges_;
+  // waited_[thread][other] = highest `count` already awaited by an earlier op of `thread`.
+  std::unordered_map<uint32_t, std::unordered_map<uint32_t, uint32_t>> waited_;
+};
+
+}  // namespace iotwin::model

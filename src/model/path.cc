@@ -1,0 +1,78 @@
+#include "model/path.h"
+
+#include <vector>
+
+namespace iotwin::model {
+
+std::string NormalizePath(std::string_view path) {
+  std::vector<std::string_view> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') i++;
+    size_t j = i;
+    while (j < path.size() && path[j] != '/') j++;
+    std::string_view comp = path.substr(i, j - i);
+    i = j;
+    if (comp.empty() || comp == ".") continue;
+    if (comp == "..") {
+      if (!parts.empty()) parts.pop_back();
+      continue;
+    }
+    parts.push_back(comp);
+  }
+  if (parts.empty()) return "/";
+  std::string out;
+  for (auto c : parts) {
+    out += '/';
+    out += c;
+  }
+  return out;
+}
+
+std::string ResolvePath(std::string_view base, std::string_view path) {
+  if (!path.empty() && path[0] == '/') return NormalizePath(path);
+  std::string joined(base);
+  joined += '/';
+  joined += path;
+  return NormalizePath(joined);
+}
+
+std::string_view ParentPath(std::string_view p) {
+  size_t slash = p.rfind('/');
+  if (slash == std::string_view::npos || slash == 0) return "/";
+  return p.substr(0, slash);
+}
+
+std::string_view BaseName(std::string_view p) {
+  size_t slash = p.rfind('/');
+  if (slash == std::string_view::npos) return p;
+  return p.substr(slash + 1);
+}
+
+bool PathIsWithin(std::string_view path, std::string_view prefix) {
+  if (prefix == "/") return !path.empty() && path[0] == '/';
+  if (path.size() < prefix.size() || path.substr(0, prefix.size()) != prefix) return false;
+  return path.size() == prefix.size() || path[prefix.size()] == '/';
+}
+
+std::string ReplacePrefix(std::string_view path, std::string_view prefix,
+                          std::string_view replacement) {
+  std::string_view rest = prefix == "/" ? path : path.substr(prefix.size());
+  if (rest == "/") rest = {};
+  while (replacement.size() > 1 && replacement.back() == '/') replacement.remove_suffix(1);
+  if (replacement == "/" && !rest.empty()) replacement = {};
+  std::string out;
+  out.reserve(replacement.size() + rest.size() + 1);
+  out.append(replacement.data(), replacement.size());
+  out.append(rest.data(), rest.size());
+  if (out.empty()) out.push_back('/');
+  return out;
+}
+
+bool IsPseudoFsPath(std::string_view p) {
+  if (PathIsWithin(p, "/proc") || PathIsWithin(p, "/sys")) return true;
+  if (PathIsWithin(p, "/dev")) return !PathIsWithin(p, "/dev/shm");
+  return false;
+}
+
+}  // namespace iotwin::model

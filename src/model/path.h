@@ -1,0 +1,43 @@
+// Lexical path handling for traced paths: the trace records paths as the program passed them
+// (relative or absolute, with "." and ".."), and everything downstream (file sets, ordering,
+// re-rooting in replay) needs one canonical absolute spelling per name. None of these functions
+// touches the file system: the traced machine's file system is not the one we run on.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace iotwin::model {
+
+// Normalises an absolute path lexically: collapses repeated '/', drops "." components, resolves
+// ".." against the preceding component (".." at the root stays at the root, as the kernel does)
+// and removes a trailing '/'. A relative input is taken relative to "/". The result always starts
+// with '/' and never contains "." or ".." components, so a path built from it cannot climb out of
+// a prefix it is appended to. (It can differ from the kernel's resolution when a component is a
+// symlink: "link/.." is the link's parent here; replay only ever hands normalised paths to the
+// kernel and rewrites symlink targets, so the kernel never resolves ".." itself.)
+std::string NormalizePath(std::string_view path);
+
+// Resolves `path` as the traced program's kernel would: absolute paths stand alone, relative ones
+// are taken relative to `base` (an absolute directory: the cwd or a dirfd's path). Normalised.
+std::string ResolvePath(std::string_view base, std::string_view path);
+
+// Parent directory of a normalised absolute path ("/" for "/" and "/a").
+std::string_view ParentPath(std::string_view normalized);
+// Last component of a normalised absolute path ("" for "/").
+std::string_view BaseName(std::string_view normalized);
+
+// True when normalised `path` equals `prefix` or lies below it, component-wise ("/ab" is not
+// within "/a").
+bool PathIsWithin(std::string_view path, std::string_view prefix);
+
+// `path` with leading `prefix` (component-wise, see PathIsWithin) replaced by `replacement`.
+// Both `path` and `prefix` normalised; `replacement` is used verbatim (no trailing '/').
+std::string ReplacePrefix(std::string_view path, std::string_view prefix,
+                          std::string_view replacement);
+
+// Paths on kernel pseudo file systems (/proc, /sys, /dev except /dev/shm): their I/O is not
+// storage I/O and cannot be recreated in a sandbox, so models mark them and replay skips them.
+bool IsPseudoFsPath(std::string_view normalized);
+
+}  // namespace iotwin::model

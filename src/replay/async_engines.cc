@@ -1,0 +1,285 @@
+// Async engines: io_uring (liburing), libaio, a synchronous fallback and a null engine.
+// Requests keep their recorded opcode, offset, length and RWF flags; a batch queued between two
+// Flush() calls is submitted with one io_uring_enter / io_submit, as recorded.
+#include <libaio.h>
+#include <liburing.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <deque>
+#include <vector>
+
+#include "replay/backend.h"
+
+namespace iotwin::replay {
+
+namespace {
+
+// Opcode families shared by both engines' recorded codes.
+enum class AsyncOp { kRead, kWrite, kReadv, kWritev, kFsync, kFdsync, kNop, kOther };
+
+AsyncOp Classify(const AsyncRequest& r) {
+  if (r.engine == IOT_AIO_ENGINE_LIBAIO) {
+    switch (r.opcode) {
+      case 0: return AsyncOp::kRead;    // IOCB_CMD_PREAD
+      case 1: return AsyncOp::kWrite;   // IOCB_CMD_PWRITE
+      case 2: return AsyncOp::kFsync;   // IOCB_CMD_FSYNC
+      case 3: return AsyncOp::kFdsync;  // IOCB_CMD_FDSYNC
+      case 7: return AsyncOp::kReadv;   // IOCB_CMD_PREADV
+      case 8: return AsyncOp::kWritev;  // IOCB_CMD_PWRITEV
+      default: return AsyncOp::kOther;
+    }
+  }
+  switch (r.opcode) {
+    case IORING_OP_NOP: return AsyncOp::kNop;
+    case IORING_OP_READV: return AsyncOp::kReadv;
+    case IORING_OP_WRITEV: return AsyncOp::kWritev;
+    case IORING_OP_FSYNC: return AsyncOp::kFsync;
+    case IORING_OP_READ_FIXED: case IORING_OP_READ: return AsyncOp::kRead;
+    case IORING_OP_WRITE_FIXED: case IORING_OP_WRITE: return AsyncOp::kWrite;
+    default: return AsyncOp::kOther;
+  }
+}
+
+// Requests in flight need stable iovecs (vectored opcodes get one iovec over the buffer: the
+// trace records only the total length of async requests).
+struct Slot {
+  iovec iov;
+  iocb cb;
+  bool used = false;
+};
+
+class UringEngine final : public AsyncEngine {
+ public:
+  ~UringEngine() override {
+    if (ready_) io_uring_queue_exit(&ring_);
+  }
+  Status Init(unsigned depth) {
+    unsigned entries = 1;
+    while (entries < depth) entries <<= 1;
+    int r = io_uring_queue_init(entries, &ring_, 0);
+    if (r < 0) return Status::FromErrno(-r, "io_uring_queue_init");
+    ready_ = true;
+    return Status::Ok();
+  }
+  const char* name() const override { return "io_uring"; }
+  bool Queue(const AsyncRequest& req) override {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    if (!sqe) return false;
+    iovs_.push_back(iovec{req.buf, req.len});
+    if (iovs_.size() > 4096) iovs_.pop_front();  // submitted long ago: the kernel copied them
+    iovec* iov = &iovs_.back();
+    switch (Classify(req)) {
+      case AsyncOp::kRead: io_uring_prep_read(sqe, req.fd, req.buf, req.len, req.offset); break;
+      case AsyncOp::kWrite: io_uring_prep_write(sqe, req.fd, req.buf, req.len, req.offset); break;
+      case AsyncOp::kReadv: io_uring_prep_readv(sqe, req.fd, iov, 1, req.offset); break;
+      case AsyncOp::kWritev: io_uring_prep_writev(sqe, req.fd, iov, 1, req.offset); break;
+      case AsyncOp::kFsync: io_uring_prep_fsync(sqe, req.fd, 0); break;
+      case AsyncOp::kFdsync: io_uring_prep_fsync(sqe, req.fd, IORING_FSYNC_DATASYNC); break;
+      default: io_uring_prep_nop(sqe); break;
+    }
+    sqe->rw_flags = static_cast<__kernel_rwf_t>(req.rw_flags);
+    io_uring_sqe_set_data64(sqe, req.token);
+    queued_++;
+    return true;
+  }
+  int Flush() override {
+    if (queued_ == 0) return 0;
+    int r = io_uring_submit(&ring_);
+    queued_ = 0;
+    return r;
+  }
+  int Reap(AsyncCompletion* out, int max, int min_wait) override {
+    int got = 0;
+    while (got < max) {
+      io_uring_cqe* cqe = nullptr;
+      int r = got < min_wait ? io_uring_wait_cqe(&ring_, &cqe) : io_uring_peek_cqe(&ring_, &cqe);
+      if (r == -EINTR) continue;
+      if (r < 0 || cqe == nullptr) break;
+      out[got].token = io_uring_cqe_get_data64(cqe);
+      out[got].res = cqe->res;
+      io_uring_cqe_seen(&ring_, cqe);
+      got++;
+    }
+    return got;
+  }
+  unsigned queued() const override { return queued_; }
+
+ private:
+  io_uring ring_{};
+  bool ready_ = false;
+  unsigned queued_ = 0;
+  std::deque<iovec> iovs_;
+};
+
+class LibaioEngine final : public AsyncEngine {
+ public:
+  ~LibaioEngine() override {
+    if (ctx_) io_destroy(ctx_);
+  }
+  Status Init(unsigned depth) {
+    depth_ = depth < 1 ? 1 : depth;
+    int r = io_setup(static_cast<int>(depth_), &ctx_);
+    if (r < 0) return Status::FromErrno(-r, "io_setup");
+    slots_.resize(depth_ * 2);
+    for (size_t i = 0; i < slots_.size(); i++) free_.push_back(i);
+    return Status::Ok();
+  }
+  const char* name() const override { return "libaio"; }
+  bool Queue(const AsyncRequest& req) override {
+    if (free_.empty() || inflight_ + pending_.size() >= depth_) return false;
+    size_t i = free_.back();
+    free_.pop_back();
+    Slot& s = slots_[i];
+    s.used = true;
+    s.iov = iovec{req.buf, req.len};
+    iocb* cb = &s.cb;
+    switch (Classify(req)) {
+      case AsyncOp::kRead: io_prep_pread(cb, req.fd, req.buf, req.len, static_cast<long long>(req.offset)); break;
+      case AsyncOp::kWrite: io_prep_pwrite(cb, req.fd, req.buf, req.len, static_cast<long long>(req.offset)); break;
+      case AsyncOp::kReadv: io_prep_preadv(cb, req.fd, &s.iov, 1, static_cast<long long>(req.offset)); break;
+      case AsyncOp::kWritev: io_prep_pwritev(cb, req.fd, &s.iov, 1, static_cast<long long>(req.offset)); break;
+      case AsyncOp::kFsync: io_prep_fsync(cb, req.fd); break;
+      case AsyncOp::kFdsync: io_prep_fdsync(cb, req.fd); break;
+      default: io_prep_fsync(cb, req.fd); break;
+    }
+    cb->aio_rw_flags = req.rw_flags;
+    cb->data = reinterpret_cast<void*>(i);
+    tokens_.resize(slots_.size());
+    tokens_[i] = req.token;
+    pending_.push_back(cb);
+    return true;
+  }
+  int Flush() override {
+    if (pending_.empty()) return 0;
+    int r = io_submit(ctx_, static_cast<long>(pending_.size()), pending_.data());
+    if (r > 0) {
+      inflight_ += static_cast<unsigned>(r);
+      pending_.erase(pending_.begin(), pending_.begin() + r);
+    }
+    if (r < 0) {
+      for (iocb* cb : pending_) Release(reinterpret_cast<size_t>(cb->data));
+      pending_.clear();
+    }
+    return r;
+  }
+  int Reap(AsyncCompletion* out, int max, int min_wait) override {
+    std::vector<io_event> ev(static_cast<size_t>(max));
+    int r;
+    do {
+      r = io_getevents(ctx_, min_wait, max, ev.data(), nullptr);
+    } while (r == -EINTR);
+    if (r < 0) return r;
+    for (int i = 0; i < r; i++) {
+      size_t slot = reinterpret_cast<size_t>(ev[i].data);
+      out[i].token = tokens_[slot];
+      out[i].res = static_cast<long>(ev[i].res);
+      Release(slot);
+      inflight_--;
+    }
+    return r;
+  }
+  unsigned queued() const override { return static_cast<unsigned>(pending_.size()); }
+
+ private:
+  void Release(size_t i) {
+    slots_[i].used = false;
+    free_.push_back(i);
+  }
+  io_context_t ctx_ = nullptr;
+  unsigned depth_ = 1, inflight_ = 0;
+  std::vector<Slot> slots_;
+  std::vector<size_t> free_;
+  std::vector<uint64_t> tokens_;
+  std::vector<iocb*> pending_;
+};
+
+// Executes requests synchronously at Flush (for --async sync: the recorded batching is kept,
+// the concurrency is not).
+class SyncAsyncEngine final : public AsyncEngine {
+ public:
+  const char* name() const override { return "sync"; }
+  bool Queue(const AsyncRequest& req) override {
+    pending_.push_back(req);
+    return true;
+  }
+  int Flush() override {
+    int n = 0;
+    for (const auto& r : pending_) {
+      long res;
+      switch (Classify(r)) {
+        case AsyncOp::kRead: case AsyncOp::kReadv:
+          res = pread(r.fd, r.buf, r.len, static_cast<off_t>(r.offset));
+          break;
+        case AsyncOp::kWrite: case AsyncOp::kWritev:
+          res = pwrite(r.fd, r.buf, r.len, static_cast<off_t>(r.offset));
+          break;
+        case AsyncOp::kFsync: res = fsync(r.fd); break;
+        case AsyncOp::kFdsync: res = fdatasync(r.fd); break;
+        default: res = 0; break;
+      }
+      done_.push_back(AsyncCompletion{r.token, res < 0 ? -static_cast<int64_t>(errno) : res});
+      n++;
+    }
+    pending_.clear();
+    return n;
+  }
+  int Reap(AsyncCompletion* out, int max, int) override {
+    int got = 0;
+    while (got < max && !done_.empty()) {
+      out[got++] = done_.front();
+      done_.pop_front();
+    }
+    return got;
+  }
+  unsigned queued() const override { return static_cast<unsigned>(pending_.size()); }
+
+ private:
+  std::vector<AsyncRequest> pending_;
+  std::deque<AsyncCompletion> done_;
+};
+
+class NullAsyncEngine final : public AsyncEngine {
+ public:
+  const char* name() const override { return "null"; }
+  bool Queue(const AsyncRequest& req) override {
+    pending_.push_back(req);
+    return true;
+  }
+  int Flush() override {
+    int n = static_cast<int>(pending_.size());
+    for (const auto& r : pending_) done_.push_back(AsyncCompletion{r.token, r.recorded});
+    pending_.clear();
+    return n;
+  }
+  int Reap(AsyncCompletion* out, int max, int) override {
+    int got = 0;
+    while (got < max && !done_.empty()) {
+      out[got++] = done_.front();
+      done_.pop_front();
+    }
+    return got;
+  }
+  unsigned queued() const override { return static_cast<unsigned>(pending_.size()); }
+
+ private:
+  std::vector<AsyncRequest> pending_;
+  std::deque<AsyncCompletion> done_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<AsyncEngine>> MakeUringEngine(unsigned depth) {
+  auto e = std::make_unique<UringEngine>();
+  IOTWIN_RETURN_IF_ERROR(e->Init(depth));
+  return std::unique_ptr<AsyncEngine>(std::move(e));
+}
+Result<std::unique_ptr<AsyncEngine>> MakeLibaioEngine(unsigned depth) {
+  auto e = std::make_unique<LibaioEngine>();
+  IOTWIN_RETURN_IF_ERROR(e->Init(depth));
+  return std::unique_ptr<AsyncEngine>(std::move(e));
+}
+std::unique_ptr<AsyncEngine> MakeSyncAsyncEngine() { return std::make_unique<SyncAsyncEngine>(); }
+std::unique_ptr<AsyncEngine> MakeNullAsyncEngine() { return std::make_unique<NullAsyncEngine>(); }
+
+}  // namespace iotwin::replay

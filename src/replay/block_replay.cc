@@ -1,0 +1,317 @@
+#include "replay/block_replay.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <liburing.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "base/fd.h"
+#include "replay/fill.h"
+#include "replay/histogram.h"
+#include "replay/pacer.h"
+
+namespace iotwin::replay {
+
+namespace {
+
+enum class BlockOp { kRead, kWrite, kFlush, kDiscard, kWriteZeroes };
+
+BlockOp Classify(const model::BlockRequest& r) {
+  if (r.flags & IOT_BLKF_DISCARD || r.flags & IOT_BLKF_SECURE_ERASE) return BlockOp::kDiscard;
+  if (r.flags & IOT_BLKF_WRITE_ZEROES) return BlockOp::kWriteZeroes;
+  if (r.flags & IOT_BLKF_WRITE) return r.bytes ? BlockOp::kWrite : BlockOp::kFlush;
+  if (r.flags & IOT_BLKF_READ) return BlockOp::kRead;
+  return BlockOp::kFlush;  // a bare flush request
+}
+
+const char* BlockOpName(BlockOp op) {
+  switch (op) {
+    case BlockOp::kRead: return "block_read";
+    case BlockOp::kWrite: return "block_write";
+    case BlockOp::kFlush: return "block_flush";
+    case BlockOp::kDiscard: return "block_discard";
+    case BlockOp::kWriteZeroes: return "block_write_zeroes";
+  }
+  return "?";
+}
+
+std::set<dev_t> DeviceAndPartitions(dev_t dev) {
+  std::set<dev_t> out{dev};
+  std::string dir = fmt::format("/sys/dev/block/{}:{}", major(dev), minor(dev));
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::ifstream f(dir + "/" + name + "/dev");
+    unsigned maj, min;
+    char colon;
+    if (f >> maj >> colon >> min) out.insert(makedev(maj, min));
+  }
+  closedir(d);
+  return out;
+}
+
+}  // namespace
+
+Result<bool> DeviceIsMounted(dev_t dev) {
+  std::set<dev_t> devs = DeviceAndPartitions(dev);
+  std::ifstream in("/proc/self/mountinfo");
+  if (!in) return Status::Io("cannot read /proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string id, parent, majmin;
+    ls >> id >> parent >> majmin;
+    unsigned maj, min;
+    if (sscanf(majmin.c_str(), "%u:%u", &maj, &min) == 2 && devs.count(makedev(maj, min))) {
+      return true;
+    }
+  }
+  // Swap, device-mapper or md users show up as holders.
+  std::string holders = fmt::format("/sys/dev/block/{}:{}/holders", major(dev), minor(dev));
+  if (DIR* d = opendir(holders.c_str())) {
+    bool any = false;
+    while (dirent* e = readdir(d)) any |= e->d_name[0] != '.';
+    closedir(d);
+    if (any) return true;
+  }
+  return false;
+}
+
+Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const ReplayOptions& o) {
+  if (o.device.empty()) return Status::Invalid("--layer block needs --device /dev/X");
+  if (!o.allow_device) {
+    return Status::Permission("replaying onto {} overwrites it: add --allow-device to confirm",
+                              o.device);
+  }
+  struct stat st;
+  if (stat(o.device.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + o.device);
+  if (!S_ISBLK(st.st_mode)) return Status::Invalid("{} is not a block device", o.device);
+  IOTWIN_ASSIGN_OR_RETURN(bool mounted, DeviceIsMounted(st.st_rdev));
+  if (mounted) {
+    return Status::Permission("{} (or a partition of it) is mounted or in use: refusing to "
+                              "replay onto it", o.device);
+  }
+
+  // The recorded device with the most requests is the one replayed.
+  std::map<uint32_t, uint64_t> per_dev;
+  for (const auto& r : m.block_requests()) per_dev[r.dev]++;
+  uint32_t src_dev = 0;
+  uint64_t best = 0;
+  for (auto& [d, n] : per_dev) {
+    if (n > best) {
+      best = n;
+      src_dev = d;
+    }
+  }
+  std::vector<const model::BlockRequest*> reqs;
+  for (const auto& r : m.block_requests()) {
+    if (r.dev == src_dev) reqs.push_back(&r);
+  }
+  if (reqs.empty()) return Status::Invalid("the trace holds no issued block requests");
+  std::vector<std::string> warnings;
+  if (per_dev.size() > 1) {
+    warnings.push_back(fmt::format("the trace covers {} devices; replaying the busiest ({}:{}, "
+                                   "{} requests)", per_dev.size(), src_dev >> 20,
+                                   src_dev & 0xfffff, best));
+  }
+
+  UniqueFd fd(open(o.device.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC | O_EXCL));
+  if (!fd.valid()) return Status::FromErrno(errno, "open " + o.device + " (O_DIRECT, O_EXCL)");
+  uint64_t dev_size = 0;
+  if (ioctl(fd.get(), BLKGETSIZE64, &dev_size) != 0) return Status::FromErrno(errno, "BLKGETSIZE64");
+  if (o.device_offset >= dev_size) {
+    return Status::Invalid("--device-offset {} is beyond the end of {} ({} bytes)",
+                           o.device_offset, o.device, dev_size);
+  }
+  uint64_t room = dev_size - o.device_offset;
+  uint64_t extent = 0, max_bytes = 4096;
+  uint32_t max_qd = 1;
+  for (const auto* r : reqs) {
+    extent = std::max(extent, r->sector * 512 + r->bytes);
+    max_bytes = std::max<uint64_t>(max_bytes, r->bytes);
+    max_qd = std::max(max_qd, r->inflight);
+  }
+  if (extent > room && !o.wrap) {
+    return Status::Invalid("the recorded requests reach byte {} but {} has {} bytes after "
+                           "--device-offset {}: use a larger device or --wrap",
+                           extent, o.device, room, o.device_offset);
+  }
+  auto target = [&](const model::BlockRequest& r) -> uint64_t {
+    uint64_t off = r.sector * 512;
+    if (extent > room) off = (off % (room - std::min<uint64_t>(room, r.bytes) + 512)) / 512 * 512;
+    return o.device_offset + off;
+  };
+
+  unsigned entries = 1;
+  while (entries < std::max(max_qd * 2, 8u)) entries <<= 1;
+  io_uring ring;
+  int rc = io_uring_queue_init(entries, &ring, 0);
+  if (rc < 0) return Status::FromErrno(-rc, "io_uring_queue_init");
+  AlignedBuffer rbuf(max_bytes), wbuf(max_bytes);
+  FillPattern(wbuf.data(), wbuf.size(), o.fill, 99);
+
+  struct Live {
+    uint64_t submitted = 0;
+    BlockOp op;
+    int32_t recorded_error = 0;
+    uint64_t range[2] = {0, 0};
+  };
+  std::vector<Live> live(reqs.size());
+  std::map<std::string, Histogram> lat;
+  std::map<std::string, uint64_t> count, errors, bytes;
+  Histogram sched;
+  uint64_t mismatches = 0;
+  unsigned inflight = 0;
+
+  auto reap = [&](bool wait_one) {
+    io_uring_cqe* cqe;
+    int n = 0;
+    while (true) {
+      int r = (wait_one && n == 0) ? io_uring_wait_cqe(&ring, &cqe) : io_uring_peek_cqe(&ring, &cqe);
+      if (r == -EINTR) continue;
+      if (r < 0 || !cqe) break;
+      size_t i = io_uring_cqe_get_data64(cqe);
+      Live& l = live[i];
+      const char* name = BlockOpName(l.op);
+      lat[name].Add(NowNs() - l.submitted);
+      count[name]++;
+      if (cqe->res < 0) errors[name]++;
+      else if (l.op == BlockOp::kRead || l.op == BlockOp::kWrite) bytes[name] += cqe->res;
+      bool live_err = cqe->res < 0, rec_err = l.recorded_error != 0;
+      if (live_err != rec_err) mismatches++;
+      io_uring_cqe_seen(&ring, cqe);
+      inflight--;
+      n++;
+    }
+    return n;
+  };
+
+  uint64_t live_start = NowNs() + 1'000'000;
+  uint64_t trace_start = reqs.front()->ts;
+  uint64_t prev_rec = trace_start, prev_issue = live_start;
+  uint64_t carry = 0;
+  for (size_t i = 0; i < reqs.size(); i++) {
+    const auto& r = *reqs[i];
+    // Queue depth as recorded: no more in flight than the device had when this one was issued.
+    while (inflight >= std::max<uint32_t>(r.inflight, 1)) reap(true);
+    uint64_t due = live_start;
+    if (o.pace == PaceMode::kOriginal) {
+      due = live_start + static_cast<uint64_t>(static_cast<double>(r.ts - trace_start) / o.speed);
+    } else if (o.pace == PaceMode::kGaps) {
+      uint64_t gap = static_cast<uint64_t>(static_cast<double>(r.ts - prev_rec) / o.speed);
+      uint64_t absorbed = std::min(carry, gap);
+      carry -= absorbed;
+      due = prev_issue + gap - absorbed;
+    } else {
+      due = NowNs();
+    }
+    // Reap while waiting so latencies are measured when they happen.
+    while (true) {
+      reap(false);
+      uint64_t now = NowNs();
+      if (now + o.spin_ns >= due || inflight == 0) break;
+      __kernel_timespec ts{0, static_cast<long long>(std::min<uint64_t>(due - now - o.spin_ns, 1'000'000))};
+      io_uring_cqe* cqe;
+      io_uring_wait_cqe_timeout(&ring, &cqe, &ts);
+    }
+    WaitUntil(due, o.spin_ns);
+    uint64_t issued = NowNs();
+    if (issued > due) {
+      if (o.pace == PaceMode::kGaps) carry += issued - due;
+      if (o.pace != PaceMode::kFast) sched.Add(issued - due);
+    } else if (o.pace != PaceMode::kFast) {
+      sched.Add(0);
+    }
+    prev_rec = r.ts;
+    prev_issue = issued;
+
+    BlockOp op = Classify(r);
+    Live& l = live[i];
+    l.op = op;
+    l.recorded_error = r.error;
+    l.submitted = issued;
+    uint64_t off = target(r);
+    if (op == BlockOp::kDiscard || op == BlockOp::kWriteZeroes) {
+      // Synchronous ioctls: the block layer has no async discard interface for user space.
+      uint64_t range[2] = {off, r.bytes};
+      int res = ioctl(fd.get(), op == BlockOp::kDiscard ? BLKDISCARD : BLKZEROOUT, range);
+      const char* name = BlockOpName(op);
+      lat[name].Add(NowNs() - issued);
+      count[name]++;
+      if (res != 0) errors[name]++;
+      if ((res != 0) != (r.error != 0)) mismatches++;
+      continue;
+    }
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+    while (!sqe) {
+      io_uring_submit(&ring);
+      reap(true);
+      sqe = io_uring_get_sqe(&ring);
+    }
+    switch (op) {
+      case BlockOp::kRead: io_uring_prep_read(sqe, fd.get(), rbuf.data(), r.bytes, off); break;
+      case BlockOp::kWrite:
+        io_uring_prep_write(sqe, fd.get(), wbuf.data(), r.bytes, off);
+        if (r.flags & IOT_BLKF_FUA) sqe->rw_flags = RWF_DSYNC;
+        break;
+      default: io_uring_prep_fsync(sqe, fd.get(), IORING_FSYNC_DATASYNC); break;
+    }
+    io_uring_sqe_set_data64(sqe, i);
+    inflight++;
+    io_uring_submit(&ring);
+  }
+  while (inflight > 0) reap(true);
+  uint64_t end = NowNs();
+  io_uring_queue_exit(&ring);
+
+  BlockReplayOutcome out;
+  double secs = static_cast<double>(end - live_start) / 1e9;
+  uint64_t total = 0, total_bytes = 0;
+  nlohmann::json per_op = nlohmann::json::object();
+  std::string lines;
+  for (auto& [name, h] : lat) {
+    total += count[name];
+    total_bytes += bytes[name];
+    per_op[name] = {{"count", count[name]}, {"errors", errors[name]}, {"bytes", bytes[name]},
+                    {"latency_ns", {{"p50", h.Quantile(0.5)}, {"p99", h.Quantile(0.99)},
+                                    {"max", h.max()}, {"mean", h.mean()}}}};
+    lines += fmt::format("    {:<20} {:>8}  p50 {:.1f} us  p99 {:.1f} us  errors {}\n", name,
+                         count[name], h.Quantile(0.5) / 1e3, h.Quantile(0.99) / 1e3, errors[name]);
+  }
+  out.summary = {{"layer", "block"}, {"device", o.device}, {"device_offset", o.device_offset},
+                 {"pace", PaceName(o.pace)}, {"speed", o.speed}, {"requests", reqs.size()},
+                 {"ops", total}, {"bytes", total_bytes}, {"duration_s", secs},
+                 {"iops", secs > 0 ? total / secs : 0.0}, {"max_queue_depth", max_qd},
+                 {"per_op", per_op}, {"mismatches", {{"total", mismatches}}},
+                 {"warnings", warnings}};
+  if (o.pace != PaceMode::kFast) {
+    out.summary["schedule_error_ns"] = {{"count", sched.count()}, {"p50", sched.Quantile(0.5)},
+                                        {"p99", sched.Quantile(0.99)}, {"max", sched.max()}};
+  }
+  out.text = fmt::format("replayed {} block requests onto {} ({} pacing) in {:.3f} s: {:.0f} IOPS, "
+                         "{} bytes, {} result mismatches\n", reqs.size(), o.device,
+                         PaceName(o.pace), secs, secs > 0 ? total / secs : 0.0, total_bytes,
+                         mismatches) + lines;
+  if (o.pace != PaceMode::kFast) {
+    out.text += fmt::format("  schedule   issue - target: p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us\n",
+                            sched.Quantile(0.5) / 1e3, sched.Quantile(0.99) / 1e3, sched.max() / 1e3);
+  }
+  if (o.strict && mismatches) out.exit_code = 1;
+  return out;
+}
+
+}  // namespace iotwin::replay

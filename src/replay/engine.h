@@ -1,0 +1,112 @@
+// ReplayEngine: one worker thread per traced thread, each issuing its thread's operations in
+// recorded order with recorded arguments, paced (pacer.h) and held back only by the model's
+// cross-thread dependencies.
+//
+// Processes are replayed as descriptor tables inside one replaying process: every traced
+// process has its own table mapping recorded descriptors to live ones, copied at fork (each
+// live descriptor duplicated), trimmed at exec (close-on-exec) and closed when the process
+// exits; its mappings are recreated likewise. Those implicit kernel actions are performed by a
+// bookkeeping thread, not by the workers, so a recording of the replay (--record, restricted to
+// the workers' thread ids) holds exactly the replayed calls.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "replay/backend.h"
+#include "replay/options.h"
+#include "replay/plan.h"
+#include "replay/stats.h"
+
+namespace iotwin::replay {
+
+class ReplayEngine {
+ public:
+  ReplayEngine(const ReplayPlan& plan, const ReplayOptions& options, Backend* backend);
+  ~ReplayEngine();
+  ReplayEngine(const ReplayEngine&) = delete;
+  ReplayEngine& operator=(const ReplayEngine&) = delete;
+
+  // Builds the live tables, opens the descriptors and mappings an attached process already had,
+  // starts the workers and parks them at the start gate.
+  Status Setup();
+  // Thread ids of the workers (after Setup): what --record traces. Same order as
+  // model.threads(): worker i replays model thread i.
+  std::vector<pid_t> WorkerTids() const;
+  // Opens the gate: recorded time start_ts() maps to `live_start` (CLOCK_MONOTONIC ns).
+  void Start(uint64_t live_start);
+  // Waits for every worker; releases everything still open.
+  void Wait();
+  // Stops all workers at their next op (strict mode, signals).
+  void Abort(const std::string& why);
+  bool aborted() const { return abort_.load(std::memory_order_relaxed); }
+  std::string abort_reason() const;
+
+  // Merged statistics (after Wait).
+  const ReplayStats& stats() const { return merged_; }
+  uint64_t live_start() const { return live_start_; }
+  uint64_t live_end() const { return live_end_; }
+
+  // Progress, readable at any time from another thread.
+  uint64_t ops_done() const;
+  uint64_t ops_total() const { return ops_total_; }
+  int64_t lag_ns() const;  // latest lateness seen by any worker
+  uint64_t mismatches_so_far() const { return mismatch_count_.load(std::memory_order_relaxed); }
+
+  struct Worker;  // engine.cc
+
+ private:
+  struct Progress;
+  struct LiveTable;
+  void RunWorker(Worker* w);
+  void Bookkeep(std::function<void()> fn);
+  void BookkeeperLoop();
+  void WaitFor(uint32_t thread, uint32_t count);
+  void MarkDone(uint32_t thread, uint32_t count);
+  void CloseProcess(uint32_t process);
+  void UnmapProcess(uint32_t process);
+  int LiveFd(uint32_t process, int recorded) const;
+  void SetLiveFd(uint32_t process, int recorded, int live);
+
+  const ReplayPlan& plan_;
+  const model::TraceModel& model_;
+  ReplayOptions options_;
+  Backend* backend_;
+  std::vector<std::unique_ptr<LiveTable>> tables_;   // per process
+  std::unique_ptr<std::atomic<uint64_t>[]> maps_;    // per mapping: live base address (0: none)
+  std::unique_ptr<Progress[]> progress_;             // per thread
+  std::vector<bool> awaited_;                        // per thread: some op depends on it
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::atomic<int> reserved_next_{0};                // dup2/dup3 targets not otherwise mapped
+  int sink_fd_ = -1;                                 // sendfile to an unknown descriptor
+  uint64_t ops_total_ = 0;
+  uint64_t live_start_ = 0, live_end_ = 0;
+
+  std::atomic<bool> started_{false};
+  std::atomic<uint32_t> gate_{0};
+  std::atomic<bool> abort_{false};
+  std::atomic<uint64_t> mismatch_count_{0};
+  mutable std::mutex abort_mu_;
+  std::string abort_reason_;
+
+  std::mutex bk_mu_;
+  std::condition_variable bk_cv_;
+  std::deque<std::function<void()>*> bk_queue_;
+  bool bk_stop_ = false;
+  std::thread bookkeeper_;
+
+  ReplayStats merged_;
+};
+
+}  // namespace iotwin::replay

@@ -1,0 +1,83 @@
+#include "replay/fill.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+#include <utility>
+
+namespace iotwin::replay {
+
+namespace {
+uint64_t Next(uint64_t* s) {
+  uint64_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  *s = x;
+  return x;
+}
+void FillRandom(uint8_t* p, size_t len, uint64_t* s) {
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t v = Next(s);
+    std::memcpy(p + i, &v, 8);
+  }
+  if (i < len) {
+    uint64_t v = Next(s);
+    std::memcpy(p + i, &v, len - i);
+  }
+}
+}  // namespace
+
+void FillPattern(void* buf, size_t len, const FillSpec& fill, uint64_t seed) {
+  auto* p = static_cast<uint8_t*>(buf);
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
+  if (s == 0) s = 1;
+  switch (fill.kind) {
+    case FillKind::kZero:
+      std::memset(p, 0, len);
+      break;
+    case FillKind::kRandom:
+      FillRandom(p, len, &s);
+      break;
+    case FillKind::kCompressible: {
+      const size_t block = 4096;
+      size_t random_part = static_cast<size_t>(static_cast<double>(block) / fill.ratio);
+      for (size_t off = 0; off < len; off += block) {
+        size_t n = std::min(block, len - off);
+        size_t r = std::min(random_part, n);
+        FillRandom(p + off, r, &s);
+        std::memset(p + off + r, 0, n - r);
+      }
+      break;
+    }
+  }
+}
+
+AlignedBuffer::AlignedBuffer(size_t size) : size_(size) {
+  if (size == 0) return;
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    size_ = 0;
+    return;
+  }
+  data_ = static_cast<uint8_t*>(p);
+}
+
+AlignedBuffer::~AlignedBuffer() {
+  if (data_) munmap(data_, size_);
+}
+
+AlignedBuffer::AlignedBuffer(AlignedBuffer&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+
+AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {
+  if (this != &o) {
+    if (data_) munmap(data_, size_);
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+}  // namespace iotwin::replay

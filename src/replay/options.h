@@ -1,0 +1,63 @@
+// Options of a replay, as the CLI (src/cli/cmd_replay.cc) parses them and the library uses them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace iotwin::replay {
+
+enum class PaceMode { kOriginal, kGaps, kFast };
+enum class CacheMode { kAsCaptured, kCold, kWarm };
+enum class FillKind { kZero, kRandom, kCompressible };
+enum class Layer { kSyscall, kBlock };
+enum class BackendKind { kSync, kNull };
+enum class AsyncKind { kNative, kSync, kNull };  // native: io_uring for io_uring, libaio for libaio
+
+struct FillSpec {
+  FillKind kind = FillKind::kRandom;
+  double ratio = 1.0;  // compressible: compressed size is 1/ratio of the data
+  std::string ToString() const;
+};
+
+struct ReplayOptions {
+  std::string trace;
+  std::string root;
+  std::vector<std::pair<std::string, std::string>> maps;  // recorded prefix -> target
+  bool prepare_only = false;
+  bool dry_run = false;
+  bool force = false;
+  bool sparse = false;
+  bool strict = false;
+  bool json = false;
+  bool progress = true;  // shown only when stderr is a terminal
+  FillSpec fill;
+  CacheMode cache = CacheMode::kAsCaptured;
+  PaceMode pace = PaceMode::kOriginal;
+  double speed = 1.0;
+  int amplify = 1;
+  BackendKind backend = BackendKind::kSync;
+  AsyncKind async = AsyncKind::kNative;
+  uint64_t spin_ns = 50'000;  // busy-wait this close to a deadline instead of sleeping
+  std::string record_out;     // --record
+  std::string iotwin_bin;     // path of the iotwin binary (for --record)
+  // Device-level replay.
+  Layer layer = Layer::kSyscall;
+  std::string device;
+  bool allow_device = false;
+  uint64_t device_offset = 0;
+  bool wrap = false;
+  int max_examples = 5;  // mismatch examples kept per kind
+};
+
+Result<PaceMode> ParsePace(const std::string& s);
+Result<CacheMode> ParseCache(const std::string& s);
+Result<FillSpec> ParseFill(const std::string& s);
+Result<std::pair<std::string, std::string>> ParseMap(const std::string& s);
+const char* PaceName(PaceMode m);
+const char* CacheName(CacheMode m);
+
+}  // namespace iotwin::replay

@@ -1,0 +1,60 @@
+#include "replay/pacer.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace iotwin::replay {
+
+Pacer::Pacer(PaceMode mode, double speed, uint64_t trace_start, uint64_t live_start)
+    : mode_(mode), speed_(speed > 0 ? speed : 1.0), trace_start_(trace_start),
+      live_start_(live_start) {}
+
+uint64_t Pacer::Due(uint64_t ts, uint64_t prev_rec_end, uint64_t prev_live_done, uint64_t now) {
+  switch (mode_) {
+    case PaceMode::kFast:
+      return now;
+    case PaceMode::kOriginal: {
+      uint64_t rel = ts > trace_start_ ? ts - trace_start_ : 0;
+      return live_start_ + static_cast<uint64_t>(static_cast<double>(rel) / speed_);
+    }
+    case PaceMode::kGaps: {
+      uint64_t gap = ts > prev_rec_end ? ts - prev_rec_end : 0;
+      uint64_t scaled = static_cast<uint64_t>(static_cast<double>(gap) / speed_);
+      uint64_t absorbed = std::min(carry_, scaled);
+      carry_ -= absorbed;
+      return prev_live_done + scaled - absorbed;
+    }
+  }
+  return now;
+}
+
+void Pacer::Issued(uint64_t due, uint64_t issued) {
+  if (mode_ == PaceMode::kGaps && issued > due) carry_ += issued - due;
+}
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void WaitUntil(uint64_t deadline, uint64_t spin_ns) {
+  uint64_t now = NowNs();
+  if (now >= deadline) return;
+  if (deadline - now > spin_ns) {
+    uint64_t wake = deadline - spin_ns;
+    timespec ts{static_cast<time_t>(wake / 1'000'000'000ull),
+                static_cast<long>(wake % 1'000'000'000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+  }
+  while (NowNs() < deadline) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
+}  // namespace iotwin::replay

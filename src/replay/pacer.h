@@ -1,0 +1,50 @@
+// Pacing: when a replay worker issues its next operation.
+//
+//   original  the recorded schedule, absolute: op i is due at live_start + (ts_i - trace_start)
+//             / speed. Lateness needs no carrying: a late op is issued at once and the next one is
+//             still due at its own absolute time, so delays never accumulate.
+//   gaps      think time: op i is due when the previous op of the same thread completed plus the
+//             recorded idle gap between them (ts_i - end_{i-1}) / speed. Overshoot (waking late,
+//             or waiting on another thread) is carried forward and taken out of later gaps, never
+//             making an op due before its predecessor completed.
+//   fast      due at once.
+//
+// Pacer is per thread and pure arithmetic (no clock); WaitUntil() does the waiting: a coarse
+// sleep to `spin_ns` before the deadline, then a spin on the clock, so wake-up latency of the
+// sleep never makes an op late and an op is never issued early.
+#pragma once
+
+#include <cstdint>
+
+#include "replay/options.h"
+
+namespace iotwin::replay {
+
+class Pacer {
+ public:
+  // `trace_start`: recorded time origin; `live_start`: the live instant it maps to.
+  Pacer(PaceMode mode, double speed, uint64_t trace_start, uint64_t live_start);
+
+  // Live time at which the op recorded at `ts` is due. `prev_rec_end`: recorded completion of
+  // the thread's previous replayed op (or the thread's recorded start); `prev_live_done`: live
+  // completion of that op (or the live time the thread became ready); `now` for fast mode.
+  uint64_t Due(uint64_t ts, uint64_t prev_rec_end, uint64_t prev_live_done, uint64_t now);
+  // Reports when the op due at `due` was actually issued; lateness is carried (gaps mode).
+  void Issued(uint64_t due, uint64_t issued);
+
+  uint64_t carried() const { return carry_; }
+  PaceMode mode() const { return mode_; }
+
+ private:
+  PaceMode mode_;
+  double speed_;
+  uint64_t trace_start_, live_start_;
+  uint64_t carry_ = 0;
+};
+
+// CLOCK_MONOTONIC now, ns.
+uint64_t NowNs();
+// Waits until CLOCK_MONOTONIC >= deadline: sleeps until deadline - spin_ns, then spins.
+void WaitUntil(uint64_t deadline, uint64_t spin_ns);
+
+}  // namespace iotwin::replay

@@ -1,0 +1,233 @@
+#include "replay/plan.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "format/records.h"
+#include "model/path.h"
+
+namespace iotwin::replay {
+
+using model::Op;
+using model::OpKind;
+
+namespace {
+const char* UringOpName(uint8_t op) {
+  switch (op) {
+    case 0: return "nop";
+    case 1: return "readv";
+    case 2: return "writev";
+    case 3: return "fsync";
+    case 4: return "read_fixed";
+    case 5: return "write_fixed";
+    case 22: return "read";
+    case 23: return "write";
+    default: return "other";
+  }
+}
+const char* AioOpName(uint8_t op) {
+  switch (op) {
+    case 0: return "pread";
+    case 1: return "pwrite";
+    case 2: return "fsync";
+    case 3: return "fdsync";
+    case 7: return "preadv";
+    case 8: return "pwritev";
+    default: return "other";
+  }
+}
+
+bool CreatesName(const Op& op) {
+  if (op.kind != OpKind::kSyscall) return false;
+  switch (op.sc.op) {
+    case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2:
+      return (op.sc.flags & O_CREAT) != 0;
+    case IOT_OP_CREAT: case IOT_OP_MKDIR: case IOT_OP_MKDIRAT:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
+std::string OpLabel(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kSyscall: return std::string(OpName(op.sc.op));
+    case OpKind::kPageFault: return (op.pf.flags & IOT_PFF_WRITE) ? "page_fault_write" : "page_fault";
+    case OpKind::kAsyncSubmit:
+      if (op.aio.engine == IOT_AIO_ENGINE_LIBAIO) return std::string("libaio:") + AioOpName(op.aio.opcode);
+      return std::string("uring:") + UringOpName(op.aio.opcode);
+    default: return std::string(model::OpKindName(op.kind));
+  }
+}
+
+Result<ReplayPlan> BuildPlan(const model::TraceModel& m, const PathMapper& mapper, double speed) {
+  ReplayPlan plan;
+  plan.model = &m;
+  plan.mapper = mapper;
+  plan.targets.resize(m.paths().size());
+  for (size_t i = 0; i < m.paths().size(); i++) {
+    const std::string& p = m.paths()[i];
+    if (!p.empty() && p[0] == '/') plan.targets[i] = mapper.Map(model::NormalizePath(p));
+  }
+  std::set<std::string> initial_targets;
+  for (uint32_t f : m.InitialFileSet()) {
+    const model::FileInfo& fi = m.files()[f];
+    PlannedFile pf;
+    pf.recorded = m.path(fi.path);
+    pf.target = plan.targets[fi.path];
+    pf.dir = fi.is_dir;
+    pf.size = fi.is_dir ? 0 : fi.initial_size;
+    if (pf.target.empty()) continue;
+    initial_targets.insert(pf.target);
+    if (pf.dir) plan.initial_dirs++;
+    else {
+      plan.initial_files++;
+      plan.initial_bytes += pf.size;
+    }
+    plan.initial.push_back(std::move(pf));
+  }
+  // Names the workload creates: every path an op creates, renames or links to, minus the
+  // initial set (those are restored, not deleted).
+  std::set<std::string> created;
+  uint64_t longest_gaps = 0, longest_fast = 0;
+  for (const auto& th : m.threads()) {
+    bool any = false;
+    uint64_t busy = 0, gaps = 0;
+    uint64_t prev_end = th.start_ts;
+    for (const auto& op : th.ops) {
+      if (op.kind != OpKind::kSyscall && op.kind != OpKind::kPageFault &&
+          op.kind != OpKind::kAsyncSubmit) {
+        continue;
+      }
+      if (op.skip != model::Skip::kReplayable) {
+        plan.skipped_ops++;
+        continue;
+      }
+      plan.replayable_ops++;
+      any = true;
+      if (op.ts > prev_end) gaps += op.ts - prev_end;
+      uint64_t end = op.end == UINT64_MAX ? op.ts : op.end;
+      if (op.kind == OpKind::kSyscall) busy += end - op.ts;
+      prev_end = std::max(prev_end, end);
+      if (CreatesName(op) && op.path != model::kNone) created.insert(plan.targets[op.path]);
+      if (op.kind == OpKind::kSyscall && op.path2 != model::kNone) {
+        switch (op.sc.op) {
+          case IOT_OP_RENAME: case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2: case IOT_OP_LINK:
+          case IOT_OP_LINKAT: case IOT_OP_SYMLINK: case IOT_OP_SYMLINKAT:
+            created.insert(plan.targets[op.path2]);
+            break;
+          default:
+            break;
+        }
+      }
+    }
+    if (any) plan.threads_with_ops++;
+    longest_gaps = std::max(longest_gaps, static_cast<uint64_t>(gaps / speed) + busy);
+    longest_fast = std::max(longest_fast, busy);
+  }
+  for (const auto& c : created) {
+    if (!c.empty() && !initial_targets.count(c)) plan.created.push_back(c);
+  }
+  // Deepest first, so files go before the directories holding them.
+  std::sort(plan.created.begin(), plan.created.end(), [](const std::string& a, const std::string& b) {
+    auto depth = [](const std::string& s) { return std::count(s.begin(), s.end(), '/'); };
+    if (depth(a) != depth(b)) return depth(a) > depth(b);
+    return a < b;
+  });
+  uint64_t span = m.stats().last_ts > m.stats().first_ts ? m.stats().last_ts - m.stats().first_ts : 0;
+  plan.est_original = static_cast<uint64_t>(span / speed);
+  plan.est_gaps = longest_gaps;
+  plan.est_fast = longest_fast;
+  return plan;
+}
+
+nlohmann::json PlanToJson(const ReplayPlan& plan, const ReplayOptions& o) {
+  const model::TraceModel& m = *plan.model;
+  nlohmann::json j;
+  j["trace"] = o.trace;
+  j["root"] = plan.mapper.root();
+  nlohmann::json maps = nlohmann::json::array();
+  for (const auto& [from, to] : plan.mapper.maps()) maps.push_back({{"from", from}, {"to", to}});
+  j["maps"] = maps;
+  j["pace"] = PaceName(o.pace);
+  j["speed"] = o.speed;
+  j["amplify"] = o.amplify;
+  j["processes"] = m.processes().size();
+  j["threads"] = plan.threads_with_ops;
+  j["threads_total"] = m.threads().size();
+  j["files"] = {{"preexisting_files", plan.initial_files},
+                {"preexisting_dirs", plan.initial_dirs},
+                {"preexisting_bytes", plan.initial_bytes},
+                {"created_by_workload", plan.created.size()},
+                {"fill", o.fill.ToString()},
+                {"sparse", o.sparse},
+                {"cache", CacheName(o.cache)}};
+  std::map<std::string, uint64_t> by_kind, skipped;
+  std::map<std::string, uint64_t> skip_reasons;
+  for (const auto& th : m.threads()) {
+    for (const auto& op : th.ops) {
+      if (op.kind != OpKind::kSyscall && op.kind != OpKind::kPageFault &&
+          op.kind != OpKind::kAsyncSubmit) {
+        continue;
+      }
+      if (op.skip == model::Skip::kReplayable) by_kind[OpLabel(op)]++;
+      else {
+        skipped[OpLabel(op)]++;
+        skip_reasons[std::string(model::SkipName(op.skip))]++;
+      }
+    }
+  }
+  j["ops"] = {{"replayable", plan.replayable_ops}, {"skipped", plan.skipped_ops},
+              {"by_kind", by_kind}, {"skipped_by_kind", skipped},
+              {"skipped_by_reason", skip_reasons}};
+  j["dependencies"] = m.stats().deps;
+  j["unknown_fds"] = m.stats().unknown_fds;
+  j["lost_events"] = m.stats().lost_events;
+  j["page_faults"] = m.stats().page_faults;
+  j["async_requests"] = m.stats().async_requests;
+  j["block_requests"] = m.block_requests().size();
+  uint64_t est = o.pace == PaceMode::kOriginal ? plan.est_original
+                 : o.pace == PaceMode::kGaps   ? plan.est_gaps
+                                               : plan.est_fast;
+  j["estimated_duration_s"] = static_cast<double>(est) / 1e9;
+  j["estimated_duration_basis"] =
+      o.pace == PaceMode::kOriginal ? "recorded span / speed"
+      : o.pace == PaceMode::kGaps   ? "longest thread: recorded gaps / speed + recorded call times"
+                                    : "longest thread: recorded call times (target as fast as source)";
+  return j;
+}
+
+std::string PlanToText(const ReplayPlan& plan, const ReplayOptions& o) {
+  nlohmann::json j = PlanToJson(plan, o);
+  std::string s;
+  s += fmt::format("replay plan for {}\n", o.trace);
+  s += fmt::format("  sandbox root     {}\n", plan.mapper.root());
+  for (const auto& [from, to] : plan.mapper.maps()) s += fmt::format("  map              {} -> {}\n", from, to);
+  s += fmt::format("  processes        {}\n", j["processes"].get<uint64_t>());
+  s += fmt::format("  threads          {} with replayable ops ({} traced)\n", plan.threads_with_ops,
+                   j["threads_total"].get<uint64_t>());
+  s += fmt::format("  files to create  {} files ({} bytes), {} directories; fill {}{}\n",
+                   plan.initial_files, plan.initial_bytes, plan.initial_dirs, o.fill.ToString(),
+                   o.sparse ? ", sparse" : "");
+  s += fmt::format("  workload creates {} names\n", plan.created.size());
+  s += fmt::format("  ops              {} replayable, {} skipped\n", plan.replayable_ops, plan.skipped_ops);
+  for (auto& [k, v] : j["ops"]["by_kind"].items()) s += fmt::format("    {:<20} {}\n", k, v.get<uint64_t>());
+  if (plan.skipped_ops) {
+    s += "  skipped by reason\n";
+    for (auto& [k, v] : j["ops"]["skipped_by_reason"].items()) {
+      s += fmt::format("    {:<20} {}\n", k, v.get<uint64_t>());
+    }
+  }
+  s += fmt::format("  dependencies     {} cross-thread waits\n", j["dependencies"].get<uint64_t>());
+  s += fmt::format("  lost events      {}\n", j["lost_events"].get<uint64_t>());
+  s += fmt::format("  pacing           {} speed {} amplify {}\n", PaceName(o.pace), o.speed, o.amplify);
+  s += fmt::format("  estimated time   {:.3f} s ({})\n", j["estimated_duration_s"].get<double>(),
+                   j["estimated_duration_basis"].get<std::string>());
+  return s;
+}
+
+}  // namespace iotwin::replay

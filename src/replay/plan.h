@@ -1,0 +1,54 @@
+// ReplayPlan: a model resolved against a sandbox: the target path of every recorded path, the
+// directories and files to create before replay, the names the workload creates (cleared before
+// a repeated replay), and the figures --dry-run prints.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "model/trace_model.h"
+#include "replay/options.h"
+#include "replay/path_mapper.h"
+
+namespace iotwin::replay {
+
+struct PlannedFile {
+  std::string recorded;
+  std::string target;
+  uint64_t size = 0;
+  bool dir = false;
+};
+
+struct ReplayPlan {
+  const model::TraceModel* model = nullptr;
+  PathMapper mapper;
+  std::vector<std::string> targets;  // per PathId ("" for strings that are not absolute paths)
+  std::vector<PlannedFile> initial;  // parents before children
+  std::vector<std::string> created;  // targets the workload creates (deepest first)
+  uint64_t initial_bytes = 0;
+  uint64_t initial_files = 0;
+  uint64_t initial_dirs = 0;
+  uint64_t replayable_ops = 0;
+  uint64_t skipped_ops = 0;
+  uint64_t threads_with_ops = 0;
+  // Duration estimates, ns.
+  uint64_t est_original = 0;  // recorded span / speed
+  uint64_t est_gaps = 0;      // longest thread: gaps / speed + recorded durations
+  uint64_t est_fast = 0;      // longest thread: recorded durations only
+};
+
+Result<ReplayPlan> BuildPlan(const model::TraceModel& model, const PathMapper& mapper,
+                             double speed);
+
+// The plan as --dry-run shows it (JSON; the CLI also renders it as text).
+nlohmann::json PlanToJson(const ReplayPlan& plan, const ReplayOptions& options);
+std::string PlanToText(const ReplayPlan& plan, const ReplayOptions& options);
+
+// Name of an op for reports: "pread64", "page_fault", "uring:read", "libaio:pwrite", ...
+std::string OpLabel(const model::Op& op);
+
+}  // namespace iotwin::replay

@@ -1,0 +1,53 @@
+// Preparing the sandbox: the initial file set on disk, the initial page-cache state, and the
+// manifest (DIR/.iotwin-manifest.json) that lets a later replay verify and reuse the set.
+//
+// Safety rules: a root that holds anything but an iotwin manifest is refused (unless --force);
+// free space is checked before anything is written; only names listed in our own manifest are
+// ever deleted (the names a previous replay created), never recursively; every target is checked
+// to resolve beneath its base (PathMapper::CheckBeneath) before it is touched.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "replay/options.h"
+#include "replay/plan.h"
+
+namespace iotwin::replay {
+
+inline constexpr const char* kManifestName = ".iotwin-manifest.json";
+
+struct PrepareReport {
+  bool manifest_found = false;
+  uint64_t dirs_created = 0;
+  uint64_t files_written = 0;
+  uint64_t files_reused = 0;
+  uint64_t bytes_written = 0;
+  uint64_t names_cleared = 0;
+  uint64_t cache_files_warmed = 0;
+  uint64_t cache_files_dropped = 0;
+  std::vector<std::string> notes;
+  nlohmann::json ToJson() const;
+};
+
+// Makes `root` an existing directory and returns its canonical path.
+Result<std::string> CanonicalRoot(const std::string& root);
+
+// Refuses a root that is not empty and holds no manifest (unless options.force); returns the
+// manifest when there is one (null JSON otherwise).
+Result<nlohmann::json> CheckRoot(const std::string& root, const ReplayOptions& options);
+
+// Prepares the file set of every plan (one per --amplify copy) under options.root: clears names
+// a previous replay created, checks space and symlinks, creates directories and files with
+// their fill, applies the cache mode and writes the manifest.
+Result<PrepareReport> PrepareSandbox(const std::vector<ReplayPlan>& plans,
+                                     const ReplayOptions& options);
+
+// Page-cache state only (cold / warm / as-captured), for files already prepared.
+Status ApplyCacheState(const std::vector<ReplayPlan>& plans, CacheMode mode, PrepareReport* report);
+
+}  // namespace iotwin::replay

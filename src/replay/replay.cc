@@ -1,0 +1,341 @@
+#include "replay/replay.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "model/trace_model.h"
+#include "replay/block_replay.h"
+#include "replay/engine.h"
+#include "replay/pacer.h"
+#include "replay/plan.h"
+#include "replay/prepare.h"
+#include "replay/recorder.h"
+
+namespace iotwin::replay {
+
+namespace {
+
+nlohmann::json HistJson(const Histogram& h) {
+  return {{"count", h.count()},          {"p50", h.Quantile(0.50)}, {"p90", h.Quantile(0.90)},
+          {"p99", h.Quantile(0.99)},     {"max", h.max()},          {"mean", h.mean()}};
+}
+
+std::string Us(uint64_t ns) { return fmt::format("{:.1f}", static_cast<double>(ns) / 1e3); }
+
+// Checks that make a trace unfit for this replay. Warnings go to `warn`; hard failures return.
+Status CheckTrace(const model::TraceModel& m, const TraceDamage& damage, const ReplayOptions& o,
+                  std::vector<std::string>* warn) {
+  if (damage.truncated) {
+    std::string w = fmt::format("{} is truncated at byte {} ({}): the capture did not finish; "
+                                "replaying what it holds", o.trace, damage.truncated_at,
+                                damage.truncated_detail);
+    if (o.strict) return Status::Error(Status::Code::kTruncated, w + " (refused: --strict)");
+    warn->push_back(w);
+  }
+  if (m.stats().lost_events > 0) {
+    std::string w = fmt::format("the capture lost {} events: the replay misses those operations "
+                                "and descriptors opened by them count as unknown",
+                                m.stats().lost_events);
+    if (o.strict) return Status::Invalid("{} (refused: --strict)", w);
+    warn->push_back(w);
+  }
+  const auto& meta = m.meta();
+  auto layer_enabled = [&](const char* name) -> int {  // -1 unknown
+    if (!meta.contains("layers") || !meta["layers"].is_object()) return -1;
+    const auto& l = meta["layers"];
+    if (!l.contains(name)) return 0;
+    if (l[name].is_object()) return l[name].value("enabled", false) ? 1 : 0;
+    if (l[name].is_boolean()) return l[name].get<bool>() ? 1 : 0;
+    return -1;
+  };
+  if (o.layer == Layer::kSyscall) {
+    if (layer_enabled("syscall") == 0 || (m.stats().syscalls == 0 && m.stats().page_faults == 0 &&
+                                          m.stats().async_requests == 0)) {
+      return Status::Invalid("{} holds no system-call layer: nothing to replay at file level{}",
+                             o.trace, m.block_requests().empty()
+                                          ? ""
+                                          : " (it has block records: try --layer block)");
+    }
+    bool maps = m.stats().ops_by_kind[IOT_OP_MMAP] > 0;
+    if (maps && layer_enabled("memory") == 0) {
+      warn->push_back("the trace has mmap calls but no memory layer: mappings are recreated, "
+                      "page faults through them are not replayed");
+    }
+  } else {
+    if (layer_enabled("block") == 0 || m.block_requests().empty()) {
+      return Status::Invalid("{} holds no block layer (no block requests issued): device-level "
+                             "replay needs a capture with the block layer", o.trace);
+    }
+  }
+  if (meta.contains("host") && meta["host"].is_object()) {
+    const auto& host = meta["host"];
+    long page = sysconf(_SC_PAGESIZE);
+    if (host.contains("page_size") && host["page_size"].is_number_integer() &&
+        host["page_size"].get<long>() != page && m.stats().page_faults > 0) {
+      std::string w = fmt::format("the trace was captured with {}-byte pages, this machine uses "
+                                  "{}: page-fault offsets would not line up",
+                                  host["page_size"].get<long>(), page);
+      if (!o.force) return Status::Invalid("{} (use --force to replay anyway)", w);
+      warn->push_back(w);
+    }
+    utsname u{};
+    uname(&u);
+    if (host.contains("arch") && host["arch"].is_string() && host["arch"] != u.machine) {
+      std::string w = fmt::format("the trace comes from a {} machine, this one is {}: operations "
+                                  "are architecture-neutral and replay as recorded",
+                                  host["arch"].get<std::string>(), u.machine);
+      if (o.strict) return Status::Invalid("{} (refused: --strict)", w);
+      warn->push_back(w);
+    }
+  }
+  return Status::Ok();
+}
+
+std::string SummaryText(const nlohmann::json& s) {
+  std::string t;
+  t += fmt::format("replayed {} ({} pacing, speed {}{})\n", s["trace"].get<std::string>(),
+                   s["pace"].get<std::string>(), s["speed"].get<double>(),
+                   s["amplify"].get<int>() > 1 ? fmt::format(", {} copies", s["amplify"].get<int>())
+                                               : std::string());
+  t += fmt::format("  duration   {:.3f} s\n", s["duration_s"].get<double>());
+  t += fmt::format("  ops        {} ({:.0f} ops/s), {} bytes ({:.1f} MB/s)\n", s["ops"].get<uint64_t>(),
+                   s["iops"].get<double>(), s["bytes"].get<uint64_t>(),
+                   s["throughput_mb_s"].get<double>());
+  if (s.contains("schedule_error_ns") && s["schedule_error_ns"]["count"].get<uint64_t>() > 0) {
+    const auto& e = s["schedule_error_ns"];
+    t += fmt::format("  schedule   issue - target: p50 {} us, p99 {} us, max {} us\n",
+                     Us(e["p50"]), Us(e["p99"]), Us(e["max"]));
+  }
+  t += "  latency (us)          count      p50      p90      p99      max   errors\n";
+  for (auto& [name, o] : s["per_op"].items()) {
+    const auto& l = o["latency_ns"];
+    t += fmt::format("    {:<18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n", name,
+                     o["count"].get<uint64_t>(), Us(l["p50"]), Us(l["p90"]), Us(l["p99"]),
+                     Us(l["max"]), o["errors"].get<uint64_t>());
+  }
+  uint64_t skipped = s["skipped"]["total"].get<uint64_t>();
+  if (skipped) {
+    t += fmt::format("  skipped    {} ops\n", skipped);
+    for (auto& [reason, ops] : s["skipped"]["by_reason"].items()) {
+      uint64_t n = 0;
+      for (auto& [op, c] : ops.items()) n += c.get<uint64_t>();
+      t += fmt::format("    {:<18} {}\n", reason, n);
+    }
+  }
+  uint64_t mm = s["mismatches"]["total"].get<uint64_t>();
+  t += fmt::format("  mismatches {} results differ from the trace\n", mm);
+  for (auto& [kind, ops] : s["mismatches"]["by_kind"].items()) {
+    for (auto& [op, c] : ops.items()) t += fmt::format("    {:<18} {:<14} {}\n", kind, op, c.get<uint64_t>());
+  }
+  for (auto& [kind, exs] : s["mismatches"]["examples"].items()) {
+    for (const auto& e : exs) {
+      t += fmt::format("    e.g. {} {} of tid {} (op {}) {}: recorded {}, replay {}\n", kind,
+                       e["op"].get<std::string>(), e["tid"].get<uint32_t>(),
+                       e["index"].get<uint32_t>(), e["path"].get<std::string>(),
+                       e["recorded"].get<int64_t>(), e["live"].get<int64_t>());
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
+  ReplayOptions o = in;
+  ReplayOutcome out;
+  if (o.amplify < 1 || o.amplify > 1024) return Status::Invalid("--amplify must be 1..1024");
+  if (!(o.speed > 0)) return Status::Invalid("--speed must be positive");
+
+  TraceDamage damage;
+  model::ModelOptions mo;
+  mo.compute_dependencies = o.layer == Layer::kSyscall;
+  IOTWIN_ASSIGN_OR_RETURN(auto model, model::LoadTraceModel(o.trace, mo, &damage));
+  IOTWIN_RETURN_IF_ERROR(CheckTrace(*model, damage, o, &out.warnings));
+
+  if (o.layer == Layer::kBlock) {
+    IOTWIN_ASSIGN_OR_RETURN(auto block, RunBlockReplay(*model, o));
+    out.summary = block.summary;
+    out.text = block.text;
+    out.exit_code = block.exit_code;
+    out.summary["warnings"] = out.warnings;
+    return out;
+  }
+
+  // The sandbox root: canonical and existing (except for a dry run, which writes nothing).
+  if (o.dry_run) {
+    if (o.root.empty()) o.root = "/nonexistent-dry-run-root";
+    if (o.root[0] != '/') {
+      char cwd[4096];
+      if (getcwd(cwd, sizeof cwd)) o.root = std::string(cwd) + "/" + o.root;
+    }
+  } else {
+    IOTWIN_ASSIGN_OR_RETURN(o.root, CanonicalRoot(o.root));
+  }
+  IOTWIN_ASSIGN_OR_RETURN(PathMapper mapper, PathMapper::Create(o.root, o.maps));
+  std::vector<ReplayPlan> plans;
+  for (int k = 0; k < o.amplify; k++) {
+    PathMapper m = o.amplify > 1 ? mapper.WithSuffix(fmt::format("/copy-{}", k)) : mapper;
+    IOTWIN_ASSIGN_OR_RETURN(ReplayPlan plan, BuildPlan(*model, m, o.speed));
+    plans.push_back(std::move(plan));
+  }
+  if (o.dry_run) {
+    out.summary = PlanToJson(plans[0], o);
+    out.summary["warnings"] = out.warnings;
+    out.text = PlanToText(plans[0], o);
+    return out;
+  }
+
+  IOTWIN_ASSIGN_OR_RETURN(PrepareReport prep, PrepareSandbox(plans, o));
+  for (const auto& n : prep.notes) out.warnings.push_back(n);
+  if (o.prepare_only) {
+    out.summary = {{"trace", o.trace}, {"root", o.root}, {"prepare", prep.ToJson()},
+                   {"files", plans[0].initial_files * o.amplify},
+                   {"bytes", plans[0].initial_bytes * o.amplify}, {"warnings", out.warnings}};
+    out.text = fmt::format(
+        "prepared {} for {}: {} files written ({} bytes), {} reused, {} directories created, {} "
+        "names cleared; cache {}\n",
+        o.root, o.trace, prep.files_written, prep.bytes_written, prep.files_reused,
+        prep.dirs_created, prep.names_cleared, CacheName(o.cache));
+    return out;
+  }
+
+  std::unique_ptr<Backend> backend =
+      o.backend == BackendKind::kNull ? MakeNullBackend() : MakeSyncBackend();
+  std::vector<std::unique_ptr<ReplayEngine>> engines;
+  for (auto& plan : plans) {
+    engines.push_back(std::make_unique<ReplayEngine>(plan, o, backend.get()));
+    IOTWIN_RETURN_IF_ERROR(engines.back()->Setup());
+  }
+  std::vector<pid_t> tids;
+  for (auto& e : engines) {
+    for (pid_t t : e->WorkerTids()) tids.push_back(t);
+  }
+
+  std::unique_ptr<ReplayRecorder> recorder;
+  if (!o.record_out.empty()) {
+    recorder = MakeSubprocessRecorder(o.iotwin_bin, o.record_out);
+    Status st = recorder->Start();
+    if (!st.ok()) {
+      for (auto& e : engines) e->Abort("recorder failed");
+      for (auto& e : engines) e->Start(NowNs());
+      for (auto& e : engines) e->Wait();
+      return st.WithContext("--record");
+    }
+  }
+
+  // Start slightly in the future so every worker is waiting when time 0 arrives.
+  uint64_t live_start = NowNs() + 2'000'000;
+  for (auto& e : engines) e->Start(live_start);
+
+  std::atomic<bool> finished{false};
+  std::thread progress;
+  if (o.progress && !o.json && isatty(STDERR_FILENO)) {
+    progress = std::thread([&] {
+      uint64_t total = 0;
+      for (auto& e : engines) total += e->ops_total();
+      while (!finished.load()) {
+        uint64_t done = 0, mism = 0;
+        int64_t lag = 0;
+        for (auto& e : engines) {
+          done += e->ops_done();
+          mism += e->mismatches_so_far();
+          lag = std::max(lag, e->lag_ns());
+        }
+        std::fprintf(stderr, "\r[iotwin replay] %llu/%llu ops  lag %.1f ms  mismatches %llu   ",
+                     static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                     static_cast<double>(lag) / 1e6, static_cast<unsigned long long>(mism));
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
+      std::fprintf(stderr, "\r%*s\r", 70, "");
+    });
+  }
+  for (auto& e : engines) e->Wait();
+  finished.store(true);
+  if (progress.joinable()) progress.join();
+
+  ReplayStats stats;
+  uint64_t end = live_start;
+  std::string abort_reason;
+  for (auto& e : engines) {
+    stats.Merge(e->stats(), o.max_examples);
+    end = std::max(end, e->live_end());
+    if (e->aborted() && abort_reason.empty()) abort_reason = e->abort_reason();
+  }
+  double secs = static_cast<double>(end - live_start) / 1e9;
+
+  nlohmann::json s;
+  s["trace"] = o.trace;
+  s["root"] = o.root;
+  s["pace"] = PaceName(o.pace);
+  s["speed"] = o.speed;
+  s["amplify"] = o.amplify;
+  s["backend"] = backend->name();
+  s["threads"] = tids.size();
+  // Which worker replayed which traced thread (for comparing a recorded replay op by op).
+  nlohmann::json tmap = nlohmann::json::array();
+  for (size_t k = 0; k < engines.size(); k++) {
+    auto wt = engines[k]->WorkerTids();
+    for (size_t i = 0; i < wt.size() && i < model->threads().size(); i++) {
+      const auto& th = model->threads()[i];
+      tmap.push_back({{"copy", k}, {"recorded_tid", th.tid}, {"recorded_tgid", th.tgid},
+                      {"worker_tid", wt[i]}});
+    }
+  }
+  s["thread_map"] = tmap;
+  s["duration_s"] = secs;
+  s["ops"] = stats.ops();
+  s["iops"] = secs > 0 ? static_cast<double>(stats.ops()) / secs : 0.0;
+  s["bytes"] = stats.bytes();
+  s["throughput_mb_s"] = secs > 0 ? static_cast<double>(stats.bytes()) / secs / 1e6 : 0.0;
+  if (o.pace != PaceMode::kFast) s["schedule_error_ns"] = HistJson(stats.schedule());
+  nlohmann::json per_op = nlohmann::json::object();
+  for (const auto& [name, os] : stats.by_op()) {
+    per_op[name] = {{"count", os.count}, {"errors", os.errors}, {"bytes", os.bytes},
+                    {"latency_ns", HistJson(os.latency)}};
+  }
+  s["per_op"] = per_op;
+  s["skipped"] = {{"total", stats.skipped()}, {"by_reason", stats.skipped_by_reason()}};
+  nlohmann::json examples = nlohmann::json::object();
+  for (const auto& [kind, exs] : stats.all_examples()) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& e : exs) {
+      arr.push_back({{"op", e.op}, {"tid", e.tid}, {"index", e.index}, {"path", e.path},
+                     {"recorded", e.recorded}, {"live", e.live}});
+    }
+    examples[kind] = arr;
+  }
+  s["mismatches"] = {{"total", stats.mismatches()}, {"by_kind", stats.mismatch_counts()},
+                     {"examples", examples}};
+  s["model"] = {{"unknown_fds", model->stats().unknown_fds},
+                {"lost_events", model->stats().lost_events},
+                {"dependencies", model->stats().deps}};
+  s["prepare"] = prep.ToJson();
+
+  if (recorder) {
+    nlohmann::json rm = {{"source", o.trace}, {"pace", PaceName(o.pace)}, {"speed", o.speed},
+                         {"amplify", o.amplify}, {"root", o.root}};
+    Status st = recorder->Finish(tids, rm);
+    if (!st.ok()) {
+      out.warnings.push_back("--record: " + st.ToString());
+      s["record"] = {{"ok", false}, {"error", st.ToString()}};
+    } else {
+      s["record"] = {{"ok", true}, {"path", o.record_out}};
+    }
+  }
+  if (!abort_reason.empty()) {
+    s["aborted"] = abort_reason;
+    out.exit_code = 1;
+  }
+  s["warnings"] = out.warnings;
+  out.summary = s;
+  out.text = SummaryText(s);
+  if (!abort_reason.empty()) out.text += "  stopped: " + abort_reason + "\n";
+  return out;
+}
+
+}  // namespace iotwin::replay

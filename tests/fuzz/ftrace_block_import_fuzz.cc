@@ -1,0 +1,6 @@
+// libFuzzer target: the ftrace block importer on arbitrary bytes (see import_fuzz_util.h).
+#include "import_fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return iotwin::interop::fuzz::Run(iotwin::interop::ImportFormat::kFtraceBlock, data, size);
+}

@@ -1,0 +1,147 @@
+// Device-level replay (--layer block) onto a loop device backed by a file in /var/tmp.
+// Needs root for losetup (no BPF).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "replay_util.h"
+
+namespace iotwin::test {
+namespace {
+
+class LoopDevice {
+ public:
+  explicit LoopDevice(uint64_t bytes) {
+    char tmpl[] = "/var/tmp/iotwin-loop-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd < 0) return;
+    image_ = tmpl;
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) return;
+    close(fd);
+    RunResult r = Run({"/usr/sbin/losetup", "-f", "--show", image_}, 30);
+    if (r.exit_code == 0) {
+      dev_ = r.out.substr(0, r.out.find('\n'));
+    }
+  }
+  ~LoopDevice() {
+    if (!mount_.empty()) {
+      Run({"/usr/bin/umount", mount_}, 30);
+      rmdir(mount_.c_str());
+    }
+    if (!dev_.empty()) Run({"/usr/sbin/losetup", "-d", dev_}, 30);
+    if (!image_.empty()) unlink(image_.c_str());
+  }
+  const std::string& dev() const { return dev_; }
+  const std::string& image() const { return image_; }
+  bool Mount() {
+    if (Run({"/usr/sbin/mkfs.ext4", "-q", "-F", dev_}, 60).exit_code != 0) return false;
+    char tmpl[] = "/var/tmp/iotwin-mnt-XXXXXX";
+    if (!mkdtemp(tmpl)) return false;
+    mount_ = tmpl;
+    return Run({"/usr/bin/mount", dev_, mount_}, 30).exit_code == 0;
+  }
+
+ private:
+  std::string image_, dev_, mount_;
+};
+
+TraceBuilder BlockTrace(int n) {
+  TraceBuilder b;
+  b.meta()["layers"] = {{"syscall", {{"enabled", false}}}, {"block", {{"enabled", true}}}};
+  uint64_t rq = 1;
+  for (int i = 0; i < n; i++) {
+    bool write = i % 3 == 0;
+    uint64_t sector = (static_cast<uint64_t>(i) * 2654435761u % 1024) * 8;  // 4 KiB aligned
+    b.Block(IOT_BLK_ISSUE, sector, 4096, write ? IOT_BLKF_WRITE : IOT_BLKF_READ, rq);
+    b.Block(IOT_BLK_COMPLETE, sector, 4096, write ? IOT_BLKF_WRITE : IOT_BLKF_READ, rq);
+    rq++;
+  }
+  // A flush, and a write at a known place to check on the device afterwards.
+  b.Block(IOT_BLK_ISSUE, 0, 0, IOT_BLKF_WRITE | IOT_BLKF_PREFLUSH | IOT_BLKF_FLUSH, rq);
+  b.Block(IOT_BLK_COMPLETE, 0, 0, IOT_BLKF_WRITE | IOT_BLKF_FLUSH, rq++);
+  b.Block(IOT_BLK_ISSUE, 16384, 8192, IOT_BLKF_WRITE | IOT_BLKF_FUA, rq);
+  b.Block(IOT_BLK_COMPLETE, 16384, 8192, IOT_BLKF_WRITE, rq++);
+  return b;
+}
+
+TEST(ReplayBlock, ReplaysTheRequestStreamOntoALoopDevice) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for losetup";
+  LoopDevice loop(16 << 20);
+  ASSERT_FALSE(loop.dev().empty());
+  TempDir tmp;
+  std::string trace = WriteTrace(BlockTrace(90), tmp / "t.iotwin");
+  auto r = RunReplayCmd({trace, "--layer", "block", "--device", loop.dev(), "--allow-device",
+                         "--pace", "fast", "--json", "-q", "--device-offset", "1048576"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err << r.run.out;
+  EXPECT_EQ(J(r.summary, "/requests"), 92u);
+  EXPECT_EQ(J(r.summary, "/per_op/block_read/count"), 60u) << r.summary.dump(2);
+  EXPECT_EQ(J(r.summary, "/per_op/block_write/count"), 31u);
+  EXPECT_EQ(J(r.summary, "/per_op/block_flush/count"), 1u);
+  EXPECT_EQ(J(r.summary, "/mismatches/total"), 0u);
+  // The FUA write at sector 16384 landed at 16384*512 + 1 MiB with the (random) fill.
+  std::ifstream img(loop.image(), std::ios::binary);
+  img.seekg(16384 * 512 + (1 << 20));
+  std::string data(8192, '\0');
+  img.read(data.data(), data.size());
+  EXPECT_NE(data, std::string(8192, '\0'));
+  // Nothing before the device offset was touched.
+  img.seekg(0);
+  std::string head(1 << 20, '\0');
+  img.read(head.data(), head.size());
+  EXPECT_EQ(head, std::string(1 << 20, '\0'));
+}
+
+TEST(ReplayBlock, OriginalPacingKeepsTheRecordedTimes) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for losetup";
+  LoopDevice loop(16 << 20);
+  ASSERT_FALSE(loop.dev().empty());
+  TempDir tmp;
+  TraceBuilder b = BlockTrace(0);
+  b.step = 1'000'000;  // 1 ms between records: 2 ms per request
+  for (int i = 0; i < 40; i++) {
+    b.Block(IOT_BLK_ISSUE, i * 8, 4096, IOT_BLKF_READ, 100 + i);
+    b.Block(IOT_BLK_COMPLETE, i * 8, 4096, IOT_BLKF_READ, 100 + i);
+  }
+  std::string trace = WriteTrace(b, tmp / "t.iotwin");
+  auto r = RunReplayCmd({trace, "--layer", "block", "--device", loop.dev(), "--allow-device",
+                         "--json", "-q"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  double secs = r.summary["duration_s"].get<double>();
+  EXPECT_GE(secs, 0.078);  // the ~78 ms between first and last issue, never less
+  EXPECT_EQ(J(r.summary, "/schedule_error_ns/count"), 42u);
+}
+
+TEST(ReplayBlock, RefusesWithoutPermissionTooSmallOrMounted) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for losetup";
+  TempDir tmp;
+  std::string trace = WriteTrace(BlockTrace(30), tmp / "t.iotwin");
+  LoopDevice small(1 << 20);  // the trace reaches ~4 MiB
+  ASSERT_FALSE(small.dev().empty());
+  auto no_allow = RunReplayCmd({trace, "--layer", "block", "--device", small.dev(), "-q"});
+  EXPECT_EQ(no_allow.run.exit_code, 2);
+  EXPECT_NE(no_allow.run.err.find("--allow-device"), std::string::npos) << no_allow.run.err;
+  auto too_small = RunReplayCmd({trace, "--layer", "block", "--device", small.dev(),
+                                 "--allow-device", "-q"});
+  EXPECT_EQ(too_small.run.exit_code, 2);
+  EXPECT_NE(too_small.run.err.find("--wrap"), std::string::npos) << too_small.run.err;
+  auto wrapped = RunReplayCmd({trace, "--layer", "block", "--device", small.dev(),
+                               "--allow-device", "--wrap", "--pace", "fast", "--json", "-q"});
+  EXPECT_EQ(wrapped.run.exit_code, 0) << wrapped.run.err;
+  EXPECT_EQ(J(wrapped.summary, "/mismatches/total"), 0u);
+
+  LoopDevice mounted(32 << 20);
+  ASSERT_FALSE(mounted.dev().empty());
+  ASSERT_TRUE(mounted.Mount());
+  auto m = RunReplayCmd({trace, "--layer", "block", "--device", mounted.dev(), "--allow-device",
+                         "-q"});
+  EXPECT_EQ(m.run.exit_code, 2);
+  EXPECT_NE(m.run.err.find("mounted"), std::string::npos) << m.run.err;
+  // A regular file is not a block device.
+  auto f = RunReplayCmd({trace, "--layer", "block", "--device", trace, "--allow-device", "-q"});
+  EXPECT_EQ(f.run.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace iotwin::test

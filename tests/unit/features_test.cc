@@ -1,0 +1,299 @@
+// Feature probing: the text parsers and the decision rules (Features::Evaluate over hand-made
+// facts), with no kernel involved.
+#include "capture/features.h"
+
+#include <cerrno>
+
+#include <gtest/gtest.h>
+
+namespace iotwin::capture {
+namespace {
+
+TEST(ParseKernelConfig, ReadsValuesAndNotSetLines) {
+  auto config = ParseKernelConfig(
+      "#\n# Automatically generated file; DO NOT EDIT.\n#\n"
+      "CONFIG_BPF_SYSCALL=y\n"
+      "CONFIG_BLK_DEV_NVME=m\n"
+      "# CONFIG_KPROBES is not set\n"
+      "CONFIG_LOCALVERSION=\"-fc\"\n"
+      "CONFIG_HZ=250\r\n"
+      "garbage line\n"
+      "# a comment that is not a config line\n"
+      "CONFIG_NO_VALUE\n"
+      "CONFIG_LAST=y");
+  EXPECT_EQ(config["CONFIG_BPF_SYSCALL"], "y");
+  EXPECT_EQ(config["CONFIG_BLK_DEV_NVME"], "m");
+  EXPECT_EQ(config["CONFIG_KPROBES"], "n");
+  EXPECT_EQ(config["CONFIG_LOCALVERSION"], "-fc");
+  EXPECT_EQ(config["CONFIG_HZ"], "250");
+  EXPECT_EQ(config["CONFIG_LAST"], "y");
+  EXPECT_EQ(config.count("CONFIG_NO_VALUE"), 0u);
+  EXPECT_EQ(config.size(), 6u);
+}
+
+TEST(ParseKernelConfig, EmptyText) { EXPECT_TRUE(ParseKernelConfig("").empty()); }
+
+TEST(FindTracefsMount, PrefersTracefsAtTheStandardPlace) {
+  EXPECT_EQ(FindTracefsMount("sysfs /sys sysfs rw 0 0\n"
+                             "tracefs /mnt/t tracefs rw 0 0\n"
+                             "tracefs /sys/kernel/tracing tracefs rw,nosuid 0 0\n"),
+            "/sys/kernel/tracing");
+  EXPECT_EQ(FindTracefsMount("tracefs /mnt/t tracefs rw 0 0\n"), "/mnt/t");
+}
+
+TEST(FindTracefsMount, FallsBackToDebugfsTracing) {
+  EXPECT_EQ(FindTracefsMount("debugfs /sys/kernel/debug debugfs rw 0 0\n"),
+            "/sys/kernel/debug/tracing");
+  // A tracefs mount wins over debugfs whatever the order.
+  EXPECT_EQ(FindTracefsMount("debugfs /sys/kernel/debug debugfs rw 0 0\n"
+                             "nodev /sys/kernel/tracing tracefs rw 0 0\n"),
+            "/sys/kernel/tracing");
+}
+
+TEST(FindTracefsMount, NoneMounted) {
+  EXPECT_FALSE(FindTracefsMount("proc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\n"));
+  EXPECT_FALSE(FindTracefsMount(""));
+  EXPECT_FALSE(FindTracefsMount("short line\n"));
+}
+
+TEST(ParseCapEff, ReadsTheEffectiveSet) {
+  EXPECT_EQ(ParseCapEff("Name:\tiotwin\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\n"
+                        "CapEff:\t000001fffeffffff\nCapBnd:\t000001ffffffffff\n"),
+            0x000001fffeffffffull);
+  EXPECT_EQ(ParseCapEff("CapEff: 0000000000000000"), 0u);
+}
+
+TEST(ParseCapEff, RejectsMissingOrMalformed) {
+  EXPECT_FALSE(ParseCapEff("CapPrm:\t000001ffffffffff\n"));
+  EXPECT_FALSE(ParseCapEff("CapEff:\t00000zz\n"));
+  EXPECT_FALSE(ParseCapEff("CapEff:\t\n"));
+  EXPECT_FALSE(ParseCapEff("CapEff:\t00000000000000000001\n"));  // more than 64 bits
+}
+
+TEST(ErrnoText, NamesTheErrno) {
+  EXPECT_EQ(ErrnoText(EPERM), "EPERM (Operation not permitted)");
+  EXPECT_EQ(ErrnoText(ENOENT).substr(0, 7), "ENOENT ");
+}
+
+// Facts shaped like our VM: BTF with the usual tracepoints, tp_btf/raw_tp/ringbuf work, fentry
+// gets EPERM, no kprobes, no NVMe driver, no PMU, tracefs not mounted but mountable.
+KernelFacts VmLikeFacts() {
+  KernelFacts f;
+  f.release = "6.18.0";
+  f.arch = "x86_64";
+  f.euid = 0;
+  f.cap_eff = 0x000001fffeffffffull;
+  f.btf_present = true;
+  f.btf_parse = {true, 0, "parsed"};
+  for (const char* tp :
+       {"sys_enter", "sys_exit", "block_rq_issue", "block_rq_complete", "block_rq_insert",
+        "io_uring_submit_req", "io_uring_complete", "mm_filemap_add_to_page_cache",
+        "mm_filemap_delete_from_page_cache", "writeback_dirty_folio", "writeback_single_inode",
+        "page_fault_user", "sched_switch", "sched_process_fork", "sched_process_exec",
+        "sched_process_exit", "irq_handler_entry", "irq_handler_exit", "softirq_entry",
+        "softirq_exit"}) {
+    f.btf_tracepoints.insert(tp);
+  }
+  f.tracefs_mount_try = {true, 0, "mounting works"};
+  f.tracefs_listed = true;
+  f.tracefs_events = {"syscalls/sys_enter_openat", "syscalls/sys_exit_openat",
+                      "syscalls/sys_enter_read", "syscalls/sys_exit_read", "block/block_rq_issue"};
+  f.uprobe_pmu = true;
+  f.config_source = "/proc/config.gz";
+  f.config = {{"CONFIG_KPROBES", "n"}, {"CONFIG_UPROBES", "y"}, {"CONFIG_UPROBE_EVENTS", "y"}};
+  f.modules = {"loop", "virtio_blk"};
+  f.tp_btf = {true, 0, "loaded and attached"};
+  f.raw_tp = {true, 0, "loaded and attached"};
+  f.fentry = {false, EPERM, "load as fentry/vfs_read failed: EPERM (Operation not permitted)"};
+  f.ringbuf = {true, 0, "created"};
+  f.find_vma = {true, 0, "accepted"};
+  f.cachestat = {true, 0, "works"};
+  f.pmu = {false, ENOENT, "unavailable"};
+  f.lba_sizes = {{"vda", 512}, {"loop0", 512}};
+  return f;
+}
+
+const LayerPlan& Layer(const Features& features, const std::string& name) {
+  for (const auto& plan : features.layers()) {
+    if (plan.name == name) return plan;
+  }
+  static const LayerPlan kMissing;
+  ADD_FAILURE() << "no layer " << name;
+  return kMissing;
+}
+
+TEST(FeaturesEvaluate, VmLikeMachine) {
+  Features features = Features::Evaluate(VmLikeFacts());
+  EXPECT_TRUE(features.Has(Feature::kPrivileges));
+  EXPECT_TRUE(features.Has(Feature::kBtf));
+  EXPECT_FALSE(features.Has(Feature::kTracefsMounted));
+  EXPECT_TRUE(features.Has(Feature::kTracefsMountable));
+  EXPECT_TRUE(features.Has(Feature::kTpBtf));
+  EXPECT_TRUE(features.Has(Feature::kRawSyscallsTp));
+  EXPECT_TRUE(features.Has(Feature::kSyscallTps));
+  EXPECT_TRUE(features.Has(Feature::kBlockTps));
+  EXPECT_TRUE(features.Has(Feature::kPageFaultTp));
+  EXPECT_TRUE(features.Has(Feature::kUprobes));
+
+  EXPECT_FALSE(features.Has(Feature::kFentry));
+  EXPECT_EQ(features.status(Feature::kFentry).error, EPERM);
+  EXPECT_NE(features.status(Feature::kFentry).detail.find("EPERM"), std::string::npos);
+  EXPECT_FALSE(features.Has(Feature::kKprobes));
+  EXPECT_NE(features.status(Feature::kKprobes).detail.find("CONFIG_KPROBES is not set"),
+            std::string::npos);
+  EXPECT_FALSE(features.Has(Feature::kNvmeTps));
+  EXPECT_NE(features.status(Feature::kNvmeTps).detail.find("no NVMe driver loaded"),
+            std::string::npos);
+  EXPECT_FALSE(features.Has(Feature::kHardwarePmu));
+  EXPECT_EQ(features.status(Feature::kHardwarePmu).error, ENOENT);
+  EXPECT_FALSE(features.Has(Feature::kNvmeLbaSizes));
+  // Loop devices are not worth listing; real disks are.
+  EXPECT_NE(features.status(Feature::kNvmeLbaSizes).detail.find("vda 512 B"), std::string::npos);
+  EXPECT_EQ(features.status(Feature::kNvmeLbaSizes).detail.find("loop0"), std::string::npos);
+
+  EXPECT_EQ(features.BestAttach("raw_syscalls", "sys_enter"), AttachMethod::kTpBtf);
+  // Per-syscall events have no btf_trace_ typedef: classic tracepoint (tracefs is mountable).
+  EXPECT_EQ(features.BestAttach("syscalls", "sys_enter_openat"), AttachMethod::kTracepoint);
+  EXPECT_EQ(features.BestAttach("nvme", "nvme_setup_cmd"), AttachMethod::kNone);
+
+  const LayerPlan& syscall = Layer(features, "syscall");
+  EXPECT_TRUE(syscall.available);
+  EXPECT_NE(syscall.method.find("raw_syscalls:sys_enter (tp_btf)"), std::string::npos);
+  const LayerPlan& nvme = Layer(features, "nvme");
+  EXPECT_FALSE(nvme.available);
+  EXPECT_NE(nvme.reason.find("no NVMe driver loaded"), std::string::npos);
+  EXPECT_TRUE(Layer(features, "memory").available);
+  EXPECT_TRUE(Layer(features, "block").available);
+  EXPECT_TRUE(Layer(features, "sched").available);
+}
+
+TEST(FeaturesEvaluate, FallsBackToRawTpThenClassicTracepoints) {
+  KernelFacts f = VmLikeFacts();
+  f.tp_btf = {false, EINVAL, "load failed"};
+  EXPECT_EQ(Features::Evaluate(f).BestAttach("block", "block_rq_issue"), AttachMethod::kRawTp);
+
+  f.raw_tp = {false, EINVAL, "load failed"};
+  Features classic = Features::Evaluate(f);
+  EXPECT_EQ(classic.BestAttach("block", "block_rq_issue"), AttachMethod::kTracepoint);
+  // Only in BTF, not in tracefs: no way left to attach.
+  EXPECT_EQ(classic.BestAttach("block", "block_rq_complete"), AttachMethod::kNone);
+  EXPECT_FALSE(Layer(classic, "block").available);
+
+  f.tracefs_mount_try = {false, EPERM, "mount failed"};
+  EXPECT_EQ(Features::Evaluate(f).BestAttach("block", "block_rq_issue"), AttachMethod::kNone);
+}
+
+TEST(FeaturesEvaluate, SyscallLayerUsesPerSyscallTracepointsWithoutRawSyscalls) {
+  KernelFacts f = VmLikeFacts();
+  f.btf_tracepoints.erase("sys_enter");
+  f.btf_tracepoints.erase("sys_exit");
+  Features features = Features::Evaluate(f);
+  EXPECT_FALSE(features.Has(Feature::kRawSyscallsTp));
+  const LayerPlan& syscall = Layer(features, "syscall");
+  EXPECT_TRUE(syscall.available);
+  EXPECT_NE(syscall.method.find("syscalls:sys_enter_*"), std::string::npos);
+
+  f.tracefs_events.clear();  // and no per-syscall events either
+  Features without = Features::Evaluate(f);
+  const LayerPlan& none = Layer(without, "syscall");
+  EXPECT_FALSE(none.available);
+  EXPECT_NE(none.reason.find("raw_syscalls:sys_enter"), std::string::npos);
+}
+
+TEST(FeaturesEvaluate, RenamedTracepointsCount) {
+  KernelFacts f = VmLikeFacts();
+  f.btf_tracepoints.erase("io_uring_submit_req");
+  f.btf_tracepoints.insert("io_uring_submit_sqe");  // the name before 2022
+  Features features = Features::Evaluate(f);
+  EXPECT_TRUE(features.Has(Feature::kIoUringTps));
+  EXPECT_NE(features.status(Feature::kIoUringTps).detail.find("io_uring_submit_sqe"),
+            std::string::npos);
+
+  f.btf_tracepoints.erase("io_uring_submit_sqe");
+  Features without = Features::Evaluate(f);
+  EXPECT_FALSE(without.Has(Feature::kIoUringTps));
+  EXPECT_NE(without.status(Feature::kIoUringTps).detail.find("io_uring_submit_req|"),
+            std::string::npos);
+}
+
+TEST(FeaturesEvaluate, UnprivilegedProcessCannotCapture) {
+  KernelFacts f = VmLikeFacts();
+  f.euid = 1000;
+  f.cap_eff = 0;
+  Features features = Features::Evaluate(f);
+  EXPECT_FALSE(features.Has(Feature::kPrivileges));
+  EXPECT_NE(features.status(Feature::kPrivileges).detail.find("run as root"), std::string::npos);
+  for (const auto& plan : features.layers()) {
+    EXPECT_FALSE(plan.available) << plan.name;
+    EXPECT_NE(plan.reason.find("needs root"), std::string::npos) << plan.name;
+  }
+  // CAP_BPF + CAP_PERFMON alone suffice.
+  f.cap_eff = (1ull << 38) | (1ull << 39);
+  EXPECT_TRUE(Features::Evaluate(f).Has(Feature::kPrivileges));
+}
+
+TEST(FeaturesEvaluate, NoBtfAndNoTracefs) {
+  KernelFacts f = VmLikeFacts();
+  f.btf_present = false;
+  f.btf_parse = {false, ENOENT, "btf__load_vmlinux_btf failed"};
+  f.btf_tracepoints.clear();
+  f.tracefs_listed = false;
+  f.tracefs_events.clear();
+  f.tp_btf = {false, 0, "not tried: no parseable kernel BTF"};
+  f.config["CONFIG_DEBUG_INFO_BTF"] = "n";
+  Features features = Features::Evaluate(f);
+  EXPECT_FALSE(features.Has(Feature::kBtf));
+  EXPECT_NE(features.status(Feature::kBtf).detail.find("CONFIG_DEBUG_INFO_BTF is not set"),
+            std::string::npos);
+  EXPECT_FALSE(features.Has(Feature::kBlockTps));
+  EXPECT_NE(features.status(Feature::kBlockTps).detail.find("no BTF and no tracefs"),
+            std::string::npos);
+  EXPECT_FALSE(features.Has(Feature::kSyscallTps));
+  EXPECT_FALSE(features.Has(Feature::kTpBtf));
+  EXPECT_EQ(features.status(Feature::kTpBtf).error, 0);  // not tried is not an errno
+}
+
+TEST(FeaturesEvaluate, PageFaultTracepointIsX86Only) {
+  KernelFacts f = VmLikeFacts();
+  f.arch = "aarch64";
+  f.btf_tracepoints.erase("page_fault_user");
+  Features features = Features::Evaluate(f);
+  EXPECT_FALSE(features.Has(Feature::kPageFaultTp));
+  EXPECT_NE(features.status(Feature::kPageFaultTp).detail.find("x86-only"), std::string::npos);
+  // The memory layer still works from the filemap events.
+  EXPECT_TRUE(Layer(features, "memory").available);
+  EXPECT_NE(Layer(features, "memory").reason.find("page_fault_user"), std::string::npos);
+}
+
+TEST(FeaturesEvaluate, NvmePresent) {
+  KernelFacts f = VmLikeFacts();
+  f.modules.insert("nvme_core");
+  f.btf_tracepoints.insert("nvme_setup_cmd");
+  f.btf_tracepoints.insert("nvme_complete_rq");
+  f.lba_sizes["nvme0n1"] = 4096;
+  Features features = Features::Evaluate(f);
+  EXPECT_TRUE(features.Has(Feature::kNvmeTps));
+  EXPECT_TRUE(features.Has(Feature::kNvmeLbaSizes));
+  EXPECT_EQ(features.status(Feature::kNvmeLbaSizes).detail, "nvme0n1 4096 B");
+  EXPECT_TRUE(Layer(features, "nvme").available);
+}
+
+TEST(FeaturesJson, HasEveryFeatureAndLayer) {
+  Features features = Features::Evaluate(VmLikeFacts());
+  nlohmann::json j = features.ToJson();
+  ASSERT_TRUE(j.contains("features"));
+  EXPECT_EQ(j["features"].size(), static_cast<size_t>(kFeatureCount));
+  for (const auto& st : features.all()) {
+    const auto& entry = j["features"][std::string(st.key)];
+    EXPECT_EQ(entry["supported"], st.supported) << st.key;
+    EXPECT_EQ(entry["detail"], st.detail) << st.key;
+  }
+  EXPECT_EQ(j["features"]["fentry"]["errno_name"], "EPERM");
+  EXPECT_FALSE(j["features"]["tp_btf"].contains("errno"));
+  EXPECT_EQ(j["layers"].size(), 5u);
+  EXPECT_EQ(j["lba_sizes"]["vda"], 512);
+  EXPECT_TRUE(j["tracefs"].is_null());
+}
+
+}  // namespace
+}  // namespace iotwin::capture

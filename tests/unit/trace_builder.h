@@ -1,0 +1,408 @@
+// TraceBuilder: builds iotwin traces programmatically for tests (no BPF, no root).
+//
+// Records are kept in memory in the order they are added; Feed() hands them to anything with a
+// Status Add(const iot_rec_hdr*) method (ModelBuilder, an analysis pass), WriteFile() writes a
+// real trace with TraceWriter. Strings are interned on first use, each STRING record placed
+// before the first record naming it, as a real capture does.
+//
+// Time: every record gets ts = now(), then the clock advances by `step` (10 us by default);
+// syscalls last `dur` (1 us by default). SetTime/Advance move the clock explicitly. Threads
+// belong to the process given by Thread(tgid, tid); an unregistered tid is its own process.
+//
+// Helpers return the record they appended so a test can adjust any field:
+//   b.Pread(101, 3, 4096, 4096, 4096).dur = 50'000;
+#pragma once
+
+#include <fcntl.h>
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "format/records.h"
+#include "format/trace_writer.h"
+#include "iotwin_abi.h"
+
+namespace iotwin::test {
+
+class TraceBuilder {
+ public:
+  TraceBuilder() {
+    meta_ = {{"tool", "trace_builder"},
+             {"host",
+              {{"hostname", "test"}, {"arch", "x86_64"}, {"page_size", 4096}, {"cpus", 2},
+               {"clock", "monotonic"}}},
+             {"layers", {{"syscall", {{"enabled", true}}}}}};
+  }
+
+  nlohmann::json& meta() { return meta_; }
+  uint64_t now() const { return now_; }
+  void SetTime(uint64_t ts) { now_ = ts; }
+  void Advance(uint64_t ns) { now_ += ns; }
+  uint64_t step = 10'000;
+  uint64_t dur = 1'000;
+
+  // tid belongs to process tgid (no record is written).
+  void Thread(uint32_t tgid, uint32_t tid) { tgid_of_[tid] = tgid; }
+  uint32_t TgidOf(uint32_t tid) const {
+    auto it = tgid_of_.find(tid);
+    return it == tgid_of_.end() ? tid : it->second;
+  }
+
+  // Interns `s`, appending its STRING record the first time.
+  uint32_t Str(std::string_view s, bool truncated = false) {
+    auto it = strings_.find(std::string(s));
+    if (it != strings_.end()) return it->second;
+    uint32_t id = static_cast<uint32_t>(strings_.size() + 1);
+    strings_.emplace(std::string(s), id);
+    auto& buf = NewRecord(sizeof(iot_string) + s.size());
+    auto* r = reinterpret_cast<iot_string*>(buf.data());
+    r->hdr.type = IOT_REC_STRING;
+    r->id = id;
+    r->len = static_cast<uint16_t>(s.size());
+    r->flags = truncated ? IOT_STRF_TRUNCATED : 0;
+    std::memcpy(buf.data() + sizeof(iot_string), s.data(), s.size());
+    return id;
+  }
+
+  // ---- system calls ------------------------------------------------------------------------
+  iot_syscall& Syscall(uint32_t tid, uint16_t op, int64_t ret) {
+    auto& r = Append<iot_syscall>(IOT_REC_SYSCALL);
+    r.op = op;
+    r.ts = now_;
+    r.dur = dur;
+    r.tgid = TgidOf(tid);
+    r.tid = tid;
+    r.ret = ret;
+    r.fd = -1;
+    r.fd2 = -1;
+    now_ += step;
+    return r;
+  }
+
+  iot_syscall& Openat(uint32_t tid, std::string_view path, uint32_t flags, int64_t ret,
+                      uint64_t fsize = 0, int dirfd = -100, uint32_t mode = 0644) {
+    uint32_t pid = Str(path);
+    auto& r = Syscall(tid, IOT_OP_OPENAT, ret);
+    r.fd = dirfd;
+    r.flags = flags;
+    r.mode = mode;
+    r.path_id = pid;
+    r.fsize = fsize;
+    if (ret >= 0) {
+      r.ftype = (flags & O_DIRECTORY) ? 4 : 8;
+      r.ino = 1000 + pid;
+    }
+    return r;
+  }
+  iot_syscall& Close(uint32_t tid, int fd, int64_t ret = 0) {
+    auto& r = Syscall(tid, IOT_OP_CLOSE, ret);
+    r.fd = fd;
+    return r;
+  }
+  iot_syscall& Read(uint32_t tid, int fd, uint64_t len, int64_t ret, uint64_t fsize = 0) {
+    auto& r = Syscall(tid, IOT_OP_READ, ret);
+    r.fd = fd;
+    r.length = len;
+    r.fsize = fsize;
+    return r;
+  }
+  iot_syscall& Write(uint32_t tid, int fd, uint64_t len, int64_t ret) {
+    auto& r = Syscall(tid, IOT_OP_WRITE, ret);
+    r.fd = fd;
+    r.length = len;
+    return r;
+  }
+  iot_syscall& Pread(uint32_t tid, int fd, uint64_t off, uint64_t len, int64_t ret,
+                     uint64_t fsize = 0) {
+    auto& r = Syscall(tid, IOT_OP_PREAD64, ret);
+    r.fd = fd;
+    r.offset = off;
+    r.length = len;
+    r.fsize = fsize;
+    return r;
+  }
+  iot_syscall& Pwrite(uint32_t tid, int fd, uint64_t off, uint64_t len, int64_t ret) {
+    auto& r = Syscall(tid, IOT_OP_PWRITE64, ret);
+    r.fd = fd;
+    r.offset = off;
+    r.length = len;
+    r.fsize = off + (ret > 0 ? static_cast<uint64_t>(ret) : 0);
+    return r;
+  }
+  // Vectored call with explicit iovec lengths; an IOVEC record follows it.
+  iot_syscall& Vectored(uint32_t tid, uint16_t op, int fd, uint64_t off,
+                        const std::vector<uint64_t>& lens, int64_t ret, uint32_t rwf = 0) {
+    uint64_t total = 0;
+    for (auto l : lens) total += l;
+    auto& r = Syscall(tid, op, ret);
+    r.fd = fd;
+    r.offset = off;
+    r.length = total;
+    r.aux = lens.size();
+    r.flags = rwf;
+    auto& buf = NewRecord(sizeof(iot_iovec) + lens.size() * sizeof(uint64_t));
+    auto* iv = reinterpret_cast<iot_iovec*>(buf.data());
+    iv->hdr.type = IOT_REC_IOVEC;
+    iv->tid = tid;
+    iv->count = static_cast<uint16_t>(lens.size());
+    iv->captured = static_cast<uint16_t>(lens.size());
+    iv->ts = r.ts;
+    std::memcpy(buf.data() + sizeof(iot_iovec), lens.data(), lens.size() * sizeof(uint64_t));
+    return Last<iot_syscall>(1);
+  }
+  iot_syscall& Lseek(uint32_t tid, int fd, int64_t off, int whence, int64_t ret) {
+    auto& r = Syscall(tid, IOT_OP_LSEEK, ret);
+    r.fd = fd;
+    r.offset = static_cast<uint64_t>(off);
+    r.aux = static_cast<uint64_t>(whence);
+    return r;
+  }
+  iot_syscall& FdOp(uint32_t tid, uint16_t op, int fd, int64_t ret = 0) {
+    auto& r = Syscall(tid, op, ret);
+    r.fd = fd;
+    return r;
+  }
+  iot_syscall& Dup(uint32_t tid, int fd, int64_t ret) { return FdOp(tid, IOT_OP_DUP, fd, ret); }
+  iot_syscall& Dup2(uint32_t tid, int oldfd, int newfd, int64_t ret, uint16_t op = IOT_OP_DUP2,
+                    uint32_t flags = 0) {
+    auto& r = Syscall(tid, op, ret);
+    r.fd = oldfd;
+    r.fd2 = newfd;
+    r.flags = flags;
+    return r;
+  }
+  iot_syscall& Fcntl(uint32_t tid, int fd, int cmd, uint64_t arg, int64_t ret) {
+    auto& r = Syscall(tid, IOT_OP_FCNTL, ret);
+    r.fd = fd;
+    r.mode = static_cast<uint32_t>(cmd);
+    r.aux = arg;
+    return r;
+  }
+  iot_syscall& CloseRange(uint32_t tid, unsigned first, unsigned last, uint32_t flags = 0) {
+    auto& r = Syscall(tid, IOT_OP_CLOSE_RANGE, 0);
+    r.fd = static_cast<int32_t>(first);
+    r.fd2 = static_cast<int32_t>(last);
+    r.flags = flags;
+    return r;
+  }
+  // Path-only calls: stat, mkdir, unlink, rmdir, chdir, truncate ... (first path only).
+  iot_syscall& PathOp(uint32_t tid, uint16_t op, std::string_view path, int64_t ret,
+                      int dirfd = -100) {
+    uint32_t pid = Str(path);
+    auto& r = Syscall(tid, op, ret);
+    r.fd = dirfd;
+    r.path_id = pid;
+    return r;
+  }
+  // Two-path calls: rename, link, symlink (for symlink `a` is the target).
+  iot_syscall& Path2Op(uint32_t tid, uint16_t op, std::string_view a, std::string_view b,
+                       int64_t ret = 0) {
+    uint32_t ia = Str(a), ib = Str(b);
+    auto& r = Syscall(tid, op, ret);
+    r.fd = -100;
+    r.fd2 = -100;
+    r.path_id = ia;
+    r.path2_id = ib;
+    return r;
+  }
+  iot_syscall& Mmap(uint32_t tid, int fd, uint64_t off, uint64_t len, uint32_t prot,
+                    uint32_t flags, uint64_t addr_ret) {
+    auto& r = Syscall(tid, IOT_OP_MMAP, static_cast<int64_t>(addr_ret));
+    r.fd = fd;
+    r.offset = off;
+    r.length = len;
+    r.mode = prot;
+    r.flags = flags;
+    return r;
+  }
+  // munmap/msync/madvise: address in offset, length, msync flags in flags, advice in aux.
+  iot_syscall& MemOp(uint32_t tid, uint16_t op, uint64_t addr, uint64_t len, uint64_t aux = 0,
+                     uint32_t flags = 0, int64_t ret = 0) {
+    auto& r = Syscall(tid, op, ret);
+    r.offset = addr;
+    r.length = len;
+    r.aux = aux;
+    r.flags = flags;
+    return r;
+  }
+
+  // ---- processes ---------------------------------------------------------------------------
+  iot_proc& Proc(uint16_t kind, uint32_t tgid, uint32_t tid, uint32_t child_tgid = 0,
+                 uint32_t child_tid = 0, std::string_view path = {}) {
+    uint32_t pid = path.empty() ? 0 : Str(path);
+    auto& r = Append<iot_proc>(IOT_REC_PROC);
+    r.kind = kind;
+    r.ts = now_;
+    r.tgid = tgid;
+    r.tid = tid;
+    r.child_tgid = child_tgid;
+    r.child_tid = child_tid;
+    r.path_id = pid;
+    now_ += step;
+    return r;
+  }
+  iot_proc& Fork(uint32_t parent_tid, uint32_t child_pid) {
+    Thread(child_pid, child_pid);
+    return Proc(IOT_PROC_FORK, TgidOf(parent_tid), parent_tid, child_pid, child_pid);
+  }
+  iot_proc& NewThread(uint32_t creator_tid, uint32_t new_tid) {
+    uint32_t tgid = TgidOf(creator_tid);
+    Thread(tgid, new_tid);
+    return Proc(IOT_PROC_THREAD, tgid, creator_tid, tgid, new_tid);
+  }
+  iot_proc& Exec(uint32_t tid, std::string_view path) {
+    return Proc(IOT_PROC_EXEC, TgidOf(tid), tid, 0, 0, path);
+  }
+  iot_proc& Exit(uint32_t tid, bool group_dead) {
+    auto& r = Proc(IOT_PROC_EXIT, TgidOf(tid), tid);
+    r.flags = group_dead ? IOT_PROCF_GROUP_DEAD : 0;
+    return r;
+  }
+  iot_proc& Cwd(uint32_t tid, std::string_view path) {
+    return Proc(IOT_PROC_CWD, TgidOf(tid), tid, 0, 0, path);
+  }
+  iot_proc& Attach(uint32_t tid, std::string_view cwd) {
+    return Proc(IOT_PROC_ATTACH, TgidOf(tid), tid, 0, 0, cwd);
+  }
+  iot_fd_snapshot& FdSnapshot(uint32_t tgid, int fd, std::string_view path, uint32_t flags,
+                              uint64_t pos, uint64_t fsize, uint16_t ftype = 8) {
+    uint32_t pid = Str(path);
+    auto& r = Append<iot_fd_snapshot>(IOT_REC_FD_SNAPSHOT);
+    r.tgid = tgid;
+    r.ts = now_;
+    r.fd = fd;
+    r.flags = flags;
+    r.pos = pos;
+    r.fsize = fsize;
+    r.path_id = pid;
+    r.ftype = ftype;
+    return r;
+  }
+
+  // ---- memory, async, block, losses -----------------------------------------------------------
+  iot_page_fault& Fault(uint32_t tid, uint64_t addr, bool write, uint64_t pgoff = 0,
+                        uint64_t ino = 0) {
+    auto& r = Append<iot_page_fault>(IOT_REC_PAGE_FAULT);
+    r.flags = write ? IOT_PFF_WRITE : 0;
+    r.ts = now_;
+    r.addr = addr;
+    r.ino = ino;
+    r.pgoff = pgoff;
+    r.tgid = TgidOf(tid);
+    r.tid = tid;
+    now_ += step;
+    return r;
+  }
+  iot_async_io& Async(uint32_t tid, uint8_t engine, uint8_t phase, uint8_t opcode, uint64_t ctx,
+                      uint64_t req, int fd, uint64_t off, uint64_t len, int64_t res = 0) {
+    auto& r = Append<iot_async_io>(IOT_REC_ASYNC_IO);
+    r.engine = engine;
+    r.phase = phase;
+    r.opcode = opcode;
+    r.ts = now_;
+    r.ctx = ctx;
+    r.req_id = req;
+    r.user_data = req;
+    r.offset = off;
+    r.length = len;
+    r.res = res;
+    r.tgid = TgidOf(tid);
+    r.tid = tid;
+    r.fd = fd;
+    return r;
+  }
+  iot_block& Block(uint16_t phase, uint64_t sector, uint32_t bytes, uint32_t flags,
+                   uint64_t rq_id, uint32_t dev = 0x800000) {
+    auto& r = Append<iot_block>(IOT_REC_BLOCK);
+    r.phase = phase;
+    r.ts = now_;
+    r.sector = sector;
+    r.rq_id = rq_id;
+    r.nr_sector = bytes / 512;
+    r.bytes = bytes;
+    r.dev = dev;
+    r.flags = flags;
+    now_ += step;
+    return r;
+  }
+  iot_lost& Lost(uint16_t source, uint64_t count, uint16_t cpu = 0) {
+    auto& r = Append<iot_lost>(IOT_REC_LOST);
+    r.source = source;
+    r.cpu = cpu;
+    r.ts = now_;
+    r.count = count;
+    return r;
+  }
+  iot_cache_state& CacheState(std::string_view path, uint64_t fsize, uint64_t resident,
+                              uint64_t total) {
+    uint32_t pid = Str(path);
+    auto& r = Append<iot_cache_state>(IOT_REC_CACHE_STATE);
+    r.path_id = pid;
+    r.ts = now_;
+    r.fsize = fsize;
+    r.resident_pages = resident;
+    r.total_pages = total;
+    return r;
+  }
+
+  // ---- output ------------------------------------------------------------------------------
+  size_t size() const { return records_.size(); }
+  const std::deque<std::vector<uint8_t>>& records() const { return records_; }
+
+  // Hands every record, in order, to sink.Add(const iot_rec_hdr*).
+  template <typename Sink>
+  Status Feed(Sink& sink) const {
+    for (const auto& r : records_) {
+      IOTWIN_RETURN_IF_ERROR(sink.Add(reinterpret_cast<const iot_rec_hdr*>(r.data())));
+    }
+    return Status::Ok();
+  }
+
+  // Writes a complete trace file (header meta(), records, footer `summary`).
+  Status WriteFile(const std::string& path,
+                   const nlohmann::json& summary = nlohmann::json::object()) const {
+    IOTWIN_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(path, meta_));
+    for (const auto& r : records_) {
+      IOTWIN_RETURN_IF_ERROR(writer->Append(reinterpret_cast<const iot_rec_hdr*>(r.data())));
+    }
+    nlohmann::json s = summary;
+    if (!s.contains("stop_reason")) s["stop_reason"] = "exit";
+    return writer->Finish(s);
+  }
+
+ private:
+  std::vector<uint8_t>& NewRecord(size_t size) {
+    records_.emplace_back(size, 0);
+    auto& buf = records_.back();
+    reinterpret_cast<iot_rec_hdr*>(buf.data())->size = static_cast<uint16_t>(size);
+    return buf;
+  }
+  template <typename T>
+  T& Append(uint16_t type) {
+    auto& buf = NewRecord(sizeof(T));
+    T& r = *reinterpret_cast<T*>(buf.data());
+    r.hdr.type = type;
+    return r;
+  }
+  template <typename T>
+  T& Last(size_t back) {
+    return *reinterpret_cast<T*>(records_[records_.size() - 1 - back].data());
+  }
+
+  nlohmann::json meta_;
+  uint64_t now_ = 1'000'000'000;
+  std::unordered_map<std::string, uint32_t> strings_;
+  std::unordered_map<uint32_t, uint32_t> tgid_of_;
+  std::deque<std::vector<uint8_t>> records_;
+};
+
+}  // namespace iotwin::test

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# bootstrap.sh: install iotwin's Debian packages, build it, then run the demo or the tests.
+# Works as root on a fresh Debian 12 machine; quick when everything is already installed/built.
+#
+#   ./tools/bootstrap.sh demo    install, build (build/), run `iotwin demo`; exits with its status
+#   ./tools/bootstrap.sh test    install, build, then: ctest (unit + runtime tests) in build/, the
+#                                unit tests under ASan+UBSan (build-asan/), each libFuzzer target
+#                                for a bounded time (build-fuzz/); last line "N passed, N failed"
+#   ./tools/bootstrap.sh build   install and build only
+#   ./tools/bootstrap.sh deps    install the Debian packages only (tools/debian-packages.txt)
+#
+# Environment:
+#   IOTWIN_JOBS          parallel build jobs (default: nproc)
+#   IOTWIN_FUZZ_SECONDS  total fuzzing time, split among the fuzz targets (default 60)
+#   IOTWIN_REQUIRE_BPF=1 a runtime test that cannot load BPF fails instead of skipping (CI sets it)
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$top"
+mode=${1:-build}
+jobs=${IOTWIN_JOBS:-$(nproc)}
+fuzz_seconds=${IOTWIN_FUZZ_SECONDS:-60}
+
+log() { printf '\n== %s\n' "$*"; }
+die() {
+  printf 'bootstrap: %s\n' "$*" >&2
+  exit 2
+}
+elapsed() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
+
+# ---- Debian packages -----------------------------------------------------------------------
+
+packages() { sed -e 's/#.*//' tools/debian-packages.txt | tr -s ' \t' '\n' | sed '/^$/d'; }
+
+install_deps() {
+  local missing=() pkg
+  for pkg in $(packages); do
+    if [ "$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null)" != installed ]; then
+      missing+=("$pkg")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "Debian packages: all $(packages | wc -l) from tools/debian-packages.txt are installed"
+    return
+  fi
+  log "Installing ${#missing[@]} Debian packages: ${missing[*]}"
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || die "not root and no sudo; as root run: apt-get install ${missing[*]}"
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}" </dev/null
+  log "Installed at $(elapsed)"
+}
+
+# ---- builds --------------------------------------------------------------------------------
+
+build_main() {
+  log "Building iotwin (RelWithDebInfo) in build/ with $jobs jobs"
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  ninja -C build -j "$jobs"
+  log "Built at $(elapsed)"
+}
+
+# ---- test phases: each adds to these counts ------------------------------------------------
+
+passed=0
+failed=0
+skipped=0
+report=()
+
+# ctest over build/ with the given selection; counts from its summary.
+run_ctest() {
+  local name=$1
+  shift
+  local out=build/ctest-$name.log rc=0
+  ctest --test-dir build --output-on-failure --timeout 900 "$@" 2>&1 | tee "$out" || rc=$?
+  if grep -q 'No tests were found' "$out"; then
+    report+=("ctest $name: no tests")
+    return
+  fi
+  local summary total fail skip
+  summary=$(grep -E 'tests? passed, [0-9]+ tests? failed out of [0-9]+' "$out" | tail -1 || true)
+  if [ -z "$summary" ]; then
+    failed=$((failed + 1))
+    report+=("ctest $name: no summary (ctest exited with $rc)")
+    return
+  fi
+  fail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$summary")
+  total=$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$summary")
+  # Skipped tests count as "passed" in ctest's percentage; report them apart.
+  skip=$(grep -cE '^[[:space:]]+[0-9]+ - .* \((Skipped|Disabled)\)$' "$out" || true)
+  passed=$((passed + total - fail - skip))
+  failed=$((failed + fail))
+  skipped=$((skipped + skip))
+  report+=("ctest $name: $((total - fail - skip)) passed, $fail failed, $skip skipped")
+}
+
+# Unit tests built with -fsanitize=address,undefined; counts from gtest's per-test lines.
+run_asan_unit_tests() {
+  log "Unit tests under AddressSanitizer + UBSan (build-asan/)"
+  if ! cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIOTWIN_SANITIZE=ON >/dev/null ||
+    ! ninja -C build-asan -j "$jobs" iotwin_unit_tests; then
+    failed=$((failed + 1))
+    report+=("ASan/UBSan unit tests: build failed")
+    return
+  fi
+  local out=build-asan/unit-tests.log rc=0
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1} \
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    build-asan/tests/iotwin_unit_tests 2>&1 | tee "$out" || rc=$?
+  local ok bad skip
+  ok=$(grep -cE '^\[       OK \] .* \([0-9]+ ms\)$' "$out" || true)
+  bad=$(grep -cE '^\[  FAILED  \] .* \([0-9]+ ms\)$' "$out" || true)
+  skip=$(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$out" || true)
+  if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+    bad=1 # a sanitizer report or crash ends the run without a gtest failure line
+  fi
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+  skipped=$((skipped + skip))
+  report+=("ASan/UBSan unit tests: $ok passed, $bad failed, $skip skipped (exit $rc)")
+}
+
+# Each tests/fuzz/*_fuzz.cc built with clang + libFuzzer and run for its share of the time.
+run_fuzzers() {
+  local sources=() names=() src
+  for src in tests/fuzz/*_fuzz.cc; do
+    [ -e "$src" ] && sources+=("$src") && names+=("$(basename "$src" .cc)")
+  done
+  if [ ${#names[@]} -eq 0 ]; then
+    log "No libFuzzer targets (tests/fuzz/*_fuzz.cc): fuzzing skipped"
+    report+=("fuzz: no targets")
+    return
+  fi
+  log "libFuzzer targets (build-fuzz/): ${names[*]}, ${fuzz_seconds}s in all"
+  if ! CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DIOTWIN_FUZZ=ON >/dev/null || ! ninja -C build-fuzz -j "$jobs" "${names[@]}"; then
+    failed=$((failed + 1))
+    report+=("fuzz: build failed")
+    return
+  fi
+  local per=$((fuzz_seconds / ${#names[@]})) name
+  [ "$per" -ge 5 ] || per=5
+  for name in "${names[@]}"; do
+    local bin corpus=build-fuzz/corpus/$name seeds=() out=build-fuzz/$name.log rc=0
+    bin=$(find build-fuzz -type f -name "$name" -perm -u+x | head -1)
+    mkdir -p "$corpus" build-fuzz/artifacts
+    # Seeds: tests/fuzz/seeds/<target>/ when a target has its own, else tests/fuzz/seeds/.
+    if [ -d "tests/fuzz/seeds/$name" ]; then
+      seeds=("tests/fuzz/seeds/$name")
+    elif [ -d tests/fuzz/seeds ]; then
+      seeds=(tests/fuzz/seeds)
+    fi
+    # New inputs go to the first directory (the build's corpus), never into the repository.
+    "$bin" -max_total_time="$per" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="build-fuzz/artifacts/$name-" "$corpus" "${seeds[@]}" >"$out" 2>&1 || rc=$?
+    local runs
+    runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$out" | grep -oE '[0-9]+$' || echo '?')
+    if [ "$rc" -eq 0 ]; then
+      passed=$((passed + 1))
+      report+=("fuzz $name: passed ($runs inputs in ${per}s)")
+    else
+      failed=$((failed + 1))
+      tail -40 "$out"
+      report+=("fuzz $name: FAILED (exit $rc; crash input under build-fuzz/artifacts/, log $out)")
+    fi
+  done
+}
+
+run_tests() {
+  log "Tests in build/ (unit and other tests in parallel, then runtime tests one by one)"
+  [ "$(id -u)" -eq 0 ] || echo "bootstrap: not root: runtime tests that need BPF will skip"
+  run_ctest other -LE runtime -j "$jobs"
+  run_ctest runtime -L runtime
+  log "ctest done at $(elapsed)"
+  run_asan_unit_tests
+  log "ASan/UBSan done at $(elapsed)"
+  run_fuzzers
+  log "Summary after $(elapsed)"
+  printf '%s\n' "${report[@]}"
+  if [ "$skipped" -gt 0 ]; then
+    printf '%d passed, %d failed (%d skipped)\n' "$passed" "$failed" "$skipped"
+  else
+    printf '%d passed, %d failed\n' "$passed" "$failed"
+  fi
+  [ "$failed" -eq 0 ]
+}
+
+case "$mode" in
+  deps)
+    install_deps
+    ;;
+  build)
+    install_deps
+    build_main
+    ;;
+  test)
+    install_deps
+    build_main
+    run_tests
+    ;;
+  demo)
+    install_deps
+    build_main
+    log "Running build/src/cli/iotwin demo"
+    rc=0
+    build/src/cli/iotwin demo || rc=$?
+    if [ "$rc" -eq 0 ]; then
+      log "iotwin demo succeeded ($(elapsed) in all)"
+    else
+      log "iotwin demo FAILED: exit status $rc ($(elapsed) in all)"
+    fi
+    exit "$rc"
+    ;;
+  *)
+    die "usage: $0 [deps|build|test|demo]"
+    ;;
+esac
