@@ -339,7 +339,7 @@ struct iot_block {
 	iot_u64 rq_id;  /* identity of the request (0: none yet) */
 	iot_u64 bio_id; /* identity of the bio (0: not a bio event) */
 	iot_u64 ino;    /* file of the first page, where known */
-	iot_u64 aux;    /* new sector (split), old sector (remap), ioprio */
+	iot_u64 aux;    /* new sector (split), old sector (remap), ioprio (Q), bytes left before (C) */
 	iot_u32 nr_sector;
 	iot_u32 bytes;
 	iot_u32 dev;
@@ -349,6 +349,8 @@ struct iot_block {
 	iot_s32 error;
 	iot_u32 ino_dev; /* super block dev of ino */
 	char comm[16];
+	iot_u64 pgoff;     /* page index in the file of the first page (valid when ino != 0) */
+	iot_u64 parent_id; /* X: bio_id of the bio this one was split from (0: unknown) */
 };
 
 /* ---- NVMe ---------------------------------------------------------------- */

@@ -147,6 +147,7 @@ Result<std::unique_ptr<CaptureBpf>> CaptureBpf::Load(const CaptureBpfConfig& con
   }
   if (config.uprobes) IOTWIN_RETURN_IF_ERROR(c->LoadIntent(config));
   c->LoadMemory(config);
+  c->LoadBlockLayers(config);
   return c;
 }
 
@@ -227,11 +228,36 @@ void CaptureBpf::LoadMemory(const CaptureBpfConfig& config) {
   }
   memory_plan_.StateFallBackToUserSpace("the memory BPF programs failed to load");
   notes_.push_back("memory: " + why);
+
+// The block, NVMe and interference layers are optional: what cannot load is explained in
+// block_plan_, never fatal.
+void CaptureBpf::LoadBlockLayers(const CaptureBpfConfig& config) {
+  BlockSharedMaps shared;
+  shared.events_fd = bpf_map__fd(syscall_->maps.iot_events);
+  shared.traced_fd = bpf_map__fd(syscall_->maps.iot_traced_tgids);
+  shared.drops_fd = bpf_map__fd(syscall_->maps.iot_drops);
+  // One interesting-inode set with the memory layer: the files it marks (dirtied, faulted,
+  // opened) are the ones whose write-back the block layer follows. Without it, the block object
+  // keeps its own and marks the files traced threads dirty itself.
+  if (memory_) {
+    shared.inodes_fd = memory_->inodes_fd();
+    shared.inodes_marked_elsewhere = memory_plan_.writeback.enabled;
+  }
+  shared.cgroup_id = config.cgroup_id;
+  shared.self_tgid = config.self_tgid;
+  shared.wake_bytes = config.wake_bytes;
+  auto b = BlockBpf::Load(config.block, shared, &block_plan_);
+  if (!b.ok()) {
+    notes_.push_back("block: " + b.status().message().substr(0, b.status().message().find('\n')));
+    return;
+  }
+  block_ = std::move(b).value();
 }
 
 CaptureBpf::~CaptureBpf() {
   Detach();
   memory_.reset();
+  block_.reset();
   if (intent_) iotwin_intent_bpf__destroy(intent_);
   if (async_) iotwin_async_bpf__destroy(async_);
   if (proc_) iotwin_proc_bpf__destroy(proc_);
@@ -266,11 +292,13 @@ Status CaptureBpf::Attach() {
                       attach(async_->progs.iot_uring_complete, false).ok();
   }
   if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->Attach(&notes_));
+  if (block_) IOTWIN_RETURN_IF_ERROR(block_->Attach(&notes_, &block_plan_));
   return Status::Ok();
 }
 
 void CaptureBpf::Detach() {
   if (memory_) memory_->Detach();
+  if (block_) block_->Detach();
   for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "capture/block_bpf.h"
 #include "capture/memory_bpf.h"
 #include "capture/memory_options.h"
 
@@ -33,6 +34,7 @@ struct CaptureBpfConfig {
   bool async = true;                   // io_uring request tracepoints
   bool uprobes = false;                // load the uprobe programs
   MemoryOptions memory;                // memory layer parts (memory_bpf.h)
+  BlockOptions block;                  // block, NVMe and interference layers (block_bpf.h)
 };
 
 // Per-source loss counters, summed over CPUs and per CPU.
@@ -74,6 +76,9 @@ class CaptureBpf {
   // The memory layer: null when none of its kernel parts runs; memory_plan() says why.
   MemoryBpf* memory() const { return memory_.get(); }
   const MemoryLayerState& memory_plan() const { return memory_plan_; }
+  // The block side: null when none of block/nvme/sched runs; block_plan() says why.
+  BlockBpf* block() const { return block_.get(); }
+  const BlockLayerPlan& block_plan() const { return block_plan_; }
   const std::string& attach_kind() const { return attach_kind_; }
   // Human-readable notes on optional parts that are off and why.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -85,6 +90,7 @@ class CaptureBpf {
   Status LoadAsync(const CaptureBpfConfig& config);
   Status LoadIntent(const CaptureBpfConfig& config);
   void LoadMemory(const CaptureBpfConfig& config);
+  void LoadBlockLayers(const CaptureBpfConfig& config);
 
   iotwin_syscall_bpf* syscall_ = nullptr;
   iotwin_proc_bpf* proc_ = nullptr;
@@ -93,6 +99,8 @@ class CaptureBpf {
   std::vector<bpf_link*> links_;
   std::unique_ptr<MemoryBpf> memory_;
   MemoryLayerState memory_plan_;
+  std::unique_ptr<BlockBpf> block_;
+  BlockLayerPlan block_plan_;
   bool async_attached_ = false;
   std::string attach_kind_ = "tp_btf";
   std::vector<std::string> notes_;

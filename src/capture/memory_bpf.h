@@ -102,6 +102,8 @@ class MemoryBpf {
   Status Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink& sink, SweepCounts* counts);
 
   Result<std::array<uint64_t, 16>> ReadStats() const;  // IOT_MEM_STAT_*, summed over CPUs
+  // The interesting-inode set (iot_mem_inodes), shared with the block layer (block_bpf.h).
+  int inodes_fd() const;
   static const char* StatName(size_t i);
 
  private:

@@ -200,8 +200,32 @@ std::string HumanBytes(uint64_t b) {
   return fmt::format("{} B", b);
 }
 
-// ---- the capture
-// ---------------------------------------------------------------------------------
+// ---- the block side (block, nvme, sched, pmu layers; capture/block_bpf.h) ----------------------------
+void AddBlockMeta(const CaptureBpf& bpf, json* layers, json* meta) {
+  const BlockLayerPlan& plan = bpf.block_plan();
+  (*layers)["block"] = plan.block.ToJson();
+  (*layers)["nvme"] = plan.nvme.ToJson();
+  (*layers)["sched"] = plan.sched.ToJson();
+  (*layers)["pmu"] = plan.pmu.ToJson();
+  json lba = json::object();
+  json devices = json::object();
+  for (const BlockDeviceInfo& d : ReadBlockDevices()) {
+    if (d.name.rfind("nvme", 0) == 0) lba[d.name] = d.logical_block_size;
+    devices[d.name] = d.ToJson();
+  }
+  (*meta)["lba_sizes"] = lba;
+  (*meta)["block_devices"] = devices;
+}
+
+void AddBlockSummary(const CaptureBpf& bpf, const DropCounts& drops, json* lost, json* summary) {
+  const BlockLayerPlan& plan = bpf.block_plan();
+  if (plan.block.enabled) (*lost)["block"] = drops.Total(IOT_SRC_BLOCK);
+  if (plan.nvme.enabled) (*lost)["nvme"] = drops.Total(IOT_SRC_NVME);
+  if (plan.sched.enabled) (*lost)["sched"] = drops.Total(IOT_SRC_SCHED);
+  if (bpf.block()) (*summary)["block"] = bpf.block()->Stats();
+}
+
+// ---- the capture ---------------------------------------------------------------------------------
 class Capture {
  public:
   explicit Capture(const RecordOptions& o) : opt_(o) {}
@@ -305,6 +329,7 @@ Status Capture::Setup() {
   cfg.async = opt_.async;
   cfg.uprobes = !opt_.uprobes.empty();
   cfg.memory = opt_.memory;
+  cfg.block = opt_.block;
   IOTWIN_ASSIGN_OR_RETURN(bpf_, CaptureBpf::Load(cfg));
   IOTWIN_RETURN_IF_ERROR(bpf_->Attach());
   if (marker_) {
@@ -343,13 +368,9 @@ Status Capture::Setup() {
        marker_
            ? "IOTWIN_MARKER file channel" + std::string(opt_.uprobes.empty() ? "" : " and uprobes")
            : (opt_.uprobes.empty() ? "no marker channel (not a command)" : "uprobes")}};
-  const char* not_here = "not captured by this version of iotwin record";
   layers["memory"] = bpf_->memory_plan().ToJson();
-  for (const char* l : {"block", "nvme", "sched"}) {
-    layers[l] = {{"enabled", false}, {"reason", not_here}};
-  }
+  AddBlockMeta(*bpf_, &layers, &meta);
   meta["layers"] = layers;
-  meta["lba_sizes"] = json::object();
   json cap;
   cap["mode"] = mode_;
   cap["attach"] = bpf_->attach_kind();
@@ -655,6 +676,7 @@ Result<RecordOutcome> Capture::Run() {
         IOT_SRC_MEMORY}) {
     lost[std::string(SourceName(src))] = drops_.Total(src);
   }
+  AddBlockSummary(*bpf_, drops_, &lost, &summary);
   summary["lost"] = lost;
   summary["duration_ns"] = Mono() - start_ns_;
   summary["malformed_ring_records"] = counts.malformed;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "capture/block_options.h"
 #include "capture/memory_options.h"
 
 namespace iotwin::capture {
@@ -45,6 +46,7 @@ struct RecordOptions {
   bool async = true;                 // io_uring per-request tracing
   bool markers = true;               // IOTWIN_MARKER channel for the command
   MemoryOptions memory;              // memory layer parts (docs/memory-layer.md)
+  BlockOptions block;                // block, NVMe and interference layers (docs/block-layer.md)
   StatusLine status_line = StatusLine::kAuto;
 };
 

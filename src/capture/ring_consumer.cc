@@ -87,6 +87,9 @@ Status RingConsumer::Handle(const uint8_t* data, size_t size) {
     case IOT_REC_PAGE_FAULT:
     case IOT_REC_PAGE_CACHE:
     case IOT_REC_WRITEBACK:
+    case IOT_REC_BLOCK:
+    case IOT_REC_NVME:
+    case IOT_REC_SCHED:
       if (hdr.size < RecordFixedSize(hdr.type)) {
         counts_.malformed++;
         return Status::Ok();

@@ -25,6 +25,11 @@ struct RecordArgs {
   std::string memory_parts;
   bool subpage = false;
   int subpage_interval_ms = 10;
+  // block, NVMe and interference layers
+  bool no_block = false;
+  bool no_nvme = false;
+  bool sched = false;
+  bool no_sched = false;
 };
 
 int RunRecord(RecordArgs& a) {
@@ -75,6 +80,13 @@ int RunRecord(RecordArgs& a) {
   o.wake_bytes = a.wake_kb << 10;
   o.async = !a.no_async;
   o.markers = !a.no_markers;
+  if (a.sched && a.no_sched) {
+    fprintf(stderr, "iotwin record: give either --sched or --no-sched\n");
+    return kExitError;
+  }
+  o.block.block = !a.no_block;
+  o.block.nvme = !a.no_nvme;
+  o.block.sched = !a.no_sched;
   o.status_line = a.status      ? capture::StatusLine::kOn
                   : a.no_status ? capture::StatusLine::kOff
                                 : capture::StatusLine::kAuto;
@@ -127,6 +139,13 @@ CommandSpec SetupRecord(CLI::App& parent) {
   sub->add_option("--subpage-interval-ms", args->subpage_interval_ms,
                   "Sampling interval of --subpage in milliseconds")
       ->capture_default_str();
+  sub->add_flag("--no-block", args->no_block,
+                "Do not record block-layer events (bios and requests)");
+  sub->add_flag("--no-nvme", args->no_nvme, "Do not record NVMe commands");
+  sub->add_flag("--sched", args->sched,
+                "Record off-CPU and interrupt intervals of threads with block I/O in flight "
+                "(the default)");
+  sub->add_flag("--no-sched", args->no_sched, "Do not record interference intervals");
   sub->add_option("command", o.command, "The command to run and trace, after --");
   return {sub, [args] { return RunRecord(*args); }};
 }

@@ -28,6 +28,7 @@ CommandSpec SetupAnonymize(CLI::App& parent);
 CommandSpec SetupCheck(CLI::App& parent);
 CommandSpec SetupDemo(CLI::App& parent);
 CommandSpec SetupDump(CLI::App& parent);
+CommandSpec SetupLayers(CLI::App& parent);  // cmd_layers.cc (block layer work, issue 5)
 
 // A subcommand that exists in the interface but is not built yet: prints so and exits 2.
 CommandSpec NotImplemented(CLI::App& parent, const char* name, const char* description,

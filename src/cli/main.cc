@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   std::vector<CommandSpec> commands = {
       SetupRecord(app),  SetupReplay(app), SetupReport(app),    SetupCompare(app),
       SetupExport(app),  SetupImport(app), SetupAnonymize(app), SetupCheck(app),
-      SetupDemo(app),    SetupDump(app),
+      SetupDemo(app),    SetupDump(app),   SetupLayers(app),
   };
   try {
     app.parse(argc, argv);

@@ -23,7 +23,7 @@ static_assert(sizeof(iot_map_snapshot) == 64);
 static_assert(sizeof(iot_page_fault) == 64);
 static_assert(sizeof(iot_page_cache) == 48);
 static_assert(sizeof(iot_writeback) == 56);
-static_assert(sizeof(iot_block) == 104);
+static_assert(sizeof(iot_block) == 120);
 static_assert(sizeof(iot_nvme) == 88);
 static_assert(sizeof(iot_async_io) == 88);
 static_assert(sizeof(iot_intent) == 40);

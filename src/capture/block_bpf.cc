@@ -1,0 +1,424 @@
+#include "capture/block_bpf.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "block.skel.h"
+#include "block_wire.h"
+#include "capture/capture_bpf.h"
+#include "nvme.skel.h"
+#include "sched.skel.h"
+
+namespace iotwin::capture {
+namespace {
+
+Status BpfError(int err, std::string_view what) {
+  if (err < 0) err = -err;
+  std::string msg = fmt::format("{}: {}", what, strerror(err));
+  std::string tail = LibbpfLogTail();
+  if (!tail.empty()) msg += "\nlibbpf said:\n" + tail;
+  if (err == EPERM || err == EACCES) return Status::Permission("{}", msg);
+  return Status::Error(Status::Code::kUnsupported, msg);
+}
+
+std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string ReadLine(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+uint32_t ReadU32(const std::filesystem::path& p) {
+  std::string s = ReadLine(p);
+  return s.empty() ? 0 : static_cast<uint32_t>(strtoul(s.c_str(), nullptr, 10));
+}
+
+template <typename Skel>
+void SetCommonRodata(Skel* skel, const BlockSharedMaps& m) {
+  skel->rodata->iot_filter_cgroup_id = m.cgroup_id;
+  skel->rodata->iot_self_tgid = m.self_tgid;
+  skel->rodata->iot_wake_bytes = m.wake_bytes;
+}
+
+// The capture's ring, traced set and drop table for one object.
+template <typename Skel>
+Status ShareCaptureMaps(Skel* skel, const BlockSharedMaps& m) {
+  struct {
+    bpf_map* map;
+    int fd;
+  } shared[] = {
+      {skel->maps.iot_events, m.events_fd},
+      {skel->maps.iot_traced_tgids, m.traced_fd},
+      {skel->maps.iot_drops, m.drops_fd},
+  };
+  for (auto& s : shared) {
+    int err = bpf_map__reuse_fd(s.map, s.fd);
+    if (err) return BpfError(err, fmt::format("sharing map {}", bpf_map__name(s.map)));
+  }
+  return Status::Ok();
+}
+
+// The block object's following tables for the NVMe and sched objects.
+template <typename Skel>
+Status ShareBlockMaps(Skel* skel, iotwin_block_bpf* owner) {
+  struct {
+    bpf_map* map;
+    bpf_map* from;
+  } shared[] = {
+      {skel->maps.iot_blk_bios, owner->maps.iot_blk_bios},
+      {skel->maps.iot_blk_rqs, owner->maps.iot_blk_rqs},
+      {skel->maps.iot_blk_seq, owner->maps.iot_blk_seq},
+      {skel->maps.iot_blk_threads, owner->maps.iot_blk_threads},
+      {skel->maps.iot_blk_flush, owner->maps.iot_blk_flush},
+      {skel->maps.iot_blk_lba, owner->maps.iot_blk_lba},
+      {skel->maps.iot_mem_inodes, owner->maps.iot_mem_inodes},
+      {skel->maps.iot_blk_stats, owner->maps.iot_blk_stats},
+  };
+  for (auto& s : shared) {
+    int err = bpf_map__reuse_fd(s.map, bpf_map__fd(s.from));
+    if (err) return BpfError(err, fmt::format("sharing map {}", bpf_map__name(s.map)));
+  }
+  return Status::Ok();
+}
+
+bool HasTypedef(const struct btf* btf, const std::string& name) {
+  return btf && btf__find_by_name_kind(btf, name.c_str(), BTF_KIND_TYPEDEF) > 0;
+}
+
+}  // namespace
+
+nlohmann::json BlockDeviceInfo::ToJson() const {
+  return {{"dev", fmt::format("{}:{}", dev >> 20, dev & 0xfffff)},
+          {"logical_block_size", logical_block_size},
+          {"physical_block_size", physical_block_size},
+          {"max_sectors_kb", max_sectors_kb},
+          {"max_hw_sectors_kb", max_hw_sectors_kb},
+          {"max_segments", max_segments},
+          {"max_segment_size", max_segment_size},
+          {"scheduler", scheduler}};
+}
+
+std::vector<BlockDeviceInfo> ReadBlockDevices(const std::string& sysfs_block) {
+  std::vector<BlockDeviceInfo> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(sysfs_block, ec)) {
+    const std::filesystem::path dir = e.path();
+    const std::filesystem::path q = dir / "queue";
+    if (!std::filesystem::exists(q / "logical_block_size", ec)) continue;
+    BlockDeviceInfo d;
+    d.name = dir.filename().string();
+    unsigned major = 0, minor = 0;
+    if (sscanf(ReadLine(dir / "dev").c_str(), "%u:%u", &major, &minor) != 2) continue;
+    d.dev = (major << 20) | minor;
+    d.logical_block_size = ReadU32(q / "logical_block_size");
+    d.physical_block_size = ReadU32(q / "physical_block_size");
+    d.max_sectors_kb = ReadU32(q / "max_sectors_kb");
+    d.max_hw_sectors_kb = ReadU32(q / "max_hw_sectors_kb");
+    d.max_segments = ReadU32(q / "max_segments");
+    d.max_segment_size = ReadU32(q / "max_segment_size");
+    std::string sched = ReadLine(q / "scheduler");  // "[none] mq-deadline"
+    size_t open = sched.find('['), close = sched.find(']');
+    d.scheduler = open != std::string::npos && close > open
+                      ? sched.substr(open + 1, close - open - 1)
+                      : sched;
+    out.push_back(std::move(d));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const BlockDeviceInfo& a, const BlockDeviceInfo& b) { return a.name < b.name; });
+  return out;
+}
+
+TracepointProbe ProbeTracepoint(const std::string& name, const std::vector<std::string>& modules) {
+  TracepointProbe p;
+  struct btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux) return p;
+  const std::string type = "btf_trace_" + name;
+  if (HasTypedef(vmlinux, type)) {
+    p.present = true;
+    p.where = "vmlinux";
+  }
+  for (const std::string& m : modules) {
+    if (p.present) break;
+    std::string path = "/sys/kernel/btf/" + m;
+    if (access(path.c_str(), R_OK) != 0) continue;
+    struct btf* mod = btf__parse_split(path.c_str(), vmlinux);
+    if (!mod) continue;
+    if (HasTypedef(mod, type)) {
+      p.present = true;
+      p.where = m;
+    }
+    btf__free(mod);
+  }
+  btf__free(vmlinux);
+  return p;
+}
+
+LayerState ProbePmu() {
+  struct perf_event_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_HARDWARE;
+  attr.config = PERF_COUNT_HW_CPU_CYCLES;
+  attr.disabled = 1;
+  attr.exclude_kernel = 0;
+  long fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+  if (fd < 0) {
+    return {false, fmt::format("unavailable: this machine has no usable hardware PMU "
+                               "(perf_event_open of CPU cycles: {}); no per-request cycles, "
+                               "instructions or cache misses",
+                               strerror(errno))};
+  }
+  close(static_cast<int>(fd));
+  return {false,
+          "not captured: the machine has a hardware PMU, but per-request hardware counters are not "
+          "implemented by this version of iotwin record"};
+}
+
+Result<std::unique_ptr<BlockBpf>> BlockBpf::Load(const BlockOptions& options,
+                                                 const BlockSharedMaps& shared,
+                                                 BlockLayerPlan* plan) {
+  plan->pmu = ProbePmu();
+  plan->block = {false, "switched off by --no-block"};
+  plan->nvme = {false, "switched off by --no-nvme"};
+  plan->sched = {false, "switched off by --no-sched"};
+
+  TracepointProbe nvme_tp = ProbeTracepoint("nvme_setup_cmd", {"nvme_core", "nvme"});
+  bool nvme = options.nvme && nvme_tp.present;
+  if (options.nvme && !nvme_tp.present) {
+    plan->nvme = {false,
+                  "no NVMe driver loaded: the kernel has no nvme_setup_cmd tracepoint (neither "
+                  "built in nor from a loaded nvme_core module)"};
+  }
+  if (!options.block && !nvme && !options.sched) return std::unique_ptr<BlockBpf>();
+
+  std::unique_ptr<BlockBpf> b(new BlockBpf());
+  int ncpus = libbpf_num_possible_cpus();
+  b->ncpus_ = ncpus > 0 ? ncpus : 1;
+  b->emit_block_ = options.block;
+  bool need_marker = shared.inodes_fd < 0 || !shared.inodes_marked_elsewhere;
+  Status st = b->LoadBlock(options, shared, need_marker);
+  if (!st.ok()) {
+    std::string why = "the block BPF programs failed to load: " + FirstLine(st.message());
+    if (options.block) plan->block = {false, why};
+    if (nvme) plan->nvme = {false, why};
+    if (options.sched) plan->sched = {false, why};
+    return std::unique_ptr<BlockBpf>();
+  }
+  if (options.block) {
+    plan->block = {true,
+                   "tp_btf block_bio_queue/split/backmerge/frontmerge/getrq/bio_remap/"
+                   "bio_complete, block_rq_insert/issue/requeue/remap/merge/complete; bios of "
+                   "traced processes, page-cache bios of their files (write-back, readahead), "
+                   "kernel-thread bios during a traced ext4 fsync (journal) and the requests "
+                   "holding them"};
+    if (!need_marker) plan->block.reason += "; files of interest shared with the memory layer";
+  }
+  if (nvme) {
+    bool with_sq = ProbeTracepoint("nvme_sq", {"nvme_core", "nvme"}).present;
+    Status ns = b->LoadNvme(shared, with_sq);
+    if (ns.ok()) {
+      plan->nvme = {true, fmt::format("tp_btf nvme_setup_cmd/nvme_complete_rq{} ({}) for the "
+                                      "requests the block layer follows",
+                                      with_sq ? "/nvme_sq" : "", nvme_tp.where)};
+    } else {
+      plan->nvme = {false, "the NVMe BPF programs failed to load: " + FirstLine(ns.message())};
+    }
+  }
+  if (options.sched) {
+    Status ss = b->LoadSched(shared);
+    if (ss.ok()) {
+      plan->sched = {true,
+                     "tp_btf sched_switch, irq_handler_entry/exit, softirq_entry/exit: off-CPU and "
+                     "interrupt intervals of traced threads while their block I/O is in flight"};
+    } else {
+      plan->sched = {false, "the interference BPF programs failed to load: " +
+                                FirstLine(ss.message())};
+    }
+  }
+  b->FillLbaSizes();
+  return b;
+}
+
+Status BlockBpf::LoadBlock(const BlockOptions& options, const BlockSharedMaps& shared,
+                           bool need_marker) {
+  block_ = iotwin_block_bpf__open();
+  if (!block_) return BpfError(errno, "opening the block BPF object");
+  SetCommonRodata(block_, shared);
+  block_->rodata->iot_blk_emit_records = options.block ? 1 : 0;
+  block_->rodata->iot_blk_track_threads = options.sched ? 1 : 0;
+  IOTWIN_RETURN_IF_ERROR(ShareCaptureMaps(block_, shared));
+  if (shared.inodes_fd >= 0) {
+    int err = bpf_map__reuse_fd(block_->maps.iot_mem_inodes, shared.inodes_fd);
+    if (err) return BpfError(err, "sharing the memory layer's inode set");
+  }
+  bpf_program__set_autoload(block_->progs.iot_blk_mark_dirty,
+                            need_marker && ProbeTracepoint("writeback_mark_inode_dirty", {}).present);
+  // block_bio_complete, block_bio_remap and block_rq_remap exist on every kernel this supports;
+  // the request merge event was added in 5.x. Probe the optional ones.
+  bpf_program__set_autoload(block_->progs.iot_blk_rq_merge,
+                            ProbeTracepoint("block_rq_merge", {}).present);
+  bool ext4 = ProbeTracepoint("ext4_sync_file_enter", {"ext4"}).present;
+  bpf_program__set_autoload(block_->progs.iot_blk_fsync_enter, ext4);
+  bpf_program__set_autoload(block_->progs.iot_blk_fsync_exit, ext4);
+  int err = iotwin_block_bpf__load(block_);
+  if (err) {
+    iotwin_block_bpf__destroy(block_);
+    block_ = nullptr;
+    return BpfError(err, "loading the block BPF programs");
+  }
+  return Status::Ok();
+}
+
+Status BlockBpf::LoadNvme(const BlockSharedMaps& shared, bool with_sq) {
+  nvme_ = iotwin_nvme_bpf__open();
+  if (!nvme_) return BpfError(errno, "opening the NVMe BPF object");
+  SetCommonRodata(nvme_, shared);
+  nvme_->rodata->iot_blk_emit_records = emit_block_ ? 1 : 0;
+  nvme_->rodata->iot_blk_track_threads = block_->rodata->iot_blk_track_threads;
+  Status st = ShareCaptureMaps(nvme_, shared);
+  if (st.ok()) st = ShareBlockMaps(nvme_, block_);
+  if (st.ok()) {
+    bpf_program__set_autoload(nvme_->progs.iot_nvme_sq, with_sq);
+    int err = iotwin_nvme_bpf__load(nvme_);
+    if (err) st = BpfError(err, "loading the NVMe BPF programs");
+  }
+  if (!st.ok()) {
+    iotwin_nvme_bpf__destroy(nvme_);
+    nvme_ = nullptr;
+  }
+  return st;
+}
+
+Status BlockBpf::LoadSched(const BlockSharedMaps& shared) {
+  sched_ = iotwin_sched_bpf__open();
+  if (!sched_) return BpfError(errno, "opening the interference BPF object");
+  SetCommonRodata(sched_, shared);
+  sched_->rodata->iot_blk_track_threads = 1;
+  Status st = ShareCaptureMaps(sched_, shared);
+  if (st.ok()) st = ShareBlockMaps(sched_, block_);
+  if (st.ok()) {
+    int err = iotwin_sched_bpf__load(sched_);
+    if (err) st = BpfError(err, "loading the interference BPF programs");
+  }
+  if (!st.ok()) {
+    iotwin_sched_bpf__destroy(sched_);
+    sched_ = nullptr;
+  }
+  return st;
+}
+
+// A device missing from the table (hot-plugged later) falls back to the queue limits the
+// kernel keeps (the same number sysfs shows).
+void BlockBpf::FillLbaSizes() {
+  int fd = bpf_map__fd(block_->maps.iot_blk_lba);
+  for (const BlockDeviceInfo& d : ReadBlockDevices()) {
+    if (d.logical_block_size) bpf_map_update_elem(fd, &d.dev, &d.logical_block_size, BPF_ANY);
+  }
+}
+
+BlockBpf::~BlockBpf() {
+  Detach();
+  if (sched_) iotwin_sched_bpf__destroy(sched_);
+  if (nvme_) iotwin_nvme_bpf__destroy(nvme_);
+  if (block_) iotwin_block_bpf__destroy(block_);
+}
+
+Status BlockBpf::Attach(std::vector<std::string>* notes, BlockLayerPlan* plan) {
+  auto attach = [&](bpf_program* prog) -> Status {
+    if (!bpf_program__autoload(prog)) return Status::Ok();
+    bpf_link* link = bpf_program__attach(prog);
+    if (!link) return BpfError(errno, fmt::format("attaching {}", bpf_program__name(prog)));
+    links_.push_back(link);
+    return Status::Ok();
+  };
+  if (block_) {
+    bpf_program* required[] = {
+        block_->progs.iot_blk_bio_queue,  block_->progs.iot_blk_split,
+        block_->progs.iot_blk_backmerge,  block_->progs.iot_blk_frontmerge,
+        block_->progs.iot_blk_getrq,      block_->progs.iot_blk_bio_remap,
+        block_->progs.iot_blk_bio_complete, block_->progs.iot_blk_rq_insert,
+        block_->progs.iot_blk_rq_issue,   block_->progs.iot_blk_rq_requeue,
+        block_->progs.iot_blk_rq_remap,   block_->progs.iot_blk_rq_merge,
+        block_->progs.iot_blk_rq_complete,
+    };
+    for (bpf_program* p : required) IOTWIN_RETURN_IF_ERROR(attach(p));
+    Status st = attach(block_->progs.iot_blk_mark_dirty);
+    if (!st.ok()) {
+      notes->push_back("block: write-back of dirtied files is not followed: " +
+                       FirstLine(st.message()));
+    }
+    st = attach(block_->progs.iot_blk_fsync_enter);
+    if (st.ok()) st = attach(block_->progs.iot_blk_fsync_exit);
+    if (!st.ok()) {
+      notes->push_back("block: journal I/O of traced fsync calls is not followed: " +
+                       FirstLine(st.message()));
+    }
+  }
+  if (nvme_) {
+    Status st = attach(nvme_->progs.iot_nvme_setup);
+    if (st.ok()) st = attach(nvme_->progs.iot_nvme_complete);
+    if (st.ok()) {
+      Status sq = attach(nvme_->progs.iot_nvme_sq);
+      if (!sq.ok()) notes->push_back("nvme: nvme_sq not attached: " + FirstLine(sq.message()));
+    } else {
+      plan->nvme = {false, "attaching the NVMe tracepoints failed: " + FirstLine(st.message())};
+      notes->push_back("nvme: " + plan->nvme.reason);
+    }
+  }
+  if (sched_) {
+    Status st = Status::Ok();
+    for (bpf_program* p : {sched_->progs.iot_sched_switch, sched_->progs.iot_irq_entry,
+                           sched_->progs.iot_irq_exit_prog, sched_->progs.iot_softirq_entry,
+                           sched_->progs.iot_softirq_exit}) {
+      if (st.ok()) st = attach(p);
+    }
+    if (!st.ok()) {
+      plan->sched = {false, "attaching the interference tracepoints failed: " +
+                                FirstLine(st.message())};
+      notes->push_back("sched: " + plan->sched.reason);
+    }
+  }
+  return Status::Ok();
+}
+
+void BlockBpf::Detach() {
+  for (bpf_link* l : links_) bpf_link__destroy(l);
+  links_.clear();
+}
+
+int BlockBpf::inodes_fd() const { return bpf_map__fd(block_->maps.iot_mem_inodes); }
+
+nlohmann::json BlockBpf::Stats() const {
+  static constexpr const char* kNames[IOT_BLK_STAT_MAX] = {
+      "bios_of_traced_threads",  "bios_of_files_of_interest", "bios_split",
+      "requests_holding_bios",   "requests_passthrough",      "requests_flush",
+      "bios_table_full",         "requests_table_full",       "unfollowed_requests_beyond_bio_walk",
+      "nvme_commands_unfollowed", "inodes_table_full",        "threads_table_full",
+      "bios_of_kernel_threads_during_traced_fsync"};
+  nlohmann::json j = nlohmann::json::object();
+  int fd = bpf_map__fd(block_->maps.iot_blk_stats);
+  std::vector<uint64_t> per_cpu(ncpus_);
+  for (uint32_t k = 0; k < IOT_BLK_STAT_MAX; k++) {
+    if (bpf_map_lookup_elem(fd, &k, per_cpu.data())) continue;
+    uint64_t sum = 0;
+    for (uint64_t v : per_cpu) sum += v;
+    j[kNames[k]] = sum;
+  }
+  return j;
+}
+
+}  // namespace iotwin::capture
