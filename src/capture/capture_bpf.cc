@@ -228,6 +228,7 @@ void CaptureBpf::LoadMemory(const CaptureBpfConfig& config) {
   }
   memory_plan_.StateFallBackToUserSpace("the memory BPF programs failed to load");
   notes_.push_back("memory: " + why);
+}
 
 // The block, NVMe and interference layers are optional: what cannot load is explained in
 // block_plan_, never fatal.
