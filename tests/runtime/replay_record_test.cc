@@ -69,12 +69,7 @@ bool IsAsyncSetup(uint16_t op) {
   return op == IOT_OP_IO_SETUP || op == IOT_OP_IO_URING_SETUP || op == IOT_OP_IO_DESTROY;
 }
 
-// DISABLED (2026-11-30), two known replay defects left after the cross-thread ordering fix in
-// ReplayEngine (skipped ops now wait for their dependencies): (1) a file position shared across
-// fork (the child's writes advance the parent's offset) is not shared in the replay, so the
-// parent's lseek returns 0 instead of 8192; (2) mappings of the dynamic loader are re-issued with
-// MAP_FIXED, so their flags differ. Re-enable once both are fixed; tracked in issue 6.
-TEST(ReplayRecord, DISABLED_RecordedReplayMatchesTheOriginalOpByOp) {
+TEST(ReplayRecord, RecordedReplayMatchesTheOriginalOpByOp) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   if (!RecordAvailable()) GTEST_SKIP() << "iotwin record is not built on this branch";
   // /var/tmp: a real file system (O_DIRECT-capable, not tmpfs).
