@@ -92,12 +92,14 @@ class MemoryBpf {
 
   // Emits and removes per-thread entries idle for at least `min_idle_ns` (all of them with 0):
   // the last fault of a thread that stopped faulting, runs nobody ended. A last fault whose VMA
-  // the kernel could not look up is resolved from /proc/PID/maps.
+  // the kernel could not look up is resolved from /proc/PID/maps. With `min_idle_ns` set, an
+  // entry whose thread is still blocked in its pending fault (a slow read) is left for later.
   struct SweepCounts {
     uint64_t entries = 0;
     uint64_t faults_resolved = 0;    // from /proc/PID/maps
     uint64_t faults_unresolved = 0;  // process gone or address unmapped: lost
     uint64_t faults_anonymous = 0;   // resolved to anonymous memory: dropped
+    uint64_t faults_held = 0;        // sweeps that left a fault alone: its thread was still in it
   };
   Status Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink& sink, SweepCounts* counts);
 

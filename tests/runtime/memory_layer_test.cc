@@ -54,6 +54,17 @@ class MemTouch : public ::testing::Test {
     log_ = ReadJsonFile(log);
   }
   static void TearDownTestSuite() {
+    // IOTWIN_KEEP_MEM_TRACE=DIR keeps the recording (trace, program log) for `iotwin dump`: a
+    // flaky failure is only diagnosable from its own records.
+    const char* keep = getenv("IOTWIN_KEEP_MEM_TRACE");
+    if (dir_ && keep && *keep) {
+      std::error_code ec;
+      std::filesystem::create_directories(keep, ec);
+      for (const char* name : {"touch.iotwin", "touch.json"}) {
+        std::filesystem::copy_file(*dir_ / name, std::filesystem::path(keep) / name,
+                                   std::filesystem::copy_options::overwrite_existing, ec);
+      }
+    }
     delete dir_;
     dir_ = nullptr;
   }
