@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <unordered_set>
 
 #include "capture/memory_cache_state.h"
 #include "capture/proc_snapshot.h"
@@ -384,6 +385,7 @@ Status MemoryBpf::Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink&
   const bool wb = skel_->rodata->iot_mem_emit_writeback;
   // Keys first: deleting while walking would restart the walk.
   std::vector<uint32_t> idle;
+  std::unordered_set<uint32_t> held;
   uint32_t key = 0, next = 0;
   const void* prev = nullptr;
   iot_mem_thread t;
@@ -397,12 +399,20 @@ Status MemoryBpf::Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink&
     }
     if (now_ns >= t.last_ts && now_ns - t.last_ts < min_idle_ns) continue;
     if (t.pf.hdr.type == IOT_REC_PAGE_FAULT && now_ns >= t.last_ts &&
-        now_ns - t.last_ts < kMaxFaultHoldNs && BlockedInFault(t.tgid, key)) {
-      counts->faults_held++;
-      continue;
+        now_ns - t.last_ts < kMaxFaultHoldNs) {
+      // Blocked in the fault now, or at the previous sweep: a thread woken by the read's end is
+      // runnable, not yet retrying, for as long as the CPUs are busy elsewhere; one more sweep
+      // period lets the retry's fault-around reach the entry.
+      bool blocked = BlockedInFault(t.tgid, key);
+      if (blocked || held_last_sweep_.count(key)) {
+        if (blocked) held.insert(key);
+        counts->faults_held++;
+        continue;
+      }
     }
     idle.push_back(key);
   }
+  held_last_sweep_ = std::move(held);
   for (uint32_t tid : idle) {
     // Taking the entry atomically: a thread that resumes now creates a new one.
     if (bpf_map_lookup_and_delete_elem(fd, &tid, &t) != 0) continue;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -111,6 +112,7 @@ class MemoryBpf {
  private:
   MemoryBpf() = default;
   iotwin_memory_bpf* skel_ = nullptr;
+  std::unordered_set<uint32_t> held_last_sweep_;  // threads blocked in their fault at the last sweep
   std::vector<bpf_link*> links_;
   int ncpus_ = 1;
 };
