@@ -365,12 +365,20 @@ TEST(MemoryStores, DirtiedPagesAndMsyncWriteBackAreAttributedToTheFile) {
   }
   ASSERT_EQ(msyncs.size(), 2u);
   if (!s.ext4) GTEST_SKIP() << "fsync/msync write-back records need ext4 (the test dir is not)";
+  // Under memory pressure (another job writing a lot) the flusher may write some of a round's
+  // pages back before msync; those count as written, by the flusher, between the round's start
+  // and the msync.
   for (size_t round = 0; round < 2; round++) {
     const auto& m = msyncs[round];
-    uint64_t written = 0;
+    const uint64_t round_start = round == 0 ? s.mmap_ts : msyncs[0].ts + msyncs[0].dur;
+    uint64_t written = 0, flushed_early = 0;
     bool started = false;
     for (const auto& w : s.trace.writebacks) {
-      if (w.ino != s.ino || w.dev != s.dev || w.ts < m.ts || w.ts > m.ts + m.dur) continue;
+      if (w.ino != s.ino || w.dev != s.dev) continue;
+      if (w.kind == IOT_WB_INODE_DONE && w.tgid != s.pid && w.ts >= round_start && w.ts < m.ts) {
+        flushed_early += w.nr;
+      }
+      if (w.ts < m.ts || w.ts > m.ts + m.dur) continue;
       if (w.kind == IOT_WB_INODE_START) {
         started = true;
         EXPECT_EQ(w.sync_mode, 1u) << "msync(MS_SYNC) write-back is WB_SYNC_ALL";
@@ -378,8 +386,11 @@ TEST(MemoryStores, DirtiedPagesAndMsyncWriteBackAreAttributedToTheFile) {
       }
       if (w.kind == IOT_WB_INODE_DONE && w.tgid == s.pid) written += w.nr;
     }
-    EXPECT_TRUE(started) << "no write-back start during msync round " << round + 1;
-    EXPECT_GE(written, PagesWritten(s.log, static_cast<int>(round + 1)).size())
+    const uint64_t dirtied_pages = PagesWritten(s.log, static_cast<int>(round + 1)).size();
+    EXPECT_TRUE(started || flushed_early >= dirtied_pages)
+        << "no write-back start during msync round " << round + 1 << " (flusher wrote "
+        << flushed_early << " of " << dirtied_pages << " pages before it)";
+    EXPECT_GE(written + flushed_early, dirtied_pages)
         << "msync round " << round + 1 << " wrote back fewer pages than were dirtied";
   }
 }
