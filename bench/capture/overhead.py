@@ -243,8 +243,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory")
     ap.add_argument("--smoke", action="store_true", help="a run of a few seconds (figures are rough)")
     ap.add_argument("--reps", type=int, help="repetitions (median); default 3, smoke 1")
-    ap.add_argument("--calls", type=int, help="preads per thread; default 100000, smoke 5000")
-    ap.add_argument("--fio-seconds", type=int, help="fio runtime; default 3, smoke 1")
+    ap.add_argument("--calls", type=int, help="preads per thread; default 50000, smoke 5000")
+    ap.add_argument("--fio-seconds", type=int, help="fio runtime; default 2, smoke 1")
     ap.add_argument("--tracers", help="comma-separated, of iotwin,strace,perf,bpftrace,"
                     "bpftrace-count; default all (those installed)")
     ap.add_argument("--workloads", default="W1,W1b,W3,KV,ML",
@@ -255,8 +255,8 @@ def main():
     args = ap.parse_args()
 
     reps = args.reps or (1 if args.smoke else 3)
-    calls = args.calls or (5000 if args.smoke else 100000)
-    fio_s = args.fio_seconds or (1 if args.smoke else 3)
+    calls = args.calls or (5000 if args.smoke else 50000)
+    fio_s = args.fio_seconds or (1 if args.smoke else 2)
     iotwin = os.path.join(args.build, "src/cli/iotwin")
     pread_loop = os.path.join(args.build, "tests/progs/pread_loop")
     workload_bin = os.path.join(args.build, "workloads/iotwin-workload")
@@ -303,13 +303,13 @@ def main():
             workloads.append(fio_workload("W3", "fio 4 KiB randread, O_DIRECT", direct, size_mb,
                                           fio_s, True))
         elif key == "KV":
-            chunks, gets = (8, 16) if args.smoke else (64, 512)
+            chunks, gets = (8, 16) if args.smoke else (32, 256)
             workloads.append(Workload(
                 "KV", "kv-offload (%d chunk puts, %d gets, 128 KiB I/O)" % (chunks, gets),
                 [workload_bin, "kv-offload", "--dir", wdir, "--chunks", str(chunks),
                  "--gets", str(gets)], workload_seconds, True, "s"))
         elif key == "ML":
-            shards, shard_mb = (2, 4) if args.smoke else (2, 64)
+            shards, shard_mb = (2, 4) if args.smoke else (2, 32)
             base = [workload_bin, "model-load", "--dir", wdir, "--shards", str(shards),
                     "--shard-mb", str(shard_mb)]
 
@@ -379,7 +379,13 @@ def main():
     p("|" + "---|" * len(head))
     for w in workloads:
         base = med(w.key, "none", "value")
-        row = [w.title, fmt_num(base, "%.4g") + " " + w.unit if base else "failed"]
+        if not base:
+            shown = "failed"
+        elif w.time_like:
+            shown = "%.3f s" % base
+        else:
+            shown = "{:,.0f} {}".format(base, w.unit)
+        row = [w.title, shown]
         for t in tracers[1:]:
             s = slowdown(w, t.name)
             ran = (w.key, t.name) in results
