@@ -245,6 +245,9 @@ def main():
     ap.add_argument("--out", help="markdown to write (default docs/benchmarks.md; smoke: temp)")
     ap.add_argument("--dir", default="/var/tmp", help="scratch directory on a real disk (not tmpfs)")
     ap.add_argument("--only", help="comma-separated subset of " + ",".join(SECTIONS))
+    ap.add_argument("--reuse", metavar="WORKDIR",
+                    help="take the sections not rerun (see --only) from an earlier run's "
+                    "directory (printed at its end: 'raw results in ...')")
     ap.add_argument("--analysis-events", type=int, default=50_000_000,
                     help="events in the analysis trace (default 50 million)")
     ap.add_argument("--bootstrap", action="store_true",
@@ -268,7 +271,10 @@ def main():
         if not shutil.which(tool):
             log("%s is not installed (tools/debian-packages.txt)" % tool)
             sys.exit(2)
-    sections = a.only.split(",") if a.only else list(SECTIONS)
+    if a.only is not None:
+        sections = [s for s in a.only.split(",") if s]
+    else:
+        sections = [] if a.reuse else list(SECTIONS)
     for s in sections:
         if s not in SECTIONS:
             ap.error("unknown section " + s)
@@ -292,11 +298,26 @@ def main():
             elif s == "inprocess":
                 texts["inprocess"], results["inprocess"], times[s] = section_inprocess(a, work)
             log("section %s done in %.0f s" % (s, times[s]))
+            saved = {"texts": {k: v for k, v in texts.items()
+                               if k == s or (s == "capture" and k == "size")},
+                     "results": results[s], "time": times[s]}
+            with open(os.path.join(work, "section-%s.json" % s), "w") as f:
+                json.dump(saved, f, default=str)
         except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
             failures.append("%s: %s" % (s, e))
             log("section %s FAILED: %s" % (s, e))
     total = time.monotonic() - started
     load_end = os.getloadavg()
+    if a.reuse:
+        for s in SECTIONS:
+            path = os.path.join(a.reuse, "section-%s.json" % s)
+            if s in sections or not os.path.exists(path):
+                continue
+            saved = json.load(open(path))
+            texts.update(saved["texts"])
+            results[s] = saved["results"]
+            times[s] = saved["time"]
+            log("section %s taken from %s" % (s, a.reuse))
 
     commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])[1].strip() or "?"
     dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])[1].strip()
@@ -306,7 +327,7 @@ def main():
         kernel=os.uname().release, cpus=os.cpu_count(),
         load="%.1f at start, %.1f at end" % (load_start[0], load_end[0]),
         mode="smoke (tiny sizes: figures meaningless)" if a.smoke else "full",
-        total="%.0f" % total,
+        total="%.0f" % sum(times.values()),
         times=", ".join("%s %.0f s" % (k, v) for k, v in times.items()),
         fio=first_line(["fio", "--version"]), strace=first_line(["strace", "-V"]),
         bpftrace=first_line(["bpftrace", "--version"]),
@@ -400,11 +421,12 @@ runs, medians); absolute times are not comparable between runs or machines, and 
 Tools: {fio}; {strace}; {bpftrace}; {perf}.
 """
 
-CAPTURE_INTRO = """Every tracer records every system call of the workload to a file (iotwin additionally
-page faults and page-cache events of the memory layer, which it enables by default), except
-`bpftrace-count`, the floor: a tracepoint that only counts. Workloads time themselves, so tracer
-start-up is not included. Reproduce one cell: run the workload command untraced and under the
-tracer command below, alternately, and divide.
+CAPTURE_INTRO = """Every tracer records every system call of the workload to a file, except
+`bpftrace-count`, the floor: a tracepoint that only counts. iotwin runs with its defaults, i.e.
+also the memory layer (page faults, page cache, write-back), the block layer (bio and request
+phases) and the sched layer (off-CPU intervals of traced threads), which the other tools do not
+capture. Workloads time themselves, so tracer start-up is not included. Reproduce one cell: run
+the workload command untraced and under the tracer command below, alternately, and divide.
 
 """
 
@@ -412,8 +434,15 @@ TEMPLATE_TAIL = """## Reading these numbers
 
 * The machine was shared: on 2 cores the ring-buffer consumer of a tracer competes with the
   workload (and with compilers), which is why 2-thread figures are worse than 1-thread ones.
-* fio O_DIRECT figures depend on the virtio disk, whose latency varies by ±5% or more between
-  runs; a ratio within ~0.9-1.1 means "no measurable overhead".
+* fio O_DIRECT figures depend on the virtio disk, whose speed varied a lot during the run (see
+  the untraced IOPS, against ≈13k IOPS in reference §8); the `bpftrace-count` column, which adds
+  almost nothing, shows the noise level, and ratios within that spread mean "no measurable
+  overhead". fio runs a fixed time, so its event counts differ between tools.
+* The events table counts output lines for strace, perf and bpftrace: strace writes a call
+  interrupted by another thread as two lines (`<unfinished ...>` / `<... resumed>`), so its
+  2-thread count is higher and its bytes per event lower than per call.
+* Export throughput is measured with the tables written to /dev/null (section 4), i.e. the
+  exporter's CPU cost, not the disk's.
 * Smoke runs (`bench/run.sh --smoke`, ctest label `bench`) only check that every piece still runs.
 """
 
@@ -467,9 +496,12 @@ def summarize_capture(cap):
                 "**Target missed:** iotwin's pread slowdown (%.2fx / %.2fx at 1 / 2 threads) is "
                 "above ebpf-syscall's 1.23x / 1.74x from reference §8 (the bpftrace count floor is "
                 "1.21x / 1.23x). Why: each call costs a tracepoint pair plus a 112-byte ring "
-                "record, enter/exit join in task storage and file-identity loads (docs/record.md "
-                "\"Overhead\"), and the consumer thread competes with the workload for the 2 "
-                "cores; what would fix it: smaller records for the common read/write case, "
+                "record, the enter/exit join in task storage and file-identity loads (docs/record.md "
+                "\"Overhead\"); iotwin also runs its memory, block and sched layers by default "
+                "(ebpf-syscall records syscalls only); and on 2 loaded cores the ring consumer "
+                "competes with the workload. Not yet separated: rerun this workload with "
+                "`iotwin record --no-memory --no-block --no-sched` to see the syscall layer "
+                "alone. What would fix it: smaller records for the common read/write case, "
                 "batching the consumer harder (larger --wake-kb), and measuring on an idle "
                 "machine" % (w1, w1b))
     verdict.append("iotwin reported %d lost events over all its runs" % lost)
@@ -497,6 +529,19 @@ def summarize_replay(rep):
                              "met" if ok else "**missed**", s["p50"], s["p99"],
                              "" if ok else ": on a loaded 2-core VM a replay thread that sleeps "
                              "waits for a core; an idle machine (or a pinned, isolated CPU) fixes it"))
+    fio_rates = [(r["rate"], r["fio_iops"] / r["rate"]) for r in rep.get("pacing", [])
+                 if r.get("fio_iops")]
+    if fio_rates:
+        lines.append(
+            "fio's paced iolog replay reached %s of the requested rate (its own IOPS, under "
+            "`iotwin record`), so its lateness grows through the run (the \"end\" column): fio "
+            "paces by gaps (wait = recorded gap - time since the last issue - the previous "
+            "overshoot), and when an overshoot is larger than the next gap it issues at once and "
+            "*forgets* the rest of the overshoot (`iolog_delay` resets `time_offset`), so every "
+            "late wake-up on this loaded machine is lost for good (reference §3.1, fio #1537). "
+            "iotwin's absolute schedule catches up instead: its end error stays small and the "
+            "achieved rate matches the trace." % ", ".join(
+                "%.0f%% at %dk" % (100 * f, r // 1000) for r, f in fio_rates))
     return "\n".join(lines) + "\n" if lines else ""
 
 

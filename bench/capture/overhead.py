@@ -398,7 +398,7 @@ def main():
     p("| " + " | ".join(head) + " |")
     p("|" + "---|" * len(head))
     for w in workloads:
-        row = [w.key]
+        row = [w.title]
         for t in tracers[1:]:
             ev = med(w.key, t.name, "events")
             lost = sum(r["lost"] or 0 for r in results.get((w.key, t.name), []))
@@ -407,10 +407,10 @@ def main():
         p("| " + " | ".join(row) + " |")
     p("")
     p("iotwin counts every record type it captured (syscalls, process, intent markers, page "
-      "faults, page-cache and block events of the memory layer); strace, perf and bpftrace "
-      "count output lines (one per system call, plus a few exit/signal lines); bpftrace-count "
-      "counts system calls in the kernel. Untraced runs of model-load make no syscalls per page, "
-      "so only iotwin sees its page faults.")
+      "faults and page-cache events, block-layer phases, off-CPU intervals); strace, perf and "
+      "bpftrace count output lines (one per system call, plus a few exit/signal lines); "
+      "bpftrace-count counts system calls in the kernel. model-load touches mapped pages "
+      "without system calls, so only iotwin sees its page faults.")
     if skipped:
         p("")
         p("Not run (not installed): %s." % ", ".join(skipped))
@@ -437,7 +437,7 @@ def main():
     p("| " + " | ".join(head) + " |")
     p("|" + "---|" * len(head))
     for w in workloads:
-        row = [w.key]
+        row = [w.title]
         for t in size_tracers:
             r = results.get((w.key, t.name), [{}])[0]
             ev, b = r.get("events"), r.get("bytes")

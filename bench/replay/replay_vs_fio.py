@@ -230,14 +230,16 @@ def main():
       "one thread:" % seconds)
     p("")
     p("| rate (ops/s) | iotwin self-reported p50 / p99 / max | iotwin measured p50 / p99 / end | "
-      "fio iolog measured p50 / p99 / end |")
-    p("|---|---|---|---|")
+      "fio iolog measured p50 / p99 / end | achieved ops/s: iotwin / fio |")
+    p("|---|---|---|---|---|")
     for r in results["pacing"]:
         s, ie, fe = r["iotwin_self"], r["iotwin_external"], r["fio_external"]
-        p("| %d | %s / %s / %s | %s | %s |" % (
+        p("| %d | %s / %s / %s | %s | %s | %s / %s |" % (
             r["rate"], us(s["p50"]), us(s["p99"]), us(s["max"]),
             "%s / %s / %s" % (us(ie["p50"]), us(ie["p99"]), us(ie["end"])) if ie else "count mismatch",
-            "%s / %s / %s" % (us(fe["p50"]), us(fe["p99"]), us(fe["end"])) if fe else "count mismatch"))
+            "%s / %s / %s" % (us(fe["p50"]), us(fe["p99"]), us(fe["end"])) if fe else "count mismatch",
+            "%.0f" % r["iotwin_self_achieved"] if r.get("iotwin_self_achieved") else "-",
+            "%.0f" % r["fio_iops"] if r.get("fio_iops") else "-"))
     p("")
     p("\"self-reported\": `iotwin replay --json` `schedule_error_ns` (absolute schedule from the "
       "replay start). \"measured\": both replayers run under `iotwin record --no-memory`; issue "
