@@ -323,7 +323,8 @@ def main():
     dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])[1].strip()
     run_meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "commit": commit + (" (with uncommitted changes)" if dirty else ""),
-                "load": "%.1f at start, %.1f at end" % (load_start[0], load_end[0])}
+                "load": "%.1f at start, %.1f at end" % (load_start[0], load_end[0]),
+                "mode": "smoke (tiny sizes: figures meaningless)" if a.smoke else "full"}
     meta_path = os.path.join(a.reuse, "run-meta.json") if a.reuse else None
     if meta_path and not sections and os.path.exists(meta_path):
         run_meta = json.load(open(meta_path))  # pure re-rendering: the measuring run's facts
@@ -334,7 +335,7 @@ def main():
     header = TEMPLATE_HEAD.format(
         date=run_meta["date"], commit=run_meta["commit"],
         kernel=os.uname().release, cpus=os.cpu_count(), load=run_meta["load"],
-        mode="smoke (tiny sizes: figures meaningless)" if a.smoke else "full",
+        mode=run_meta.get("mode", "full"),
         total="%.0f" % sum(times.values()),
         times=", ".join("%s %.0f s" % (k, v) for k, v in times.items()),
         fio=first_line(["fio", "--version"]), strace=first_line(["strace", "-V"]),
