@@ -303,13 +303,13 @@ def main():
             workloads.append(fio_workload("W3", "fio 4 KiB randread, O_DIRECT", direct, size_mb,
                                           fio_s, True))
         elif key == "KV":
-            chunks, gets = (8, 16) if args.smoke else (32, 256)
+            chunks, gets = (8, 16) if args.smoke else (64, 1024)
             workloads.append(Workload(
                 "KV", "kv-offload (%d chunk puts, %d gets, 128 KiB I/O)" % (chunks, gets),
                 [workload_bin, "kv-offload", "--dir", wdir, "--chunks", str(chunks),
                  "--gets", str(gets)], workload_seconds, True, "s"))
         elif key == "ML":
-            shards, shard_mb = (2, 4) if args.smoke else (2, 32)
+            shards, shard_mb = (2, 4) if args.smoke else (2, 256)
             base = [workload_bin, "model-load", "--dir", wdir, "--shards", str(shards),
                     "--shard-mb", str(shard_mb)]
 
