@@ -54,6 +54,17 @@ class MemTouch : public ::testing::Test {
     log_ = ReadJsonFile(log);
   }
   static void TearDownTestSuite() {
+    // IOTWIN_KEEP_MEM_TRACE=DIR keeps the recording (trace, program log) for `iotwin dump`: a
+    // flaky failure is only diagnosable from its own records.
+    const char* keep = getenv("IOTWIN_KEEP_MEM_TRACE");
+    if (dir_ && keep && *keep) {
+      std::error_code ec;
+      std::filesystem::create_directories(keep, ec);
+      for (const char* name : {"touch.iotwin", "touch.json"}) {
+        std::filesystem::copy_file(*dir_ / name, std::filesystem::path(keep) / name,
+                                   std::filesystem::copy_options::overwrite_existing, ec);
+      }
+    }
     delete dir_;
     dir_ = nullptr;
   }
@@ -82,10 +93,12 @@ RunResult MemTouch::run_;
 MemTrace MemTouch::trace_;
 nlohmann::json MemTouch::log_;
 
-// A fault's VMA comes from a per-thread cache or a lock-free maple-tree walk; bpf_find_vma is only
-// the fallback, and a lookup it cannot make at once (-EBUSY) is retried later. What is still lost
-// must be counted as lost memory events, never silent.
-TEST_F(MemTouch, LayerIsOnAndLossesAreAccounted) {
+// No fault may be lost: VMAs are found from the per-thread cache or by the lock-free maple-tree
+// walk, which neither try-lock the mmap lock nor defer an unlock to an IPI (the -EBUSY losses of
+// bpf_find_vma in a page fault, 12 to 141 of ~350 faults on this loaded machine, are gone); a
+// lookup that still fails is retried at the thread's next fault or from /proc/PID/maps. Any loss
+// must still be a counted lookup failure.
+TEST_F(MemTouch, LayerIsOnAndNothingWasLost) {
   const auto& mem = trace_.meta["layers"]["memory"];
   EXPECT_TRUE(mem["enabled"].get<bool>()) << mem.dump();
   for (const char* part : {"faults", "cache", "writeback", "state"}) {
@@ -93,11 +106,11 @@ TEST_F(MemTouch, LayerIsOnAndLossesAreAccounted) {
   }
   EXPECT_FALSE(mem["parts"]["subpage"]["enabled"].get<bool>());
   const auto& kernel = (*trace_.summary)["memory"]["kernel"];
-  uint64_t lost_lookups = kernel["vma_lookups_lost"].get<uint64_t>();
-  uint64_t faults = (*trace_.summary)["events"]["page_fault"].get<uint64_t>();
-  EXPECT_EQ(MemoryLost(trace_), lost_lookups)
+  EXPECT_EQ(MemoryLost(trace_), kernel["vma_lookups_lost"].get<uint64_t>())
       << "every memory loss must be a counted VMA lookup failure: " << trace_.summary->dump();
-  EXPECT_EQ(lost_lookups, 0u) << "of " << faults << " faults: " << trace_.summary->dump();
+  EXPECT_EQ(MemoryLost(trace_), 0u) << trace_.summary->dump();
+  EXPECT_EQ((*trace_.summary)["memory"]["late_faults_lost"].get<uint64_t>(), 0u);
+  EXPECT_GT(kernel["vma_lookups_cached"].get<uint64_t>(), 0u) << "the VMA cache never hit";
 }
 
 // Every fault on the file is one of the thread's touches, in the thread's order, read-only on a
