@@ -53,8 +53,8 @@ if [[ $smoke -eq 1 ]]; then
   out="${out:-$work/fragment.md}"
   paces=(gaps)
 else
-  out="${out:-$repo/docs/validation.md}"
   paces=(original gaps fast)
+  if [[ -n "$only" ]]; then [[ -z "$out" ]] && keep=1; out="${out:-$work/fragment.md}"; else out="${out:-$repo/docs/validation.md}"; fi
 fi
 results="$work/results"
 mkdir -p "$results" "$work/data"
@@ -67,9 +67,9 @@ scenarios=(
   "kv-direct||kv-offload --io direct --chunks 64 --gets 256"
   "kv-uring||kv-offload --io uring --chunks 128 --gets 1024"
   "model-mmap|--prepare-only --shards 4 --shard-mb 32|model-load --mode mmap --shards 4 --drop-cache"
-  "model-pread|--prepare-only --shards 4 --shard-mb 32|model-load --mode pread --shards 4 --drop-cache"
-  "model-direct-async|--prepare-only --shards 4 --shard-mb 64|model-load --mode direct-async --shards 4"
-  "mixed||mixed --gets 256 --writes 256"
+  "model-pread|--prepare-only --shards 8 --shard-mb 48|model-load --mode pread --shards 8 --drop-cache"
+  "model-direct-async|--prepare-only --shards 4 --shard-mb 96|model-load --mode direct-async --shards 4"
+  "mixed||mixed --gets 512 --writes 512"
 )
 if [[ $smoke -eq 1 ]]; then
   scenarios=("kv-buffered||kv-offload --io buffered --chunks 8 --gets 16")
@@ -158,7 +158,11 @@ if [[ $smoke -eq 0 && $with_fs -eq 1 && -z "$only" ]]; then
 fi
 elapsed=$(( $(date +%s) - start ))
 
+# --smoke and --only write a bare fragment (table and misses), the full run the whole document.
+fragment=$smoke; [[ -n "$only" ]] && fragment=1
 python3 "$here/tabulate.py" --results "$results" --out "$out" --elapsed "$elapsed" \
-  --smoke "$smoke" --fs-note "$fs_note" --paces "${paces[*]}" \
+  --smoke "$fragment" --fs-note "$fs_note" --paces "${paces[*]}" \
   --template "$here/validation.md.in"
 log "wrote $out (${elapsed}s)"
+# A fragment left in the work directory goes away with it: show it.
+if [[ "$out" == "$work/"* && $keep -eq 0 ]]; then cat "$out"; fi

@@ -120,18 +120,27 @@ def row_for(results, name, pace):
 
 def scenario_table(rows):
     head = ("| scenario | pace | workload s | syscalls orig/replay | seq-match | seq-match, replayable ops | "
-            "IOPS err | throughput err | size KS / JS | offset KS / JS | iat KS | "
-            "block req err | block bytes err | sched err p50 / p99 | result mismatches | verdict |")
+            "IOPS err | throughput err | size KS read / write | offset KS read / write | size, offset JS (worst) | "
+            "iat KS (median orig / replay) | block req err | block bytes err | sched err p50 / p99 | "
+            "result mismatches | verdict |")
     sep = "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"
     out = [head, sep]
     for r in rows:
         ms = r["ms"]
         if r["cmp"] is None:
-            out.append(f"| {r['name']} | {r['pace']} | " + " | ".join(["—"] * 13) + " | no compare output |")
+            out.append(f"| {r['name']} | {r['pace']} | " + " | ".join(["—"] * 14) + " | no compare output |")
             continue
         wl_s = (r["summary"] or {}).get("seconds")
-        size = f"{fmt_num(mval(ms, 'size-ks'))} / {fmt_num(mval(ms, 'size-js'))}"
-        off = f"{fmt_num(mval(ms, 'offset-ks'))} / {fmt_num(mval(ms, 'offset-js'))}"
+        dist = r["cmp"].get("distributions") or {}
+        def dir_val(d, k):
+            v = (dist.get(d) or {}).get(k)
+            return "—" if v is None else fmt_num(v)
+        size = f"{dir_val('read', 'size_ks')} / {dir_val('write', 'size_ks')}"
+        off = f"{dir_val('read', 'offset_ks')} / {dir_val('write', 'offset_ks')}"
+        js = f"{fmt_num(mval(ms, 'size-js'))}, {fmt_num(mval(ms, 'offset-js'))}"
+        iat_m = ms.get("iat-ks") or {}
+        iat = (f"{fmt_num(iat_m.get('value'))} ({fmt_ns(iat_m.get('original'))} / "
+               f"{fmt_ns(iat_m.get('replay'))})") if iat_m else "—"
         blk_req = judged_mark(ms, "block-requests-rel-err") if "block-requests-rel-err" in ms else "—"
         blk_b = judged_mark(ms, "block-bytes-rel-err") if "block-bytes-rel-err" in ms else "—"
         sched = "—" if r["sched_p50"] is None else f"{fmt_ns(r['sched_p50'])} / {fmt_ns(r['sched_p99'])}"
@@ -142,7 +151,7 @@ def scenario_table(rows):
             f"| {r['name']} | {r['pace']} | {fmt_num(wl_s, 2)} | {r['orig_sc']}/{r['repl_sc']} | "
             f"{fmt_pct(mval(ms, 'seq-match'), 2)} | {fmt_pct(r['replayable'], 2)} | "
             f"{judged_mark(ms, 'iops-rel-err')} | {judged_mark(ms, 'throughput-rel-err')} | {size} | {off} | "
-            f"{fmt_num(mval(ms, 'iat-ks'))} | {blk_req} | {blk_b} | {sched} | {r['mismatches']} | {verdict} |")
+            f"{js} | {iat} | {blk_req} | {blk_b} | {sched} | {r['mismatches']} | {verdict} |")
     return "\n".join(out)
 
 
