@@ -4,12 +4,25 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <set>
 
 #include "rng.h"
 
 namespace iotwin::workload {
+namespace {
+
+// The model's compute between transfers: no I/O, no system call other than the sleep.
+void Compute(uint64_t us) {
+  if (us == 0) return;
+  timespec ts{static_cast<time_t>(us / 1'000'000), static_cast<long>(us % 1'000'000) * 1000};
+  while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
+  }
+}
+
+}  // namespace
 
 Status ValidateKv(const KvOptions& o) {
   if (o.layers == 0 || o.kv_heads == 0 || o.head_dim == 0 || o.dtype_bytes == 0 ||
@@ -26,6 +39,7 @@ Status ValidateKv(const KvOptions& o) {
   }
   if (o.chunks == 0 || o.chunks > (1u << 24)) return BadOption("--chunks must be in 1..16777216");
   if (o.gets > (1u << 26)) return BadOption("--gets must be at most 67108864");
+  if (o.compute_us > 10'000'000) return BadOption("--compute-us must be at most 10000000");
   if (o.io_size == 0) return BadOption("--io-size must be > 0");
   if (o.qd == 0 || o.qd > 4096) return BadOption("--qd must be in 1..4096");
   if (o.dist == "zipf" && !(o.zipf_theta >= 0 && o.zipf_theta <= 10)) {
@@ -191,6 +205,7 @@ Result<ScenarioResult> RunKvOffload(const KvOptions& o, RunContext& ctx) {
     IOTWIN_RETURN_IF_ERROR(ctx.Parallel(threads, reserve, [&](int t, ThreadIo& io) -> Status {
       IOTWIN_ASSIGN_OR_RETURN(auto worker, KvStore::Worker::Create(store, io));
       for (uint64_t i = static_cast<uint64_t>(t); i < store.chunks(); i += threads) {
+        Compute(o.compute_us);
         IOTWIN_RETURN_IF_ERROR(worker->Put(i));
       }
       return Status::Ok();
@@ -223,6 +238,7 @@ Result<ScenarioResult> RunKvOffload(const KvOptions& o, RunContext& ctx) {
       IOTWIN_ASSIGN_OR_RETURN(auto worker, KvStore::Worker::Create(store, io));
       for (size_t j = static_cast<size_t>(t); j < gets.size(); j += threads) {
         IOTWIN_RETURN_IF_ERROR(worker->Get(gets[j]));
+        Compute(o.compute_us);
       }
       return Status::Ok();
     }));

@@ -28,6 +28,9 @@ struct KvOptions {
   uint64_t io_size = 128 * kKiB;
   bool fsync = false;
   bool verify = false;
+  // Model compute per chunk (prefill producing it before a put, decode consuming it after a get),
+  // spent sleeping: the think time between a real engine's KV transfers.
+  uint64_t compute_us = 0;
 
   uint64_t BytesPerToken() const { return 2 * layers * kv_heads * head_dim * dtype_bytes; }
   uint64_t ChunkBytes() const { return chunk_tokens * BytesPerToken(); }

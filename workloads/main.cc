@@ -143,6 +143,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   kv_cmd->add_flag("--fsync", kv.fsync, "fsync each chunk after writing it");
   kv_cmd->add_flag("--verify", kv.verify, "Check the content of every chunk read");
+  kv_cmd->add_option("--compute-us", kv.compute_us,
+                     "Model compute per chunk in microseconds (sleeps before each put and after "
+                     "each get): the think time between an engine's KV transfers")
+      ->capture_default_str();
 
   ModelOptions model;
   CLI::App* model_cmd = app.add_subcommand(

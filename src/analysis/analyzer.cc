@@ -103,6 +103,8 @@ uint64_t OpFingerprint(uint16_t op, uint64_t offset, uint64_t length, uint32_t f
   return h;
 }
 
+uint64_t CallKey(uint32_t tid, uint64_t ts) { return MixBits(ts ^ (static_cast<uint64_t>(tid) << 40)); }
+
 nlohmann::json AnalysisFilter::ToJson() const {
   nlohmann::json j = nlohmann::json::object();
   if (!tgids.empty()) j["tgid"] = tgids;
@@ -115,6 +117,7 @@ nlohmann::json AnalysisFilter::ToJson() const {
   }
   if (from_s) j["from_s"] = *from_s;
   if (to_s) j["to_s"] = *to_s;
+  if (excluded_calls) j["excluded_calls"] = excluded_calls->size();
   return j;
 }
 
@@ -494,6 +497,11 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     ++filtered_out_;
     return;
   }
+  if (options_.filter.excluded_calls && options_.filter.excluded_calls->count(CallKey(r.tid, r.ts))) {
+    ++filtered_out_;
+    ++excluded_calls_;
+    return;
+  }
   first_ts_ = std::min(first_ts_, r.ts);
   last_ts_ = std::max(last_ts_, r.ts + r.dur);
 
@@ -536,7 +544,10 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
 
   if (options_.collect_sequences) {
     if (sequence_ops_ < options_.max_sequence_ops) {
-      uint64_t fp_offset = dir >= 0 ? offset : r.offset;
+      // munmap/mremap/msync/madvise carry an address, which differs between runs (ASLR).
+      const bool address = op == IOT_OP_MUNMAP || op == IOT_OP_MREMAP || op == IOT_OP_MSYNC ||
+                           op == IOT_OP_MADVISE;
+      uint64_t fp_offset = dir >= 0 ? offset : address ? 0 : r.offset;
       uint64_t whence = op == IOT_OP_LSEEK ? r.aux : 0;
       t.seq.push_back(OpFingerprint(op, fp_offset, r.length, r.flags, whence));
       ++sequence_ops_;
@@ -580,6 +591,8 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
   p.bytes[dir] += bytes;
   series_.Add(kAppReadOps + static_cast<size_t>(dir), r.ts, 1);
   series_.Add(kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
+  data_first_ts_ = std::min(data_first_ts_, r.ts);
+  data_last_ts_ = std::max(data_last_ts_, r.ts);
   if (direct) ++direct_ops_;
 
   if (file < 0) {
@@ -984,6 +997,8 @@ void Analyzer::OnAsync(const iot_async_io& r) {
     async_dir_bytes_[dir] += bytes;
     series_.Add(kAppReadOps + static_cast<size_t>(dir), r.ts, 1);
     series_.Add(kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
+    data_first_ts_ = std::min(data_first_ts_, r.ts);
+    data_last_ts_ = std::max(data_last_ts_, r.ts);
     if (p.file >= 0) {
       FileStats& f = files_[static_cast<size_t>(p.file)];
       ++f.async_ops[dir];

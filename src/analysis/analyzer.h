@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,11 @@
 namespace iotwin::analysis {
 
 // Which records count. Empty lists mean "all"; times are seconds from the trace start.
+// Identity of one system call within a trace: its thread and start time (a thread never starts
+// two calls in the same nanosecond).
+uint64_t CallKey(uint32_t tid, uint64_t ts);
+using CallSet = std::unordered_set<uint64_t>;  // of CallKey
+
 struct AnalysisFilter {
   std::vector<uint32_t> tgids;
   std::vector<uint32_t> tids;
@@ -39,9 +45,13 @@ struct AnalysisFilter {
   std::vector<uint16_t> ops;            // IOT_OP_* codes
   std::optional<double> from_s;
   std::optional<double> to_s;
+  // Calls left out of the statistics (compare: calls a replay does not re-issue); descriptor and
+  // mapping state still follows them.
+  std::shared_ptr<const CallSet> excluded_calls;
 
   bool empty() const {
-    return tgids.empty() && tids.empty() && file_globs.empty() && ops.empty() && !from_s && !to_s;
+    return tgids.empty() && tids.empty() && file_globs.empty() && ops.empty() && !from_s &&
+           !to_s && !excluded_calls;
   }
   nlohmann::json ToJson() const;
 };
@@ -271,6 +281,7 @@ class Analyzer {
   uint64_t start_ = 0;
   bool started_ = false;
   uint64_t first_ts_ = UINT64_MAX, last_ts_ = 0;  // of records counted
+  uint64_t data_first_ts_ = UINT64_MAX, data_last_ts_ = 0;  // issue times of data ops counted
   uint64_t from_ns_ = 0, to_ns_ = UINT64_MAX;
 
   // Strings (paths, labels) from STRING records.
@@ -278,6 +289,7 @@ class Analyzer {
 
   uint64_t records_ = 0;
   uint64_t filtered_out_ = 0;
+  uint64_t excluded_calls_ = 0;  // of filtered_out_: named in options_.filter.excluded_calls
   std::array<uint64_t, IOT_REC_MAX + 1> records_by_type_{};
 
   std::vector<OpStats> ops_;  // indexed by IOT_OP_*

@@ -12,6 +12,7 @@
 #include "analysis/sequence.h"
 #include "analysis/trace_analysis.h"
 #include "format/records.h"
+#include "model/trace_model.h"
 
 namespace iotwin::analysis {
 namespace {
@@ -25,8 +26,41 @@ uint64_t U(const json& j, const char* key) {
 
 double Round6(double v) { return std::round(v * 1e6) / 1e6; }
 
-// Ops + bytes per time bucket, aligned on each trace's first counted record and re-binned to a
-// common width (at most ~200 buckets).
+// The calls of a trace that a replay of it would not re-issue (model::Op::skip: descriptors the
+// trace never opened such as an inherited stdout, anonymous memory, pseudo file systems, ...),
+// with the count per reason. Compare judges the storage calls, the ones replay reproduces.
+struct CallScope {
+  std::shared_ptr<CallSet> excluded = std::make_shared<CallSet>();
+  std::map<std::string, uint64_t> reasons;
+  uint64_t calls = 0;
+};
+
+Result<CallScope> ReplayScope(const std::string& path) {
+  model::ModelOptions mo;
+  mo.compute_dependencies = false;
+  TraceDamage damage;
+  auto m = model::LoadTraceModel(path, mo, &damage);
+  if (!m.ok()) return m.status();
+  CallScope scope;
+  for (const model::Thread& th : (*m)->threads()) {
+    for (const model::Op& op : th.ops) {
+      if (op.kind != model::OpKind::kSyscall) continue;
+      ++scope.calls;
+      if (op.skip == model::Skip::kReplayable) continue;
+      scope.excluded->insert(CallKey(op.sc.tid, op.sc.ts));
+      ++scope.reasons[std::string(model::SkipName(op.skip))];
+    }
+  }
+  return scope;
+}
+
+json ScopeJson(const CallScope& s) {
+  return {{"calls", s.calls}, {"excluded", s.excluded->size()}, {"reasons", s.reasons}};
+}
+
+// Ops + bytes per time bucket, aligned on each trace's first data operation and re-binned to a
+// common width: at most 200 buckets, and few enough that a bucket holds ~20 operations on
+// average, so that microseconds of replay jitter on a short trace do not move whole buckets.
 struct AlignedSeries {
   std::vector<uint64_t> ops_a, ops_b, bytes_a, bytes_b;
   uint64_t width_ns = 0;
@@ -37,13 +71,17 @@ AlignedSeries AlignSeries(const Analyzer& a, const json& ma, const Analyzer& b, 
   const TimeSeries& sb = b.series();
   uint64_t w = std::max(sa.width_ns(), sb.width_ns());
   auto lead = [](const json& m, const TimeSeries& s) {
-    uint64_t first = U(m["totals"], "first_ts_ns"), start = U(m["totals"], "start_ns");
+    uint64_t first = U(m["totals"], "data_first_ts_ns"), start = U(m["totals"], "start_ns");
     return first > start ? (first - start) / s.width_ns() * s.width_ns() : 0;
   };
   uint64_t lead_a = lead(ma, sa), lead_b = lead(mb, sb);
   uint64_t span_a = sa.used_buckets() * sa.width_ns() - lead_a;
   uint64_t span_b = sb.used_buckets() * sb.width_ns() - lead_b;
-  while (std::max(span_a, span_b) / w > 200) w *= 2;
+  uint64_t ops = 0;
+  for (size_t i = 0; i < sa.used_buckets(); i++)
+    ops += sa.at(Analyzer::kAppReadOps, i) + sa.at(Analyzer::kAppWriteOps, i);
+  const uint64_t max_buckets = std::clamp<uint64_t>(ops / 20, 4, 200);
+  while (std::max(span_a, span_b) / w > max_buckets) w *= 2;
   size_t buckets = static_cast<size_t>(std::max(span_a, span_b) / w + 1);
   auto take = [&](const TimeSeries& s, uint64_t lead_ns, size_t s1, size_t s2) {
     std::vector<uint64_t> out(buckets, 0);
@@ -83,6 +121,11 @@ json Side(const std::string& path, const json& m) {
   return s;
 }
 
+// Inter-arrival times below this are one class for iat-ks: a replay issues each call a few
+// microseconds after its predecessor at best (wake-up, descriptor and mapping lookup), so
+// differences under it measure the replayer's overhead, not the workload's timing.
+constexpr uint64_t kIatResolutionNs = 10'000;
+
 }  // namespace
 
 const std::vector<MeasureSpec>& Measures() {
@@ -108,7 +151,8 @@ const std::vector<MeasureSpec>& Measures() {
        "normalised L1 distance of IOPS over time (sum |a-b| / sum a over common buckets)"},
       {"throughput-series-err", 0.20, false, true, true, "normalised L1 distance of bytes/s over time"},
       {"iat-ks", 0.10, false, true, true,
-       "Kolmogorov-Smirnov distance of per-thread inter-arrival times of system calls"},
+       "Kolmogorov-Smirnov distance of per-thread inter-arrival times of system calls (times "
+       "under 10 us counted as 10 us: the replay's resolution)"},
       {"latency-ks", 0.25, false, true, false,
        "Kolmogorov-Smirnov distance of data-op latencies (worst of read/write; depends on the "
        "target storage, reported only unless a threshold is given)"},
@@ -148,9 +192,19 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   ao.analyzer.top = 0;
   ao.progress = options.progress;
   ao.salvage = options.salvage;
-  auto ra = AnalyzeTraceFile(original, ao);
+  CallScope scope_a, scope_b;
+  if (options.storage_calls_only) {
+    IOTWIN_ASSIGN_OR_RETURN(scope_a, ReplayScope(original));
+    IOTWIN_ASSIGN_OR_RETURN(scope_b, ReplayScope(replay));
+  }
+  TraceAnalysisOptions ao_a = ao, ao_b = ao;
+  if (options.storage_calls_only) {
+    ao_a.analyzer.filter.excluded_calls = scope_a.excluded;
+    ao_b.analyzer.filter.excluded_calls = scope_b.excluded;
+  }
+  auto ra = AnalyzeTraceFile(original, ao_a);
   if (!ra.ok()) return ra.status();
-  auto rb = AnalyzeTraceFile(replay, ao);
+  auto rb = AnalyzeTraceFile(replay, ao_b);
   if (!rb.ok()) return rb.status();
   const Analyzer& a = *ra->analyzer;
   const Analyzer& b = *rb->analyzer;
@@ -160,6 +214,11 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   json out = json::object();
   out["original"] = Side(original, ma);
   out["replay"] = Side(replay, mb);
+  out["scope"] = options.storage_calls_only
+                     ? json{{"calls", "storage"},
+                            {"original", ScopeJson(scope_a)},
+                            {"replay", ScopeJson(scope_b)}}
+                     : json{{"calls", "all"}};
 
   // Pacing: timing is judged for replays paced "original" or "gaps", and for non-replays.
   std::string pace;
@@ -169,6 +228,11 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   bool timing_judged = pace.empty() || pace == "original" || pace == "gaps";
   out["pace"] = pace.empty() ? json(nullptr) : json(pace);
   out["timing_judged"] = timing_judged;
+  // The block stream follows from the calls only when they bypass the page cache; buffered I/O
+  // reaches the device through the cache state and write-back timing of the moment.
+  uint64_t data_calls_a = U(ma["totals"]["read"], "syscall_ops") + U(ma["totals"]["write"], "syscall_ops");
+  bool block_judged = data_calls_a > 0 && U(ma["totals"], "direct_ops") == data_calls_a;
+  out["block_judged"] = block_judged;
 
   std::map<std::string, json> values;  // name -> {original, replay, value}
   auto put = [&](const char* name, double value, json orig = nullptr, json repl = nullptr) {
@@ -299,9 +363,10 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   };
   uint64_t ops_a = U(tA["read"], "ops") + U(tA["write"], "ops");
   uint64_t ops_b = U(tB["read"], "ops") + U(tB["write"], "ops");
-  // Active span: first to last counted record (leading idle time of a replay's setup excluded).
+  // Active span: first to last data operation issued (a replay's setup and the process start-up
+  // and exit around the I/O excluded).
   auto active = [](const json& t) {
-    uint64_t first = U(t, "first_ts_ns"), last = U(t, "last_ts_ns");
+    uint64_t first = U(t, "data_first_ts_ns"), last = U(t, "data_last_ts_ns");
     return last > first ? last - first : 0;
   };
   double iops_a = rate(ops_a, active(tA)), iops_b = rate(ops_b, active(tB));
@@ -313,7 +378,7 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   put("throughput-series-err", SeriesError(s.bytes_a, s.bytes_b));
   out["timeseries"] = {{"bucket_ns", s.width_ns}, {"original_ops", s.ops_a}, {"replay_ops", s.ops_b},
                        {"original_bytes", s.bytes_a}, {"replay_bytes", s.bytes_b}};
-  put("iat-ks", KsDistance(a.inter_arrival(), b.inter_arrival()),
+  put("iat-ks", KsDistanceFrom(a.inter_arrival(), b.inter_arrival(), kIatResolutionNs),
       a.inter_arrival().Percentile(50), b.inter_arrival().Percentile(50));
   double lat_ks = 0;
   for (int dir = 0; dir < 2; dir++)
@@ -330,7 +395,9 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
     std::optional<double> threshold;
     if (spec.enabled) threshold = spec.default_threshold;
     if (auto o = options.thresholds.find(spec.name); o != options.thresholds.end()) threshold = o->second;
-    bool judged = threshold.has_value() && (!spec.timing || timing_judged);
+    bool is_block = std::string_view(spec.name).substr(0, 6) == "block-";
+    bool judged = threshold.has_value() && (!spec.timing || timing_judged) &&
+                  (!is_block || block_judged || options.thresholds.count(spec.name));
     double v = it->second["value"].get<double>();
     bool pass = !threshold || (spec.at_least ? v >= *threshold - 1e-12 : v <= *threshold + 1e-12);
     json m = it->second;
@@ -371,6 +438,25 @@ std::string RenderCompareText(const json& r) {
   line(fmt::format("  timing    {}", r["timing_judged"].get<bool>()
                                          ? "judged"
                                          : "reported, not judged (pace " + r["pace"].get<std::string>() + ")"));
+  if (r["block"].is_object())
+    line(fmt::format("  block     {}", r.value("block_judged", false)
+                                          ? "judged (every data call of the original is O_DIRECT)"
+                                          : "reported, not judged (buffered I/O: the device sees "
+                                            "the page cache and write-back, not the calls)"));
+  const json& scope = r["scope"];
+  if (scope.value("calls", "") == "storage") {
+    auto excluded = [](const json& s) {
+      std::string why;
+      for (const auto& [reason, n] : s["reasons"].items())
+        why += fmt::format("{}{} {}", why.empty() ? "" : ", ", n.get<uint64_t>(), reason);
+      return fmt::format("{} of {}{}", FormatCount(U(s, "excluded")), FormatCount(U(s, "calls")),
+                         why.empty() ? "" : " (" + why + ")");
+    };
+    line("  scope     storage calls; left out as not re-issued by replay: original " +
+         excluded(scope["original"]) + ", replay " + excluded(scope["replay"]));
+  } else {
+    line("  scope     every system call");
+  }
   line("");
   line(fmt::format("  {:<24} {:>14} {:>14} {:>10} {:>12}  {}", "measure", "original", "replay", "value",
                    "threshold", "result"));

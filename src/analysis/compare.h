@@ -37,6 +37,9 @@ struct CompareOptions {
   size_t max_sequence_ops = 50'000'000;  // per trace
   bool progress = false;
   bool salvage = false;
+  // Judge only the calls a replay re-issues (model::Op::skip == kReplayable) in both traces;
+  // false: every system call.
+  bool storage_calls_only = true;
 };
 
 // Parses "NAME=VALUE" or "NAME=off" into options->thresholds.

@@ -50,6 +50,19 @@ double JsDistance(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b
 double KsDistance(const LogLinearHistogram& a, const LogLinearHistogram& b) {
   return KsDistance(a.counts(), b.counts());
 }
+double KsDistanceFrom(const LogLinearHistogram& a, const LogLinearHistogram& b, uint64_t floor) {
+  const size_t first = static_cast<size_t>(LogLinearHistogram::BucketOf(floor));
+  auto fold = [first](const std::vector<uint64_t>& counts) {
+    std::vector<uint64_t> out(counts.begin() + static_cast<std::ptrdiff_t>(std::min(first, counts.size())),
+                              counts.end());
+    uint64_t below = 0;
+    for (size_t i = 0; i < first && i < counts.size(); i++) below += counts[i];
+    if (!out.empty()) out[0] += below;
+    return out;
+  };
+  return KsDistance(fold(a.counts()), fold(b.counts()));
+}
+
 double JsDistance(const LogLinearHistogram& a, const LogLinearHistogram& b) {
   return JsDistance(a.counts(), b.counts());
 }

@@ -16,6 +16,9 @@ double KsDistance(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b
 double JsDistance(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
 
 double KsDistance(const LogLinearHistogram& a, const LogLinearHistogram& b);
+// KS distance with every value below `floor` counted as `floor` (up to the bucket resolution):
+// the distributions are compared at and above the floor only.
+double KsDistanceFrom(const LogLinearHistogram& a, const LogLinearHistogram& b, uint64_t floor);
 double JsDistance(const LogLinearHistogram& a, const LogLinearHistogram& b);
 
 // |b - a| / |a| with a the reference; 0 when both are 0, 1 when only a is 0.

@@ -21,6 +21,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
     size_t max_sequence_ops = 50'000'000;
     bool salvage = false;
     bool no_progress = false;
+    bool all_calls = false;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = parent.add_subcommand(
@@ -44,11 +45,16 @@ CommandSpec SetupCompare(CLI::App& parent) {
   sub->add_option("--max-sequence-ops", opt->max_sequence_ops,
                   "operations kept per trace for sequence matching (8 bytes each)")
       ->capture_default_str();
+  sub->add_flag("--all-calls", opt->all_calls,
+                "judge every system call; by default only the storage calls a replay re-issues "
+                "(not an inherited stdout, anonymous memory, /proc, ...) are compared");
   sub->add_flag("--salvage", opt->salvage, "skip damaged chunks instead of failing");
   sub->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr");
   sub->footer(
       "Timing measures are judged only when the replay's header names pace 'original' or 'gaps' "
-      "(or when the second trace is not a replay); they are always reported. See docs/report.md.");
+      "(or when the second trace is not a replay); they are always reported. Block-layer "
+      "measures are judged only when every data call of the original is O_DIRECT. See "
+      "docs/report.md.");
   return {sub, [opt] {
             analysis::CompareOptions o;
             for (const std::string& t : opt->thresholds) {
@@ -61,6 +67,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
             o.top = opt->top;
             o.max_sequence_ops = opt->max_sequence_ops;
             o.salvage = opt->salvage;
+            o.storage_calls_only = !opt->all_calls;
             o.progress = !opt->no_progress && isatty(STDERR_FILENO);
             auto result = analysis::CompareTraces(opt->original, opt->replay, o);
             if (!result.ok()) {

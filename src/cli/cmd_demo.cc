@@ -99,11 +99,11 @@ CommandSpec SetupDemo(CLI::App& parent) {
             std::vector<Step> steps = {
                 {"record",
                  {self, "record", "-o", trace, "--", workload, "kv-offload", "--dir",
-                  (dir / "workload").string()}},
+                  (dir / "workload").string(), "--chunks", "64", "--gets", "256", "--compute-us", "1000"}},
                 {"report", {self, "report", trace}},
                 {"replay",
                  {self, "replay", trace, "--root", (dir / "replay-root").string(), "--pace",
-                  "gaps", "--record", replay_trace}},
+                  "original", "--record", replay_trace}},
                 {"compare", {self, "compare", trace, replay_trace}},
             };
             int failed = 0;

@@ -6,8 +6,8 @@
 // records of its request, and each request linked to the call that caused it.
 //
 // It needs a static iotwin: the one under test when this build is static
-// (cmake -DIOTWIN_STATIC=ON), or the one IOTWIN_NVME_GUEST_IOTWIN names; without one it skips
-// and says so.
+// (cmake -DIOTWIN_STATIC=ON), the build's iotwin-static (built whenever Debian's static archives
+// are installed), or the one IOTWIN_NVME_GUEST_IOTWIN names; without one it skips and says so.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -97,15 +97,22 @@ bool IsStatic(const std::string& path) {
 
 std::string StaticIotwin() {
   if (const char* bin = getenv("IOTWIN_NVME_GUEST_IOTWIN"); bin && *bin) return bin;
-  return IsStatic(IotwinBin()) ? IotwinBin() : "";
+  if (IsStatic(IotwinBin())) return IotwinBin();
+#ifdef IOTWIN_STATIC_BIN
+  return IOTWIN_STATIC_BIN;  // the build's iotwin-static: same objects, linked -static
+#else
+  return "";
+#endif
 }
 
 // What runs in the guest: record the probe, keep the trace and the probe's log.
 constexpr const char* kGuestScript = R"(set -u
 out="${IOTWIN_OUT:?}"
+# The static iotwin under test keeps its file name: iotwin or iotwin-static.
+iotwin=$(command -v iotwin || command -v iotwin-static)
 cat /sys/block/nvme0n1/queue/logical_block_size > "$out/lba_size"
 cat /sys/block/nvme0n1/queue/max_sectors_kb > "$out/max_sectors_kb"
-iotwin record -o "$out/trace.iotwin" --no-status --ring-mb 8 -- \
+"$iotwin" record -o "$out/trace.iotwin" --no-status --ring-mb 8 -- \
   nvme_guest_probe --dev /dev/nvme0n1 --log "$out/probe.log" > "$out/record.out" 2>&1
 echo "$?" > "$out/record.status"
 )";
