@@ -177,6 +177,11 @@ struct ModelBuilder::Impl {
   // last io_uring_setup not yet claimed by a context).
   std::unordered_map<uint64_t, uint32_t> aio_setup_size;
   std::unordered_map<uint32_t, uint32_t> uring_setup_size;
+  // ... and the setup calls themselves: libaio by context address -> (thread, op), io_uring by
+  // thread -> op. The context's first request links the call to it, so that replay sets the
+  // context up at the recorded call, not later at the first request.
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> aio_setup_op;
+  std::unordered_map<uint32_t, uint32_t> uring_setup_op;
   std::unordered_map<uint32_t, std::pair<uint32_t, uint64_t>> last_batch;  // thread -> (batch, key)
   uint32_t next_batch = 0;
   DependencyTracker deps;
@@ -1051,9 +1056,11 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
   }
   if (code <= IOT_OP_MAX && op.skip == Skip::kReplayable) m->stats_.replayable_by_kind[code]++;
   m->stats_.skipped_by_reason[static_cast<size_t>(op.skip)]++;
-  Push(t, op, [&] {
+  uint32_t pushed = Push(t, op, [&] {
     for (auto& d : decl) d();
   });
+  if (ok && code == IOT_OP_IO_SETUP) aio_setup_op[sc.aux] = {t, pushed};
+  if (ok && code == IOT_OP_IO_URING_SETUP) uring_setup_op[t] = pushed;
 }
 
 void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
@@ -1313,17 +1320,26 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
     c.engine = a.engine;
     c.ctx = a.ctx;
     c.process = proc;
+    uint32_t setup_op = kNone;  // the setup call, when this thread made it
     if (a.engine == IOT_AIO_ENGINE_LIBAIO) {
       auto sz = aio_setup_size.find(a.ctx);
       if (sz != aio_setup_size.end()) c.setup_size = sz->second;
+      auto so = aio_setup_op.find(a.ctx);
+      if (so != aio_setup_op.end() && so->second.first == t) setup_op = so->second.second;
     } else {
       auto sz = uring_setup_size.find(t);
       if (sz != uring_setup_size.end()) {
         c.setup_size = sz->second;
         uring_setup_size.erase(sz);
       }
+      auto so = uring_setup_op.find(t);
+      if (so != uring_setup_op.end()) {
+        setup_op = so->second;
+        uring_setup_op.erase(so);
+      }
     }
     m->async_contexts_.push_back(c);
+    if (setup_op != kNone) m->threads_[t].ops[setup_op].async_ctx = static_cast<uint32_t>(m->async_contexts_.size() - 1);
     async_inflight.push_back(0);
     async_ctx_index[ckey] = ci;
   } else {

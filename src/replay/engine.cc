@@ -537,6 +537,19 @@ void ReplayEngine::RunWorker(Worker* w) {
     return total;
   };
 
+  // A context's engine is set up at its recorded io_setup / io_uring_setup when the model linked
+  // the call to it, else at its first request.
+  auto ensure_engine = [&](uint32_t ci) {
+    if (w->engines[ci] || w->engine_failed[ci]) return;
+    const auto& ctx = model_.async_contexts()[ci];
+    // The recorded setup size (io_setup nr_events, io_uring_setup entries), so the replayed
+    // setup call is the recorded one; never less than the requests seen in flight.
+    auto e = backend_->NewAsyncEngine(ctx.engine, std::max({ctx.max_inflight, ctx.setup_size, 1u}),
+                                      options_.async);
+    if (e.ok()) w->engines[ci] = std::move(e).value();
+    else w->engine_failed[ci] = true;
+  };
+
   LiveArgs a;
   for (uint32_t i = 0; i < th.ops.size(); i++) {
     if (abort_.load(std::memory_order_relaxed)) break;
@@ -633,15 +646,7 @@ void ReplayEngine::RunWorker(Worker* w) {
         w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         MarkDone(w->thread, i + 1);
       };
-      if (!w->engines[ci] && !w->engine_failed[ci]) {
-        const auto& ctx = model_.async_contexts()[ci];
-        // The recorded setup size (io_setup nr_events, io_uring_setup entries), so the replayed
-        // setup call is the recorded one; never less than the requests seen in flight.
-        auto e = backend_->NewAsyncEngine(ctx.engine, std::max({ctx.max_inflight, ctx.setup_size, 1u}),
-                                          options_.async);
-        if (e.ok()) w->engines[ci] = std::move(e).value();
-        else w->engine_failed[ci] = true;
-      }
+      ensure_engine(ci);
       AsyncEngine* e = w->engines[ci].get();
       if (!e) {
         skip_live(LiveSkip::kAsyncEngine);
@@ -707,6 +712,10 @@ void ReplayEngine::RunWorker(Worker* w) {
       // waiting calls flush and reap as the original did.
       uint64_t t0 = NowNs();
       uint16_t code = op.sc.op;
+      if ((code == IOT_OP_IO_SETUP || code == IOT_OP_IO_URING_SETUP) && op.async_ctx != model::kNone &&
+          op.async_ctx < w->engines.size()) {
+        ensure_engine(op.async_ctx);
+      }
       bool waits = code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS ||
                    (code == IOT_OP_IO_URING_ENTER && (op.sc.flags & 1 /*GETEVENTS*/));
       // io_uring_enter submits and waits in one call: the wait submits what it waits for, and

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "format/records.h"
 #include "model/trace_model.h"
 #include "model_test_util.h"
 #include "replay/backend.h"
@@ -263,8 +264,8 @@ TEST(ReplayEngine, FaultsTouchTheRecreatedMapping) {
   EXPECT_EQ(h.engine->stats().skipped_by_reason().at("unknown_mapping").at("page_fault"), 1u);
 }
 
-// Async engine calls as the replay issues them: an engine that completes every request at once
-// and logs Flush / Reap / SubmitAndReap with their waits.
+// Async engine calls as the replay issues them: an engine whose requests complete when waited
+// for, logging Flush / Reap / SubmitAndReap with their waits.
 class FakeAsyncEngine final : public AsyncEngine {
  public:
   explicit FakeAsyncEngine(std::vector<std::string>* log) : log_(log) {}
@@ -278,7 +279,9 @@ class FakeAsyncEngine final : public AsyncEngine {
     return Submit();
   }
   int Reap(AsyncCompletion* out, int max, int min_wait) override {
-    if (min_wait > 0) log_->push_back("wait " + std::to_string(min_wait));
+    // A slow device: a poll finds nothing; completions arrive when waited for.
+    if (min_wait == 0) return 0;
+    log_->push_back("wait " + std::to_string(min_wait));
     return Take(out, max);
   }
   int SubmitAndReap(AsyncCompletion* out, int max, int min_wait) override {
@@ -309,6 +312,10 @@ class FakeAsyncEngine final : public AsyncEngine {
 
 class AsyncLoggingBackend : public LoggingBackend {
  public:
+  int64_t Execute(const LiveArgs& a) override {
+    calls.push_back("exec " + std::string(OpName(a.op->sc.op)));
+    return LoggingBackend::Execute(a);
+  }
   Result<std::unique_ptr<AsyncEngine>> NewAsyncEngine(uint8_t, unsigned depth, AsyncKind) override {
     calls.push_back("setup " + std::to_string(depth));
     return std::unique_ptr<AsyncEngine>(std::make_unique<FakeAsyncEngine>(&calls));
@@ -318,8 +325,8 @@ class AsyncLoggingBackend : public LoggingBackend {
 
 // One recorded batch of 4 reads: `submit` carries the requests, `wait` (the same call for
 // io_uring_enter(fd, 4, 4, GETEVENTS)) returns once all four have completed.
+// The context is set up before the file is opened, as workloads do (a worker's io_setup first).
 void AsyncBatch(TraceBuilder& b, uint8_t engine, uint16_t submit_op, uint16_t wait_op) {
-  b.Openat(100, "/d/f", O_RDONLY | O_DIRECT, 3, 1 << 20);
   uint8_t read_op = engine == IOT_AIO_ENGINE_URING ? 22 /*IORING_OP_READ*/ : 0 /*IOCB_CMD_PREAD*/;
   if (engine == IOT_AIO_ENGINE_URING) {
     b.Syscall(100, IOT_OP_IO_URING_SETUP, 5).length = 8;  // entries
@@ -328,6 +335,7 @@ void AsyncBatch(TraceBuilder& b, uint8_t engine, uint16_t submit_op, uint16_t wa
     setup.length = 8;  // nr_events
     setup.aux = 9;     // the context address it returned: the requests' ctx
   }
+  b.Openat(100, "/d/f", O_RDONLY | O_DIRECT, 3, 1 << 20);
   uint64_t t = b.now() + 100'000;
   for (int k = 0; k < 4; k++) {
     b.SetTime(t + 1'000 + k * 100);
@@ -366,8 +374,9 @@ TEST(ReplayEngine, UringSubmitAndWaitIsOneCall) {
   h.Run(b, &be, PaceMode::kFast);
   // The recorded io_uring_enter(fd, 4, 4, GETEVENTS) is replayed as one submit-and-wait for all
   // four, not a submit followed by one wait per completion.
-  // The ring has the recorded 8 entries, not the 4 seen in flight.
-  EXPECT_EQ(be.calls, (std::vector<std::string>{"setup 8", "submit 4 wait 4"}));
+  // The ring is set up at the recorded io_uring_setup (before the open, not at the first
+  // request) with the recorded 8 entries, not the 4 seen in flight.
+  EXPECT_EQ(be.calls, (std::vector<std::string>{"setup 8", "exec openat", "submit 4 wait 4", "exec close"}));
   EXPECT_EQ(h.engine->stats().mismatches(), 0u);
 }
 
@@ -378,7 +387,8 @@ TEST(ReplayEngine, LibaioGeteventsWaitsForTheWholeBatchAtOnce) {
   Harness h;
   h.Run(b, &be, PaceMode::kFast);
   // io_submit(4) then io_getevents(ctx, 4, 4): one submission, one wait for four.
-  EXPECT_EQ(be.calls, (std::vector<std::string>{"setup 8", "flush 4", "submit 0 wait 4"}));
+  EXPECT_EQ(be.calls, (std::vector<std::string>{"setup 8", "exec openat", "flush 4", "submit 0 wait 4",
+                                                 "exec close"}));
   EXPECT_EQ(h.engine->stats().mismatches(), 0u);
 }
 
