@@ -165,6 +165,23 @@ struct ModelBuilder::Impl {
   std::unordered_map<uint64_t, uint32_t> async_ctx_index;  // (engine<<56 ^ ctx) -> index
   std::map<std::pair<uint64_t, uint64_t>, std::pair<uint32_t, uint32_t>> async_pending;
   std::vector<uint32_t> async_inflight;
+  // Async reads submitted while their file was pristine: (ctx key, request) -> (file, offset,
+  // length). The bytes such a read needs are its offset + the bytes its completion returned (an
+  // O_DIRECT read of a rounded-up length comes back short at end of file), known only then.
+  struct PendingGrowth {
+    uint32_t file;
+    uint64_t offset, length;
+  };
+  std::map<std::pair<uint64_t, uint64_t>, PendingGrowth> async_growth;
+  // Sizes of async contexts being set up: libaio by context address, io_uring by thread (its
+  // last io_uring_setup not yet claimed by a context).
+  std::unordered_map<uint64_t, uint32_t> aio_setup_size;
+  std::unordered_map<uint32_t, uint32_t> uring_setup_size;
+  // ... and the setup calls themselves: libaio by context address -> (thread, op), io_uring by
+  // thread -> op. The context's first request links the call to it, so that replay sets the
+  // context up at the recorded call, not later at the first request.
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> aio_setup_op;
+  std::unordered_map<uint32_t, uint32_t> uring_setup_op;
   std::unordered_map<uint32_t, std::pair<uint32_t, uint64_t>> last_batch;  // thread -> (batch, key)
   uint32_t next_batch = 0;
   DependencyTracker deps;
@@ -1006,7 +1023,13 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       decl.push_back([=, this] { declare_fd_use(sc.fd); });
       break;
     }
+    case IOT_OP_IO_SETUP: {
+      // length = nr_events, aux = the context address written to *ctxp (the async records' ctx)
+      if (ok && sc.length > 0) aio_setup_size[sc.aux] = static_cast<uint32_t>(sc.length);
+      break;
+    }
     case IOT_OP_IO_URING_SETUP: {
+      if (ok && sc.length > 0) uring_setup_size[t] = static_cast<uint32_t>(sc.length);
       if (ok) {
         uint32_t o = NewOfd(kNone, kNone, O_RDWR, false);
         ofds[o].ring = true;
@@ -1033,9 +1056,11 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
   }
   if (code <= IOT_OP_MAX && op.skip == Skip::kReplayable) m->stats_.replayable_by_kind[code]++;
   m->stats_.skipped_by_reason[static_cast<size_t>(op.skip)]++;
-  Push(t, op, [&] {
+  uint32_t pushed = Push(t, op, [&] {
     for (auto& d : decl) d();
   });
+  if (ok && code == IOT_OP_IO_SETUP) aio_setup_op[sc.aux] = {t, pushed};
+  if (ok && code == IOT_OP_IO_URING_SETUP) uring_setup_op[t] = pushed;
 }
 
 void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
@@ -1274,6 +1299,14 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
     op.interrupted = false;
     if (op.async_ctx != kNone && async_inflight[op.async_ctx] > 0) async_inflight[op.async_ctx]--;
     async_pending.erase(it);
+    auto g = async_growth.find({ckey, req});
+    if (g != async_growth.end()) {
+      // Judged at submission (a later write does not undo what this read found); a failed read
+      // proves nothing about the size.
+      FileInfo& fi = m->files_[g->second.file];
+      if (a.res > 0) fi.initial_size = std::max(fi.initial_size, g->second.offset + static_cast<uint64_t>(a.res));
+      async_growth.erase(g);
+    }
     return;
   }
   if (a.phase != IOT_AIO_SUBMIT) return;
@@ -1287,7 +1320,26 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
     c.engine = a.engine;
     c.ctx = a.ctx;
     c.process = proc;
+    uint32_t setup_op = kNone;  // the setup call, when this thread made it
+    if (a.engine == IOT_AIO_ENGINE_LIBAIO) {
+      auto sz = aio_setup_size.find(a.ctx);
+      if (sz != aio_setup_size.end()) c.setup_size = sz->second;
+      auto so = aio_setup_op.find(a.ctx);
+      if (so != aio_setup_op.end() && so->second.first == t) setup_op = so->second.second;
+    } else {
+      auto sz = uring_setup_size.find(t);
+      if (sz != uring_setup_size.end()) {
+        c.setup_size = sz->second;
+        uring_setup_size.erase(sz);
+      }
+      auto so = uring_setup_op.find(t);
+      if (so != uring_setup_op.end()) {
+        setup_op = so->second;
+        uring_setup_op.erase(so);
+      }
+    }
     m->async_contexts_.push_back(c);
+    if (setup_op != kNone) m->threads_[t].ops[setup_op].async_ctx = static_cast<uint32_t>(m->async_contexts_.size() - 1);
     async_inflight.push_back(0);
     async_ctx_index[ckey] = ci;
   } else {
@@ -1316,8 +1368,14 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
   }
   uint32_t file = op.file;
   if (file != kNone) {
-    if (is_write) Modified(file);
-    else if (is_read) GrowInitial(file, a.offset + a.length);
+    if (is_write) {
+      Modified(file);
+    } else if (is_read) {
+      const FileInfo& fi = m->files_[file];
+      if (fi.origin == FileOrigin::kPreexisting && !fi.modified && !fi.is_dir) {
+        async_growth[{ckey, req}] = PendingGrowth{file, a.offset, a.length};
+      }
+    }
   }
   // Batching: requests of the same thread and context submitted in the same call (same sort key)
   // or at the same instant form one batch.
@@ -1445,6 +1503,12 @@ Status ModelBuilder::Impl::Finish() {
   m->stats_.unknown_fds = unknown_fds.size();
   m->stats_.orphan_iovecs = iovecs.size();
   m->stats_.unmatched_async = async_pending.size();
+  // Reads whose completion was never seen: assume they returned everything they asked for.
+  for (const auto& [key, g] : async_growth) {
+    FileInfo& fi = m->files_[g.file];
+    fi.initial_size = std::max(fi.initial_size, g.offset + g.length);
+  }
+  async_growth.clear();
   m->stats_.deps = m->deps_.size();
   return Status::Ok();
 }

@@ -189,6 +189,10 @@ struct AsyncContext {
   uint32_t process = kNone;
   uint32_t max_inflight = 0;  // highest number of requests in flight seen
   uint64_t requests = 0;
+  // Size the workload asked for: io_setup's nr_events (matched by the context address it
+  // returned) or io_uring_setup's entries (the thread's last ring set up before its first
+  // request); 0 when not seen. The replay sets its context up with the same size.
+  uint32_t setup_size = 0;
 };
 
 // Initial page-cache residency of a file (IOT_REC_CACHE_STATE).

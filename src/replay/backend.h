@@ -77,6 +77,16 @@ class AsyncEngine {
   // Collects completions into `out` (at most `max`), waiting until at least `min_wait` are
   // available. Returns the number collected or -errno.
   virtual int Reap(AsyncCompletion* out, int max, int min_wait) = 0;
+  // Submits everything queued and waits until `min_wait` completions are available, then collects
+  // them: a recorded io_uring_enter(to_submit, min_complete, GETEVENTS) is one system call, and
+  // so must its replay be. Engines without a combined call submit, then reap.
+  virtual int SubmitAndReap(AsyncCompletion* out, int max, int min_wait) {
+    if (queued() > 0) {
+      int r = Flush();
+      if (r < 0) return r;
+    }
+    return Reap(out, max, min_wait);
+  }
   virtual unsigned queued() const = 0;
 };
 

@@ -506,20 +506,21 @@ void ReplayEngine::RunWorker(Worker* w) {
       while ((n = e->Reap(comps, 64, 0)) > 0) handle_completions(e.get(), n);
     }
   };
-  // Waits for the requests the original had completed by `rec_time` (its waiting call returned).
-  auto wait_completions_until = [&](uint64_t rec_time) {
+  // Waits for the requests the original had completed by `rec_time` (its waiting call returned),
+  // all of an engine's at once: the original's io_getevents(ctx, n, n) or
+  // io_uring_enter(fd, n, n, GETEVENTS) is one call, so waiting for them one by one would add
+  // system calls the original did not make. Requests still queued are submitted by the same call.
+  auto wait_completions_until = [&](uint64_t rec_time, int max_events) {
     while (!abort_.load(std::memory_order_relaxed)) {
-      const Outstanding* due = nullptr;
+      AsyncEngine* e = nullptr;
+      int due = 0;
       for (const auto& o : w->outstanding) {
-        if (o.rec_end <= rec_time) {
-          due = &o;
-          break;
-        }
+        if (o.rec_end > rec_time) continue;
+        if (!e) e = o.engine;
+        if (o.engine == e) due++;
       }
-      if (!due) break;
-      AsyncEngine* e = due->engine;
-      if (e->queued()) e->Flush();
-      int n = e->Reap(comps, 64, 1);
+      if (!e) break;
+      int n = e->SubmitAndReap(comps, max_events, std::min(due, max_events));
       if (n <= 0) break;
       handle_completions(e, n);
     }
@@ -534,6 +535,19 @@ void ReplayEngine::RunWorker(Worker* w) {
       }
     }
     return total;
+  };
+
+  // A context's engine is set up at its recorded io_setup / io_uring_setup when the model linked
+  // the call to it, else at its first request.
+  auto ensure_engine = [&](uint32_t ci) {
+    if (w->engines[ci] || w->engine_failed[ci]) return;
+    const auto& ctx = model_.async_contexts()[ci];
+    // The recorded setup size (io_setup nr_events, io_uring_setup entries), so the replayed
+    // setup call is the recorded one; never less than the requests seen in flight.
+    auto e = backend_->NewAsyncEngine(ctx.engine, std::max({ctx.max_inflight, ctx.setup_size, 1u}),
+                                      options_.async);
+    if (e.ok()) w->engines[ci] = std::move(e).value();
+    else w->engine_failed[ci] = true;
   };
 
   LiveArgs a;
@@ -632,12 +646,7 @@ void ReplayEngine::RunWorker(Worker* w) {
         w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         MarkDone(w->thread, i + 1);
       };
-      if (!w->engines[ci] && !w->engine_failed[ci]) {
-        const auto& ctx = model_.async_contexts()[ci];
-        auto e = backend_->NewAsyncEngine(ctx.engine, std::max(ctx.max_inflight, 1u), options_.async);
-        if (e.ok()) w->engines[ci] = std::move(e).value();
-        else w->engine_failed[ci] = true;
-      }
+      ensure_engine(ci);
       AsyncEngine* e = w->engines[ci].get();
       if (!e) {
         skip_live(LiveSkip::kAsyncEngine);
@@ -668,7 +677,9 @@ void ReplayEngine::RunWorker(Worker* w) {
       bool more = false;
       if (i + 1 < th.ops.size()) {
         const Op& next = th.ops[i + 1];
-        more = (next.kind == OpKind::kAsyncSubmit && next.batch == op.batch) ||
+        // Requests queued before a submitting call are all carried by it, whatever their
+        // recorded instants (the model's batches follow submission timestamps).
+        more = (next.kind == OpKind::kAsyncSubmit && next.async_ctx == op.async_ctx) ||
                (next.kind == OpKind::kSyscall &&
                 (next.sc.op == IOT_OP_IO_URING_ENTER || next.sc.op == IOT_OP_IO_SUBMIT));
       }
@@ -701,10 +712,21 @@ void ReplayEngine::RunWorker(Worker* w) {
       // waiting calls flush and reap as the original did.
       uint64_t t0 = NowNs();
       uint16_t code = op.sc.op;
-      if (code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_SUBMIT) flush_all();
+      if ((code == IOT_OP_IO_SETUP || code == IOT_OP_IO_URING_SETUP) && op.async_ctx != model::kNone &&
+          op.async_ctx < w->engines.size()) {
+        ensure_engine(op.async_ctx);
+      }
       bool waits = code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS ||
                    (code == IOT_OP_IO_URING_ENTER && (op.sc.flags & 1 /*GETEVENTS*/));
-      if (waits) wait_completions_until(op.end);
+      // io_uring_enter submits and waits in one call: the wait submits what it waits for, and
+      // what is left queued (nothing due) is submitted after.
+      // io_getevents(ctx, min_nr, nr): the recorded nr (length) bounds one call, as it did.
+      int max_events = 64;
+      if (code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS) {
+        max_events = static_cast<int>(std::clamp<uint64_t>(op.sc.length, 1, 64));
+      }
+      if (waits) wait_completions_until(op.end, max_events);
+      if (code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_SUBMIT) flush_all();
       OpStats& s = stats_for(op);
       s.count++;
       s.latency.Add(NowNs() - t0);

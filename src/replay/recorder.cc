@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <thread>
 
@@ -156,11 +157,37 @@ Status FilterTraceToThreads(const std::string& in, const std::string& out,
         break;
     }
   };
+  // Async requests the workers submitted, by (engine, context, request): their completions are
+  // often posted by another task (io_uring's io-wq workers for punted buffered writes, an
+  // interrupt's context), and belong with the submission, not with that task.
+  // A first pass collects them: records from different CPUs are not in time order in the file.
+  std::set<std::tuple<uint8_t, uint64_t, uint64_t>> kept_requests;
+  auto request_key = [](const iot_async_io& a) {
+    return std::make_tuple(a.engine, a.ctx, a.req_id != 0 ? a.req_id : a.user_data);
+  };
+  {
+    IOTWIN_ASSIGN_OR_RETURN(auto first, TraceReader::Open(in, ro));
+    while (true) {
+      IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* rec, first->Next());
+      if (!rec) break;
+      if (rec->type != IOT_REC_ASYNC_IO) continue;
+      const auto& a = As<iot_async_io>(rec);
+      if (a.phase == IOT_AIO_SUBMIT && keep.count(a.tid)) kept_requests.insert(request_key(a));
+    }
+  }
   while (true) {
     IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* rec, reader->Next());
     if (!rec) break;
     uint32_t tid = 0;
     bool per_thread = true;
+    if (rec->type == IOT_REC_ASYNC_IO) {
+      const auto& a = As<iot_async_io>(rec);
+      if (a.phase == IOT_AIO_COMPLETE && !keep.count(a.tid) && kept_requests.count(request_key(a))) {
+        IOTWIN_RETURN_IF_ERROR(writer->Append(rec));
+        kept++;
+        continue;
+      }
+    }
     switch (rec->type) {
       case IOT_REC_SYSCALL: tid = As<iot_syscall>(rec).tid; break;
       case IOT_REC_IOVEC: tid = As<iot_iovec>(rec).tid; break;

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "format/records.h"
 #include "model/trace_model.h"
 #include "model_test_util.h"
 #include "replay/backend.h"
@@ -259,6 +262,134 @@ TEST(ReplayEngine, FaultsTouchTheRecreatedMapping) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(log[3].args.addr), 0x7f0000000000u + 9 * 4096);
   EXPECT_EQ(log[4].args.mem_len, 1u << 20);
   EXPECT_EQ(h.engine->stats().skipped_by_reason().at("unknown_mapping").at("page_fault"), 1u);
+}
+
+// Async engine calls as the replay issues them: an engine whose requests complete when waited
+// for, logging Flush / Reap / SubmitAndReap with their waits.
+class FakeAsyncEngine final : public AsyncEngine {
+ public:
+  explicit FakeAsyncEngine(std::vector<std::string>* log) : log_(log) {}
+  const char* name() const override { return "fake"; }
+  bool Queue(const AsyncRequest& r) override {
+    queued_.push_back(AsyncCompletion{r.token, r.recorded});
+    return true;
+  }
+  int Flush() override {
+    log_->push_back("flush " + std::to_string(queued_.size()));
+    return Submit();
+  }
+  int Reap(AsyncCompletion* out, int max, int min_wait) override {
+    // A slow device: a poll finds nothing; completions arrive when waited for.
+    if (min_wait == 0) return 0;
+    log_->push_back("wait " + std::to_string(min_wait));
+    return Take(out, max);
+  }
+  int SubmitAndReap(AsyncCompletion* out, int max, int min_wait) override {
+    log_->push_back("submit " + std::to_string(queued_.size()) + " wait " + std::to_string(min_wait));
+    Submit();
+    return Take(out, max);
+  }
+  unsigned queued() const override { return static_cast<unsigned>(queued_.size()); }
+
+ private:
+  int Submit() {
+    int n = static_cast<int>(queued_.size());
+    done_.insert(done_.end(), queued_.begin(), queued_.end());
+    queued_.clear();
+    return n;
+  }
+  int Take(AsyncCompletion* out, int max) {
+    int n = 0;
+    while (n < max && !done_.empty()) {
+      out[n++] = done_.front();
+      done_.erase(done_.begin());
+    }
+    return n;
+  }
+  std::vector<std::string>* log_;
+  std::vector<AsyncCompletion> queued_, done_;
+};
+
+class AsyncLoggingBackend : public LoggingBackend {
+ public:
+  int64_t Execute(const LiveArgs& a) override {
+    calls.push_back("exec " + std::string(OpName(a.op->sc.op)));
+    return LoggingBackend::Execute(a);
+  }
+  Result<std::unique_ptr<AsyncEngine>> NewAsyncEngine(uint8_t, unsigned depth, AsyncKind) override {
+    calls.push_back("setup " + std::to_string(depth));
+    return std::unique_ptr<AsyncEngine>(std::make_unique<FakeAsyncEngine>(&calls));
+  }
+  std::vector<std::string> calls;
+};
+
+// One recorded batch of 4 reads: `submit` carries the requests, `wait` (the same call for
+// io_uring_enter(fd, 4, 4, GETEVENTS)) returns once all four have completed.
+// The context is set up before the file is opened, as workloads do (a worker's io_setup first).
+void AsyncBatch(TraceBuilder& b, uint8_t engine, uint16_t submit_op, uint16_t wait_op) {
+  uint8_t read_op = engine == IOT_AIO_ENGINE_URING ? 22 /*IORING_OP_READ*/ : 0 /*IOCB_CMD_PREAD*/;
+  if (engine == IOT_AIO_ENGINE_URING) {
+    b.Syscall(100, IOT_OP_IO_URING_SETUP, 5).length = 8;  // entries
+  } else {
+    auto& setup = b.Syscall(100, IOT_OP_IO_SETUP, 0);
+    setup.length = 8;  // nr_events
+    setup.aux = 9;     // the context address it returned: the requests' ctx
+  }
+  b.Openat(100, "/d/f", O_RDONLY | O_DIRECT, 3, 1 << 20);
+  uint64_t t = b.now() + 100'000;
+  for (int k = 0; k < 4; k++) {
+    b.SetTime(t + 1'000 + k * 100);
+    b.Async(100, engine, IOT_AIO_SUBMIT, read_op, 9, k + 1, 3, k * 4096, 4096);
+  }
+  for (int k = 0; k < 4; k++) {
+    b.SetTime(t + 20'000 + k * 100);
+    b.Async(100, engine, IOT_AIO_COMPLETE, read_op, 9, k + 1, 3, k * 4096, 4096, 4096);
+  }
+  if (submit_op == wait_op) {
+    b.dur = 50'000;  // io_uring_enter(fd, 4, 4, GETEVENTS): spans submissions and completions
+    b.SetTime(t);
+    auto& enter = b.Syscall(100, submit_op, 4);
+    enter.fd = 5;
+    enter.flags = 1;  // IORING_ENTER_GETEVENTS
+  } else {
+    b.dur = 5'000;  // io_submit: spans the submissions
+    b.SetTime(t);
+    b.Syscall(100, submit_op, 4);
+    b.dur = 30'000;  // io_getevents(ctx, 4, 4): returns after the completions
+    b.SetTime(t + 10'000);
+    auto& wait = b.Syscall(100, wait_op, 4);
+    wait.aux = 4;     // min_nr
+    wait.length = 4;  // nr
+  }
+  b.dur = 1'000;
+  b.SetTime(t + 200'000);
+  b.Close(100, 3);
+}
+
+TEST(ReplayEngine, UringSubmitAndWaitIsOneCall) {
+  TraceBuilder b;
+  AsyncBatch(b, IOT_AIO_ENGINE_URING, IOT_OP_IO_URING_ENTER, IOT_OP_IO_URING_ENTER);
+  AsyncLoggingBackend be;
+  Harness h;
+  h.Run(b, &be, PaceMode::kFast);
+  // The recorded io_uring_enter(fd, 4, 4, GETEVENTS) is replayed as one submit-and-wait for all
+  // four, not a submit followed by one wait per completion.
+  // The ring is set up at the recorded io_uring_setup (before the open, not at the first
+  // request) with the recorded 8 entries, not the 4 seen in flight.
+  EXPECT_EQ(be.calls, (std::vector<std::string>{"setup 8", "exec openat", "submit 4 wait 4", "exec close"}));
+  EXPECT_EQ(h.engine->stats().mismatches(), 0u);
+}
+
+TEST(ReplayEngine, LibaioGeteventsWaitsForTheWholeBatchAtOnce) {
+  TraceBuilder b;
+  AsyncBatch(b, IOT_AIO_ENGINE_LIBAIO, IOT_OP_IO_SUBMIT, IOT_OP_IO_GETEVENTS);
+  AsyncLoggingBackend be;
+  Harness h;
+  h.Run(b, &be, PaceMode::kFast);
+  // io_submit(4) then io_getevents(ctx, 4, 4): one submission, one wait for four.
+  EXPECT_EQ(be.calls, (std::vector<std::string>{"setup 8", "exec openat", "flush 4", "submit 0 wait 4",
+                                                 "exec close"}));
+  EXPECT_EQ(h.engine->stats().mismatches(), 0u);
 }
 
 }  // namespace

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Fidelity validation (issue 8): record each iotwin-workload scenario, replay it into a fresh
+# sandbox with every pacing mode while recording the replay, compare the two traces, and write
+# the tables to docs/validation.md. Then replay one trace onto ext4 and XFS loop devices.
+#
+#   bench/fidelity/run.sh              # full run (a few minutes), writes docs/validation.md
+#   bench/fidelity/run.sh --smoke      # one tiny scenario, one pace; writes only under the work dir
+#   options: --out FILE (where the document/fragment goes), --keep (keep the work dir),
+#            --no-fs (skip the ext4/XFS part), --only NAME (one scenario, full pacing)
+# Environment: IOTWIN_BUILD_DIR (default: <repo>/build), IOTWIN_FIDELITY_WORK (parent of the
+# work dir; default /var/tmp, a disk file system so O_DIRECT works).
+# Needs root (eBPF capture; loop devices and mounts for the file-system part).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+build="${IOTWIN_BUILD_DIR:-$repo/build}"
+iotwin="$build/src/cli/iotwin"
+workload="$build/workloads/iotwin-workload"
+
+smoke=0 keep=0 with_fs=1 out="" only=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --smoke) smoke=1 ;;
+    --keep) keep=1 ;;
+    --no-fs) with_fs=0 ;;
+    --out) out="$2"; shift ;;
+    --only) only="$2"; shift ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+for bin in "$iotwin" "$workload"; do
+  [[ -x "$bin" ]] || { echo "run.sh: $bin missing: build first (ninja -C build)" >&2; exit 2; }
+done
+[[ $(id -u) -eq 0 ]] || { echo "run.sh: needs root (eBPF capture)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "run.sh: needs python3" >&2; exit 2; }
+
+work="$(mktemp -d "${IOTWIN_FIDELITY_WORK:-/var/tmp}/iotwin-fidelity.XXXXXX")"
+loops=() mounts=()
+cleanup() {
+  local m l
+  for m in "${mounts[@]:-}"; do [[ -n "$m" ]] && umount "$m" 2>/dev/null || true; done
+  for l in "${loops[@]:-}"; do [[ -n "$l" ]] && losetup -d "$l" 2>/dev/null || true; done
+  if [[ $keep -eq 0 ]]; then rm -rf -- "$work"; else echo "run.sh: kept $work" >&2; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [[ $smoke -eq 1 ]]; then
+  out="${out:-$work/fragment.md}"
+  paces=(gaps)
+else
+  paces=(original gaps fast)
+  if [[ -n "$only" ]]; then [[ -z "$out" ]] && keep=1; out="${out:-$work/fragment.md}"; else out="${out:-$repo/docs/validation.md}"; fi
+fi
+results="$work/results"
+mkdir -p "$results" "$work/data"
+
+# Scenarios: name | prepare args ("" = none) | workload args. Sized so that each run lasts
+# >= 0.5 s on the 2-core development VM (rates need a span to mean anything) while the whole
+# run stays under ~10 minutes. The data of scenario S lives in $work/data/S.
+scenarios=(
+  "kv-buffered||kv-offload --io buffered --chunks 256 --gets 4096"
+  "kv-direct||kv-offload --io direct --chunks 128 --gets 512"
+  "kv-uring||kv-offload --io uring --chunks 256 --gets 2048"
+  "model-mmap|--prepare-only --shards 4 --shard-mb 32|model-load --mode mmap --shards 4 --drop-cache"
+  "model-pread|--prepare-only --shards 8 --shard-mb 32|model-load --mode pread --shards 8 --drop-cache"
+  "model-direct-async|--prepare-only --shards 4 --shard-mb 192|model-load --mode direct-async --shards 4"
+  "mixed||mixed --gets 1024 --writes 1024"
+)
+if [[ $smoke -eq 1 ]]; then
+  scenarios=("kv-buffered||kv-offload --io buffered --chunks 8 --gets 16")
+fi
+
+log() { printf '[fidelity %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+# record NAME ARGS...: the workload under `iotwin record`, its summary line kept.
+record_one() {
+  local name="$1"; shift
+  "$iotwin" record -o "$results/$name.orig.iotwin" --no-status -- "$workload" "$@" \
+    >"$results/$name.orig.summary" 2>"$results/$name.orig.err"
+}
+
+# replay_one NAME PACE [extra replay args]: fresh sandbox, --record, then compare --json.
+replay_one() {
+  local name="$1" pace="$2"; shift 2
+  local tag="$name.$pace" sandbox="$work/sandbox/$name.$pace"
+  rm -rf -- "$sandbox"; mkdir -p "$sandbox"
+  "$iotwin" replay "$results/$name.orig.iotwin" --root "$sandbox" --pace "$pace" --quiet --json \
+    --record "$results/$tag.replay.iotwin" "$@" >"$results/$tag.replay.json" 2>"$results/$tag.replay.err" ||
+    log "replay $tag exited $? (see $results/$tag.replay.err)"
+  if [[ -s "$results/$tag.replay.iotwin" ]]; then
+    # Exit 1 = some measure out of threshold: a result, not an error.
+    "$iotwin" compare "$results/$name.orig.iotwin" "$results/$tag.replay.iotwin" --json \
+      >"$results/$tag.compare.json" 2>"$results/$tag.compare.err" || true
+    "$iotwin" compare "$results/$name.orig.iotwin" "$results/$tag.replay.iotwin" \
+      >"$results/$tag.compare.txt" 2>&1 || true
+    # Every system call, including those replay does not re-issue by design (loader, stdout).
+    "$iotwin" compare "$results/$name.orig.iotwin" "$results/$tag.replay.iotwin" --all-calls --json \
+      >"$results/$tag.compare-all.json" 2>/dev/null || true
+  fi
+  rm -rf -- "$sandbox"
+}
+
+start=$(date +%s)
+for spec in "${scenarios[@]}"; do
+  IFS='|' read -r name prep args <<<"$spec"
+  [[ -n "$only" && "$only" != "$name" ]] && continue
+  dir="$work/data/$name"
+  mkdir -p "$dir"
+  read -r -a argv <<<"$args"
+  if [[ -n "$prep" ]]; then
+    read -r -a prepv <<<"$prep"
+    "$workload" model-load --dir "$dir" "${prepv[@]}" --quiet
+    sync
+  fi
+  log "record $name: ${argv[*]}"
+  record_one "$name" "${argv[@]}" --dir "$dir"
+  for pace in "${paces[@]}"; do
+    log "replay $name --pace $pace"
+    replay_one "$name" "$pace"
+  done
+done
+
+# Cross-file-system: one trace (cold model load through pread, which reaches the block layer)
+# replayed with --map onto an ext4 and an XFS loop device.
+fs_note=""
+if [[ $smoke -eq 0 && $with_fs -eq 1 && -z "$only" ]]; then
+  src=model-pread
+  if [[ ! -s "$results/$src.orig.iotwin" ]]; then
+    fs_note="skipped: no $src trace"
+  elif ! command -v mkfs.xfs >/dev/null || ! command -v mkfs.ext4 >/dev/null; then
+    fs_note="skipped: mkfs.xfs or mkfs.ext4 missing (apt-get install xfsprogs e2fsprogs)"
+  else
+    for fs in ext4 xfs; do
+      img="$work/$fs.img" mnt="$work/mnt-$fs"
+      truncate -s 1G "$img"
+      # --direct-io=on: the loop device reads its backing file with O_DIRECT, so a cold read on
+      # the loop file system reaches the disk instead of the backing file's page cache.
+      loop="$(losetup --direct-io=on --find --show "$img")"; loops+=("$loop")
+      if [[ $fs == ext4 ]]; then mkfs.ext4 -q -F "$loop"; else mkfs.xfs -q -f "$loop"; fi
+      mkdir -p "$mnt"; mount "$loop" "$mnt"; mounts+=("$mnt")
+      echo "$loop" >"$results/fs-$fs.device"
+      log "replay $src onto $fs ($loop) --pace gaps"
+      sandbox="$work/sandbox/fs-$fs"; rm -rf -- "$sandbox"; mkdir -p "$sandbox"
+      tag="fs-$fs.gaps"
+      "$iotwin" replay "$results/$src.orig.iotwin" --root "$sandbox" --map "$work/data=$mnt/data" \
+        --pace gaps --quiet --json --record "$results/$tag.replay.iotwin" \
+        >"$results/$tag.replay.json" 2>"$results/$tag.replay.err" || log "replay $tag exited $?"
+      "$iotwin" compare "$results/$src.orig.iotwin" "$results/$tag.replay.iotwin" --json \
+        >"$results/$tag.compare.json" 2>"$results/$tag.compare.err" || true
+      "$iotwin" report "$results/$tag.replay.iotwin" --json >"$results/$tag.report.json" 2>/dev/null || true
+      rm -rf -- "$sandbox"
+      umount "$mnt"; mounts=("${mounts[@]/$mnt}")
+      losetup -d "$loop"; loops=("${loops[@]/$loop}")
+    done
+    "$iotwin" report "$results/$src.orig.iotwin" --json >"$results/$src.orig.report.json" 2>/dev/null || true
+    echo "$src" >"$results/fs-source"
+  fi
+fi
+elapsed=$(( $(date +%s) - start ))
+
+# --smoke and --only write a bare fragment (table and misses), the full run the whole document.
+fragment=$smoke; [[ -n "$only" ]] && fragment=1
+python3 "$here/tabulate.py" --results "$results" --out "$out" --elapsed "$elapsed" \
+  --smoke "$fragment" --fs-note "$fs_note" --paces "${paces[*]}" \
+  --template "$here/validation.md.in"
+log "wrote $out (${elapsed}s)"
+# A fragment left in the work directory goes away with it: show it.
+if [[ "$out" == "$work/"* && $keep -eq 0 ]]; then cat "$out"; fi

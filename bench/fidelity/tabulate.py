@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""Turn bench/fidelity/run.sh's results (replay --json, compare --json, report --json) into the
+markdown of docs/validation.md (or, with --smoke 1, a bare fragment with the scenario table)."""
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import re
+
+SCENARIO_ORDER = ["kv-buffered", "kv-direct", "kv-uring", "model-mmap", "model-pread",
+                  "model-direct-async", "mixed"]
+PACE_ORDER = ["original", "gaps", "fast"]
+FAULT_OPS = {"page_fault", "page_fault_write"}
+# Timing figures are a target only where the pacing promises them and the device does not set
+# the pace (O_DIRECT and cold reads are device-bound: a second run on a different cache/disk
+# state cannot promise the same rate).
+DEVICE_BOUND = {"kv-direct", "model-direct-async"}
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def measures(cmp):
+    return {m["name"]: m for m in (cmp or {}).get("measures", [])}
+
+
+def fmt_pct(v, digits=1):
+    return "—" if v is None else f"{100.0 * v:.{digits}f}%"
+
+
+def fmt_num(v, digits=3):
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def fmt_ns(v):
+    if v is None:
+        return "—"
+    if v >= 1e6:
+        return f"{v / 1e6:.2f} ms"
+    if v >= 1e3:
+        return f"{v / 1e3:.0f} µs"
+    return f"{v:.0f} ns"
+
+
+def mval(ms, name):
+    m = ms.get(name)
+    return None if m is None else m.get("value")
+
+
+def judged_mark(ms, name):
+    """value, plus a mark: '' ok, ' ✗' judged and failed, ' (nj)' reported, not judged."""
+    m = ms.get(name)
+    if m is None:
+        return "—"
+    text = fmt_pct(m.get("value"))
+    if not m.get("judged"):
+        return text + " (nj)"
+    return text + ("" if m.get("pass") else " ✗")
+
+
+def skipped_syscalls(rep):
+    """System calls the replay deliberately did not issue (by reason), page touches excluded."""
+    total = 0
+    reasons = {}
+    for reason, ops in ((rep or {}).get("skipped", {}).get("by_reason", {}) or {}).items():
+        for op, n in ops.items():
+            if op in FAULT_OPS:
+                continue
+            total += n
+            reasons.setdefault(reason, {})[op] = n
+    return total, reasons
+
+
+def row_for(results, name, pace):
+    tag = f"{name}.{pace}"
+    rep = load(os.path.join(results, f"{tag}.replay.json"))
+    cmp = load(os.path.join(results, f"{tag}.compare.json"))
+    cmp_all = load(os.path.join(results, f"{tag}.compare-all.json"))
+    summary = None
+    try:
+        with open(os.path.join(results, f"{name}.orig.summary")) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    summary = json.loads(line)
+    except (OSError, ValueError):
+        pass
+    ms = measures(cmp)
+    threads = (cmp or {}).get("threads", {}) or {}
+    orig_sc = ((cmp or {}).get("original") or {}).get("syscalls")
+    repl_sc = ((cmp or {}).get("replay") or {}).get("syscalls")
+    # compare's scope (storage calls it judged) when it has one
+    scope = (cmp or {}).get("scope") or {}
+    def compared(side, fallback):
+        sc = scope.get(side) or {}
+        return sc["calls"] - sc.get("excluded", 0) if "calls" in sc else fallback
+    orig_calls = compared("original", orig_sc)
+    repl_calls = compared("replay", repl_sc)
+    seq_all = mval(measures(cmp_all), "seq-match") if cmp_all else None
+    skipped, skipped_by = skipped_syscalls(rep)
+    sched = (rep or {}).get("schedule_error_ns") or {}
+    return {
+        "name": name, "pace": pace, "rep": rep, "cmp": cmp, "ms": ms, "summary": summary,
+        "orig_sc": orig_sc, "repl_sc": repl_sc, "skipped": skipped, "skipped_by": skipped_by,
+        "seq_all": seq_all,
+        "orig_calls": orig_calls, "repl_calls": repl_calls, "has_scope": bool(scope),
+        "sched_p50": sched.get("p50") if pace != "fast" and sched.get("count") else None,
+        "sched_p99": sched.get("p99") if pace != "fast" and sched.get("count") else None,
+        "mismatches": ((rep or {}).get("mismatches") or {}).get("total"),
+        "mismatch_kinds": ((rep or {}).get("mismatches") or {}).get("by_kind"),
+        "failed": (cmp or {}).get("failed", []),
+        "verdict": (cmp or {}).get("verdict"),
+        "threads": threads,
+        "orig_span": ((cmp or {}).get("original") or {}).get("span_ns"),
+        "repl_span": ((cmp or {}).get("replay") or {}).get("span_ns"),
+    }
+
+
+def scenario_table(rows):
+    head = ("| scenario | pace | workload s | calls compared orig/replay | seq-match | seq-match, all calls | "
+            "IOPS err | throughput err | size KS read / write | offset KS read / write | size, offset JS (worst) | "
+            "iat KS (median orig / replay) | block req err | block bytes err | sched err p50 / p99 | "
+            "result mismatches | verdict |")
+    sep = "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"
+    out = [head, sep]
+    for r in rows:
+        ms = r["ms"]
+        if r["cmp"] is None:
+            out.append(f"| {r['name']} | {r['pace']} | " + " | ".join(["—"] * 14) + " | no compare output |")
+            continue
+        wl_s = (r["summary"] or {}).get("seconds")
+        dist = r["cmp"].get("distributions") or {}
+        def dir_val(d, k):
+            v = (dist.get(d) or {}).get(k)
+            return "—" if v is None else fmt_num(v)
+        size = f"{dir_val('read', 'size_ks')} / {dir_val('write', 'size_ks')}"
+        off = f"{dir_val('read', 'offset_ks')} / {dir_val('write', 'offset_ks')}"
+        js = f"{fmt_num(mval(ms, 'size-js'))}, {fmt_num(mval(ms, 'offset-js'))}"
+        iat_m = ms.get("iat-ks") or {}
+        iat = (f"{fmt_num(iat_m.get('value'))} ({fmt_ns(iat_m.get('original'))} / "
+               f"{fmt_ns(iat_m.get('replay'))})") if iat_m else "—"
+        blk_req = judged_mark(ms, "block-requests-rel-err") if "block-requests-rel-err" in ms else "—"
+        blk_b = judged_mark(ms, "block-bytes-rel-err") if "block-bytes-rel-err" in ms else "—"
+        sched = "—" if r["sched_p50"] is None else f"{fmt_ns(r['sched_p50'])} / {fmt_ns(r['sched_p99'])}"
+        verdict = r["verdict"] or "—"
+        if r["failed"]:
+            verdict += " (" + ", ".join(r["failed"]) + ")"
+        out.append(
+            f"| {r['name']} | {r['pace']} | {fmt_num(wl_s, 2)} | {r['orig_calls']}/{r['repl_calls']} | "
+            f"{fmt_pct(mval(ms, 'seq-match'), 2)} | {fmt_pct(r['seq_all'], 2)} | "
+            f"{judged_mark(ms, 'iops-rel-err')} | {judged_mark(ms, 'throughput-rel-err')} | {size} | {off} | "
+            f"{js} | {iat} | {blk_req} | {blk_b} | {sched} | {r['mismatches']} | {verdict} |")
+    return "\n".join(out)
+
+
+def op_diff(cmp):
+    """Operation kinds whose counts differ: 'mmap 34→25'."""
+    parts = []
+    for o in (cmp or {}).get("ops", []) or []:
+        if o.get("original") != o.get("replay"):
+            parts.append(f"{o['op']} {o.get('original')}→{o.get('replay')}")
+    return ", ".join(parts)
+
+
+def misses(rows):
+    out = []
+    for r in rows:
+        ms = r["ms"]
+        items = []
+        for name in r["failed"]:
+            m = ms.get(name, {})
+            items.append(f"`{name}` = {fmt_num(m.get('value'), 4)} (original {m.get('original')}, "
+                         f"replay {m.get('replay')}, threshold {m.get('condition')} {m.get('threshold')})")
+        timing_target = r["pace"] in ("original", "gaps") and r["name"] not in DEVICE_BOUND
+        if not items and not r["skipped"]:
+            continue
+        line = f"- **{r['name']} / {r['pace']}**"
+        if not timing_target and r["pace"] != "fast":
+            line += " (device-bound: no timing target)"
+        line += ": " + ("; ".join(items) if items else "no compare failure")
+        diff = op_diff(r["cmp"])
+        if diff:
+            line += f". Op counts differing: {diff}"
+        if r["skipped_by"]:
+            sk = "; ".join(f"{reason}: " + ", ".join(f"{op} {n}" for op, n in ops.items())
+                           for reason, ops in r["skipped_by"].items())
+            line += f". Not re-issued by replay (by design): {sk}"
+        worst = [t for t in (r["threads"].get("rows") or []) if t.get("share", 1) < 1]
+        if worst:
+            line += ". Threads below 100%: " + ", ".join(
+                f"{t['original_ops']}→{t['replay_ops']} ops, {fmt_pct(t['share'])}, first difference at op #{t['first_difference']}"
+                for t in worst[:4])
+        if r["mismatches"]:
+            line += f". Result mismatches: {r['mismatch_kinds']}"
+        out.append(line + ".")
+    return "\n".join(out) if out else "None."
+
+
+def key_figures(rows):
+    def agg(pred, key):
+        vals = [r[key] if key in r else mval(r["ms"], key) for r in rows if pred(r)]
+        vals = [v for v in vals if v is not None]
+        return (min(vals), max(vals)) if vals else (None, None)
+
+    paced = lambda r: r["pace"] in ("original", "gaps") and r["name"] not in DEVICE_BOUND
+    lines = []
+    lo, hi = agg(lambda r: True, "seq-match")
+    n100 = sum(1 for r in rows if mval(r["ms"], "seq-match") == 1.0)
+    lines.append(f"- seq-match over the storage calls compare judges: {fmt_pct(lo, 2)} – {fmt_pct(hi, 2)} "
+                 f"({n100} of {len(rows)} runs at 100%)")
+    lo, hi = agg(lambda r: True, "seq_all")
+    lines.append(f"- seq-match over all system calls (`--all-calls`, includes what replay skips by design): "
+                 f"{fmt_pct(lo, 2)} – {fmt_pct(hi, 2)}")
+    lo, hi = agg(paced, "iops-rel-err")
+    n_ok = sum(1 for r in rows if paced(r) and (mval(r["ms"], "iops-rel-err") or 1) <= 0.05
+               and (mval(r["ms"], "throughput-rel-err") or 1) <= 0.05)
+    n_all = sum(1 for r in rows if paced(r))
+    lines.append(f"- IOPS relative error, original/gaps pacing, not device-bound: {fmt_pct(lo)} – {fmt_pct(hi)}; "
+                 f"{n_ok} of {n_all} runs within 5% for both IOPS and throughput")
+    lo, hi = agg(lambda r: True, "size-ks")
+    lines.append(f"- size KS distance: {fmt_num(lo)} – {fmt_num(hi)}")
+    lo, hi = agg(lambda r: True, "offset-ks")
+    lines.append(f"- offset KS distance: {fmt_num(lo)} – {fmt_num(hi)}")
+    total_mm = sum(r["mismatches"] or 0 for r in rows)
+    lines.append(f"- result mismatches (replay's own check of every call's result): {total_mm} in total")
+    return "\n".join(lines)
+
+
+def block_summary(rep, loop_device=None):
+    """Figures of a report --json: the data's device (the loop device when given, else the device
+    with the most bytes) and the others, D2C over all devices, pread64 latency and size."""
+    if not rep:
+        return None
+    blk = rep.get("block") or {}
+    devices = blk.get("devices", []) or []
+    main = None
+    if loop_device:
+        main = next((d for d in devices if d.get("name") == loop_device), None)
+    if main is None and devices:
+        main = max(devices, key=lambda d: (d.get("read") or {}).get("bytes", 0) + (d.get("write") or {}).get("bytes", 0))
+    res = {}
+    if main:
+        rd = main.get("read") or {}
+        res["dev"] = main.get("name")
+        res["requests"] = main.get("requests")
+        res["read_ops"], res["read_bytes"] = rd.get("ops"), rd.get("bytes")
+        res["read_dom"] = (rd.get("dominant") or {}).get("size")
+        res["seq_share"] = (rd.get("pattern") or {}).get("sequential_share")
+        res["splits"], res["merges"] = main.get("splits"), main.get("merges")
+    others = [d for d in devices if d is not main]
+    res["others"] = ", ".join(f"{d.get('name')}: {d.get('requests')} req, {((d.get('read') or {}).get('bytes', 0) + (d.get('write') or {}).get('bytes', 0)) >> 20} MiB"
+                              for d in others) or "none"
+    lat = (blk.get("latency_ns") or {}).get("D2C") or {}
+    res["d2c_p50"], res["d2c_p99"] = lat.get("p50"), lat.get("p99")
+    for o in rep.get("ops", []) or []:
+        if o.get("op") == "pread64":
+            res["pread_p50"] = o["latency_ns"].get("p50")
+            res["pread_p99"] = o["latency_ns"].get("p99")
+    sizes = [x for x in rep.get("sizes", []) or [] if x.get("op") == "pread64"]
+    if sizes:
+        res["pread_dom"] = (sizes[0].get("dominant") or {}).get("size")
+    return res
+
+
+def fs_section(results, fs_note):
+    src_path = os.path.join(results, "fs-source")
+    if not os.path.exists(src_path):
+        return f"File-system part {fs_note or 'not run'}."
+    src = open(src_path).read().strip()
+    cols = [("original (/var/tmp, ext4 on virtio)", load(os.path.join(results, f"{src}.orig.report.json")), None)]
+    loop_names = {}
+    for fs in ("ext4", "xfs"):
+        dev = ""
+        try:
+            dev = open(os.path.join(results, f"fs-{fs}.device")).read().strip()
+            # major:minor as the report names devices (7:N for loop devices)
+            m = re.match(r"/dev/loop(\d+)$", dev)
+            if m:
+                loop_names[fs] = f"7:{m.group(1)}"
+        except OSError:
+            pass
+        cols.append((f"replay on {fs} ({dev})", load(os.path.join(results, f"fs-{fs}.gaps.report.json")),
+                     load(os.path.join(results, f"fs-{fs}.gaps.compare.json"))))
+    head = "| figure | " + " | ".join(c[0] for c in cols) + " |"
+    out = [f"Source trace: `{src}` (cold model load, pread64 of 128 KiB), replayed with `--pace gaps` and "
+           f"`--map DATA=MOUNT/data` onto each file system.", "", head,
+           "|" + "|".join(["---"] * (len(cols) + 1)) + "|"]
+    sums = [block_summary(cols[0][1]) or {}]
+    for fs, c in zip(("ext4", "xfs"), cols[1:]):
+        sums.append(block_summary(c[1], loop_device=loop_names.get(fs)) or {})
+    def row(label, fn):
+        out.append(f"| {label} | " + " | ".join(fn(i) for i in range(len(cols))) + " |")
+    def cmpm(i, name, digits=4):
+        if cols[i][2] is None:
+            return "—"
+        return fmt_num(mval(measures(cols[i][2]), name), digits)
+    row("seq-match vs original", lambda i: "(itself)" if i == 0 else fmt_pct(mval(measures(cols[i][2]), "seq-match"), 2))
+    row("size KS / offset KS vs original", lambda i: "—" if i == 0 else f"{cmpm(i, 'size-ks')} / {cmpm(i, 'offset-ks')}")
+    row("bytes rel. err vs original", lambda i: "—" if i == 0 else cmpm(i, "bytes-rel-err"))
+    row("pread64 dominant size", lambda i: str(sums[i].get("pread_dom", "—")))
+    row("data device (major:minor)", lambda i: str(sums[i].get("dev", "—")))
+    row("its block read requests / bytes", lambda i: f"{sums[i].get('read_ops', '—')} / {sums[i].get('read_bytes', '—')}")
+    row("its dominant request size", lambda i: str(sums[i].get("read_dom", "—")))
+    row("its sequential share / splits / merges", lambda i: f"{fmt_pct(sums[i].get('seq_share'))} / {sums[i].get('splits', '—')} / {sums[i].get('merges', '—')}")
+    row("other devices in the trace", lambda i: sums[i].get("others", "—"))
+    row("block D2C p50 / p99 (all devices)", lambda i: f"{fmt_ns(sums[i].get('d2c_p50'))} / {fmt_ns(sums[i].get('d2c_p99'))}")
+    row("pread64 latency p50 / p99", lambda i: f"{fmt_ns(sums[i].get('pread_p50'))} / {fmt_ns(sums[i].get('pread_p99'))}")
+    row("block-requests-rel-err vs original", lambda i: "—" if i == 0 else cmpm(i, "block-requests-rel-err"))
+    row("compare verdict", lambda i: "—" if i == 0 else str((cols[i][2] or {}).get("verdict")) +
+        (" (" + ", ".join((cols[i][2] or {}).get("failed", [])) + ")" if (cols[i][2] or {}).get("failed") else ""))
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--elapsed", type=int, default=0)
+    ap.add_argument("--smoke", type=int, default=0)
+    ap.add_argument("--fs-note", default="")
+    ap.add_argument("--paces", default="original gaps fast")
+    ap.add_argument("--template")
+    a = ap.parse_args()
+
+    names = sorted({os.path.basename(p).split(".")[0] for p in glob.glob(os.path.join(a.results, "*.orig.iotwin"))},
+                   key=lambda n: SCENARIO_ORDER.index(n) if n in SCENARIO_ORDER else 99)
+    paces = a.paces.split()
+    rows = [row_for(a.results, n, p) for n in names for p in paces]
+    table = scenario_table(rows)
+    if a.smoke or not a.template:
+        with open(a.out, "w") as f:
+            f.write(table + "\n\n" + misses(rows) + "\n")
+        return
+    run_info = (f"Generated by `bench/fidelity/run.sh` on {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, "
+                f"host kernel {platform.release()}, {os.cpu_count()} CPUs, whole run {a.elapsed} s. "
+                f"The machine is a shared 2-core VM: timing figures are noisy, rerun to see the spread.")
+    text = open(a.template).read()
+    text = (text.replace("@RUN_INFO@", run_info).replace("@SCENARIO_TABLE@", table)
+            .replace("@KEY_FIGURES@", key_figures(rows)).replace("@MISSES@", misses(rows))
+            .replace("@FS_TABLE@", fs_section(a.results, a.fs_note)))
+    with open(a.out, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
