@@ -593,7 +593,10 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
   series_.Add(kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
   data_first_ts_ = std::min(data_first_ts_, r.ts);
   data_last_ts_ = std::max(data_last_ts_, r.ts);
-  if (direct) ++direct_ops_;
+  if (direct) {
+    ++direct_ops_;
+    direct_bytes_ += bytes;
+  }
 
   if (file < 0) {
     ++unattributed_ops_;
@@ -938,6 +941,7 @@ void Analyzer::OnAsync(const iot_async_io& r) {
     p.opcode = r.opcode;
     Description* d = FdDescription(r.tgid, r.fd);
     p.file = d ? d->file : -1;
+    p.direct = d && d->direct;
     // Access pattern at submission, where the application chose the offset.
     int dir = AsyncDirection(r.engine, r.opcode);
     if (dir >= 0 && p.file >= 0 && TimeAllowed(r.ts) && TaskAllowed(r.tgid, r.tid) &&
@@ -995,6 +999,7 @@ void Analyzer::OnAsync(const iot_async_io& r) {
   if (dir >= 0 && r.res >= 0) {
     ++async_dir_ops_[dir];
     async_dir_bytes_[dir] += bytes;
+    if (p.direct) direct_bytes_ += bytes;
     series_.Add(kAppReadOps + static_cast<size_t>(dir), r.ts, 1);
     series_.Add(kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
     data_first_ts_ = std::min(data_first_ts_, r.ts);

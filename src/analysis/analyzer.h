@@ -194,6 +194,7 @@ class Analyzer {
     uint32_t tgid = 0, tid = 0;
     int32_t file = -1;
     uint8_t engine = 0, opcode = 0;
+    bool direct = false;  // submitted on an O_DIRECT descriptor
   };
   struct AsyncStats {
     uint8_t engine = 0, opcode = 0;
@@ -320,6 +321,7 @@ class Analyzer {
   std::array<LogLinearHistogram, 2> offset_ll_;
   LogLinearHistogram inter_arrival_;
   uint64_t direct_ops_ = 0;
+  uint64_t direct_bytes_ = 0;
   uint64_t offset_tracked_ = 0, offset_recorded_ = 0, offset_explicit_ = 0, offset_mismatch_ = 0;
   uint64_t unattributed_ops_ = 0;
 

@@ -204,6 +204,7 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
       {"mix", {{"read_ops_share", Round4(Share(app_ops[0], app_ops[0] + app_ops[1]))},
                {"read_bytes_share", Round4(Share(app_bytes[0], app_bytes[0] + app_bytes[1]))}}},
       {"direct_ops", direct_ops_},
+      {"direct_bytes", direct_bytes_},
       {"unattributed_ops", unattributed_ops_},
       {"files", files_.size()},
       {"threads", threads_.size()},

@@ -53,7 +53,8 @@ CommandSpec SetupCompare(CLI::App& parent) {
   sub->footer(
       "Timing measures are judged only when the replay's header names pace 'original' or 'gaps' "
       "(or when the second trace is not a replay); they are always reported. Block-layer "
-      "measures are judged only when every data call of the original is O_DIRECT. See "
+      "measures are judged only when at least 99% of the original's bytes moved (by calls and "
+      "async requests) were O_DIRECT. See "
       "docs/report.md.");
   return {sub, [opt] {
             analysis::CompareOptions o;
