@@ -105,9 +105,21 @@ struct iot_ident {
 	__u16 ok;
 };
 
+/* The file identity behind a descriptor is read one of two ways, and the same
+ * source is compiled twice (bpf/CMakeLists.txt):
+ *  - syscall.bpf.o (default): the struct file pointer read from the fd array
+ *    is cast back to a typed kernel pointer with the bpf_rdonly_cast kfunc
+ *    (6.2+), so its fields are plain loads, no helper call per field;
+ *  - syscall_compat.bpf.o (-DIOT_NO_KFUNC_CAST): for older kernels (Debian
+ *    12's 6.1), each field is read with bpf_probe_read_kernel (BPF_CORE_READ).
+ * libbpf 1.1 fails a whole object over a kfunc extern the kernel lacks, even
+ * an unused one, hence two objects rather than a weak kfunc and a branch.
+ * CaptureBpf picks the object from the kernel's BTF. */
+#ifndef IOT_NO_KFUNC_CAST
 /* Typed view of a kernel pointer read from memory, so that fields can be
  * loaded directly (no helper call per field). */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#endif
 
 /* The struct file behind descriptor `fd` of the current task, or NULL. */
 static __always_inline struct file *iot_fd_file(long fd)
@@ -125,9 +137,14 @@ static __always_inline struct file *iot_fd_file(long fd)
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
 	if (!f)
 		return NULL;
+#ifndef IOT_NO_KFUNC_CAST
 	return bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+#else
+	return f; /* untyped for the verifier: fields go through BPF_CORE_READ */
+#endif
 }
 
+#ifndef IOT_NO_KFUNC_CAST
 static __always_inline void iot_file_ident(struct file *f, struct iot_ident *id)
 {
 	id->ok = 0;
@@ -143,6 +160,23 @@ static __always_inline void iot_file_ident(struct file *f, struct iot_ident *id)
 	id->pos = f->f_pos;
 	id->ok = 1;
 }
+#else
+static __always_inline void iot_file_ident(struct file *f, struct iot_ident *id)
+{
+	id->ok = 0;
+	if (!f)
+		return;
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	if (!inode)
+		return;
+	id->ino = BPF_CORE_READ(inode, i_ino);
+	id->fsize = BPF_CORE_READ(inode, i_size);
+	id->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	id->ftype = (BPF_CORE_READ(inode, i_mode) & IOT_S_IFMT) >> 12;
+	id->pos = BPF_CORE_READ(f, f_pos);
+	id->ok = 1;
+}
+#endif
 
 /* *(loff_t *)ptr, or -1 for a NULL pointer (the call uses the file position). */
 static __always_inline __u64 iot_user_loff(__u64 ptr)
