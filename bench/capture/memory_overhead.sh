@@ -75,10 +75,14 @@ print(json.dumps({"cache": cache, "variant": variant, "rep": int(rep), "seconds"
 PY
 }
 
+# The order of the three variants rotates from one repetition to the next: run in a fixed order,
+# whatever the machine does at a fixed position (the first cold read after the warm runs, a
+# neighbour's periodic job) lands on one variant and shows up as its overhead (or as a speed-up).
+VARIANTS=(untraced syscall memory)
 for rep in $(seq 1 "$REPS"); do
   for cache in warm cold; do
     [ "$cache" = warm ] && "$WORKLOAD" "${MODEL[@]}" --quiet  # make it warm
-    for variant in untraced syscall memory; do run "$cache" "$variant" "$rep"; done
+    for i in 0 1 2; do run "$cache" "${VARIANTS[$(( (i + rep - 1) % 3 ))]}" "$rep"; done
   done
 done
 
@@ -89,8 +93,8 @@ shards, shard_mb, threads, reps = sys.argv[2:6]
 print(f"mmap model load: {shards} shards x {shard_mb} MiB, {threads} threads, {reps} reps "
       f"(median seconds as the workload measured them; noisy shared machine)")
 print()
-print("| cache | variant | median s | ratio to untraced | faults | page_cache | trace KiB | lost |")
-print("|---|---|---:|---:|---:|---:|---:|---:|")
+print("| cache | variant | median s | ratio to untraced | every run (s, in rep order) | faults | page_cache | trace KiB | lost |")
+print("|---|---|---:|---:|---|---:|---:|---:|---:|")
 for cache in ("warm", "cold"):
     base = None
     for variant in ("untraced", "syscall", "memory"):
@@ -98,8 +102,10 @@ for cache in ("warm", "cold"):
         med = statistics.median(x["seconds"] for x in r)
         base = med if variant == "untraced" else base
         last = r[-1]
-        print(f"| {cache} | {variant} | {med:.4f} | {med / base:.2f} | {last['faults']} | "
-              f"{last['page_cache']} | {last['trace_bytes'] // 1024} | {last['lost']} |")
+        runs = " ".join(f"{x['seconds']:.4f}" for x in sorted(r, key=lambda x: x["rep"]))
+        lost = sum(x["lost"] for x in r)
+        print(f"| {cache} | {variant} | {med:.4f} | {med / base:.2f} | {runs} | {last['faults']} | "
+              f"{last['page_cache']} | {last['trace_bytes'] // 1024} | {lost} (all runs) |")
 pages = rows[0]["pages"]
 print()
 print(f"pages touched per run: {pages}")

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <unordered_set>
 
 #include "capture/memory_cache_state.h"
 #include "capture/proc_snapshot.h"
@@ -358,6 +359,22 @@ Resolved ResolveFromMaps(iot_mem_thread* t) {
   return Resolved::kUnknown;
 }
 
+// A thread entry's pending fault is held back from an idle sweep while its thread is still inside
+// that fault, blocked (normally waiting for the page's read): the fault's outcome, the
+// fault-around window of its retry and the major flag, arrives only when the read completes,
+// into this entry. Taken before, the fault is emitted with a window of one page and the pages the
+// retry maps are in no record. Bounded, so a thread stopped for good still has its fault emitted.
+constexpr uint64_t kMaxFaultHoldNs = 30ull * 1000 * 1000 * 1000;
+
+// Whether thread `tid` of `tgid` is blocked outside any system call, i.e. in a user page fault:
+// /proc/TID/syscall reads "-1 SP PC" then ("running" for a runnable thread, the call's number for
+// one blocked in a system call, nothing for a thread that is gone).
+bool BlockedInFault(uint32_t tgid, uint32_t tid) {
+  std::ifstream in(fmt::format("/proc/{}/task/{}/syscall", tgid, tid));
+  std::string first;
+  return static_cast<bool>(in >> first) && first == "-1";
+}
+
 }  // namespace
 
 Status MemoryBpf::Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink& sink,
@@ -368,17 +385,34 @@ Status MemoryBpf::Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink&
   const bool wb = skel_->rodata->iot_mem_emit_writeback;
   // Keys first: deleting while walking would restart the walk.
   std::vector<uint32_t> idle;
+  std::unordered_set<uint32_t> held;
   uint32_t key = 0, next = 0;
   const void* prev = nullptr;
   iot_mem_thread t;
   while (bpf_map_get_next_key(fd, prev, &next) == 0) {
     key = next;
     prev = &key;
-    if (bpf_map_lookup_elem(fd, &key, &t) == 0 &&
-        (min_idle_ns == 0 || now_ns < t.last_ts || now_ns - t.last_ts >= min_idle_ns)) {
+    if (bpf_map_lookup_elem(fd, &key, &t) != 0) continue;
+    if (min_idle_ns == 0) {
       idle.push_back(key);
+      continue;
     }
+    if (now_ns >= t.last_ts && now_ns - t.last_ts < min_idle_ns) continue;
+    if (t.pf.hdr.type == IOT_REC_PAGE_FAULT && now_ns >= t.last_ts &&
+        now_ns - t.last_ts < kMaxFaultHoldNs) {
+      // Blocked in the fault now, or at the previous sweep: a thread woken by the read's end is
+      // runnable, not yet retrying, for as long as the CPUs are busy elsewhere; one more sweep
+      // period lets the retry's fault-around reach the entry.
+      bool blocked = BlockedInFault(t.tgid, key);
+      if (blocked || held_last_sweep_.count(key)) {
+        if (blocked) held.insert(key);
+        counts->faults_held++;
+        continue;
+      }
+    }
+    idle.push_back(key);
   }
+  held_last_sweep_ = std::move(held);
   for (uint32_t tid : idle) {
     // Taking the entry atomically: a thread that resumes now creates a new one.
     if (bpf_map_lookup_and_delete_elem(fd, &tid, &t) != 0) continue;

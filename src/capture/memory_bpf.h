@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -92,12 +93,14 @@ class MemoryBpf {
 
   // Emits and removes per-thread entries idle for at least `min_idle_ns` (all of them with 0):
   // the last fault of a thread that stopped faulting, runs nobody ended. A last fault whose VMA
-  // the kernel could not look up is resolved from /proc/PID/maps.
+  // the kernel could not look up is resolved from /proc/PID/maps. With `min_idle_ns` set, an
+  // entry whose thread is still blocked in its pending fault (a slow read) is left for later.
   struct SweepCounts {
     uint64_t entries = 0;
     uint64_t faults_resolved = 0;    // from /proc/PID/maps
     uint64_t faults_unresolved = 0;  // process gone or address unmapped: lost
     uint64_t faults_anonymous = 0;   // resolved to anonymous memory: dropped
+    uint64_t faults_held = 0;        // sweeps that left a fault alone: its thread was still in it
   };
   Status Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink& sink, SweepCounts* counts);
 
@@ -109,6 +112,7 @@ class MemoryBpf {
  private:
   MemoryBpf() = default;
   iotwin_memory_bpf* skel_ = nullptr;
+  std::unordered_set<uint32_t> held_last_sweep_;  // threads blocked in their fault at the last sweep
   std::vector<bpf_link*> links_;
   int ncpus_ = 1;
 };

@@ -54,6 +54,17 @@ class MemTouch : public ::testing::Test {
     log_ = ReadJsonFile(log);
   }
   static void TearDownTestSuite() {
+    // IOTWIN_KEEP_MEM_TRACE=DIR keeps the recording (trace, program log) for `iotwin dump`: a
+    // flaky failure is only diagnosable from its own records.
+    const char* keep = getenv("IOTWIN_KEEP_MEM_TRACE");
+    if (dir_ && keep && *keep) {
+      std::error_code ec;
+      std::filesystem::create_directories(keep, ec);
+      for (const char* name : {"touch.iotwin", "touch.json"}) {
+        std::filesystem::copy_file(*dir_ / name, std::filesystem::path(keep) / name,
+                                   std::filesystem::copy_options::overwrite_existing, ec);
+      }
+    }
     delete dir_;
     dir_ = nullptr;
   }
@@ -82,10 +93,12 @@ RunResult MemTouch::run_;
 MemTrace MemTouch::trace_;
 nlohmann::json MemTouch::log_;
 
-// A fault's VMA comes from a per-thread cache or a lock-free maple-tree walk; bpf_find_vma is only
-// the fallback, and a lookup it cannot make at once (-EBUSY) is retried later. What is still lost
-// must be counted as lost memory events, never silent.
-TEST_F(MemTouch, LayerIsOnAndLossesAreAccounted) {
+// No fault may be lost: VMAs are found from the per-thread cache or by the lock-free maple-tree
+// walk, which neither try-lock the mmap lock nor defer an unlock to an IPI (the -EBUSY losses of
+// bpf_find_vma in a page fault, 12 to 141 of ~350 faults on this loaded machine, are gone); a
+// lookup that still fails is retried at the thread's next fault or from /proc/PID/maps. Any loss
+// must still be a counted lookup failure.
+TEST_F(MemTouch, LayerIsOnAndNothingWasLost) {
   const auto& mem = trace_.meta["layers"]["memory"];
   EXPECT_TRUE(mem["enabled"].get<bool>()) << mem.dump();
   for (const char* part : {"faults", "cache", "writeback", "state"}) {
@@ -93,11 +106,11 @@ TEST_F(MemTouch, LayerIsOnAndLossesAreAccounted) {
   }
   EXPECT_FALSE(mem["parts"]["subpage"]["enabled"].get<bool>());
   const auto& kernel = (*trace_.summary)["memory"]["kernel"];
-  uint64_t lost_lookups = kernel["vma_lookups_lost"].get<uint64_t>();
-  uint64_t faults = (*trace_.summary)["events"]["page_fault"].get<uint64_t>();
-  EXPECT_EQ(MemoryLost(trace_), lost_lookups)
+  EXPECT_EQ(MemoryLost(trace_), kernel["vma_lookups_lost"].get<uint64_t>())
       << "every memory loss must be a counted VMA lookup failure: " << trace_.summary->dump();
-  EXPECT_EQ(lost_lookups, 0u) << "of " << faults << " faults: " << trace_.summary->dump();
+  EXPECT_EQ(MemoryLost(trace_), 0u) << trace_.summary->dump();
+  EXPECT_EQ((*trace_.summary)["memory"]["late_faults_lost"].get<uint64_t>(), 0u);
+  EXPECT_GT(kernel["vma_lookups_cached"].get<uint64_t>(), 0u) << "the VMA cache never hit";
 }
 
 // Every fault on the file is one of the thread's touches, in the thread's order, read-only on a
@@ -352,12 +365,20 @@ TEST(MemoryStores, DirtiedPagesAndMsyncWriteBackAreAttributedToTheFile) {
   }
   ASSERT_EQ(msyncs.size(), 2u);
   if (!s.ext4) GTEST_SKIP() << "fsync/msync write-back records need ext4 (the test dir is not)";
+  // Under memory pressure (another job writing a lot) the flusher may write some of a round's
+  // pages back before msync; those count as written, by the flusher, between the round's start
+  // and the msync.
   for (size_t round = 0; round < 2; round++) {
     const auto& m = msyncs[round];
-    uint64_t written = 0;
+    const uint64_t round_start = round == 0 ? s.mmap_ts : msyncs[0].ts + msyncs[0].dur;
+    uint64_t written = 0, flushed_early = 0;
     bool started = false;
     for (const auto& w : s.trace.writebacks) {
-      if (w.ino != s.ino || w.dev != s.dev || w.ts < m.ts || w.ts > m.ts + m.dur) continue;
+      if (w.ino != s.ino || w.dev != s.dev) continue;
+      if (w.kind == IOT_WB_INODE_DONE && w.tgid != s.pid && w.ts >= round_start && w.ts < m.ts) {
+        flushed_early += w.nr;
+      }
+      if (w.ts < m.ts || w.ts > m.ts + m.dur) continue;
       if (w.kind == IOT_WB_INODE_START) {
         started = true;
         EXPECT_EQ(w.sync_mode, 1u) << "msync(MS_SYNC) write-back is WB_SYNC_ALL";
@@ -365,8 +386,11 @@ TEST(MemoryStores, DirtiedPagesAndMsyncWriteBackAreAttributedToTheFile) {
       }
       if (w.kind == IOT_WB_INODE_DONE && w.tgid == s.pid) written += w.nr;
     }
-    EXPECT_TRUE(started) << "no write-back start during msync round " << round + 1;
-    EXPECT_GE(written, PagesWritten(s.log, static_cast<int>(round + 1)).size())
+    const uint64_t dirtied_pages = PagesWritten(s.log, static_cast<int>(round + 1)).size();
+    EXPECT_TRUE(started || flushed_early >= dirtied_pages)
+        << "no write-back start during msync round " << round + 1 << " (flusher wrote "
+        << flushed_early << " of " << dirtied_pages << " pages before it)";
+    EXPECT_GE(written + flushed_early, dirtied_pages)
         << "msync round " << round + 1 << " wrote back fewer pages than were dirtied";
   }
 }

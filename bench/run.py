@@ -1,0 +1,597 @@
+#!/usr/bin/env python3
+"""Runs every iotwin benchmark and writes docs/benchmarks.md (bench/run.sh is the entry point).
+
+  bench/run.sh [--smoke] [--build DIR] [--out FILE] [--dir DIR] [--only SECTIONS] [--bootstrap]
+
+Sections (--only, comma-separated): capture (overhead and trace size: bench/capture/overhead.py),
+replay (bench/replay/replay_vs_fio.py), analysis (report/export throughput and peak RSS on a
+synthetic trace from build/bench/synth_trace), inprocess (Google Benchmark iotwin_bench and
+replay_bench). Every figure is a ratio or a rate measured side by side in this one run: the
+machine is a shared, noisy VM, so absolute times are not comparable between runs.
+
+--smoke runs every piece with tiny sizes (well under a minute) and writes its markdown to a
+temporary directory (or --out), never to docs/; ctest runs it (label `bench`). Needs root (eBPF):
+without it exits 77 (ctest: skipped) unless IOTWIN_REQUIRE_BPF=1, then 1.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SECTIONS = ("capture", "replay", "analysis", "inprocess")
+
+
+def sh(cmd, timeout=1800, **kw):
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout, errors="replace", **kw)
+    return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
+
+
+def first_line(cmd):
+    try:
+        rc, out, err, _ = sh(cmd, timeout=30)
+        text = (out or err).strip().splitlines()
+        return text[0] if text else "?"
+    except (OSError, subprocess.TimeoutExpired):
+        return "not installed"
+
+
+def log(msg):
+    print("bench: " + msg, file=sys.stderr, flush=True)
+
+
+def time_v(cmd, stdout=subprocess.DEVNULL):
+    """Runs cmd under /usr/bin/time -v: (rc, wall s, user+sys s, peak RSS KiB, stderr)."""
+    p = subprocess.run(["/usr/bin/time", "-v"] + cmd, stdout=stdout, stderr=subprocess.PIPE,
+                       text=True, errors="replace")
+    err = p.stderr
+
+    def field(name):
+        m = re.search(re.escape(name) + r":\s*(\S+)", err)
+        return m.group(1) if m else None
+    wall = field("Elapsed (wall clock) time (h:mm:ss or m:ss)")
+    secs = 0.0
+    if wall:
+        for part in wall.split(":"):
+            secs = secs * 60 + float(part)
+    cpu = float(field("User time (seconds)") or 0) + float(field("System time (seconds)") or 0)
+    rss = int(field("Maximum resident set size (kbytes)") or 0)
+    return p.returncode, secs, cpu, rss, err
+
+
+# ---------------------------------------------------------------------------------------------
+
+def section_capture(a, work):
+    md, js = os.path.join(work, "capture.md"), os.path.join(work, "capture.json")
+    cmd = [sys.executable, os.path.join(HERE, "capture/overhead.py"), "--build", a.build,
+           "--dir", a.dir, "--md", md, "--json", js]
+    if a.smoke:
+        cmd.append("--smoke")
+    rc, out, err, wall = sh(cmd)
+    sys.stderr.write(err)
+    if rc != 0:
+        raise RuntimeError("overhead.py failed (rc %d)" % rc)
+    overhead = open(md).read()
+    size = open(os.path.join(work, "capture-size.md")).read()
+    return overhead, size, json.load(open(js)), wall
+
+
+def section_replay(a, work):
+    md, js = os.path.join(work, "replay.md"), os.path.join(work, "replay.json")
+    cmd = [sys.executable, os.path.join(HERE, "replay/replay_vs_fio.py"), "--build", a.build,
+           "--dir", a.dir, "--md", md, "--json", js]
+    if a.smoke:
+        cmd.append("--smoke")
+    rc, out, err, wall = sh(cmd)
+    sys.stderr.write(err)
+    if rc != 0:
+        raise RuntimeError("replay_vs_fio.py failed (rc %d)" % rc)
+    return open(md).read(), json.load(open(js)), wall
+
+
+def section_analysis(a, work):
+    iotwin = os.path.join(a.build, "src/cli/iotwin")
+    synth = os.path.join(a.build, "bench/synth_trace")
+    events_wanted = 200_000 if a.smoke else a.analysis_events
+    scratch = tempfile.mkdtemp(prefix="iotwin-analysis-bench-", dir=a.dir)
+    t0 = time.monotonic()
+    try:
+        trace = os.path.join(scratch, "synth.iotwin")
+        rc, out, err, gen_wall = sh([synth, trace, str(events_wanted)])
+        if rc != 0:
+            raise RuntimeError("synth_trace failed: " + err)
+        gen = json.loads(out.strip().splitlines()[-1])
+        events = gen["events"]
+        rows = []
+
+        def run(name, cmd, note=""):
+            rc, wall, cpu, rss, err = time_v(cmd)
+            if rc != 0:
+                raise RuntimeError("%s failed (rc %d): %s" % (name, rc, err[-500:]))
+            rows.append({"name": name, "cmd": cmd, "wall_s": wall, "cpu_s": cpu, "rss_kib": rss,
+                         "events_per_s": events / wall if wall else None,
+                         "events_per_cpu_s": events / cpu if cpu else None, "note": note})
+            log("analysis %s: %.1f s, %.0f events/s, %d MiB" %
+                (name, wall, events / wall if wall else 0, rss // 1024))
+
+        run("report (text)", [iotwin, "report", trace, "--no-progress"])
+        for fmt in ("csv", "jsonl"):
+            out_dir = os.path.join(scratch, fmt)
+            os.mkdir(out_dir)
+            # The tables go to /dev/null (the trace would make GBs of text): this measures the
+            # exporter, not the disk. trace_info.json is written for real and gives the rows.
+            for table in ("syscalls", "proc", "fd_snapshots", "map_snapshots", "page_faults",
+                          "page_cache", "writeback", "block", "nvme", "async_io", "intents",
+                          "lost", "clocks", "cache_state", "subpage", "sched", "iovecs"):
+                os.symlink("/dev/null", os.path.join(out_dir, "%s.%s" % (table, fmt)))
+            run("export --%s" % fmt, [iotwin, "export", trace, "--" + fmt, out_dir],
+                "tables to /dev/null")
+            info = json.load(open(os.path.join(out_dir, "trace_info.json")))
+            rows[-1]["rows"] = sum(info.get("tables", {}).values())
+        size = os.path.getsize(trace)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    def rel(cmd):
+        return " ".join(c.replace(a.build, "build").replace(scratch, "DIR") for c in cmd)
+
+    lines = []
+    p = lines.append
+    p("Trace: %s events (%.1f bytes/event, %.0f MiB) written by `bench/synth_trace` in %.1f s "
+      "(%.1f M events/s): the training-like mix of bench/analysis_bench.cc (60%% 128 KiB/4 KiB "
+      "pread64, read, write, lseek, page faults, page-cache adds, block issue/complete; 8 "
+      "threads, 65 files)." % (format(events, ","), size / events, size / 2**20, gen_wall,
+                              events / gen_wall / 1e6))
+    p("")
+    p("| command | wall s | events/s (wall) | events/s per CPU-second | peak RSS |")
+    p("|---|---|---|---|---|")
+    for r in rows:
+        p("| `%s`%s | %.1f | %.2f M | %.2f M | %.0f MiB |" % (
+            r["name"], " (%s)" % r["note"] if r["note"] else "", r["wall_s"],
+            (r["events_per_s"] or 0) / 1e6, (r["events_per_cpu_s"] or 0) / 1e6, r["rss_kib"] / 1024))
+    p("")
+    p("```")
+    p("build/bench/synth_trace DIR/synth.iotwin %d" % events_wanted)
+    for r in rows:
+        p("/usr/bin/time -v " + rel(r["cmd"]) + ("   # DIR/%s/<table>.%s -> /dev/null" %
+                                                  (r["name"].split("--")[-1], r["name"].split("--")[-1])
+                                                  if "export" in r["name"] else ""))
+    p("```")
+    return "\n".join(lines) + "\n", {"events": events, "bytes": size, "gen_s": gen_wall,
+                                      "rows": rows}, time.monotonic() - t0
+
+
+def section_inprocess(a, work):
+    t0 = time.monotonic()
+    gb = os.path.join(a.build, "bench/iotwin_bench")
+    js = os.path.join(work, "gbench.json")
+    min_time = "0.01" if a.smoke else "0.5"
+    cmd = [gb, "--benchmark_format=console", "--benchmark_out_format=json",
+           "--benchmark_out=" + js, "--benchmark_min_time=" + min_time]
+    if a.smoke:
+        cmd.append("--benchmark_filter=BM_(LogLinearAdd|FlatMapFind/64|TraceReaderIterate)")
+    rc, out, err, _ = sh(cmd)
+    if rc != 0:
+        raise RuntimeError("iotwin_bench failed: " + err[-500:])
+    data = json.load(open(js))
+    lines = []
+    p = lines.append
+    p("`build/bench/iotwin_bench --benchmark_min_time=%s` (Google Benchmark; single thread, "
+      "CPU time; items/s or events/s where the benchmark counts them):" % min_time)
+    p("")
+    p("| benchmark | CPU time per iteration | rate |")
+    p("|---|---|---|")
+    for b in data.get("benchmarks", []):
+        if b.get("run_type") == "aggregate":
+            continue
+        rate = b.get("events/s") or b.get("items_per_second")
+        extra = ""
+        if "bytes/event" in b:
+            extra = ", %.1f bytes/event" % b["bytes/event"]
+        p("| %s | %.3g %s | %s%s |" % (b["name"], b["cpu_time"], b["time_unit"],
+                                       "%.3g /s" % rate if rate else "-", extra))
+    p("")
+    r = {}
+    if a.smoke:
+        p("`replay_bench` is skipped in smoke runs (it prepares a 256 MiB file).")
+    else:
+        r = run_replay_bench(a, work, p)
+    return "\n".join(lines) + "\n", {"gbench": data, "replay_bench": r}, time.monotonic() - t0
+
+
+def run_replay_bench(a, work, p):
+    rj = os.path.join(work, "replay_bench.json")
+    # No --dir: it makes (and removes) its own directory under /var/tmp.
+    rcmd = [os.path.join(a.build, "bench/replay/replay_bench"), "--json", rj,
+            "--smoke"]  # the full comparison with fio is section 3
+    rc, out, err, _ = sh(rcmd)
+    if rc != 0:
+        raise RuntimeError("replay_bench failed (rc %d): %s %s" % (rc, out[-500:], err[-500:]))
+    r = json.load(open(rj))
+    p("`build/bench/replay/replay_bench --smoke` (0.3 s per rate): schedule error of `--pace "
+      "original` with the `sync` back end (real preads) and the `null` back end (no I/O: the "
+      "scheduler and pacer alone), µs:")
+    p("")
+    p("| rate (ops/s) | back end | p50 | p99 | max | achieved ops/s |")
+    p("|---|---|---|---|---|---|")
+    for row in r.get("original_pacing", []):
+        p("| %d | %s | %.1f | %.1f | %.1f | %.0f |" % (
+            row["rate"], row["backend"], row["p50_ns"] / 1e3, row["p99_ns"] / 1e3,
+            row["max_ns"] / 1e3, row["achieved_ops_s"]))
+    fv = r.get("fast_vs_fio", {})
+    if fv:
+        p("")
+        p("Its fast-replay check (%d reads, page cache): iotwin / fio randread job = %.2f, "
+          "iotwin / fio iolog (its own v2 iolog) = %.2f." % (
+              fv["ops"], fv["ratio_vs_fio_randread"], fv["ratio_vs_fio_iolog"]))
+    return r
+
+
+# ---------------------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, output to a temp dir")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory")
+    ap.add_argument("--out", help="markdown to write (default docs/benchmarks.md; smoke: temp)")
+    ap.add_argument("--dir", default="/var/tmp", help="scratch directory on a real disk (not tmpfs)")
+    ap.add_argument("--only", help="comma-separated subset of " + ",".join(SECTIONS))
+    ap.add_argument("--reuse", metavar="WORKDIR",
+                    help="take the sections not rerun (see --only) from an earlier run's "
+                    "directory (printed at its end: 'raw results in ...')")
+    ap.add_argument("--analysis-events", type=int, default=50_000_000,
+                    help="events in the analysis trace (default 50 million)")
+    ap.add_argument("--bootstrap", action="store_true",
+                    help="run ./tools/bootstrap.sh build first (packages + build in build/)")
+    a = ap.parse_args()
+    a.build = os.path.abspath(a.build)
+    require = os.environ.get("IOTWIN_REQUIRE_BPF") == "1"
+    if os.geteuid() != 0:
+        log("needs root (iotwin record, bpftrace and perf trace load eBPF)")
+        sys.exit(1 if require else 77)
+    if a.bootstrap:
+        subprocess.run([os.path.join(ROOT, "tools/bootstrap.sh"), "build"], check=True)
+    needed = ["src/cli/iotwin", "workloads/iotwin-workload", "tests/progs/pread_loop",
+              "bench/iotwin_bench", "bench/replay/replay_bench", "bench/synth_trace"]
+    missing = [n for n in needed if not os.access(os.path.join(a.build, n), os.X_OK)]
+    if missing:
+        log("missing in %s: %s; build first: ninja -C %s (or bench/run.sh --bootstrap)" %
+            (a.build, ", ".join(missing), a.build))
+        sys.exit(2)
+    for tool in ("fio", "strace"):
+        if not shutil.which(tool):
+            log("%s is not installed (tools/debian-packages.txt)" % tool)
+            sys.exit(2)
+    if a.only is not None:
+        sections = [s for s in a.only.split(",") if s]
+    else:
+        sections = [] if a.reuse else list(SECTIONS)
+    for s in sections:
+        if s not in SECTIONS:
+            ap.error("unknown section " + s)
+
+    work = tempfile.mkdtemp(prefix="iotwin-bench-run-")
+    out = a.out or (os.path.join(work, "benchmarks.md") if a.smoke
+                    else os.path.join(ROOT, "docs/benchmarks.md"))
+    started = time.monotonic()
+    load_start = os.getloadavg()
+    results, failures, times = {}, [], {}
+    texts = {}
+    for s in sections:
+        log("section %s ..." % s)
+        try:
+            if s == "capture":
+                texts["capture"], texts["size"], results["capture"], times[s] = section_capture(a, work)
+            elif s == "replay":
+                texts["replay"], results["replay"], times[s] = section_replay(a, work)
+            elif s == "analysis":
+                texts["analysis"], results["analysis"], times[s] = section_analysis(a, work)
+            elif s == "inprocess":
+                texts["inprocess"], results["inprocess"], times[s] = section_inprocess(a, work)
+            log("section %s done in %.0f s" % (s, times[s]))
+            saved = {"texts": {k: v for k, v in texts.items()
+                               if k == s or (s == "capture" and k == "size")},
+                     "results": results[s], "time": times[s]}
+            with open(os.path.join(work, "section-%s.json" % s), "w") as f:
+                json.dump(saved, f, default=str)
+        except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+            failures.append("%s: %s" % (s, e))
+            log("section %s FAILED: %s" % (s, e))
+    total = time.monotonic() - started
+    load_end = os.getloadavg()
+    if a.reuse:
+        for s in SECTIONS:
+            path = os.path.join(a.reuse, "section-%s.json" % s)
+            if s in sections or not os.path.exists(path):
+                continue
+            saved = json.load(open(path))
+            texts.update(saved["texts"])
+            results[s] = saved["results"]
+            times[s] = saved["time"]
+            log("section %s taken from %s" % (s, a.reuse))
+
+    commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])[1].strip() or "?"
+    dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])[1].strip()
+    run_meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "commit": commit + (" (with uncommitted changes)" if dirty else ""),
+                "load": "%.1f at start, %.1f at end" % (load_start[0], load_end[0]),
+                "mode": "smoke (tiny sizes: figures meaningless)" if a.smoke else "full"}
+    meta_path = os.path.join(a.reuse, "run-meta.json") if a.reuse else None
+    if meta_path and not sections and os.path.exists(meta_path):
+        run_meta = json.load(open(meta_path))  # pure re-rendering: the measuring run's facts
+        run_meta["date"] += " (text re-rendered later with `--reuse`)"
+    elif sections:
+        with open(os.path.join(work, "run-meta.json"), "w") as f:
+            json.dump(run_meta, f)
+    header = TEMPLATE_HEAD.format(
+        date=run_meta["date"], commit=run_meta["commit"],
+        kernel=os.uname().release, cpus=os.cpu_count(), load=run_meta["load"],
+        mode=run_meta.get("mode", "full"),
+        total="%.0f" % sum(times.values()),
+        times=", ".join("%s %.0f s" % (k, v) for k, v in times.items()),
+        fio=first_line(["fio", "--version"]), strace=first_line(["strace", "-V"]),
+        bpftrace=first_line(["bpftrace", "--version"]),
+        perf=first_line(["perf", "--version"]) if shutil.which("perf") else "not installed")
+    parts = [header]
+    reused = [s for s in SECTIONS if s not in sections and s in results]
+    if a.reuse and reused:
+        parts.append("Sections %s were measured in an earlier run and reused here (`--reuse`); "
+                     "the date and load above are those of this run.\n" % ", ".join(reused))
+    if failures:
+        parts.append("**Sections that failed in this run:** " + "; ".join(failures) + "\n")
+    if "capture" in texts:
+        parts.append("## 1. Capture overhead\n\n" + CAPTURE_INTRO + texts["capture"] + "\n" +
+                     summarize_capture(results.get("capture")))
+        parts.append("## 2. Trace size\n\n" + texts["size"])
+    if "replay" in texts:
+        parts.append("## 3. Replay\n\n" + texts["replay"] + "\n" + summarize_replay(results.get("replay")))
+    if "analysis" in texts:
+        parts.append("## 4. Analysis throughput\n\n" + texts["analysis"] + "\n" +
+                     summarize_analysis(results.get("analysis"), results.get("inprocess")))
+    if "inprocess" in texts:
+        parts.append("## 5. In-process micro-benchmarks\n\n" + texts["inprocess"])
+    parts.append(TEMPLATE_TAIL)
+    doc = "\n".join(parts)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
+        f.write(doc)
+    with open(os.path.splitext(out)[0] + ".json", "w") if not a.smoke else open(
+            os.path.join(work, "results.json"), "w") as f:
+        json.dump(results, f, indent=1, default=str)
+    if not a.smoke and not a.out and "capture" in texts:
+        update_record_md(texts["capture"], run_meta["commit"])
+    log("wrote %s in %.0f s%s" % (out, total, "; FAILED: " + "; ".join(failures) if failures else ""))
+    if a.smoke and not a.out:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        log("raw results in %s" % work)
+    sys.exit(1 if failures else 0)
+
+
+RECORD_BEGIN = "<!-- overhead table: generated by bench/run.sh, do not edit -->"
+RECORD_END = "<!-- end of overhead table -->"
+
+
+def update_record_md(capture_md, commit):
+    """Puts the slowdown table (the first table of the capture section) into docs/record.md,
+    in place of the OVERHEAD_TABLE placeholder or of the previous generated table."""
+    path = os.path.join(ROOT, "docs/record.md")
+    if not os.path.exists(path):
+        return
+    table = []
+    for line in capture_md.splitlines():
+        if line.startswith("|"):
+            table.append(line)
+        elif table:
+            break
+    block = "\n".join([RECORD_BEGIN,
+                       "Slowdown (traced / untraced time, medians of alternating runs) measured "
+                       "by `sudo bench/run.sh` at commit %s on the shared 2-core VM; events "
+                       "lost and the other tools' details in "
+                       "[benchmarks.md](benchmarks.md#1-capture-overhead):" % commit, ""] +
+                      table + [RECORD_END])
+    text = open(path).read()
+    if RECORD_BEGIN in text and RECORD_END in text:
+        start = text.index(RECORD_BEGIN)
+        end = text.index(RECORD_END) + len(RECORD_END)
+        text = text[:start] + block + text[end:]
+    elif "OVERHEAD_TABLE" in text:
+        text = text.replace("OVERHEAD_TABLE", block, 1)
+    else:
+        return
+    with open(path, "w") as f:
+        f.write(text)
+    log("updated the overhead table in docs/record.md")
+
+
+# ---------------------------------------------------------------------------------------------
+# Text around the tables. The summaries compare with /work/shared/reference.md §8 (the same VM,
+# 2026-11) and name the targets each figure is held to.
+
+TEMPLATE_HEAD = """# iotwin benchmarks
+
+Generated by `bench/run.sh` ({mode}) on {date}, commit {commit}. Do not edit by hand: rerun
+`sudo bench/run.sh` (after the build: it expects `build/` from `ninja -C build`, or pass
+`--bootstrap` to run `./tools/bootstrap.sh build` first; `--smoke` runs every piece with tiny sizes
+in well under a minute and writes nowhere in docs/; `--only capture,replay,analysis,inprocess`
+reruns some sections). Raw numbers: `docs/benchmarks.json`.
+
+**Machine.** A shared 2-core VM (kernel {kernel}, {cpus} CPUs, no PMU, virtio disk), on which
+other engineers were compiling during the run (1-minute load average {load}). Every figure
+below is therefore a **ratio or rate measured side by side within this one run** (alternating
+runs, medians); absolute times are not comparable between runs or machines, and ratios move by
+±10-20% between runs. Total {total} s ({times}).
+
+Tools: {fio}; {strace}; {bpftrace}; {perf}.
+"""
+
+CAPTURE_INTRO = """Every tracer records every system call of the workload to a file, except
+`bpftrace-count`, the floor: a tracepoint that only counts. iotwin runs with its defaults, i.e.
+also the memory layer (page faults, page cache, write-back), the block layer (bio and request
+phases) and the sched layer (off-CPU intervals of traced threads), which the other tools do not
+capture. Workloads time themselves, so tracer start-up is not included. Reproduce one cell: run
+the workload command untraced and under the tracer command below, alternately, and divide.
+
+"""
+
+TEMPLATE_TAIL = """## Reading these numbers
+
+* The machine was shared: on 2 cores the ring-buffer consumer of a tracer competes with the
+  workload (and with compilers), which is why 2-thread figures are worse than 1-thread ones.
+* fio O_DIRECT figures depend on the virtio disk, whose speed varied a lot during the run (see
+  the untraced IOPS, against ≈13k IOPS in reference §8); the `bpftrace-count` column, which adds
+  almost nothing, shows the noise level, and ratios within that spread mean "no measurable
+  overhead". fio runs a fixed time, so its event counts differ between tools.
+* The events table counts output lines for strace, perf and bpftrace: strace writes a call
+  interrupted by another thread as two lines (`<unfinished ...>` / `<... resumed>`), so its
+  2-thread count is higher and its bytes per event lower than per call.
+* Export throughput is measured with the tables written to /dev/null (section 4), i.e. the
+  exporter's CPU cost, not the disk's.
+* Smoke runs (`bench/run.sh --smoke`, ctest label `bench`) only check that every piece still runs.
+"""
+
+
+def _slowdowns(cap, workload, tracer):
+    import statistics
+    base = cap["results"].get("%s/none" % workload, [])
+    tr = cap["results"].get("%s/%s" % (workload, tracer), [])
+    vals = []
+    for b, t in zip(base, tr):
+        if b["value"] and t["value"]:
+            vals.append(b["value"] / t["value"] if workload in ("W1", "W1b", "W2", "W3")
+                        else t["value"] / b["value"])
+    return statistics.median(vals) if vals else None
+
+
+def summarize_capture(cap):
+    if not cap:
+        return ""
+    ref = {  # reference.md §8: W1 1 thread, W1 2 threads, W3 IOPS ratio
+        "strace": (27.1, 30.0, 0.54), "perf": (15.9, 14.1, 0.62),
+        "bpftrace": (6.0, 6.1, 0.77), "bpftrace-count": (1.21, 1.23, 1.00),
+        "ebpf-syscall syscall_monitor": (1.23, 1.74, 0.98)}
+    lines = ["**Against the reference figures** (/work/shared/reference.md §8, same VM, 2026-11; "
+             "W3 there is an IOPS ratio, shown here as its inverse, a slowdown):", "",
+             "| tracer | pread 1 thread: here / reference | pread 2 threads: here / reference | "
+             "fio O_DIRECT: here / reference |", "|---|---|---|---|"]
+    for name in ("iotwin", "strace", "perf", "bpftrace", "bpftrace-count",
+                 "ebpf-syscall syscall_monitor"):
+        r = ref.get(name)
+        cells = []
+        for i, w in enumerate(("W1", "W1b", "W3")):
+            here = _slowdowns(cap, w, name) if name in ("iotwin", "strace", "perf", "bpftrace",
+                                                       "bpftrace-count") else None
+            there = None if r is None else (r[i] if i < 2 else 1 / r[i])
+            cells.append("%s / %s" % ("%.2fx" % here if here else "-",
+                                      "%.2fx" % there if there else "-"))
+        lines.append("| %s | %s |" % (name, " | ".join(cells)))
+    w1 = _slowdowns(cap, "W1", "iotwin")
+    w1b = _slowdowns(cap, "W1b", "iotwin")
+    floor1 = _slowdowns(cap, "W1", "bpftrace-count")
+    lost = sum(r["lost"] or 0 for k, rs in cap["results"].items() if k.endswith("/iotwin") for r in rs)
+    lines.append("")
+    verdict = []
+    if w1 and w1b:
+        missed = [("1 thread", w1, 1.23)] if w1 > 1.23 else []
+        if w1b > 1.74:
+            missed.append(("2 threads", w1b, 1.74))
+        if not missed:
+            verdict.append("iotwin is at or below the fastest reference eBPF tracer (ebpf-syscall "
+                           "1.23x / 1.74x on pread 1 / 2 threads: %.2fx / %.2fx here), while also "
+                           "capturing file identity and more layers" % (w1, w1b))
+        else:
+            verdict.append(
+                "**Target missed** for pread %s: iotwin %s against ebpf-syscall's %s in reference "
+                "§8 (%s). Noise in this run: the bpftrace count floor, 1.21x in the reference, "
+                "measured %s here. Why iotwin costs more per call: a tracepoint pair plus a "
+                "112-byte ring record, the enter/exit join in task storage and file-identity "
+                "loads (docs/record.md \"Overhead\"); it also runs its memory, block and sched "
+                "layers by default (ebpf-syscall records syscalls only); and on 2 loaded cores "
+                "the ring consumer competes with the workload. Not yet separated: rerun with "
+                "`iotwin record --no-memory --no-block --no-sched` for the syscall layer alone. "
+                "What would fix it: smaller records for the common read/write case, batching "
+                "the consumer harder (larger --wake-kb), and measuring on an idle machine" % (
+                    " and ".join(m[0] for m in missed),
+                    " / ".join("%.2fx" % m[1] for m in missed),
+                    " / ".join("%.2fx" % m[2] for m in missed),
+                    "met for %s" % ("2 threads (%.2fx)" % w1b if len(missed) == 1 and missed[0][0] == "1 thread"
+                                   else "1 thread (%.2fx)" % w1) if len(missed) == 1 else "both missed",
+                    "%.2fx" % floor1 if floor1 else "-"))
+    verdict.append("iotwin reported %d lost events over all its runs" % lost)
+    lines.append(". ".join(verdict) + ".")
+    lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def summarize_replay(rep):
+    if not rep:
+        return ""
+    lines = []
+    f = rep.get("fast", {})
+    if f.get("ratio_median") is not None:
+        ok = f["ratio_median"] >= 0.95
+        lines.append("Target (bench/replay/replay_bench.cc): fast replay >= 0.95x fio's IOPS: %s "
+                     "(%.2fx)." % ("met" if ok else "**missed**", f["ratio_median"]))
+    for r in rep.get("pacing", []):
+        if r["rate"] == 10000:
+            s = r["iotwin_self"]
+            ok = s["p50"] < 20 and s["p99"] < 200
+            lines.append("Target at 10k ops/s (replay_bench.cc, after Buttress's 100 µs at 10k "
+                         "IOPS, reference §4.5): self-reported p50 < 20 µs and p99 < 200 µs: %s "
+                         "(p50 %.1f µs, p99 %.1f µs)%s." % (
+                             "met" if ok else "**missed**", s["p50"], s["p99"],
+                             "" if ok else ": on a loaded 2-core VM a replay thread that sleeps "
+                             "waits for a core; an idle machine (or a pinned, isolated CPU) fixes it"))
+    fio_rates = [(r["rate"], r["fio_iops"] / r["rate"]) for r in rep.get("pacing", [])
+                 if r.get("fio_iops")]
+    if fio_rates:
+        lines.append(
+            "fio's paced iolog replay reached %s of the requested rate (its own IOPS, under "
+            "`iotwin record`), so its lateness grows through the run (the \"end\" column): fio "
+            "paces by gaps (wait = recorded gap - time since the last issue - the previous "
+            "overshoot), and when an overshoot is larger than the next gap it issues at once and "
+            "*forgets* the rest of the overshoot (`iolog_delay` resets `time_offset`), so every "
+            "late wake-up on this loaded machine is lost for good (reference §3.1, fio #1537). "
+            "iotwin's absolute schedule catches up instead: its end error stays small and the "
+            "achieved rate matches the trace." % ", ".join(
+                "%.0f%% at %dk" % (100 * f, r // 1000) for r, f in fio_rates))
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def summarize_analysis(an, inprocess=None):
+    if not an:
+        return ""
+    rep = [r for r in an["rows"] if r["name"] == "report (text)"]
+    if not rep or not rep[0]["events_per_cpu_s"]:
+        return ""
+    v = rep[0]["events_per_cpu_s"] / 1e6
+    consume = None
+    for b in (inprocess or {}).get("gbench", {}).get("benchmarks", []):
+        if b.get("name") == "BM_AnalyzerConsume" and b.get("items_per_second"):
+            consume = b["items_per_second"] / 1e6
+    text = ("Target (issue 7, docs/report.md): 10 M events/s per core for the analysis. "
+            "End to end from the file, `iotwin report` ran at %.1f M events per CPU-second "
+            "(%s 10 M)" % (v, "above" if v >= 10 else "**below**"))
+    if consume:
+        text += ("; the analysis alone (`BM_AnalyzerConsume`, section 5) at %.1f M/s (%s)" %
+                 (consume, "target met" if consume >= 10 else "**target missed**"))
+    text += "."
+    if v < 10:
+        text += (" The gap is the file reading: docs/report.md measured zstd decompression plus "
+                 "record framing in TraceReader at about 45% of the end-to-end time; "
+                 "decompressing the next chunk on a second thread would hide most of it. Peak "
+                 "RSS stays flat (streaming), whatever the trace size.")
+    return text + "\n"
+
+
+if __name__ == "__main__":
+    main()
