@@ -75,8 +75,12 @@ __u64 iot_ticks[IOT_MAX_CPUS * IOT_TICK_STRIDE];
  * events of a CPU); otherwise it finds the data on its next short poll. */
 static __always_inline __u64 iot_wake_flags(void)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
-	if (cpu < IOT_MAX_CPUS && (++iot_ticks[cpu * IOT_TICK_STRIDE] % IOT_WAKE_CHECK_EVERY) != 0)
+	/* Masked rather than compared: clang indexes with the unchecked 64-bit
+	 * copy of the helper's result, which kernels before ~6.8 reject
+	 * ("unbounded memory access"; Debian 12's 6.1). CPUs past 1024 share a
+	 * counter, which only changes how often the backlog is looked at. */
+	__u32 cpu = bpf_get_smp_processor_id() & (IOT_MAX_CPUS - 1);
+	if ((++iot_ticks[cpu * IOT_TICK_STRIDE] % IOT_WAKE_CHECK_EVERY) != 0)
 		return BPF_RB_NO_WAKEUP;
 	return bpf_ringbuf_query(&iot_events, BPF_RB_AVAIL_DATA) >= iot_wake_bytes
 		       ? BPF_RB_FORCE_WAKEUP

@@ -105,9 +105,21 @@ struct iot_ident {
 	__u16 ok;
 };
 
+/* The file identity behind a descriptor is read one of two ways, and the same
+ * source is compiled twice (bpf/CMakeLists.txt):
+ *  - syscall.bpf.o (default): the struct file pointer read from the fd array
+ *    is cast back to a typed kernel pointer with the bpf_rdonly_cast kfunc
+ *    (6.2+), so its fields are plain loads, no helper call per field;
+ *  - syscall_compat.bpf.o (-DIOT_NO_KFUNC_CAST): for older kernels (Debian
+ *    12's 6.1), each field is read with bpf_probe_read_kernel (BPF_CORE_READ).
+ * libbpf 1.1 fails a whole object over a kfunc extern the kernel lacks, even
+ * an unused one, hence two objects rather than a weak kfunc and a branch.
+ * CaptureBpf picks the object from the kernel's BTF. */
+#ifndef IOT_NO_KFUNC_CAST
 /* Typed view of a kernel pointer read from memory, so that fields can be
  * loaded directly (no helper call per field). */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#endif
 
 /* The struct file behind descriptor `fd` of the current task, or NULL. */
 static __always_inline struct file *iot_fd_file(long fd)
@@ -125,9 +137,14 @@ static __always_inline struct file *iot_fd_file(long fd)
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
 	if (!f)
 		return NULL;
+#ifndef IOT_NO_KFUNC_CAST
 	return bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+#else
+	return f; /* untyped for the verifier: fields go through BPF_CORE_READ */
+#endif
 }
 
+#ifndef IOT_NO_KFUNC_CAST
 static __always_inline void iot_file_ident(struct file *f, struct iot_ident *id)
 {
 	id->ok = 0;
@@ -143,6 +160,23 @@ static __always_inline void iot_file_ident(struct file *f, struct iot_ident *id)
 	id->pos = f->f_pos;
 	id->ok = 1;
 }
+#else
+static __always_inline void iot_file_ident(struct file *f, struct iot_ident *id)
+{
+	id->ok = 0;
+	if (!f)
+		return;
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	if (!inode)
+		return;
+	id->ino = BPF_CORE_READ(inode, i_ino);
+	id->fsize = BPF_CORE_READ(inode, i_size);
+	id->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	id->ftype = (BPF_CORE_READ(inode, i_mode) & IOT_S_IFMT) >> 12;
+	id->pos = BPF_CORE_READ(f, f_pos);
+	id->ok = 1;
+}
+#endif
 
 /* *(loff_t *)ptr, or -1 for a NULL pointer (the call uses the file position). */
 static __always_inline __u64 iot_user_loff(__u64 ptr)
@@ -241,61 +275,84 @@ struct iot_aio_loop {
 	__u16 cpu;
 };
 
+/* The callbacks' iocb / io_event copy and record live in a per-CPU buffer, not
+ * on their stack: the verifier of kernels before ~6.4 (Debian 12's 6.1) adds a
+ * bpf_loop callback's stack to its caller's, and iot_sys_exit already uses
+ * most of the 512 bytes ("combined stack size of 2 calls is 576"). */
+struct iot_aio_scratch {
+	struct iocb cb;
+	struct io_event ev;
+	struct iot_async_io a;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iot_aio_scratch);
+} iot_aio_scratch SEC(".maps");
+
+static __always_inline struct iot_async_io *iot_aio_record(struct iot_async_io *a,
+							   const struct iot_aio_loop *l)
+{
+	__builtin_memset(a, 0, sizeof(*a));
+	a->hdr.type = IOT_REC_ASYNC_IO;
+	a->hdr.size = sizeof(*a);
+	a->engine = IOT_AIO_ENGINE_LIBAIO;
+	a->ts = l->ts;
+	a->ctx = l->ctx;
+	a->tgid = l->tgid;
+	a->tid = l->tid;
+	a->cpu = l->cpu;
+	return a;
+}
+
 static long iot_aio_submit_one(__u32 i, void *data)
 {
 	struct iot_aio_loop *l = data;
+	__u32 zero = 0;
+	struct iot_aio_scratch *s = bpf_map_lookup_elem(&iot_aio_scratch, &zero);
+	if (!s)
+		return 1;
 	__u64 iocb_addr = 0;
-	struct iocb cb = {};
 	if (bpf_probe_read_user(&iocb_addr, sizeof(iocb_addr), (void *)(l->array + 8 * (__u64)i)) ||
-	    bpf_probe_read_user(&cb, sizeof(cb), (void *)iocb_addr)) {
+	    bpf_probe_read_user(&s->cb, sizeof(s->cb), (void *)iocb_addr)) {
 		iot_count_drop(IOT_SRC_ASYNC);
 		return 0;
 	}
-	struct iot_async_io a = {};
-	a.hdr.type = IOT_REC_ASYNC_IO;
-	a.hdr.size = sizeof(a);
-	a.engine = IOT_AIO_ENGINE_LIBAIO;
-	a.phase = IOT_AIO_SUBMIT;
-	a.opcode = cb.aio_lio_opcode;
-	a.ts = l->ts;
-	a.ctx = l->ctx;
-	a.req_id = iocb_addr;
-	a.user_data = cb.aio_data;
-	a.offset = cb.aio_offset;
-	a.length = cb.aio_nbytes;
-	a.tgid = l->tgid;
-	a.tid = l->tid;
-	a.fd = cb.aio_fildes;
-	a.flags = cb.aio_flags;
-	a.rw_flags = cb.aio_rw_flags;
-	a.cpu = l->cpu;
-	iot_output(&a, sizeof(a), IOT_SRC_ASYNC);
+	struct iot_async_io *a = iot_aio_record(&s->a, l);
+	a->phase = IOT_AIO_SUBMIT;
+	a->opcode = s->cb.aio_lio_opcode;
+	a->req_id = iocb_addr;
+	a->user_data = s->cb.aio_data;
+	a->offset = s->cb.aio_offset;
+	a->length = s->cb.aio_nbytes;
+	a->fd = s->cb.aio_fildes;
+	a->flags = s->cb.aio_flags;
+	a->rw_flags = s->cb.aio_rw_flags;
+	iot_output(a, sizeof(*a), IOT_SRC_ASYNC);
 	return 0;
 }
 
 static long iot_aio_complete_one(__u32 i, void *data)
 {
 	struct iot_aio_loop *l = data;
-	struct io_event ev = {};
-	if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(l->array + sizeof(ev) * (__u64)i))) {
+	__u32 zero = 0;
+	struct iot_aio_scratch *s = bpf_map_lookup_elem(&iot_aio_scratch, &zero);
+	if (!s)
+		return 1;
+	if (bpf_probe_read_user(&s->ev, sizeof(s->ev),
+				(void *)(l->array + sizeof(s->ev) * (__u64)i))) {
 		iot_count_drop(IOT_SRC_ASYNC);
 		return 0;
 	}
-	struct iot_async_io a = {};
-	a.hdr.type = IOT_REC_ASYNC_IO;
-	a.hdr.size = sizeof(a);
-	a.engine = IOT_AIO_ENGINE_LIBAIO;
-	a.phase = IOT_AIO_COMPLETE;
-	a.ts = l->ts;
-	a.ctx = l->ctx;
-	a.req_id = ev.obj;
-	a.user_data = ev.data;
-	a.res = ev.res;
-	a.tgid = l->tgid;
-	a.tid = l->tid;
-	a.fd = -1;
-	a.cpu = l->cpu;
-	iot_output(&a, sizeof(a), IOT_SRC_ASYNC);
+	struct iot_async_io *a = iot_aio_record(&s->a, l);
+	a->phase = IOT_AIO_COMPLETE;
+	a->req_id = s->ev.obj;
+	a->user_data = s->ev.data;
+	a->res = s->ev.res;
+	a->fd = -1;
+	iot_output(a, sizeof(*a), IOT_SRC_ASYNC);
 	return 0;
 }
 

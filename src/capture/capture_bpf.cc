@@ -12,17 +12,45 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 
 #include "async.skel.h"
+#include "capture/features.h"
 #include "capture/syscall_table.h"
 #include "capture_wire.h"
 #include "intent.skel.h"
 #include "iotwin_abi.h"
 #include "proc.skel.h"
 #include "syscall.skel.h"
+#include "syscall_compat.skel.h"
 
 namespace iotwin::capture {
+
+// bpf/syscall.bpf.c is built twice (fast: bpf_rdonly_cast; compat: bpf_probe_read_kernel), into
+// two skeletons with the same maps, programs and globals. This holds what the capture uses of
+// whichever loaded, so nothing else needs to know which.
+struct SyscallObject {
+  std::function<void()> destroy;
+  bpf_map* events = nullptr;
+  bpf_map* traced_tgids = nullptr;
+  bpf_map* drops = nullptr;
+  bpf_program* sys_enter = nullptr;
+  bpf_program* sys_exit = nullptr;
+  bpf_program* thread_exit = nullptr;
+  // .bss globals of the marker-file calibration (written by the kernel, hence volatile).
+  volatile uint32_t* calib_tgid = nullptr;
+  volatile uint64_t* marker_ino = nullptr;
+  volatile uint32_t* marker_dev = nullptr;
+
+  SyscallObject() = default;
+  SyscallObject(const SyscallObject&) = delete;
+  SyscallObject& operator=(const SyscallObject&) = delete;
+  ~SyscallObject() {
+    if (destroy) destroy();
+  }
+};
+
 namespace {
 
 // libbpf's messages: the last lines are kept to explain a failure; IOTWIN_BPF_DEBUG=1 prints
@@ -31,13 +59,19 @@ std::mutex g_log_mu;
 std::deque<std::string> g_log;
 
 int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
-  char line[1024];
-  vsnprintf(line, sizeof line, format, args);
   static const bool debug = [] {
     const char* e = getenv("IOTWIN_BPF_DEBUG");
     return e && *e == '1';
   }();
-  if (debug) fputs(line, stderr);
+  if (debug) {
+    // Whole, not through the line buffer: a verifier log comes as one message of many KiB.
+    va_list copy;
+    va_copy(copy, args);
+    vfprintf(stderr, format, copy);
+    va_end(copy);
+  }
+  char line[1024];
+  vsnprintf(line, sizeof line, format, args);
   if (level == LIBBPF_DEBUG) return 0;
   std::lock_guard<std::mutex> lock(g_log_mu);
   g_log.emplace_back(line);
@@ -85,20 +119,65 @@ void SetCommonRodata(Rodata* ro, const CaptureBpfConfig& c) {
 
 // Points an object's copies of the shared maps at the syscall object's maps.
 template <typename Skel>
-Status ShareMaps(Skel* skel, iotwin_syscall_bpf* owner) {
+Status ShareMaps(Skel* skel, const SyscallObject& owner) {
   struct {
     bpf_map* map;
     bpf_map* from;
   } shared[] = {
-      {skel->maps.iot_events, owner->maps.iot_events},
-      {skel->maps.iot_traced_tgids, owner->maps.iot_traced_tgids},
-      {skel->maps.iot_drops, owner->maps.iot_drops},
+      {skel->maps.iot_events, owner.events},
+      {skel->maps.iot_traced_tgids, owner.traced_tgids},
+      {skel->maps.iot_drops, owner.drops},
   };
   for (auto& s : shared) {
     int err = bpf_map__reuse_fd(s.map, bpf_map__fd(s.from));
     if (err) return LibbpfError(err, fmt::format("sharing map {}", bpf_map__name(s.map)));
   }
   return Status::Ok();
+}
+
+// Opens, configures and loads one build of the syscall object (Skel: iotwin_syscall_bpf or
+// iotwin_syscall_compat_bpf) and takes its maps, programs and globals.
+template <typename Skel>
+Result<std::unique_ptr<SyscallObject>> LoadSyscallSkeleton(Skel* (*open_skel)(),
+                                                           int (*load_skel)(Skel*),
+                                                           void (*destroy_skel)(Skel*),
+                                                           const CaptureBpfConfig& config,
+                                                           std::string_view what) {
+  Skel* skel = open_skel();
+  if (!skel) return LibbpfError(errno, fmt::format("opening the {} BPF object", what));
+  auto obj = std::make_unique<SyscallObject>();
+  obj->destroy = [skel, destroy_skel] { destroy_skel(skel); };
+  SetCommonRodata(skel->rodata, config);
+  std::vector<uint8_t> table = SyscallNrToOp(IOT_NR_MAX);
+  static_assert(sizeof(skel->rodata->iot_nr_to_op) == IOT_NR_MAX);
+  memcpy(skel->rodata->iot_nr_to_op, table.data(), IOT_NR_MAX);
+  int err = bpf_map__set_max_entries(skel->maps.iot_events, static_cast<uint32_t>(config.ring_bytes));
+  if (err) return LibbpfError(err, "sizing the ring buffer");
+  err = load_skel(skel);
+  if (err) return LibbpfError(err, fmt::format("loading the {} BPF programs", what));
+  obj->events = skel->maps.iot_events;
+  obj->traced_tgids = skel->maps.iot_traced_tgids;
+  obj->drops = skel->maps.iot_drops;
+  obj->sys_enter = skel->progs.iot_sys_enter;
+  obj->sys_exit = skel->progs.iot_sys_exit;
+  obj->thread_exit = skel->progs.iot_sys_thread_exit;
+  static_assert(sizeof(skel->bss->iot_calib_tgid) == sizeof(uint32_t));
+  static_assert(sizeof(skel->bss->iot_marker_ino) == sizeof(uint64_t));
+  static_assert(sizeof(skel->bss->iot_marker_dev) == sizeof(uint32_t));
+  obj->calib_tgid = reinterpret_cast<volatile uint32_t*>(&skel->bss->iot_calib_tgid);
+  obj->marker_ino = reinterpret_cast<volatile uint64_t*>(&skel->bss->iot_marker_ino);
+  obj->marker_dev = reinterpret_cast<volatile uint32_t*>(&skel->bss->iot_marker_dev);
+  return obj;
+}
+
+Result<std::unique_ptr<SyscallObject>> LoadFastSyscall(const CaptureBpfConfig& config) {
+  return LoadSyscallSkeleton(iotwin_syscall_bpf__open, iotwin_syscall_bpf__load,
+                             iotwin_syscall_bpf__destroy, config, "syscall");
+}
+
+Result<std::unique_ptr<SyscallObject>> LoadCompatSyscall(const CaptureBpfConfig& config) {
+  return LoadSyscallSkeleton(iotwin_syscall_compat_bpf__open, iotwin_syscall_compat_bpf__load,
+                             iotwin_syscall_compat_bpf__destroy, config, "compat syscall");
 }
 
 }  // namespace
@@ -152,17 +231,29 @@ Result<std::unique_ptr<CaptureBpf>> CaptureBpf::Load(const CaptureBpfConfig& con
 }
 
 Status CaptureBpf::LoadSyscall(const CaptureBpfConfig& config) {
-  syscall_ = iotwin_syscall_bpf__open();
-  if (!syscall_) return LibbpfError(errno, "opening the syscall BPF object");
-  SetCommonRodata(syscall_->rodata, config);
-  std::vector<uint8_t> table = SyscallNrToOp(IOT_NR_MAX);
-  static_assert(sizeof(syscall_->rodata->iot_nr_to_op) == IOT_NR_MAX);
-  memcpy(syscall_->rodata->iot_nr_to_op, table.data(), IOT_NR_MAX);
-  int err =
-      bpf_map__set_max_entries(syscall_->maps.iot_events, static_cast<uint32_t>(config.ring_bytes));
-  if (err) return LibbpfError(err, "sizing the ring buffer");
-  err = iotwin_syscall_bpf__load(syscall_);
-  if (err) return LibbpfError(err, "loading the syscall BPF programs");
+  Attempt kfunc = ProbeKfuncRdonlyCast();
+  SyscallObjectChoice choice = ChooseSyscallObject(kfunc.ok, SyscallCompatForced());
+  if (!choice.compat) {
+    auto fast = LoadFastSyscall(config);
+    if (fast.ok()) {
+      syscall_ = std::move(fast).value();
+    } else {
+      // The kfunc is in the BTF but the fast object still did not load (say, a kernel that does
+      // not allow it in tracing programs): the compat object needs nothing more than 6.1 has.
+      // When that fails too, the fast object's error is the one worth showing.
+      auto compat = LoadCompatSyscall(config);
+      if (!compat.ok()) return fast.status();
+      syscall_ = std::move(compat).value();
+      const std::string& why = fast.status().message();
+      choice = {true, "compat syscall object: the fast one did not load (" +
+                          why.substr(0, why.find('\n')) + ")"};
+    }
+  } else {
+    IOTWIN_ASSIGN_OR_RETURN(syscall_, LoadCompatSyscall(config));
+  }
+  syscall_compat_ = choice.compat;
+  syscall_reason_ = "tp_btf raw_syscalls sys_enter/sys_exit, joined in the kernel; " + choice.reason;
+  if (choice.compat) notes_.push_back("syscall: " + choice.reason);
   return Status::Ok();
 }
 
@@ -170,7 +261,7 @@ Status CaptureBpf::LoadProc(const CaptureBpfConfig& config) {
   proc_ = iotwin_proc_bpf__open();
   if (!proc_) return LibbpfError(errno, "opening the process BPF object");
   SetCommonRodata(proc_->rodata, config);
-  IOTWIN_RETURN_IF_ERROR(ShareMaps(proc_, syscall_));
+  IOTWIN_RETURN_IF_ERROR(ShareMaps(proc_, *syscall_));
   bool group_dead = ExitTracepointHasGroupDead();
   bpf_program__set_autoload(proc_->progs.iot_proc_exit, group_dead);
   bpf_program__set_autoload(proc_->progs.iot_proc_exit_legacy, !group_dead);
@@ -183,7 +274,7 @@ Status CaptureBpf::LoadAsync(const CaptureBpfConfig& config) {
   async_ = iotwin_async_bpf__open();
   if (!async_) return LibbpfError(errno, "opening the async BPF object");
   SetCommonRodata(async_->rodata, config);
-  IOTWIN_RETURN_IF_ERROR(ShareMaps(async_, syscall_));
+  IOTWIN_RETURN_IF_ERROR(ShareMaps(async_, *syscall_));
   int err = iotwin_async_bpf__load(async_);
   if (err) {
     iotwin_async_bpf__destroy(async_);
@@ -197,7 +288,7 @@ Status CaptureBpf::LoadIntent(const CaptureBpfConfig& config) {
   intent_ = iotwin_intent_bpf__open();
   if (!intent_) return LibbpfError(errno, "opening the uprobe BPF object");
   SetCommonRodata(intent_->rodata, config);
-  IOTWIN_RETURN_IF_ERROR(ShareMaps(intent_, syscall_));
+  IOTWIN_RETURN_IF_ERROR(ShareMaps(intent_, *syscall_));
   int err = iotwin_intent_bpf__load(intent_);
   if (err) return LibbpfError(err, "loading the uprobe BPF programs");
   return Status::Ok();
@@ -209,9 +300,9 @@ void CaptureBpf::LoadMemory(const CaptureBpfConfig& config) {
   memory_plan_ = PlanMemoryLayer(config.memory, support);
   if (!memory_plan_.AnyKernelPart()) return;
   MemorySharedMaps shared;
-  shared.events_fd = bpf_map__fd(syscall_->maps.iot_events);
-  shared.traced_fd = bpf_map__fd(syscall_->maps.iot_traced_tgids);
-  shared.drops_fd = bpf_map__fd(syscall_->maps.iot_drops);
+  shared.events_fd = bpf_map__fd(syscall_->events);
+  shared.traced_fd = bpf_map__fd(syscall_->traced_tgids);
+  shared.drops_fd = bpf_map__fd(syscall_->drops);
   shared.cgroup_id = config.cgroup_id;
   shared.self_tgid = config.self_tgid;
   shared.wake_bytes = config.wake_bytes;
@@ -234,9 +325,9 @@ void CaptureBpf::LoadMemory(const CaptureBpfConfig& config) {
 // block_plan_, never fatal.
 void CaptureBpf::LoadBlockLayers(const CaptureBpfConfig& config) {
   BlockSharedMaps shared;
-  shared.events_fd = bpf_map__fd(syscall_->maps.iot_events);
-  shared.traced_fd = bpf_map__fd(syscall_->maps.iot_traced_tgids);
-  shared.drops_fd = bpf_map__fd(syscall_->maps.iot_drops);
+  shared.events_fd = bpf_map__fd(syscall_->events);
+  shared.traced_fd = bpf_map__fd(syscall_->traced_tgids);
+  shared.drops_fd = bpf_map__fd(syscall_->drops);
   // One interesting-inode set with the memory layer: the files it marks (dirtied, faulted,
   // opened) are the ones whose write-back the block layer follows. Without it, the block object
   // keeps its own and marks the files traced threads dirty itself.
@@ -262,7 +353,7 @@ CaptureBpf::~CaptureBpf() {
   if (intent_) iotwin_intent_bpf__destroy(intent_);
   if (async_) iotwin_async_bpf__destroy(async_);
   if (proc_) iotwin_proc_bpf__destroy(proc_);
-  if (syscall_) iotwin_syscall_bpf__destroy(syscall_);
+  syscall_.reset();
 }
 
 Status CaptureBpf::Attach() {
@@ -285,9 +376,9 @@ Status CaptureBpf::Attach() {
   IOTWIN_RETURN_IF_ERROR(attach(proc_->progs.iot_proc_exec, true));
   IOTWIN_RETURN_IF_ERROR(attach(proc_->progs.iot_proc_exit, true));
   IOTWIN_RETURN_IF_ERROR(attach(proc_->progs.iot_proc_exit_legacy, true));
-  IOTWIN_RETURN_IF_ERROR(attach(syscall_->progs.iot_sys_enter, true));
-  IOTWIN_RETURN_IF_ERROR(attach(syscall_->progs.iot_sys_exit, true));
-  IOTWIN_RETURN_IF_ERROR(attach(syscall_->progs.iot_sys_thread_exit, true));
+  IOTWIN_RETURN_IF_ERROR(attach(syscall_->sys_enter, true));
+  IOTWIN_RETURN_IF_ERROR(attach(syscall_->sys_exit, true));
+  IOTWIN_RETURN_IF_ERROR(attach(syscall_->thread_exit, true));
   if (async_) {
     async_attached_ = attach(async_->progs.iot_uring_submit, false).ok() &&
                       attach(async_->progs.iot_uring_complete, false).ok();
@@ -307,7 +398,7 @@ void CaptureBpf::Detach() {
 Status CaptureBpf::TraceProcess(pid_t tgid) {
   uint32_t key = static_cast<uint32_t>(tgid);
   uint8_t one = 1;
-  if (bpf_map_update_elem(bpf_map__fd(syscall_->maps.iot_traced_tgids), &key, &one, BPF_ANY)) {
+  if (bpf_map_update_elem(bpf_map__fd(syscall_->traced_tgids), &key, &one, BPF_ANY)) {
     return Status::FromErrno(errno, fmt::format("adding process {} to the traced set", tgid));
   }
   return Status::Ok();
@@ -315,7 +406,7 @@ Status CaptureBpf::TraceProcess(pid_t tgid) {
 
 Status CaptureBpf::UntraceProcess(pid_t tgid) {
   uint32_t key = static_cast<uint32_t>(tgid);
-  if (bpf_map_delete_elem(bpf_map__fd(syscall_->maps.iot_traced_tgids), &key) && errno != ENOENT) {
+  if (bpf_map_delete_elem(bpf_map__fd(syscall_->traced_tgids), &key) && errno != ENOENT) {
     return Status::FromErrno(errno, fmt::format("removing process {} from the traced set", tgid));
   }
   return Status::Ok();
@@ -342,27 +433,27 @@ Status CaptureBpf::AttachUprobe(const std::string& binary, const std::string& fu
 
 Status CaptureBpf::IdentifyMarker(const std::string& path, uint64_t* ino, uint32_t* dev) {
   // The programs must be attached: sys_enter sees our own write and stores what it wrote to.
-  syscall_->bss->iot_calib_tgid = static_cast<uint32_t>(getpid());
+  *syscall_->calib_tgid = static_cast<uint32_t>(getpid());
   int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, "opening the marker file " + path);
   ssize_t n = write(fd, "\n", 1);
   int err = errno;
   if (ftruncate(fd, 0) != 0) err = errno;
   close(fd);
-  syscall_->bss->iot_calib_tgid = 0;
+  *syscall_->calib_tgid = 0;
   if (n != 1) return Status::FromErrno(err, "writing the marker file " + path);
-  *ino = syscall_->bss->iot_marker_ino;
-  *dev = syscall_->bss->iot_marker_dev;
+  *ino = *syscall_->marker_ino;
+  *dev = *syscall_->marker_dev;
   if (*ino == 0) return Status::Internal("the kernel did not see the write to {}", path);
   return Status::Ok();
 }
 
-int CaptureBpf::ring_fd() const { return bpf_map__fd(syscall_->maps.iot_events); }
+int CaptureBpf::ring_fd() const { return bpf_map__fd(syscall_->events); }
 
 Result<DropCounts> CaptureBpf::ReadDrops() const {
   DropCounts d;
   d.per_cpu.assign(IOT_SRC_MAX + 1, std::vector<uint64_t>(ncpus_, 0));
-  int fd = bpf_map__fd(syscall_->maps.iot_drops);
+  int fd = bpf_map__fd(syscall_->drops);
   for (uint32_t src = 0; src <= IOT_SRC_MAX; src++) {
     if (bpf_map_lookup_elem(fd, &src, d.per_cpu[src].data())) {
       return Status::FromErrno(errno, "reading the drop counters");

@@ -1,6 +1,7 @@
 // CaptureBpf: the BPF side of one capture, loaded, attached and owned (RAII).
 //
-// Loads bpf/syscall.bpf.c first; its ring buffer, traced-process set and drop counters are then
+// Loads bpf/syscall.bpf.c first (the fast build, or on kernels without the bpf_rdonly_cast kfunc
+// the compat build of the same source; features.h ChooseSyscallObject); its ring buffer, traced-process set and drop counters are then
 // shared with the other objects (proc, async, intent) through bpf_map__reuse_fd, so every
 // program feeds the same ring. Optional parts (io_uring tracepoints, uprobes) that fail to load
 // or attach are reported in notes() instead of failing the capture.
@@ -19,12 +20,14 @@
 #include "capture/memory_options.h"
 
 struct bpf_link;
-struct iotwin_syscall_bpf;
 struct iotwin_proc_bpf;
 struct iotwin_async_bpf;
 struct iotwin_intent_bpf;
 
 namespace iotwin::capture {
+
+// The syscall object's maps, programs and globals, from whichever skeleton loaded (capture_bpf.cc).
+struct SyscallObject;
 
 struct CaptureBpfConfig {
   uint64_t ring_bytes = 64ull << 20;   // power of two, multiple of the page size
@@ -80,6 +83,10 @@ class CaptureBpf {
   BlockBpf* block() const { return block_.get(); }
   const BlockLayerPlan& block_plan() const { return block_plan_; }
   const std::string& attach_kind() const { return attach_kind_; }
+  // Which syscall object loaded: true for the compat build (syscall_compat.bpf.o).
+  bool syscall_compat() const { return syscall_compat_; }
+  // For the trace header's layers.syscall: how it is attached and which object reads the files.
+  const std::string& syscall_reason() const { return syscall_reason_; }
   // Human-readable notes on optional parts that are off and why.
   const std::vector<std::string>& notes() const { return notes_; }
 
@@ -92,7 +99,9 @@ class CaptureBpf {
   void LoadMemory(const CaptureBpfConfig& config);
   void LoadBlockLayers(const CaptureBpfConfig& config);
 
-  iotwin_syscall_bpf* syscall_ = nullptr;
+  std::unique_ptr<SyscallObject> syscall_;
+  bool syscall_compat_ = false;
+  std::string syscall_reason_;
   iotwin_proc_bpf* proc_ = nullptr;
   iotwin_async_bpf* async_ = nullptr;
   iotwin_intent_bpf* intent_ = nullptr;

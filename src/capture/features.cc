@@ -88,6 +88,9 @@ constexpr FeatureInfo kFeatureInfo[kFeatureCount] = {
      "nothing: capture needs a BPF ring buffer"},
     {Feature::kFindVma, "bpf_find_vma", "bpf_find_vma helper", "memory (file of a page fault)",
      "join fault addresses with the captured mmap records in user space"},
+    {Feature::kKfuncRdonlyCast, "kfunc_rdonly_cast", "bpf_rdonly_cast kfunc (6.2+)",
+     "syscall (file identity per call, as plain loads)",
+     "the compat syscall object: file fields read with bpf_probe_read_kernel"},
     {Feature::kBlockTps, "block_tracepoints", "block tracepoints", "block",
      "no block layer in the trace"},
     {Feature::kNvmeTps, "nvme_tracepoints", "NVMe tracepoints", "nvme",
@@ -541,6 +544,7 @@ Features Features::Evaluate(KernelFacts facts) {
   }
   EvaluateProbe(f.ringbuf, at(Feature::kRingbuf));
   EvaluateProbe(f.find_vma, at(Feature::kFindVma));
+  EvaluateProbe(f.rdonly_cast, at(Feature::kKfuncRdonlyCast));
   EvaluateProbe(f.cachestat, at(Feature::kCachestat));
   EvaluateProbe(f.pmu, at(Feature::kHardwarePmu));
   {
@@ -600,6 +604,11 @@ Features Features::Evaluate(KernelFacts facts) {
     plan.available = gaps.empty();
     if (plan.available) {
       if (!optional_missing.empty()) gaps.push_back("without " + Join(optional_missing, ", "));
+      if (spec.name == "syscall") {
+        gaps.push_back(ChooseSyscallObject(out.Has(Feature::kKfuncRdonlyCast),
+                                           f.syscall_compat_forced)
+                           .reason);
+      }
       if (spec.name == "memory" && !out.Has(Feature::kFindVma)) {
         gaps.push_back("no bpf_find_vma: fault files from mmap records");
       }
@@ -876,6 +885,9 @@ void ProbeBtfAndPrograms(KernelFacts& f) {
       f.find_vma = Failed(-rc, "libbpf_probe_bpf_helper: " + ErrnoText(-rc));
     }
   }
+
+  f.rdonly_cast = vmlinux ? ProbeKfuncRdonlyCast(vmlinux.get())
+                          : Failed(0, "not tried: no parseable kernel BTF");
 }
 
 Attempt ProbeCachestat() {
@@ -995,9 +1007,44 @@ Result<Features> Features::Probe(const ProbeOptions& options) {
   }
 
   ProbeBtfAndPrograms(f);
+  f.syscall_compat_forced = SyscallCompatForced();
   f.cachestat = ProbeCachestat();
   f.pmu = ProbeHardwarePmu();
   return Evaluate(std::move(f));
+}
+
+SyscallObjectChoice ChooseSyscallObject(bool kfunc_cast_in_btf, bool compat_forced) {
+  if (compat_forced) {
+    return {true,
+            "compat syscall object (forced by IOTWIN_BPF_COMPAT): file fields read with "
+            "bpf_probe_read_kernel"};
+  }
+  if (!kfunc_cast_in_btf) {
+    return {true,
+            "compat syscall object: no bpf_rdonly_cast kfunc (kernel before 6.2), file fields "
+            "read with bpf_probe_read_kernel"};
+  }
+  return {false, "fast syscall object: file fields loaded through the bpf_rdonly_cast kfunc"};
+}
+
+bool SyscallCompatForced() {
+  const char* e = getenv("IOTWIN_BPF_COMPAT");
+  return e && *e && std::string_view(e) != "0";
+}
+
+Attempt ProbeKfuncRdonlyCast(const struct btf* vmlinux) {
+  BtfPtr owned;
+  if (!vmlinux) {
+    owned.reset(btf__load_vmlinux_btf());
+    if (!owned) {
+      int err = errno;
+      return Failed(err, "btf__load_vmlinux_btf: " + ErrnoText(err));
+    }
+    vmlinux = owned.get();
+  }
+  int id = btf__find_by_name_kind(vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC);
+  if (id > 0) return Attempt{true, 0, fmt::format("in the kernel's BTF (FUNC id {})", id)};
+  return Failed(ENOENT, "no bpf_rdonly_cast FUNC in the kernel's BTF (kernel before 6.2)");
 }
 
 const Features& Features::Get() {

@@ -18,6 +18,8 @@
 
 #include "base/status.h"
 
+struct btf;
+
 namespace iotwin::capture {
 
 // Every probed feature, in the order of `iotwin check`'s table.
@@ -35,6 +37,7 @@ enum class Feature : int {
   kUprobes,           // uprobes (CONFIG_UPROBES, uprobe PMU or uprobe_events)
   kRingbuf,           // BPF ring buffer maps
   kFindVma,           // bpf_find_vma helper (file of a faulting address, in the kernel)
+  kKfuncRdonlyCast,   // bpf_rdonly_cast kfunc (6.2+): the fast syscall object
   kBlockTps,          // block:block_rq_issue/complete ...
   kNvmeTps,           // nvme:nvme_setup_cmd/nvme_complete_rq (nvme-core module)
   kIoUringTps,        // io_uring:io_uring_submit_req/complete ...
@@ -89,6 +92,8 @@ struct KernelFacts {
   Attempt fentry;    // load + attach as fentry on a kernel function
   Attempt ringbuf;   // BPF_MAP_TYPE_RINGBUF creation
   Attempt find_vma;  // libbpf_probe_bpf_helper(raw_tracepoint, BPF_FUNC_find_vma)
+  Attempt rdonly_cast;         // bpf_rdonly_cast as a function in the kernel's BTF
+  bool syscall_compat_forced = false;  // IOTWIN_BPF_COMPAT=1 in our environment
   Attempt cachestat;
   Attempt pmu;       // perf_event_open of hardware instructions
 
@@ -154,6 +159,24 @@ class Features {
   std::vector<FeatureStatus> status_;
   std::vector<LayerPlan> layers_;
 };
+
+// ---- the syscall object (bpf/syscall.bpf.c is built twice) ----
+
+// Which build of the syscall BPF object `record` loads: the fast one reads struct file / inode
+// fields as plain loads through the bpf_rdonly_cast kfunc (6.2+); the compat one
+// (syscall_compat.bpf.o) reads each with bpf_probe_read_kernel and loads on older kernels
+// (Debian 12's 6.1). libbpf 1.1 rejects a whole object whose kfunc is missing, hence two.
+struct SyscallObjectChoice {
+  bool compat = false;
+  std::string reason;  // for the trace header (layers.syscall) and `iotwin check`
+};
+// Pure: the choice given whether the kernel's BTF has the kfunc and whether the compat object is
+// forced (IOTWIN_BPF_COMPAT=1).
+SyscallObjectChoice ChooseSyscallObject(bool kfunc_cast_in_btf, bool compat_forced);
+// IOTWIN_BPF_COMPAT=1 (any value but "" and "0") in the environment.
+bool SyscallCompatForced();
+// Looks bpf_rdonly_cast up in the kernel's BTF (null: loads /sys/kernel/btf/vmlinux itself).
+Attempt ProbeKfuncRdonlyCast(const struct btf* vmlinux = nullptr);
 
 // ---- pure helpers (unit-tested) ----
 

@@ -353,8 +353,7 @@ Status Capture::Setup() {
   meta["host"] = HostMeta();
   meta["command"] = opt_.command;
   json layers;
-  layers["syscall"] = {{"enabled", true},
-                       {"reason", "tp_btf raw_syscalls sys_enter/sys_exit, joined in the kernel"}};
+  layers["syscall"] = {{"enabled", true}, {"reason", bpf_->syscall_reason()}};
   layers["process"] = {{"enabled", true}, {"reason", "tp_btf sched_process_fork/exec/exit"}};
   std::string async_reason =
       "io_uring_submit_req/io_uring_complete tracepoints; libaio from io_submit/io_getevents";

@@ -1,5 +1,7 @@
 // `iotwin check` against the real kernel: the JSON is complete and, as root, matches what is
 // verified about our machines (tp_btf and ring buffers work; fentry and the PMU do not).
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 
@@ -17,7 +19,8 @@ const char* const kFeatureKeys[] = {
     "tp_btf",              "raw_tp",
     "fentry",              "kprobes",
     "uprobes",             "ringbuf",
-    "bpf_find_vma",        "block_tracepoints",
+    "bpf_find_vma",        "kfunc_rdonly_cast",
+    "block_tracepoints",
     "nvme_tracepoints",    "io_uring_tracepoints",
     "filemap_tracepoints", "writeback_tracepoints",
     "page_fault_tracepoint", "sched_tracepoints",
@@ -25,8 +28,8 @@ const char* const kFeatureKeys[] = {
     "hardware_pmu",        "nvme_lba_sizes",
 };
 
-nlohmann::json CheckJson() {
-  RunResult r = test::Run({IotwinBin(), "check", "--json"}, 60);
+nlohmann::json CheckJson(const std::vector<std::string>& env = {}) {
+  RunResult r = test::Run({IotwinBin(), "check", "--json"}, 60, env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
   EXPECT_FALSE(j.is_discarded()) << "not JSON:\n" << r.out;
@@ -95,6 +98,31 @@ TEST(CheckCommand, VerifiedFactsOfOurMachines) {
 
   EXPECT_TRUE(j["layers"]["syscall"]["available"].get<bool>()) << j["layers"]["syscall"];
   EXPECT_NE(j["layers"]["syscall"]["method"].get<std::string>().find("tp_btf"), std::string::npos);
+
+  // bpf_rdonly_cast came with 6.2 (this machine runs 6.18; Debian 12's 6.1 lacks it): with it
+  // record loads the fast syscall object, without it the compat one.
+  std::string release = j["kernel"]["release"].get<std::string>();
+  int major = 0, minor = 0;
+  bool parsed = sscanf(release.c_str(), "%d.%d", &major, &minor) == 2;
+  bool kfunc = f["kfunc_rdonly_cast"]["supported"].get<bool>();
+  if (parsed && (major > 6 || (major == 6 && minor >= 2))) {
+    EXPECT_TRUE(kfunc) << release << " " << f["kfunc_rdonly_cast"];
+  }
+  std::string reason = j["layers"]["syscall"]["reason"].get<std::string>();
+  if (getenv("IOTWIN_BPF_COMPAT") == nullptr) {
+    EXPECT_NE(reason.find(kfunc ? "fast syscall object" : "compat syscall object"),
+              std::string::npos)
+        << reason;
+  }
+}
+
+// IOTWIN_BPF_COMPAT=1 forces the compat syscall object, and check says so.
+TEST(CheckCommand, SaysWhenTheCompatSyscallObjectIsForced) {
+  nlohmann::json j = CheckJson({"IOTWIN_BPF_COMPAT=1"});
+  ASSERT_TRUE(j.contains("layers"));
+  std::string reason = j["layers"]["syscall"]["reason"].get<std::string>();
+  EXPECT_NE(reason.find("compat syscall object"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("IOTWIN_BPF_COMPAT"), std::string::npos) << reason;
 }
 
 // Probing mounts tracefs only in a private mount namespace: the host's mount table is unchanged.

@@ -107,6 +107,7 @@ KernelFacts VmLikeFacts() {
   f.fentry = {false, EPERM, "load as fentry/vfs_read failed: EPERM (Operation not permitted)"};
   f.ringbuf = {true, 0, "created"};
   f.find_vma = {true, 0, "accepted"};
+  f.rdonly_cast = {true, 0, "in the kernel's BTF (FUNC id 1234)"};
   f.cachestat = {true, 0, "works"};
   f.pmu = {false, ENOENT, "unavailable"};
   f.lba_sizes = {{"vda", 512}, {"loop0", 512}};
@@ -276,6 +277,43 @@ TEST(FeaturesEvaluate, NvmePresent) {
   EXPECT_TRUE(features.Has(Feature::kNvmeLbaSizes));
   EXPECT_EQ(features.status(Feature::kNvmeLbaSizes).detail, "nvme0n1 4096 B");
   EXPECT_TRUE(Layer(features, "nvme").available);
+}
+
+TEST(ChooseSyscallObject, FastWithTheKfuncCompatWithoutOrWhenForced) {
+  SyscallObjectChoice fast = ChooseSyscallObject(/*kfunc_cast_in_btf=*/true, /*forced=*/false);
+  EXPECT_FALSE(fast.compat);
+  EXPECT_NE(fast.reason.find("fast syscall object"), std::string::npos) << fast.reason;
+  SyscallObjectChoice old = ChooseSyscallObject(false, false);
+  EXPECT_TRUE(old.compat);
+  EXPECT_NE(old.reason.find("no bpf_rdonly_cast"), std::string::npos) << old.reason;
+  SyscallObjectChoice forced = ChooseSyscallObject(true, true);
+  EXPECT_TRUE(forced.compat);
+  EXPECT_NE(forced.reason.find("IOTWIN_BPF_COMPAT"), std::string::npos) << forced.reason;
+}
+
+TEST(FeaturesEvaluate, SyscallLayerSaysWhichObjectRecordLoads) {
+  KernelFacts f = VmLikeFacts();
+  Features fast = Features::Evaluate(f);
+  EXPECT_TRUE(fast.Has(Feature::kKfuncRdonlyCast));
+  EXPECT_NE(Layer(fast, "syscall").reason.find("fast syscall object"), std::string::npos)
+      << Layer(fast, "syscall").reason;
+
+  // Debian 12's 6.1: no kfunc, the layer still runs, from the compat object.
+  f.release = "6.1.0-28-amd64";
+  f.rdonly_cast = {false, ENOENT, "no bpf_rdonly_cast FUNC in the kernel's BTF (kernel before 6.2)"};
+  Features old = Features::Evaluate(f);
+  EXPECT_FALSE(old.Has(Feature::kKfuncRdonlyCast));
+  EXPECT_EQ(old.status(Feature::kKfuncRdonlyCast).error, ENOENT);
+  EXPECT_TRUE(Layer(old, "syscall").available);
+  EXPECT_NE(Layer(old, "syscall").reason.find("compat syscall object"), std::string::npos)
+      << Layer(old, "syscall").reason;
+
+  f = VmLikeFacts();
+  f.syscall_compat_forced = true;
+  Features forced = Features::Evaluate(f);
+  EXPECT_TRUE(forced.Has(Feature::kKfuncRdonlyCast));
+  EXPECT_NE(Layer(forced, "syscall").reason.find("forced by IOTWIN_BPF_COMPAT"), std::string::npos)
+      << Layer(forced, "syscall").reason;
 }
 
 TEST(FeaturesJson, HasEveryFeatureAndLayer) {
