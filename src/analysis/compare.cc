@@ -121,11 +121,6 @@ json Side(const std::string& path, const json& m) {
   return s;
 }
 
-// Inter-arrival times below this are one class for iat-ks: a replay issues each call a few
-// microseconds after its predecessor at best (wake-up, descriptor and mapping lookup), so
-// differences under it measure the replayer's overhead, not the workload's timing.
-constexpr uint64_t kIatResolutionNs = 10'000;
-
 }  // namespace
 
 const std::vector<MeasureSpec>& Measures() {
@@ -152,7 +147,7 @@ const std::vector<MeasureSpec>& Measures() {
       {"throughput-series-err", 0.20, false, true, true, "normalised L1 distance of bytes/s over time"},
       {"iat-ks", 0.10, false, true, true,
        "Kolmogorov-Smirnov distance of per-thread inter-arrival times of system calls (times "
-       "under 10 us counted as 10 us: the replay's resolution)"},
+       "under --iat-resolution-us counted as that: the replay's resolution)"},
       {"latency-ks", 0.25, false, true, false,
        "Kolmogorov-Smirnov distance of data-op latencies (worst of read/write; depends on the "
        "target storage, reported only unless a threshold is given)"},
@@ -380,7 +375,7 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   put("throughput-series-err", SeriesError(s.bytes_a, s.bytes_b));
   out["timeseries"] = {{"bucket_ns", s.width_ns}, {"original_ops", s.ops_a}, {"replay_ops", s.ops_b},
                        {"original_bytes", s.bytes_a}, {"replay_bytes", s.bytes_b}};
-  put("iat-ks", KsDistanceFrom(a.inter_arrival(), b.inter_arrival(), kIatResolutionNs),
+  put("iat-ks", KsDistanceFrom(a.inter_arrival(), b.inter_arrival(), options.iat_resolution_ns),
       a.inter_arrival().Percentile(50), b.inter_arrival().Percentile(50));
   double lat_ks = 0;
   for (int dir = 0; dir < 2; dir++)

@@ -40,6 +40,11 @@ struct CompareOptions {
   // Judge only the calls a replay re-issues (model::Op::skip == kReplayable) in both traces;
   // false: every system call.
   bool storage_calls_only = true;
+  // Inter-arrival times below this are one class for iat-ks. A replay issues a call a few
+  // microseconds after its predecessor at best (wake-up, descriptor and mapping lookup), and tens
+  // of microseconds on a busy machine (replay busy-waits only the last --spin-us, 50 us, before
+  // a deadline), so differences below it measure the replayer, not the workload's think time.
+  uint64_t iat_resolution_ns = 50'000;
 };
 
 // Parses "NAME=VALUE" or "NAME=off" into options->thresholds.

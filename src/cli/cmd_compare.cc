@@ -22,6 +22,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
     bool salvage = false;
     bool no_progress = false;
     bool all_calls = false;
+    double iat_resolution_us = 50;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = parent.add_subcommand(
@@ -48,6 +49,11 @@ CommandSpec SetupCompare(CLI::App& parent) {
   sub->add_flag("--all-calls", opt->all_calls,
                 "judge every system call; by default only the storage calls a replay re-issues "
                 "(not an inherited stdout, anonymous memory, /proc, ...) are compared");
+  sub->add_option("--iat-resolution-us", opt->iat_resolution_us,
+                  "iat-ks: inter-arrival times below this count as this (the replay's timing "
+                  "resolution)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   sub->add_flag("--salvage", opt->salvage, "skip damaged chunks instead of failing");
   sub->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr");
   sub->footer(
@@ -69,6 +75,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
             o.max_sequence_ops = opt->max_sequence_ops;
             o.salvage = opt->salvage;
             o.storage_calls_only = !opt->all_calls;
+            o.iat_resolution_ns = static_cast<uint64_t>(opt->iat_resolution_us * 1000);
             o.progress = !opt->no_progress && isatty(STDERR_FILENO);
             auto result = analysis::CompareTraces(opt->original, opt->replay, o);
             if (!result.ok()) {
