@@ -16,7 +16,7 @@ struct CommandSpec {
 // Exit statuses shared by all subcommands.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitNegative = 1;  // ran fine, answer is "no" (compare out of threshold)
-inline constexpr int kExitError = 2;     // bad input, usage error, not implemented
+inline constexpr int kExitError = 2;     // bad input or usage error
 
 CommandSpec SetupRecord(CLI::App& parent);
 CommandSpec SetupReplay(CLI::App& parent);
@@ -28,10 +28,6 @@ CommandSpec SetupAnonymize(CLI::App& parent);
 CommandSpec SetupCheck(CLI::App& parent);
 CommandSpec SetupDemo(CLI::App& parent);
 CommandSpec SetupDump(CLI::App& parent);
-CommandSpec SetupLayers(CLI::App& parent);  // cmd_layers.cc (block layer work, issue 5)
-
-// A subcommand that exists in the interface but is not built yet: prints so and exits 2.
-CommandSpec NotImplemented(CLI::App& parent, const char* name, const char* description,
-                           const char* issue);
+CommandSpec SetupLayers(CLI::App& parent);
 
 }  // namespace iotwin::cli
