@@ -77,9 +77,7 @@ AlignedSeries AlignSeries(const Analyzer& a, const json& ma, const Analyzer& b, 
   uint64_t lead_a = lead(ma, sa), lead_b = lead(mb, sb);
   uint64_t span_a = sa.used_buckets() * sa.width_ns() - lead_a;
   uint64_t span_b = sb.used_buckets() * sb.width_ns() - lead_b;
-  uint64_t ops = 0;
-  for (size_t i = 0; i < sa.used_buckets(); i++)
-    ops += sa.at(Analyzer::kAppReadOps, i) + sa.at(Analyzer::kAppWriteOps, i);
+  const uint64_t ops = U(ma["totals"]["read"], "ops") + U(ma["totals"]["write"], "ops");
   const uint64_t max_buckets = std::clamp<uint64_t>(ops / 20, 4, 200);
   while (std::max(span_a, span_b) / w > max_buckets) w *= 2;
   size_t buckets = static_cast<size_t>(std::max(span_a, span_b) / w + 1);
@@ -135,11 +133,12 @@ const std::vector<MeasureSpec>& Measures() {
       {"offset-ks", 0.05, false, false, true, "Kolmogorov-Smirnov distance of request offsets"},
       {"offset-js", 0.05, false, false, true, "Jensen-Shannon distance of request offsets"},
       {"block-requests-rel-err", 0.10, false, false, true,
-       "relative error of block requests issued (when both traces have the block layer)"},
-      {"block-bytes-rel-err", 0.10, false, false, true, "relative error of block bytes"},
-      {"block-size-ks", 0.10, false, false, true, "Kolmogorov-Smirnov distance of block request sizes"},
+       "relative error of block requests issued (when both traces have the block layer)", true},
+      {"block-bytes-rel-err", 0.10, false, false, true, "relative error of block bytes", true},
+      {"block-size-ks", 0.10, false, false, true, "Kolmogorov-Smirnov distance of block request sizes",
+       true},
       {"block-read-share-diff", 0.05, false, false, true,
-       "absolute difference of the share of block requests that are reads"},
+       "absolute difference of the share of block requests that are reads", true},
       {"iops-rel-err", 0.05, false, true, true, "relative error of overall IOPS (data ops / span)"},
       {"throughput-rel-err", 0.05, false, true, true, "relative error of overall bytes/s"},
       {"iops-series-err", 0.20, false, true, true,
@@ -392,9 +391,8 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
     std::optional<double> threshold;
     if (spec.enabled) threshold = spec.default_threshold;
     if (auto o = options.thresholds.find(spec.name); o != options.thresholds.end()) threshold = o->second;
-    bool is_block = std::string_view(spec.name).substr(0, 6) == "block-";
     bool judged = threshold.has_value() && (!spec.timing || timing_judged) &&
-                  (!is_block || block_judged || options.thresholds.count(spec.name));
+                  (!spec.block || block_judged || options.thresholds.count(spec.name));
     double v = it->second["value"].get<double>();
     bool pass = !threshold || (spec.at_least ? v >= *threshold - 1e-12 : v <= *threshold + 1e-12);
     json m = it->second;

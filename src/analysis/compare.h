@@ -25,6 +25,7 @@ struct MeasureSpec {
   bool timing;        // judged only where the pacing promises timing
   bool enabled;       // judged by default (false: reported only, until --threshold sets it)
   const char* what;   // one-line description for --help and docs
+  bool block = false; // block layer: judged only for direct-I/O originals (or an explicit threshold)
 };
 
 // Every measure compare computes, with its default threshold.

@@ -5,11 +5,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <filesystem>
-
 #include "analysis/compare.h"
 #include "analysis/distance.h"
 #include "analysis_trace_builder.h"
+#include "interop_test_util.h"
 
 namespace iotwin::analysis {
 namespace {
@@ -42,14 +41,6 @@ SyntheticTrace Workload(uint64_t addr, bool loader_calls, uint64_t step_ns) {
   return t;
 }
 
-struct Files {
-  std::filesystem::path dir;
-  Files() {
-    char tmpl[] = "/tmp/iotwin-compare-test-XXXXXX";
-    dir = mkdtemp(tmpl);
-  }
-  ~Files() { std::filesystem::remove_all(dir); }
-};
 
 double Measure(const nlohmann::json& r, const char* name) {
   for (const auto& m : r["measures"])
@@ -59,8 +50,8 @@ double Measure(const nlohmann::json& r, const char* name) {
 }
 
 TEST(Compare, JudgesTheCallsReplayReissues) {
-  Files f;
-  std::string orig = f.dir / "orig.iotwin", rep = f.dir / "rep.iotwin";
+  interop::testing::ScratchDir f;
+  std::string orig = f / "orig.iotwin", rep = f / "rep.iotwin";
   ASSERT_TRUE(Workload(0x7f0000001000, true, 10'000).Write(orig, {}).ok());
   // The replay: no loader calls, its own mapping address, same file calls and timing.
   ASSERT_TRUE(Workload(0x7e0000005000, false, 10'000).Write(rep, {}).ok());
@@ -86,8 +77,8 @@ TEST(Compare, JudgesTheCallsReplayReissues) {
 }
 
 TEST(Compare, AddressesOfMappingCallsAreNotArguments) {
-  Files f;
-  std::string a = f.dir / "a.iotwin", b = f.dir / "b.iotwin";
+  interop::testing::ScratchDir f;
+  std::string a = f / "a.iotwin", b = f / "b.iotwin";
   ASSERT_TRUE(Workload(0x7f0000001000, false, 10'000).Write(a, {}).ok());
   ASSERT_TRUE(Workload(0x7e0000005000, false, 10'000).Write(b, {}).ok());
   CompareOptions o;
