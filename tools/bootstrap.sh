@@ -30,11 +30,18 @@ elapsed() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
 
 # ---- Debian packages -----------------------------------------------------------------------
 
+# Entries are PACKAGE or PACKAGE:COMMAND; the latter counts as present when COMMAND is on PATH,
+# whoever installed it (a machine with NodeSource's nodejs has npm, and Debian's npm conflicts).
 packages() { sed -e 's/#.*//' tools/debian-packages.txt | tr -s ' \t' '\n' | sed '/^$/d'; }
 
 install_deps() {
-  local missing=() pkg
-  for pkg in $(packages); do
+  local missing=() entry pkg cmd
+  for entry in $(packages); do
+    pkg=${entry%%:*}
+    cmd=${entry#*:}
+    if [ "$cmd" != "$entry" ] && command -v "$cmd" >/dev/null; then
+      continue
+    fi
     if [ "$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null)" != installed ]; then
       missing+=("$pkg")
     fi
