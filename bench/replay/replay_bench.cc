@@ -3,16 +3,22 @@
 //   1. Schedule error of `original` pacing: single-thread traces of cached 4 KiB preads at
 //      1k, 10k and 50k ops/s are replayed with the sync back end (and the null back end, which
 //      isolates the scheduler); issue time - target time, median / p99 / max, and the rate
-//      actually achieved. Targets at 10k ops/s: median < 20 us, p99 < 200 us.
+//      actually achieved. Targets at 10k ops/s: median < 20 us, p99 < 200 us. The null back end
+//      is also run side by side with the worker's wait variants: `--spin-us 0` (sleep only:
+//      clock_nanosleep to the deadline) against the default hybrid (sleep to 50 us before it,
+//      then spin), and, with --fifo, the default under SCHED_FIFO (`chrt -f 1`), which tells
+//      the wait's own error from time spent waiting for a CPU. --hog N adds N busy-looping
+//      processes during this part, to show how the p99 follows the machine's load.
 //   2. `fast` replay of a 4 KiB random-read trace against fio doing the same: fio's own
 //      randread job (psync, same file, same count) and fio replaying the very same operations
 //      from an iolog (replay_no_stall). Runs alternate A/B and the medians are compared; target
 //      >= 0.95x fio's IOPS. Reads hit the page cache (warm), so this measures per-operation
 //      overhead, not the disk.
 //
-// Usage: replay_bench [--smoke] [--iotwin PATH] [--json OUT] [--dir DIR]
+// Usage: replay_bench [--smoke] [--iotwin PATH] [--json OUT] [--dir DIR] [--hog N] [--fifo]
 // Figures are noisy on a shared 2-core machine: run it when nothing else is compiling.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,7 +121,8 @@ std::string MakeTrace(const std::string& dir, const std::string& name, uint64_t 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool smoke = false;
+  bool smoke = false, fifo = false;
+  int hogs = 0;
   std::string iotwin = IOTWIN_BIN_PATH, json_out, dir;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -123,8 +130,12 @@ int main(int argc, char** argv) {
     else if (a == "--iotwin" && i + 1 < argc) iotwin = argv[++i];
     else if (a == "--json" && i + 1 < argc) json_out = argv[++i];
     else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
+    else if (a == "--hog" && i + 1 < argc) hogs = std::atoi(argv[++i]);
+    else if (a == "--fifo") fifo = true;
     else {
-      std::fprintf(stderr, "usage: %s [--smoke] [--iotwin PATH] [--json OUT] [--dir DIR]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--smoke] [--iotwin PATH] [--json OUT] [--dir DIR] [--hog N] [--fifo]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -143,35 +154,69 @@ int main(int argc, char** argv) {
 
   // ---- 1. schedule error of original pacing ----
   std::printf("original pacing, single thread, cached 4 KiB preads (issue - target)\n");
-  std::printf("  %-8s %-6s %8s %9s %9s %10s %9s\n", "rate", "back", "ops", "p50 us", "p99 us",
+  std::printf("  %-8s %-10s %8s %9s %9s %10s %9s\n", "rate", "back/wait", "ops", "p50 us", "p99 us",
               "max us", "achieved");
   json pacing = json::array();
   const double seconds = smoke ? 0.3 : 3.0;
   std::string root = dir + "/root";
+  // Busy loops competing for the CPUs while pacing is measured (--hog N).
+  std::vector<pid_t> hog_pids;
+  for (int h = 0; h < hogs; h++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      for (;;) asm volatile("" ::: "memory");  // burns a CPU until killed
+    }
+    if (pid > 0) hog_pids.push_back(pid);
+  }
+  auto stop_hogs = [&] {
+    for (pid_t pid : hog_pids) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    hog_pids.clear();
+  };
+  results["hogs"] = hogs;
+  struct Variant {
+    const char* label;
+    const char* backend;
+    const char* spin_us;
+    bool fifo;
+  };
+  std::vector<Variant> variants = {{"sync", "sync", "50", false},
+                                   {"null", "null", "50", false},
+                                   {"null/sleep", "null", "0", false}};
+  if (fifo) variants.push_back({"null/fifo", "null", "50", true});
   for (uint64_t rate : {1000ull, 10000ull, 50000ull}) {
     uint64_t n = static_cast<uint64_t>(rate * seconds);
     std::string trace = MakeTrace(dir, "pace" + std::to_string(rate), n, 1'000'000'000ull / rate, nullptr);
-    for (const char* backend : {"sync", "null"}) {
+    for (const Variant& v : variants) {
+      const char* backend = v.label;
       std::filesystem::remove_all(root);
-      Cmd c = RunCapture({iotwin, "replay", trace, "--root", root, "--pace", "original", "--cache",
-                          "warm", "--backend", backend, "--json", "-q"});
+      std::vector<std::string> argv = {iotwin, "replay", trace, "--root", root, "--pace",
+                                       "original", "--cache", "warm", "--backend", v.backend,
+                                       "--spin-us", v.spin_us, "--json", "-q"};
+      if (v.fifo) argv.insert(argv.begin(), {"chrt", "-f", "1"});
+      Cmd c = RunCapture(argv);
       json s = ParseJson(c.out);
       if (c.status != 0 || s.is_null()) {
         std::fprintf(stderr, "replay failed (%d): %s\n", c.status, c.out.c_str());
+        stop_hogs();
         return 1;
       }
       const json& e = s["schedule_error_ns"];
       double achieved = s["duration_s"].get<double>() > 0
                             ? s["ops"].get<double>() / s["duration_s"].get<double>() : 0;
-      std::printf("  %-8llu %-6s %8llu %9.1f %9.1f %10.1f %9.0f\n",
+      std::printf("  %-8llu %-10s %8llu %9.1f %9.1f %10.1f %9.0f\n",
                   static_cast<unsigned long long>(rate), backend,
                   static_cast<unsigned long long>(n), e["p50"].get<double>() / 1e3,
                   e["p99"].get<double>() / 1e3, e["max"].get<double>() / 1e3, achieved);
-      pacing.push_back({{"rate", rate}, {"backend", backend}, {"ops", n},
+      pacing.push_back({{"rate", rate}, {"backend", v.backend}, {"variant", v.label},
+                        {"spin_us", v.spin_us}, {"fifo", v.fifo}, {"ops", n},
                         {"p50_ns", e["p50"]}, {"p99_ns", e["p99"]}, {"max_ns", e["max"]},
                         {"achieved_ops_s", achieved}, {"mismatches", s["mismatches"]["total"]}});
     }
   }
+  stop_hogs();
   results["original_pacing"] = pacing;
 
   // ---- 2. fast replay vs fio ----

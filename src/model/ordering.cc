@@ -10,10 +10,17 @@ void DependencyTracker::Begin(uint32_t thread, uint32_t index, uint64_t start, u
   pending_.clear();
 }
 
-void DependencyTracker::Need(const Access& a) {
+namespace {
+// Descriptor numbers: ordered by the kernel whatever the timing (ordering.h).
+bool Timed(uint64_t resource) {
+  return (resource >> 56) != static_cast<uint64_t>(ResourceTag::kFd);
+}
+}  // namespace
+
+void DependencyTracker::Need(const Access& a, bool timed) {
   if (a.thread == kNone || a.thread == cur_.thread) return;
   // Overlapping in time: concurrent in the original, left free.
-  if (a.end > cur_start_) return;
+  if (timed && a.end > cur_start_) return;
   Need(a.thread, a.index);
 }
 
@@ -30,7 +37,8 @@ void DependencyTracker::Need(uint32_t thread, uint32_t index) {
 
 void DependencyTracker::Read(uint64_t resource) {
   ResourceState& r = resources_[resource];
-  Need(r.last_write);
+  const bool timed = Timed(resource);
+  Need(r.last_write, timed);
   for (auto& a : r.readers) {
     if (a.thread == cur_.thread) {
       a = cur_;
@@ -42,8 +50,9 @@ void DependencyTracker::Read(uint64_t resource) {
 
 void DependencyTracker::Write(uint64_t resource) {
   ResourceState& r = resources_[resource];
-  Need(r.last_write);
-  for (const auto& a : r.readers) Need(a);
+  const bool timed = Timed(resource);
+  Need(r.last_write, timed);
+  for (const auto& a : r.readers) Need(a, timed);
   r.readers.clear();
   r.last_write = cur_;
 }
@@ -54,7 +63,7 @@ void DependencyTracker::ReadRange(uint64_t file, uint64_t begin, uint64_t end) {
   auto it = segs.upper_bound(begin);
   if (it != segs.begin()) --it;
   for (; it != segs.end() && it->first < end; ++it) {
-    if (it->second.end > begin) Need(it->second.writer);
+    if (it->second.end > begin) Need(it->second.writer, true);
   }
 }
 
@@ -69,7 +78,7 @@ void DependencyTracker::WriteRange(uint64_t file, uint64_t begin, uint64_t end) 
       ++it;
       continue;
     }
-    Need(it->second.writer);
+    Need(it->second.writer, true);
     if (it->first < begin) keep.push_back({it->first, Segment{begin, it->second.writer}});
     if (it->second.end > end) keep.push_back({end, Segment{it->second.end, it->second.writer}});
     it = segs.erase(it);

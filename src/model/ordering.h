@@ -9,6 +9,15 @@
 // A conflict produces a dependency only when the earlier op had completed before the later one
 // started in the trace: ops that overlapped in time were concurrent in the original, so their
 // order was not fixed and replay leaves them free. Program order within a thread is implicit.
+//
+// Descriptor numbers are the exception (kFd resources): a recorded fd number is a resource whose
+// lifetime is open..close, and the kernel fixes the order of the ops on it whatever their
+// timing: a number is taken and freed at the start of the call (an open gets N as soon as a
+// close in another thread has released it, while that close may still be returning), and a use
+// holds the file it looked up. So every op that uses, creates or retires an instance of a number
+// is ordered after the op that created that instance and before the op that retires it, across
+// threads, even when they overlapped in time: ops are presented in start order, which is the
+// order in which the kernel looked the numbers up, so these edges point backwards too.
 // Every dependency points backwards in the global order, so the graph is acyclic and replay
 // cannot deadlock on it.
 //
@@ -68,7 +77,9 @@ class DependencyTracker {
     uint64_t end;
     Access writer;
   };
-  void Need(const Access& a);
+  // `timed`: keep the edge only if `a` completed before the current op started (see above);
+  // descriptor resources pass false.
+  void Need(const Access& a, bool timed);
   void Need(uint32_t thread, uint32_t index);
 
   Access cur_;

@@ -78,7 +78,17 @@ struct Event {
   uint64_t orig; // file order
   uint8_t type;
   uint32_t index;
+  uint8_t after = 0;  // 1: sorts after the event whose (ts, seq, sub) it took (a descriptor
+                      // handover, PostponeDescriptorHandovers)
 };
+
+bool EventBefore(const Event& a, const Event& b) {
+  if (a.ts != b.ts) return a.ts < b.ts;
+  if (a.seq != b.seq) return a.seq < b.seq;
+  if (a.sub != b.sub) return a.sub < b.sub;
+  if (a.after != b.after) return a.after < b.after;
+  return a.orig < b.orig;
+}
 
 struct FdEntry {
   uint32_t ofd;
@@ -519,6 +529,7 @@ struct ModelBuilder::Impl {
   void HandleFault(const iot_page_fault& f);
   void HandleAsync(const iot_async_io& a);
   void HandleCache(const iot_cache_state& c);
+  bool PostponeDescriptorHandovers();
   void BuildBlockRequests();
   Status Finish();
 };
@@ -1441,6 +1452,47 @@ void ModelBuilder::Impl::BuildBlockRequests() {
   }
 }
 
+// Events are taken in start order, and the kernel takes and frees descriptor numbers at the start
+// of a call too, so start order is the order of the descriptor table's changes, except where the
+// capture's timestamps of two calls that began within a microsecond disagree with the kernel: an
+// open that got number N can be stamped before the close (in another thread of the process) that
+// freed N. Taken in that order, the open would replace the old instance of N in the table, the
+// close would then remove the new one, and uses of the old instance stamped in between would be
+// bound to the new file. Such an open is moved to just after that close: a successful close of N
+// by another thread that starts while an open returning N is in progress can only be freeing the
+// previous instance (the opener's thread cannot have handed N out before the open returned).
+// Nothing else of the opening thread lies in between (it was inside the open). Returns whether
+// anything moved.
+bool ModelBuilder::Impl::PostponeDescriptorHandovers() {
+  std::unordered_map<uint64_t, size_t> creator;  // (tgid, fd) -> event of the latest creating call
+  auto key = [](uint32_t tgid, int64_t fd) {
+    return (static_cast<uint64_t>(tgid) << 32) | static_cast<uint32_t>(fd);
+  };
+  bool moved = false;
+  for (size_t i = 0; i < events.size(); i++) {
+    if (events[i].type != kEvSyscall) continue;
+    const iot_syscall& sc = syscalls[events[i].index];
+    if (sc.ret < 0 || (sc.sflags & IOT_SCF_INTERRUPTED)) continue;
+    if (sc.op == IOT_OP_CLOSE && sc.fd >= 0) {
+      auto it = creator.find(key(sc.tgid, sc.fd));
+      if (it == creator.end()) continue;
+      Event& open_ev = events[it->second];
+      const iot_syscall& open = syscalls[open_ev.index];
+      if (open.tid != sc.tid && sc.ts >= open.ts && sc.ts < open.ts + open.dur) {
+        open_ev.ts = events[i].ts;
+        open_ev.seq = events[i].seq;
+        open_ev.sub = events[i].sub;
+        open_ev.after = 1;
+        moved = true;
+      }
+      creator.erase(it);
+    } else if (OpReturnsFd(sc) && sc.op != IOT_OP_DUP2 && sc.op != IOT_OP_DUP3) {
+      creator[key(sc.tgid, sc.ret)] = i;
+    }
+  }
+  return moved;
+}
+
 Status ModelBuilder::Impl::Finish() {
   if (m->meta_.contains("host") && m->meta_["host"].is_object()) {
     auto ps = m->meta_["host"].value("page_size", 4096);
@@ -1473,12 +1525,8 @@ Status ModelBuilder::Impl::Finish() {
       e.sub = 0;
     }
   }
-  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-    if (a.ts != b.ts) return a.ts < b.ts;
-    if (a.seq != b.seq) return a.seq < b.seq;
-    if (a.sub != b.sub) return a.sub < b.sub;
-    return a.orig < b.orig;
-  });
+  std::sort(events.begin(), events.end(), EventBefore);
+  if (PostponeDescriptorHandovers()) std::sort(events.begin(), events.end(), EventBefore);
   if (!events.empty()) {
     m->stats_.first_ts = events.front().ts;
     m->stats_.last_ts = events.back().ts;
