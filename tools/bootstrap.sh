@@ -64,9 +64,15 @@ install_deps() {
 
 # ---- builds --------------------------------------------------------------------------------
 
+# Line tables only (-g1): enough for backtraces, perf and sanitizer reports, and the build takes
+# about a quarter less time than with full debug information. A developer wanting gdb's locals
+# configures build/ with plain RelWithDebInfo.
+release_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
+
 build_main() {
   log "Building iotwin (RelWithDebInfo) in build/ with $jobs jobs"
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${release_flags[@]}" >/dev/null
   ninja -C build -j "$jobs"
   log "Built at $(elapsed)"
 }
@@ -144,7 +150,7 @@ run_fuzzers() {
   fi
   log "libFuzzer targets (build-fuzz/): ${names[*]}, ${fuzz_seconds}s in all"
   if ! CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DIOTWIN_FUZZ=ON >/dev/null || ! ninja -C build-fuzz -j "$jobs" "${names[@]}"; then
+    "${release_flags[@]}" -DIOTWIN_FUZZ=ON >/dev/null || ! ninja -C build-fuzz -j "$jobs" "${names[@]}"; then
     failed=$((failed + 1))
     report+=("fuzz: build failed")
     return

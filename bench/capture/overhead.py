@@ -4,13 +4,16 @@
 Workloads (one process each, traced with all its threads and children):
   W1   cached 4 KiB pread loop, 1 thread    (tests/progs/pread_loop; it times itself)
   W1b  the same with 2 threads
-  W2   fio 4 KiB random reads, page-cached  (--invalidate=0 after a pre-read; off by default)
+  W2   fio 4 KiB random reads, page-cached  (--invalidate=0 after a pre-read)
   W3   fio 4 KiB random reads, O_DIRECT on a file in --dir (not tmpfs)
   KV   iotwin-workload kv-offload            (LMCache-style 128 KiB chunk puts and gets)
   ML   iotwin-workload model-load --mode mmap (safetensors shards touched page by page, warm)
 
 Tracers:
-  iotwin          iotwin record (syscall layer + process + async + intent + memory, the defaults)
+  iotwin          iotwin record (syscall layer + process + async + intent + memory + block +
+                  sched, the defaults)
+  iotwin-syscall  iotwin record --no-memory --no-block --no-nvme --no-sched: the syscall layer
+                  (with process, async and intent records), the job of the other tools here
   strace          strace -f -tt -T (every system call with arguments, to a file)
   perf            perf trace (every system call with arguments, to a file)
   bpftrace        a one-liner printing one line per system call of the workload (enter and exit
@@ -102,6 +105,9 @@ class Tracer:
             return cmd
         if self.name == "iotwin":
             return [self.iotwin, "record", "-o", out, "--no-status", "--"] + cmd
+        if self.name == "iotwin-syscall":
+            return [self.iotwin, "record", "-o", out, "--no-status", "--no-memory", "--no-block",
+                    "--no-nvme", "--no-sched", "--"] + cmd
         if self.name == "strace":
             return ["strace", "-f", "-qq", "-tt", "-T", "-o", out] + cmd
         if self.name == "perf":
@@ -119,7 +125,7 @@ class Tracer:
         if self.name == "none":
             return None, None, None
         size = os.path.getsize(out) if os.path.exists(out) else 0
-        if self.name == "iotwin":
+        if self.name.startswith("iotwin"):
             summary = iotwin_summary(self.iotwin, out)
             events = sum(v for k, v in summary.get("events", {}).items()
                          if k not in IOTWIN_NOT_EVENTS)
@@ -245,9 +251,9 @@ def main():
     ap.add_argument("--reps", type=int, help="repetitions (median); default 3, smoke 1")
     ap.add_argument("--calls", type=int, help="preads per thread; default 50000, smoke 5000")
     ap.add_argument("--fio-seconds", type=int, help="fio runtime; default 2, smoke 1")
-    ap.add_argument("--tracers", help="comma-separated, of iotwin,strace,perf,bpftrace,"
-                    "bpftrace-count; default all (those installed)")
-    ap.add_argument("--workloads", default="W1,W1b,W3,KV,ML",
+    ap.add_argument("--tracers", help="comma-separated, of iotwin,iotwin-syscall,strace,perf,"
+                    "bpftrace,bpftrace-count; default all (those installed)")
+    ap.add_argument("--workloads", default="W1,W1b,W2,W3,KV,ML",
                     help="comma-separated, of W1,W1b,W2,W3,KV,ML")
     ap.add_argument("--dir", default="/var/tmp", help="where the data files go (O_DIRECT capable)")
     ap.add_argument("--json", help="also write the raw measurements here")
@@ -270,10 +276,10 @@ def main():
 
     tracers = [Tracer("none", iotwin)]
     skipped = []
-    names = args.tracers or "iotwin,strace,perf,bpftrace,bpftrace-count"
+    names = args.tracers or "iotwin,iotwin-syscall,strace,perf,bpftrace,bpftrace-count"
     for name in names.split(","):
         binary = name.split("-")[0]
-        if name and (name == "iotwin" or shutil.which(binary)):
+        if name and (binary == "iotwin" or shutil.which(binary)):
             tracers.append(Tracer(name, iotwin))
         elif name:
             skipped.append(name)

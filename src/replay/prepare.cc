@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -12,6 +13,8 @@
 #include <fstream>
 #include <map>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "base/fd.h"
 #include "model/path.h"
@@ -128,6 +131,21 @@ Status CheckSpace(const std::vector<ReplayPlan>& plans, const ReplayOptions& o) 
   return Status::Ok();
 }
 
+// Pages of the file's first `size` bytes that are in the page cache (mincore over a mapping).
+uint64_t ResidentPages(int fd, uint64_t size) {
+  if (size == 0) return 0;
+  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) return 0;
+  const long page = sysconf(_SC_PAGESIZE);
+  std::vector<unsigned char> vec((size + page - 1) / page);
+  uint64_t resident = 0;
+  if (mincore(map, size, vec.data()) == 0) {
+    for (unsigned char v : vec) resident += v & 1;
+  }
+  munmap(map, size);
+  return resident;
+}
+
 }  // namespace
 
 nlohmann::json PrepareReport::ToJson() const {
@@ -135,7 +153,8 @@ nlohmann::json PrepareReport::ToJson() const {
           {"files_written", files_written},   {"files_reused", files_reused},
           {"bytes_written", bytes_written},   {"names_cleared", names_cleared},
           {"cache_files_warmed", cache_files_warmed},
-          {"cache_files_dropped", cache_files_dropped}, {"notes", notes}};
+          {"cache_files_dropped", cache_files_dropped},
+          {"cache_pages_left_resident", cache_pages_left_resident}, {"notes", notes}};
 }
 
 Result<std::string> CanonicalRoot(const std::string& root) {
@@ -329,9 +348,18 @@ Status ApplyCacheState(const std::vector<ReplayPlan>& plans, CacheMode mode, Pre
         auto it = states.find(f.recorded);
         if (it != states.end()) warm_bytes = it->second->resident_pages * 4096;
       }
+      // Write-back first: DONTNEED leaves dirty pages and pages under write-back resident, and
+      // the preparation has just written these files, so without it a "cold" file stays warm.
+      fdatasync(fd.get());
       posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
       if (warm_bytes == 0) {
         r->cache_files_dropped++;
+        const uint64_t resident = ResidentPages(fd.get(), f.size);
+        if (resident > 0) {
+          r->cache_pages_left_resident += resident;
+          r->notes.push_back(fmt::format("{}: {} pages still in the page cache after the drop",
+                                         f.target, resident));
+        }
         continue;
       }
       uint64_t off = 0;

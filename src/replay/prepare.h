@@ -30,6 +30,7 @@ struct PrepareReport {
   uint64_t names_cleared = 0;
   uint64_t cache_files_warmed = 0;
   uint64_t cache_files_dropped = 0;
+  uint64_t cache_pages_left_resident = 0;  // of dropped files, found by mincore after the drop
   std::vector<std::string> notes;
   nlohmann::json ToJson() const;
 };

@@ -2,24 +2,24 @@
 // of the trace, and the set arithmetic on pages and words the tests compare with.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "iotwin_abi.h"
 #include "runtime_util.h"
+#include "trace_walk.h"
 
 namespace iotwin::test {
 
@@ -38,21 +38,7 @@ struct MemTrace {
 
 inline MemTrace LoadMemTrace(const std::string& path) {
   MemTrace t;
-  auto r = TraceReader::Open(path);
-  if (!r.ok()) {
-    t.error = r.status().ToString();
-    return t;
-  }
-  auto& reader = *r.value();
-  t.meta = reader.meta();
-  for (;;) {
-    auto n = reader.Next();
-    if (!n.ok()) {
-      t.error = n.status().ToString();
-      break;
-    }
-    const iot_rec_hdr* h = n.value();
-    if (!h) break;
+  TraceWalk walk = WalkTrace(path, [&t](const TraceReader& reader, const iot_rec_hdr* h) {
     switch (h->type) {
       case IOT_REC_SYSCALL:
         t.syscalls.push_back(As<iot_syscall>(h));
@@ -76,8 +62,10 @@ inline MemTrace LoadMemTrace(const std::string& path) {
       default:
         break;
     }
-  }
-  t.summary = reader.summary();
+  });
+  t.meta = walk.meta;
+  t.summary = walk.summary;
+  t.error = walk.error;
   return t;
 }
 

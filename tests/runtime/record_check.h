@@ -21,6 +21,7 @@
 #include "format/trace_reader.h"
 #include "iotwin_abi.h"
 #include "runtime_util.h"
+#include "trace_walk.h"
 
 namespace iotwin::test {
 
@@ -51,21 +52,7 @@ struct LoadedTrace {
 
 inline LoadedTrace LoadTrace(const std::string& path) {
   LoadedTrace t;
-  auto r = TraceReader::Open(path);
-  if (!r.ok()) {
-    t.error = r.status().ToString();
-    return t;
-  }
-  auto& reader = *r.value();
-  t.meta = reader.meta();
-  for (;;) {
-    auto n = reader.Next();
-    if (!n.ok()) {
-      t.error = n.status().ToString();
-      break;
-    }
-    const iot_rec_hdr* h = n.value();
-    if (!h) break;
+  TraceWalk walk = WalkTrace(path, [&t](const TraceReader& reader, const iot_rec_hdr* h) {
     switch (h->type) {
       case IOT_REC_SYSCALL: {
         SyscallRec s;
@@ -116,9 +103,11 @@ inline LoadedTrace LoadTrace(const std::string& path) {
       default:
         break;
     }
-  }
-  t.summary = reader.summary();
-  t.truncated = reader.damage().truncated;
+  });
+  t.meta = walk.meta;
+  t.summary = walk.summary;
+  t.truncated = walk.truncated;
+  t.error = walk.error;
   return t;
 }
 

@@ -1,0 +1,75 @@
+// iotwin replay --cache: the page-cache state of the prepared file set when the replay starts,
+// checked with mincore on the real files. No BPF needed.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "replay_util.h"
+
+namespace iotwin::test {
+namespace {
+
+constexpr uint64_t kFileBytes = 8 << 20;
+
+// One pre-existing 8 MiB file, read in 1 MiB preads.
+std::string WeightsTrace(const TempDir& tmp) {
+  TraceBuilder b;
+  b.Thread(100, 100);
+  b.Openat(100, "/data/weights.bin", O_RDONLY, 3, kFileBytes);
+  for (uint64_t off = 0; off < kFileBytes; off += 1 << 20) {
+    b.Pread(100, 3, off, 1 << 20, 1 << 20, kFileBytes);
+  }
+  b.Close(100, 3);
+  return WriteTrace(b, tmp / "t.iotwin");
+}
+
+// Pages of `path` in the page cache, or -1 when it cannot be mapped.
+long ResidentPages(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  long resident = -1;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    void* map = mmap(nullptr, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map != MAP_FAILED) {
+      std::vector<unsigned char> vec((st.st_size + 4095) / 4096);
+      if (mincore(map, st.st_size, vec.data()) == 0) {
+        resident = 0;
+        for (unsigned char v : vec) resident += v & 1;
+      }
+      munmap(map, st.st_size);
+    }
+  }
+  close(fd);
+  return resident;
+}
+
+// The preparation has just written the file: cold must still leave none of its pages cached.
+TEST(ReplayCache, ColdLeavesNoPageOfThePreparedFileResident) {
+  TempDir tmp;
+  std::string trace = WeightsTrace(tmp);
+  std::string root = tmp / "root";
+  auto r = RunReplayCmd({trace, "--root", root, "--prepare-only", "--cache", "cold", "--json"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err << r.run.out;
+  ASSERT_TRUE(r.summary.is_object()) << r.run.out;
+  const auto& prep = r.summary["prepare"];
+  EXPECT_EQ(prep["files_written"].get<int>(), 1) << prep.dump();
+  EXPECT_EQ(prep["cache_files_dropped"].get<int>(), 1) << prep.dump();
+  EXPECT_EQ(prep["cache_pages_left_resident"].get<int>(), 0) << prep.dump();
+  EXPECT_EQ(ResidentPages(root + "/data/weights.bin"), 0);
+}
+
+TEST(ReplayCache, WarmLeavesEveryPageResident) {
+  TempDir tmp;
+  std::string trace = WeightsTrace(tmp);
+  std::string root = tmp / "root";
+  auto r = RunReplayCmd({trace, "--root", root, "--prepare-only", "--cache", "warm", "--json"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err << r.run.out;
+  ASSERT_TRUE(r.summary.is_object()) << r.run.out;
+  EXPECT_EQ(r.summary["prepare"]["cache_files_warmed"].get<int>(), 1) << r.summary.dump();
+  EXPECT_EQ(ResidentPages(root + "/data/weights.bin"), static_cast<long>(kFileBytes / 4096));
+}
+
+}  // namespace
+}  // namespace iotwin::test
