@@ -123,6 +123,7 @@ nlohmann::json AnalysisFilter::ToJson() const {
 
 Analyzer::Analyzer(AnalyzerOptions options)
     : options_(std::move(options)), ops_(IOT_OP_MAX + 1), series_(kSeriesCount) {
+  task_filter_ = !options_.filter.tgids.empty() || !options_.filter.tids.empty();
   for (const HeatmapTarget& t : options_.heatmaps) {
     Heatmap h;
     h.file = FileIndex(t.dev, t.ino, true);
@@ -146,6 +147,7 @@ void Analyzer::SetMeta(const nlohmann::json& meta) {
     if (auto ps = host->find("page_size"); ps != host->end() && ps->is_number_unsigned() &&
                                            ps->get<uint64_t>() > 0)
       page_size_ = ps->get<uint64_t>();
+    page_shift_ = (page_size_ & (page_size_ - 1)) == 0 ? Log2Floor(page_size_) : -1;
     if (auto arch = host->find("arch"); arch != host->end() && arch->is_string()) {
       std::string a = arch->get<std::string>();
       // O_DIRECT differs between architectures (asm-generic vs x86 and friends).
@@ -179,11 +181,11 @@ bool Analyzer::ensure_start(uint64_t ts) {
 }
 
 bool Analyzer::TimeAllowed(uint64_t ts) {
-  ensure_start(ts);
+  if (!started_) ensure_start(ts);
   return ts >= from_ns_ && ts <= to_ns_;
 }
 
-bool Analyzer::TaskAllowed(uint32_t tgid, uint32_t tid) const {
+bool Analyzer::TaskAllowedSlow(uint32_t tgid, uint32_t tid) const {
   const AnalysisFilter& f = options_.filter;
   if (!f.tgids.empty() && std::find(f.tgids.begin(), f.tgids.end(), tgid) == f.tgids.end())
     return false;
@@ -192,7 +194,7 @@ bool Analyzer::TaskAllowed(uint32_t tgid, uint32_t tid) const {
   return true;
 }
 
-bool Analyzer::OpAllowed(uint16_t op) const {
+bool Analyzer::OpAllowedSlow(uint16_t op) const {
   const auto& ops = options_.filter.ops;
   return ops.empty() || std::find(ops.begin(), ops.end(), op) != ops.end();
 }
@@ -249,9 +251,9 @@ Analyzer::ProcStats& Analyzer::Proc(uint32_t tgid, uint64_t ts) {
   return procs_[idx];
 }
 
-Analyzer::ThreadStats& Analyzer::Thread(uint32_t tgid, uint32_t tid, uint64_t ts) {
+Analyzer::ThreadStats& Analyzer::ThreadSlow(uint32_t tgid, uint32_t tid, uint64_t ts) {
   const uint64_t key = (static_cast<uint64_t>(tgid) << 32) | tid;
-  if (key == cached_thread_key_ && cached_thread_ != UINT32_MAX) return threads_[cached_thread_];
+  KeySlot& slot = thread_cache_[KeyCacheSlot(key)];
   bool inserted = false;
   uint32_t& idx = thread_index_.FindOrInsert(key, &inserted);
   if (inserted) {
@@ -266,8 +268,8 @@ Analyzer::ThreadStats& Analyzer::Thread(uint32_t tgid, uint32_t tid, uint64_t ts
     if (tid == tgid) t.comm = p.comm;
     threads_.push_back(std::move(t));
   }
-  cached_thread_key_ = key;
-  cached_thread_ = idx;
+  slot.key = key;
+  slot.value = idx;
   return threads_[idx];
 }
 
@@ -357,12 +359,24 @@ void Analyzer::BindFd(uint32_t tgid, int32_t fd, uint32_t desc) {
   if (fd < 0) return;
   ReleaseFd(tgid, fd);
   if (fds_.size() >= kMaxPending * 4) return;  // runaway tables (lost closes): stop tracking
-  fds_.FindOrInsert(FdKey(tgid, fd)) = desc;
+  const uint64_t key = FdKey(tgid, fd);
+  fds_.FindOrInsert(key) = desc;
+  fd_cache_[KeyCacheSlot(key)] = KeySlot{key, desc};
   descs_[desc].refs++;
+}
+
+uint32_t* Analyzer::FdLookup(uint64_t key) {
+  KeySlot& slot = fd_cache_[KeyCacheSlot(key)];
+  if (slot.key == key && slot.value != UINT32_MAX) return &slot.value;
+  uint32_t* d = fds_.Find(key);
+  if (d) slot = KeySlot{key, *d};
+  return d;
 }
 
 void Analyzer::ReleaseFd(uint32_t tgid, int32_t fd) {
   uint64_t key = FdKey(tgid, fd);
+  KeySlot& slot = fd_cache_[KeyCacheSlot(key)];
+  if (slot.key == key) slot.value = UINT32_MAX;
   uint32_t* d = fds_.Find(key);
   if (!d) return;
   uint32_t desc = *d;
@@ -370,10 +384,6 @@ void Analyzer::ReleaseFd(uint32_t tgid, int32_t fd) {
   if (--descs_[desc].refs == 0) free_descs_.push_back(desc);
 }
 
-Analyzer::Description* Analyzer::FdDescription(uint32_t tgid, int32_t fd) {
-  uint32_t* d = fds_.Find(FdKey(tgid, fd));
-  return d ? &descs_[*d] : nullptr;
-}
 
 void Analyzer::ForkFds(uint32_t parent_tgid, uint32_t child_tgid) {
   std::vector<std::pair<int32_t, uint32_t>> inherited;
@@ -610,7 +620,10 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
   if (direct) {
     ++f.direct_ops;
   } else if (dir == 0 && bytes > 0) {
-    f.read_pages += (offset + bytes + page_size_ - 1) / page_size_ - offset / page_size_;
+    f.read_pages += page_shift_ >= 0 ? ((offset + bytes + page_size_ - 1) >> page_shift_) -
+                                           (offset >> page_shift_)
+                                     : (offset + bytes + page_size_ - 1) / page_size_ -
+                                           offset / page_size_;
   }
   uint64_t key = (static_cast<uint64_t>(&t - threads_.data()) << 32) |
                  (static_cast<uint64_t>(file) << 1) | static_cast<uint64_t>(dir);
@@ -828,7 +841,11 @@ void Analyzer::OnBlock(const iot_block& r) {
   }
   first_ts_ = std::min(first_ts_, r.ts);
   last_ts_ = std::max(last_ts_, r.ts);
-  BlockDevStats& d = block_devs_[r.dev];
+  if (!last_block_stats_ || r.dev != last_block_dev_) {
+    last_block_stats_ = &block_devs_[r.dev];
+    last_block_dev_ = r.dev;
+  }
+  BlockDevStats& d = *last_block_stats_;
   const uint64_t key = BlockKey(r);
   switch (r.phase) {
     case IOT_BLK_QUEUE: {

@@ -251,11 +251,23 @@ class Analyzer {
 
   bool ensure_start(uint64_t ts);
   bool TimeAllowed(uint64_t ts);
-  bool TaskAllowed(uint32_t tgid, uint32_t tid) const;
+  // The filter checks and lookups below run for nearly every record: inline fast paths, with
+  // the rest out of line.
+  bool TaskAllowed(uint32_t tgid, uint32_t tid) const {
+    return !task_filter_ || TaskAllowedSlow(tgid, tid);
+  }
+  bool TaskAllowedSlow(uint32_t tgid, uint32_t tid) const;
   bool FileAllowed(int32_t file_index);
-  bool OpAllowed(uint16_t op) const;
+  bool OpAllowed(uint16_t op) const { return options_.filter.ops.empty() || OpAllowedSlow(op); }
+  bool OpAllowedSlow(uint16_t op) const;
 
-  ThreadStats& Thread(uint32_t tgid, uint32_t tid, uint64_t ts);
+  ThreadStats& Thread(uint32_t tgid, uint32_t tid, uint64_t ts) {
+    const uint64_t key = (static_cast<uint64_t>(tgid) << 32) | tid;
+    const KeySlot& slot = thread_cache_[KeyCacheSlot(key)];
+    if (slot.key == key && slot.value != UINT32_MAX) return threads_[slot.value];
+    return ThreadSlow(tgid, tid, ts);
+  }
+  ThreadStats& ThreadSlow(uint32_t tgid, uint32_t tid, uint64_t ts);
   ProcStats& Proc(uint32_t tgid, uint64_t ts);
   int32_t FileIndex(uint32_t dev, uint64_t ino, bool create);
   void AddFileName(int32_t file_index, uint32_t path_id);
@@ -264,7 +276,13 @@ class Analyzer {
   uint32_t NewDescription(int32_t file_index, uint64_t pos, bool pos_known, uint32_t open_flags);
   void BindFd(uint32_t tgid, int32_t fd, uint32_t desc);
   void ReleaseFd(uint32_t tgid, int32_t fd);
-  Description* FdDescription(uint32_t tgid, int32_t fd);
+  Description* FdDescription(uint32_t tgid, int32_t fd) {
+    const uint64_t key = (static_cast<uint64_t>(tgid) << 32) | static_cast<uint32_t>(fd);
+    const KeySlot& slot = fd_cache_[KeyCacheSlot(key)];
+    if (slot.key == key && slot.value != UINT32_MAX) return &descs_[slot.value];
+    uint32_t* d = FdLookup(key);
+    return d ? &descs_[*d] : nullptr;
+  }
   void ForkFds(uint32_t parent_tgid, uint32_t child_tgid);
   void DropProcessFds(uint32_t tgid);
 
@@ -276,6 +294,7 @@ class Analyzer {
   AnalyzerOptions options_;
   nlohmann::json meta_;
   uint64_t page_size_ = 4096;
+  int page_shift_ = 12;  // log2(page_size_) when a power of two, else -1 (divide)
   uint32_t o_direct_flag_ = 040000;
   uint32_t o_append_flag_ = 02000;
   uint64_t anchor_ns_ = 0;
@@ -284,6 +303,7 @@ class Analyzer {
   uint64_t first_ts_ = UINT64_MAX, last_ts_ = 0;  // of records counted
   uint64_t data_first_ts_ = UINT64_MAX, data_last_ts_ = 0;  // issue times of data ops counted
   uint64_t from_ns_ = 0, to_ns_ = UINT64_MAX;
+  bool task_filter_ = false;  // options_.filter names tgids or tids
 
   // Strings (paths, labels) from STRING records.
   std::unordered_map<uint32_t, std::string> strings_;
@@ -303,8 +323,20 @@ class Analyzer {
   std::map<FileKey, uint32_t> file_index_wide_;  // keys that do not pack
   std::vector<uint32_t> devs_;                   // device numbers, for packing file keys
   uint32_t last_dev_ = UINT32_MAX, last_dev_index_ = 0;
-  uint64_t cached_thread_key_ = 0;
-  uint32_t cached_thread_ = UINT32_MAX;
+  // Direct-mapped caches in front of thread_index_ and fds_ (per-record lookups: a multiply and
+  // a compare instead of a hash-table probe). Thread indices never change once assigned; an fd
+  // slot is refreshed or dropped whenever that fd is bound or released.
+  struct KeySlot {
+    uint64_t key = 0;
+    uint32_t value = UINT32_MAX;  // UINT32_MAX: empty
+  };
+  static constexpr int kKeyCacheBits = 6;
+  static size_t KeyCacheSlot(uint64_t key) {
+    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ULL) >> (64 - kKeyCacheBits));
+  }
+  std::array<KeySlot, size_t{1} << kKeyCacheBits> thread_cache_{};
+  std::array<KeySlot, size_t{1} << kKeyCacheBits> fd_cache_{};
+  uint32_t* FdLookup(uint64_t key);
 
   std::vector<Description> descs_;
   std::vector<uint32_t> free_descs_;
@@ -337,6 +369,8 @@ class Analyzer {
 
   // Block layer.
   std::map<uint32_t, BlockDevStats> block_devs_;
+  uint32_t last_block_dev_ = 0;
+  BlockDevStats* last_block_stats_ = nullptr;  // map nodes are stable
   std::array<LogLinearHistogram, 2> block_size_ll_;
   LogLinearHistogram q2c_, d2c_, i2d_, q2d_;
   FlatMap<uint64_t> blk_issue_pending_;   // request key -> D ts

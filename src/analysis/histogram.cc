@@ -43,12 +43,8 @@ double LogLinearHistogram::CdfAt(uint64_t v) const {
   return static_cast<double>(below) / static_cast<double>(total_);
 }
 
-void TopValues::Add(uint64_t value, uint64_t n) {
+void TopValues::AddSlow(uint64_t value, uint64_t n) {
   total_ += n;
-  if (last_pos_ >= 0 && entries_[static_cast<size_t>(last_pos_)].value == value) {
-    entries_[static_cast<size_t>(last_pos_)].count += n;
-    return;
-  }
   if (uint32_t* pos = index_.Find(value)) {
     entries_[*pos].count += n;
     last_pos_ = *pos;

@@ -125,7 +125,15 @@ class TopValues {
 
   explicit TopValues(size_t capacity = 64) : capacity_(capacity) {}
 
-  void Add(uint64_t value, uint64_t n = 1);
+  void Add(uint64_t value, uint64_t n = 1) {
+    // Fast path: consecutive requests of one size (the common case), inline.
+    if (last_pos_ >= 0 && entries_[static_cast<size_t>(last_pos_)].value == value) {
+      total_ += n;
+      entries_[static_cast<size_t>(last_pos_)].count += n;
+      return;
+    }
+    AddSlow(value, n);
+  }
   void Merge(const TopValues& o);
 
   // Entries by descending count (ties: smaller value first).
@@ -140,6 +148,7 @@ class TopValues {
   std::vector<Entry> entries_;
   FlatMap<uint32_t> index_;  // value -> position in entries_
   uint64_t total_ = 0;
+  void AddSlow(uint64_t value, uint64_t n);
   bool overflowed_ = false;
   int64_t last_pos_ = -1;  // fast path: consecutive requests of one size
 };
@@ -187,16 +196,28 @@ class TimeSeries {
   TimeSeries(size_t series, uint64_t initial_width_ns = 1'000'000)
       : width_(initial_width_ns), data_(series, std::vector<uint64_t>(kMaxBuckets, 0)) {}
 
-  void SetStart(uint64_t start_ns) { start_ = start_ns; }
+  void SetStart(uint64_t start_ns) {
+    start_ = start_ns;
+    last_low_ = 0;
+    last_bucket_ = 0;
+  }
   uint64_t start() const { return start_; }
 
   // Adds `v` to series `s` at time `ts` (times before start count in the first bucket).
   void Add(size_t s, uint64_t ts, uint64_t v) {
     uint64_t rel = ts > start_ ? ts - start_ : 0;
-    uint64_t b = rel / width_;
-    if (b >= kMaxBuckets) {
-      Grow(rel);
+    uint64_t b;
+    if (rel - last_low_ < width_) {
+      // Same bucket as the previous sample (the usual case: times advance slowly): no division.
+      b = last_bucket_;
+    } else {
       b = rel / width_;
+      if (b >= kMaxBuckets) {
+        Grow(rel);
+        b = rel / width_;
+      }
+      last_bucket_ = b;
+      last_low_ = b * width_;
     }
     if (b + 1 > used_) used_ = b + 1;
     data_[s][b] += v;
@@ -215,6 +236,7 @@ class TimeSeries {
   uint64_t start_ = 0;
   uint64_t width_;
   size_t used_ = 0;
+  uint64_t last_low_ = 0, last_bucket_ = 0;  // the bucket of the previous Add: [low, low+width)
   std::vector<std::vector<uint64_t>> data_;
 };
 

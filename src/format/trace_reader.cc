@@ -36,6 +36,10 @@ Result<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path,
   r->file_size_ = static_cast<uint64_t>(st.st_size);
   r->dctx_ = ZSTD_createDCtx();
   if (!r->dctx_) return Status::Internal("{}: cannot allocate a zstd context", path);
+  for (uint16_t type = 0; type < kFastTypes; type++) {
+    if (type == IOT_REC_STRING || type == IOT_REC_IOVEC) continue;  // validated in NextSlow()
+    r->fast_size_[type] = static_cast<uint16_t>(RecordFixedSize(type));
+  }
   IOTWIN_RETURN_IF_ERROR(r->ReadHeader());
   IOTWIN_RETURN_IF_ERROR(r->LoadFooter());
   r->offset_ = r->data_start_;
@@ -171,10 +175,18 @@ Status TraceReader::LoadFooter() {
   return Status::Ok();
 }
 
+void TraceReader::ResizeChunk(size_t len) {
+  if (len > chunk_cap_) {
+    chunk_buf_.reset(new uint8_t[len]);  // default-initialised: no zero-fill
+    chunk_cap_ = len;
+  }
+  chunk_data_ = chunk_buf_.get();
+  chunk_len_ = len;
+}
+
 Status TraceReader::LoadChunk(bool* end) {
   *end = false;
-  chunk_.clear();
-  pos_ = 0;
+  ClearChunk();
   for (;;) {
     if (offset_ >= data_end_) {
       *end = true;
@@ -239,16 +251,19 @@ Status TraceReader::LoadChunk(bool* end) {
         if (h.raw_len != h.comp_len) {
           problem = fmt::format("chunk {} is stored raw but its lengths differ", h.seq);
         } else {
-          chunk_.assign(compressed_.begin(), compressed_.end());
+          // Stored raw: read the records where they are (compressed_ is not touched again
+          // before the next chunk).
+          chunk_data_ = compressed_.data();
+          chunk_len_ = h.comp_len;
         }
       } else {
-        chunk_.resize(h.raw_len);
-        size_t n = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(dctx_), chunk_.data(),
-                                       chunk_.size(), compressed_.data(), h.comp_len);
+        ResizeChunk(h.raw_len);
+        size_t n = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(dctx_), chunk_data_, chunk_len_,
+                                       compressed_.data(), h.comp_len);
         if (ZSTD_isError(n) || n != h.raw_len) {
           problem = fmt::format("chunk {} does not decompress to its {} bytes: {}", h.seq,
                                 h.raw_len, ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short");
-          chunk_.clear();
+          ClearChunk();
         }
       }
     }
@@ -308,15 +323,15 @@ Status TraceReader::ChunkError(std::string problem) {
                                   chunk_seq_, pos_, problem);
   if (!options_.salvage) return Status::Corrupt("{}", where);
   damage_.skipped_chunks.push_back(where + "; rest of chunk skipped");
-  pos_ = chunk_.size();
+  pos_ = chunk_len_;
   return Status::Ok();
 }
 
-Result<const iot_rec_hdr*> TraceReader::Next() {
+Result<const iot_rec_hdr*> TraceReader::NextSlow() {
   for (;;) {
     if (done_) return static_cast<const iot_rec_hdr*>(nullptr);
-    if (pos_ >= chunk_.size()) {
-      if (!chunk_.empty() && chunk_records_seen_ != chunk_records_expected_) {
+    if (pos_ >= chunk_len_) {
+      if (chunk_len_ != 0 && chunk_records_seen_ != chunk_records_expected_) {
         uint32_t seen = chunk_records_seen_;
         chunk_records_seen_ = chunk_records_expected_;  // report once
         IOTWIN_RETURN_IF_ERROR(ChunkError(fmt::format(
@@ -330,20 +345,20 @@ Result<const iot_rec_hdr*> TraceReader::Next() {
       }
       continue;
     }
-    size_t left = chunk_.size() - pos_;
+    size_t left = chunk_len_ - pos_;
     if (left < sizeof(iot_rec_hdr)) {
       IOTWIN_RETURN_IF_ERROR(ChunkError(fmt::format("{} stray bytes after the last record", left)));
       continue;
     }
     iot_rec_hdr hdr;
-    std::memcpy(&hdr, chunk_.data() + pos_, sizeof hdr);
+    std::memcpy(&hdr, chunk_data_ + pos_, sizeof hdr);
     if (hdr.size < sizeof(iot_rec_hdr) || hdr.size % 8 != 0 || hdr.size > left) {
       IOTWIN_RETURN_IF_ERROR(ChunkError(fmt::format(
           "record of type {} has size {} (expected a multiple of 8 between 8 and {})", hdr.type,
           hdr.size, left)));
       continue;
     }
-    const uint8_t* rec = chunk_.data() + pos_;
+    const uint8_t* rec = chunk_data_ + pos_;
     size_t fixed = RecordFixedSize(hdr.type);
     if (fixed == 0) {
       damage_.unknown_records++;
@@ -384,20 +399,19 @@ Result<const iot_rec_hdr*> TraceReader::Next() {
 }
 
 void TraceReader::HarvestStrings() {
-  for (size_t pos = 0; pos + sizeof(iot_string) <= chunk_.size();) {
+  for (size_t pos = 0; pos + sizeof(iot_string) <= chunk_len_;) {
     iot_string s;
-    std::memcpy(&s, chunk_.data() + pos, sizeof s);
-    if (s.hdr.size < sizeof(iot_rec_hdr) || s.hdr.size % 8 != 0 || s.hdr.size > chunk_.size() - pos) {
+    std::memcpy(&s, chunk_data_ + pos, sizeof s);
+    if (s.hdr.size < sizeof(iot_rec_hdr) || s.hdr.size % 8 != 0 || s.hdr.size > chunk_len_ - pos) {
       break;  // framing errors are reported when the chunk is read for its records
     }
     if (s.hdr.type == IOT_REC_STRING && s.id != 0 && s.len <= IOT_STRING_MAX &&
         sizeof(iot_string) + s.len <= s.hdr.size) {
-      strings_[s.id].assign(reinterpret_cast<const char*>(chunk_.data()) + pos + sizeof s, s.len);
+      strings_[s.id].assign(reinterpret_cast<const char*>(chunk_data_) + pos + sizeof s, s.len);
     }
     pos += s.hdr.size;
   }
-  chunk_.clear();
-  pos_ = 0;
+  ClearChunk();
 }
 
 std::string_view TraceReader::String(uint32_t id) const {
@@ -407,8 +421,7 @@ std::string_view TraceReader::String(uint32_t id) const {
 
 Status TraceReader::SeekTime(uint64_t ts) {
   done_ = false;
-  chunk_.clear();
-  pos_ = 0;
+  ClearChunk();
   strings_.clear();
   // Strings are defined once, in file order: collect them from every chunk skipped over.
   if (!index_.empty()) {
@@ -428,8 +441,7 @@ Status TraceReader::SeekTime(uint64_t ts) {
       if (end) break;
       HarvestStrings();
     }
-    chunk_.clear();
-    pos_ = 0;
+    ClearChunk();
     offset_ = target < index_.size() ? index_[target].offset : data_end_;
     next_seq_ = static_cast<uint32_t>(target);
     return Status::Ok();

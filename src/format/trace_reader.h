@@ -6,7 +6,9 @@
 // salvage, in which case it is skipped, counted and described in damage().
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,7 +60,29 @@ class TraceReader {
   // Next record of a known type, zero-extended to at least RecordFixedSize(type) (so As<T>() is
   // safe); nullptr at the end of the trace. STRING records are consumed into the string table
   // and also returned. The pointer stays valid until the next call.
-  Result<const iot_rec_hdr*> Next();
+  //
+  // Inline fast path (this runs once per record, tens of millions of times a report): a record
+  // of a fixed-size type that is already full size and well framed is returned in place, as a
+  // pointer into the decompressed chunk, with no copy. Everything else (chunk boundaries, short
+  // records, STRING/IOVEC validation, framing errors, unknown types) takes NextSlow(), which
+  // applies the same checks as before.
+  Result<const iot_rec_hdr*> Next() {
+    const size_t left = chunk_len_ - pos_;  // pos_ <= chunk_len_ always
+    if (left >= sizeof(iot_rec_hdr)) {
+      const uint8_t* rec = chunk_data_ + pos_;
+      iot_rec_hdr hdr;
+      std::memcpy(&hdr, rec, sizeof hdr);
+      if (hdr.type < kFastTypes) {
+        const uint16_t need = fast_size_[hdr.type];
+        if (need != 0 && hdr.size >= need && hdr.size % 8 == 0 && hdr.size <= left) {
+          pos_ += hdr.size;
+          chunk_records_seen_++;
+          return reinterpret_cast<const iot_rec_hdr*>(rec);
+        }
+      }
+    }
+    return NextSlow();
+  }
 
   // String by id ("" for 0 or unknown ids: check HasString).
   std::string_view String(uint32_t id) const;
@@ -85,6 +109,14 @@ class TraceReader {
   Status LoadFooter();
   // Reads and decompresses the chunk at offset_. Sets *end at the end of chunks.
   Status LoadChunk(bool* end);
+  Result<const iot_rec_hdr*> NextSlow();
+  // Decompressed chunk buffer: grown without zero-filling (every byte used is decompressed into
+  // first), and kept across chunks.
+  void ResizeChunk(size_t len);
+  void ClearChunk() {
+    chunk_len_ = 0;
+    pos_ = 0;
+  }
   Status ReadAt(uint64_t offset, void* buf, size_t size, size_t* got);
   // Reports a framing error inside the current chunk (or records it and skips the chunk's rest).
   Status ChunkError(std::string problem);
@@ -103,8 +135,11 @@ class TraceReader {
   uint64_t data_end_ = 0;     // end of chunk area (footer/index start, or file size)
   uint64_t offset_ = 0;
   std::vector<uint8_t> compressed_;
-  std::vector<uint8_t> chunk_;
-  size_t pos_ = 0;             // position in chunk_
+  std::unique_ptr<uint8_t[]> chunk_buf_;
+  size_t chunk_cap_ = 0;
+  uint8_t* chunk_data_ = nullptr;  // the current chunk's records: chunk_buf_ (or compressed_ raw)
+  size_t chunk_len_ = 0;
+  size_t pos_ = 0;             // position in chunk_data_
   uint64_t chunk_offset_ = 0;  // file offset of the current chunk
   uint32_t chunk_seq_ = 0;
   uint32_t next_seq_ = 0;
@@ -113,6 +148,10 @@ class TraceReader {
   uint64_t chunk_max_ts_ = 0;
   uint64_t chunks_read_ = 0;
   std::vector<uint8_t> record_;  // zero-extension buffer
+  // Fast-path table: fixed size of each record type that needs no further validation (0 for
+  // STRING, IOVEC and unknown types, which take NextSlow()).
+  static constexpr size_t kFastTypes = IOT_REC_MAX + 1;
+  std::array<uint16_t, kFastTypes> fast_size_{};
   void* dctx_ = nullptr;
   std::unordered_map<uint32_t, std::string> strings_;
   std::optional<nlohmann::json> summary_;

@@ -447,6 +447,51 @@ TEST_F(TraceFormatTest, UnknownTypesAreSkippedAndShortRecordsZeroExtended) {
   EXPECT_EQ((*r)->damage().unknown_records, 1u);
 }
 
+// Records longer than this build's fixed size (a newer writer's extra fields) come back in
+// place, whole, between full-size and short records of other types (TraceReader's fast path
+// for full-size records and its slow path for short ones, interleaved).
+TEST_F(TraceFormatTest, LongerRecordsComeBackWholeBetweenFullAndShortOnes) {
+  {
+    auto w = TraceWriter::Create(path_, TestMeta());
+    ASSERT_TRUE(w.ok());
+    struct {
+      iot_syscall s;
+      uint64_t extra;
+    } longer{MakeSyscall(1), 0x1122334455667788ULL};
+    longer.s.hdr.size = sizeof longer;
+    ASSERT_TRUE((*w)->Append(&longer.s.hdr).ok());
+    iot_syscall full = MakeSyscall(2);
+    ASSERT_TRUE((*w)->Append(full).ok());
+    iot_syscall shorter = MakeSyscall(3);
+    shorter.hdr.size = 40;
+    ASSERT_TRUE((*w)->Append(&shorter.hdr).ok());
+    ASSERT_TRUE((*w)->Append(MakeSyscall(4)).ok());
+    ASSERT_TRUE((*w)->Finish({}).ok());
+  }
+  auto r = TraceReader::Open(path_);
+  ASSERT_TRUE(r.ok());
+  std::vector<uint16_t> sizes;
+  std::vector<uint64_t> offsets;
+  uint64_t extra = 0;
+  for (;;) {
+    auto n = (*r)->Next();
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    if (!*n) break;
+    ASSERT_EQ((*n)->type, IOT_REC_SYSCALL);
+    sizes.push_back((*n)->size);
+    offsets.push_back(As<iot_syscall>(*n).offset);
+    if ((*n)->size > sizeof(iot_syscall)) {
+      std::memcpy(&extra, reinterpret_cast<const uint8_t*>(*n) + sizeof(iot_syscall), sizeof extra);
+    }
+  }
+  EXPECT_EQ(sizes, (std::vector<uint16_t>{sizeof(iot_syscall) + 8, sizeof(iot_syscall), 40,
+                                           sizeof(iot_syscall)}));
+  // The short record's offset lies beyond its 40 bytes: zero, not the neighbour's bytes.
+  EXPECT_EQ(offsets, (std::vector<uint64_t>{MakeSyscall(1).offset, MakeSyscall(2).offset, 0,
+                                             MakeSyscall(4).offset}));
+  EXPECT_EQ(extra, 0x1122334455667788ULL);
+}
+
 TEST_F(TraceFormatTest, NotATraceAndWrongVersionGiveClearErrors) {
   WriteFile(path_, {'h', 'e', 'l', 'l', 'o'});
   auto r = TraceReader::Open(path_);
