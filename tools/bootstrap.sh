@@ -30,16 +30,17 @@ elapsed() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
 
 # ---- Debian packages -----------------------------------------------------------------------
 
-# Entries are PACKAGE or PACKAGE:COMMAND; the latter counts as present when COMMAND is on PATH,
-# whoever installed it (a machine with NodeSource's nodejs has npm, and Debian's npm conflicts).
+# Entries are PACKAGE or PACKAGE|COMMAND; the latter counts as present when the program COMMAND
+# is on PATH, whoever installed it (a machine with NodeSource's nodejs has npm, and Debian's npm
+# conflicts with it).
 packages() { sed -e 's/#.*//' tools/debian-packages.txt | tr -s ' \t' '\n' | sed '/^$/d'; }
 
 install_deps() {
   local missing=() entry pkg cmd
   for entry in $(packages); do
-    pkg=${entry%%:*}
-    cmd=${entry#*:}
-    if [ "$cmd" != "$entry" ] && command -v "$cmd" >/dev/null; then
+    pkg=${entry%%|*}
+    cmd=${entry#*|}
+    if [ "$cmd" != "$entry" ] && type -P "$cmd" >/dev/null; then
       continue
     fi
     if [ "$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null)" != installed ]; then
@@ -65,8 +66,9 @@ install_deps() {
 # ---- builds --------------------------------------------------------------------------------
 
 # Line tables only (-g1): enough for backtraces, perf and sanitizer reports, and the build takes
-# about a quarter less time than with full debug information. A developer wanting gdb's locals
-# configures build/ with plain RelWithDebInfo.
+# about a quarter less time than with full debug information. These are cache variables: a
+# developer wanting gdb's locals reconfigures build/ with -U CMAKE_CXX_FLAGS_RELWITHDEBINFO (and
+# then builds with ninja, not this script, which sets them again).
 release_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
 

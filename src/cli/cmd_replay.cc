@@ -64,6 +64,10 @@ CommandSpec SetupReplay(CLI::App& parent) {
       ->capture_default_str();
   sub->add_option("--spin-us", args->spin_us, "Busy-wait this close to a deadline (us)")
       ->capture_default_str();
+  sub->add_option("--rt-priority", o.rt_priority,
+                  "Run the replay threads SCHED_FIFO at this priority (1-99; root): "
+                  "schedule accuracy on a busy machine")
+      ->check(CLI::Range(1, 99));
   sub->add_option("--layer", args->layer, "syscall (file-level) or block (device-level)")
       ->capture_default_str();
   sub->add_option("--device", o.device, "Block device for --layer block");

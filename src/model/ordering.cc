@@ -19,8 +19,10 @@ bool Timed(uint64_t resource) {
 
 void DependencyTracker::Need(const Access& a, bool timed) {
   if (a.thread == kNone || a.thread == cur_.thread) return;
-  // Overlapping in time: concurrent in the original, left free.
-  if (timed && a.end > cur_start_) return;
+  // Overlapping in time: concurrent in the original, left free. A descriptor edge holds whatever
+  // the timing, except to an op that never completed (a thread that died in it): waiting for
+  // its completion could block forever.
+  if ((timed || a.end == UINT64_MAX) && a.end > cur_start_) return;
   Need(a.thread, a.index);
 }
 

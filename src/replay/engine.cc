@@ -1,6 +1,8 @@
 #include "replay/engine.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <linux/close_range.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstring>
 #include <unordered_map>
 
 #include "format/records.h"
@@ -273,6 +276,8 @@ Status ReplayEngine::Setup() {
   }
 
   bookkeeper_ = std::thread([this] { BookkeeperLoop(); });
+  // Workers wait for the bookkeeper (fork, exec, exit): it must not queue behind them.
+  if (Status st = MakeRealtime(bookkeeper_, "the bookkeeping thread"); !st.ok()) return st;
 
   const auto& threads = model_.threads();
   for (uint32_t t = 0; t < threads.size(); t++) {
@@ -314,10 +319,26 @@ Status ReplayEngine::Setup() {
   for (auto& w : workers_) {
     Worker* wp = w.get();
     wp->th = std::thread([this, wp] { RunWorker(wp); });
+    // Before the start gate opens, so no replayed op runs in the normal class.
+    if (Status st = MakeRealtime(wp->th, fmt::format("replay thread {}", wp->thread)); !st.ok()) {
+      return st;
+    }
   }
   // Wait until every worker has published its tid (for --record).
   for (auto& w : workers_) {
     while (w->tid.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+  }
+  return Status::Ok();
+}
+
+Status ReplayEngine::MakeRealtime(std::thread& th, const std::string& what) {
+  if (options_.rt_priority <= 0) return Status::Ok();
+  sched_param param{};
+  param.sched_priority = options_.rt_priority;
+  if (int err = pthread_setschedparam(th.native_handle(), SCHED_FIFO, &param)) {
+    return Status::Io("--rt-priority {}: cannot make {} SCHED_FIFO: {} (needs root or "
+                      "CAP_SYS_NICE, and real-time bandwidth in its cgroup)",
+                      options_.rt_priority, what, strerror(err));
   }
   return Status::Ok();
 }
@@ -420,6 +441,8 @@ void ReplayEngine::RunWorker(Worker* w) {
   w->tid.store(gettid(), std::memory_order_release);
   prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
   while (gate_.load(std::memory_order_acquire) == 0) Futex(&gate_, FUTEX_WAIT_PRIVATE, 0, nullptr);
+  // What the kernel says this thread runs as (--rt-priority is applied before the gate opens).
+  if (sched_getscheduler(0) == SCHED_FIFO) fifo_workers_.fetch_add(1, std::memory_order_relaxed);
   if (abort_.load()) {
     w->finish_ns = NowNs();
     finished_.fetch_add(1, std::memory_order_seq_cst);

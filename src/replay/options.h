@@ -42,6 +42,10 @@ struct ReplayOptions {
   BackendKind backend = BackendKind::kSync;
   AsyncKind async = AsyncKind::kNative;
   uint64_t spin_ns = 50'000;  // busy-wait this close to a deadline instead of sleeping
+  // SCHED_FIFO priority of the worker threads (0: the normal scheduler). On a busy machine the
+  // p99 of the schedule error is time spent waiting for a CPU, which only a real-time class
+  // removes (docs/replay.md "Pacing").
+  int rt_priority = 0;
   std::string record_out;     // --record
   std::string iotwin_bin;     // path of the iotwin binary (for --record)
   // Device-level replay.

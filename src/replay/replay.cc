@@ -273,6 +273,10 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
   s["trace"] = o.trace;
   s["root"] = o.root;
   s["pace"] = PaceName(o.pace);
+  s["rt_priority"] = o.rt_priority;
+  uint32_t fifo_workers = 0;
+  for (const auto& e : engines) fifo_workers += e->fifo_workers();
+  s["fifo_threads"] = fifo_workers;
   s["speed"] = o.speed;
   s["amplify"] = o.amplify;
   s["backend"] = backend->name();

@@ -2,7 +2,9 @@
 // checked with mincore on the real files. No BPF needed.
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "replay_util.h"
@@ -11,6 +13,14 @@ namespace iotwin::test {
 namespace {
 
 constexpr uint64_t kFileBytes = 8 << 20;
+
+long PageBytes() { return sysconf(_SC_PAGESIZE); }
+
+// tmpfs pages are the files themselves: no drop can evict them.
+bool OnTmpfs(const std::string& dir) {
+  struct statfs fs;
+  return statfs(dir.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+}
 
 // One pre-existing 8 MiB file, read in 1 MiB preads.
 std::string WeightsTrace(const TempDir& tmp) {
@@ -33,7 +43,7 @@ long ResidentPages(const std::string& path) {
   if (fstat(fd, &st) == 0 && st.st_size > 0) {
     void* map = mmap(nullptr, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (map != MAP_FAILED) {
-      std::vector<unsigned char> vec((st.st_size + 4095) / 4096);
+      std::vector<unsigned char> vec((st.st_size + PageBytes() - 1) / PageBytes());
       if (mincore(map, st.st_size, vec.data()) == 0) {
         resident = 0;
         for (unsigned char v : vec) resident += v & 1;
@@ -48,6 +58,7 @@ long ResidentPages(const std::string& path) {
 // The preparation has just written the file: cold must still leave none of its pages cached.
 TEST(ReplayCache, ColdLeavesNoPageOfThePreparedFileResident) {
   TempDir tmp;
+  if (OnTmpfs(tmp.path())) GTEST_SKIP() << tmp.path() << " is on tmpfs: pages cannot be dropped";
   std::string trace = WeightsTrace(tmp);
   std::string root = tmp / "root";
   auto r = RunReplayCmd({trace, "--root", root, "--prepare-only", "--cache", "cold", "--json"});
@@ -68,7 +79,7 @@ TEST(ReplayCache, WarmLeavesEveryPageResident) {
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err << r.run.out;
   ASSERT_TRUE(r.summary.is_object()) << r.run.out;
   EXPECT_EQ(r.summary["prepare"]["cache_files_warmed"].get<int>(), 1) << r.summary.dump();
-  EXPECT_EQ(ResidentPages(root + "/data/weights.bin"), static_cast<long>(kFileBytes / 4096));
+  EXPECT_EQ(ResidentPages(root + "/data/weights.bin"), static_cast<long>(kFileBytes / PageBytes()));
 }
 
 }  // namespace
