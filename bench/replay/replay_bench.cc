@@ -6,16 +6,17 @@
 //      actually achieved. Targets at 10k ops/s: median < 20 us, p99 < 200 us. The null back end
 //      is also run side by side with the worker's wait variants: `--spin-us 0` (sleep only:
 //      clock_nanosleep to the deadline) against the default hybrid (sleep to 50 us before it,
-//      then spin), and, with --fifo, the default under SCHED_FIFO (`chrt -f 1`), which tells
-//      the wait's own error from time spent waiting for a CPU. --hog N adds N busy-looping
-//      processes during this part, to show how the p99 follows the machine's load.
+//      then spin), and the sync and null back ends again with `--rt-priority 1` (the replay's
+//      threads in SCHED_FIFO), which tells the wait's own error from time spent waiting for a
+//      CPU. --hog N adds N busy-looping processes during this part, to show how the p99 follows
+//      the machine's load.
 //   2. `fast` replay of a 4 KiB random-read trace against fio doing the same: fio's own
 //      randread job (psync, same file, same count) and fio replaying the very same operations
 //      from an iolog (replay_no_stall). Runs alternate A/B and the medians are compared; target
 //      >= 0.95x fio's IOPS. Reads hit the page cache (warm), so this measures per-operation
 //      overhead, not the disk.
 //
-// Usage: replay_bench [--smoke] [--iotwin PATH] [--json OUT] [--dir DIR] [--hog N] [--fifo]
+// Usage: replay_bench [--smoke] [--iotwin PATH] [--json OUT] [--dir DIR] [--hog N]
 // Figures are noisy on a shared 2-core machine: run it when nothing else is compiling.
 #include <fcntl.h>
 #include <signal.h>
@@ -121,7 +122,7 @@ std::string MakeTrace(const std::string& dir, const std::string& name, uint64_t 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool smoke = false, fifo = false;
+  bool smoke = false;
   int hogs = 0;
   std::string iotwin = IOTWIN_BIN_PATH, json_out, dir;
   for (int i = 1; i < argc; i++) {
@@ -131,10 +132,9 @@ int main(int argc, char** argv) {
     else if (a == "--json" && i + 1 < argc) json_out = argv[++i];
     else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
     else if (a == "--hog" && i + 1 < argc) hogs = std::atoi(argv[++i]);
-    else if (a == "--fifo") fifo = true;
     else {
       std::fprintf(stderr,
-                   "usage: %s [--smoke] [--iotwin PATH] [--json OUT] [--dir DIR] [--hog N] [--fifo]\n",
+                   "usage: %s [--smoke] [--iotwin PATH] [--json OUT] [--dir DIR] [--hog N]\n",
                    argv[0]);
       return 2;
     }
@@ -182,10 +182,11 @@ int main(int argc, char** argv) {
     const char* spin_us;
     bool fifo;
   };
-  std::vector<Variant> variants = {{"sync", "sync", "50", false},
-                                   {"null", "null", "50", false},
-                                   {"null/sleep", "null", "0", false}};
-  if (fifo) variants.push_back({"null/fifo", "null", "50", true});
+  const std::vector<Variant> variants = {{"sync", "sync", "50", false},
+                                         {"sync/rt", "sync", "50", true},
+                                         {"null", "null", "50", false},
+                                         {"null/sleep", "null", "0", false},
+                                         {"null/rt", "null", "50", true}};
   for (uint64_t rate : {1000ull, 10000ull, 50000ull}) {
     uint64_t n = static_cast<uint64_t>(rate * seconds);
     std::string trace = MakeTrace(dir, "pace" + std::to_string(rate), n, 1'000'000'000ull / rate, nullptr);
@@ -195,7 +196,7 @@ int main(int argc, char** argv) {
       std::vector<std::string> argv = {iotwin, "replay", trace, "--root", root, "--pace",
                                        "original", "--cache", "warm", "--backend", v.backend,
                                        "--spin-us", v.spin_us, "--json", "-q"};
-      if (v.fifo) argv.insert(argv.begin(), {"chrt", "-f", "1"});
+      if (v.fifo) argv.insert(argv.end(), {"--rt-priority", "1"});
       Cmd c = RunCapture(argv);
       json s = ParseJson(c.out);
       if (c.status != 0 || s.is_null()) {

@@ -83,6 +83,12 @@ CommandSpec SetupReplay(CLI::App& parent) {
             auto pace = replay::ParsePace(args->pace);
             if (!pace.ok()) return fail(pace.status());
             o.pace = *pace;
+            if (o.rt_priority > 0 && o.pace == replay::PaceMode::kFast) {
+              // Real-time workers that never sleep would hold their CPUs until throttled.
+              return fail(Status::Invalid(
+                  "--rt-priority is for --pace original or gaps, not fast (the replay threads "
+                  "would never leave the CPU)"));
+            }
             auto cache = replay::ParseCache(args->cache);
             if (!cache.ok()) return fail(cache.status());
             o.cache = *cache;
