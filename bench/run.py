@@ -70,44 +70,31 @@ def time_v(cmd, stdout=subprocess.DEVNULL):
 
 # ---------------------------------------------------------------------------------------------
 
-def section_capture(a, work):
-    md, js = os.path.join(work, "capture.md"), os.path.join(work, "capture.json")
-    cmd = [sys.executable, os.path.join(HERE, "capture/overhead.py"), "--build", a.build,
-           "--dir", a.dir, "--md", md, "--json", js]
+def run_script(a, work, script, name):
+    """Runs bench/SCRIPT with --build/--dir/--md/--json (and --smoke); returns its markdown, its
+    JSON results and the seconds it took."""
+    md, js = os.path.join(work, name + ".md"), os.path.join(work, name + ".json")
+    cmd = [sys.executable, os.path.join(HERE, script), "--build", a.build, "--dir", a.dir,
+           "--md", md, "--json", js]
     if a.smoke:
         cmd.append("--smoke")
     rc, out, err, wall = sh(cmd)
     sys.stderr.write(err)
     if rc != 0:
-        raise RuntimeError("overhead.py failed (rc %d)" % rc)
-    overhead = open(md).read()
+        raise RuntimeError("%s failed (rc %d)" % (script, rc))
+    return open(md).read(), json.load(open(js)), wall
+
+
+def section_capture(a, work):
+    overhead, results, wall = run_script(a, work, "capture/overhead.py", "capture")
     size = open(os.path.join(work, "capture-size.md")).read()
-    results = json.load(open(js))
-    loss_md, loss_js = os.path.join(work, "loss.md"), os.path.join(work, "loss.json")
-    cmd = [sys.executable, os.path.join(HERE, "capture/loss_rate.py"), "--build", a.build,
-           "--dir", a.dir, "--md", loss_md, "--json", loss_js]
-    if a.smoke:
-        cmd.append("--smoke")
-    rc, out, err, wall2 = sh(cmd)
-    sys.stderr.write(err)
-    if rc != 0:
-        raise RuntimeError("loss_rate.py failed (rc %d)" % rc)
-    results["loss_rate"] = json.load(open(loss_js))
-    overhead += "\n### Loss at the highest call rate, and beyond\n\n" + open(loss_md).read()
+    loss, results["loss_rate"], wall2 = run_script(a, work, "capture/loss_rate.py", "loss")
+    overhead += "\n### Loss at the highest call rate, and beyond\n\n" + loss
     return overhead, size, results, wall + wall2
 
 
 def section_replay(a, work):
-    md, js = os.path.join(work, "replay.md"), os.path.join(work, "replay.json")
-    cmd = [sys.executable, os.path.join(HERE, "replay/replay_vs_fio.py"), "--build", a.build,
-           "--dir", a.dir, "--md", md, "--json", js]
-    if a.smoke:
-        cmd.append("--smoke")
-    rc, out, err, wall = sh(cmd)
-    sys.stderr.write(err)
-    if rc != 0:
-        raise RuntimeError("replay_vs_fio.py failed (rc %d)" % rc)
-    return open(md).read(), json.load(open(js)), wall
+    return run_script(a, work, "replay/replay_vs_fio.py", "replay")
 
 
 def section_analysis(a, work):
