@@ -116,7 +116,9 @@ run_ctest() {
 # Unit tests built with -fsanitize=address,undefined; counts from gtest's per-test lines.
 run_asan_unit_tests() {
   log "Unit tests under AddressSanitizer + UBSan (build-asan/)"
-  if ! cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIOTWIN_SANITIZE=ON >/dev/null ||
+  # -g1: line tables are all a sanitizer report needs; about a fifth less compile time.
+  if ! cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIOTWIN_SANITIZE=ON \
+    -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1 >/dev/null ||
     ! ninja -C build-asan -j "$jobs" iotwin_unit_tests; then
     failed=$((failed + 1))
     report+=("ASan/UBSan unit tests: build failed")
