@@ -84,6 +84,11 @@ def main():
                 if os.path.exists(trace):
                     os.unlink(trace)
 
+    def accounted(key):
+        """(syscall records + lost) / calls issued, per repetition of run `key`."""
+        return [((r["syscalls"] or 0) + (r["lost"] or 0)) / r["calls"]
+                for r in results[key] if r.get("calls")]
+
     def med(key, field):
         vals = [r[field] for r in results[key] if r.get(field) is not None]
         return statistics.median(vals) if vals else None
@@ -103,8 +108,7 @@ def main():
         rate = med(key, "calls_per_s")
         recs = med(key, "syscalls")
         lost = sum(r["lost"] or 0 for r in results[key])
-        acc = [((r["syscalls"] or 0) + (r["lost"] or 0)) / r["calls"]
-               for r in results[key] if r.get("calls")]
+        acc = accounted(key)
         p("| %s (%s) | %s | %s | %s | %s |" % (
             key, title, "{:,.0f}".format(rate) if rate else "failed",
             "{:,.0f}".format(recs) if recs else "-", "{:,}".format(lost),
@@ -127,8 +131,7 @@ def main():
         else:
             verdicts.append("%s: **met** (%s calls/s, 0 lost)" % (key, "{:,.0f}".format(rate)))
     starved = sum(r["lost"] or 0 for r in results["starved"])
-    acc = [((r["syscalls"] or 0) + (r["lost"] or 0)) / r["calls"]
-           for r in results["starved"] if r.get("calls")]
+    acc = accounted("starved")
     if not starved:
         verdicts.append("starved: **no loss reported although the ring must overflow**")
     elif not acc or min(acc) < 1.0:
