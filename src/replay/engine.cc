@@ -327,6 +327,9 @@ Status ReplayEngine::Setup() {
   // Wait until every worker has published its tid (for --record).
   for (auto& w : workers_) {
     while (w->tid.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+    // The kernel's view of each worker, asked from here: a call in the worker itself would
+    // appear among the calls of a recorded replay.
+    if (sched_getscheduler(w->tid.load()) == SCHED_FIFO) fifo_workers_++;
   }
   return Status::Ok();
 }
@@ -441,8 +444,6 @@ void ReplayEngine::RunWorker(Worker* w) {
   w->tid.store(gettid(), std::memory_order_release);
   prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
   while (gate_.load(std::memory_order_acquire) == 0) Futex(&gate_, FUTEX_WAIT_PRIVATE, 0, nullptr);
-  // What the kernel says this thread runs as (--rt-priority is applied before the gate opens).
-  if (sched_getscheduler(0) == SCHED_FIFO) fifo_workers_.fetch_add(1, std::memory_order_relaxed);
   if (abort_.load()) {
     w->finish_ns = NowNs();
     finished_.fetch_add(1, std::memory_order_seq_cst);

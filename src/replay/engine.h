@@ -59,8 +59,8 @@ class ReplayEngine {
   // Merged statistics (after Wait).
   const ReplayStats& stats() const { return merged_; }
   uint64_t live_start() const { return live_start_; }
-  // Workers that ran in SCHED_FIFO (--rt-priority), as each saw its own policy after the gate.
-  uint32_t fifo_workers() const { return fifo_workers_.load(std::memory_order_relaxed); }
+  // Workers in SCHED_FIFO (--rt-priority) when Setup finished, as the kernel reports them.
+  uint32_t fifo_workers() const { return fifo_workers_; }
   uint64_t live_end() const { return live_end_; }
 
   // Progress, readable at any time from another thread.
@@ -102,7 +102,7 @@ class ReplayEngine {
 
   std::atomic<bool> started_{false};
   std::atomic<uint32_t> gate_{0};
-  std::atomic<uint32_t> fifo_workers_{0};
+  uint32_t fifo_workers_ = 0;
   std::atomic<uint32_t> finished_{0};
   std::atomic<uint32_t> exit_gate_{0};
   std::atomic<bool> abort_{false};
