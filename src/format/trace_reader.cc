@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "format/layout.h"
+#include "format/record_packing.h"
 #include "format/records.h"
 
 namespace iotwin {
@@ -184,6 +185,39 @@ void TraceReader::ResizeChunk(size_t len) {
   chunk_len_ = len;
 }
 
+// Codec 2: decompress the packed records into packed_, then unpack them into the chunk buffer.
+std::string TraceReader::UnpackChunk(const layout::ChunkHeader& h) {
+  if (packed_cap_ < h.raw_len) {
+    packed_.reset(new uint8_t[h.raw_len]);  // no zero-fill: every byte used is decompressed
+    packed_cap_ = h.raw_len;
+  }
+  size_t n = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(dctx_), packed_.get(), h.raw_len,
+                                 compressed_.data(), h.comp_len);
+  if (ZSTD_isError(n) || n != h.raw_len) {
+    return fmt::format("chunk {} does not decompress to its {} bytes: {}", h.seq, h.raw_len,
+                       ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short");
+  }
+  std::string what = fmt::format("chunk {}", h.seq);
+  auto len = PackedRecordsLength(packed_.get(), n, what);
+  if (!len.ok()) return len.status().message();
+  if (*len > options_.max_chunk_bytes) {
+    return fmt::format("chunk {} unpacks to {} bytes, over the limit of {} bytes", h.seq, *len,
+                       options_.max_chunk_bytes);
+  }
+  ResizeChunk(*len);
+  auto records = UnpackRecords(packed_.get(), n, chunk_data_, chunk_len_, what);
+  if (!records.ok()) {
+    ClearChunk();
+    return records.status().message();
+  }
+  if (*records != h.records) {
+    ClearChunk();
+    return fmt::format("chunk {} unpacks to {} records, its header says {}", h.seq, *records,
+                       h.records);
+  }
+  return {};
+}
+
 Status TraceReader::LoadChunk(bool* end) {
   *end = false;
   ClearChunk();
@@ -218,7 +252,8 @@ Status TraceReader::LoadChunk(bool* end) {
         // crash) both mean the writer stopped here.
         if (!summary_) torn = h.magic == layout::kTrailerMagic || RestIsZero(at);
         if (h.magic == layout::kTrailerMagic && torn) problem = "the trailer has no valid footer";
-      } else if (h.codec != layout::kCodecZstd && h.codec != layout::kCodecNone) {
+      } else if (h.codec != layout::kCodecZstd && h.codec != layout::kCodecNone &&
+                 h.codec != layout::kCodecZstdPacked) {
         problem = fmt::format("chunk {} uses unknown codec {}", h.seq, h.codec);
       } else if (h.raw_len > options_.max_chunk_bytes || h.comp_len > options_.max_chunk_bytes) {
         problem = fmt::format("chunk {} sizes {}/{} exceed the limit of {} bytes", h.seq,
@@ -256,7 +291,7 @@ Status TraceReader::LoadChunk(bool* end) {
           chunk_data_ = compressed_.data();
           chunk_len_ = h.comp_len;
         }
-      } else {
+      } else if (h.codec == layout::kCodecZstd) {
         ResizeChunk(h.raw_len);
         size_t n = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(dctx_), chunk_data_, chunk_len_,
                                        compressed_.data(), h.comp_len);
@@ -265,6 +300,8 @@ Status TraceReader::LoadChunk(bool* end) {
                                 h.raw_len, ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short");
           ClearChunk();
         }
+      } else {
+        problem = UnpackChunk(h);
       }
     }
     if (problem.empty()) {

@@ -20,6 +20,7 @@
 
 #include "base/fd.h"
 #include "base/status.h"
+#include "format/layout.h"
 #include "format/trace_writer.h"
 #include "iotwin_abi.h"
 
@@ -109,6 +110,8 @@ class TraceReader {
   Status LoadFooter();
   // Reads and decompresses the chunk at offset_. Sets *end at the end of chunks.
   Status LoadChunk(bool* end);
+  // Decompresses and unpacks a codec-2 chunk into the chunk buffer; the problem, or "".
+  std::string UnpackChunk(const layout::ChunkHeader& h);
   Result<const iot_rec_hdr*> NextSlow();
   // Decompressed chunk buffer: grown without zero-filling (every byte used is decompressed into
   // first), and kept across chunks.
@@ -135,6 +138,8 @@ class TraceReader {
   uint64_t data_end_ = 0;     // end of chunk area (footer/index start, or file size)
   uint64_t offset_ = 0;
   std::vector<uint8_t> compressed_;
+  std::unique_ptr<uint8_t[]> packed_;  // a codec-2 chunk's packed records, decompressed
+  size_t packed_cap_ = 0;
   std::unique_ptr<uint8_t[]> chunk_buf_;
   size_t chunk_cap_ = 0;
   uint8_t* chunk_data_ = nullptr;  // the current chunk's records: chunk_buf_ (or compressed_ raw)

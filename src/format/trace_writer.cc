@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "format/layout.h"
+#include "format/record_packing.h"
 #include "format/records.h"
 
 namespace iotwin {
@@ -135,10 +136,15 @@ Result<uint32_t> TraceWriter::InternString(std::string_view s, bool truncated) {
 
 Status TraceWriter::FlushChunk() {
   if (chunk_records_ == 0) return Status::Ok();
-  size_t bound = ZSTD_compressBound(chunk_.size());
+  const std::vector<uint8_t>* payload = &chunk_;
+  if (options_.pack_records) {
+    PackRecords(chunk_.data(), chunk_.size(), chunk_records_, &packed_);
+    payload = &packed_;
+  }
+  size_t bound = ZSTD_compressBound(payload->size());
   if (compressed_.size() < bound) compressed_.resize(bound);
   size_t n = ZSTD_compress2(static_cast<ZSTD_CCtx*>(cctx_), compressed_.data(), compressed_.size(),
-                            chunk_.data(), chunk_.size());
+                            payload->data(), payload->size());
   if (ZSTD_isError(n)) {
     return Status::Internal("{}: zstd compression of chunk {} failed: {}", path_, chunk_seq_,
                             ZSTD_getErrorName(n));
@@ -147,9 +153,9 @@ Status TraceWriter::FlushChunk() {
   h.magic = layout::kChunkMagic;
   h.seq = chunk_seq_;
   h.records = chunk_records_;
-  h.raw_len = static_cast<uint32_t>(chunk_.size());
+  h.raw_len = static_cast<uint32_t>(payload->size());
   h.comp_len = static_cast<uint32_t>(n);
-  h.codec = layout::kCodecZstd;
+  h.codec = options_.pack_records ? layout::kCodecZstdPacked : layout::kCodecZstd;
   h.flags = chunk_flags_;
   h.min_ts = chunk_max_ts_ == 0 ? 0 : chunk_min_ts_;
   h.max_ts = chunk_max_ts_;

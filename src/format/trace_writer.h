@@ -25,6 +25,9 @@ namespace iotwin {
 struct TraceWriterOptions {
   size_t chunk_bytes = 1 << 20;  // uncompressed bytes per chunk
   int zstd_level = 3;
+  // Chunks XOR-packed before compression (codec 2). Off writes format-1.0 chunks (codec 1),
+  // which older readers can read.
+  bool pack_records = true;
 };
 
 struct ChunkIndexEntry {
@@ -76,6 +79,7 @@ class TraceWriter {
   UniqueFd fd_;
   TraceWriterOptions options_;
   std::vector<uint8_t> chunk_;
+  std::vector<uint8_t> packed_;
   std::vector<uint8_t> compressed_;
   void* cctx_ = nullptr;  // ZSTD_CCtx
   uint64_t file_offset_ = 0;

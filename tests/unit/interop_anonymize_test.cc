@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "format/record_packing.h"
 #include "format/records.h"
 #include "interop/anonymize.h"
 #include "interop_test_util.h"
@@ -159,10 +160,21 @@ std::string RawAndDecompressed(const std::string& path) {
     std::memcpy(&comp_len, file.data() + off + 16, 4);
     std::memcpy(&codec, file.data() + off + 20, 2);
     const char* payload = file.data() + off + 56;
-    if (codec == 1) {
+    if (codec == 1 || codec == 2) {
       std::string out(raw_len, '\0');
       size_t n = ZSTD_decompress(out.data(), out.size(), payload, comp_len);
       EXPECT_FALSE(ZSTD_isError(n));
+      if (codec == 2) {  // XOR-packed: the records themselves are what must hold no name
+        const auto* packed = reinterpret_cast<const uint8_t*>(out.data());
+        auto len = PackedRecordsLength(packed, n, path);
+        EXPECT_TRUE(len.ok());
+        if (!len.ok()) return all;
+        std::string records(*len, '\0');
+        auto unpacked = UnpackRecords(packed, n, reinterpret_cast<uint8_t*>(records.data()),
+                                      records.size(), path);
+        EXPECT_TRUE(unpacked.ok()) << unpacked.status().message();
+        out = records;
+      }
       all += out;
     } else {
       all.append(payload, comp_len);

@@ -1,0 +1,43 @@
+// XOR packing of a chunk's records, the transform behind chunk codec 2 (layout::kCodecZstdPacked,
+// docs/trace-format.md "Packed chunks"). Consecutive records of one type differ in few 32-bit
+// words (a timestamp, an offset, a duration), so each record is stored as its header, a bit mask
+// of the words that differ from the previous record of its type in the chunk, and those words
+// XORed with it. A 112-byte syscall record packs to about 30 bytes. zstd then has a quarter of
+// the bytes to compress and to produce: decompressing them and unpacking costs about half of
+// decompressing the plain records, and that is the report's largest cost.
+//
+// Each chunk packs on its own, so chunks stay independently readable (seeks by time and
+// salvage of damaged traces).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace iotwin {
+
+// Bytes before the packed records in a decompressed payload: u32 length of the unpacked
+// records, u32 reserved (0).
+inline constexpr size_t kPackedPreludeBytes = 8;
+
+// Largest packed payload (prelude included) of `raw_len` bytes of `records` records.
+size_t PackedBound(size_t raw_len, size_t records);
+
+// Packs the records of `raw` (`raw_len` bytes, each record's size a multiple of 4, as the
+// writer pads them to 8) into `out` (resized to fit): prelude, then packed records.
+void PackRecords(const uint8_t* raw, size_t raw_len, size_t records, std::vector<uint8_t>* out);
+
+// Reads the unpacked length from a packed payload's prelude; `what` names the payload in errors.
+Result<uint32_t> PackedRecordsLength(const uint8_t* packed, size_t packed_len,
+                                     const std::string& what);
+
+// Unpacks a payload written by PackRecords into `out` (`out_len` bytes, the prelude's length).
+// Every bound is checked: a damaged payload is an error naming the packed record and its byte
+// offset in the payload, never a read or write outside the buffers. Returns the record count.
+Result<uint32_t> UnpackRecords(const uint8_t* packed, size_t packed_len, uint8_t* out,
+                               size_t out_len, const std::string& what);
+
+}  // namespace iotwin
