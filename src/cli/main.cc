@@ -3,14 +3,17 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "format/layout.h"
 
 int main(int argc, char** argv) {
   using namespace iotwin::cli;
   CLI::App app{"iotwin: capture AI workloads' storage I/O with eBPF and replay it faithfully", "iotwin"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "iotwin 0.1.0 (trace format 1.0)");
+  app.set_version_flag("--version", fmt::format("iotwin 0.1.0 (trace format {}.{})",
+                                                iotwin::layout::kMajor, iotwin::layout::kMinor));
   std::vector<CommandSpec> commands = {
       SetupRecord(app),  SetupReplay(app), SetupReport(app),    SetupCompare(app),
       SetupExport(app),  SetupImport(app), SetupAnonymize(app), SetupCheck(app),
