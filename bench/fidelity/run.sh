@@ -82,6 +82,9 @@ record_one() {
   local name="$1"; shift
   "$iotwin" record -o "$results/$name.orig.iotwin" --no-status -- "$workload" "$@" \
     >"$results/$name.orig.summary" 2>"$results/$name.orig.err"
+  # The report gives the device's own service time (block D2C), which explains timing misses
+  # that are the device's, not the replay's.
+  "$iotwin" report "$results/$name.orig.iotwin" --json >"$results/$name.orig.report.json" 2>/dev/null || true
 }
 
 # replay_one NAME PACE [extra replay args]: fresh sandbox, --record, then compare --json.
@@ -101,6 +104,7 @@ replay_one() {
     # Every system call, including those replay does not re-issue by design (loader, stdout).
     "$iotwin" compare "$results/$name.orig.iotwin" "$results/$tag.replay.iotwin" --all-calls --json \
       >"$results/$tag.compare-all.json" 2>/dev/null || true
+    "$iotwin" report "$results/$tag.replay.iotwin" --json >"$results/$tag.report.json" 2>/dev/null || true
   fi
   rm -rf -- "$sandbox"
 }

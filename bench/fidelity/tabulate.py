@@ -78,6 +78,12 @@ def skipped_syscalls(rep):
     return total, reasons
 
 
+def d2c_p50(report):
+    """Median device service time (block D2C) of a report --json, or None without block data."""
+    lat = (((report or {}).get("block") or {}).get("latency_ns") or {}).get("D2C") or {}
+    return lat.get("p50") if lat.get("count") else None
+
+
 def row_for(results, name, pace):
     tag = f"{name}.{pace}"
     rep = load(os.path.join(results, f"{tag}.replay.json"))
@@ -107,6 +113,8 @@ def row_for(results, name, pace):
     skipped, skipped_by = skipped_syscalls(rep)
     sched = (rep or {}).get("schedule_error_ns") or {}
     return {
+        "d2c_orig": d2c_p50(load(os.path.join(results, f"{name}.orig.report.json"))),
+        "d2c_repl": d2c_p50(load(os.path.join(results, f"{tag}.report.json"))),
         "name": name, "pace": pace, "rep": rep, "cmp": cmp, "ms": ms, "summary": summary,
         "orig_sc": orig_sc, "repl_sc": repl_sc, "skipped": skipped, "skipped_by": skipped_by,
         "seq_all": seq_all,
@@ -126,14 +134,15 @@ def row_for(results, name, pace):
 def scenario_table(rows):
     head = ("| scenario | pace | workload s | calls compared orig/replay | seq-match | seq-match, all calls | "
             "IOPS err | throughput err | size KS read / write | offset KS read / write | size, offset JS (worst) | "
-            "iat KS (median orig / replay) | block req err | block bytes err | sched err p50 / p99 | "
+            "iat KS (median orig / replay) | block req err | block bytes err | device D2C p50 orig / replay | "
+            "sched err p50 / p99 | "
             "result mismatches | verdict |")
     sep = "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"
     out = [head, sep]
     for r in rows:
         ms = r["ms"]
         if r["cmp"] is None:
-            out.append(f"| {r['name']} | {r['pace']} | " + " | ".join(["—"] * 14) + " | no compare output |")
+            out.append(f"| {r['name']} | {r['pace']} | " + " | ".join(["—"] * 15) + " | no compare output |")
             continue
         wl_s = (r["summary"] or {}).get("seconds")
         dist = r["cmp"].get("distributions") or {}
@@ -148,6 +157,8 @@ def scenario_table(rows):
                f"{fmt_ns(iat_m.get('replay'))})") if iat_m else "—"
         blk_req = judged_mark(ms, "block-requests-rel-err") if "block-requests-rel-err" in ms else "—"
         blk_b = judged_mark(ms, "block-bytes-rel-err") if "block-bytes-rel-err" in ms else "—"
+        d2c = ("—" if r["d2c_orig"] is None and r["d2c_repl"] is None
+               else f"{fmt_ns(r['d2c_orig'])} / {fmt_ns(r['d2c_repl'])}")
         sched = "—" if r["sched_p50"] is None else f"{fmt_ns(r['sched_p50'])} / {fmt_ns(r['sched_p99'])}"
         verdict = r["verdict"] or "—"
         if r["failed"]:
@@ -156,7 +167,7 @@ def scenario_table(rows):
             f"| {r['name']} | {r['pace']} | {fmt_num(wl_s, 2)} | {r['orig_calls']}/{r['repl_calls']} | "
             f"{fmt_pct(mval(ms, 'seq-match'), 2)} | {fmt_pct(r['seq_all'], 2)} | "
             f"{judged_mark(ms, 'iops-rel-err')} | {judged_mark(ms, 'throughput-rel-err')} | {size} | {off} | "
-            f"{js} | {iat} | {blk_req} | {blk_b} | {sched} | {r['mismatches']} | {verdict} |")
+            f"{js} | {iat} | {blk_req} | {blk_b} | {d2c} | {sched} | {r['mismatches']} | {verdict} |")
     return "\n".join(out)
 
 
