@@ -103,6 +103,10 @@ struct Ofd {
   bool pseudo = false;
   bool path_unknown = false;
   bool ring = false;  // an io_uring instance
+  // A ring's io_uring_setup call (thread, op index): its close tears down the context the model
+  // links to that call.
+  uint32_t ring_setup_thread = kNone;
+  uint32_t ring_setup_op = kNone;
 };
 
 struct MapPiece {
@@ -694,7 +698,18 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       break;
     }
     case IOT_OP_CLOSE: {
-      if (op.fd_state == FdState::kKnown && sc.ret != -EBADF) ps.fds.erase(sc.fd);
+      if (op.fd_state == FdState::kKnown && sc.ret != -EBADF) {
+        // Closing an io_uring instance: the replay tears its engine down here, so the ring's
+        // close (and unmapping) happens where the original's did.
+        auto it = ps.fds.find(sc.fd);
+        if (ok && it != ps.fds.end()) {
+          const Ofd& o = ofds[it->second.ofd];
+          if (o.ring && o.ring_setup_thread != kNone) {
+            op.async_ctx = m->threads_[o.ring_setup_thread].ops[o.ring_setup_op].async_ctx;
+          }
+        }
+        ps.fds.erase(sc.fd);
+      }
       decl.push_back([=, this] { if (sc.fd >= 0) deps.Write(FdResource(proc, sc.fd)); });
       break;
     }
@@ -1071,7 +1086,11 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
     for (auto& d : decl) d();
   });
   if (ok && code == IOT_OP_IO_SETUP) aio_setup_op[sc.aux] = {t, pushed};
-  if (ok && code == IOT_OP_IO_URING_SETUP) uring_setup_op[t] = pushed;
+  if (ok && code == IOT_OP_IO_URING_SETUP) {
+    uring_setup_op[t] = pushed;
+    ofds[op.ofd].ring_setup_thread = t;
+    ofds[op.ofd].ring_setup_op = pushed;
+  }
 }
 
 void ModelBuilder::Impl::HandleProc(const iot_proc& p) {

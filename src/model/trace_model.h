@@ -107,7 +107,9 @@ struct Op {
   uint32_t extra_count = 0;   //   (indices into TraceModel::extra())
   uint32_t dep_begin = 0;     // indices into TraceModel::deps()
   uint32_t dep_count = 0;
-  uint32_t async_ctx = kNone; // kAsyncSubmit: index into async_contexts(); syscalls io_*: too
+  // kAsyncSubmit: index into async_contexts(); syscalls io_*: too; a close of an io_uring
+  // instance: the context it tears down.
+  uint32_t async_ctx = kNone;
   uint32_t batch = kNone;     // kAsyncSubmit: requests with the same batch were submitted together
   union {
     iot_syscall sc;     // kSyscall (also op/ts of the submitting syscall for kAsyncSubmit)

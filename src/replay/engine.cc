@@ -759,6 +759,37 @@ void ReplayEngine::RunWorker(Worker* w) {
       prev_live_done = NowNs();
       MarkDone(w->thread, i + 1);
       continue;
+    } else if (op.sc.op == IOT_OP_CLOSE && op.async_ctx != model::kNone &&
+               op.async_ctx < w->engines.size() && w->engines[op.async_ctx]) {
+      // The close of an io_uring instance: this worker's engine for it is torn down here, so
+      // the ring is closed and unmapped where the original closed it (the live table never
+      // held the ring's descriptor: the engine owns it). Its requests complete first.
+      uint64_t t0 = NowNs();
+      AsyncEngine* e = w->engines[op.async_ctx].get();
+      if (e->queued()) e->Flush();
+      auto mine = [&] {
+        return std::any_of(w->outstanding.begin(), w->outstanding.end(),
+                           [&](const Outstanding& o) { return o.engine == e; });
+      };
+      while (mine() && !abort_.load(std::memory_order_relaxed)) {
+        int n = e->Reap(comps, 64, 1);
+        if (n <= 0) break;
+        handle_completions(e, n);
+      }
+      // Requests that never completed are dropped with the engine, never left pointing at it.
+      w->outstanding.erase(std::remove_if(w->outstanding.begin(), w->outstanding.end(),
+                                          [&](const Outstanding& o) { return o.engine == e; }),
+                           w->outstanding.end());
+      w->engines[op.async_ctx].reset();
+      w->engine_failed[op.async_ctx] = true;  // a later request of this context has no ring
+      OpStats& s = stats_for(op);
+      s.count++;
+      s.latency.Add(NowNs() - t0);
+      w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      prev_rec_end = op.end == UINT64_MAX ? op.ts : op.end;
+      prev_live_done = NowNs();
+      MarkDone(w->thread, i + 1);
+      continue;
     } else {
       const iot_syscall& sc = op.sc;
       const uint16_t code = sc.op;

@@ -269,6 +269,7 @@ TEST(ReplayEngine, FaultsTouchTheRecreatedMapping) {
 class FakeAsyncEngine final : public AsyncEngine {
  public:
   explicit FakeAsyncEngine(std::vector<std::string>* log) : log_(log) {}
+  ~FakeAsyncEngine() override { log_->push_back("teardown"); }
   const char* name() const override { return "fake"; }
   bool Queue(const AsyncRequest& r) override {
     queued_.push_back(AsyncCompletion{r.token, r.recorded});
@@ -376,7 +377,9 @@ TEST(ReplayEngine, UringSubmitAndWaitIsOneCall) {
   // four, not a submit followed by one wait per completion.
   // The ring is set up at the recorded io_uring_setup (before the open, not at the first
   // request) with the recorded 8 entries, not the 4 seen in flight.
-  EXPECT_EQ(be.calls, (std::vector<std::string>{"setup 8", "exec openat", "submit 4 wait 4", "exec close"}));
+  // Without a recorded close of the ring, the engine is torn down when the replay ends.
+  EXPECT_EQ(be.calls, (std::vector<std::string>{"setup 8", "exec openat", "submit 4 wait 4",
+                                                 "exec close", "teardown"}));
   EXPECT_EQ(h.engine->stats().mismatches(), 0u);
 }
 
@@ -388,7 +391,26 @@ TEST(ReplayEngine, LibaioGeteventsWaitsForTheWholeBatchAtOnce) {
   h.Run(b, &be, PaceMode::kFast);
   // io_submit(4) then io_getevents(ctx, 4, 4): one submission, one wait for four.
   EXPECT_EQ(be.calls, (std::vector<std::string>{"setup 8", "exec openat", "flush 4", "submit 0 wait 4",
+                                                 "exec close", "teardown"}));
+  EXPECT_EQ(h.engine->stats().mismatches(), 0u);
+}
+
+TEST(ReplayEngine, RingCloseTearsTheEngineDownWhereTheOriginalClosedIt) {
+  TraceBuilder b;
+  AsyncBatch(b, IOT_AIO_ENGINE_URING, IOT_OP_IO_URING_ENTER, IOT_OP_IO_URING_ENTER);
+  b.Close(100, 5);                                    // the ring (io_uring_queue_exit)
+  b.Openat(100, "/d/g", O_RDONLY, 5, 4096);            // its number, reused for a file
+  b.Close(100, 5);
+  AsyncLoggingBackend be;
+  Harness h;
+  h.Run(b, &be, PaceMode::kFast);
+  // The ring's close is the engine's teardown, in its recorded place: before the next open,
+  // not when the replay ends; and it is replayed, not skipped for a descriptor the live table
+  // never held.
+  EXPECT_EQ(be.calls, (std::vector<std::string>{"setup 8", "exec openat", "submit 4 wait 4",
+                                                 "exec close", "teardown", "exec openat",
                                                  "exec close"}));
+  EXPECT_EQ(h.engine->stats().skipped_by_reason().count("live_fd_missing"), 0u);
   EXPECT_EQ(h.engine->stats().mismatches(), 0u);
 }
 
