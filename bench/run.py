@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -122,6 +123,29 @@ def section_analysis(a, work):
             log("analysis %s: %.1f s, %.0f events/s, %d MiB" %
                 (name, wall, events / wall if wall else 0, rss // 1024))
 
+        # Format 1.1 (packed chunks) against the same events in format-1.0 chunks, alternated
+        # three times each so that the machine's drift hits both alike; medians of CPU time.
+        plain = os.path.join(scratch, "synth-plain.iotwin")
+        rc, _, err, _ = sh([synth, plain, str(events_wanted), "--plain"])
+        if rc != 0:
+            raise RuntimeError("synth_trace --plain failed: " + err)
+        side = {"packed": [], "plain": []}
+        for _ in range(1 if a.smoke else 3):
+            for kind, path in (("packed", trace), ("plain", plain)):
+                rc, wall, cpu, rss, err = time_v([iotwin, "report", path, "--no-progress"])
+                if rc != 0:
+                    raise RuntimeError("report of the %s trace failed: %s" % (kind, err[-500:]))
+                side[kind].append({"wall_s": wall, "cpu_s": cpu, "rss_kib": rss})
+        plain_size = os.path.getsize(plain)
+        os.unlink(plain)
+        codec = {}
+        for kind, runs in side.items():
+            cpu = statistics.median(r["cpu_s"] for r in runs)
+            codec[kind] = {"runs": runs, "cpu_s_median": cpu,
+                           "events_per_cpu_s": events / cpu if cpu else None}
+        codec["plain"]["bytes"] = plain_size
+        log("analysis report packed vs plain chunks: %.2f vs %.2f CPU-s (median)" %
+            (codec["packed"]["cpu_s_median"], codec["plain"]["cpu_s_median"]))
         run("report (text)", [iotwin, "report", trace, "--no-progress"])
         for fmt in ("csv", "jsonl"):
             out_dir = os.path.join(scratch, fmt)
@@ -158,15 +182,25 @@ def section_analysis(a, work):
             r["name"], " (%s)" % r["note"] if r["note"] else "", r["wall_s"],
             (r["events_per_s"] or 0) / 1e6, (r["events_per_cpu_s"] or 0) / 1e6, r["rss_kib"] / 1024))
     p("")
+    pk, pl = codec["packed"], codec["plain"]
+    p("Format 1.1 against 1.0 on the same events (`synth_trace --plain` writes zstd of the plain "
+      "records, codec 1), `iotwin report` alternated %d times each, median CPU time: packed "
+      "chunks %.2f s (%.2f M events per CPU-second, %.1f bytes/event), plain chunks %.2f s "
+      "(%.2f M, %.1f bytes/event): **%.2fx** the events per CPU-second." % (
+          len(pk["runs"]), pk["cpu_s_median"], (pk["events_per_cpu_s"] or 0) / 1e6, size / events,
+          pl["cpu_s_median"], (pl["events_per_cpu_s"] or 0) / 1e6, pl["bytes"] / events,
+          (pl["cpu_s_median"] / pk["cpu_s_median"]) if pk["cpu_s_median"] else 0))
+    p("")
     p("```")
     p("build/bench/synth_trace DIR/synth.iotwin %d" % events_wanted)
+    p("build/bench/synth_trace DIR/synth-plain.iotwin %d --plain" % events_wanted)
     for r in rows:
         p("/usr/bin/time -v " + rel(r["cmd"]) + ("   # DIR/%s/<table>.%s -> /dev/null" %
                                                   (r["name"].split("--")[-1], r["name"].split("--")[-1])
                                                   if "export" in r["name"] else ""))
     p("```")
     return "\n".join(lines) + "\n", {"events": events, "bytes": size, "gen_s": gen_wall,
-                                      "rows": rows}, time.monotonic() - t0
+                                      "rows": rows, "codec": codec}, time.monotonic() - t0
 
 
 def section_inprocess(a, work):
@@ -473,7 +507,6 @@ TEMPLATE_TAIL = """## Reading these numbers
 
 
 def _slowdowns(cap, workload, tracer):
-    import statistics
     base = cap["results"].get("%s/none" % workload, [])
     tr = cap["results"].get("%s/%s" % (workload, tracer), [])
     vals = []
@@ -606,13 +639,13 @@ def summarize_analysis(an, inprocess=None):
         if b.get("name") == "BM_ReadTraceFile" and b.get("items_per_second"):
             reader = b["items_per_second"] / 1e6
     if v < 10:
-        text += (" The gap is the file reading, almost all of it zstd decompression of the "
-                 "chunks (a fixed cost of the format: about 730 instructions per event of this "
-                 "mix in libzstd, over half of all instructions of the report; docs/report.md, "
-                 "Performance)")
+        text += (" The gap is the file reading: zstd decompression and unpacking of the "
+                 "chunks (format 1.1 packs records before compressing them, which took "
+                 "decompression from about 730 to 380 instructions per event of this mix and "
+                 "added about 200 for unpacking; docs/report.md, Performance)")
         if reader:
             text += ("; the reader alone (`BM_ReadTraceFile`: read, XXH3 check, decompression, "
-                     "framing) runs at %.1f M/s" % reader)
+                     "unpacking, framing) runs at %.1f M/s" % reader)
         text += (". Decompressing on a second thread would shorten the wall time, not the CPU "
                  "time.")
     text += " Peak RSS stays flat (streaming), whatever the trace size."

@@ -1,7 +1,10 @@
 // synth_trace: writes a large synthetic trace fast, for the analysis throughput benchmark
 // (bench/run.sh, docs/benchmarks.md "Analysis"). Not a capture: the records are generated.
 //
-//   synth_trace OUT.iotwin EVENTS [--seed N]
+//   synth_trace OUT.iotwin EVENTS [--seed N] [--plain]
+//
+// --plain writes format-1.0 chunks (zstd of the plain records, codec 1) instead of packed ones,
+// so the two can be timed side by side.
 //
 // The mix is the training-like one of bench/analysis_bench.cc (MakeWorkload): 8 loader threads
 // reading 64 shard files (mostly 128 KiB pread64, some read()), a checkpoint writer, lseeks,
@@ -108,15 +111,24 @@ class Sink {
 
 int Main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: synth_trace OUT.iotwin EVENTS [--seed N]\n");
+    std::fprintf(stderr, "usage: synth_trace OUT.iotwin EVENTS [--seed N] [--plain]\n");
     return 2;
   }
   const std::string out = argv[1];
   const uint64_t target = std::strtoull(argv[2], nullptr, 10);
   uint64_t seed = 42;
-  if (argc >= 5 && std::strcmp(argv[3], "--seed") == 0) seed = std::strtoull(argv[4], nullptr, 10);
   TraceWriterOptions options;
   options.zstd_level = 1;  // what `iotwin record` uses
+  for (int i = 3; i < argc; i++) {
+    if (std::strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (std::strcmp(argv[i], "--plain") == 0) {
+      options.pack_records = false;  // format-1.0 chunks (codec 1), for side-by-side runs
+    } else {
+      std::fprintf(stderr, "synth_trace: unknown argument '%s'\n", argv[i]);
+      return 2;
+    }
+  }
   auto writer = TraceWriter::Create(out, Meta(), options);
   if (!writer.ok()) {
     std::fprintf(stderr, "synth_trace: %s\n", writer.status().ToString().c_str());
