@@ -196,6 +196,29 @@ struct ModelBuilder::Impl {
   // context up at the recorded call, not later at the first request.
   std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> aio_setup_op;
   std::unordered_map<uint32_t, uint32_t> uring_setup_op;
+  std::unordered_map<uint32_t, uint32_t> uring_setups;  // thread -> rings it has set up
+
+  // The close of `fd` (open file `ofd`) in `proc`: when it closes an io_uring instance for good
+  // and the ring's context is known without doubt, the op tears that context down (`async_ctx`),
+  // and the context's identity is forgotten so a ring later set up at the same kernel address
+  // is a new context. Doubt (a dup of the ring still open anywhere, or a thread that set up more
+  // than one ring, whose setup-to-context link is then a guess) leaves the close as it was:
+  // the replay skips it and the engine goes when the replay ends.
+  void RingClosed(uint32_t proc, int32_t fd, uint32_t ofd, Op* op) {
+    const Ofd& o = ofds[ofd];
+    if (!o.ring || o.ring_setup_thread == kNone || uring_setups[o.ring_setup_thread] != 1) return;
+    for (uint32_t p = 0; p < pstate.size(); p++) {
+      for (const auto& [other_fd, e] : pstate[p].fds) {
+        if (e.ofd == ofd && !(p == proc && other_fd == fd)) return;
+      }
+    }
+    const uint32_t ci = m->threads_[o.ring_setup_thread].ops[o.ring_setup_op].async_ctx;
+    if (ci == kNone) return;
+    op->async_ctx = ci;
+    const AsyncContext& c = m->async_contexts_[ci];
+    auto key = async_ctx_index.find((static_cast<uint64_t>(c.engine) << 56) ^ c.ctx);
+    if (key != async_ctx_index.end() && key->second == ci) async_ctx_index.erase(key);
+  }
   std::unordered_map<uint32_t, std::pair<uint32_t, uint64_t>> last_batch;  // thread -> (batch, key)
   uint32_t next_batch = 0;
   DependencyTracker deps;
@@ -702,12 +725,7 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
         // Closing an io_uring instance: the replay tears its engine down here, so the ring's
         // close (and unmapping) happens where the original's did.
         auto it = ps.fds.find(sc.fd);
-        if (ok && it != ps.fds.end()) {
-          const Ofd& o = ofds[it->second.ofd];
-          if (o.ring && o.ring_setup_thread != kNone) {
-            op.async_ctx = m->threads_[o.ring_setup_thread].ops[o.ring_setup_op].async_ctx;
-          }
-        }
+        if (ok && it != ps.fds.end()) RingClosed(proc, sc.fd, it->second.ofd, &op);
         ps.fds.erase(sc.fd);
       }
       decl.push_back([=, this] { if (sc.fd >= 0) deps.Write(FdResource(proc, sc.fd)); });
@@ -1088,6 +1106,7 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
   if (ok && code == IOT_OP_IO_SETUP) aio_setup_op[sc.aux] = {t, pushed};
   if (ok && code == IOT_OP_IO_URING_SETUP) {
     uring_setup_op[t] = pushed;
+    uring_setups[t]++;
     ofds[op.ofd].ring_setup_thread = t;
     ofds[op.ofd].ring_setup_op = pushed;
   }

@@ -766,12 +766,13 @@ void ReplayEngine::RunWorker(Worker* w) {
       // held the ring's descriptor: the engine owns it). Its requests complete first.
       uint64_t t0 = NowNs();
       AsyncEngine* e = w->engines[op.async_ctx].get();
-      if (e->queued()) e->Flush();
+      // A failed submission leaves nothing to wait for: its requests are dropped below.
+      const bool submitted = !e->queued() || e->Flush() >= 0;
       auto mine = [&] {
         return std::any_of(w->outstanding.begin(), w->outstanding.end(),
                            [&](const Outstanding& o) { return o.engine == e; });
       };
-      while (mine() && !abort_.load(std::memory_order_relaxed)) {
+      while (submitted && mine() && !abort_.load(std::memory_order_relaxed)) {
         int n = e->Reap(comps, 64, 1);
         if (n <= 0) break;
         handle_completions(e, n);
@@ -780,8 +781,7 @@ void ReplayEngine::RunWorker(Worker* w) {
       w->outstanding.erase(std::remove_if(w->outstanding.begin(), w->outstanding.end(),
                                           [&](const Outstanding& o) { return o.engine == e; }),
                            w->outstanding.end());
-      w->engines[op.async_ctx].reset();
-      w->engine_failed[op.async_ctx] = true;  // a later request of this context has no ring
+      w->engines[op.async_ctx].reset();  // a later request of the context sets up a new one
       OpStats& s = stats_for(op);
       s.count++;
       s.latency.Add(NowNs() - t0);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -412,6 +413,21 @@ TEST(ReplayEngine, RingCloseTearsTheEngineDownWhereTheOriginalClosedIt) {
                                                  "exec close"}));
   EXPECT_EQ(h.engine->stats().skipped_by_reason().count("live_fd_missing"), 0u);
   EXPECT_EQ(h.engine->stats().mismatches(), 0u);
+}
+
+TEST(ReplayEngine, ClosingADupOfTheRingKeepsTheEngine) {
+  TraceBuilder b;
+  b.Syscall(100, IOT_OP_DUP, 6).fd = 5;  // before the batch: the ring is open twice
+  AsyncBatch(b, IOT_AIO_ENGINE_URING, IOT_OP_IO_URING_ENTER, IOT_OP_IO_URING_ENTER);
+  b.Close(100, 6);  // the dup: the ring stays open through fd 5
+  b.Openat(100, "/d/g", O_RDONLY, 6, 4096);
+  AsyncLoggingBackend be;
+  Harness h;
+  h.Run(b, &be, PaceMode::kFast);
+  // No teardown at the dup's close: the engine goes when the replay ends.
+  ASSERT_FALSE(be.calls.empty());
+  EXPECT_EQ(be.calls.back(), "teardown");
+  EXPECT_EQ(std::count(be.calls.begin(), be.calls.end(), "teardown"), 1);
 }
 
 }  // namespace
