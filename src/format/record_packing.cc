@@ -58,6 +58,10 @@ void PackRecords(const uint8_t* raw, size_t raw_len, size_t records, std::vector
   for (size_t at = 0; at + sizeof(iot_rec_hdr) <= raw_len;) {
     iot_rec_hdr h;
     std::memcpy(&h, raw + at, sizeof h);
+    // The writer's records are whole and padded to 8 bytes; anything else would be a caller's
+    // bug, and packing stops there rather than read past the chunk (the unpacker then reports
+    // the records missing).
+    if (h.size < sizeof h || h.size % 4 != 0 || h.size > raw_len - at) break;
     const uint8_t* body = raw + at + sizeof h;
     const size_t words = (h.size - sizeof h) / 4;
     std::memcpy(o, &h, sizeof h);

@@ -89,6 +89,7 @@ Status TraceWriter::WriteAll(const void* data, size_t size) {
 
 Status TraceWriter::Append(const iot_rec_hdr* rec) {
   if (finished_) return Status::Internal("{}: append after Finish", path_);
+  if (!failed_.ok()) return failed_;
   if (rec->size < sizeof(iot_rec_hdr)) {
     return Status::Invalid("{}: record of type {} has size {} < 4", path_, rec->type, rec->size);
   }
@@ -167,7 +168,14 @@ Status TraceWriter::FlushChunk() {
   out.resize(sizeof h + n);
   std::memcpy(out.data(), &h, sizeof h);
   std::memcpy(out.data() + sizeof h, compressed_.data(), n);
-  IOTWIN_RETURN_IF_ERROR(WriteAll(out.data(), out.size()));
+  Status written = WriteAll(out.data(), out.size());
+  if (!written.ok()) {
+    // chunk_ now holds file bytes, not records: the writer takes no more records.
+    chunk_.clear();
+    chunk_records_ = 0;
+    failed_ = written;
+    return written;
+  }
   chunk_.clear();
   chunk_records_ = 0;
   chunk_flags_ = 0;
@@ -179,6 +187,7 @@ Status TraceWriter::FlushChunk() {
 
 Status TraceWriter::Finish(const nlohmann::json& summary) {
   if (finished_) return Status::Internal("{}: Finish called twice", path_);
+  if (!failed_.ok()) return failed_;
   IOTWIN_RETURN_IF_ERROR(FlushChunk());
   std::string summary_text = summary.is_null() ? "{}" : summary.dump();
   std::vector<uint8_t> trailer(sizeof(layout::TrailerHeader) +

@@ -92,6 +92,7 @@ class TraceWriter {
   std::vector<ChunkIndexEntry> index_;
   std::unordered_map<std::string, uint32_t> strings_;
   bool finished_ = false;
+  Status failed_;  // the write error that stopped the writer (ok while it works)
 };
 
 // Timestamp of a record for indexing (0 for records without time, e.g. STRING).
