@@ -120,7 +120,11 @@ int Main(int argc, char** argv) {
   TraceWriterOptions options;
   options.zstd_level = 1;  // what `iotwin record` uses
   for (int i = 3; i < argc; i++) {
-    if (std::strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+    if (std::strcmp(argv[i], "--seed") == 0) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "synth_trace: --seed needs a value\n");
+        return 2;
+      }
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (std::strcmp(argv[i], "--plain") == 0) {
       options.pack_records = false;  // format-1.0 chunks (codec 1), for side-by-side runs

@@ -242,8 +242,11 @@ def key_figures(rows):
     lines.append(f"- seq-match over all system calls (`--all-calls`, includes what replay skips by design): "
                  f"{fmt_pct(lo, 2)} – {fmt_pct(hi, 2)}")
     lo, hi = agg(paced, "iops-rel-err")
-    n_ok = sum(1 for r in rows if paced(r) and (mval(r["ms"], "iops-rel-err") or 1) <= 0.05
-               and (mval(r["ms"], "throughput-rel-err") or 1) <= 0.05)
+    def within(r, name):
+        v = mval(r["ms"], name)
+        return v is not None and v <= 0.05
+    n_ok = sum(1 for r in rows if paced(r) and within(r, "iops-rel-err")
+               and within(r, "throughput-rel-err"))
     n_all = sum(1 for r in rows if paced(r))
     lines.append(f"- IOPS relative error, original/gaps pacing, not device-bound: {fmt_pct(lo)} – {fmt_pct(hi)}; "
                  f"{n_ok} of {n_all} runs within 5% for both IOPS and throughput")
