@@ -12,7 +12,7 @@
 #include <fstream>
 #include <unordered_set>
 
-#include "capture/memory_cache_state.h"
+#include "base/page_cache.h"
 #include "capture/proc_snapshot.h"
 #include "format/records.h"
 #include "memory.skel.h"

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "capture/memory_cache_state.h"
+#include "base/page_cache.h"
 #include "capture/proc_snapshot.h"
 #include "format/records.h"
 

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "capture/memory_cache_state.h"
+#include "base/page_cache.h"
 #include "capture/proc_snapshot.h"
 #include "format/records.h"
 #include "memory_wire.h"

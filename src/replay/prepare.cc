@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "base/fd.h"
+#include "base/page_cache.h"
 #include "model/path.h"
 #include "replay/fill.h"
 
@@ -129,21 +129,6 @@ Status CheckSpace(const std::vector<ReplayPlan>& plans, const ReplayOptions& o) 
     }
   }
   return Status::Ok();
-}
-
-// Pages of the file's first `size` bytes that are in the page cache (mincore over a mapping).
-uint64_t ResidentPages(int fd, uint64_t size) {
-  if (size == 0) return 0;
-  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) return 0;
-  const long page = sysconf(_SC_PAGESIZE);
-  std::vector<unsigned char> vec((size + page - 1) / page);
-  uint64_t resident = 0;
-  if (mincore(map, size, vec.data()) == 0) {
-    for (unsigned char v : vec) resident += v & 1;
-  }
-  munmap(map, size);
-  return resident;
 }
 
 }  // namespace
@@ -354,7 +339,13 @@ Status ApplyCacheState(const std::vector<ReplayPlan>& plans, CacheMode mode, Pre
       posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
       if (warm_bytes == 0) {
         r->cache_files_dropped++;
-        const uint64_t resident = ResidentPages(fd.get(), f.size);
+        auto residency = MeasureResidency(fd.get());
+        if (!residency.ok()) {
+          r->notes.push_back(fmt::format("{}: page-cache residency after the drop not measured: {}",
+                                         f.target, residency.status().message()));
+          continue;
+        }
+        const uint64_t resident = residency->resident_pages;
         if (resident > 0) {
           r->cache_pages_left_resident += resident;
           r->notes.push_back(fmt::format("{}: {} pages still in the page cache after the drop",

@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "capture/memory_cache_state.h"
+#include "base/page_cache.h"
 #include "capture/memory_options.h"
 #include "capture/memory_subpage.h"
 

@@ -9,7 +9,7 @@
 
 #include "base/status.h"
 
-namespace iotwin::capture {
+namespace iotwin {
 
 struct Residency {
   uint64_t fsize = 0;
@@ -31,4 +31,4 @@ struct RangeCacheState {
 };
 Result<RangeCacheState> CachestatRange(int fd, uint64_t offset, uint64_t length);
 
-}  // namespace iotwin::capture
+}  // namespace iotwin

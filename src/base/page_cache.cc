@@ -1,4 +1,4 @@
-#include "capture/memory_cache_state.h"
+#include "base/page_cache.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <vector>
 
-namespace iotwin::capture {
+namespace iotwin {
 namespace {
 
 // cachestat(2) is number 451 on every architecture (it was added after the tables merged);
@@ -111,4 +111,4 @@ Result<RangeCacheState> CachestatRange(int fd, uint64_t offset, uint64_t length)
   return r;
 }
 
-}  // namespace iotwin::capture
+}  // namespace iotwin
