@@ -176,7 +176,10 @@ struct ModelBuilder::Impl {
   std::unordered_map<PathId, uint32_t> file_by_path;
   std::unordered_set<PathId> absent;
   std::set<std::pair<uint32_t, int32_t>> unknown_fds;
-  std::unordered_map<uint64_t, uint32_t> async_ctx_index;  // (engine<<56 ^ ctx) -> index
+  std::unordered_map<uint64_t, uint32_t> async_ctx_index;  // AsyncContextKey -> index
+  static uint64_t AsyncContextKey(uint8_t engine, uint64_t ctx) {
+    return (static_cast<uint64_t>(engine) << 56) ^ ctx;
+  }
   std::map<std::pair<uint64_t, uint64_t>, std::pair<uint32_t, uint32_t>> async_pending;
   std::vector<uint32_t> async_inflight;
   // Async reads submitted while their file was pristine: (ctx key, request) -> (file, offset,
@@ -216,7 +219,7 @@ struct ModelBuilder::Impl {
     if (ci == kNone) return;
     op->async_ctx = ci;
     const AsyncContext& c = m->async_contexts_[ci];
-    auto key = async_ctx_index.find((static_cast<uint64_t>(c.engine) << 56) ^ c.ctx);
+    auto key = async_ctx_index.find(AsyncContextKey(c.engine, c.ctx));
     if (key != async_ctx_index.end() && key->second == ci) async_ctx_index.erase(key);
   }
   std::unordered_map<uint32_t, std::pair<uint32_t, uint64_t>> last_batch;  // thread -> (batch, key)
@@ -1336,7 +1339,7 @@ void ModelBuilder::Impl::HandleFault(const iot_page_fault& pf) {
 }
 
 void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
-  uint64_t ckey = (static_cast<uint64_t>(a.engine) << 56) ^ a.ctx;
+  uint64_t ckey = AsyncContextKey(a.engine, a.ctx);
   uint64_t req = a.req_id != 0 ? a.req_id : a.user_data;
   if (a.phase == IOT_AIO_COMPLETE) {
     auto it = async_pending.find({ckey, req});

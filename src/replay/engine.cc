@@ -574,6 +574,18 @@ void ReplayEngine::RunWorker(Worker* w) {
     else w->engine_failed[ci] = true;
   };
 
+  // The end of a call the async engines carry out (setup, submit, wait, a ring's close):
+  // counted, timed from `t0`, and the thread's pacing moved past it.
+  auto finish_engine_call = [&](const Op& op, uint32_t i, uint64_t t0) {
+    OpStats& s = stats_for(op);
+    s.count++;
+    s.latency.Add(NowNs() - t0);
+    w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    prev_rec_end = op.end == UINT64_MAX ? op.ts : op.end;
+    prev_live_done = NowNs();
+    MarkDone(w->thread, i + 1);
+  };
+
   LiveArgs a;
   for (uint32_t i = 0; i < th.ops.size(); i++) {
     if (abort_.load(std::memory_order_relaxed)) break;
@@ -751,13 +763,7 @@ void ReplayEngine::RunWorker(Worker* w) {
       }
       if (waits) wait_completions_until(op.end, max_events);
       if (code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_SUBMIT) flush_all();
-      OpStats& s = stats_for(op);
-      s.count++;
-      s.latency.Add(NowNs() - t0);
-      w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      prev_rec_end = op.end == UINT64_MAX ? op.ts : op.end;
-      prev_live_done = NowNs();
-      MarkDone(w->thread, i + 1);
+      finish_engine_call(op, i, t0);
       continue;
     } else if (op.sc.op == IOT_OP_CLOSE && op.async_ctx != model::kNone &&
                op.async_ctx < w->engines.size() && w->engines[op.async_ctx]) {
@@ -782,13 +788,7 @@ void ReplayEngine::RunWorker(Worker* w) {
                                           [&](const Outstanding& o) { return o.engine == e; }),
                            w->outstanding.end());
       w->engines[op.async_ctx].reset();  // a later request of the context sets up a new one
-      OpStats& s = stats_for(op);
-      s.count++;
-      s.latency.Add(NowNs() - t0);
-      w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      prev_rec_end = op.end == UINT64_MAX ? op.ts : op.end;
-      prev_live_done = NowNs();
-      MarkDone(w->thread, i + 1);
+      finish_engine_call(op, i, t0);
       continue;
     } else {
       const iot_syscall& sc = op.sc;
