@@ -110,6 +110,7 @@ class TraceReader {
   Status LoadFooter();
   // Reads and decompresses the chunk at offset_. Sets *end at the end of chunks.
   Status LoadChunk(bool* end);
+  std::string Decompress(const layout::ChunkHeader& h, uint8_t* dst);
   // Decompresses and unpacks a codec-2 chunk into the chunk buffer; the problem, or "".
   std::string UnpackChunk(const layout::ChunkHeader& h);
   Result<const iot_rec_hdr*> NextSlow();
