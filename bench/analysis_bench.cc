@@ -16,6 +16,7 @@
 #include "analysis/histogram.h"
 #include "analysis/report_text.h"
 #include "analysis/trace_analysis.h"
+#include "format/record_packing.h"
 #include "format/trace_reader.h"
 
 namespace iotwin::analysis {
@@ -112,6 +113,68 @@ void BM_AnalyzerConsumeWithModel(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * b.offsets.size()));
 }
 BENCHMARK(BM_AnalyzerConsumeWithModel)->Unit(benchmark::kMillisecond);
+
+// Chunk codec 2's unpacking alone, per kernel (arg 0: portable, 1: AVX-512): the workload's
+// records packed in 1 MiB chunks, as the writer does, then unpacked again and again.
+void BM_UnpackRecords(benchmark::State& state) {
+  const UnpackKernel kernel = state.range(0) ? UnpackKernel::kAvx512 : UnpackKernel::kPortable;
+  if (!UnpackKernelSupported(kernel)) {
+    state.SkipWithError("this CPU lacks the kernel");
+    return;
+  }
+  struct Chunk {
+    std::vector<uint8_t> packed;
+    size_t raw_len;
+  };
+  static const std::vector<Chunk> chunks = [] {
+    const RecordBuffer& b = Workload();
+    std::vector<Chunk> out;
+    std::vector<uint8_t> raw;
+    size_t records = 0;
+    auto flush = [&] {
+      Chunk c;
+      c.raw_len = raw.size();
+      PackRecords(raw.data(), raw.size(), records, &c.packed);
+      out.push_back(std::move(c));
+      raw.clear();
+      records = 0;
+    };
+    for (size_t i = 0; i < b.offsets.size(); i++) {
+      // Each record whole, its size its padded slot (as the writer frames records).
+      const size_t end = i + 1 < b.offsets.size() ? b.offsets[i + 1] : b.bytes.size();
+      const size_t size = end - b.offsets[i];
+      if (raw.size() + size > (1u << 20)) flush();
+      const size_t at = raw.size();
+      raw.insert(raw.end(), b.bytes.begin() + static_cast<ptrdiff_t>(b.offsets[i]),
+                 b.bytes.begin() + static_cast<ptrdiff_t>(end));
+      iot_rec_hdr h;
+      std::memcpy(&h, raw.data() + at, sizeof h);
+      h.size = static_cast<uint16_t>(size);
+      std::memcpy(raw.data() + at, &h, sizeof h);
+      records++;
+    }
+    if (records) flush();
+    return out;
+  }();
+  std::vector<uint8_t> out(2u << 20);
+  uint64_t records = 0;
+  for (auto _ : state) {
+    uint64_t n = 0;
+    for (const Chunk& c : chunks) {
+      auto got = UnpackRecords(c.packed.data(), c.packed.size(), out.data(), c.raw_len, "bench",
+                               kernel);
+      if (!got.ok()) {
+        state.SkipWithError(got.status().message().c_str());
+        return;
+      }
+      n += *got;
+    }
+    benchmark::DoNotOptimize(out.data());
+    records = n;
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * records));
+}
+BENCHMARK(BM_UnpackRecords)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // The 2-million-record training-like trace file shared by the file benchmarks (written once).
 const std::string& WorkloadFile() {

@@ -5,6 +5,10 @@
 #include <bit>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "iotwin_abi.h"
 
 namespace iotwin {
@@ -102,92 +106,180 @@ Result<uint32_t> PackedRecordsLength(const uint8_t* packed, size_t packed_len,
   return Load32(packed);
 }
 
-Result<uint32_t> UnpackRecords(const uint8_t* packed, size_t packed_len, uint8_t* out,
-                               size_t out_len, const std::string& what) {
+namespace {
+
+// What is wrong with a packed record, found on the hot path and described off it.
+enum class PackedProblem {
+  kNone,
+  kTornHeader,
+  kBadSize,
+  kOverrun,
+  kTornMask,
+  kMaskBeyond,
+  kTornWords
+};
+
+// One packed record, bounds-checked: its header, its word mask and its XORed words (`changed`
+// of them, all inside the payload).
+struct PackedRecord {
+  iot_rec_hdr h;
+  size_t words;  // body words
+  const uint8_t* mask;
+  const uint8_t* xored;
+  size_t changed;
+};
+
+// Set bits in the `bytes` mask bytes at `mask` (all inside the payload, which ends at `end`).
+[[gnu::always_inline]] inline size_t MaskPopcount(const uint8_t* mask, size_t bytes,
+                                                  const uint8_t* end) {
+  size_t count = 0;
+  size_t at = 0;
+  for (; at + 8 <= bytes; at += 8) {
+    uint64_t bits;
+    std::memcpy(&bits, mask + at, 8);
+    count += static_cast<size_t>(std::popcount(bits));
+  }
+  if (at == bytes) return count;
+  uint64_t bits = 0;
+  const size_t n = bytes - at;
+  if (end - (mask + at) >= 8) {  // one load, the bytes past the mask cleared
+    std::memcpy(&bits, mask + at, 8);
+    bits &= (uint64_t{1} << (8 * n)) - 1;
+  } else {
+    std::memcpy(&bits, mask + at, n);
+  }
+  return count + static_cast<size_t>(std::popcount(bits));
+}
+
+// Parses the packed record at payload byte `in`, `room` record bytes still to produce. Shared by
+// both kernels, so they accept and refuse exactly the same payloads.
+[[gnu::always_inline]] inline PackedProblem ParsePacked(const uint8_t* packed, size_t packed_len,
+                                                        size_t in, size_t room, PackedRecord* rec) {
+  if (packed_len - in < sizeof rec->h) return PackedProblem::kTornHeader;
+  std::memcpy(&rec->h, packed + in, sizeof rec->h);
+  const size_t size = rec->h.size;
+  if (size < sizeof rec->h || size % 4 != 0) return PackedProblem::kBadSize;
+  if (size > room) return PackedProblem::kOverrun;
+  const size_t words = (size - sizeof rec->h) / 4;
+  const size_t mask_bytes = (words + 7) / 8;
+  const uint8_t* mask = packed + in + sizeof rec->h;
+  if (packed_len - in - sizeof rec->h < mask_bytes) return PackedProblem::kTornMask;
+  if (words % 8 != 0 && (mask[mask_bytes - 1] >> (words % 8)) != 0) {
+    return PackedProblem::kMaskBeyond;
+  }
+  const uint8_t* end = packed + packed_len;
+  const uint8_t* xored = mask + mask_bytes;
+  const size_t changed = MaskPopcount(mask, mask_bytes, end);
+  if (static_cast<size_t>(end - xored) / 4 < changed) return PackedProblem::kTornWords;
+  rec->words = words;
+  rec->mask = mask;
+  rec->xored = xored;
+  rec->changed = changed;
+  return PackedProblem::kNone;
+}
+
+[[gnu::cold]] Status DescribeProblem(PackedProblem problem, const PackedRecord& rec,
+                                     uint32_t record, size_t in, size_t out_len,
+                                     const std::string& what) {
+  switch (problem) {
+    case PackedProblem::kTornHeader:
+      return Status::Corrupt("{}: packed record {} at payload byte {}: torn header", what, record,
+                             in);
+    case PackedProblem::kBadSize:
+      return Status::Corrupt(
+          "{}: packed record {} at payload byte {}: size {} is not a multiple of 4 of at least 4",
+          what, record, in, rec.h.size);
+    case PackedProblem::kOverrun:
+      return Status::Corrupt(
+          "{}: packed record {} at payload byte {}: its {} bytes overrun the {} record bytes "
+          "promised",
+          what, record, in, rec.h.size, out_len);
+    case PackedProblem::kTornMask:
+      return Status::Corrupt("{}: packed record {} at payload byte {}: torn word mask", what,
+                             record, in);
+    case PackedProblem::kMaskBeyond:
+      return Status::Corrupt(
+          "{}: packed record {} at payload byte {}: its mask names words beyond the record's {}",
+          what, record, in, (rec.h.size - sizeof rec.h) / 4);
+    case PackedProblem::kTornWords:
+      return Status::Corrupt("{}: packed record {} at payload byte {}: torn XORed words", what,
+                             record, in);
+    case PackedProblem::kNone:
+      break;
+  }
+  return Status::Internal("{}: packed record {}: no problem to describe", what, record);
+}
+
+// The kernels: `ref` is the reference body (kZeroBody for none).
+
+// Portable kernel: the reference body copied, then each changed word XORed in.
+void ApplyPortable(const PackedRecord& rec, const uint8_t* ref, uint8_t* body) {
+  std::memcpy(body, ref, 4 * rec.words);
+  const uint8_t* x = rec.xored;
+  const size_t mask_bytes = (rec.words + 7) / 8;
+  for (size_t group = 0; group < mask_bytes; group += 8) {
+    const size_t n = std::min<size_t>(8, mask_bytes - group);
+    uint64_t bits = 0;
+    std::memcpy(&bits, rec.mask + group, n);
+    uint8_t* const group_body = body + 32 * group;
+    for (; bits != 0; bits &= bits - 1) {
+      uint8_t* word = group_body + 4 * static_cast<size_t>(std::countr_zero(bits));
+      Store32(word, Load32(word) ^ Load32(x));
+      x += 4;
+    }
+  }
+}
+
+#if defined(__x86_64__)
+#define IOTWIN_HAVE_AVX512_KERNEL 1
+// AVX-512 kernel: 16 body words at a time, branch-free. An expanding load puts the changed words
+// at their mask's positions (and zeros elsewhere), which are XORed with the reference's words;
+// masked loads and stores touch only the record's own words.
+[[gnu::target("avx512f,popcnt")]] void ApplyAvx512(const PackedRecord& rec, const uint8_t* ref,
+                                                   uint8_t* body) {
+  const uint8_t* x = rec.xored;
+  const size_t mask_bytes = (rec.words + 7) / 8;
+  for (size_t word = 0; word < rec.words; word += 16) {
+    const size_t n = std::min<size_t>(16, rec.words - word);
+    const auto keep = static_cast<__mmask16>(n == 16 ? 0xffffu : (1u << n) - 1);
+    const size_t byte = word / 8;
+    unsigned bits = rec.mask[byte];
+    if (byte + 1 < mask_bytes) bits |= static_cast<unsigned>(rec.mask[byte + 1]) << 8;
+    const __m512i changed = _mm512_maskz_expandloadu_epi32(static_cast<__mmask16>(bits), x);
+    const __m512i base = _mm512_maskz_loadu_epi32(keep, ref + 4 * word);
+    _mm512_mask_storeu_epi32(body + 4 * word, keep, _mm512_xor_si512(base, changed));
+    x += 4 * static_cast<size_t>(std::popcount(bits));
+  }
+}
+#endif
+
+template <void (*Apply)(const PackedRecord&, const uint8_t*, uint8_t*)>
+[[gnu::always_inline]] inline Result<uint32_t> UnpackWith(const uint8_t* packed, size_t packed_len,
+                                                          uint8_t* out, size_t out_len,
+                                                          const std::string& what) {
   IOTWIN_ASSIGN_OR_RETURN(uint32_t expect, PackedRecordsLength(packed, packed_len, what));
   if (expect != out_len) {
     return Status::Corrupt("{}: packed payload holds {} record bytes, {} expected", what, expect,
                            out_len);
   }
   References refs;
-  const uint8_t* const end = packed + packed_len;
   size_t in = kPackedPreludeBytes;
   size_t produced = 0;
   uint32_t records = 0;
   while (in < packed_len) {
-    iot_rec_hdr h;
-    if (packed_len - in < sizeof h) {
-      return Status::Corrupt("{}: packed record {} at payload byte {}: torn header", what,
-                             records, in);
-    }
-    std::memcpy(&h, packed + in, sizeof h);
-    if (h.size < sizeof h || h.size % 4 != 0) {
-      return Status::Corrupt(
-          "{}: packed record {} at payload byte {}: size {} is not a multiple of 4 of at least 4",
-          what, records, in, h.size);
-    }
-    if (h.size > out_len - produced) {
-      return Status::Corrupt(
-          "{}: packed record {} at payload byte {}: its {} bytes overrun the {} record bytes "
-          "promised",
-          what, records, in, h.size, out_len);
-    }
-    const size_t words = (h.size - sizeof h) / 4;
-    const size_t mask_bytes = (words + 7) / 8;
-    const uint8_t* mask = packed + in + sizeof h;
-    if (packed_len - in - sizeof h < mask_bytes) {
-      return Status::Corrupt("{}: packed record {} at payload byte {}: torn word mask", what,
-                             records, in);
-    }
-    if (words % 8 != 0 && (mask[mask_bytes - 1] >> (words % 8)) != 0) {
-      return Status::Corrupt(
-          "{}: packed record {} at payload byte {}: its mask names words beyond the record's {}",
-          what, records, in, words);
+    PackedRecord rec;
+    const PackedProblem problem = ParsePacked(packed, packed_len, in, out_len - produced, &rec);
+    if (problem != PackedProblem::kNone) {
+      return DescribeProblem(problem, rec, records, in, out_len, what);
     }
     uint8_t* dst = out + produced;
-    std::memcpy(dst, &h, sizeof h);
-    uint8_t* body = dst + sizeof h;
-    const uint8_t* ref = refs.Find(h.type, h.size);
-    if (ref) {
-      std::memcpy(body, ref, h.size - sizeof h);
-    } else {
-      std::memset(body, 0, h.size - sizeof h);
-    }
-    // The mask is read 64 words at a time; the XORed words follow it. When the payload holds
-    // enough bytes for every word of the record, the per-word bound check is skipped.
-    const uint8_t* x = mask + mask_bytes;
-    const bool room_for_all = static_cast<size_t>(end - x) >= 4 * words;
-    for (size_t group = 0; group < mask_bytes; group += 8) {
-      const size_t n = std::min<size_t>(8, mask_bytes - group);
-      uint64_t bits = 0;
-      if (end - (mask + group) >= 8) {  // one load, the bytes past the mask cleared
-        std::memcpy(&bits, mask + group, 8);
-        if (n < 8) bits &= (uint64_t{1} << (8 * n)) - 1;
-      } else {
-        std::memcpy(&bits, mask + group, n);
-      }
-      uint8_t* const group_body = body + 32 * group;
-      if (room_for_all) {
-        for (; bits != 0; bits &= bits - 1) {
-          uint8_t* word = group_body + 4 * static_cast<size_t>(std::countr_zero(bits));
-          Store32(word, Load32(word) ^ Load32(x));
-          x += 4;
-        }
-        continue;
-      }
-      for (; bits != 0; bits &= bits - 1) {
-        if (end - x < 4) {
-          return Status::Corrupt("{}: packed record {} at payload byte {}: torn XORed words",
-                                 what, records, in);
-        }
-        uint8_t* word = group_body + 4 * static_cast<size_t>(std::countr_zero(bits));
-        Store32(word, Load32(word) ^ Load32(x));
-        x += 4;
-      }
-    }
-    refs.Set(h.type, h.size, body);
-    produced += h.size;
-    in = static_cast<size_t>(x - packed);
+    std::memcpy(dst, &rec.h, sizeof rec.h);
+    uint8_t* body = dst + sizeof rec.h;
+    const uint8_t* ref = refs.Find(rec.h.type, rec.h.size);
+    Apply(rec, ref ? ref : kZeroBody, body);
+    refs.Set(rec.h.type, rec.h.size, body);
+    produced += rec.h.size;
+    in = static_cast<size_t>(rec.xored - packed) + 4 * rec.changed;
     records++;
   }
   if (produced != out_len) {
@@ -195,6 +287,51 @@ Result<uint32_t> UnpackRecords(const uint8_t* packed, size_t packed_len, uint8_t
                            produced, out_len);
   }
   return records;
+}
+
+#if IOTWIN_HAVE_AVX512_KERNEL
+[[gnu::target("avx512f,popcnt")]] Result<uint32_t> UnpackAvx512(const uint8_t* packed,
+                                                                size_t packed_len, uint8_t* out,
+                                                                size_t out_len,
+                                                                const std::string& what) {
+  return UnpackWith<ApplyAvx512>(packed, packed_len, out, out_len, what);
+}
+#endif
+
+}  // namespace
+
+bool UnpackKernelSupported(UnpackKernel kernel) {
+  switch (kernel) {
+    case UnpackKernel::kPortable:
+      return true;
+    case UnpackKernel::kAvx512:
+#if IOTWIN_HAVE_AVX512_KERNEL
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("popcnt");
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+Result<uint32_t> UnpackRecords(const uint8_t* packed, size_t packed_len, uint8_t* out,
+                               size_t out_len, const std::string& what, UnpackKernel kernel) {
+  if (!UnpackKernelSupported(kernel)) {
+    return Status::Unsupported("{}: this CPU cannot run the {} unpacking kernel", what,
+                               kernel == UnpackKernel::kAvx512 ? "AVX-512" : "portable");
+  }
+#if IOTWIN_HAVE_AVX512_KERNEL
+  if (kernel == UnpackKernel::kAvx512) return UnpackAvx512(packed, packed_len, out, out_len, what);
+#endif
+  return UnpackWith<ApplyPortable>(packed, packed_len, out, out_len, what);
+}
+
+Result<uint32_t> UnpackRecords(const uint8_t* packed, size_t packed_len, uint8_t* out,
+                               size_t out_len, const std::string& what) {
+  static const UnpackKernel fastest = UnpackKernelSupported(UnpackKernel::kAvx512)
+                                          ? UnpackKernel::kAvx512
+                                          : UnpackKernel::kPortable;
+  return UnpackRecords(packed, packed_len, out, out_len, what, fastest);
 }
 
 }  // namespace iotwin

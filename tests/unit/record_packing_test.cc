@@ -1,7 +1,11 @@
 // Chunk codec 2: XOR packing of records (format/record_packing.h). Round trips of every record
 // shape, the size it saves, hostile payloads (every truncation, every byte flipped, forged
 // masks and sizes) that must be errors naming the payload byte and never a crash, and traces
-// written packed and unpacked that read back the same.
+// written packed and unpacked that read back the same. Every unpacking kernel the CPU has is
+// tested, and the kernels are checked against each other on every damaged payload.
+#include "format/record_packing.h"
+
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -11,10 +15,7 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "format/layout.h"
-#include "format/record_packing.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
@@ -97,28 +98,42 @@ std::vector<uint8_t> Pack(const std::vector<uint8_t>& raw, size_t records) {
   return packed;
 }
 
-Result<std::vector<uint8_t>> Unpack(const std::vector<uint8_t>& packed) {
+Result<std::vector<uint8_t>> Unpack(const std::vector<uint8_t>& packed, UnpackKernel kernel) {
   IOTWIN_ASSIGN_OR_RETURN(uint32_t len, PackedRecordsLength(packed.data(), packed.size(), "t"));
   std::vector<uint8_t> out(len);
   IOTWIN_RETURN_IF_ERROR(
-      UnpackRecords(packed.data(), packed.size(), out.data(), out.size(), "t").status());
+      UnpackRecords(packed.data(), packed.size(), out.data(), out.size(), "t", kernel).status());
   return out;
 }
 
-TEST(RecordPacking, EveryShapeRoundTripsByteForByte) {
+// Each test runs with every unpacking kernel this CPU has (CI's and the development machine's
+// have both).
+class RecordPacking : public ::testing::TestWithParam<UnpackKernel> {
+ protected:
+  void SetUp() override {
+    if (!UnpackKernelSupported(GetParam())) GTEST_SKIP() << "this CPU lacks the kernel";
+  }
+};
+
+std::string KernelName(const ::testing::TestParamInfo<UnpackKernel>& info) {
+  return info.param == UnpackKernel::kAvx512 ? "Avx512" : "Portable";
+}
+
+TEST_P(RecordPacking, EveryShapeRoundTripsByteForByte) {
   size_t records = 0;
   std::vector<uint8_t> raw = MixedRecords(&records);
   std::vector<uint8_t> packed = Pack(raw, records);
   EXPECT_LE(packed.size(), PackedBound(raw.size(), records));
-  auto out = Unpack(packed);
+  auto out = Unpack(packed, GetParam());
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(*out, raw);
-  auto count = UnpackRecords(packed.data(), packed.size(), out->data(), out->size(), "t");
+  auto count =
+      UnpackRecords(packed.data(), packed.size(), out->data(), out->size(), "t", GetParam());
   ASSERT_TRUE(count.ok());
   EXPECT_EQ(*count, records);
 }
 
-TEST(RecordPacking, SimilarRecordsPackToAFractionOfTheirSize) {
+TEST_P(RecordPacking, SimilarRecordsPackToAFractionOfTheirSize) {
   std::vector<uint8_t> raw;
   for (uint64_t i = 0; i < 1000; i++) {
     iot_syscall s = Pread(i);
@@ -127,26 +142,26 @@ TEST(RecordPacking, SimilarRecordsPackToAFractionOfTheirSize) {
   std::vector<uint8_t> packed = Pack(raw, 1000);
   // Per pread: header 4, mask 4, and the words that changed (ts, dur, tid, fd, offset, ino).
   EXPECT_LT(packed.size(), raw.size() * 35 / 100) << packed.size() << " of " << raw.size();
-  auto out = Unpack(packed);
+  auto out = Unpack(packed, GetParam());
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(*out, raw);
 }
 
-TEST(RecordPacking, EveryTruncationIsAnErrorNamingTheByte) {
+TEST_P(RecordPacking, EveryTruncationIsAnErrorNamingTheByte) {
   size_t records = 0;
   std::vector<uint8_t> raw = MixedRecords(&records);
   std::vector<uint8_t> packed = Pack(raw, records);
   for (size_t len = 0; len < packed.size(); len++) {
     std::vector<uint8_t> cut(packed.begin(), packed.begin() + static_cast<ptrdiff_t>(len));
     std::vector<uint8_t> out(raw.size());
-    auto r = UnpackRecords(cut.data(), cut.size(), out.data(), out.size(), "chunk 3");
+    auto r = UnpackRecords(cut.data(), cut.size(), out.data(), out.size(), "chunk 3", GetParam());
     ASSERT_FALSE(r.ok()) << "a payload cut to " << len << " bytes unpacked";
     EXPECT_EQ(r.status().code(), Status::Code::kCorrupt);
     EXPECT_NE(r.status().message().find("chunk 3"), std::string::npos) << r.status().message();
   }
 }
 
-TEST(RecordPacking, FlippedBytesNeverReadOrWriteOutOfBounds) {
+TEST_P(RecordPacking, FlippedBytesNeverReadOrWriteOutOfBounds) {
   size_t records = 0;
   std::vector<uint8_t> raw = MixedRecords(&records);
   const std::vector<uint8_t> packed = Pack(raw, records);
@@ -156,7 +171,7 @@ TEST(RecordPacking, FlippedBytesNeverReadOrWriteOutOfBounds) {
     std::vector<uint8_t> bad = packed;
     bad[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
     std::vector<uint8_t> out(raw.size());  // exact size: ASan sees any overrun
-    auto r = UnpackRecords(bad.data(), bad.size(), out.data(), out.size(), "t");
+    auto r = UnpackRecords(bad.data(), bad.size(), out.data(), out.size(), "t", GetParam());
     if (!r.ok()) {
       errors++;
       EXPECT_NE(r.status().message().find("payload"), std::string::npos) << r.status().message();
@@ -167,14 +182,14 @@ TEST(RecordPacking, FlippedBytesNeverReadOrWriteOutOfBounds) {
   EXPECT_GT(errors, 0u);
 }
 
-TEST(RecordPacking, ForgedHeadersAreRefused) {
+TEST_P(RecordPacking, ForgedHeadersAreRefused) {
   iot_syscall s = Pread(1);
   std::vector<uint8_t> raw;
   AppendRecord(&raw, &s, sizeof s);
   std::vector<uint8_t> packed = Pack(raw, 1);
   auto expect_error = [&](std::vector<uint8_t> bad, size_t out_len, const char* says) {
     std::vector<uint8_t> out(out_len);
-    auto r = UnpackRecords(bad.data(), bad.size(), out.data(), out.size(), "t");
+    auto r = UnpackRecords(bad.data(), bad.size(), out.data(), out.size(), "t", GetParam());
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
   };
@@ -194,6 +209,45 @@ TEST(RecordPacking, ForgedHeadersAreRefused) {
   bad = packed;
   std::memcpy(bad.data() + kPackedPreludeBytes + 2, &size, 2);
   expect_error(bad, raw.size(), "overrun");
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, RecordPacking,
+                         ::testing::Values(UnpackKernel::kPortable, UnpackKernel::kAvx512),
+                         KernelName);
+
+// The kernels accept and refuse exactly the same payloads: the same records out, the same
+// error text, for every truncation of a mixed payload and a flipped bit in each of its bytes.
+TEST(RecordPackingKernels, AgreeOnEveryCutAndEveryFlippedByte) {
+  if (!UnpackKernelSupported(UnpackKernel::kAvx512)) GTEST_SKIP() << "this CPU lacks AVX-512F";
+  size_t records = 0;
+  std::vector<uint8_t> raw = MixedRecords(&records);
+  const std::vector<uint8_t> packed = Pack(raw, records);
+  auto same = [&](const std::vector<uint8_t>& payload, const std::string& what) {
+    std::vector<uint8_t> a(raw.size()), b(raw.size());
+    auto ra = UnpackRecords(payload.data(), payload.size(), a.data(), a.size(), "t",
+                            UnpackKernel::kPortable);
+    auto rb = UnpackRecords(payload.data(), payload.size(), b.data(), b.size(), "t",
+                            UnpackKernel::kAvx512);
+    ASSERT_EQ(ra.ok(), rb.ok()) << what;
+    if (ra.ok()) {
+      EXPECT_EQ(*ra, *rb) << what;
+      EXPECT_EQ(a, b) << what;
+    } else {
+      EXPECT_EQ(ra.status().message(), rb.status().message()) << what;
+    }
+  };
+  for (size_t len = 0; len <= packed.size(); len++) {
+    same(std::vector<uint8_t>(packed.begin(), packed.begin() + static_cast<ptrdiff_t>(len)),
+         "cut to " + std::to_string(len));
+  }
+  std::mt19937 rng(11);
+  for (size_t at = 0; at < packed.size(); at++) {
+    std::vector<uint8_t> bad = packed;
+    const unsigned bit = rng() % 8;
+    bad[at] ^= static_cast<uint8_t>(1u << bit);
+    same(bad, "byte " + std::to_string(at) + " bit " + std::to_string(bit));
+    if (HasFatalFailure()) return;
+  }
 }
 
 class PackedTraceTest : public ::testing::Test {
