@@ -161,7 +161,7 @@ void Analyzer::SetMeta(const nlohmann::json& meta) {
   }
 }
 
-bool Analyzer::ensure_start(uint64_t ts) {
+bool Analyzer::StartAt(uint64_t ts) {
   if (started_) return true;
   if (ts == 0) return false;
   started_ = true;
@@ -180,11 +180,6 @@ bool Analyzer::ensure_start(uint64_t ts) {
   return true;
 }
 
-bool Analyzer::TimeAllowed(uint64_t ts) {
-  if (!started_) ensure_start(ts);
-  return ts >= from_ns_ && ts <= to_ns_;
-}
-
 bool Analyzer::TaskAllowedSlow(uint32_t tgid, uint32_t tid) const {
   const AnalysisFilter& f = options_.filter;
   if (!f.tgids.empty() && std::find(f.tgids.begin(), f.tgids.end(), tgid) == f.tgids.end())
@@ -199,8 +194,7 @@ bool Analyzer::OpAllowedSlow(uint16_t op) const {
   return ops.empty() || std::find(ops.begin(), ops.end(), op) != ops.end();
 }
 
-bool Analyzer::FileAllowed(int32_t file_index) {
-  if (options_.filter.file_globs.empty()) return true;
+bool Analyzer::FileAllowedSlow(int32_t file_index) {
   if (file_index < 0) return false;
   FileStats& f = files_[static_cast<size_t>(file_index)];
   return f.glob == 1;
@@ -599,8 +593,9 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
   ProcStats& p = procs_[t.proc];
   ++p.data_ops[dir];
   p.bytes[dir] += bytes;
-  series_.Add(kAppReadOps + static_cast<size_t>(dir), r.ts, 1);
-  series_.Add(kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
+  const size_t bucket = series_.Bucket(r.ts);
+  series_.AddAt(kAppReadOps + static_cast<size_t>(dir), bucket, 1);
+  series_.AddAt(kAppReadBytes + static_cast<size_t>(dir), bucket, bytes);
   data_first_ts_ = std::min(data_first_ts_, r.ts);
   data_last_ts_ = std::max(data_last_ts_, r.ts);
   if (direct) {
@@ -886,8 +881,9 @@ void Analyzer::OnBlock(const iot_block& r) {
         Access a = ClassifyAccess(d.stream[dir], r.sector * 512, bytes, &gap);
         ++d.access[dir][static_cast<int>(a)];
         if (a != Access::kFirst) d.seek.Add(gap);
-        series_.Add(kBlockReadOps + static_cast<size_t>(dir), r.ts, 1);
-        series_.Add(kBlockReadBytes + static_cast<size_t>(dir), r.ts, bytes);
+        const size_t bucket = series_.Bucket(r.ts);
+        series_.AddAt(kBlockReadOps + static_cast<size_t>(dir), bucket, 1);
+        series_.AddAt(kBlockReadBytes + static_cast<size_t>(dir), bucket, bytes);
       }
       if (uint64_t* ins = blk_insert_pending_.Find(key)) {
         if (r.ts >= *ins) i2d_.Add(r.ts - *ins);
@@ -1017,8 +1013,9 @@ void Analyzer::OnAsync(const iot_async_io& r) {
     ++async_dir_ops_[dir];
     async_dir_bytes_[dir] += bytes;
     if (p.direct) direct_bytes_ += bytes;
-    series_.Add(kAppReadOps + static_cast<size_t>(dir), r.ts, 1);
-    series_.Add(kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
+    const size_t bucket = series_.Bucket(r.ts);
+    series_.AddAt(kAppReadOps + static_cast<size_t>(dir), bucket, 1);
+    series_.AddAt(kAppReadBytes + static_cast<size_t>(dir), bucket, bytes);
     data_first_ts_ = std::min(data_first_ts_, r.ts);
     data_last_ts_ = std::max(data_last_ts_, r.ts);
     if (p.file >= 0) {

@@ -204,7 +204,10 @@ class TimeSeries {
   uint64_t start() const { return start_; }
 
   // Adds `v` to series `s` at time `ts` (times before start count in the first bucket).
-  void Add(size_t s, uint64_t ts, uint64_t v) {
+  void Add(size_t s, uint64_t ts, uint64_t v) { AddAt(s, Bucket(ts), v); }
+  // The bucket of time `ts`, growing the buckets' width when `ts` lies beyond the last; with
+  // AddAt, adds several series' samples of one time for one bucket computation.
+  size_t Bucket(uint64_t ts) {
     uint64_t rel = ts > start_ ? ts - start_ : 0;
     uint64_t b;
     if (rel - last_low_ < width_) {
@@ -220,8 +223,9 @@ class TimeSeries {
       last_low_ = b * width_;
     }
     if (b + 1 > used_) used_ = b + 1;
-    data_[s][b] += v;
+    return static_cast<size_t>(b);
   }
+  void AddAt(size_t s, size_t bucket, uint64_t v) { data_[s][bucket] += v; }
 
   uint64_t width_ns() const { return width_; }
   size_t used_buckets() const { return used_; }

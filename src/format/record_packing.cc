@@ -119,17 +119,15 @@ enum class PackedProblem {
   kTornWords
 };
 
-// One packed record, bounds-checked: its header, its word mask and its XORed words (`changed`
-// of them, all inside the payload).
+// One packed record, bounds-checked: its header, its word mask and its XORed words (one per set
+// mask bit, all inside the payload).
 struct PackedRecord {
   iot_rec_hdr h;
   size_t words;  // body words
   const uint8_t* mask;
   const uint8_t* xored;
-  size_t changed;
 };
 
-// Set bits in the `bytes` mask bytes at `mask` (all inside the payload, which ends at `end`).
 [[gnu::always_inline]] inline size_t MaskPopcount(const uint8_t* mask, size_t bytes,
                                                   const uint8_t* end) {
   size_t count = 0;
@@ -169,12 +167,15 @@ struct PackedRecord {
   }
   const uint8_t* end = packed + packed_len;
   const uint8_t* xored = mask + mask_bytes;
-  const size_t changed = MaskPopcount(mask, mask_bytes, end);
-  if (static_cast<size_t>(end - xored) / 4 < changed) return PackedProblem::kTornWords;
+  // Counting the mask's bits is needed only where the payload may end within the record's
+  // words (its last records): elsewhere there is room for every word the mask could name.
+  const size_t words_left = static_cast<size_t>(end - xored) / 4;
+  if (words_left < words && words_left < MaskPopcount(mask, mask_bytes, end)) {
+    return PackedProblem::kTornWords;
+  }
   rec->words = words;
   rec->mask = mask;
   rec->xored = xored;
-  rec->changed = changed;
   return PackedProblem::kNone;
 }
 
@@ -210,10 +211,11 @@ struct PackedRecord {
   return Status::Internal("{}: packed record {}: no problem to describe", what, record);
 }
 
-// The kernels: `ref` is the reference body (kZeroBody for none).
+// The kernels: `ref` is the reference body (kZeroBody for none); each returns the end of the
+// record's XORed words.
 
 // Portable kernel: the reference body copied, then each changed word XORed in.
-void ApplyPortable(const PackedRecord& rec, const uint8_t* ref, uint8_t* body) {
+const uint8_t* ApplyPortable(const PackedRecord& rec, const uint8_t* ref, uint8_t* body) {
   std::memcpy(body, ref, 4 * rec.words);
   const uint8_t* x = rec.xored;
   const size_t mask_bytes = (rec.words + 7) / 8;
@@ -228,6 +230,7 @@ void ApplyPortable(const PackedRecord& rec, const uint8_t* ref, uint8_t* body) {
       x += 4;
     }
   }
+  return x;
 }
 
 #if defined(__x86_64__)
@@ -235,8 +238,8 @@ void ApplyPortable(const PackedRecord& rec, const uint8_t* ref, uint8_t* body) {
 // AVX-512 kernel: 16 body words at a time, branch-free. An expanding load puts the changed words
 // at their mask's positions (and zeros elsewhere), which are XORed with the reference's words;
 // masked loads and stores touch only the record's own words.
-[[gnu::target("avx512f,popcnt")]] void ApplyAvx512(const PackedRecord& rec, const uint8_t* ref,
-                                                   uint8_t* body) {
+[[gnu::target("avx512f,popcnt")]] const uint8_t* ApplyAvx512(const PackedRecord& rec,
+                                                             const uint8_t* ref, uint8_t* body) {
   const uint8_t* x = rec.xored;
   const size_t mask_bytes = (rec.words + 7) / 8;
   for (size_t word = 0; word < rec.words; word += 16) {
@@ -250,10 +253,11 @@ void ApplyPortable(const PackedRecord& rec, const uint8_t* ref, uint8_t* body) {
     _mm512_mask_storeu_epi32(body + 4 * word, keep, _mm512_xor_si512(base, changed));
     x += 4 * static_cast<size_t>(std::popcount(bits));
   }
+  return x;
 }
 #endif
 
-template <void (*Apply)(const PackedRecord&, const uint8_t*, uint8_t*)>
+template <const uint8_t* (*Apply)(const PackedRecord&, const uint8_t*, uint8_t*)>
 [[gnu::always_inline]] inline Result<uint32_t> UnpackWith(const uint8_t* packed, size_t packed_len,
                                                           uint8_t* out, size_t out_len,
                                                           const std::string& what) {
@@ -276,10 +280,10 @@ template <void (*Apply)(const PackedRecord&, const uint8_t*, uint8_t*)>
     std::memcpy(dst, &rec.h, sizeof rec.h);
     uint8_t* body = dst + sizeof rec.h;
     const uint8_t* ref = refs.Find(rec.h.type, rec.h.size);
-    Apply(rec, ref ? ref : kZeroBody, body);
+    const uint8_t* next = Apply(rec, ref ? ref : kZeroBody, body);
     refs.Set(rec.h.type, rec.h.size, body);
     produced += rec.h.size;
-    in = static_cast<size_t>(rec.xored - packed) + 4 * rec.changed;
+    in = static_cast<size_t>(next - packed);
     records++;
   }
   if (produced != out_len) {
