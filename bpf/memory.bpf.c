@@ -630,7 +630,8 @@ static __always_inline bool iot_mem_file_fault(struct iot_mem_vma_cache *v,
 
 /* A fault whose VMA lookup failed, retried at the thread's next fault (the
  * mapping is normally still there). Its fault-around window is known when one
- * was seen on the same file; whether it was major is not (recorded as minor). */
+ * was seen on the same file; it was major when its page was among those its
+ * thread inserted while it was pending. */
 static __always_inline void iot_mem_resolve(struct iot_mem_thread *t, __u32 tgid)
 {
 	t->unresolved = 0;
@@ -656,6 +657,8 @@ static __always_inline void iot_mem_resolve(struct iot_mem_thread *t, __u32 tgid
 		t->pf.around_start = t->ur_start;
 		t->pf.nr_pages = t->ur_last - t->ur_start + 1;
 	}
+	if (iot_mem_unresolved_was_major(t))
+		t->pf.flags |= IOT_PFF_MAJOR;
 }
 
 SEC("tp_btf/page_fault_user")
@@ -697,6 +700,7 @@ int BPF_PROG(iot_mem_fault, unsigned long address, struct pt_regs *regs, unsigne
 		t->pf = pf;
 		t->unresolved = 1;
 		t->ur_ino = 0;
+		t->ur_add_end = 0;
 		t->last_ts = now;
 		return 0;
 	}
@@ -779,6 +783,26 @@ int BPF_PROG(iot_mem_map_pages, struct address_space *mapping, unsigned long sta
 
 /* ---- page cache --------------------------------------------------------- */
 
+/* A page-cache insertion by a thread whose pending fault is unresolved (its
+ * file and page not known yet): the first contiguous run of them is kept, for
+ * iot_mem_unresolved_was_major() once the fault is resolved. Readahead inserts
+ * its window in ascending order, so a major fault's own read is one run. */
+static __always_inline void iot_mem_note_unresolved_add(__u32 tid, __u64 ino, __u32 dev,
+							__u64 index, __u32 nr)
+{
+	struct iot_mem_thread *t = bpf_map_lookup_elem(&iot_mem_threads, &tid);
+	if (!t || !t->pf.hdr.type || !t->unresolved)
+		return;
+	if (t->ur_add_end == 0) {
+		t->ur_add_ino = ino;
+		t->ur_add_dev = dev;
+		t->ur_add_start = index;
+		t->ur_add_end = index + nr;
+	} else if (t->ur_add_ino == ino && t->ur_add_dev == dev && t->ur_add_end == index) {
+		t->ur_add_end = index + nr;
+	}
+}
+
 SEC("tp_btf/mm_filemap_add_to_page_cache")
 int BPF_PROG(iot_mem_pc_add, struct folio *folio)
 {
@@ -799,6 +823,8 @@ int BPF_PROG(iot_mem_pc_add, struct folio *folio)
 			t->pf.flags |= IOT_PFF_MAJOR;
 			iot_mem_pmd_folio(t, index, nr);
 		}
+		if (!t)
+			iot_mem_note_unresolved_add(tid, ino, dev, index, nr);
 		if (!iot_mem_emit_cache)
 			return 0;
 		if (!t)

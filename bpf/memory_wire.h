@@ -89,8 +89,22 @@ struct iot_mem_thread {
 	iot_u64 ur_start;
 	iot_u64 ur_last;
 	iot_u32 ur_dev;
-	iot_u32 pad2;
+	/* ... and the first contiguous run of pages this thread inserted into the
+	 * page cache meanwhile, [ur_add_start, ur_add_end) of ur_add_ino: the
+	 * fault's own readahead when it was major (ur_add_end 0: none). */
+	iot_u32 ur_add_dev;
+	iot_u64 ur_add_ino;
+	iot_u64 ur_add_start;
+	iot_u64 ur_add_end;
 };
+
+/* Whether an unresolved fault, now resolved to pf.ino/pf.pgoff, had its own
+ * page inserted by its thread while it was pending: then it was major. */
+static inline int iot_mem_unresolved_was_major(const struct iot_mem_thread *t)
+{
+	return t->ur_add_end != 0 && t->ur_add_ino == t->pf.ino && t->ur_add_dev == t->pf.dev &&
+	       t->ur_add_start <= t->pf.pgoff && t->pf.pgoff < t->ur_add_end;
+}
 
 /* A run ends when the next page is not contiguous, belongs to another file,
  * the run holds this many pages, or started this long ago: a record then

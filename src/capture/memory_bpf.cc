@@ -354,6 +354,7 @@ Resolved ResolveFromMaps(iot_mem_thread* t) {
       t->pf.around_start = t->ur_start;
       t->pf.nr_pages = static_cast<uint32_t>(t->ur_last - t->ur_start + 1);
     }
+    if (iot_mem_unresolved_was_major(t)) t->pf.flags |= IOT_PFF_MAJOR;
     return Resolved::kFile;
   }
   return Resolved::kUnknown;

@@ -1,5 +1,6 @@
 // The memory layer's user-space parts without BPF: --memory parsing, residency measurement,
-// and the sub-page tracker's comparisons against a real file.
+// the sub-page tracker's comparisons against a real file, and the rule that classes a late-
+// resolved fault as major.
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -16,6 +17,7 @@
 #include "base/page_cache.h"
 #include "capture/memory_options.h"
 #include "capture/memory_subpage.h"
+#include "memory_wire.h"
 
 namespace iotwin::capture {
 namespace {
@@ -212,6 +214,34 @@ TEST(SubpageTracker, KeepsShadowMemoryWithinItsBudget) {
   }
   EXPECT_EQ(t.pages(), 2u);
   EXPECT_EQ(t.stats().over_budget, 3u);
+}
+
+// A fault whose VMA lookup had to wait: once resolved to its file and page, it is major exactly
+// when that page lies in the run of pages its thread inserted into the page cache meanwhile
+// (memory_wire.h; used by the BPF side and by user space's resolution from /proc/PID/maps).
+TEST(UnresolvedFault, MajorExactlyWhenItsPageWasInsertedMeanwhile) {
+  iot_mem_thread t{};
+  t.pf.ino = 42;
+  t.pf.dev = 7;
+  t.pf.pgoff = 100;
+  EXPECT_FALSE(iot_mem_unresolved_was_major(&t)) << "no insertion at all";
+  t.ur_add_ino = 42;
+  t.ur_add_dev = 7;
+  t.ur_add_start = 96;
+  t.ur_add_end = 128;  // the fault's read-around window
+  EXPECT_TRUE(iot_mem_unresolved_was_major(&t));
+  t.ur_add_start = 101;  // readahead ahead of the page only: the page was cached already
+  EXPECT_FALSE(iot_mem_unresolved_was_major(&t));
+  t.ur_add_start = 96;
+  t.ur_add_end = 100;  // end is exclusive
+  EXPECT_FALSE(iot_mem_unresolved_was_major(&t));
+  t.ur_add_end = 101;
+  EXPECT_TRUE(iot_mem_unresolved_was_major(&t));
+  t.ur_add_ino = 43;  // another file's pages
+  EXPECT_FALSE(iot_mem_unresolved_was_major(&t));
+  t.ur_add_ino = 42;
+  t.ur_add_dev = 8;  // same inode number, another device
+  EXPECT_FALSE(iot_mem_unresolved_was_major(&t));
 }
 
 }  // namespace
