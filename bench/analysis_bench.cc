@@ -114,54 +114,81 @@ void BM_AnalyzerConsumeWithModel(benchmark::State& state) {
 }
 BENCHMARK(BM_AnalyzerConsumeWithModel)->Unit(benchmark::kMillisecond);
 
-// Chunk codec 2's unpacking alone, per kernel (arg 0: portable, 1: AVX-512): the workload's
-// records packed in 1 MiB chunks, as the writer does, then unpacked again and again.
-void BM_UnpackRecords(benchmark::State& state) {
-  const UnpackKernel kernel = state.range(0) ? UnpackKernel::kAvx512 : UnpackKernel::kPortable;
-  if (!UnpackKernelSupported(kernel)) {
-    state.SkipWithError("this CPU lacks the kernel");
-    return;
-  }
-  struct Chunk {
-    std::vector<uint8_t> packed;
-    size_t raw_len;
-  };
-  static const std::vector<Chunk> chunks = [] {
+// The workload's records in 1 MiB chunks, as the writer frames them (raw), and packed.
+struct PackedChunk {
+  std::vector<uint8_t> raw;
+  size_t records = 0;
+  std::vector<uint8_t> packed;
+};
+
+const std::vector<PackedChunk>& WorkloadChunks() {
+  static const std::vector<PackedChunk> chunks = [] {
     const RecordBuffer& b = Workload();
-    std::vector<Chunk> out;
-    std::vector<uint8_t> raw;
-    size_t records = 0;
+    std::vector<PackedChunk> out;
+    PackedChunk c;
     auto flush = [&] {
-      Chunk c;
-      c.raw_len = raw.size();
-      PackRecords(raw.data(), raw.size(), records, &c.packed);
+      c.packed.resize(PackRecords(c.raw.data(), c.raw.size(), c.records, &c.packed,
+                                  PackingKernel::kPortable));
       out.push_back(std::move(c));
-      raw.clear();
-      records = 0;
+      c = PackedChunk();
     };
     for (size_t i = 0; i < b.offsets.size(); i++) {
       // Each record whole, its size its padded slot (as the writer frames records).
       const size_t end = i + 1 < b.offsets.size() ? b.offsets[i + 1] : b.bytes.size();
       const size_t size = end - b.offsets[i];
-      if (raw.size() + size > (1u << 20)) flush();
-      const size_t at = raw.size();
-      raw.insert(raw.end(), b.bytes.begin() + static_cast<ptrdiff_t>(b.offsets[i]),
-                 b.bytes.begin() + static_cast<ptrdiff_t>(end));
+      if (c.raw.size() + size > (1u << 20)) flush();
+      const size_t at = c.raw.size();
+      c.raw.insert(c.raw.end(), b.bytes.begin() + static_cast<ptrdiff_t>(b.offsets[i]),
+                   b.bytes.begin() + static_cast<ptrdiff_t>(end));
       iot_rec_hdr h;
-      std::memcpy(&h, raw.data() + at, sizeof h);
+      std::memcpy(&h, c.raw.data() + at, sizeof h);
       h.size = static_cast<uint16_t>(size);
-      std::memcpy(raw.data() + at, &h, sizeof h);
-      records++;
+      std::memcpy(c.raw.data() + at, &h, sizeof h);
+      c.records++;
     }
-    if (records) flush();
+    if (c.records) flush();
     return out;
   }();
+  return chunks;
+}
+
+// Chunk codec 2's packing alone, per kernel (arg 0: portable, 1: AVX-512): what the recorder's
+// writer does to each chunk before zstd.
+void BM_PackRecords(benchmark::State& state) {
+  const PackingKernel kernel = state.range(0) ? PackingKernel::kAvx512 : PackingKernel::kPortable;
+  if (!PackingKernelSupported(kernel)) {
+    state.SkipWithError("this CPU lacks the kernel");
+    return;
+  }
+  const std::vector<PackedChunk>& chunks = WorkloadChunks();
+  std::vector<uint8_t> out;
+  uint64_t records = 0;
+  for (auto _ : state) {
+    uint64_t n = 0;
+    for (const PackedChunk& c : chunks) {
+      benchmark::DoNotOptimize(PackRecords(c.raw.data(), c.raw.size(), c.records, &out, kernel));
+      n += c.records;
+    }
+    records = n;
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * records));
+}
+BENCHMARK(BM_PackRecords)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// Chunk codec 2's unpacking alone, per kernel (arg 0: portable, 1: AVX-512).
+void BM_UnpackRecords(benchmark::State& state) {
+  const PackingKernel kernel = state.range(0) ? PackingKernel::kAvx512 : PackingKernel::kPortable;
+  if (!PackingKernelSupported(kernel)) {
+    state.SkipWithError("this CPU lacks the kernel");
+    return;
+  }
+  const std::vector<PackedChunk>& chunks = WorkloadChunks();
   std::vector<uint8_t> out(2u << 20);
   uint64_t records = 0;
   for (auto _ : state) {
     uint64_t n = 0;
-    for (const Chunk& c : chunks) {
-      auto got = UnpackRecords(c.packed.data(), c.packed.size(), out.data(), c.raw_len, "bench",
+    for (const PackedChunk& c : chunks) {
+      auto got = UnpackRecords(c.packed.data(), c.packed.size(), out.data(), c.raw.size(), "bench",
                                kernel);
       if (!got.ok()) {
         state.SkipWithError(got.status().message().c_str());

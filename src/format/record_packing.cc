@@ -52,8 +52,57 @@ size_t PackedBound(size_t raw_len, size_t records) {
   return kPackedPreludeBytes + raw_len + raw_len / 32 + records;
 }
 
-void PackRecords(const uint8_t* raw, size_t raw_len, size_t records, std::vector<uint8_t>* out) {
-  out->resize(PackedBound(raw_len, records));
+namespace {
+
+// The packing kernels: XOR a record's `words` body words with the reference's, write the mask of
+// the non-zero results at `mask` and those results from `o`; each returns the end of its output.
+
+// Portable kernel, branch-free: every word is stored, and the output advances past the non-zero
+// ones only (PackedBound leaves room for all of them).
+uint8_t* PackPortable(const uint8_t* body, const uint8_t* ref, size_t words, uint8_t* mask,
+                      uint8_t* o) {
+  for (size_t group = 0; group < words; group += 64) {
+    const size_t n = std::min<size_t>(64, words - group);
+    uint64_t bits = 0;
+    for (size_t i = 0; i < n; i++) {
+      const size_t w = group + i;
+      const uint32_t x = Load32(body + 4 * w) ^ Load32(ref + 4 * w);
+      Store32(o, x);
+      const uint64_t nonzero = x != 0;
+      o += 4 * nonzero;
+      bits |= nonzero << i;
+    }
+    for (size_t b = 0; b < (n + 7) / 8; b++) {
+      mask[group / 8 + b] = static_cast<uint8_t>(bits >> (8 * b));
+    }
+  }
+  return o;
+}
+
+#if defined(__x86_64__)
+#define IOTWIN_HAVE_AVX512_KERNEL 1
+// AVX-512 kernel: 16 words at a time; a compressing store (vpcompressd) writes the non-zero
+// XORed words one after the other.
+[[gnu::target("avx512f,popcnt")]] uint8_t* PackAvx512(const uint8_t* body, const uint8_t* ref,
+                                                      size_t words, uint8_t* mask, uint8_t* o) {
+  for (size_t word = 0; word < words; word += 16) {
+    const size_t n = std::min<size_t>(16, words - word);
+    const auto keep = static_cast<__mmask16>(n == 16 ? 0xffffu : (1u << n) - 1);
+    const __m512i x = _mm512_xor_si512(_mm512_maskz_loadu_epi32(keep, body + 4 * word),
+                                       _mm512_maskz_loadu_epi32(keep, ref + 4 * word));
+    const __mmask16 nonzero = _mm512_test_epi32_mask(x, x);
+    _mm512_mask_compressstoreu_epi32(o, nonzero, x);
+    o += 4 * static_cast<size_t>(std::popcount(static_cast<unsigned>(nonzero)));
+    mask[word / 8] = static_cast<uint8_t>(nonzero);
+    if (n > 8) mask[word / 8 + 1] = static_cast<uint8_t>(nonzero >> 8);
+  }
+  return o;
+}
+#endif
+
+template <uint8_t* (*PackWords)(const uint8_t*, const uint8_t*, size_t, uint8_t*, uint8_t*)>
+[[gnu::always_inline]] inline size_t PackWith(const uint8_t* raw, size_t raw_len,
+                                              std::vector<uint8_t>* out) {
   uint8_t* o = out->data();
   Store32(o, static_cast<uint32_t>(raw_len));
   Store32(o + 4, 0);
@@ -70,31 +119,38 @@ void PackRecords(const uint8_t* raw, size_t raw_len, size_t records, std::vector
     const size_t words = (h.size - sizeof h) / 4;
     std::memcpy(o, &h, sizeof h);
     uint8_t* mask = o + sizeof h;
-    const size_t mask_bytes = (words + 7) / 8;
-    o = mask + mask_bytes;
     const uint8_t* found = refs.Find(h.type, h.size);
-    const uint8_t* ref = found ? found : kZeroBody;
-    // Branch-free: every word is stored, and the output advances past the non-zero ones only
-    // (PackedBound leaves room for all of them).
-    for (size_t group = 0; group < words; group += 64) {
-      const size_t n = std::min<size_t>(64, words - group);
-      uint64_t bits = 0;
-      for (size_t i = 0; i < n; i++) {
-        const size_t w = group + i;
-        const uint32_t x = Load32(body + 4 * w) ^ Load32(ref + 4 * w);
-        Store32(o, x);
-        const uint64_t nonzero = x != 0;
-        o += 4 * nonzero;
-        bits |= nonzero << i;
-      }
-      for (size_t b = 0; b < (n + 7) / 8; b++) {
-        mask[group / 8 + b] = static_cast<uint8_t>(bits >> (8 * b));
-      }
-    }
+    o = PackWords(body, found ? found : kZeroBody, words, mask, mask + (words + 7) / 8);
     refs.Set(h.type, h.size, body);
     at += h.size;
   }
-  out->resize(static_cast<size_t>(o - out->data()));
+  return static_cast<size_t>(o - out->data());
+}
+
+#if IOTWIN_HAVE_AVX512_KERNEL
+[[gnu::target("avx512f,popcnt")]] size_t PackAvx512Records(const uint8_t* raw, size_t raw_len,
+                                                           std::vector<uint8_t>* out) {
+  return PackWith<PackAvx512>(raw, raw_len, out);
+}
+#endif
+
+}  // namespace
+
+size_t PackRecords(const uint8_t* raw, size_t raw_len, size_t records, std::vector<uint8_t>* out,
+                   PackingKernel kernel) {
+  const size_t bound = PackedBound(raw_len, records);
+  if (out->size() < bound) out->resize(bound);
+#if IOTWIN_HAVE_AVX512_KERNEL
+  if (kernel == PackingKernel::kAvx512 && PackingKernelSupported(kernel)) {
+    return PackAvx512Records(raw, raw_len, out);
+  }
+#endif
+  (void)kernel;  // an unsupported kernel packs portably: the output is the same
+  return PackWith<PackPortable>(raw, raw_len, out);
+}
+
+size_t PackRecords(const uint8_t* raw, size_t raw_len, size_t records, std::vector<uint8_t>* out) {
+  return PackRecords(raw, raw_len, records, out, FastestPackingKernel());
 }
 
 Result<uint32_t> PackedRecordsLength(const uint8_t* packed, size_t packed_len,
@@ -233,8 +289,7 @@ const uint8_t* ApplyPortable(const PackedRecord& rec, const uint8_t* ref, uint8_
   return x;
 }
 
-#if defined(__x86_64__)
-#define IOTWIN_HAVE_AVX512_KERNEL 1
+#if IOTWIN_HAVE_AVX512_KERNEL
 // AVX-512 kernel: 16 body words at a time, branch-free. An expanding load puts the changed words
 // at their mask's positions (and zeros elsewhere), which are XORed with the reference's words;
 // masked loads and stores touch only the record's own words.
@@ -304,11 +359,11 @@ template <const uint8_t* (*Apply)(const PackedRecord&, const uint8_t*, uint8_t*)
 
 }  // namespace
 
-bool UnpackKernelSupported(UnpackKernel kernel) {
+bool PackingKernelSupported(PackingKernel kernel) {
   switch (kernel) {
-    case UnpackKernel::kPortable:
+    case PackingKernel::kPortable:
       return true;
-    case UnpackKernel::kAvx512:
+    case PackingKernel::kAvx512:
 #if IOTWIN_HAVE_AVX512_KERNEL
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("popcnt");
 #else
@@ -319,23 +374,27 @@ bool UnpackKernelSupported(UnpackKernel kernel) {
 }
 
 Result<uint32_t> UnpackRecords(const uint8_t* packed, size_t packed_len, uint8_t* out,
-                               size_t out_len, const std::string& what, UnpackKernel kernel) {
-  if (!UnpackKernelSupported(kernel)) {
+                               size_t out_len, const std::string& what, PackingKernel kernel) {
+  if (!PackingKernelSupported(kernel)) {
     return Status::Unsupported("{}: this CPU cannot run the {} unpacking kernel", what,
-                               kernel == UnpackKernel::kAvx512 ? "AVX-512" : "portable");
+                               kernel == PackingKernel::kAvx512 ? "AVX-512" : "portable");
   }
 #if IOTWIN_HAVE_AVX512_KERNEL
-  if (kernel == UnpackKernel::kAvx512) return UnpackAvx512(packed, packed_len, out, out_len, what);
+  if (kernel == PackingKernel::kAvx512) return UnpackAvx512(packed, packed_len, out, out_len, what);
 #endif
   return UnpackWith<ApplyPortable>(packed, packed_len, out, out_len, what);
 }
 
+PackingKernel FastestPackingKernel() {
+  static const PackingKernel fastest = PackingKernelSupported(PackingKernel::kAvx512)
+                                           ? PackingKernel::kAvx512
+                                           : PackingKernel::kPortable;
+  return fastest;
+}
+
 Result<uint32_t> UnpackRecords(const uint8_t* packed, size_t packed_len, uint8_t* out,
                                size_t out_len, const std::string& what) {
-  static const UnpackKernel fastest = UnpackKernelSupported(UnpackKernel::kAvx512)
-                                          ? UnpackKernel::kAvx512
-                                          : UnpackKernel::kPortable;
-  return UnpackRecords(packed, packed_len, out, out_len, what, fastest);
+  return UnpackRecords(packed, packed_len, out, out_len, what, FastestPackingKernel());
 }
 
 }  // namespace iotwin

@@ -26,9 +26,24 @@ inline constexpr size_t kPackedPreludeBytes = 8;
 // Largest packed payload (prelude included) of `raw_len` bytes of `records` records.
 size_t PackedBound(size_t raw_len, size_t records);
 
+// The packing and unpacking kernels. They differ only in how a record's body words are
+// compared and applied: one word at a time (portable), or 16 per instruction (x86-64 CPUs with
+// AVX-512F, chosen at run time): a compressing store (vpcompressd) writes the changed words when
+// packing, an expanding load (vpexpandd) puts them back when unpacking. Both produce the same
+// bytes, and share the parsing and every bound check, so they accept and refuse the same
+// payloads with the same errors.
+enum class PackingKernel { kPortable, kAvx512 };
+bool PackingKernelSupported(PackingKernel kernel);
+PackingKernel FastestPackingKernel();  // what PackRecords and UnpackRecords use by default
+
 // Packs the records of `raw` (`raw_len` bytes, each record's size a multiple of 4, as the
-// writer pads them to 8) into `out` (resized to fit): prelude, then packed records.
-void PackRecords(const uint8_t* raw, size_t raw_len, size_t records, std::vector<uint8_t>* out);
+// writer pads them to 8) into the start of `out`: prelude, then packed records. Returns the
+// packed length. `out` is grown to PackedBound when smaller and never shrunk, so a buffer reused
+// for every chunk is not zero-filled again each time.
+size_t PackRecords(const uint8_t* raw, size_t raw_len, size_t records, std::vector<uint8_t>* out);
+// PackRecords with a given kernel (tests and benchmarks); an unsupported one packs portably.
+size_t PackRecords(const uint8_t* raw, size_t raw_len, size_t records, std::vector<uint8_t>* out,
+                   PackingKernel kernel);
 
 // Reads the unpacked length from a packed payload's prelude; `what` names the payload in errors.
 Result<uint32_t> PackedRecordsLength(const uint8_t* packed, size_t packed_len,
@@ -41,14 +56,8 @@ Result<uint32_t> PackedRecordsLength(const uint8_t* packed, size_t packed_len,
 Result<uint32_t> UnpackRecords(const uint8_t* packed, size_t packed_len, uint8_t* out,
                                size_t out_len, const std::string& what);
 
-// The unpacking kernels. Both share the parsing and bound checks, so they accept and refuse the
-// same payloads with the same errors; they differ in how a record's changed words are applied:
-// one at a time (portable), or 16 words per expanding load (x86-64 CPUs with AVX-512F, chosen
-// at run time), which takes the unpacking from about a quarter of the report's time to a tenth.
-enum class UnpackKernel { kPortable, kAvx512 };
-bool UnpackKernelSupported(UnpackKernel kernel);
 // UnpackRecords with a given kernel (tests and benchmarks); an unsupported one is an error.
 Result<uint32_t> UnpackRecords(const uint8_t* packed, size_t packed_len, uint8_t* out,
-                               size_t out_len, const std::string& what, UnpackKernel kernel);
+                               size_t out_len, const std::string& what, PackingKernel kernel);
 
 }  // namespace iotwin

@@ -137,15 +137,16 @@ Result<uint32_t> TraceWriter::InternString(std::string_view s, bool truncated) {
 
 Status TraceWriter::FlushChunk() {
   if (chunk_records_ == 0) return Status::Ok();
-  const std::vector<uint8_t>* payload = &chunk_;
+  const uint8_t* payload = chunk_.data();
+  size_t payload_len = chunk_.size();
   if (options_.pack_records) {
-    PackRecords(chunk_.data(), chunk_.size(), chunk_records_, &packed_);
-    payload = &packed_;
+    payload_len = PackRecords(chunk_.data(), chunk_.size(), chunk_records_, &packed_);
+    payload = packed_.data();
   }
-  size_t bound = ZSTD_compressBound(payload->size());
+  size_t bound = ZSTD_compressBound(payload_len);
   if (compressed_.size() < bound) compressed_.resize(bound);
   size_t n = ZSTD_compress2(static_cast<ZSTD_CCtx*>(cctx_), compressed_.data(), compressed_.size(),
-                            payload->data(), payload->size());
+                            payload, payload_len);
   if (ZSTD_isError(n)) {
     return Status::Internal("{}: zstd compression of chunk {} failed: {}", path_, chunk_seq_,
                             ZSTD_getErrorName(n));
@@ -154,7 +155,7 @@ Status TraceWriter::FlushChunk() {
   h.magic = layout::kChunkMagic;
   h.seq = chunk_seq_;
   h.records = chunk_records_;
-  h.raw_len = static_cast<uint32_t>(payload->size());
+  h.raw_len = static_cast<uint32_t>(payload_len);
   h.comp_len = static_cast<uint32_t>(n);
   h.codec = options_.pack_records ? layout::kCodecZstdPacked : layout::kCodecZstd;
   h.flags = chunk_flags_;

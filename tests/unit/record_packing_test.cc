@@ -92,13 +92,14 @@ std::vector<uint8_t> MixedRecords(size_t* records) {
   return raw;
 }
 
-std::vector<uint8_t> Pack(const std::vector<uint8_t>& raw, size_t records) {
+std::vector<uint8_t> Pack(const std::vector<uint8_t>& raw, size_t records,
+                          PackingKernel kernel = PackingKernel::kPortable) {
   std::vector<uint8_t> packed;
-  PackRecords(raw.data(), raw.size(), records, &packed);
+  packed.resize(PackRecords(raw.data(), raw.size(), records, &packed, kernel));
   return packed;
 }
 
-Result<std::vector<uint8_t>> Unpack(const std::vector<uint8_t>& packed, UnpackKernel kernel) {
+Result<std::vector<uint8_t>> Unpack(const std::vector<uint8_t>& packed, PackingKernel kernel) {
   IOTWIN_ASSIGN_OR_RETURN(uint32_t len, PackedRecordsLength(packed.data(), packed.size(), "t"));
   std::vector<uint8_t> out(len);
   IOTWIN_RETURN_IF_ERROR(
@@ -108,21 +109,23 @@ Result<std::vector<uint8_t>> Unpack(const std::vector<uint8_t>& packed, UnpackKe
 
 // Each test runs with every unpacking kernel this CPU has (CI's and the development machine's
 // have both).
-class RecordPacking : public ::testing::TestWithParam<UnpackKernel> {
+class RecordPacking : public ::testing::TestWithParam<PackingKernel> {
  protected:
   void SetUp() override {
-    if (!UnpackKernelSupported(GetParam())) GTEST_SKIP() << "this CPU lacks the kernel";
+    if (!PackingKernelSupported(GetParam())) GTEST_SKIP() << "this CPU lacks the kernel";
   }
 };
 
-std::string KernelName(const ::testing::TestParamInfo<UnpackKernel>& info) {
-  return info.param == UnpackKernel::kAvx512 ? "Avx512" : "Portable";
+std::string KernelName(const ::testing::TestParamInfo<PackingKernel>& info) {
+  return info.param == PackingKernel::kAvx512 ? "Avx512" : "Portable";
 }
 
 TEST_P(RecordPacking, EveryShapeRoundTripsByteForByte) {
   size_t records = 0;
   std::vector<uint8_t> raw = MixedRecords(&records);
-  std::vector<uint8_t> packed = Pack(raw, records);
+  std::vector<uint8_t> packed = Pack(raw, records, GetParam());
+  // Every kernel packs to the same bytes.
+  EXPECT_EQ(packed, Pack(raw, records, PackingKernel::kPortable));
   EXPECT_LE(packed.size(), PackedBound(raw.size(), records));
   auto out = Unpack(packed, GetParam());
   ASSERT_TRUE(out.ok()) << out.status().message();
@@ -133,13 +136,36 @@ TEST_P(RecordPacking, EveryShapeRoundTripsByteForByte) {
   EXPECT_EQ(*count, records);
 }
 
+// The writer packs every chunk into one buffer: it is grown, never shrunk (no zero-filling per
+// chunk), and what a smaller chunk leaves after its packed length does not matter.
+TEST_P(RecordPacking, AReusedBufferPacksTheSame) {
+  size_t records = 0;
+  std::vector<uint8_t> big = MixedRecords(&records);
+  std::vector<uint8_t> small;
+  for (uint64_t i = 0; i < 10; i++) {
+    iot_syscall s = Pread(i);
+    AppendRecord(&small, &s, sizeof s);
+  }
+  std::vector<uint8_t> reused;
+  const size_t big_len = PackRecords(big.data(), big.size(), records, &reused, GetParam());
+  const size_t capacity = reused.size();
+  const size_t small_len = PackRecords(small.data(), small.size(), 10, &reused, GetParam());
+  EXPECT_EQ(reused.size(), capacity) << "the buffer was shrunk";
+  EXPECT_LT(small_len, big_len);
+  std::vector<uint8_t> packed(reused.begin(), reused.begin() + static_cast<ptrdiff_t>(small_len));
+  EXPECT_EQ(packed, Pack(small, 10));
+  auto out = Unpack(packed, GetParam());
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, small);
+}
+
 TEST_P(RecordPacking, SimilarRecordsPackToAFractionOfTheirSize) {
   std::vector<uint8_t> raw;
   for (uint64_t i = 0; i < 1000; i++) {
     iot_syscall s = Pread(i);
     AppendRecord(&raw, &s, sizeof s);
   }
-  std::vector<uint8_t> packed = Pack(raw, 1000);
+  std::vector<uint8_t> packed = Pack(raw, 1000, GetParam());
   // Per pread: header 4, mask 4, and the words that changed (ts, dur, tid, fd, offset, ino).
   EXPECT_LT(packed.size(), raw.size() * 35 / 100) << packed.size() << " of " << raw.size();
   auto out = Unpack(packed, GetParam());
@@ -212,22 +238,22 @@ TEST_P(RecordPacking, ForgedHeadersAreRefused) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, RecordPacking,
-                         ::testing::Values(UnpackKernel::kPortable, UnpackKernel::kAvx512),
+                         ::testing::Values(PackingKernel::kPortable, PackingKernel::kAvx512),
                          KernelName);
 
 // The kernels accept and refuse exactly the same payloads: the same records out, the same
 // error text, for every truncation of a mixed payload and a flipped bit in each of its bytes.
 TEST(RecordPackingKernels, AgreeOnEveryCutAndEveryFlippedByte) {
-  if (!UnpackKernelSupported(UnpackKernel::kAvx512)) GTEST_SKIP() << "this CPU lacks AVX-512F";
+  if (!PackingKernelSupported(PackingKernel::kAvx512)) GTEST_SKIP() << "this CPU lacks AVX-512F";
   size_t records = 0;
   std::vector<uint8_t> raw = MixedRecords(&records);
   const std::vector<uint8_t> packed = Pack(raw, records);
   auto same = [&](const std::vector<uint8_t>& payload, const std::string& what) {
     std::vector<uint8_t> a(raw.size()), b(raw.size());
     auto ra = UnpackRecords(payload.data(), payload.size(), a.data(), a.size(), "t",
-                            UnpackKernel::kPortable);
+                            PackingKernel::kPortable);
     auto rb = UnpackRecords(payload.data(), payload.size(), b.data(), b.size(), "t",
-                            UnpackKernel::kAvx512);
+                            PackingKernel::kAvx512);
     ASSERT_EQ(ra.ok(), rb.ok()) << what;
     if (ra.ok()) {
       EXPECT_EQ(*ra, *rb) << what;
@@ -247,6 +273,34 @@ TEST(RecordPackingKernels, AgreeOnEveryCutAndEveryFlippedByte) {
     bad[at] ^= static_cast<uint8_t>(1u << bit);
     same(bad, "byte " + std::to_string(at) + " bit " + std::to_string(bit));
     if (HasFatalFailure()) return;
+  }
+}
+
+// The packing kernels write the same bytes for records of every size from 0 to 200 body words
+// (every tail length of the 16-word groups), with random words changed.
+TEST(RecordPackingKernels, PackTheSameBytesForEveryBodySize) {
+  if (!PackingKernelSupported(PackingKernel::kAvx512)) GTEST_SKIP() << "this CPU lacks AVX-512F";
+  std::mt19937 rng(5);
+  for (uint16_t words = 0; words <= 200; words++) {
+    std::vector<uint8_t> raw;
+    const uint16_t size = static_cast<uint16_t>(4 + 4 * words);
+    std::vector<uint8_t> rec(size, 0);
+    for (int copy = 0; copy < 6; copy++) {
+      iot_rec_hdr h{static_cast<uint16_t>(copy % 2 ? 9 : 70), size};  // referenced and not
+      std::memcpy(rec.data(), &h, sizeof h);
+      for (uint16_t w = 0; w < words; w++) {
+        if (rng() % 3 == 0) {
+          const uint32_t v = (rng() % 4 == 0) ? 0 : static_cast<uint32_t>(rng());
+          std::memcpy(rec.data() + 4 + 4 * w, &v, 4);
+        }
+      }
+      raw.insert(raw.end(), rec.begin(), rec.end());
+    }
+    const std::vector<uint8_t> portable = Pack(raw, 6, PackingKernel::kPortable);
+    ASSERT_EQ(Pack(raw, 6, PackingKernel::kAvx512), portable) << words << " body words";
+    auto out = Unpack(portable, PackingKernel::kAvx512);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    ASSERT_EQ(*out, raw) << words << " body words";
   }
 }
 
