@@ -732,13 +732,19 @@ int BPF_PROG(iot_mem_fault, unsigned long address, struct pt_regs *regs, unsigne
 	return 0;
 }
 
-/* The pending fault of this thread, if it is on (ino, dev). */
-static __always_inline struct iot_mem_thread *iot_mem_faulting(__u32 tid, __u64 ino, __u32 dev)
+/* The thread entry `t` if its pending fault is on (ino, dev), else NULL. */
+static __always_inline struct iot_mem_thread *iot_mem_pending_on(struct iot_mem_thread *t,
+								  __u64 ino, __u32 dev)
 {
-	struct iot_mem_thread *t = bpf_map_lookup_elem(&iot_mem_threads, &tid);
 	if (!t || !t->pf.hdr.type || t->pf.ino != ino || t->pf.dev != dev)
 		return NULL;
 	return t;
+}
+
+/* The pending fault of thread `tid`, if it is on (ino, dev). */
+static __always_inline struct iot_mem_thread *iot_mem_faulting(__u32 tid, __u64 ino, __u32 dev)
+{
+	return iot_mem_pending_on(bpf_map_lookup_elem(&iot_mem_threads, &tid), ino, dev);
 }
 
 /* Fault-around: the pages [start, last] of the file already in the page
@@ -787,10 +793,9 @@ int BPF_PROG(iot_mem_map_pages, struct address_space *mapping, unsigned long sta
  * file and page not known yet): the first contiguous run of them is kept, for
  * iot_mem_unresolved_was_major() once the fault is resolved. Readahead inserts
  * its window in ascending order, so a major fault's own read is one run. */
-static __always_inline void iot_mem_note_unresolved_add(__u32 tid, __u64 ino, __u32 dev,
-							__u64 index, __u32 nr)
+static __always_inline void iot_mem_note_unresolved_add(struct iot_mem_thread *t, __u64 ino,
+							__u32 dev, __u64 index, __u32 nr)
 {
-	struct iot_mem_thread *t = bpf_map_lookup_elem(&iot_mem_threads, &tid);
 	if (!t || !t->pf.hdr.type || !t->unresolved)
 		return;
 	if (t->ur_add_end == 0) {
@@ -817,14 +822,17 @@ int BPF_PROG(iot_mem_pc_add, struct folio *folio)
 	struct iot_mem_thread *t = NULL;
 	if (iot_tgid_traced(tgid)) {
 		iot_mem_first_touch(BPF_CORE_READ(folio, mapping, host), ino, dev, nr, tgid);
-		t = iot_mem_faulting(tid, ino, dev);
+		/* one lookup: the thread's entry, whether its pending fault is on
+		 * this file or still unresolved */
+		struct iot_mem_thread *pending = bpf_map_lookup_elem(&iot_mem_threads, &tid);
+		t = iot_mem_pending_on(pending, ino, dev);
 		/* the faulting page itself had to be read: a major fault */
 		if (t && index <= t->pf.pgoff && t->pf.pgoff < index + nr) {
 			t->pf.flags |= IOT_PFF_MAJOR;
 			iot_mem_pmd_folio(t, index, nr);
 		}
 		if (!t)
-			iot_mem_note_unresolved_add(tid, ino, dev, index, nr);
+			iot_mem_note_unresolved_add(pending, ino, dev, index, nr);
 		if (!iot_mem_emit_cache)
 			return 0;
 		if (!t)
