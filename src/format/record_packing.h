@@ -28,7 +28,7 @@ size_t PackedBound(size_t raw_len, size_t records);
 
 // The packing and unpacking kernels. They differ only in how a record's body words are
 // compared and applied: one word at a time (portable), or 16 per instruction (x86-64 CPUs with
-// AVX-512F, chosen at run time): a compressing store (vpcompressd) writes the changed words when
+// AVX-512F, chosen at run time): a compress (vpcompressd) gathers the changed words when
 // packing, an expanding load (vpexpandd) puts them back when unpacking. Both produce the same
 // bytes, and share the parsing and every bound check, so they accept and refuse the same
 // payloads with the same errors.
