@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <optional>
 #include <random>
 
 #include <benchmark/benchmark.h>
@@ -152,21 +153,27 @@ const std::vector<PackedChunk>& WorkloadChunks() {
   return chunks;
 }
 
+// The packing kernel of a benchmark's arg 0 (0: portable, 1: AVX-512); none, and the benchmark
+// skipped with an error, when this CPU lacks it.
+std::optional<PackingKernel> KernelArg(benchmark::State& state) {
+  const PackingKernel kernel = state.range(0) ? PackingKernel::kAvx512 : PackingKernel::kPortable;
+  if (PackingKernelSupported(kernel)) return kernel;
+  state.SkipWithError("this CPU lacks the kernel");
+  return std::nullopt;
+}
+
 // Chunk codec 2's packing alone, per kernel (arg 0: portable, 1: AVX-512): what the recorder's
 // writer does to each chunk before zstd.
 void BM_PackRecords(benchmark::State& state) {
-  const PackingKernel kernel = state.range(0) ? PackingKernel::kAvx512 : PackingKernel::kPortable;
-  if (!PackingKernelSupported(kernel)) {
-    state.SkipWithError("this CPU lacks the kernel");
-    return;
-  }
+  const std::optional<PackingKernel> kernel = KernelArg(state);
+  if (!kernel) return;
   const std::vector<PackedChunk>& chunks = WorkloadChunks();
   std::vector<uint8_t> out;
   uint64_t records = 0;
   for (auto _ : state) {
     uint64_t n = 0;
     for (const PackedChunk& c : chunks) {
-      benchmark::DoNotOptimize(PackRecords(c.raw.data(), c.raw.size(), c.records, &out, kernel));
+      benchmark::DoNotOptimize(PackRecords(c.raw.data(), c.raw.size(), c.records, &out, *kernel));
       n += c.records;
     }
     records = n;
@@ -177,11 +184,8 @@ BENCHMARK(BM_PackRecords)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // Chunk codec 2's unpacking alone, per kernel (arg 0: portable, 1: AVX-512).
 void BM_UnpackRecords(benchmark::State& state) {
-  const PackingKernel kernel = state.range(0) ? PackingKernel::kAvx512 : PackingKernel::kPortable;
-  if (!PackingKernelSupported(kernel)) {
-    state.SkipWithError("this CPU lacks the kernel");
-    return;
-  }
+  const std::optional<PackingKernel> kernel = KernelArg(state);
+  if (!kernel) return;
   const std::vector<PackedChunk>& chunks = WorkloadChunks();
   std::vector<uint8_t> out(2u << 20);
   uint64_t records = 0;
@@ -189,7 +193,7 @@ void BM_UnpackRecords(benchmark::State& state) {
     uint64_t n = 0;
     for (const PackedChunk& c : chunks) {
       auto got = UnpackRecords(c.packed.data(), c.packed.size(), out.data(), c.raw.size(), "bench",
-                               kernel);
+                               *kernel);
       if (!got.ok()) {
         state.SkipWithError(got.status().message().c_str());
         return;

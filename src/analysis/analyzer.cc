@@ -593,9 +593,8 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
   ProcStats& p = procs_[t.proc];
   ++p.data_ops[dir];
   p.bytes[dir] += bytes;
-  const size_t bucket = series_.Bucket(r.ts);
-  series_.AddAt(kAppReadOps + static_cast<size_t>(dir), bucket, 1);
-  series_.AddAt(kAppReadBytes + static_cast<size_t>(dir), bucket, bytes);
+  series_.AddOpAndBytes(kAppReadOps + static_cast<size_t>(dir),
+                        kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
   data_first_ts_ = std::min(data_first_ts_, r.ts);
   data_last_ts_ = std::max(data_last_ts_, r.ts);
   if (direct) {
@@ -881,9 +880,8 @@ void Analyzer::OnBlock(const iot_block& r) {
         Access a = ClassifyAccess(d.stream[dir], r.sector * 512, bytes, &gap);
         ++d.access[dir][static_cast<int>(a)];
         if (a != Access::kFirst) d.seek.Add(gap);
-        const size_t bucket = series_.Bucket(r.ts);
-        series_.AddAt(kBlockReadOps + static_cast<size_t>(dir), bucket, 1);
-        series_.AddAt(kBlockReadBytes + static_cast<size_t>(dir), bucket, bytes);
+        series_.AddOpAndBytes(kBlockReadOps + static_cast<size_t>(dir),
+                              kBlockReadBytes + static_cast<size_t>(dir), r.ts, bytes);
       }
       if (uint64_t* ins = blk_insert_pending_.Find(key)) {
         if (r.ts >= *ins) i2d_.Add(r.ts - *ins);
@@ -1013,9 +1011,8 @@ void Analyzer::OnAsync(const iot_async_io& r) {
     ++async_dir_ops_[dir];
     async_dir_bytes_[dir] += bytes;
     if (p.direct) direct_bytes_ += bytes;
-    const size_t bucket = series_.Bucket(r.ts);
-    series_.AddAt(kAppReadOps + static_cast<size_t>(dir), bucket, 1);
-    series_.AddAt(kAppReadBytes + static_cast<size_t>(dir), bucket, bytes);
+    series_.AddOpAndBytes(kAppReadOps + static_cast<size_t>(dir),
+                          kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
     data_first_ts_ = std::min(data_first_ts_, r.ts);
     data_last_ts_ = std::max(data_last_ts_, r.ts);
     if (p.file >= 0) {

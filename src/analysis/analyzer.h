@@ -253,7 +253,7 @@ class Analyzer {
   bool ensure_start(uint64_t ts) { return started_ || StartAt(ts); }
   bool StartAt(uint64_t ts);
   bool TimeAllowed(uint64_t ts) {
-    if (!started_) StartAt(ts);
+    ensure_start(ts);
     return ts >= from_ns_ && ts <= to_ns_;
   }
   // The filter checks and lookups below run for nearly every record: inline fast paths, with

@@ -204,9 +204,24 @@ class TimeSeries {
   uint64_t start() const { return start_; }
 
   // Adds `v` to series `s` at time `ts` (times before start count in the first bucket).
-  void Add(size_t s, uint64_t ts, uint64_t v) { AddAt(s, Bucket(ts), v); }
-  // The bucket of time `ts`, growing the buckets' width when `ts` lies beyond the last; with
-  // AddAt, adds several series' samples of one time for one bucket computation.
+  void Add(size_t s, uint64_t ts, uint64_t v) { data_[s][Bucket(ts)] += v; }
+  // One operation of `bytes` at `ts`, into an ops series and a bytes series (one bucket lookup).
+  void AddOpAndBytes(size_t ops_series, size_t bytes_series, uint64_t ts, uint64_t bytes) {
+    const size_t b = Bucket(ts);
+    data_[ops_series][b] += 1;
+    data_[bytes_series][b] += bytes;
+  }
+
+  uint64_t width_ns() const { return width_; }
+  size_t used_buckets() const { return used_; }
+  size_t series() const { return data_.size(); }
+  uint64_t at(size_t s, size_t b) const { return data_[s][b]; }
+  std::vector<uint64_t> Series(size_t s) const;
+  // A series re-binned to `width_ns` (a multiple of width_ns()), `buckets` long.
+  std::vector<uint64_t> Rebinned(size_t s, uint64_t width_ns, size_t buckets) const;
+
+ private:
+  // The bucket of time `ts`, growing the buckets' width when `ts` lies beyond the last.
   size_t Bucket(uint64_t ts) {
     uint64_t rel = ts > start_ ? ts - start_ : 0;
     uint64_t b;
@@ -225,17 +240,6 @@ class TimeSeries {
     if (b + 1 > used_) used_ = b + 1;
     return static_cast<size_t>(b);
   }
-  void AddAt(size_t s, size_t bucket, uint64_t v) { data_[s][bucket] += v; }
-
-  uint64_t width_ns() const { return width_; }
-  size_t used_buckets() const { return used_; }
-  size_t series() const { return data_.size(); }
-  uint64_t at(size_t s, size_t b) const { return data_[s][b]; }
-  std::vector<uint64_t> Series(size_t s) const;
-  // A series re-binned to `width_ns` (a multiple of width_ns()), `buckets` long.
-  std::vector<uint64_t> Rebinned(size_t s, uint64_t width_ns, size_t buckets) const;
-
- private:
   void Grow(uint64_t rel);
   uint64_t start_ = 0;
   uint64_t width_;

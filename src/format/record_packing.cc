@@ -7,6 +7,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+// The AVX-512 kernels are built on x86-64 and chosen at run time (PackingKernelSupported).
+#define IOTWIN_HAVE_AVX512_KERNEL 1
 #endif
 
 #include "iotwin_abi.h"
@@ -79,8 +81,7 @@ uint8_t* PackPortable(const uint8_t* body, const uint8_t* ref, size_t words, uin
   return o;
 }
 
-#if defined(__x86_64__)
-#define IOTWIN_HAVE_AVX512_KERNEL 1
+#ifdef IOTWIN_HAVE_AVX512_KERNEL
 // AVX-512 kernel: 16 words at a time; a compress (vpcompressd) gathers the non-zero XORed words,
 // and a masked store writes just those. (Compressing straight to memory is microcoded and slow
 // on some CPUs, AMD Zen 4 among them; into a register it is not.)
@@ -299,13 +300,11 @@ const uint8_t* ApplyPortable(const PackedRecord& rec, const uint8_t* ref, uint8_
 [[gnu::target("avx512f,popcnt")]] const uint8_t* ApplyAvx512(const PackedRecord& rec,
                                                              const uint8_t* ref, uint8_t* body) {
   const uint8_t* x = rec.xored;
-  const size_t mask_bytes = (rec.words + 7) / 8;
   for (size_t word = 0; word < rec.words; word += 16) {
     const size_t n = std::min<size_t>(16, rec.words - word);
     const auto keep = static_cast<__mmask16>(n == 16 ? 0xffffu : (1u << n) - 1);
-    const size_t byte = word / 8;
-    unsigned bits = rec.mask[byte];
-    if (byte + 1 < mask_bytes) bits |= static_cast<unsigned>(rec.mask[byte + 1]) << 8;
+    unsigned bits = rec.mask[word / 8];
+    if (n > 8) bits |= static_cast<unsigned>(rec.mask[word / 8 + 1]) << 8;
     const __m512i changed = _mm512_maskz_expandloadu_epi32(static_cast<__mmask16>(bits), x);
     const __m512i base = _mm512_maskz_loadu_epi32(keep, ref + 4 * word);
     _mm512_mask_storeu_epi32(body + 4 * word, keep, _mm512_xor_si512(base, changed));

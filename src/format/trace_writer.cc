@@ -170,15 +170,13 @@ Status TraceWriter::FlushChunk() {
   std::memcpy(out.data(), &h, sizeof h);
   std::memcpy(out.data() + sizeof h, compressed_.data(), n);
   Status written = WriteAll(out.data(), out.size());
-  if (!written.ok()) {
-    // chunk_ now holds file bytes, not records: the writer takes no more records.
-    chunk_.clear();
-    chunk_records_ = 0;
-    failed_ = written;
-    return written;
-  }
+  // chunk_ now holds file bytes, not records, written or not.
   chunk_.clear();
   chunk_records_ = 0;
+  if (!written.ok()) {
+    failed_ = written;  // the writer takes no more records
+    return written;
+  }
   chunk_flags_ = 0;
   chunk_seq_++;
   chunk_min_ts_ = UINT64_MAX;
