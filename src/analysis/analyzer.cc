@@ -124,6 +124,7 @@ nlohmann::json AnalysisFilter::ToJson() const {
 Analyzer::Analyzer(AnalyzerOptions options)
     : options_(std::move(options)), ops_(IOT_OP_MAX + 1), series_(kSeriesCount) {
   task_filter_ = !options_.filter.tgids.empty() || !options_.filter.tids.empty();
+  filtering_ = !options_.filter.empty();
   for (const HeatmapTarget& t : options_.heatmaps) {
     Heatmap h;
     h.file = FileIndex(t.dev, t.ino, true);
@@ -411,11 +412,10 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
 
   // Descriptor state first: it must follow every call, counted or filtered out.
   uint64_t offset = r.offset;
-  bool direct = false;
+  Description* desc = nullptr;
   if (dir >= 0) {
     Description* d = FdDescription(r.tgid, r.fd);
     if (d) {
-      direct = d->direct;
       // The descriptor usually knows its file already: skip the file-table lookup.
       if (d->file >= 0) {
         const FileStats& known = files_[static_cast<size_t>(d->file)];
@@ -453,6 +453,7 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     } else {
       ++offset_explicit_;
     }
+    desc = d;
   } else if (op == IOT_OP_LSEEK) {
     if (ok) {
       Description* d = FdDescription(r.tgid, r.fd);
@@ -496,21 +497,23 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
   }
 
   // Statistics, for calls the filter lets through.
-  if (!TimeAllowed(r.ts) || !TaskAllowed(r.tgid, r.tid) || !OpAllowed(op) ||
-      !FileAllowed(file)) {
-    ++filtered_out_;
-    return;
-  }
-  if (options_.filter.excluded_calls && options_.filter.excluded_calls->count(CallKey(r.tid, r.ts))) {
-    ++filtered_out_;
-    ++excluded_calls_;
-    return;
+  if (filtering_) {
+    if (!TimeAllowed(r.ts) || !TaskAllowed(r.tgid, r.tid) || !OpAllowed(op) ||
+        !FileAllowed(file)) {
+      ++filtered_out_;
+      return;
+    }
+    if (options_.filter.excluded_calls &&
+        options_.filter.excluded_calls->count(CallKey(r.tid, r.ts))) {
+      ++filtered_out_;
+      ++excluded_calls_;
+      return;
+    }
   }
   first_ts_ = std::min(first_ts_, r.ts);
   last_ts_ = std::max(last_ts_, r.ts + r.dur);
 
   ThreadStats& t = Thread(r.tgid, r.tid, r.ts);
-  ProcStats& p = procs_[t.proc];
   OpStats& s = ops_[op];
   ++s.count;
   if (!ok) ++s.errors;
@@ -522,12 +525,9 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     inter_arrival_.Add(r.ts - t.prev_enter);
   t.prev_enter = r.ts;
   if (t.first_op_ts == 0) t.first_op_ts = r.ts;
-  if (p.first_op_ts == 0) p.first_op_ts = r.ts;
   t.last_ts = std::max(t.last_ts, r.ts);
   ++t.ops;
   t.io_ns += r.dur;
-  ++p.ops;
-  p.io_ns += r.dur;
 
   if (file >= 0) {
     FileStats& f = files_[static_cast<size_t>(file)];
@@ -535,12 +535,14 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     ++f.ops;
     f.io_ns += r.dur;
     if (r.fsize > f.fsize) f.fsize = r.fsize;
-    if (ok && kOpClass.opens[op]) ++f.opens;
-    if (ok && op == IOT_OP_MMAP) ++f.maps;
+    if (dir < 0 && ok) {
+      if (kOpClass.opens[op]) ++f.opens;
+      if (op == IOT_OP_MMAP) ++f.maps;
+    }
   }
 
   if (dir >= 0) {
-    if (ok) DataOp(r, t, dir, offset, ret, file, direct);
+    if (ok) DataOp(r, t, dir, offset, ret, file, desc);
   } else if (ok && (op == IOT_OP_SENDFILE || op == IOT_OP_COPY_FILE_RANGE ||
                     op == IOT_OP_SPLICE)) {
     s.bytes += ret;
@@ -570,8 +572,34 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
   }
 }
 
+StreamState* Analyzer::Stream(uint64_t key) {
+  if (StreamState* found = streams_.Find(key)) return found;
+  if (streams_.size() >= kMaxStreams) {
+    ++streams_dropped_;
+    return nullptr;
+  }
+  return &streams_.FindOrInsert(key);
+}
+
+void Analyzer::SyscallDirectionTotals(std::array<uint64_t, 2>* ops, std::array<uint64_t, 2>* bytes,
+                                      std::array<uint64_t, 2>* requested) const {
+  *ops = {};
+  *bytes = {};
+  *requested = {};
+  for (size_t op = 0; op < ops_.size(); op++) {
+    const int dir = kOpClass.dir[op];
+    if (dir < 0) continue;
+    // A data op's bytes and requested length are counted when it succeeds (DataOp).
+    const OpStats& s = ops_[op];
+    (*ops)[static_cast<size_t>(dir)] += s.count - s.errors;
+    (*bytes)[static_cast<size_t>(dir)] += s.bytes;
+    (*requested)[static_cast<size_t>(dir)] += s.requested;
+  }
+}
+
 void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t offset,
-                      uint64_t bytes, int32_t file, bool direct) {
+                      uint64_t bytes, int32_t file, Description* desc) {
+  const bool direct = desc && desc->direct;
   OpStats& s = ops_[r.op];
   s.bytes += bytes;
   s.requested += r.length;
@@ -581,18 +609,12 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
   }
   s.sizes->Add(r.length);
   s.top->Add(r.length);
-  ++dir_ops_[dir];
-  dir_bytes_[dir] += bytes;
-  dir_requested_[dir] += r.length;
   if (options_.collect_distributions) {
     req_size_ll_[dir].Add(r.length);
     offset_ll_[dir].Add(offset);
   }
   ++t.data_ops[dir];
   t.bytes[dir] += bytes;
-  ProcStats& p = procs_[t.proc];
-  ++p.data_ops[dir];
-  p.bytes[dir] += bytes;
   series_.AddOpAndBytes(kAppReadOps + static_cast<size_t>(dir),
                         kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
   data_first_ts_ = std::min(data_first_ts_, r.ts);
@@ -619,15 +641,17 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
                                      : (offset + bytes + page_size_ - 1) / page_size_ -
                                            offset / page_size_;
   }
-  uint64_t key = (static_cast<uint64_t>(&t - threads_.data()) << 32) |
-                 (static_cast<uint64_t>(file) << 1) | static_cast<uint64_t>(dir);
-  StreamState* st = streams_.Find(key);
+  const uint64_t key = (static_cast<uint64_t>(&t - threads_.data()) << 32) |
+                       (static_cast<uint64_t>(file) << 1) | static_cast<uint64_t>(dir);
+  StreamState* st = nullptr;
+  if (desc && desc->stream_key[dir] == key) st = streams_.AtSlot(desc->stream_slot[dir], key);
   if (!st) {
-    if (streams_.size() >= kMaxStreams) {
-      ++streams_dropped_;
-      return;
+    st = Stream(key);
+    if (!st) return;
+    if (desc) {
+      desc->stream_key[dir] = key;
+      desc->stream_slot[dir] = static_cast<uint32_t>(streams_.FindSlot(key));
     }
-    st = &streams_.FindOrInsert(key);
   }
   int64_t gap = 0;
   Access a = ClassifyAccess(*st, offset, bytes, &gap);
@@ -961,10 +985,9 @@ void Analyzer::OnAsync(const iot_async_io& r) {
       uint64_t skey = (static_cast<uint64_t>(&t - threads_.data()) << 32) |
                       (static_cast<uint64_t>(p.file) << 1) | static_cast<uint64_t>(dir);
       skey ^= uint64_t{1} << 63;  // async streams apart from the thread's syscall streams
-      if (streams_.size() < kMaxStreams) {
-        StreamState& st = streams_.FindOrInsert(skey);
+      if (StreamState* st = Stream(skey)) {
         int64_t gap = 0;
-        Access a = ClassifyAccess(st, r.offset, r.length, &gap);
+        Access a = ClassifyAccess(*st, r.offset, r.length, &gap);
         ++access_[dir][static_cast<int>(a)];
         ++files_[static_cast<size_t>(p.file)].access[dir][static_cast<int>(a)];
         if (a != Access::kFirst) seek_[dir].Add(gap);

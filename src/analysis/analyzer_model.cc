@@ -175,9 +175,10 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
   for (int t = 0; t <= IOT_REC_MAX; t++)
     if (records_by_type_[t]) records[std::string(RecordTypeName(static_cast<uint16_t>(t)))] =
         records_by_type_[t];
-  uint64_t app_ops[2] = {dir_ops_[0] + async_dir_ops_[0], dir_ops_[1] + async_dir_ops_[1]};
-  uint64_t app_bytes[2] = {dir_bytes_[0] + async_dir_bytes_[0],
-                           dir_bytes_[1] + async_dir_bytes_[1]};
+  std::array<uint64_t, 2> dir_ops, dir_bytes, dir_requested;
+  SyscallDirectionTotals(&dir_ops, &dir_bytes, &dir_requested);
+  uint64_t app_ops[2] = {dir_ops[0] + async_dir_ops_[0], dir_ops[1] + async_dir_ops_[1]};
+  uint64_t app_bytes[2] = {dir_bytes[0] + async_dir_bytes_[0], dir_bytes[1] + async_dir_bytes_[1]};
   double span_s = static_cast<double>(span) / 1e9;
   auto rate = [span_s](uint64_t v) { return span_s > 0 ? static_cast<double>(v) / span_s : 0.0; };
   m["totals"] = {
@@ -193,12 +194,12 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
       {"span_ns", span},
       {"syscalls", syscalls},
       {"errors", errors},
-      {"read", {{"ops", app_ops[0]}, {"bytes", app_bytes[0]}, {"syscall_ops", dir_ops_[0]},
-                {"syscall_bytes", dir_bytes_[0]}, {"requested", dir_requested_[0]},
+      {"read", {{"ops", app_ops[0]}, {"bytes", app_bytes[0]}, {"syscall_ops", dir_ops[0]},
+                {"syscall_bytes", dir_bytes[0]}, {"requested", dir_requested[0]},
                 {"async_ops", async_dir_ops_[0]}, {"async_bytes", async_dir_bytes_[0]},
                 {"iops", Round4(rate(app_ops[0]))}, {"bytes_per_s", Round4(rate(app_bytes[0]))}}},
-      {"write", {{"ops", app_ops[1]}, {"bytes", app_bytes[1]}, {"syscall_ops", dir_ops_[1]},
-                 {"syscall_bytes", dir_bytes_[1]}, {"requested", dir_requested_[1]},
+      {"write", {{"ops", app_ops[1]}, {"bytes", app_bytes[1]}, {"syscall_ops", dir_ops[1]},
+                 {"syscall_bytes", dir_bytes[1]}, {"requested", dir_requested[1]},
                  {"async_ops", async_dir_ops_[1]}, {"async_bytes", async_dir_bytes_[1]},
                  {"iops", Round4(rate(app_ops[1]))}, {"bytes_per_s", Round4(rate(app_bytes[1]))}}},
       {"mix", {{"read_ops_share", Round4(Share(app_ops[0], app_ops[0] + app_ops[1]))},
@@ -263,19 +264,37 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
 
   // ---- processes, threads, files
   {
-    std::vector<const ProcStats*> ps;
-    for (const ProcStats& p : procs_)
-      if (p.ops || p.faults) ps.push_back(&p);
-    std::stable_sort(ps.begin(), ps.end(), [](const ProcStats* a, const ProcStats* b) {
+    // A process's operations are its threads' (only system calls count them).
+    struct ProcOps {
+      const ProcStats* proc = nullptr;
+      uint64_t ops = 0, io_ns = 0;
+      std::array<uint64_t, 2> data_ops{}, bytes{};
+    };
+    std::vector<ProcOps> totals(procs_.size());
+    for (size_t i = 0; i < procs_.size(); i++) totals[i].proc = &procs_[i];
+    for (const ThreadStats& t : threads_) {
+      ProcOps& o = totals[t.proc];
+      o.ops += t.ops;
+      o.io_ns += t.io_ns;
+      for (size_t d = 0; d < 2; d++) {
+        o.data_ops[d] += t.data_ops[d];
+        o.bytes[d] += t.bytes[d];
+      }
+    }
+    std::vector<const ProcOps*> ps;
+    for (const ProcOps& o : totals)
+      if (o.ops || o.proc->faults) ps.push_back(&o);
+    std::stable_sort(ps.begin(), ps.end(), [](const ProcOps* a, const ProcOps* b) {
       uint64_t ba = a->bytes[0] + a->bytes[1], bb = b->bytes[0] + b->bytes[1];
       return ba != bb ? ba > bb : a->ops > b->ops;
     });
     json rows = json::array();
     for (size_t i = 0; i < limited(ps.size()); i++) {
-      const ProcStats& p = *ps[i];
+      const ProcOps& o = *ps[i];
+      const ProcStats& p = *o.proc;
       json r = {{"tgid", p.tgid},       {"comm", Comm(p.comm)},        {"threads", p.threads},
-                {"ops", p.ops},         {"read_ops", p.data_ops[0]},   {"write_ops", p.data_ops[1]},
-                {"read_bytes", p.bytes[0]}, {"write_bytes", p.bytes[1]}, {"io_ns", p.io_ns},
+                {"ops", o.ops},         {"read_ops", o.data_ops[0]},   {"write_ops", o.data_ops[1]},
+                {"read_bytes", o.bytes[0]}, {"write_bytes", o.bytes[1]}, {"io_ns", o.io_ns},
                 {"faults", p.faults},   {"parent", p.parent}};
       if (p.exe_id) {
         auto it = strings_.find(p.exe_id);

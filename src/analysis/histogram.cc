@@ -16,7 +16,8 @@ void SizeHistogram::Merge(const SizeHistogram& o) {
 void LogLinearHistogram::Merge(const LogLinearHistogram& o) {
   for (int b = 0; b < kBuckets; b++) counts_[b] += o.counts_[b];
   total_ += o.total_;
-  sum_ += o.sum_;
+  AddToSum(o.sum_low_);
+  sum_high_ += o.sum_high_;
   min_ = std::min(min_, o.min_);
   max_ = std::max(max_, o.max_);
 }
@@ -47,11 +48,13 @@ void TopValues::AddSlow(uint64_t value, uint64_t n) {
   total_ += n;
   if (uint32_t* pos = index_.Find(value)) {
     entries_[*pos].count += n;
+    prev_pos_ = last_pos_;
     last_pos_ = *pos;
     return;
   }
   if (entries_.size() < capacity_) {
     index_.FindOrInsert(value) = static_cast<uint32_t>(entries_.size());
+    prev_pos_ = last_pos_;
     last_pos_ = static_cast<int64_t>(entries_.size());
     entries_.push_back({value, n, 0});
     return;
@@ -67,6 +70,7 @@ void TopValues::AddSlow(uint64_t value, uint64_t n) {
   e.count += n;
   e.value = value;
   index_.FindOrInsert(value) = static_cast<uint32_t>(min_pos);
+  if (last_pos_ != static_cast<int64_t>(min_pos)) prev_pos_ = last_pos_;
   last_pos_ = static_cast<int64_t>(min_pos);
 }
 

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "analysis/flat_map.h"
@@ -82,10 +83,10 @@ class LogLinearHistogram {
 
   LogLinearHistogram() : counts_(kBuckets, 0) {}
 
-  void Add(uint64_t v, uint64_t n = 1) {
-    counts_[BucketOf(v)] += n;
-    total_ += n;
-    sum_ += static_cast<double>(v) * static_cast<double>(n);
+  void Add(uint64_t v) {
+    counts_[BucketOf(v)] += 1;
+    total_ += 1;
+    AddToSum(v);
     if (v < min_) min_ = v;
     if (v > max_) max_ = v;
   }
@@ -94,7 +95,11 @@ class LogLinearHistogram {
   uint64_t total() const { return total_; }
   uint64_t min() const { return total_ ? min_ : 0; }
   uint64_t max() const { return max_; }
-  double mean() const { return total_ ? sum_ / static_cast<double>(total_) : 0.0; }
+  double mean() const {
+    if (!total_) return 0.0;
+    return (static_cast<double>(sum_high_) * 0x1p64 + static_cast<double>(sum_low_)) /
+           static_cast<double>(total_);
+  }
   uint64_t count(int b) const { return counts_[b]; }
   const std::vector<uint64_t>& counts() const { return counts_; }
 
@@ -108,9 +113,13 @@ class LogLinearHistogram {
   double CdfAt(uint64_t v) const;
 
  private:
+  // The exact sum of the values, in 128 bits (an integer add per sample, where a double costs
+  // a conversion and rounds).
+  void AddToSum(uint64_t v) { sum_high_ += __builtin_add_overflow(sum_low_, v, &sum_low_); }
+
   std::vector<uint64_t> counts_;
   uint64_t total_ = 0;
-  double sum_ = 0;
+  uint64_t sum_low_ = 0, sum_high_ = 0;
   uint64_t min_ = UINT64_MAX;
   uint64_t max_ = 0;
 };
@@ -126,10 +135,17 @@ class TopValues {
   explicit TopValues(size_t capacity = 64) : capacity_(capacity) {}
 
   void Add(uint64_t value, uint64_t n = 1) {
-    // Fast path: consecutive requests of one size (the common case), inline.
+    // Fast path, inline: the value of one of the last two distinct values seen (consecutive
+    // requests of one size, or a mix of two sizes).
     if (last_pos_ >= 0 && entries_[static_cast<size_t>(last_pos_)].value == value) {
       total_ += n;
       entries_[static_cast<size_t>(last_pos_)].count += n;
+      return;
+    }
+    if (prev_pos_ >= 0 && entries_[static_cast<size_t>(prev_pos_)].value == value) {
+      total_ += n;
+      entries_[static_cast<size_t>(prev_pos_)].count += n;
+      std::swap(last_pos_, prev_pos_);
       return;
     }
     AddSlow(value, n);
@@ -150,7 +166,8 @@ class TopValues {
   uint64_t total_ = 0;
   void AddSlow(uint64_t value, uint64_t n);
   bool overflowed_ = false;
-  int64_t last_pos_ = -1;  // fast path: consecutive requests of one size
+  // Fast path: the positions of the last value added and of the distinct one before it.
+  int64_t last_pos_ = -1, prev_pos_ = -1;
 };
 
 // Signed distances (seek distances) in log2 buckets: bucket kZero holds 0, kZero+1+k holds
@@ -159,11 +176,12 @@ class SeekHistogram {
  public:
   static constexpr int kZero = 64;
   static constexpr int kBuckets = 129;
+  // Branch-free (seek signs are unpredictable): kZero + sign(d) * (1 + floor(log2 |d|)).
   static int BucketOf(int64_t d) {
-    if (d == 0) return kZero;
-    if (d > 0) return kZero + 1 + Log2Floor(static_cast<uint64_t>(d));
-    uint64_t m = d == INT64_MIN ? (uint64_t{1} << 63) : static_cast<uint64_t>(-d);
-    return kZero - 1 - Log2Floor(m);
+    const uint64_t magnitude = d < 0 ? uint64_t{0} - static_cast<uint64_t>(d)
+                                     : static_cast<uint64_t>(d);
+    const int sign = (d > 0) - (d < 0);
+    return kZero + sign * (1 + Log2Floor(magnitude | 1));
   }
   // Smallest magnitude of bucket b (signed): 0, ±2^k.
   static int64_t BucketLow(int b) {

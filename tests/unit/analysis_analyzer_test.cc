@@ -151,6 +151,52 @@ TEST(Analyzer, TracksFilePositionsThroughReadLseekDupAndAppend) {
   EXPECT_TRUE(found) << p["seek_histogram"].dump();
 }
 
+// One description read by two threads in turn: each thread's stream is its own (the
+// description's stream hint must follow the thread), and a process's row sums its threads.
+TEST(Analyzer, ThreadsSharingADescriptionKeepTheirOwnStreams) {
+  SyntheticTrace t;
+  uint64_t ts = kStart + 1000;
+  constexpr uint32_t kTgid = 50;
+  t.Open(kTgid, ts, "/data/shard", 3, kDev, 9, O_RDONLY, kTgid);
+  t.Open(kTgid, ts += 1000, "/data/other", 4, kDev, 10, O_RDONLY, kTgid);
+  // Thread 51 reads [0, 1 MiB) and thread 52 reads [8 MiB, 9 MiB), 64 KiB at a time,
+  // alternating; each also writes to the other file every fourth request.
+  for (uint64_t i = 0; i < 16; i++) {
+    t.Io(IOT_OP_PREAD64, 51, ts += 1000, 100, 3, kDev, 9, i * 65536, 65536, 65536, kTgid);
+    t.Io(IOT_OP_PREAD64, 52, ts += 1000, 100, 3, kDev, 9, (128 + i) * 65536, 65536, 65536,
+         kTgid);
+    if (i % 4 == 0)
+      t.Io(IOT_OP_PWRITE64, 51, ts += 1000, 100, 4, kDev, 10, i * 4096, 4096, 4096, kTgid);
+  }
+  json m = Analyze(t);
+  const json& read = m["pattern"]["read"];
+  EXPECT_EQ(read["first"], 2);
+  EXPECT_EQ(read["sequential"], 30);
+  EXPECT_EQ(read["random"], 0);
+  EXPECT_EQ(read["strided"], 0);
+  const json& write = m["pattern"]["write"];
+  EXPECT_EQ(write["first"], 1);
+  EXPECT_EQ(write["strided"], 2);  // a 12 KiB gap twice: random once, then strided
+  EXPECT_EQ(write["random"], 1);
+
+  const json* proc = FindRow(m["processes"]["rows"], "tgid", kTgid);
+  ASSERT_NE(proc, nullptr) << m["processes"].dump();
+  uint64_t ops = 0, read_bytes = 0, write_ops = 0;
+  for (const auto& row : m["threads"]["rows"]) {
+    if (row["tgid"] != kTgid) continue;
+    ops += row["ops"].get<uint64_t>();
+    read_bytes += row["read_bytes"].get<uint64_t>();
+    write_ops += row["write_ops"].get<uint64_t>();
+  }
+  EXPECT_EQ((*proc)["ops"], ops);
+  EXPECT_EQ((*proc)["ops"], 2 + 32 + 4);
+  EXPECT_EQ((*proc)["read_bytes"], read_bytes);
+  EXPECT_EQ((*proc)["read_bytes"], 32 * 65536);
+  EXPECT_EQ((*proc)["write_ops"], write_ops);
+  EXPECT_EQ(m["totals"]["read"]["syscall_ops"], 32);
+  EXPECT_EQ(m["totals"]["write"]["syscall_bytes"], 4 * 4096);
+}
+
 TEST(Analyzer, PositionsSurviveForkAndMismatchesAreCounted) {
   SyntheticTrace t;
   uint64_t ts = kStart + 1000;

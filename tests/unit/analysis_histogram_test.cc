@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "analysis/histogram.h"
 #include "analysis/pattern.h"
@@ -158,6 +159,72 @@ TEST(SeekHistogram, SignedLogBuckets) {
   EXPECT_EQ(SeekHistogram::BucketOf(-4096), SeekHistogram::kZero - 13);
   EXPECT_EQ(SeekHistogram::BucketLow(SeekHistogram::kZero - 13), -4096);
   EXPECT_EQ(SeekHistogram::BucketOf(INT64_MIN), 0);
+}
+
+// The branch-free bucket against its definition (sign, then floor(log2 |d|)) at every power of
+// two, its neighbours, and the extremes.
+TEST(SeekHistogram, BucketsMatchTheirDefinitionEverywhere) {
+  auto reference = [](int64_t d) {
+    if (d == 0) return SeekHistogram::kZero;
+    const uint64_t m = d > 0 ? static_cast<uint64_t>(d) : uint64_t{0} - static_cast<uint64_t>(d);
+    const int log = 63 - __builtin_clzll(m);
+    return d > 0 ? SeekHistogram::kZero + 1 + log : SeekHistogram::kZero - 1 - log;
+  };
+  std::vector<int64_t> values = {0, 1, -1, 2, -2, 3, -3, INT64_MAX, INT64_MIN, INT64_MIN + 1};
+  for (int k = 1; k < 63; k++) {
+    const int64_t p = int64_t{1} << k;
+    for (int64_t v : {p - 1, p, p + 1}) {
+      values.push_back(v);
+      values.push_back(-v);
+    }
+  }
+  for (int64_t v : values) {
+    const int b = SeekHistogram::BucketOf(v);
+    EXPECT_EQ(b, reference(v)) << v;
+    EXPECT_GE(b, 0) << v;
+    EXPECT_LT(b, SeekHistogram::kBuckets) << v;
+  }
+  EXPECT_EQ(SeekHistogram::BucketOf(INT64_MAX), SeekHistogram::kZero + 63);
+}
+
+TEST(LogLinearHistogram, MeanIsExactWhereADoubleSumWouldRound) {
+  // 2^53 then a thousand 1s: a double sum stays at 2^53 (each 1 rounds away).
+  LogLinearHistogram h;
+  h.Add(uint64_t{1} << 53);
+  for (int i = 0; i < 1000; i++) h.Add(1);
+  EXPECT_DOUBLE_EQ(h.mean(), (0x1p53 + 1000) / 1001);
+  // Past 2^64: (2 * (2^64 - 1) + 2) / 3 = 2^65 / 3, through Merge as well.
+  LogLinearHistogram big, other;
+  big.Add(UINT64_MAX);
+  big.Add(2);
+  other.Add(UINT64_MAX);
+  big.Merge(other);
+  EXPECT_DOUBLE_EQ(big.mean(), 0x1p65 / 3);
+  EXPECT_EQ(LogLinearHistogram().mean(), 0.0);
+}
+
+TEST(TopValues, TwoAlternatingSizesAndAThirdStayExact) {
+  TopValues t(8);
+  uint64_t expect[3] = {0, 0, 0};
+  const uint64_t sizes[3] = {131072, 4096, 512};
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 10000; i++) {
+    const uint64_t r = rng() % 100;
+    const int which = r < 70 ? 0 : r < 97 ? 1 : 2;
+    t.Add(sizes[which]);
+    expect[which]++;
+  }
+  auto s = t.Sorted();
+  ASSERT_EQ(s.size(), 3u);
+  for (const auto& e : s) {
+    for (int w = 0; w < 3; w++) {
+      if (e.value == sizes[w]) {
+        EXPECT_EQ(e.count, expect[w]) << e.value;
+      }
+    }
+  }
+  EXPECT_TRUE(t.exact());
+  EXPECT_EQ(t.total(), 10000u);
 }
 
 TEST(Pattern, SequentialStridedRandom) {
