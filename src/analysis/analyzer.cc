@@ -771,6 +771,7 @@ void Analyzer::OnPageFault(const iot_page_fault& r) {
     ++faults_unattributed_;
     return;
   }
+  if (!(r.flags & IOT_PFF_WRITE)) fault_read_pages_ += pages;
   FileStats& f = files_[static_cast<size_t>(file)];
   ++f.faults;
   f.fault_pages += pages;

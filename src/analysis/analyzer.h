@@ -386,6 +386,7 @@ class Analyzer {
 
   // Memory layer.
   uint64_t faults_ = 0, faults_major_ = 0, faults_write_ = 0, fault_pages_ = 0;
+  uint64_t fault_read_pages_ = 0;  // of read faults on file mappings (what the device may read)
   uint64_t faults_unattributed_ = 0;
   uint64_t pc_add_ = 0, pc_delete_ = 0, ra_windows_ = 0, ra_pages_ = 0;
   uint64_t wb_dirtied_ = 0, wb_written_ = 0, wb_works_ = 0, wb_waits_ = 0;

@@ -448,15 +448,18 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
 
   // ---- amplification between layers
   if (have_block_ && (app_bytes[0] || app_bytes[1] || faults_)) {
+    // Reads through mappings: read faults on file pages (write faults and anonymous memory are
+    // not reads the device serves for the application).
+    const uint64_t fault_read_bytes = fault_read_pages_ * page_size_;
     json a = {{"app_read_bytes", app_bytes[0]},
               {"app_write_bytes", app_bytes[1]},
-              {"fault_read_bytes", fault_pages_ * page_size_},
+              {"fault_read_bytes", fault_read_bytes},
               {"block_read_bytes", blk_bytes[0]},
               {"block_write_bytes", blk_bytes[1]}};
     if (app_bytes[0]) a["read"] = Round4(Share(blk_bytes[0], app_bytes[0]));
     if (app_bytes[1]) a["write"] = Round4(Share(blk_bytes[1], app_bytes[1]));
-    if (faults_ && app_bytes[0] + fault_pages_ * page_size_)
-      a["read_incl_faults"] = Round4(Share(blk_bytes[0], app_bytes[0] + fault_pages_ * page_size_));
+    if (fault_read_bytes && app_bytes[0] + fault_read_bytes)
+      a["read_incl_faults"] = Round4(Share(blk_bytes[0], app_bytes[0] + fault_read_bytes));
     m["amplification"] = a;
   } else {
     m["amplification"] = nullptr;

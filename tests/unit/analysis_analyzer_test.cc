@@ -360,6 +360,25 @@ TEST(Analyzer, BlockLayerLatenciesSizesAndAmplification) {
   EXPECT_EQ(b["devices"][0]["sync"], 1);
   ASSERT_TRUE(m["amplification"].is_object());
   EXPECT_DOUBLE_EQ(m["amplification"]["read"].get<double>(), 16.0);
+  EXPECT_FALSE(m["amplification"].contains("read_incl_faults"));
+
+  // Mapped reads count with the application's reads; write faults and anonymous faults do not.
+  t.Fault(ts += 10, 1, kDev, 3, 100, true, 8);   // 32 KiB read through a mapping
+  iot_page_fault w{};
+  InitRecord(&w, IOT_REC_PAGE_FAULT);
+  w.ts = ts += 10;
+  w.tgid = w.tid = 1;
+  w.dev = kDev;
+  w.ino = 3;
+  w.pgoff = 200;
+  w.flags = IOT_PFF_WRITE;
+  w.nr_pages = 16;
+  t.Add(w);
+  t.Fault(ts += 10, 1, 0, 0, 300, false, 4);  // anonymous memory
+  m = Analyze(t);
+  const json& a = m["amplification"];
+  EXPECT_EQ(a["fault_read_bytes"], 32768);
+  EXPECT_DOUBLE_EQ(a["read_incl_faults"].get<double>(), 131072.0 / (8192 + 32768));
 }
 
 TEST(Analyzer, FaultsPageCacheAndHitRatio) {
