@@ -392,6 +392,12 @@ def main():
     load_start = os.getloadavg()
     results, failures, times = {}, [], {}
     texts = {}
+    commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])[1].strip() or "?"
+    dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])[1].strip()
+    commit_here = commit + (" (with uncommitted changes)" if dirty else "")
+    # The code each section measured: this run's for the sections run here, the earlier run's
+    # for sections taken over with --reuse.
+    commits = {s: commit_here for s in sections}
     for s in sections:
         log("section %s ..." % s)
         try:
@@ -406,7 +412,7 @@ def main():
             log("section %s done in %.0f s" % (s, times[s]))
             saved = {"texts": {k: v for k, v in texts.items()
                                if k == s or (s == "capture" and k == "size")},
-                     "results": results[s], "time": times[s]}
+                     "results": results[s], "time": times[s], "commit": commit_here}
             with open(os.path.join(work, "section-%s.json" % s), "w") as f:
                 json.dump(saved, f, default=str)
         except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
@@ -415,6 +421,8 @@ def main():
     total = time.monotonic() - started
     load_end = os.getloadavg()
     if a.reuse:
+        reused_meta_path = os.path.join(a.reuse, "run-meta.json")
+        reused_meta = json.load(open(reused_meta_path)) if os.path.exists(reused_meta_path) else {}
         for s in SECTIONS:
             path = os.path.join(a.reuse, "section-%s.json" % s)
             if s in sections or not os.path.exists(path):
@@ -423,12 +431,12 @@ def main():
             texts.update(saved["texts"])
             results[s] = saved["results"]
             times[s] = saved["time"]
+            # Sections saved before they carried their commit: the earlier run's.
+            commits[s] = saved.get("commit") or reused_meta.get("commit", "?")
             log("section %s taken from %s" % (s, a.reuse))
 
-    commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])[1].strip() or "?"
-    dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])[1].strip()
     run_meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                "commit": commit + (" (with uncommitted changes)" if dirty else ""),
+                "commit": commit_here,
                 "load": "%.1f at start, %.1f at end" % (load_start[0], load_end[0]),
                 "mode": "smoke (tiny sizes: figures meaningless)" if a.smoke else "full"}
     meta_path = os.path.join(a.reuse, "run-meta.json") if a.reuse else None
@@ -451,7 +459,8 @@ def main():
     reused = [s for s in SECTIONS if s not in sections and s in results]
     if a.reuse and reused:
         parts.append("Sections %s were measured in an earlier run and reused here (`--reuse`); "
-                     "the date and load above are those of this run.\n" % ", ".join(reused))
+                     "the date and load above are those of this run.\n" %
+                     ", ".join("%s (commit %s)" % (s, commits.get(s, "?")) for s in reused))
     if failures:
         parts.append("**Sections that failed in this run:** " + "; ".join(failures) + "\n")
     if "capture" in texts:
@@ -474,7 +483,7 @@ def main():
             os.path.join(work, "results.json"), "w") as f:
         json.dump(results, f, indent=1, default=str)
     if not a.smoke and not a.out and "capture" in texts:
-        update_record_md(texts["capture"], run_meta["commit"])
+        update_record_md(texts["capture"], commits.get("capture", run_meta["commit"]))
     log("wrote %s in %.0f s%s" % (out, total, "; FAILED: " + "; ".join(failures) if failures else ""))
     if a.smoke and not a.out:
         shutil.rmtree(work, ignore_errors=True)
