@@ -1510,6 +1510,19 @@ bool ModelBuilder::Impl::PostponeDescriptorHandovers() {
     return (static_cast<uint64_t>(tgid) << 32) | static_cast<uint32_t>(fd);
   };
   bool moved = false;
+  // The closing call at event i freed the number the creating call at event c got: postpone that
+  // call to just after the close when it began within the creating call.
+  auto postpone = [&](size_t c, size_t i, const iot_syscall& close) {
+    Event& open_ev = events[c];
+    const iot_syscall& open = syscalls[open_ev.index];
+    if (open.tid != close.tid && close.ts >= open.ts && close.ts < open.ts + open.dur) {
+      open_ev.ts = events[i].ts;
+      open_ev.seq = events[i].seq;
+      open_ev.sub = events[i].sub;
+      open_ev.after = 1;
+      moved = true;
+    }
+  };
   for (size_t i = 0; i < events.size(); i++) {
     if (events[i].type != kEvSyscall) continue;
     const iot_syscall& sc = syscalls[events[i].index];
@@ -1517,16 +1530,22 @@ bool ModelBuilder::Impl::PostponeDescriptorHandovers() {
     if (sc.op == IOT_OP_CLOSE && sc.fd >= 0) {
       auto it = creator.find(key(sc.tgid, sc.fd));
       if (it == creator.end()) continue;
-      Event& open_ev = events[it->second];
-      const iot_syscall& open = syscalls[open_ev.index];
-      if (open.tid != sc.tid && sc.ts >= open.ts && sc.ts < open.ts + open.dur) {
-        open_ev.ts = events[i].ts;
-        open_ev.seq = events[i].seq;
-        open_ev.sub = events[i].sub;
-        open_ev.after = 1;
-        moved = true;
-      }
+      postpone(it->second, i, sc);
       creator.erase(it);
+    } else if (sc.op == IOT_OP_CLOSE_RANGE &&
+               !(sc.flags & (CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE))) {
+      // Frees every number in [first, last] of the shared table (with UNSHARE it closes in a
+      // private copy, and CLOEXEC frees nothing).
+      const uint32_t first = CloseRangeFirst(sc), last = CloseRangeLast(sc);
+      for (auto it = creator.begin(); it != creator.end();) {
+        const auto fd = static_cast<uint32_t>(it->first);
+        if (static_cast<uint32_t>(it->first >> 32) == sc.tgid && fd >= first && fd <= last) {
+          postpone(it->second, i, sc);
+          it = creator.erase(it);
+        } else {
+          ++it;
+        }
+      }
     } else if (OpReturnsFd(sc) && sc.op != IOT_OP_DUP2 && sc.op != IOT_OP_DUP3) {
       creator[key(sc.tgid, sc.ret)] = i;
     }
