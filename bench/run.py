@@ -422,7 +422,10 @@ def main():
     load_end = os.getloadavg()
     if a.reuse:
         reused_meta_path = os.path.join(a.reuse, "run-meta.json")
-        reused_meta = json.load(open(reused_meta_path)) if os.path.exists(reused_meta_path) else {}
+        try:
+            reused_meta = json.load(open(reused_meta_path))
+        except (OSError, ValueError):
+            reused_meta = {}
         for s in SECTIONS:
             path = os.path.join(a.reuse, "section-%s.json" % s)
             if s in sections or not os.path.exists(path):
@@ -433,6 +436,10 @@ def main():
             times[s] = saved["time"]
             # Sections saved before they carried their commit: the earlier run's.
             commits[s] = saved.get("commit") or reused_meta.get("commit", "?")
+            # This run's directory holds every section it renders, so it can be reused in turn.
+            saved["commit"] = commits[s]
+            with open(os.path.join(work, "section-%s.json" % s), "w") as f:
+                json.dump(saved, f, default=str)
             log("section %s taken from %s" % (s, a.reuse))
 
     run_meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -440,12 +447,13 @@ def main():
                 "load": "%.1f at start, %.1f at end" % (load_start[0], load_end[0]),
                 "mode": "smoke (tiny sizes: figures meaningless)" if a.smoke else "full"}
     meta_path = os.path.join(a.reuse, "run-meta.json") if a.reuse else None
-    if meta_path and not sections and os.path.exists(meta_path):
-        run_meta = json.load(open(meta_path))  # pure re-rendering: the measuring run's facts
+    rerendered = bool(meta_path and not sections and reused_meta)
+    if rerendered:
+        run_meta = dict(reused_meta)  # pure re-rendering: the measuring run's facts
         run_meta["date"] += " (text re-rendered later with `--reuse`)"
-    elif sections:
+    if sections or rerendered:
         with open(os.path.join(work, "run-meta.json"), "w") as f:
-            json.dump(run_meta, f)
+            json.dump(reused_meta if rerendered else run_meta, f)
     header = TEMPLATE_HEAD.format(
         date=run_meta["date"], commit=run_meta["commit"],
         kernel=os.uname().release, cpus=os.cpu_count(), load=run_meta["load"],
@@ -459,8 +467,9 @@ def main():
     reused = [s for s in SECTIONS if s not in sections and s in results]
     if a.reuse and reused:
         parts.append("Sections %s were measured in an earlier run and reused here (`--reuse`); "
-                     "the date and load above are those of this run.\n" %
-                     ", ".join("%s (commit %s)" % (s, commits.get(s, "?")) for s in reused))
+                     "the date and load above are those of %s.\n" %
+                     (", ".join("%s (commit %s)" % (s, commits.get(s, "?")) for s in reused),
+                      "the run this text was re-rendered from" if rerendered else "this run"))
     if failures:
         parts.append("**Sections that failed in this run:** " + "; ".join(failures) + "\n")
     if "capture" in texts:
