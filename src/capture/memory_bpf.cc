@@ -384,8 +384,9 @@ Status MemoryBpf::Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink&
   const bool faults = skel_->rodata->iot_mem_emit_faults;
   const bool cache = skel_->rodata->iot_mem_emit_cache;
   const bool wb = skel_->rodata->iot_mem_emit_writeback;
-  // Keys first: deleting while walking would restart the walk.
-  std::vector<uint32_t> idle;
+  // Keys first: deleting while walking would restart the walk. Each idle key keeps the entry's
+  // last_ts as seen, to tell whether its thread woke up before the entry was taken.
+  std::vector<std::pair<uint32_t, uint64_t>> idle;
   std::unordered_set<uint32_t> held;
   uint32_t key = 0, next = 0;
   const void* prev = nullptr;
@@ -395,12 +396,13 @@ Status MemoryBpf::Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink&
     prev = &key;
     if (bpf_map_lookup_elem(fd, &key, &t) != 0) continue;
     if (min_idle_ns == 0) {
-      idle.push_back(key);
+      idle.emplace_back(key, t.last_ts);
       continue;
     }
-    if (now_ns >= t.last_ts && now_ns - t.last_ts < min_idle_ns) continue;
-    if (t.pf.hdr.type == IOT_REC_PAGE_FAULT && now_ns >= t.last_ts &&
-        now_ns - t.last_ts < kMaxFaultHoldNs) {
+    // Active: used within min_idle_ns, or since `now_ns` was read (the thread faulted during this
+    // walk; taken now, its fault would be emitted before its fault-around window is known).
+    if (t.last_ts > now_ns || now_ns - t.last_ts < min_idle_ns) continue;
+    if (t.pf.hdr.type == IOT_REC_PAGE_FAULT && now_ns - t.last_ts < kMaxFaultHoldNs) {
       // Blocked in the fault now, or at the previous sweep: a thread woken by the read's end is
       // runnable, not yet retrying, for as long as the CPUs are busy elsewhere; one more sweep
       // period lets the retry's fault-around reach the entry.
@@ -411,12 +413,19 @@ Status MemoryBpf::Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink&
         continue;
       }
     }
-    idle.push_back(key);
+    idle.emplace_back(key, t.last_ts);
   }
   held_last_sweep_ = std::move(held);
-  for (uint32_t tid : idle) {
+  for (auto [tid, seen_last_ts] : idle) {
     // Taking the entry atomically: a thread that resumes now creates a new one.
     if (bpf_map_lookup_and_delete_elem(fd, &tid, &t) != 0) continue;
+    if (min_idle_ns != 0 && t.last_ts != seen_last_ts &&
+        bpf_map_update_elem(fd, &tid, &t, BPF_NOEXIST) == 0) {
+      // The thread faulted since the walk saw its entry idle: the entry goes back, its fault still
+      // in progress (unless the thread has already made a new entry: then it is emitted below).
+      counts->reinstated++;
+      continue;
+    }
     counts->entries++;
     bool emit = t.pf.hdr.type == IOT_REC_PAGE_FAULT;
     if (emit && t.unresolved) {

@@ -101,6 +101,7 @@ class MemoryBpf {
     uint64_t faults_unresolved = 0;  // process gone or address unmapped: lost
     uint64_t faults_anonymous = 0;   // resolved to anonymous memory: dropped
     uint64_t faults_held = 0;        // sweeps that left a fault alone: its thread was still in it
+    uint64_t reinstated = 0;         // entries put back: their thread woke up during the sweep
   };
   Status Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink& sink, SweepCounts* counts);
 

@@ -282,6 +282,7 @@ nlohmann::json MemoryTracker::Summary() const {
   s["late_faults_anonymous"] = swept_.faults_anonymous;
   s["late_faults_lost"] = swept_.faults_unresolved;
   s["faults_held_in_progress"] = swept_.faults_held;
+  s["thread_entries_reinstated"] = swept_.reinstated;
   s["kernel"] = kernel_stats_;
   if (bad_wire_records_) s["bad_wire_records"] = bad_wire_records_;
   if (subpage_) {
