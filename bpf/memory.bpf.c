@@ -285,6 +285,24 @@ static __always_inline bool iot_page_folio(__u64 mapping, __u64 index, __u64 *fi
 	return true;
 }
 
+#define IOT_TMPFS_MAGIC 0x01021994
+#define IOT_RAMFS_MAGIC 0x858458f6
+#define IOT_HUGETLBFS_MAGIC 0x958458f6
+
+/* Whether a page of the inode at `inode` (kernel address) that is missing from the page cache
+ * is read from a device when faulted in: not on tmpfs, ramfs or hugetlbfs, where a fault on a
+ * missing page allocates it (a minor fault). */
+static __always_inline bool iot_mem_reads_device(__u64 inode)
+{
+	struct inode *i = (void *)inode;
+	struct super_block *sb = NULL;
+	unsigned long magic = 0;
+	if (!inode || bpf_probe_read_kernel(&sb, sizeof(sb), &i->i_sb) || !sb ||
+	    bpf_probe_read_kernel(&magic, sizeof(magic), &sb->s_magic))
+		return false;
+	return magic != IOT_TMPFS_MAGIC && magic != IOT_RAMFS_MAGIC && magic != IOT_HUGETLBFS_MAGIC;
+}
+
 /* ---- records ------------------------------------------------------------ */
 
 static __always_inline void iot_mem_emit_run(struct iot_mem_run *r, int kind, __u32 tgid, __u32 tid)
@@ -345,7 +363,10 @@ static __always_inline struct iot_mem_thread *iot_mem_thread_get(__u32 tid, __u3
 		return NULL;
 	__builtin_memset(s, 0, sizeof(*s));
 	s->tgid = tgid;
-	if (bpf_map_update_elem(&iot_mem_threads, &tid, s, BPF_NOEXIST)) {
+	long err = bpf_map_update_elem(&iot_mem_threads, &tid, s, BPF_NOEXIST);
+	/* -EEXIST: user space's sweep put the thread's entry back meanwhile (it had taken it, then
+	 * saw the thread active); use that one. */
+	if (err && err != -IOT_EEXIST) {
 		iot_mem_stat(IOT_MEM_STAT_THREADS_FULL);
 		return NULL;
 	}
@@ -712,6 +733,15 @@ int BPF_PROG(iot_mem_fault, unsigned long address, struct pt_regs *regs, unsigne
 		return 0;
 	pf.nr_pages = 1;
 	pf.around_start = pf.pgoff;
+	__u64 first = 0;
+	__u32 nr = 0;
+	const bool cached = iot_mem_emit_faults && iot_page_folio(v.mapping, pf.pgoff, &first, &nr);
+	/* Not in the page cache as the fault begins: filemap_fault finds no folio and has it read,
+	 * which the kernel counts as a major fault, whichever thread's readahead then inserts the
+	 * page (two threads faulting at once into one readahead window each insert pages the other
+	 * waits for). Its own insertion (iot_mem_pc_add) marks it major too. */
+	if (iot_mem_emit_faults && !cached && iot_mem_reads_device(v.inode))
+		pf.flags |= IOT_PFF_MAJOR;
 
 	if (!t) {
 		/* no room to wait for the outcome: record what is known now */
@@ -725,9 +755,7 @@ int BPF_PROG(iot_mem_fault, unsigned long address, struct pt_regs *regs, unsigne
 	t->vm_end = v.end;
 	t->mapping = v.mapping;
 	t->last_ts = now;
-	__u64 first;
-	__u32 nr;
-	if (iot_mem_emit_faults && iot_page_folio(v.mapping, pf.pgoff, &first, &nr))
+	if (cached)
 		iot_mem_pmd_folio(t, first, nr);
 	return 0;
 }

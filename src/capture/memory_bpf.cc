@@ -107,8 +107,9 @@ MemoryLayerState PlanMemoryLayer(const MemoryOptions& o, const MemoryKernelSuppo
   };
   plan(&s.faults, o.faults, {"page_fault_user", "mm_filemap_add_to_page_cache"},
        "tp_btf page_fault_user with bpf_find_vma: faults on mappings of regular files by traced "
-       "threads (anonymous memory dropped in the kernel); major = the faulting page was inserted "
-       "into the page cache during the fault; fault-around window from mm_filemap_map_pages" +
+       "threads (anonymous memory dropped in the kernel); major = the faulting page was not in the "
+       "page cache as the fault began, or its thread inserted it during the fault; fault-around "
+       "window from mm_filemap_map_pages" +
            partial({"mm_filemap_map_pages"}));
   plan(&s.cache, o.cache, {"mm_filemap_add_to_page_cache", "mm_filemap_delete_from_page_cache"},
        "mm_filemap_add/delete_from_page_cache and page_cache_ra_unbounded/ra_order, in traced "

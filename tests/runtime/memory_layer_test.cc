@@ -177,7 +177,8 @@ TEST_F(MemTouch, FaultsFollowEachThreadsTouchesAndCoverThem) {
 
 // Cold cache: the pages the threads touched were inserted into the page cache during the run
 // (after the program's DONTNEED), inside recorded readahead windows; major faults are the
-// faults whose page was inserted by the faulting thread.
+// faults whose page was not cached as they began, inserted during the run by the faulting
+// thread or by the other one (both read ahead into the same window at first).
 TEST_F(MemTouch, PageCacheInsertionsAndReadaheadServedTheFaults) {
   // The program's DONTNEED is the last removal before the first fault. Later removals are
   // reclaim's (this VM runs DAMON's kdamond, which evicts cold pages mid-run), not the start of
@@ -221,12 +222,15 @@ TEST_F(MemTouch, PageCacheInsertionsAndReadaheadServedTheFaults) {
   for (const auto& f : trace_.faults) {
     if (!OnFile(f.ino, f.dev) || !(f.flags & IOT_PFF_MAJOR)) continue;
     majors++;
-    bool inserted_by_it = std::any_of(trace_.caches.begin(), trace_.caches.end(), [&](const auto& c) {
-      return OnFile(c.ino, c.dev) && c.kind == IOT_PC_ADD && c.tid == f.tid && c.ts >= f.ts &&
+    // Inserted during the cold read, by either thread. (An insertion record is a run stamped
+    // with its first page's time, so a run that began before the fault may still have inserted
+    // the fault's page after it began: the time is not compared.)
+    bool inserted = std::any_of(trace_.caches.begin(), trace_.caches.end(), [&](const auto& c) {
+      return OnFile(c.ino, c.dev) && c.kind == IOT_PC_ADD && c.ts >= last_delete &&
              c.index <= f.pgoff && f.pgoff < c.index + c.nr_pages;
     });
-    EXPECT_TRUE(inserted_by_it) << "major fault on page " << f.pgoff
-                                << " without an insertion of that page by its thread";
+    EXPECT_TRUE(inserted) << "major fault on page " << f.pgoff
+                          << ", a page never inserted during the cold read";
   }
   // The counters say which path each fault took (a late-resolved one is major when its page is
   // among those its thread inserted meanwhile: iot_mem_unresolved_was_major).
