@@ -398,6 +398,8 @@ def main():
     # The code each section measured: this run's for the sections run here, the earlier run's
     # for sections taken over with --reuse.
     commits = {s: commit_here for s in sections}
+    mode_here = "smoke" if a.smoke else "full"
+    modes = {s: mode_here for s in sections}  # sizes each section ran with
     for s in sections:
         log("section %s ..." % s)
         try:
@@ -412,7 +414,8 @@ def main():
             log("section %s done in %.0f s" % (s, times[s]))
             saved = {"texts": {k: v for k, v in texts.items()
                                if k == s or (s == "capture" and k == "size")},
-                     "results": results[s], "time": times[s], "commit": commit_here}
+                     "results": results[s], "time": times[s], "commit": commit_here,
+                     "mode": mode_here}
             with open(os.path.join(work, "section-%s.json" % s), "w") as f:
                 json.dump(saved, f, default=str)
         except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
@@ -436,8 +439,11 @@ def main():
             times[s] = saved["time"]
             # Sections saved before they carried their commit: the earlier run's.
             commits[s] = saved.get("commit") or reused_meta.get("commit", "?")
+            modes[s] = saved.get("mode") or (
+                "smoke" if reused_meta.get("mode", "full").startswith("smoke") else "full")
             # This run's directory holds every section it renders, so it can be reused in turn.
             saved["commit"] = commits[s]
+            saved["mode"] = modes[s]
             with open(os.path.join(work, "section-%s.json" % s), "w") as f:
                 json.dump(saved, f, default=str)
             log("section %s taken from %s" % (s, a.reuse))
@@ -468,8 +474,15 @@ def main():
     if a.reuse and reused:
         parts.append("Sections %s were measured in an earlier run and reused here (`--reuse`); "
                      "the date and load above are those of %s.\n" %
-                     (", ".join("%s (commit %s)" % (s, commits.get(s, "?")) for s in reused),
+                     (", ".join("%s (commit %s%s)" % (s, commits.get(s, "?"),
+                                                      ", smoke sizes" if modes.get(s) == "smoke"
+                                                      else "") for s in reused),
                       "the run this text was re-rendered from" if rerendered else "this run"))
+        tiny = [s for s in reused if modes.get(s) == "smoke"]
+        if tiny and not a.smoke:
+            log("warning: sections %s were measured with smoke sizes" % ", ".join(tiny))
+            parts.append("**Sections %s were measured with `--smoke` sizes: their figures are "
+                         "meaningless.**\n" % ", ".join(tiny))
     if failures:
         parts.append("**Sections that failed in this run:** " + "; ".join(failures) + "\n")
     if "capture" in texts:
