@@ -572,13 +572,18 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
   }
 }
 
-StreamState* Analyzer::Stream(uint64_t key) {
-  if (StreamState* found = streams_.Find(key)) return found;
-  if (streams_.size() >= kMaxStreams) {
-    ++streams_dropped_;
-    return nullptr;
+StreamState* Analyzer::Stream(uint64_t key, size_t* slot) {
+  size_t found = streams_.FindSlot(key);
+  if (found == SIZE_MAX) {
+    if (streams_.size() >= kMaxStreams) {
+      ++streams_dropped_;
+      return nullptr;
+    }
+    streams_.FindOrInsert(key);
+    found = streams_.FindSlot(key);  // where the insertion (and any rehash) put it; rare
   }
-  return &streams_.FindOrInsert(key);
+  if (slot) *slot = found;
+  return streams_.AtSlot(found, key);
 }
 
 void Analyzer::SyscallDirectionTotals(std::array<uint64_t, 2>* ops, std::array<uint64_t, 2>* bytes,
@@ -646,11 +651,12 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
   StreamState* st = nullptr;
   if (desc && desc->stream_key[dir] == key) st = streams_.AtSlot(desc->stream_slot[dir], key);
   if (!st) {
-    st = Stream(key);
+    size_t slot = 0;
+    st = Stream(key, &slot);
     if (!st) return;
     if (desc) {
       desc->stream_key[dir] = key;
-      desc->stream_slot[dir] = static_cast<uint32_t>(streams_.FindSlot(key));
+      desc->stream_slot[dir] = static_cast<uint32_t>(slot);
     }
   }
   int64_t gap = 0;
@@ -986,7 +992,7 @@ void Analyzer::OnAsync(const iot_async_io& r) {
       uint64_t skey = (static_cast<uint64_t>(&t - threads_.data()) << 32) |
                       (static_cast<uint64_t>(p.file) << 1) | static_cast<uint64_t>(dir);
       skey ^= uint64_t{1} << 63;  // async streams apart from the thread's syscall streams
-      if (StreamState* st = Stream(skey)) {
+      if (StreamState* st = Stream(skey, nullptr)) {
         int64_t gap = 0;
         Access a = ClassifyAccess(*st, r.offset, r.length, &gap);
         ++access_[dir][static_cast<int>(a)];

@@ -308,8 +308,9 @@ class Analyzer {
                                             uint64_t offset, uint64_t bytes, int32_t file_index,
                                             Description* desc);
   // The pattern stream of `key` ((thread, file, direction), packed), created on first use;
-  // nullptr when the table is full (counted in streams_dropped_).
-  StreamState* Stream(uint64_t key);
+  // nullptr when the table is full (counted in streams_dropped_). `slot` (optional) receives its
+  // hash-table slot, for a description's hint: one probe serves both.
+  StreamState* Stream(uint64_t key, size_t* slot);
   // Syscall data-op totals per direction (ops, bytes, requested), summed from ops_.
   void SyscallDirectionTotals(std::array<uint64_t, 2>* ops, std::array<uint64_t, 2>* bytes,
                               std::array<uint64_t, 2>* requested) const;
