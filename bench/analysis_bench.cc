@@ -115,11 +115,13 @@ void BM_AnalyzerConsumeWithModel(benchmark::State& state) {
 }
 BENCHMARK(BM_AnalyzerConsumeWithModel)->Unit(benchmark::kMillisecond);
 
-// The workload's records in 1 MiB chunks, as the writer frames them (raw), and packed.
+// The workload's records in 1 MiB chunks, as the writer frames them (raw), and packed in each
+// layout (codec 2, codec 3).
 struct PackedChunk {
   std::vector<uint8_t> raw;
   size_t records = 0;
-  std::vector<uint8_t> packed;
+  std::vector<uint8_t> packed_previous;
+  std::vector<uint8_t> packed_shaped;
 };
 
 const std::vector<PackedChunk>& WorkloadChunks() {
@@ -128,8 +130,11 @@ const std::vector<PackedChunk>& WorkloadChunks() {
     std::vector<PackedChunk> out;
     PackedChunk c;
     auto flush = [&] {
-      c.packed.resize(PackRecords(c.raw.data(), c.raw.size(), c.records, &c.packed,
-                                  PackingKernel::kPortable));
+      c.packed_previous.resize(PackRecords(c.raw.data(), c.raw.size(), c.records,
+                                           &c.packed_previous, PackedLayout::kPrevious,
+                                           PackingKernel::kPortable));
+      c.packed_shaped.resize(PackRecords(c.raw.data(), c.raw.size(), c.records, &c.packed_shaped,
+                                         PackedLayout::kShaped, PackingKernel::kPortable));
       out.push_back(std::move(c));
       c = PackedChunk();
     };
@@ -154,7 +159,7 @@ const std::vector<PackedChunk>& WorkloadChunks() {
 }
 
 // The packing kernel of a benchmark's arg 0 (0: portable, 1: AVX-512); none, and the benchmark
-// skipped with an error, when this CPU lacks it.
+// skipped with an error, when this CPU lacks it. Arg 1 is the layout's codec (2 or 3).
 std::optional<PackingKernel> KernelArg(benchmark::State& state) {
   const PackingKernel kernel = state.range(0) ? PackingKernel::kAvx512 : PackingKernel::kPortable;
   if (PackingKernelSupported(kernel)) return kernel;
@@ -162,8 +167,12 @@ std::optional<PackingKernel> KernelArg(benchmark::State& state) {
   return std::nullopt;
 }
 
-// Chunk codec 2's packing alone, per kernel (arg 0: portable, 1: AVX-512): what the recorder's
-// writer does to each chunk before zstd.
+PackedLayout LayoutArg(benchmark::State& state) {
+  return state.range(1) == 2 ? PackedLayout::kPrevious : PackedLayout::kShaped;
+}
+
+// Packing alone, per kernel (arg 0: portable, 1: AVX-512) and layout (arg 1: codec 2 or 3):
+// what the recorder's writer does to each chunk before zstd.
 void BM_PackRecords(benchmark::State& state) {
   const std::optional<PackingKernel> kernel = KernelArg(state);
   if (!kernel) return;
@@ -173,16 +182,17 @@ void BM_PackRecords(benchmark::State& state) {
   for (auto _ : state) {
     uint64_t n = 0;
     for (const PackedChunk& c : chunks) {
-      benchmark::DoNotOptimize(PackRecords(c.raw.data(), c.raw.size(), c.records, &out, *kernel));
+      benchmark::DoNotOptimize(
+          PackRecords(c.raw.data(), c.raw.size(), c.records, &out, LayoutArg(state), *kernel));
       n += c.records;
     }
     records = n;
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * records));
 }
-BENCHMARK(BM_PackRecords)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PackRecords)->ArgsProduct({{0, 1}, {2, 3}})->Unit(benchmark::kMillisecond);
 
-// Chunk codec 2's unpacking alone, per kernel (arg 0: portable, 1: AVX-512).
+// Unpacking alone, per kernel (arg 0: portable, 1: AVX-512) and layout (arg 1: codec 2 or 3).
 void BM_UnpackRecords(benchmark::State& state) {
   const std::optional<PackingKernel> kernel = KernelArg(state);
   if (!kernel) return;
@@ -192,8 +202,11 @@ void BM_UnpackRecords(benchmark::State& state) {
   for (auto _ : state) {
     uint64_t n = 0;
     for (const PackedChunk& c : chunks) {
-      auto got = UnpackRecords(c.packed.data(), c.packed.size(), out.data(), c.raw.size(), "bench",
-                               *kernel);
+      const PackedLayout layout = LayoutArg(state);
+      const std::vector<uint8_t>& packed =
+          layout == PackedLayout::kPrevious ? c.packed_previous : c.packed_shaped;
+      auto got = UnpackRecords(packed.data(), packed.size(), layout, out.data(), c.raw.size(),
+                               "bench", *kernel);
       if (!got.ok()) {
         state.SkipWithError(got.status().message().c_str());
         return;
@@ -205,7 +218,7 @@ void BM_UnpackRecords(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * records));
 }
-BENCHMARK(BM_UnpackRecords)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_UnpackRecords)->ArgsProduct({{0, 1}, {2, 3}})->Unit(benchmark::kMillisecond);
 
 // The 2-million-record training-like trace file shared by the file benchmarks (written once).
 const std::string& WorkloadFile() {

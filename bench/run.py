@@ -123,31 +123,40 @@ def section_analysis(a, work):
             log("analysis %s: %.1f s, %.0f events/s, %d MiB" %
                 (name, wall, events / wall if wall else 0, rss // 1024))
 
-        # Format 1.1 (packed chunks) against the same events in format-1.0 chunks, alternated
-        # three times each so that the machine's drift hits both alike; medians of CPU time.
+        # Format 1.2 (packed chunks, codec 3) against the same events in format-1.1 chunks (codec
+        # 2) and format-1.0 chunks (codec 1), alternated three times each so that the machine's
+        # drift hits all alike; medians of CPU time.
         plain = os.path.join(scratch, "synth-plain.iotwin")
         rc, _, err, _ = sh([synth, plain, str(events_wanted), "--plain"])
         if rc != 0:
             raise RuntimeError("synth_trace --plain failed: " + err)
-        side = {"packed": [], "plain": []}
-        order = (("packed", trace), ("plain", plain))
+        codec2 = os.path.join(scratch, "synth-codec2.iotwin")
+        rc, _, err, _ = sh([synth, codec2, str(events_wanted), "--codec2"])
+        if rc != 0:
+            raise RuntimeError("synth_trace --codec2 failed: " + err)
+        side = {"packed": [], "codec2": [], "plain": []}
+        order = (("packed", trace), ("codec2", codec2), ("plain", plain))
         for rnd in range(1 if a.smoke else 3):
-            # ABBA...: neither trace always runs first (the one written last is warmer).
+            # Forward, then backward: no trace always runs first (the one written last is warmer).
             for kind, path in (order if rnd % 2 == 0 else order[::-1]):
                 rc, wall, cpu, rss, err = time_v([iotwin, "report", path, "--no-progress"])
                 if rc != 0:
                     raise RuntimeError("report of the %s trace failed: %s" % (kind, err[-500:]))
                 side[kind].append({"wall_s": wall, "cpu_s": cpu, "rss_kib": rss})
         plain_size = os.path.getsize(plain)
+        codec2_size = os.path.getsize(codec2)
         os.unlink(plain)
+        os.unlink(codec2)
         codec = {}
         for kind, runs in side.items():
             cpu = statistics.median(r["cpu_s"] for r in runs)
             codec[kind] = {"runs": runs, "cpu_s_median": cpu,
                            "events_per_cpu_s": events / cpu if cpu else None}
         codec["plain"]["bytes"] = plain_size
-        log("analysis report packed vs plain chunks: %.2f vs %.2f CPU-s (median)" %
-            (codec["packed"]["cpu_s_median"], codec["plain"]["cpu_s_median"]))
+        codec["codec2"]["bytes"] = codec2_size
+        log("analysis report codec 3 vs codec 2 vs plain chunks: %.2f vs %.2f vs %.2f CPU-s "
+            "(median)" % (codec["packed"]["cpu_s_median"], codec["codec2"]["cpu_s_median"],
+                          codec["plain"]["cpu_s_median"]))
         run("report (text)", [iotwin, "report", trace, "--no-progress"])
         recorded = measure_recorded_report(a, iotwin, scratch)
         for fmt in ("csv", "jsonl"):
@@ -185,17 +194,24 @@ def section_analysis(a, work):
             r["name"], " (%s)" % r["note"] if r["note"] else "", r["wall_s"],
             (r["events_per_s"] or 0) / 1e6, (r["events_per_cpu_s"] or 0) / 1e6, r["rss_kib"] / 1024))
     p("")
-    pk, pl = codec["packed"], codec["plain"]
-    p("Format 1.1 against 1.0 on the same events (`synth_trace --plain` writes zstd of the plain "
-      "records, codec 1), `iotwin report` alternated %d times each, median CPU time: packed "
-      "chunks %.2f s (%.2f M events per CPU-second, %.1f bytes/event), plain chunks %.2f s "
-      "(%.2f M, %.1f bytes/event): **%.2fx** the events per CPU-second." % (
+    pk, c2, pl = codec["packed"], codec.get("codec2"), codec["plain"]
+    p("Format 1.2 (codec 3) against 1.1 (codec 2) and 1.0 on the same events (`synth_trace "
+      "--codec2` writes codec-2 chunks, `--plain` zstd of the plain records, codec 1), `iotwin "
+      "report` alternated %d times each, median CPU time: codec 3 %.2f s (%.2f M events per "
+      "CPU-second, %.1f bytes/event)%s, plain chunks %.2f s (%.2f M, %.1f bytes/event): "
+      "**%.2fx** the events per CPU-second of plain chunks%s." % (
           len(pk["runs"]), pk["cpu_s_median"], (pk["events_per_cpu_s"] or 0) / 1e6, size / events,
+          (", codec 2 %.2f s (%.2f M, %.1f bytes/event)" % (
+              c2["cpu_s_median"], (c2["events_per_cpu_s"] or 0) / 1e6, c2["bytes"] / events))
+          if c2 else "",
           pl["cpu_s_median"], (pl["events_per_cpu_s"] or 0) / 1e6, pl["bytes"] / events,
-          (pl["cpu_s_median"] / pk["cpu_s_median"]) if pk["cpu_s_median"] else 0))
+          (pl["cpu_s_median"] / pk["cpu_s_median"]) if pk["cpu_s_median"] else 0,
+          (" and **%.2fx** those of codec 2" % (c2["cpu_s_median"] / pk["cpu_s_median"]))
+          if c2 and pk["cpu_s_median"] else ""))
     p("")
     p("```")
     p("build/bench/synth_trace DIR/synth.iotwin %d" % events_wanted)
+    p("build/bench/synth_trace DIR/synth-codec2.iotwin %d --codec2" % events_wanted)
     p("build/bench/synth_trace DIR/synth-plain.iotwin %d --plain" % events_wanted)
     for r in rows:
         p("/usr/bin/time -v " + rel(r["cmd"]) + ("   # DIR/%s/<table>.%s -> /dev/null" %

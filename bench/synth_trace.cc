@@ -1,10 +1,10 @@
 // synth_trace: writes a large synthetic trace fast, for the analysis throughput benchmark
 // (bench/run.sh, docs/benchmarks.md "Analysis"). Not a capture: the records are generated.
 //
-//   synth_trace OUT.iotwin EVENTS [--seed N] [--plain]
+//   synth_trace OUT.iotwin EVENTS [--seed N] [--plain | --codec2]
 //
-// --plain writes format-1.0 chunks (zstd of the plain records, codec 1) instead of packed ones,
-// so the two can be timed side by side.
+// --plain writes format-1.0 chunks (zstd of the plain records, codec 1) and --codec2 format-1.1
+// chunks (codec 2) instead of codec-3 ones, so they can be timed side by side.
 //
 // The mix is the training-like one of bench/analysis_bench.cc (MakeWorkload): 8 loader threads
 // reading 64 shard files (mostly 128 KiB pread64, some read()), a checkpoint writer, lseeks,
@@ -128,6 +128,8 @@ int Main(int argc, char** argv) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (std::strcmp(argv[i], "--plain") == 0) {
       options.pack_records = false;  // format-1.0 chunks (codec 1), for side-by-side runs
+    } else if (std::strcmp(argv[i], "--codec2") == 0) {
+      options.packed_layout = PackedLayout::kPrevious;  // format-1.1 chunks
     } else {
       std::fprintf(stderr, "synth_trace: unknown argument '%s'\n", argv[i]);
       return 2;

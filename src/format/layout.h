@@ -16,8 +16,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 // 0x89 detects 7-bit transports, \r\n detects line-ending conversion, 0x1a stops `type` on DOS.
 inline constexpr uint8_t kFileMagic[8] = {0x89, 'I', 'O', 'T', 'W', '\r', '\n', 0x1a};
 inline constexpr uint16_t kMajor = 1;
-// Minor 1 added chunk codec 2 (kCodecZstdPacked); readers of 1.0 reject such chunks by codec.
-inline constexpr uint16_t kMinor = 1;
+// Minor 1 added chunk codec 2 (kCodecZstdPacked), minor 2 codec 3 (kCodecZstdShaped); older
+// readers reject such chunks by codec, never misread them.
+inline constexpr uint16_t kMinor = 2;
 
 struct FileHeader {
   uint8_t magic[8];
@@ -33,8 +34,10 @@ static_assert(sizeof(FileHeader) == 32);
 inline constexpr uint32_t kChunkMagic = 0x4b4e4843;  // "CHNK"
 inline constexpr uint16_t kCodecNone = 0;
 inline constexpr uint16_t kCodecZstd = 1;
-// zstd of the XOR-packed records (format/record_packing.h), written since format 1.1.
+// zstd of the XOR-packed records (format/record_packing.h): codec 2 was written by format 1.1,
+// codec 3 (chosen references, shape ids) is written since 1.2.
 inline constexpr uint16_t kCodecZstdPacked = 2;
+inline constexpr uint16_t kCodecZstdShaped = 3;
 inline constexpr uint16_t kChunkHasStrings = 1;  // chunk flag: holds STRING records
 
 struct ChunkHeader {

@@ -196,7 +196,8 @@ std::string TraceReader::Decompress(const layout::ChunkHeader& h, uint8_t* dst) 
   return {};
 }
 
-// Codec 2: decompress the packed records into packed_, then unpack them into the chunk buffer.
+// Codecs 2 and 3: decompress the packed records into packed_, then unpack them into the chunk
+// buffer.
 std::string TraceReader::UnpackChunk(const layout::ChunkHeader& h) {
   if (packed_cap_ < h.raw_len) {
     packed_.reset(new uint8_t[h.raw_len]);  // no zero-fill: every byte used is decompressed
@@ -211,7 +212,9 @@ std::string TraceReader::UnpackChunk(const layout::ChunkHeader& h) {
                        options_.max_chunk_bytes);
   }
   ResizeChunk(*len);
-  auto unpacked = UnpackRecords(packed_.get(), h.raw_len, chunk_data_, chunk_len_, what);
+  const PackedLayout layout =
+      h.codec == layout::kCodecZstdShaped ? PackedLayout::kShaped : PackedLayout::kPrevious;
+  auto unpacked = UnpackRecords(packed_.get(), h.raw_len, layout, chunk_data_, chunk_len_, what);
   if (!unpacked.ok()) {
     ClearChunk();
     return unpacked.status().message();
@@ -254,7 +257,7 @@ Status TraceReader::LoadChunk(bool* end) {
         if (!summary_) torn = h.magic == layout::kTrailerMagic || RestIsZero(at);
         if (h.magic == layout::kTrailerMagic && torn) problem = "the trailer has no valid footer";
       } else if (h.codec != layout::kCodecZstd && h.codec != layout::kCodecNone &&
-                 h.codec != layout::kCodecZstdPacked) {
+                 h.codec != layout::kCodecZstdPacked && h.codec != layout::kCodecZstdShaped) {
         problem = fmt::format("chunk {} uses unknown codec {}", h.seq, h.codec);
       } else if (h.raw_len > options_.max_chunk_bytes || h.comp_len > options_.max_chunk_bytes) {
         problem = fmt::format("chunk {} sizes {}/{} exceed the limit of {} bytes", h.seq,

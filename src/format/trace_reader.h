@@ -111,7 +111,8 @@ class TraceReader {
   // Reads and decompresses the chunk at offset_. Sets *end at the end of chunks.
   Status LoadChunk(bool* end);
   std::string Decompress(const layout::ChunkHeader& h, uint8_t* dst);
-  // Decompresses and unpacks a codec-2 chunk into the chunk buffer; the problem, or "".
+  // Decompresses and unpacks a codec-2 or codec-3 chunk into the chunk buffer; the problem, or
+  // "".
   std::string UnpackChunk(const layout::ChunkHeader& h);
   Result<const iot_rec_hdr*> NextSlow();
   // Decompressed chunk buffer: grown without zero-filling (every byte used is decompressed into
@@ -139,7 +140,7 @@ class TraceReader {
   uint64_t data_end_ = 0;     // end of chunk area (footer/index start, or file size)
   uint64_t offset_ = 0;
   std::vector<uint8_t> compressed_;
-  std::unique_ptr<uint8_t[]> packed_;  // a codec-2 chunk's packed records, decompressed
+  std::unique_ptr<uint8_t[]> packed_;  // a packed chunk's records, decompressed
   size_t packed_cap_ = 0;
   std::unique_ptr<uint8_t[]> chunk_buf_;
   size_t chunk_cap_ = 0;

@@ -140,7 +140,8 @@ Status TraceWriter::FlushChunk() {
   const uint8_t* payload = chunk_.data();
   size_t payload_len = chunk_.size();
   if (options_.pack_records) {
-    payload_len = PackRecords(chunk_.data(), chunk_.size(), chunk_records_, &packed_);
+    payload_len = PackRecords(chunk_.data(), chunk_.size(), chunk_records_, &packed_,
+                              options_.packed_layout);
     payload = packed_.data();
   }
   size_t bound = ZSTD_compressBound(payload_len);
@@ -157,7 +158,9 @@ Status TraceWriter::FlushChunk() {
   h.records = chunk_records_;
   h.raw_len = static_cast<uint32_t>(payload_len);
   h.comp_len = static_cast<uint32_t>(n);
-  h.codec = options_.pack_records ? layout::kCodecZstdPacked : layout::kCodecZstd;
+  h.codec = !options_.pack_records ? layout::kCodecZstd
+            : options_.packed_layout == PackedLayout::kPrevious ? layout::kCodecZstdPacked
+                                                                : layout::kCodecZstdShaped;
   h.flags = chunk_flags_;
   h.min_ts = chunk_max_ts_ == 0 ? 0 : chunk_min_ts_;
   h.max_ts = chunk_max_ts_;

@@ -18,6 +18,7 @@
 
 #include "base/fd.h"
 #include "base/status.h"
+#include "format/record_packing.h"
 #include "iotwin_abi.h"
 
 namespace iotwin {
@@ -25,9 +26,11 @@ namespace iotwin {
 struct TraceWriterOptions {
   size_t chunk_bytes = 1 << 20;  // uncompressed bytes per chunk
   int zstd_level = 3;
-  // Chunks XOR-packed before compression (codec 2). Off writes format-1.0 chunks (codec 1),
-  // which older readers can read.
+  // Chunks XOR-packed before compression, in `packed_layout`: codec 3 (format 1.2) by default,
+  // or codec 2, which readers of format 1.1 read. Off writes format-1.0 chunks (codec 1), which
+  // every reader reads.
   bool pack_records = true;
+  PackedLayout packed_layout = PackedLayout::kShaped;
 };
 
 struct ChunkIndexEntry {

@@ -160,18 +160,19 @@ std::string RawAndDecompressed(const std::string& path) {
     std::memcpy(&comp_len, file.data() + off + 16, 4);
     std::memcpy(&codec, file.data() + off + 20, 2);
     const char* payload = file.data() + off + 56;
-    if (codec == 1 || codec == 2) {
+    if (codec == 1 || codec == 2 || codec == 3) {
       std::string out(raw_len, '\0');
       size_t n = ZSTD_decompress(out.data(), out.size(), payload, comp_len);
       EXPECT_FALSE(ZSTD_isError(n));
-      if (codec == 2) {  // XOR-packed: the records themselves are what must hold no name
+      if (codec != 1) {  // XOR-packed: the records themselves are what must hold no name
         const auto* packed = reinterpret_cast<const uint8_t*>(out.data());
         auto len = PackedRecordsLength(packed, n, path);
         EXPECT_TRUE(len.ok());
         if (!len.ok()) return all;
         std::string records(*len, '\0');
-        auto unpacked = UnpackRecords(packed, n, reinterpret_cast<uint8_t*>(records.data()),
-                                      records.size(), path);
+        auto unpacked = UnpackRecords(
+            packed, n, codec == 3 ? PackedLayout::kShaped : PackedLayout::kPrevious,
+            reinterpret_cast<uint8_t*>(records.data()), records.size(), path);
         EXPECT_TRUE(unpacked.ok()) << unpacked.status().message();
         out = records;
       }

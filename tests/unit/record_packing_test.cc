@@ -1,13 +1,15 @@
-// Chunk codec 2: XOR packing of records (format/record_packing.h). Round trips of every record
-// shape, the size it saves, hostile payloads (every truncation, every byte flipped, forged
-// masks and sizes) that must be errors naming the payload byte and never a crash, and traces
-// written packed and unpacked that read back the same. Every unpacking kernel the CPU has is
-// tested, and the kernels are checked against each other on every damaged payload.
+// Chunk codecs 2 and 3: XOR packing of records (format/record_packing.h). Round trips of every
+// record shape, the size it saves, hostile payloads (every truncation, every byte flipped, forged
+// masks, sizes, shape ids and references) that must be errors naming the payload byte and never
+// a crash, and traces written packed and unpacked that read back the same. Both layouts are
+// tested with every unpacking kernel the CPU has, and the kernels are checked against each other
+// on every damaged payload.
 #include "format/record_packing.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -92,46 +94,60 @@ std::vector<uint8_t> MixedRecords(size_t* records) {
   return raw;
 }
 
-std::vector<uint8_t> Pack(const std::vector<uint8_t>& raw, size_t records,
+std::vector<uint8_t> Pack(const std::vector<uint8_t>& raw, size_t records, PackedLayout layout,
                           PackingKernel kernel = PackingKernel::kPortable) {
   std::vector<uint8_t> packed;
-  packed.resize(PackRecords(raw.data(), raw.size(), records, &packed, kernel));
+  packed.resize(PackRecords(raw.data(), raw.size(), records, &packed, layout, kernel));
   return packed;
 }
 
-Result<std::vector<uint8_t>> Unpack(const std::vector<uint8_t>& packed, PackingKernel kernel) {
+Result<std::vector<uint8_t>> Unpack(const std::vector<uint8_t>& packed, PackedLayout layout,
+                                    PackingKernel kernel) {
   IOTWIN_ASSIGN_OR_RETURN(uint32_t len, PackedRecordsLength(packed.data(), packed.size(), "t"));
   std::vector<uint8_t> out(len);
   IOTWIN_RETURN_IF_ERROR(
-      UnpackRecords(packed.data(), packed.size(), out.data(), out.size(), "t", kernel).status());
+      UnpackRecords(packed.data(), packed.size(), layout, out.data(), out.size(), "t", kernel)
+          .status());
   return out;
 }
 
-// Each test runs with every unpacking kernel this CPU has (CI's and the development machine's
-// have both).
-class RecordPacking : public ::testing::TestWithParam<PackingKernel> {
+struct PackingCase {
+  PackedLayout layout;
+  PackingKernel kernel;
+};
+
+// Each test runs in both layouts with every unpacking kernel this CPU has (CI's and the
+// development machine's have both).
+class RecordPacking : public ::testing::TestWithParam<PackingCase> {
  protected:
   void SetUp() override {
-    if (!PackingKernelSupported(GetParam())) GTEST_SKIP() << "this CPU lacks the kernel";
+    if (!PackingKernelSupported(GetParam().kernel)) GTEST_SKIP() << "this CPU lacks the kernel";
+  }
+  PackedLayout layout() const { return GetParam().layout; }
+  PackingKernel kernel() const { return GetParam().kernel; }
+  Result<uint32_t> UnpackInto(const std::vector<uint8_t>& packed, std::vector<uint8_t>* out,
+                              const std::string& what = "t") const {
+    return UnpackRecords(packed.data(), packed.size(), layout(), out->data(), out->size(), what,
+                         kernel());
   }
 };
 
-std::string KernelName(const ::testing::TestParamInfo<PackingKernel>& info) {
-  return info.param == PackingKernel::kAvx512 ? "Avx512" : "Portable";
+std::string CaseName(const ::testing::TestParamInfo<PackingCase>& info) {
+  return std::string(info.param.layout == PackedLayout::kShaped ? "Codec3" : "Codec2") +
+         (info.param.kernel == PackingKernel::kAvx512 ? "Avx512" : "Portable");
 }
 
 TEST_P(RecordPacking, EveryShapeRoundTripsByteForByte) {
   size_t records = 0;
   std::vector<uint8_t> raw = MixedRecords(&records);
-  std::vector<uint8_t> packed = Pack(raw, records, GetParam());
+  std::vector<uint8_t> packed = Pack(raw, records, layout(), kernel());
   // Every kernel packs to the same bytes.
-  EXPECT_EQ(packed, Pack(raw, records, PackingKernel::kPortable));
+  EXPECT_EQ(packed, Pack(raw, records, layout(), PackingKernel::kPortable));
   EXPECT_LE(packed.size(), PackedBound(raw.size(), records));
-  auto out = Unpack(packed, GetParam());
+  auto out = Unpack(packed, layout(), kernel());
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(*out, raw);
-  auto count =
-      UnpackRecords(packed.data(), packed.size(), out->data(), out->size(), "t", GetParam());
+  auto count = UnpackInto(packed, &*out);
   ASSERT_TRUE(count.ok());
   EXPECT_EQ(*count, records);
 }
@@ -147,14 +163,14 @@ TEST_P(RecordPacking, AReusedBufferPacksTheSame) {
     AppendRecord(&small, &s, sizeof s);
   }
   std::vector<uint8_t> reused;
-  const size_t big_len = PackRecords(big.data(), big.size(), records, &reused, GetParam());
+  const size_t big_len = PackRecords(big.data(), big.size(), records, &reused, layout(), kernel());
   const size_t capacity = reused.size();
-  const size_t small_len = PackRecords(small.data(), small.size(), 10, &reused, GetParam());
+  const size_t small_len = PackRecords(small.data(), small.size(), 10, &reused, layout(), kernel());
   EXPECT_EQ(reused.size(), capacity) << "the buffer was shrunk";
   EXPECT_LT(small_len, big_len);
   std::vector<uint8_t> packed(reused.begin(), reused.begin() + static_cast<ptrdiff_t>(small_len));
-  EXPECT_EQ(packed, Pack(small, 10));
-  auto out = Unpack(packed, GetParam());
+  EXPECT_EQ(packed, Pack(small, 10, layout()));
+  auto out = Unpack(packed, layout(), kernel());
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(*out, small);
 }
@@ -165,10 +181,13 @@ TEST_P(RecordPacking, SimilarRecordsPackToAFractionOfTheirSize) {
     iot_syscall s = Pread(i);
     AppendRecord(&raw, &s, sizeof s);
   }
-  std::vector<uint8_t> packed = Pack(raw, 1000, GetParam());
-  // Per pread: header 4, mask 4, and the words that changed (ts, dur, tid, fd, offset, ino).
-  EXPECT_LT(packed.size(), raw.size() * 35 / 100) << packed.size() << " of " << raw.size();
-  auto out = Unpack(packed, GetParam());
+  std::vector<uint8_t> packed = Pack(raw, 1000, layout(), kernel());
+  // Per pread: header 4, mask 4, and the words that changed (ts, dur, tid, fd, offset, ino);
+  // in codec 3 a shape byte and a reference byte instead of the header and mask, and, the
+  // reference being the same thread's last pread of the same file, fewer words.
+  EXPECT_LT(packed.size(), raw.size() * (layout() == PackedLayout::kShaped ? 20 : 35) / 100)
+      << packed.size() << " of " << raw.size();
+  auto out = Unpack(packed, layout(), kernel());
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(*out, raw);
 }
@@ -176,11 +195,11 @@ TEST_P(RecordPacking, SimilarRecordsPackToAFractionOfTheirSize) {
 TEST_P(RecordPacking, EveryTruncationIsAnErrorNamingTheByte) {
   size_t records = 0;
   std::vector<uint8_t> raw = MixedRecords(&records);
-  std::vector<uint8_t> packed = Pack(raw, records);
+  std::vector<uint8_t> packed = Pack(raw, records, layout());
   for (size_t len = 0; len < packed.size(); len++) {
     std::vector<uint8_t> cut(packed.begin(), packed.begin() + static_cast<ptrdiff_t>(len));
     std::vector<uint8_t> out(raw.size());
-    auto r = UnpackRecords(cut.data(), cut.size(), out.data(), out.size(), "chunk 3", GetParam());
+    auto r = UnpackInto(cut, &out, "chunk 3");
     ASSERT_FALSE(r.ok()) << "a payload cut to " << len << " bytes unpacked";
     EXPECT_EQ(r.status().code(), Status::Code::kCorrupt);
     EXPECT_NE(r.status().message().find("chunk 3"), std::string::npos) << r.status().message();
@@ -190,21 +209,21 @@ TEST_P(RecordPacking, EveryTruncationIsAnErrorNamingTheByte) {
 TEST_P(RecordPacking, FlippedBytesNeverReadOrWriteOutOfBounds) {
   size_t records = 0;
   std::vector<uint8_t> raw = MixedRecords(&records);
-  const std::vector<uint8_t> packed = Pack(raw, records);
+  const std::vector<uint8_t> packed = Pack(raw, records, layout());
   std::mt19937 rng(7);
   size_t errors = 0;
   for (size_t at = kPackedPreludeBytes; at < packed.size(); at++) {
     std::vector<uint8_t> bad = packed;
     bad[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
     std::vector<uint8_t> out(raw.size());  // exact size: ASan sees any overrun
-    auto r = UnpackRecords(bad.data(), bad.size(), out.data(), out.size(), "t", GetParam());
+    auto r = UnpackInto(bad, &out);
     if (!r.ok()) {
       errors++;
       EXPECT_NE(r.status().message().find("payload"), std::string::npos) << r.status().message();
     }
   }
-  // Flips in headers and masks change the framing and must be caught; flips in XORed words
-  // only change values (the chunk's XXH3 catches those in a file).
+  // Flips in headers, masks, shape ids and references change the framing and must be caught;
+  // flips in XORed words only change values (the chunk's XXH3 catches those in a file).
   EXPECT_GT(errors, 0u);
 }
 
@@ -212,19 +231,21 @@ TEST_P(RecordPacking, ForgedHeadersAreRefused) {
   iot_syscall s = Pread(1);
   std::vector<uint8_t> raw;
   AppendRecord(&raw, &s, sizeof s);
-  std::vector<uint8_t> packed = Pack(raw, 1);
+  std::vector<uint8_t> packed = Pack(raw, 1, layout());
   auto expect_error = [&](std::vector<uint8_t> bad, size_t out_len, const char* says) {
     std::vector<uint8_t> out(out_len);
-    auto r = UnpackRecords(bad.data(), bad.size(), out.data(), out.size(), "t", GetParam());
+    auto r = UnpackInto(bad, &out);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
   };
+  // Codec 3's first record starts with the byte that introduces its shape.
+  const size_t header = kPackedPreludeBytes + (layout() == PackedLayout::kShaped ? 1 : 0);
   std::vector<uint8_t> bad = packed;
   uint16_t size = 6;  // not a multiple of 4
-  std::memcpy(bad.data() + kPackedPreludeBytes + 2, &size, 2);
+  std::memcpy(bad.data() + header + 2, &size, 2);
   expect_error(bad, raw.size(), "not a multiple of 4");
   bad = packed;
-  bad[kPackedPreludeBytes + 4 + 3] |= 0x80;  // mask bit of word 31, beyond the record's 27
+  bad[header + 4 + 3] |= 0x80;  // mask bit of word 31, beyond the record's 27
   expect_error(bad, raw.size(), "beyond the record");
   bad = packed;
   uint32_t longer = static_cast<uint32_t>(raw.size() + 8);  // prelude promises more
@@ -233,26 +254,119 @@ TEST_P(RecordPacking, ForgedHeadersAreRefused) {
   expect_error(packed, raw.size() - 8, "holds 112 record bytes");
   size = 120;  // a record larger than the bytes promised
   bad = packed;
-  std::memcpy(bad.data() + kPackedPreludeBytes + 2, &size, 2);
+  std::memcpy(bad.data() + header + 2, &size, 2);
   expect_error(bad, raw.size(), "overrun");
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, RecordPacking,
-                         ::testing::Values(PackingKernel::kPortable, PackingKernel::kAvx512),
-                         KernelName);
+INSTANTIATE_TEST_SUITE_P(
+    LayoutsAndKernels, RecordPacking,
+    ::testing::Values(PackingCase{PackedLayout::kPrevious, PackingKernel::kPortable},
+                      PackingCase{PackedLayout::kPrevious, PackingKernel::kAvx512},
+                      PackingCase{PackedLayout::kShaped, PackingKernel::kPortable},
+                      PackingCase{PackedLayout::kShaped, PackingKernel::kAvx512}),
+    CaseName);
+
+// Codec 3 only.
+class ShapedPacking : public RecordPacking {};
+
+// Codec 3's own framing: shape ids and references that name what is not there.
+TEST_P(ShapedPacking, ForgedShapesAndReferencesAreRefused) {
+  std::vector<uint8_t> raw;
+  for (uint64_t i = 0; i < 3; i++) {
+    iot_syscall s = Pread(i);
+    AppendRecord(&raw, &s, sizeof s);
+  }
+  const std::vector<uint8_t> packed = Pack(raw, 3, layout());
+  auto expect_error = [&](const std::vector<uint8_t>& bad, const char* says) {
+    std::vector<uint8_t> out(raw.size());
+    auto r = UnpackInto(bad, &out);
+    ASSERT_FALSE(r.ok()) << says;
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
+  };
+  // Record 0: new shape (1 + 4 + 4 bytes), reference byte 0 (none), its non-zero words.
+  const size_t first = kPackedPreludeBytes;
+  ASSERT_EQ(packed[first], 255);
+  const size_t reference0 = first + 1 + 4 + 4;
+  EXPECT_EQ(packed[reference0], 0);
+  std::vector<uint8_t> bad = packed;
+  bad[first] = 0;  // shape 0 used before it is defined
+  expect_error(bad, "shape 0 is not defined");
+  bad = packed;
+  bad[reference0] = 1;  // the first record cannot have a reference
+  expect_error(bad, "only 0 can be");
+  // Record 1 refers to record 0 (the only syscall before it).
+  size_t words0 = 0;
+  for (size_t b = 0; b < 4; b++) words0 += std::popcount(packed[first + 5 + b]);
+  const size_t second = reference0 + 1 + 4 * words0;
+  size_t reference1 = second + 1;
+  if (packed[second] == 255) reference1 += 4 + 4;
+  EXPECT_EQ(packed[reference1], 1);
+  bad = packed;
+  bad[reference1] = 17;  // beyond the 16 records a reference may reach
+  expect_error(bad, "17 records of type 2 back");
+  bad = packed;
+  bad[reference1] = 2;
+  expect_error(bad, "only 1 can be");
+  // A reference byte cut off.
+  bad.assign(packed.begin(), packed.begin() + static_cast<ptrdiff_t>(reference0));
+  expect_error(bad, "torn reference byte");
+  // A reference of another size: record 1 becomes a 116-byte record of type 2.
+  std::vector<uint8_t> mixed = raw;
+  iot_syscall s = Pread(5);
+  std::vector<uint8_t> longer(sizeof s + 8, 0);
+  std::memcpy(longer.data(), &s, sizeof s);
+  uint16_t longer_size = static_cast<uint16_t>(longer.size());
+  std::memcpy(longer.data() + 2, &longer_size, 2);
+  mixed.insert(mixed.begin() + sizeof s, longer.begin(), longer.end());
+  const std::vector<uint8_t> mixed_packed = Pack(mixed, 4, layout());
+  auto back = Unpack(mixed_packed, layout(), kernel());
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, mixed);  // a size of its own: packed against zeros, not a 112-byte record
+}
+
+// More distinct shapes than a chunk's table holds (300 record sizes, twice over): the shapes
+// past the table's 255 are spelled out each time they recur.
+TEST_P(ShapedPacking, ShapesBeyondTheTableRoundTrip) {
+  std::vector<uint8_t> raw;
+  size_t records = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint16_t words = 1; words <= 300; words++) {
+      std::vector<uint8_t> rec(4 + 4 * size_t{words}, 0);
+      iot_rec_hdr h{9, static_cast<uint16_t>(rec.size())};
+      std::memcpy(rec.data(), &h, sizeof h);
+      rec[4 + 4 * ((words * 7u + static_cast<unsigned>(pass)) % words)] = 0x5a;
+      AppendRecord(&raw, rec.data(), rec.size());
+      records++;
+    }
+  }
+  const std::vector<uint8_t> packed = Pack(raw, records, layout(), kernel());
+  EXPECT_EQ(packed, Pack(raw, records, layout(), PackingKernel::kPortable));
+  auto out = Unpack(packed, layout(), kernel());
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, raw);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, ShapedPacking,
+    ::testing::Values(PackingCase{PackedLayout::kShaped, PackingKernel::kPortable},
+                      PackingCase{PackedLayout::kShaped, PackingKernel::kAvx512}),
+    CaseName);
 
 // The kernels accept and refuse exactly the same payloads: the same records out, the same
 // error text, for every truncation of a mixed payload and a flipped bit in each of its bytes.
-TEST(RecordPackingKernels, AgreeOnEveryCutAndEveryFlippedByte) {
+class RecordPackingKernels : public ::testing::TestWithParam<PackedLayout> {};
+
+TEST_P(RecordPackingKernels, AgreeOnEveryCutAndEveryFlippedByte) {
   if (!PackingKernelSupported(PackingKernel::kAvx512)) GTEST_SKIP() << "this CPU lacks AVX-512F";
+  const PackedLayout layout = GetParam();
   size_t records = 0;
   std::vector<uint8_t> raw = MixedRecords(&records);
-  const std::vector<uint8_t> packed = Pack(raw, records);
+  const std::vector<uint8_t> packed = Pack(raw, records, layout);
   auto same = [&](const std::vector<uint8_t>& payload, const std::string& what) {
     std::vector<uint8_t> a(raw.size()), b(raw.size());
-    auto ra = UnpackRecords(payload.data(), payload.size(), a.data(), a.size(), "t",
+    auto ra = UnpackRecords(payload.data(), payload.size(), layout, a.data(), a.size(), "t",
                             PackingKernel::kPortable);
-    auto rb = UnpackRecords(payload.data(), payload.size(), b.data(), b.size(), "t",
+    auto rb = UnpackRecords(payload.data(), payload.size(), layout, b.data(), b.size(), "t",
                             PackingKernel::kAvx512);
     ASSERT_EQ(ra.ok(), rb.ok()) << what;
     if (ra.ok()) {
@@ -278,8 +392,9 @@ TEST(RecordPackingKernels, AgreeOnEveryCutAndEveryFlippedByte) {
 
 // The packing kernels write the same bytes for records of every size from 0 to 200 body words
 // (every tail length of the 16-word groups), with random words changed.
-TEST(RecordPackingKernels, PackTheSameBytesForEveryBodySize) {
+TEST_P(RecordPackingKernels, PackTheSameBytesForEveryBodySize) {
   if (!PackingKernelSupported(PackingKernel::kAvx512)) GTEST_SKIP() << "this CPU lacks AVX-512F";
+  const PackedLayout layout = GetParam();
   std::mt19937 rng(5);
   for (uint16_t words = 0; words <= 200; words++) {
     std::vector<uint8_t> raw;
@@ -296,13 +411,20 @@ TEST(RecordPackingKernels, PackTheSameBytesForEveryBodySize) {
       }
       raw.insert(raw.end(), rec.begin(), rec.end());
     }
-    const std::vector<uint8_t> portable = Pack(raw, 6, PackingKernel::kPortable);
-    ASSERT_EQ(Pack(raw, 6, PackingKernel::kAvx512), portable) << words << " body words";
-    auto out = Unpack(portable, PackingKernel::kAvx512);
+    const std::vector<uint8_t> portable = Pack(raw, 6, layout, PackingKernel::kPortable);
+    ASSERT_EQ(Pack(raw, 6, layout, PackingKernel::kAvx512), portable) << words << " body words";
+    auto out = Unpack(portable, layout, PackingKernel::kAvx512);
     ASSERT_TRUE(out.ok()) << out.status().message();
     ASSERT_EQ(*out, raw) << words << " body words";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Layouts, RecordPackingKernels,
+                         ::testing::Values(PackedLayout::kPrevious, PackedLayout::kShaped),
+                         [](const ::testing::TestParamInfo<PackedLayout>& info) {
+                           return std::string(info.param == PackedLayout::kShaped ? "Codec3"
+                                                                                  : "Codec2");
+                         });
 
 class PackedTraceTest : public ::testing::Test {
  protected:
@@ -314,10 +436,12 @@ class PackedTraceTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // Writes 20,000 preads and some strings in 64 KiB chunks; returns the chunk codecs seen.
-  std::vector<uint16_t> Write(const std::string& path, bool pack) {
+  std::vector<uint16_t> Write(const std::string& path, bool pack,
+                              PackedLayout layout = PackedLayout::kShaped) {
     TraceWriterOptions o;
     o.chunk_bytes = 64 << 10;
     o.pack_records = pack;
+    o.packed_layout = layout;
     auto w = TraceWriter::Create(path, {{"tool", "test"}}, o);
     EXPECT_TRUE(w.ok());
     for (uint64_t i = 0; i < 20000; i++) {
@@ -361,19 +485,25 @@ class PackedTraceTest : public ::testing::Test {
 };
 
 TEST_F(PackedTraceTest, PackedAndPlainTracesReadTheSameAndPackedIsSmaller) {
-  std::string packed = dir_ + "/packed.iotwin", plain = dir_ + "/plain.iotwin";
-  std::vector<uint16_t> packed_codecs = Write(packed, true);
+  std::string shaped = dir_ + "/shaped.iotwin", previous = dir_ + "/previous.iotwin",
+              plain = dir_ + "/plain.iotwin";
+  std::vector<uint16_t> shaped_codecs = Write(shaped, true);
+  std::vector<uint16_t> previous_codecs = Write(previous, true, PackedLayout::kPrevious);
   std::vector<uint16_t> plain_codecs = Write(plain, false);
-  ASSERT_GT(packed_codecs.size(), 10u);
-  for (uint16_t c : packed_codecs) EXPECT_EQ(c, layout::kCodecZstdPacked);
+  ASSERT_GT(shaped_codecs.size(), 10u);
+  for (uint16_t c : shaped_codecs) EXPECT_EQ(c, layout::kCodecZstdShaped);
+  for (uint16_t c : previous_codecs) EXPECT_EQ(c, layout::kCodecZstdPacked);
   for (uint16_t c : plain_codecs) EXPECT_EQ(c, layout::kCodecZstd);
-  uint16_t minor_packed = 0, minor_plain = 0;
-  auto a = Read(packed, &minor_packed);
-  auto b = Read(plain, &minor_plain);
+  uint16_t minor_shaped = 0, minor_previous = 0, minor_plain = 0;
+  auto a = Read(shaped, &minor_shaped);
+  auto b = Read(previous, &minor_previous);
+  auto c = Read(plain, &minor_plain);
   EXPECT_EQ(a.size(), 20020u);
   EXPECT_EQ(a, b);
-  EXPECT_EQ(minor_packed, layout::kMinor);
-  EXPECT_LT(std::filesystem::file_size(packed), std::filesystem::file_size(plain));
+  EXPECT_EQ(a, c);
+  EXPECT_EQ(minor_shaped, layout::kMinor);
+  EXPECT_LT(std::filesystem::file_size(shaped), std::filesystem::file_size(plain));
+  EXPECT_LT(std::filesystem::file_size(previous), std::filesystem::file_size(plain));
 }
 
 }  // namespace
