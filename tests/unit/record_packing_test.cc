@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <bit>
 #include <cstring>
 #include <filesystem>
@@ -344,6 +345,56 @@ TEST_P(ShapedPacking, ShapesBeyondTheTableRoundTrip) {
   auto out = Unpack(packed, layout(), kernel());
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(*out, raw);
+}
+
+// The reference distance of each record of a codec-3 payload of syscall records only.
+std::vector<int> ReferenceDistances(const std::vector<uint8_t>& packed) {
+  std::vector<std::array<uint8_t, 4>> shapes;  // each shape's mask (27 words: 4 bytes)
+  std::vector<int> distances;
+  for (size_t in = kPackedPreludeBytes; in < packed.size();) {
+    std::array<uint8_t, 4> mask;
+    if (packed[in] == 255) {
+      std::memcpy(mask.data(), &packed[in + 5], 4);
+      shapes.push_back(mask);
+      in += 9;
+    } else {
+      mask = shapes.at(packed[in]);
+      in += 1;
+    }
+    distances.push_back(packed[in++]);
+    for (uint8_t b : mask) in += 4 * static_cast<size_t>(std::popcount(b));
+  }
+  return distances;
+}
+
+// The writer keeps the previous record as reference unless another saves two words or more:
+// one thread alternating between two CPUs (the record two back saves the CPU word only) keeps
+// the previous one; two threads reading two files alternately (two back saves the thread, the
+// descriptor and the file's identity) take the record two back.
+TEST_P(ShapedPacking, AnEarlierReferenceMustSaveTwoWords) {
+  std::vector<uint8_t> one_thread, two_threads;
+  for (uint64_t i = 0; i < 64; i++) {
+    iot_syscall s = Pread(i);
+    s.tid = 100;
+    s.fd = 7;
+    s.ino = 1000;
+    s.cpu = static_cast<uint16_t>(i % 2);
+    AppendRecord(&one_thread, &s, sizeof s);
+    s.cpu = 0;
+    s.tid = 100 + static_cast<uint32_t>(i % 2);
+    s.fd = 7 + static_cast<int32_t>(i % 2);
+    s.ino = 1000 + i % 2;
+    AppendRecord(&two_threads, &s, sizeof s);
+  }
+  std::vector<int> one = ReferenceDistances(Pack(one_thread, 64, layout(), kernel()));
+  std::vector<int> two = ReferenceDistances(Pack(two_threads, 64, layout(), kernel()));
+  ASSERT_EQ(one.size(), 64u);
+  ASSERT_EQ(two.size(), 64u);
+  EXPECT_EQ(one[0], 0);  // nothing to refer to
+  EXPECT_EQ(two[0], 0);
+  EXPECT_EQ(two[1], 1);  // only the previous record exists
+  for (size_t i = 1; i < 64; i++) EXPECT_EQ(one[i], 1) << "record " << i;
+  for (size_t i = 2; i < 64; i++) EXPECT_EQ(two[i], 2) << "record " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(
