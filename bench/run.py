@@ -124,7 +124,7 @@ def section_analysis(a, work):
                 (name, wall, events / wall if wall else 0, rss // 1024))
 
         # Format 1.2 (packed chunks, codec 3) against the same events in format-1.1 chunks (codec
-        # 2) and format-1.0 chunks (codec 1), alternated three times each so that the machine's
+        # 2) and format-1.0 chunks (codec 1), alternated five times each so that the machine's
         # drift hits all alike; medians of CPU time.
         plain = os.path.join(scratch, "synth-plain.iotwin")
         rc, _, err, _ = sh([synth, plain, str(events_wanted), "--plain"])
@@ -136,7 +136,7 @@ def section_analysis(a, work):
             raise RuntimeError("synth_trace --codec2 failed: " + err)
         side = {"packed": [], "codec2": [], "plain": []}
         order = (("packed", trace), ("codec2", codec2), ("plain", plain))
-        for rnd in range(1 if a.smoke else 3):
+        for rnd in range(1 if a.smoke else 5):
             # Forward, then backward: no trace always runs first (the one written last is warmer).
             for kind, path in (order if rnd % 2 == 0 else order[::-1]):
                 rc, wall, cpu, rss, err = time_v([iotwin, "report", path, "--no-progress"])
@@ -729,14 +729,21 @@ def summarize_analysis(an, inprocess=None):
     rep = [r for r in an["rows"] if r["name"] == "report (text)"]
     if not rep or not rep[0]["events_per_cpu_s"]:
         return ""
-    v = rep[0]["events_per_cpu_s"] / 1e6
+    single = rep[0]["events_per_cpu_s"] / 1e6
+    # The verdict takes the median of the alternated runs: one run on this shared VM can be
+    # 30% off. Older sections (before the alternation) have only the single run.
+    packed = an.get("codec", {}).get("packed", {})
+    runs = len(packed.get("runs", []))
+    v = packed["events_per_cpu_s"] / 1e6 if packed.get("events_per_cpu_s") else single
     consume = None
     for b in (inprocess or {}).get("gbench", {}).get("benchmarks", []):
         if b.get("name") == "BM_AnalyzerConsume" and b.get("items_per_second"):
             consume = b["items_per_second"] / 1e6
     text = ("Target (issue 7, docs/report.md): 10 M events/s per core for the default text "
             "report. On the synthetic training-like mix, `iotwin report` ran at %.1f M events "
-            "per CPU-second (%s 10 M)" % (v, "above" if v >= 10 else "**below**"))
+            "per CPU-second%s (%s 10 M)" % (
+                v, " (median of %d alternated runs; the single timed run: %.1f M)" % (runs, single)
+                if runs > 1 else "", "above" if v >= 10 else "**below**"))
     recorded = an.get("recorded")
     if recorded and recorded.get("events_per_cpu_s"):
         r = recorded["events_per_cpu_s"] / 1e6

@@ -64,12 +64,15 @@ size_t PackedBound(size_t raw_len, size_t records) {
 namespace {
 
 // The packing kernels: XOR a record's `words` body words with the reference's, write the mask of
-// the non-zero results at `mask` and those results from `o`; each returns the end of its output.
+// the non-zero results at `mask` and those results from `o`; each returns the end of its output,
+// and the mask's first 64 bits in *first_bits (codec 3 keys its shapes with them without
+// reading back the bytes just stored, which would stall on store forwarding).
 
 // Portable kernel, branch-free: every word is stored, and the output advances past the non-zero
 // ones only (PackedBound leaves room for all of them).
 uint8_t* PackPortable(const uint8_t* body, const uint8_t* ref, size_t words, uint8_t* mask,
-                      uint8_t* o) {
+                      uint8_t* o, uint64_t* first_bits) {
+  *first_bits = 0;
   for (size_t group = 0; group < words; group += 64) {
     const size_t n = std::min<size_t>(64, words - group);
     uint64_t bits = 0;
@@ -84,6 +87,7 @@ uint8_t* PackPortable(const uint8_t* body, const uint8_t* ref, size_t words, uin
     for (size_t b = 0; b < (n + 7) / 8; b++) {
       mask[group / 8 + b] = static_cast<uint8_t>(bits >> (8 * b));
     }
+    if (group == 0) *first_bits = bits;
   }
   return o;
 }
@@ -93,7 +97,9 @@ uint8_t* PackPortable(const uint8_t* body, const uint8_t* ref, size_t words, uin
 // and a masked store writes just those. (Compressing straight to memory is microcoded and slow
 // on some CPUs, AMD Zen 4 among them; into a register it is not.)
 [[gnu::target("avx512f,popcnt")]] uint8_t* PackAvx512(const uint8_t* body, const uint8_t* ref,
-                                                      size_t words, uint8_t* mask, uint8_t* o) {
+                                                      size_t words, uint8_t* mask, uint8_t* o,
+                                                      uint64_t* first_bits) {
+  uint64_t bits = 0;
   for (size_t word = 0; word < words; word += 16) {
     const size_t n = std::min<size_t>(16, words - word);
     const auto keep = static_cast<__mmask16>(n == 16 ? 0xffffu : (1u << n) - 1);
@@ -106,7 +112,9 @@ uint8_t* PackPortable(const uint8_t* body, const uint8_t* ref, size_t words, uin
     o += 4 * static_cast<size_t>(count);
     mask[word / 8] = static_cast<uint8_t>(nonzero);
     if (n > 8) mask[word / 8 + 1] = static_cast<uint8_t>(nonzero >> 8);
+    if (word < 64) bits |= static_cast<uint64_t>(nonzero) << word;
   }
+  *first_bits = bits;
   return o;
 }
 #endif
@@ -116,7 +124,15 @@ struct RecentRecords {
   std::array<const uint8_t*, kMaxReferenceDistance> body;
   std::array<uint16_t, kMaxReferenceDistance> size;
   uint32_t count = 0;
+  uint32_t fruitless = 0;  // searches in a row that kept the previous record
 };
+
+// Searching the recent records costs the writer several times the rest of packing, and on a
+// regular stream (one thread reading one file) it keeps finding the previous record. After
+// kFruitlessSearches searches in a row that did, a type is searched once every kSearchEvery
+// records (the previous record is the reference in between), until a search finds a better one.
+constexpr uint32_t kFruitlessSearches = 64;
+constexpr uint32_t kSearchEvery = 16;
 
 // A candidate reference `distance` records back from which `changed` body words differ, as a
 // number whose minimum is the writer's choice. A reference other than the previous record costs
@@ -203,7 +219,8 @@ uint64_t ChooseReferencePortable(const uint8_t* body, size_t words, uint16_t siz
 }
 #endif
 
-using PackWordsFn = uint8_t* (*)(const uint8_t*, const uint8_t*, size_t, uint8_t*, uint8_t*);
+using PackWordsFn = uint8_t* (*)(const uint8_t*, const uint8_t*, size_t, uint8_t*, uint8_t*,
+                                 uint64_t*);
 using ChooseReferenceFn = uint64_t (*)(const uint8_t*, size_t, uint16_t, const RecentRecords&,
                                        size_t);
 
@@ -238,7 +255,9 @@ template <PackWordsFn PackWords>
     std::memcpy(o, &h, sizeof h);
     uint8_t* mask = o + sizeof h;
     const uint8_t* found = refs.Find(h.type, h.size);
-    o = PackWords(body, found ? found : kZeroBody, words, mask, mask + (words + 7) / 8);
+    uint64_t first_bits;  // unused: codec 2 has no shape table
+    o = PackWords(body, found ? found : kZeroBody, words, mask, mask + (words + 7) / 8,
+                  &first_bits);
     refs.Set(h.type, h.size, body);
     at += h.size;
   }
@@ -258,9 +277,20 @@ class ShapeIds {
     const uint8_t* bytes = nullptr;
     size_t len = 0;
   };
-  static Key KeyOf(const uint8_t* bytes, size_t len) {
+  // The key of the shape of header `h` and mask `bytes + 4`, `len` bytes in all, whose first 64
+  // mask bits are `first_bits`. Shapes of up to 12 bytes (records of up to 64 body words) are
+  // keyed from registers; longer ones read `bytes`, which must then have 16 readable bytes.
+  static Key KeyOf(const iot_rec_hdr& h, uint64_t first_bits, const uint8_t* bytes, size_t len) {
     Key k;
-    std::memcpy(k.head, bytes, std::min<size_t>(len, sizeof k.head));
+    if (len <= 12) {
+      uint32_t header;
+      std::memcpy(&header, &h, sizeof header);
+      k.head[0] = header | (first_bits << 32);
+      k.head[1] = first_bits >> 32;
+    } else {
+      std::memcpy(k.head, bytes, sizeof k.head);
+      if (len < 16) k.head[1] &= (uint64_t{1} << (8 * (len - 8))) - 1;
+    }
     k.bytes = bytes;
     k.len = len;
     if (len <= sizeof k.head) {
@@ -318,9 +348,8 @@ template <PackWordsFn PackWords, ChooseReferenceFn ChooseReference>
   uint8_t* o = StartPacked(out, raw_len);
   std::array<RecentRecords, kReferencedTypes> recent;
   ShapeIds shapes;
-  // A record's header and mask (the shape), and its XORed words, before they are placed.
-  std::array<uint8_t, sizeof(iot_rec_hdr) + (UINT16_MAX / 4 + 7) / 8> shape;
-  std::vector<uint8_t> words_out(UINT16_MAX + 4);
+  // A record's header and mask (its shape), before it is placed (16 bytes at least: KeyOf).
+  std::array<uint8_t, sizeof(iot_rec_hdr) + (UINT16_MAX / 4 + 7) / 8 + 16> shape;
   iot_rec_hdr h;
   for (size_t at = 0; WholeRecordAt(raw, raw_len, at, &h);) {
     const uint8_t* body = raw + at + sizeof h;
@@ -330,35 +359,43 @@ template <PackWordsFn PackWords, ChooseReferenceFn ChooseReference>
     uint8_t distance = 0;
     if (h.type < kReferencedTypes) {
       RecentRecords& r = recent[h.type];
-      const uint64_t best =
-          ChooseReference(body, words, h.size, r, std::min<size_t>(r.count, kMaxReferenceDistance));
+      const bool search = r.fruitless < kFruitlessSearches || r.count % kSearchEvery == 0;
+      const uint64_t best = ChooseReference(
+          body, words, h.size, r,
+          search ? std::min<size_t>(r.count, kMaxReferenceDistance) : std::min<size_t>(r.count, 1));
       if (best != UINT64_MAX) {
         distance = static_cast<uint8_t>(best & 0xff);
         ref = r.body[(r.count - distance) % kMaxReferenceDistance];
       }
+      if (search) r.fruitless = distance > 1 ? 0 : r.fruitless + 1;
       const size_t i = r.count % kMaxReferenceDistance;
       r.body[i] = body;
       r.size[i] = h.size;
       r.count++;
     }
+    // The words go where they belong when the chunk already has the shape (the usual case)
+    // and move up past the shape's bytes when it is new.
+    const size_t reference_byte = h.type < kReferencedTypes ? 1 : 0;
     std::memcpy(shape.data(), &h, sizeof h);
+    uint8_t* words_at = o + 1 + reference_byte;
+    uint64_t first_bits;
     const uint8_t* words_end =
-        PackWords(body, ref, words, shape.data() + sizeof h, words_out.data());
+        PackWords(body, ref, words, shape.data() + sizeof h, words_at, &first_bits);
+    const size_t words_len = static_cast<size_t>(words_end - words_at);
     const size_t shape_len = sizeof h + mask_bytes;
-    const ShapeIds::Key key = ShapeIds::KeyOf(shape.data(), shape_len);
+    const ShapeIds::Key key = ShapeIds::KeyOf(h, first_bits, shape.data(), shape_len);
     size_t slot = 0;
     const int id = shapes.Find(key, &slot);
     if (id >= 0) {
       *o++ = static_cast<uint8_t>(id);
     } else {
+      std::memmove(words_at + shape_len, words_at, words_len);
       *o++ = kNewShape;
       std::memcpy(o, shape.data(), shape_len);
       if (!shapes.Full()) shapes.Add(slot, key, o);
       o += shape_len;
     }
-    if (h.type < kReferencedTypes) *o++ = distance;
-    const size_t words_len = static_cast<size_t>(words_end - words_out.data());
-    std::memcpy(o, words_out.data(), words_len);
+    if (reference_byte) *o++ = distance;
     o += words_len;
     at += h.size;
   }
