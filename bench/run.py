@@ -740,14 +740,14 @@ def summarize_analysis(an, inprocess=None):
         if b.get("name") == "BM_AnalyzerConsume" and b.get("items_per_second"):
             consume = b["items_per_second"] / 1e6
     text = ("Target (issue 7, docs/report.md): 10 M events/s per core for the default text "
-            "report. On the synthetic training-like mix, `iotwin report` ran at %.1f M events "
+            "report. On the synthetic training-like mix, `iotwin report` ran at %.2f M events "
             "per CPU-second%s (%s 10 M)" % (
-                v, " (median of %d alternated runs; the single timed run: %.1f M)" % (runs, single)
+                v, " (median of %d alternated runs; the single timed run: %.2f M)" % (runs, single)
                 if runs > 1 else "", "above" if v >= 10 else "**below**"))
     recorded = an.get("recorded")
     if recorded and recorded.get("events_per_cpu_s"):
         r = recorded["events_per_cpu_s"] / 1e6
-        text += ("; on a recorded page-cached fio trace at %.1f M (%s 10 M)" %
+        text += ("; on a recorded page-cached fio trace at %.2f M (%s 10 M)" %
                  (r, "above" if r >= 10 else "**below**"))
     if consume:
         text += ("; the analysis alone (`BM_AnalyzerConsume`, section 5) at %.1f M/s" % consume)
