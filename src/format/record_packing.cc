@@ -124,13 +124,15 @@ struct RecentRecords {
   std::array<const uint8_t*, kMaxReferenceDistance> body;
   std::array<uint16_t, kMaxReferenceDistance> size;
   uint32_t count = 0;
-  uint32_t fruitless = 0;  // searches in a row that kept the previous record
+  uint32_t fruitless = 0;  // searches in a row that found nothing better than the previous record
 };
 
 // Searching the recent records costs the writer several times the rest of packing, and on a
 // regular stream (one thread reading one file) it keeps finding the previous record. After
-// kFruitlessSearches searches in a row that did, a type is searched once every kSearchEvery
-// records (the previous record is the reference in between), until a search finds a better one.
+// kFruitlessSearches searches in a row that found nothing better (the previous record, or no
+// record of the size at all), a type is searched once every kSearchEvery records (in between,
+// the previous record is the reference when it has the size, else none), until a search finds
+// a better one.
 constexpr uint32_t kFruitlessSearches = 64;
 constexpr uint32_t kSearchEvery = 16;
 

@@ -216,7 +216,9 @@ TEST_P(RecordPacking, FlippedBytesNeverReadOrWriteOutOfBounds) {
   for (size_t at = kPackedPreludeBytes; at < packed.size(); at++) {
     std::vector<uint8_t> bad = packed;
     bad[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
-    std::vector<uint8_t> out(raw.size());  // exact size: ASan sees any overrun
+    std::vector<uint8_t> out(raw.size());  // exact size: ASan sees any overrun (of the
+                                           // portable kernel: it does not see masked AVX-512
+                                           // accesses)
     auto r = UnpackInto(bad, &out);
     if (!r.ok()) {
       errors++;
@@ -267,6 +269,26 @@ INSTANTIATE_TEST_SUITE_P(
                       PackingCase{PackedLayout::kShaped, PackingKernel::kAvx512}),
     CaseName);
 
+// The reference distance of each record of a codec-3 payload of syscall records only.
+std::vector<int> ReferenceDistances(const std::vector<uint8_t>& packed) {
+  std::vector<std::array<uint8_t, 4>> shapes;  // each shape's mask (27 words: 4 bytes)
+  std::vector<int> distances;
+  for (size_t in = kPackedPreludeBytes; in < packed.size();) {
+    std::array<uint8_t, 4> mask;
+    if (packed[in] == 255) {
+      std::memcpy(mask.data(), &packed[in + 5], 4);
+      shapes.push_back(mask);
+      in += 9;
+    } else {
+      mask = shapes.at(packed[in]);
+      in += 1;
+    }
+    distances.push_back(packed[in++]);
+    for (uint8_t b : mask) in += 4 * static_cast<size_t>(std::popcount(b));
+  }
+  return distances;
+}
+
 // Codec 3 only.
 class ShapedPacking : public RecordPacking {};
 
@@ -311,6 +333,41 @@ TEST_P(ShapedPacking, ForgedShapesAndReferencesAreRefused) {
   // A reference byte cut off.
   bad.assign(packed.begin(), packed.begin() + static_cast<ptrdiff_t>(reference0));
   expect_error(bad, "torn reference byte");
+  // Beyond 16 records back with more than 16 before: 20 syscalls, the last one's reference
+  // (its last byte before its words; its shape is known by then) made 17.
+  {
+    std::vector<uint8_t> many;
+    for (uint64_t i = 0; i < 20; i++) {
+      iot_syscall s = Pread(i);
+      AppendRecord(&many, &s, sizeof s);
+    }
+    std::vector<uint8_t> p = Pack(many, 20, layout());
+    std::vector<int> distances = ReferenceDistances(p);
+    ASSERT_EQ(distances.size(), 20u);
+    size_t at = kPackedPreludeBytes;  // walk to record 19's reference byte
+    std::vector<std::array<uint8_t, 4>> masks;
+    for (size_t r = 0;; r++) {
+      std::array<uint8_t, 4> mask;
+      if (p[at] == 255) {
+        std::memcpy(mask.data(), &p[at + 5], 4);
+        masks.push_back(mask);
+        at += 9;
+      } else {
+        mask = masks.at(p[at]);
+        at += 1;
+      }
+      if (r == 19) break;
+      at += 1;
+      for (uint8_t b : mask) at += 4 * static_cast<size_t>(std::popcount(b));
+    }
+    p[at] = 17;
+    std::vector<uint8_t> out(many.size());
+    auto r = UnpackInto(p, &out);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("17 records of type 2 back, but only 16 can be"),
+              std::string::npos)
+        << r.status().message();
+  }
   // A reference of another size: record 1 becomes a 116-byte record of type 2.
   std::vector<uint8_t> mixed = raw;
   iot_syscall s = Pread(5);
@@ -323,48 +380,47 @@ TEST_P(ShapedPacking, ForgedShapesAndReferencesAreRefused) {
   auto back = Unpack(mixed_packed, layout(), kernel());
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(*back, mixed);  // a size of its own: packed against zeros, not a 112-byte record
+  // Forged to refer to the 112-byte record before it: refused. Record 1 is a new shape
+  // (1 + 4 + 4 mask bytes for its 29 words), then its reference byte (0).
+  size_t stored0 = 0;
+  for (size_t b = 0; b < 4; b++) stored0 += std::popcount(mixed_packed[first + 5 + b]);
+  const size_t longer_at = reference0 + 1 + 4 * stored0;
+  ASSERT_EQ(mixed_packed[longer_at], 255);
+  ASSERT_EQ(mixed_packed[longer_at + 9], 0);
+  bad = mixed_packed;
+  bad[longer_at + 9] = 1;
+  std::vector<uint8_t> out(mixed.size());
+  auto r = UnpackInto(bad, &out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("its reference has 112 bytes, the record 120"),
+            std::string::npos)
+      << r.status().message();
 }
 
-// More distinct shapes than a chunk's table holds (300 record sizes, twice over): the shapes
-// past the table's 255 are spelled out each time they recur.
+// More distinct shapes than a chunk's table holds (300 record sizes, twice over): the second
+// time, the first 255 shapes are named by their ids and the last 45 spelled out again.
 TEST_P(ShapedPacking, ShapesBeyondTheTableRoundTrip) {
   std::vector<uint8_t> raw;
   size_t records = 0;
+  size_t expected = kPackedPreludeBytes;  // the packed length that layout implies
   for (int pass = 0; pass < 2; pass++) {
     for (uint16_t words = 1; words <= 300; words++) {
       std::vector<uint8_t> rec(4 + 4 * size_t{words}, 0);
       iot_rec_hdr h{9, static_cast<uint16_t>(rec.size())};
       std::memcpy(rec.data(), &h, sizeof h);
-      rec[4 + 4 * ((words * 7u + static_cast<unsigned>(pass)) % words)] = 0x5a;
+      rec[4] = 0x5a;  // word 0 only: the same shape both times (no reference: sizes differ)
       AppendRecord(&raw, rec.data(), rec.size());
       records++;
+      const bool named = pass == 1 && words <= kMaxShapes;
+      expected += 1 + (named ? 0 : 4 + (words + 7u) / 8) + 1 + 4;  // shape, [it], ref, word
     }
   }
   const std::vector<uint8_t> packed = Pack(raw, records, layout(), kernel());
+  EXPECT_EQ(packed.size(), expected);
   EXPECT_EQ(packed, Pack(raw, records, layout(), PackingKernel::kPortable));
   auto out = Unpack(packed, layout(), kernel());
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(*out, raw);
-}
-
-// The reference distance of each record of a codec-3 payload of syscall records only.
-std::vector<int> ReferenceDistances(const std::vector<uint8_t>& packed) {
-  std::vector<std::array<uint8_t, 4>> shapes;  // each shape's mask (27 words: 4 bytes)
-  std::vector<int> distances;
-  for (size_t in = kPackedPreludeBytes; in < packed.size();) {
-    std::array<uint8_t, 4> mask;
-    if (packed[in] == 255) {
-      std::memcpy(mask.data(), &packed[in + 5], 4);
-      shapes.push_back(mask);
-      in += 9;
-    } else {
-      mask = shapes.at(packed[in]);
-      in += 1;
-    }
-    distances.push_back(packed[in++]);
-    for (uint8_t b : mask) in += 4 * static_cast<size_t>(std::popcount(b));
-  }
-  return distances;
 }
 
 // The writer keeps the previous record as reference unless another saves two words or more:
