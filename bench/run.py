@@ -731,7 +731,7 @@ def summarize_analysis(an, inprocess=None):
         return ""
     single = rep[0]["events_per_cpu_s"] / 1e6
     # The verdict takes the median of the alternated runs: one run on this shared VM can be
-    # 30% off. Older sections (before the alternation) have only the single run.
+    # 45% off. Older sections (before the alternation) have only the single run.
     packed = an.get("codec", {}).get("packed", {})
     runs = len(packed.get("runs", []))
     v = packed["events_per_cpu_s"] / 1e6 if packed.get("events_per_cpu_s") else single
