@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "format/layout.h"
 
 namespace iotwin {
 
@@ -34,8 +35,8 @@ inline constexpr size_t kPackedPreludeBytes = 8;
 
 // The packed layouts, numbered as the chunk codecs that use them.
 enum class PackedLayout : uint16_t {
-  kPrevious = 2,  // codec 2: reference = the previous record of the type
-  kShaped = 3,    // codec 3: chosen reference, shape ids
+  kPrevious = layout::kCodecZstdPacked,  // codec 2: reference = the previous record of the type
+  kShaped = layout::kCodecZstdShaped,    // codec 3: chosen reference, shape ids
 };
 
 // Codec 3: how far back a reference may be (records of the same type), and how many shapes a

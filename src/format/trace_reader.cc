@@ -212,8 +212,7 @@ std::string TraceReader::UnpackChunk(const layout::ChunkHeader& h) {
                        options_.max_chunk_bytes);
   }
   ResizeChunk(*len);
-  const PackedLayout layout =
-      h.codec == layout::kCodecZstdShaped ? PackedLayout::kShaped : PackedLayout::kPrevious;
+  const auto layout = static_cast<PackedLayout>(h.codec);  // 2 or 3, checked by LoadChunk
   auto unpacked = UnpackRecords(packed_.get(), h.raw_len, layout, chunk_data_, chunk_len_, what);
   if (!unpacked.ok()) {
     ClearChunk();

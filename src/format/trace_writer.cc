@@ -158,9 +158,9 @@ Status TraceWriter::FlushChunk() {
   h.records = chunk_records_;
   h.raw_len = static_cast<uint32_t>(payload_len);
   h.comp_len = static_cast<uint32_t>(n);
-  h.codec = !options_.pack_records ? layout::kCodecZstd
-            : options_.packed_layout == PackedLayout::kPrevious ? layout::kCodecZstdPacked
-                                                                : layout::kCodecZstdShaped;
+  // A packed layout is numbered as its codec (record_packing.h).
+  h.codec = options_.pack_records ? static_cast<uint16_t>(options_.packed_layout)
+                                  : layout::kCodecZstd;
   h.flags = chunk_flags_;
   h.min_ts = chunk_max_ts_ == 0 ? 0 : chunk_min_ts_;
   h.max_ts = chunk_max_ts_;

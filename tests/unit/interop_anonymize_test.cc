@@ -171,7 +171,7 @@ std::string RawAndDecompressed(const std::string& path) {
         if (!len.ok()) return all;
         std::string records(*len, '\0');
         auto unpacked = UnpackRecords(
-            packed, n, codec == 3 ? PackedLayout::kShaped : PackedLayout::kPrevious,
+            packed, n, static_cast<PackedLayout>(codec),
             reinterpret_cast<uint8_t*>(records.data()), records.size(), path);
         EXPECT_TRUE(unpacked.ok()) << unpacked.status().message();
         out = records;

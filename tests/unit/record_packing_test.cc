@@ -269,10 +269,11 @@ INSTANTIATE_TEST_SUITE_P(
                       PackingCase{PackedLayout::kShaped, PackingKernel::kAvx512}),
     CaseName);
 
-// The reference distance of each record of a codec-3 payload of syscall records only.
-std::vector<int> ReferenceDistances(const std::vector<uint8_t>& packed) {
-  std::vector<std::array<uint8_t, 4>> shapes;  // each shape's mask (27 words: 4 bytes)
-  std::vector<int> distances;
+// Where each record's reference byte is in a codec-3 payload of records of 25 to 32 body words
+// (syscall records: a 4-byte mask) and types below 64 only.
+std::vector<size_t> ReferenceBytes(const std::vector<uint8_t>& packed) {
+  std::vector<std::array<uint8_t, 4>> shapes;  // each shape's mask
+  std::vector<size_t> at;
   for (size_t in = kPackedPreludeBytes; in < packed.size();) {
     std::array<uint8_t, 4> mask;
     if (packed[in] == 255) {
@@ -283,9 +284,16 @@ std::vector<int> ReferenceDistances(const std::vector<uint8_t>& packed) {
       mask = shapes.at(packed[in]);
       in += 1;
     }
-    distances.push_back(packed[in++]);
+    at.push_back(in++);
     for (uint8_t b : mask) in += 4 * static_cast<size_t>(std::popcount(b));
   }
+  return at;
+}
+
+// The reference distance of each record of such a payload.
+std::vector<int> ReferenceDistances(const std::vector<uint8_t>& packed) {
+  std::vector<int> distances;
+  for (size_t at : ReferenceBytes(packed)) distances.push_back(packed[at]);
   return distances;
 }
 
@@ -309,7 +317,10 @@ TEST_P(ShapedPacking, ForgedShapesAndReferencesAreRefused) {
   // Record 0: new shape (1 + 4 + 4 bytes), reference byte 0 (none), its non-zero words.
   const size_t first = kPackedPreludeBytes;
   ASSERT_EQ(packed[first], 255);
-  const size_t reference0 = first + 1 + 4 + 4;
+  const std::vector<size_t> references = ReferenceBytes(packed);
+  ASSERT_EQ(references.size(), 3u);
+  const size_t reference0 = references[0];
+  ASSERT_EQ(reference0, first + 1 + 4 + 4);
   EXPECT_EQ(packed[reference0], 0);
   std::vector<uint8_t> bad = packed;
   bad[first] = 0;  // shape 0 used before it is defined
@@ -318,11 +329,7 @@ TEST_P(ShapedPacking, ForgedShapesAndReferencesAreRefused) {
   bad[reference0] = 1;  // the first record cannot have a reference
   expect_error(bad, "only 0 can be");
   // Record 1 refers to record 0 (the only syscall before it).
-  size_t words0 = 0;
-  for (size_t b = 0; b < 4; b++) words0 += std::popcount(packed[first + 5 + b]);
-  const size_t second = reference0 + 1 + 4 * words0;
-  size_t reference1 = second + 1;
-  if (packed[second] == 255) reference1 += 4 + 4;
+  const size_t reference1 = references[1];
   EXPECT_EQ(packed[reference1], 1);
   bad = packed;
   bad[reference1] = 17;  // beyond the 16 records a reference may reach
@@ -342,25 +349,9 @@ TEST_P(ShapedPacking, ForgedShapesAndReferencesAreRefused) {
       AppendRecord(&many, &s, sizeof s);
     }
     std::vector<uint8_t> p = Pack(many, 20, layout());
-    std::vector<int> distances = ReferenceDistances(p);
-    ASSERT_EQ(distances.size(), 20u);
-    size_t at = kPackedPreludeBytes;  // walk to record 19's reference byte
-    std::vector<std::array<uint8_t, 4>> masks;
-    for (size_t r = 0;; r++) {
-      std::array<uint8_t, 4> mask;
-      if (p[at] == 255) {
-        std::memcpy(mask.data(), &p[at + 5], 4);
-        masks.push_back(mask);
-        at += 9;
-      } else {
-        mask = masks.at(p[at]);
-        at += 1;
-      }
-      if (r == 19) break;
-      at += 1;
-      for (uint8_t b : mask) at += 4 * static_cast<size_t>(std::popcount(b));
-    }
-    p[at] = 17;
+    const std::vector<size_t> at = ReferenceBytes(p);
+    ASSERT_EQ(at.size(), 20u);
+    p[at[19]] = 17;
     std::vector<uint8_t> out(many.size());
     auto r = UnpackInto(p, &out);
     ASSERT_FALSE(r.ok());
@@ -368,7 +359,7 @@ TEST_P(ShapedPacking, ForgedShapesAndReferencesAreRefused) {
               std::string::npos)
         << r.status().message();
   }
-  // A reference of another size: record 1 becomes a 116-byte record of type 2.
+  // A reference of another size: record 1 becomes a 120-byte record of type 2.
   std::vector<uint8_t> mixed = raw;
   iot_syscall s = Pread(5);
   std::vector<uint8_t> longer(sizeof s + 8, 0);
@@ -382,13 +373,11 @@ TEST_P(ShapedPacking, ForgedShapesAndReferencesAreRefused) {
   EXPECT_EQ(*back, mixed);  // a size of its own: packed against zeros, not a 112-byte record
   // Forged to refer to the 112-byte record before it: refused. Record 1 is a new shape
   // (1 + 4 + 4 mask bytes for its 29 words), then its reference byte (0).
-  size_t stored0 = 0;
-  for (size_t b = 0; b < 4; b++) stored0 += std::popcount(mixed_packed[first + 5 + b]);
-  const size_t longer_at = reference0 + 1 + 4 * stored0;
-  ASSERT_EQ(mixed_packed[longer_at], 255);
-  ASSERT_EQ(mixed_packed[longer_at + 9], 0);
+  const size_t longer_reference = ReferenceBytes(mixed_packed).at(1);
+  ASSERT_EQ(mixed_packed[longer_reference - 9], 255);
+  ASSERT_EQ(mixed_packed[longer_reference], 0);
   bad = mixed_packed;
-  bad[longer_at + 9] = 1;
+  bad[longer_reference] = 1;
   std::vector<uint8_t> out(mixed.size());
   auto r = UnpackInto(bad, &out);
   ASSERT_FALSE(r.ok());
