@@ -35,6 +35,9 @@ constexpr OpClassTable kOpClass;
 constexpr uint32_t kFcntlDupfd = 0;
 constexpr uint32_t kFcntlDupfdCloexec = 1030;
 constexpr size_t kMaxStreams = 4u << 20;
+// Bounds of the threads' direct stream tables: at most 16 KiB per thread, 4 MiB in all.
+constexpr int32_t kDirectStreamFiles = 1024;
+constexpr size_t kDirectStreamThreads = 256;
 constexpr size_t kMaxQueuedBios = 1u << 20;
 constexpr size_t kMaxPending = 1u << 20;
 
@@ -572,18 +575,34 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
   }
 }
 
-StreamState* Analyzer::Stream(uint64_t key, size_t* slot) {
-  size_t found = streams_.FindSlot(key);
-  if (found == SIZE_MAX) {
-    if (streams_.size() >= kMaxStreams) {
-      ++streams_dropped_;
-      return nullptr;
+StreamState* Analyzer::StreamSlow(ThreadStats& t, int32_t file, int dir, bool async) {
+  const size_t thread_index = static_cast<size_t>(&t - threads_.data());
+  const size_t at = StreamSlot(file, dir, async);
+  const bool direct = file < kDirectStreamFiles && thread_index < kDirectStreamThreads;
+  uint32_t* index = nullptr;
+  uint64_t key = 0;
+  if (direct) {
+    if (at >= t.streams.size()) {
+      t.streams.resize(std::min(StreamSlot(kDirectStreamFiles, 0, false),
+                                std::max(at + 1, 2 * t.streams.size())));
     }
-    streams_.FindOrInsert(key);
-    found = streams_.FindSlot(key);  // where the insertion (and any rehash) put it; rare
+    index = &t.streams[at];
+  } else {
+    key = (static_cast<uint64_t>(thread_index) << 36) | at;  // at < 2^33 (file < 2^31)
+    index = stream_index_.Find(key);
   }
-  if (slot) *slot = found;
-  return streams_.AtSlot(found, key);
+  if (index && *index != 0) return &stream_states_[*index - 1];
+  if (stream_states_.size() >= kMaxStreams) {
+    ++streams_dropped_;
+    return nullptr;
+  }
+  stream_states_.emplace_back();
+  const auto created = static_cast<uint32_t>(stream_states_.size());
+  if (direct)
+    *index = created;
+  else
+    stream_index_.FindOrInsert(key) = created;
+  return &stream_states_.back();
 }
 
 void Analyzer::SyscallDirectionTotals(std::array<uint64_t, 2>* ops, std::array<uint64_t, 2>* bytes,
@@ -646,19 +665,8 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
                                      : (offset + bytes + page_size_ - 1) / page_size_ -
                                            offset / page_size_;
   }
-  const uint64_t key = (static_cast<uint64_t>(&t - threads_.data()) << 32) |
-                       (static_cast<uint64_t>(file) << 1) | static_cast<uint64_t>(dir);
-  StreamState* st = nullptr;
-  if (desc && desc->stream_key[dir] == key) st = streams_.AtSlot(desc->stream_slot[dir], key);
-  if (!st) {
-    size_t slot = 0;
-    st = Stream(key, &slot);
-    if (!st) return;
-    if (desc) {
-      desc->stream_key[dir] = key;
-      desc->stream_slot[dir] = static_cast<uint32_t>(slot);
-    }
-  }
+  StreamState* st = Stream(t, file, dir, false);
+  if (!st) return;
   int64_t gap = 0;
   Access a = ClassifyAccess(*st, offset, bytes, &gap);
   ++access_[dir][static_cast<int>(a)];
@@ -989,10 +997,7 @@ void Analyzer::OnAsync(const iot_async_io& r) {
     if (dir >= 0 && p.file >= 0 && TimeAllowed(r.ts) && TaskAllowed(r.tgid, r.tid) &&
         FileAllowed(p.file)) {
       ThreadStats& t = Thread(r.tgid, r.tid, r.ts);
-      uint64_t skey = (static_cast<uint64_t>(&t - threads_.data()) << 32) |
-                      (static_cast<uint64_t>(p.file) << 1) | static_cast<uint64_t>(dir);
-      skey ^= uint64_t{1} << 63;  // async streams apart from the thread's syscall streams
-      if (StreamState* st = Stream(skey, nullptr)) {
+      if (StreamState* st = Stream(t, p.file, dir, true)) {
         int64_t gap = 0;
         Access a = ClassifyAccess(*st, r.offset, r.length, &gap);
         ++access_[dir][static_cast<int>(a)];

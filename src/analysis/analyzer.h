@@ -157,6 +157,9 @@ class Analyzer {
     std::array<uint64_t, 2> data_ops{}, bytes{};
     std::array<char, 16> comm{};
     std::vector<uint64_t> seq;
+    // This thread's pattern streams on files below kDirectStreamFiles, by StreamSlot():
+    // index in stream_states_ + 1, 0 for none yet. Grown on demand.
+    std::vector<uint32_t> streams;
   };
   // A process's operation counts are its threads' sums, added up by Model() (not per record).
   struct ProcStats {
@@ -193,10 +196,6 @@ class Analyzer {
     uint32_t refs = 0;
     uint64_t pos = 0;
     bool pos_known = false, append = false, direct = false;
-    // Per direction, the pattern stream this description last fed (its streams_ key and slot):
-    // the next call from the same thread skips the hash lookup.
-    std::array<uint64_t, 2> stream_key{UINT64_MAX, UINT64_MAX};
-    std::array<uint32_t, 2> stream_slot{};
   };
   struct AsyncPending {
     uint64_t ts = 0, offset = 0, length = 0, ctx = 0;
@@ -307,10 +306,20 @@ class Analyzer {
   [[gnu::always_inline]] inline void DataOp(const iot_syscall& r, ThreadStats& t, int dir,
                                             uint64_t offset, uint64_t bytes, int32_t file_index,
                                             Description* desc);
-  // The pattern stream of `key` ((thread, file, direction), packed), created on first use;
-  // nullptr when the table is full (counted in streams_dropped_). `slot` (optional) receives its
-  // hash-table slot, for a description's hint: one probe serves both.
-  StreamState* Stream(uint64_t key, size_t* slot);
+  // The pattern stream of thread `t`'s requests to `file` in direction `dir` (0 read, 1 write),
+  // its system calls' or (`async`) its asynchronous submissions', created on first use; nullptr
+  // when kMaxStreams exist (counted in streams_dropped_). A thread's streams on its first files
+  // are found by direct index, two dependent loads: on a random mix of threads and files a hash
+  // probe cost a fifth of the analysis. The rest go through stream_index_.
+  StreamState* Stream(ThreadStats& t, int32_t file, int dir, bool async) {
+    const size_t at = StreamSlot(file, dir, async);
+    if (at < t.streams.size() && t.streams[at] != 0) return &stream_states_[t.streams[at] - 1];
+    return StreamSlow(t, file, dir, async);
+  }
+  static size_t StreamSlot(int32_t file, int dir, bool async) {
+    return static_cast<size_t>(file) * 4 + (async ? 2u : 0u) + static_cast<size_t>(dir);
+  }
+  StreamState* StreamSlow(ThreadStats& t, int32_t file, int dir, bool async);
   // Syscall data-op totals per direction (ops, bytes, requested), summed from ops_.
   void SyscallDirectionTotals(std::array<uint64_t, 2>* ops, std::array<uint64_t, 2>* bytes,
                               std::array<uint64_t, 2>* requested) const;
@@ -369,7 +378,10 @@ class Analyzer {
   std::vector<uint32_t> free_descs_;
   FlatMap<uint32_t> fds_;  // (tgid << 32 | fd) -> description index
 
-  FlatMap<StreamState> streams_;  // (thread, file, dir) -> pattern state
+  std::vector<StreamState> stream_states_;
+  // (thread index, file, async, dir) -> index in stream_states_, for streams the threads' own
+  // tables do not hold (files from kDirectStreamFiles on, threads from kDirectStreamThreads on).
+  FlatMap<uint32_t> stream_index_;
   uint64_t streams_dropped_ = 0;
 
   // Per direction (0 read, 1 write) over syscall data ops (their totals: SyscallDirectionTotals).
