@@ -35,7 +35,8 @@ constexpr OpClassTable kOpClass;
 constexpr uint32_t kFcntlDupfd = 0;
 constexpr uint32_t kFcntlDupfdCloexec = 1030;
 constexpr size_t kMaxStreams = 4u << 20;
-// Bounds of the threads' direct stream tables: at most 16 KiB per thread, 4 MiB in all.
+// Bounds of the threads' direct stream tables (files and threads by index, in the order the trace
+// first names them): at most 16 KiB per thread, 4 MiB in all.
 constexpr int32_t kDirectStreamFiles = 1024;
 constexpr size_t kDirectStreamThreads = 256;
 constexpr size_t kMaxQueuedBios = 1u << 20;
@@ -583,12 +584,15 @@ StreamState* Analyzer::StreamSlow(ThreadStats& t, int32_t file, int dir, bool as
   uint64_t key = 0;
   if (direct) {
     if (at >= t.streams.size()) {
-      t.streams.resize(std::min(StreamSlot(kDirectStreamFiles, 0, false),
-                                std::max(at + 1, 2 * t.streams.size())));
+      const size_t grown = std::min(StreamSlot(kDirectStreamFiles, 0, false),
+                                    std::max(at + 1, 2 * t.streams.size()));
+      t.streams.reserve(grown);  // exactly: resize() alone may allocate twice the size
+      t.streams.resize(grown);
     }
     index = &t.streams[at];
   } else {
-    key = (static_cast<uint64_t>(thread_index) << 36) | at;  // at < 2^33 (file < 2^31)
+    // at < 2^33 (file < 2^31); thread indices are uint32_t and far below 2^31.
+    key = (static_cast<uint64_t>(thread_index) << 33) | at;
     index = stream_index_.Find(key);
   }
   if (index && *index != 0) return &stream_states_[*index - 1];

@@ -157,8 +157,9 @@ class Analyzer {
     std::array<uint64_t, 2> data_ops{}, bytes{};
     std::array<char, 16> comm{};
     std::vector<uint64_t> seq;
-    // This thread's pattern streams on files below kDirectStreamFiles, by StreamSlot():
-    // index in stream_states_ + 1, 0 for none yet. Grown on demand.
+    // This thread's pattern streams on files below index kDirectStreamFiles, by StreamSlot():
+    // index in stream_states_ + 1, 0 for none yet. Grown on demand; stays empty for threads
+    // from index kDirectStreamThreads on.
     std::vector<uint32_t> streams;
   };
   // A process's operation counts are its threads' sums, added up by Model() (not per record).
@@ -308,9 +309,9 @@ class Analyzer {
                                             Description* desc);
   // The pattern stream of thread `t`'s requests to `file` in direction `dir` (0 read, 1 write),
   // its system calls' or (`async`) its asynchronous submissions', created on first use; nullptr
-  // when kMaxStreams exist (counted in streams_dropped_). A thread's streams on its first files
-  // are found by direct index, two dependent loads: on a random mix of threads and files a hash
-  // probe cost a fifth of the analysis. The rest go through stream_index_.
+  // when kMaxStreams exist (counted in streams_dropped_). A thread's streams on files of low
+  // index are found by direct index, two dependent loads: on a random mix of threads and files a
+  // hash probe cost a fifth of the analysis. The rest go through stream_index_.
   StreamState* Stream(ThreadStats& t, int32_t file, int dir, bool async) {
     const size_t at = StreamSlot(file, dir, async);
     if (at < t.streams.size() && t.streams[at] != 0) return &stream_states_[t.streams[at] - 1];

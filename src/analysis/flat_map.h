@@ -39,23 +39,6 @@ class FlatMap {
   }
   const V* Find(uint64_t key) const { return const_cast<FlatMap*>(this)->Find(key); }
 
-  // The slot holding `key`, for a caller to keep as a hint; SIZE_MAX when absent. Slots move on
-  // insertion and erasure, so a hint is only ever used through AtSlot, which rechecks the key.
-  size_t FindSlot(uint64_t key) const {
-    size_t mask = slots_.size() - 1;
-    for (size_t i = MixBits(key) & mask;; i = (i + 1) & mask) {
-      const Slot& s = slots_[i];
-      if (!s.used) return SIZE_MAX;
-      if (s.key == key) return i;
-    }
-  }
-  // The value of `key` if it still sits in `slot` (a FindSlot hint), else nullptr.
-  V* AtSlot(size_t slot, uint64_t key) {
-    if (slot >= slots_.size()) return nullptr;
-    Slot& s = slots_[slot];
-    return s.used && s.key == key ? &s.value : nullptr;
-  }
-
   // Returns the value for `key`, inserting a default one if absent; *inserted tells which.
   V& FindOrInsert(uint64_t key, bool* inserted = nullptr) {
     if ((size_ + 1) * 4 > slots_.size() * 3) Rehash(slots_.size() * 2);

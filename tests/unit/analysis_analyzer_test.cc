@@ -151,8 +151,8 @@ TEST(Analyzer, TracksFilePositionsThroughReadLseekDupAndAppend) {
   EXPECT_TRUE(found) << p["seek_histogram"].dump();
 }
 
-// One description read by two threads in turn: each thread's stream is its own (the
-// description's stream hint must follow the thread), and a process's row sums its threads.
+// One description read by two threads in turn: each thread's stream is its own, and a
+// process's row sums its threads.
 TEST(Analyzer, ThreadsSharingADescriptionKeepTheirOwnStreams) {
   SyntheticTrace t;
   uint64_t ts = kStart + 1000;
@@ -197,20 +197,31 @@ TEST(Analyzer, ThreadsSharingADescriptionKeepTheirOwnStreams) {
   EXPECT_EQ(m["totals"]["write"]["syscall_bytes"], 4 * 4096);
 }
 
-// Streams are found by direct index for a thread's first files and through a hash map beyond
-// (file index 1024 on, thread index 256 on): each (thread, file) pair keeps its own stream on
-// both paths, and a thread's asynchronous submissions keep theirs apart from its system calls.
+// Streams are found by direct index for low thread and file indices (in the order the trace
+// first names them) and through a hash map from file index 1024 or thread index 256 on: each
+// (thread, file) pair keeps its own stream on both paths, and a thread's asynchronous
+// submissions keep theirs apart from its system calls on both.
 TEST(Analyzer, StreamsStayApartOnEveryLookupPath) {
   SyntheticTrace t;
   uint64_t ts = kStart + 1000;
+  // Thread `tid`, alone in its process: a read, an asynchronous read 1 MiB further, then the
+  // read following the first (sequential only if the asynchronous one has a stream apart).
+  auto read_around_async = [&](uint32_t tid, uint64_t ino) {
+    t.Open(tid, ts += 10, "/swap/tensor" + std::to_string(tid), 3, kDev, ino);
+    t.Io(IOT_OP_PREAD64, tid, ts += 10, 100, 3, kDev, ino, 0, 4096, 4096);
+    t.Async(IOT_AIO_ENGINE_URING, IOT_AIO_SUBMIT, 22 /* IORING_OP_READ */, ts += 10, tid, 3, 7,
+            1 << 20, 4096, 0);
+    t.Io(IOT_OP_PREAD64, tid, ts += 10, 100, 3, kDev, ino, 4096, 4096, 4096);
+  };
+  read_around_async(1, 5000);  // thread index 0, file index 0: direct
   constexpr uint32_t kTgid = 50;
   constexpr int kFiles = 1100, kThreads = 300;
-  for (int i = 0; i < kFiles; i++)
+  for (int i = 0; i < kFiles; i++)  // file indices 1 to 1100
     t.Open(kTgid, ts += 10, "/data/f" + std::to_string(i), 3 + i, kDev, 100 + i, O_RDONLY,
            kTgid);
-  // Thread k reads its own file (7k mod 1100) and one of 76 files it shares with 3 other
-  // threads (1024 + k mod 76), at k MiB, then 4 KiB further on in each: one first and one
-  // sequential request per (thread, file), whatever the interleaving.
+  // Thread k (index k + 2: the opener is index 1) reads a file of its own (7k mod 1100) and one
+  // of 76 it shares with 2 or 3 other threads (1024 + k mod 76), at k MiB, then 4 KiB further on
+  // in each: one first and one sequential request per (thread, file), whatever the interleaving.
   for (int round = 0; round < 2; round++) {
     for (int k = 0; k < kThreads; k++) {
       const uint32_t tid = kTgid + 1 + static_cast<uint32_t>(k);
@@ -220,17 +231,11 @@ TEST(Analyzer, StreamsStayApartOnEveryLookupPath) {
              offset, 4096, 4096, kTgid);
     }
   }
-  // Thread 1 of its own process: a read, an asynchronous read 1 MiB further, then the read
-  // following the first.
-  t.Open(1, ts += 10, "/swap/tensor", 3, kDev, 5000);
-  t.Io(IOT_OP_PREAD64, 1, ts += 10, 100, 3, kDev, 5000, 0, 4096, 4096);
-  t.Async(IOT_AIO_ENGINE_URING, IOT_AIO_SUBMIT, 22 /* IORING_OP_READ */, ts += 10, 1, 3, 7,
-          1 << 20, 4096, 0);
-  t.Io(IOT_OP_PREAD64, 1, ts += 10, 100, 3, kDev, 5000, 4096, 4096, 4096);
+  read_around_async(2, 5001);  // thread index 302, file index 1101: hashed
   json m = Analyze(t);
   const json& read = m["pattern"]["read"];
-  EXPECT_EQ(read["first"], 2 * kThreads + 2);
-  EXPECT_EQ(read["sequential"], 2 * kThreads + 1);
+  EXPECT_EQ(read["first"], 2 * kThreads + 4);
+  EXPECT_EQ(read["sequential"], 2 * kThreads + 2);
   EXPECT_EQ(read["random"], 0);
   EXPECT_EQ(read["strided"], 0);
   EXPECT_EQ(m["pattern"]["streams_dropped"], 0);
