@@ -419,6 +419,12 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
   Description* desc = nullptr;
   if (dir >= 0) {
     Description* d = FdDescription(r.tgid, r.fd);
+    const bool previous_instance = d && UsesPreviousInstance(*d, r);
+    if (previous_instance) {
+      // The old file's description is gone: its recorded position and file serve this call.
+      ++previous_instance_calls_;
+      d = nullptr;
+    }
     if (d) {
       // The descriptor usually knows its file already: skip the file-table lookup.
       if (d->file >= 0) {
@@ -443,7 +449,7 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
         ++offset_recorded_;
       }
       if (ok) {
-        if (!d && r.fd >= 0) {
+        if (!d && r.fd >= 0 && !previous_instance) {
           // Opened before the capture attached: start tracking from the recorded position.
           uint32_t di = NewDescription(file, 0, false, 0);
           BindFd(r.tgid, r.fd, di);
@@ -459,8 +465,10 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     }
     desc = d;
   } else if (op == IOT_OP_LSEEK) {
-    if (ok) {
-      Description* d = FdDescription(r.tgid, r.fd);
+    Description* d = ok ? FdDescription(r.tgid, r.fd) : nullptr;
+    if (d && UsesPreviousInstance(*d, r)) {
+      ++previous_instance_calls_;
+    } else if (ok) {
       if (!d && r.fd >= 0) {
         BindFd(r.tgid, r.fd, NewDescription(file, 0, false, 0));
         d = FdDescription(r.tgid, r.fd);
@@ -472,19 +480,33 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     }
   } else if (kOpClass.opens[op]) {
     if (ok) {
-      BindFd(r.tgid, static_cast<int32_t>(r.ret), NewDescription(file, 0, true, r.flags));
+      const uint32_t di = NewDescription(file, 0, true, r.flags);
+      descs_[di].open_tid = r.tid;
+      descs_[di].open_ts = r.ts;
+      descs_[di].open_end = r.ts + r.dur;
+      BindFd(r.tgid, static_cast<int32_t>(r.ret), di);
       AddFileName(file, r.path_id);
     }
   } else if (op == IOT_OP_CLOSE) {
-    if (ok) ReleaseFd(r.tgid, r.fd);
+    if (ok) {
+      // Closing the previous instance, which the open's binding already replaced.
+      const Description* d = FdDescription(r.tgid, r.fd);
+      if (d && UsesPreviousInstance(*d, r))
+        ++previous_instance_calls_;
+      else
+        ReleaseFd(r.tgid, r.fd);
+    }
   } else if (op == IOT_OP_CLOSE_RANGE) {
     // close_range(first = fd, last = fd2, flags); CLOSE_RANGE_CLOEXEC (4) closes nothing now.
     if (ok && !(r.flags & 4)) {
       uint32_t first = static_cast<uint32_t>(r.fd), last = static_cast<uint32_t>(r.fd2);
       std::vector<int32_t> closing;
-      fds_.ForEach([&](uint64_t key, uint32_t) {
+      fds_.ForEach([&](uint64_t key, uint32_t desc) {
         uint32_t fd = static_cast<uint32_t>(key);
-        if (static_cast<uint32_t>(key >> 32) == r.tgid && fd >= first && fd <= last)
+        if (static_cast<uint32_t>(key >> 32) != r.tgid || fd < first || fd > last) return;
+        if (UsesPreviousInstance(descs_[desc], r))
+          ++previous_instance_calls_;
+        else
           closing.push_back(static_cast<int32_t>(fd));
       });
       for (int32_t fd : closing) ReleaseFd(r.tgid, fd);

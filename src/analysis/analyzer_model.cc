@@ -213,7 +213,8 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
   m["offsets"] = {{"explicit", offset_explicit_},
                   {"tracked", offset_tracked_},
                   {"recorded", offset_recorded_},
-                  {"tracked_vs_recorded_mismatch", offset_mismatch_}};
+                  {"tracked_vs_recorded_mismatch", offset_mismatch_},
+                  {"previous_instance", previous_instance_calls_}};
 
   // ---- per op
   std::vector<uint16_t> op_order;

@@ -293,6 +293,45 @@ TEST(Analyzer, CloseAndCloseRangeForgetPositions) {
   EXPECT_EQ(m["offsets"]["recorded"], 1);
 }
 
+// The capture can stamp an open before the close, in another thread, that freed the number it
+// returns. Calls of other threads that began during the open used the previous file: its close
+// must not drop the new description, nor its reads move the new file's position.
+TEST(Analyzer, AHandedOverNumberKeepsTheNewFilesPosition) {
+  SyntheticTrace t;
+  uint64_t ts = kStart + 1000;
+  // Process `a`: thread a opens /x as fd 3 and reads 4 KiB; thread a + 1 opens /y in [T, T + 1 µs)
+  // and gets fd 3; inside that span thread a reads /x again and closes fd 3 (close or
+  // close_range); then thread a + 1 reads /y twice.
+  auto handover = [&](uint32_t a, uint64_t x, uint64_t y, bool range) {
+    t.Open(a, ts += 1000, "/x", 3, kDev, x, O_RDONLY, a);
+    t.Io(IOT_OP_READ, a, ts += 1000, 100, 3, kDev, x, 0, 4096, 4096, a);
+    const uint64_t open_at = ts += 10'000;
+    t.Open(a + 1, open_at, "/y", 3, kDev, y, O_RDONLY, a);
+    t.Io(IOT_OP_READ, a, open_at + 200, 100, 3, kDev, x, 4096, 4096, 4096, a);
+    if (range) {
+      iot_syscall cr = SyntheticTrace::Sys(IOT_OP_CLOSE_RANGE, a, open_at + 500, a);
+      cr.fd = 3;
+      cr.fd2 = 3;
+      t.Add(cr);
+    } else {
+      t.Close(a, open_at + 500, 3, kDev, x, a);
+    }
+    t.Io(IOT_OP_READ, a + 1, ts += 5000, 100, 3, kDev, y, 0, 4096, 4096, a);
+    t.Io(IOT_OP_READ, a + 1, ts += 1000, 100, 3, kDev, y, 4096, 4096, 4096, a);
+  };
+  handover(60, 30, 31, false);
+  handover(70, 40, 41, true);
+  json m = Analyze(t);
+  EXPECT_EQ(m["offsets"]["tracked_vs_recorded_mismatch"], 0);
+  EXPECT_EQ(m["offsets"]["tracked"], 6);
+  EXPECT_EQ(m["offsets"]["recorded"], 2);  // the old file's reads inside the open
+  EXPECT_EQ(m["offsets"]["previous_instance"], 4);  // those reads, the close and the close_range
+  const json& read = m["pattern"]["read"];
+  EXPECT_EQ(read["first"], 4);
+  EXPECT_EQ(read["sequential"], 4);
+  EXPECT_EQ(read["random"], 0);
+}
+
 SyntheticTrace TwoThreads() {
   SyntheticTrace t;
   uint64_t ts = kStart;
