@@ -730,25 +730,40 @@ def summarize_analysis(an, inprocess=None):
     if not rep or not rep[0]["events_per_cpu_s"]:
         return ""
     single = rep[0]["events_per_cpu_s"] / 1e6
-    # The verdict takes the median of the alternated runs: one run on this shared VM can be
-    # 45% off. Older sections (before the alternation) have only the single run.
+    # The verdict gives the median of the alternated runs and their best: one run on this shared
+    # VM can take 50% more CPU than the median when other tenants load it, and interference only
+    # ever adds CPU time, so the best run is the closest to the report's own cost. Older sections
+    # (before the alternation) have only the single run.
     packed = an.get("codec", {}).get("packed", {})
     runs = len(packed.get("runs", []))
     v = packed["events_per_cpu_s"] / 1e6 if packed.get("events_per_cpu_s") else single
+    best = None
+    if runs > 1 and an.get("events"):
+        best = an["events"] / min(r["cpu_s"] for r in packed["runs"]) / 1e6
     consume = None
+    report_in_process = None
     for b in (inprocess or {}).get("gbench", {}).get("benchmarks", []):
         if b.get("name") == "BM_AnalyzerConsume" and b.get("items_per_second"):
             consume = b["items_per_second"] / 1e6
+        if b.get("name") == "BM_TextReportFromFile" and b.get("items_per_second"):
+            report_in_process = b["items_per_second"] / 1e6
+    above = lambda x: "above" if x >= 10 else "**below**"
     text = ("Target (issue 7, docs/report.md): 10 M events/s per core for the default text "
             "report. On the synthetic training-like mix, `iotwin report` ran at %.2f M events "
             "per CPU-second%s (%s 10 M)" % (
                 v, " (median of %d alternated runs; the single timed run: %.2f M)" % (runs, single)
-                if runs > 1 else "", "above" if v >= 10 else "**below**"))
+                if runs > 1 else "", above(v)))
+    if best:
+        text += (", %.2f M in the best of those runs (%s 10 M)" % (best, above(best)))
+    if report_in_process:
+        text += ("; in one process (`BM_TextReportFromFile`, section 5: the same mix read from a "
+                 "file, analysed and rendered) at %.1f M/s (%s 10 M)" %
+                 (report_in_process, above(report_in_process)))
     recorded = an.get("recorded")
     if recorded and recorded.get("events_per_cpu_s"):
         r = recorded["events_per_cpu_s"] / 1e6
         text += ("; on a recorded page-cached fio trace at %.2f M (%s 10 M)" %
-                 (r, "above" if r >= 10 else "**below**"))
+                 (r, above(r)))
     if consume:
         text += ("; the analysis alone (`BM_AnalyzerConsume`, section 5) at %.1f M/s" % consume)
     text += "."
