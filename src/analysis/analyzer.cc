@@ -159,6 +159,13 @@ void Analyzer::SetMeta(const nlohmann::json& meta) {
       if (a == "aarch64" || a == "arm64" || a == "arm" || a == "powerpc64" || a == "ppc64le")
         o_direct_flag_ = 0200000;
     }
+    if (auto clock = host->find("clock"); clock != host->end() && clock->is_string()) {
+      // Clocks whose start times resolve calls as finely as their durations: iotwin's own,
+      // and strace's -ttt (realtime) and -r (relative). Not -t/-tt (time_of_day: -t is whole
+      // seconds) nor imports without timestamps (synthetic: one microsecond per line).
+      const std::string c = clock->get<std::string>();
+      handover_rule_ = c == "monotonic" || c == "realtime" || c == "relative";
+    }
     if (auto anchor = host->find("anchor"); anchor != host->end() && anchor->is_object()) {
       if (auto m = anchor->find("monotonic_ns"); m != anchor->end() && m->is_number_unsigned())
         anchor_ns_ = m->get<uint64_t>();
@@ -419,7 +426,7 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
   Description* desc = nullptr;
   if (dir >= 0) {
     Description* d = FdDescription(r.tgid, r.fd);
-    const bool previous_instance = d && UsesPreviousInstance(*d, r);
+    const bool previous_instance = d && ok && UsesPreviousInstance(*d, r);
     if (previous_instance) {
       // The old file's description is gone: its recorded position and file serve this call.
       ++previous_instance_calls_;
@@ -481,9 +488,10 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
   } else if (kOpClass.opens[op]) {
     if (ok) {
       const uint32_t di = NewDescription(file, 0, true, r.flags);
-      descs_[di].open_tid = r.tid;
-      descs_[di].open_ts = r.ts;
-      descs_[di].open_end = r.ts + r.dur;
+      if (handover_rule_ && r.dur > 0) {
+        descs_[di].open_tid = r.tid;
+        descs_[di].open_end = r.ts + r.dur;
+      }
       BindFd(r.tgid, static_cast<int32_t>(r.ret), di);
       AddFileName(file, r.path_id);
     }
@@ -501,10 +509,10 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     if (ok && !(r.flags & 4)) {
       uint32_t first = static_cast<uint32_t>(r.fd), last = static_cast<uint32_t>(r.fd2);
       std::vector<int32_t> closing;
-      fds_.ForEach([&](uint64_t key, uint32_t desc) {
+      fds_.ForEach([&](uint64_t key, uint32_t di) {
         uint32_t fd = static_cast<uint32_t>(key);
         if (static_cast<uint32_t>(key >> 32) != r.tgid || fd < first || fd > last) return;
-        if (UsesPreviousInstance(descs_[desc], r))
+        if (UsesPreviousInstance(descs_[di], r))
           ++previous_instance_calls_;
         else
           closing.push_back(static_cast<int32_t>(fd));

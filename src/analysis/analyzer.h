@@ -197,10 +197,11 @@ class Analyzer {
     uint32_t refs = 0;
     uint64_t pos = 0;
     bool pos_known = false, append = false, direct = false;
-    // The open that created it (thread, start and end): see UsesPreviousInstance. Zero for
-    // descriptions from snapshots or found in use.
+    // The open that created it (its thread, and its end: start + duration): see
+    // UsesPreviousInstance. Zero for descriptions from snapshots or found in use, and on clocks
+    // too coarse for the rule.
     uint32_t open_tid = 0;
-    uint64_t open_ts = 0, open_end = 0;
+    uint64_t open_end = 0;
   };
   struct AsyncPending {
     uint64_t ts = 0, offset = 0, length = 0, ctx = 0;
@@ -304,13 +305,14 @@ class Analyzer {
     uint32_t* d = FdLookup(key);
     return d ? &descs_[*d] : nullptr;
   }
-  // Whether call `r`, on a number bound to `d`, used the number's previous instance: another
-  // thread's call that began while the open creating `d` was in progress. The capture can stamp
-  // such an open before the close (in another thread) that freed its number, so `d` is bound
-  // before that close and the calls stamped in between, which the old file served, arrive (the
-  // order the replay model corrects in PostponeDescriptorHandovers).
+  // Whether call `r`, on a number bound to `d` and read after the open that created `d`, used
+  // the number's previous instance: a call of another thread that began before that open
+  // returned cannot have been handed the new number. Records come in the order the capture
+  // wrote them (at exit, stamped with their start), so the close that freed the number, or an
+  // old-file call before it, can arrive after the open that reused it; the replay model sorts
+  // by start and corrects the same case in PostponeDescriptorHandovers.
   static bool UsesPreviousInstance(const Description& d, const iot_syscall& r) {
-    return r.ts < d.open_end && r.ts >= d.open_ts && r.tid != d.open_tid;
+    return r.ts < d.open_end && r.tid != d.open_tid;
   }
   void ForkFds(uint32_t parent_tgid, uint32_t child_tgid);
   void DropProcessFds(uint32_t tgid);
@@ -409,6 +411,9 @@ class Analyzer {
   uint64_t direct_bytes_ = 0;
   uint64_t offset_tracked_ = 0, offset_recorded_ = 0, offset_explicit_ = 0, offset_mismatch_ = 0;
   uint64_t previous_instance_calls_ = 0;  // see UsesPreviousInstance
+  // The rule needs start times and durations on one fine clock: not strace's whole seconds
+  // (-t) or line numbers (no timestamps).
+  bool handover_rule_ = true;
   uint64_t unattributed_ops_ = 0;
 
   TimeSeries series_;

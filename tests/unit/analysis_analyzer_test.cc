@@ -293,43 +293,85 @@ TEST(Analyzer, CloseAndCloseRangeForgetPositions) {
   EXPECT_EQ(m["offsets"]["recorded"], 1);
 }
 
-// The capture can stamp an open before the close, in another thread, that freed the number it
-// returns. Calls of other threads that began during the open used the previous file: its close
-// must not drop the new description, nor its reads move the new file's position.
-TEST(Analyzer, AHandedOverNumberKeepsTheNewFilesPosition) {
+// A descriptor number handed over between threads: the capture writes records at exit, stamped
+// with their start, so the close that freed a number (or an old-file call before it) can arrive
+// after the open, in another thread, that reused it. Calls of other threads that began before
+// that open returned used the previous file: its close must not drop the new description, nor
+// its reads and lseeks move the new file's position.
+enum class Handover { kClose, kCloseRange, kCloseBeganFirst, kLseekThenClose };
+
+SyntheticTrace HandoverTrace(Handover kind) {
   SyntheticTrace t;
   uint64_t ts = kStart + 1000;
-  // Process `a`: thread a opens /x as fd 3 and reads 4 KiB; thread a + 1 opens /y in [T, T + 1 µs)
-  // and gets fd 3; inside that span thread a reads /x again and closes fd 3 (close or
-  // close_range); then thread a + 1 reads /y twice.
-  auto handover = [&](uint32_t a, uint64_t x, uint64_t y, bool range) {
-    t.Open(a, ts += 1000, "/x", 3, kDev, x, O_RDONLY, a);
-    t.Io(IOT_OP_READ, a, ts += 1000, 100, 3, kDev, x, 0, 4096, 4096, a);
-    const uint64_t open_at = ts += 10'000;
-    t.Open(a + 1, open_at, "/y", 3, kDev, y, O_RDONLY, a);
-    t.Io(IOT_OP_READ, a, open_at + 200, 100, 3, kDev, x, 4096, 4096, 4096, a);
-    if (range) {
+  // Process 60: thread 60 opens /x as fd 3 and reads 4 KiB; thread 61 opens /y in [T, T + 1 µs)
+  // and gets fd 3; then thread 60's old-file calls arrive, stamped inside that span (or, for
+  // kCloseBeganFirst, the close stamped before it); then thread 61 reads /y twice and thread 62,
+  // handed the number later, reads on.
+  constexpr uint32_t a = 60;
+  t.Open(a, ts += 1000, "/x", 3, kDev, 30, O_RDONLY, a);
+  t.Io(IOT_OP_READ, a, ts += 1000, 100, 3, kDev, 30, 0, 4096, 4096, a);
+  const uint64_t open_at = ts += 10'000;
+  t.Open(a + 1, open_at, "/y", 3, kDev, 31, O_RDONLY, a);
+  switch (kind) {
+    case Handover::kClose:
+      t.Io(IOT_OP_READ, a, open_at + 200, 100, 3, kDev, 30, 4096, 4096, 4096, a);
+      t.Close(a, open_at + 500, 3, kDev, 30, a);
+      break;
+    case Handover::kCloseRange: {
+      t.Io(IOT_OP_READ, a, open_at + 200, 100, 3, kDev, 30, 4096, 4096, 4096, a);
       iot_syscall cr = SyntheticTrace::Sys(IOT_OP_CLOSE_RANGE, a, open_at + 500, a);
       cr.fd = 3;
       cr.fd2 = 3;
       t.Add(cr);
-    } else {
-      t.Close(a, open_at + 500, 3, kDev, x, a);
+      break;
     }
-    t.Io(IOT_OP_READ, a + 1, ts += 5000, 100, 3, kDev, y, 0, 4096, 4096, a);
-    t.Io(IOT_OP_READ, a + 1, ts += 1000, 100, 3, kDev, y, 4096, 4096, 4096, a);
-  };
-  handover(60, 30, 31, false);
-  handover(70, 40, 41, true);
-  json m = Analyze(t);
-  EXPECT_EQ(m["offsets"]["tracked_vs_recorded_mismatch"], 0);
-  EXPECT_EQ(m["offsets"]["tracked"], 6);
-  EXPECT_EQ(m["offsets"]["recorded"], 2);  // the old file's reads inside the open
-  EXPECT_EQ(m["offsets"]["previous_instance"], 4);  // those reads, the close and the close_range
-  const json& read = m["pattern"]["read"];
-  EXPECT_EQ(read["first"], 4);
-  EXPECT_EQ(read["sequential"], 4);
-  EXPECT_EQ(read["random"], 0);
+    case Handover::kCloseBeganFirst:  // a slow close: it began first and ended after the open
+      t.Io(IOT_OP_READ, a, open_at - 3000, 100, 3, kDev, 30, 4096, 4096, 4096, a);
+      t.Close(a, open_at - 500, 3, kDev, 30, a);
+      break;
+    case Handover::kLseekThenClose:
+      t.Lseek(a, open_at + 200, 3, kDev, 30, 8192, SEEK_SET, a);
+      t.Close(a, open_at + 500, 3, kDev, 30, a);
+      break;
+  }
+  t.Io(IOT_OP_READ, a + 1, ts += 5000, 100, 3, kDev, 31, 0, 4096, 4096, a);
+  t.Io(IOT_OP_READ, a + 1, ts += 1000, 100, 3, kDev, 31, 4096, 4096, 4096, a);
+  t.Io(IOT_OP_READ, a + 2, ts += 1000, 100, 3, kDev, 31, 8192, 4096, 4096, a);
+  return t;
+}
+
+TEST(Analyzer, AHandedOverNumberKeepsTheNewFilesPosition) {
+  for (Handover kind : {Handover::kClose, Handover::kCloseRange, Handover::kCloseBeganFirst,
+                        Handover::kLseekThenClose}) {
+    SCOPED_TRACE(static_cast<int>(kind));
+    const bool lseek = kind == Handover::kLseekThenClose;
+    json m = Analyze(HandoverTrace(kind));
+    EXPECT_EQ(m["offsets"]["tracked_vs_recorded_mismatch"], 0);
+    // /x's first read and /y's three (thread 62's included: it came after the open).
+    EXPECT_EQ(m["offsets"]["tracked"], 4);
+    // /x's read of the previous instance takes its recorded offset (no such read with lseek).
+    EXPECT_EQ(m["offsets"]["recorded"], lseek ? 0 : 1);
+    EXPECT_EQ(m["offsets"]["previous_instance"], 2);  // that read or lseek, and the close
+    const json& read = m["pattern"]["read"];
+    // Streams: (60, /x), (61, /y), (62, /y).
+    EXPECT_EQ(read["first"], 3);
+    EXPECT_EQ(read["sequential"], lseek ? 1 : 2);
+    EXPECT_EQ(read["random"], 0);
+  }
+}
+
+// On clocks too coarse to order a call against an open (strace -t's whole seconds, imports
+// without timestamps), the rule stays off: every call is taken as it comes.
+TEST(Analyzer, TheHandoverRuleNeedsAFineClock) {
+  SyntheticTrace t = HandoverTrace(Handover::kClose);
+  json meta = test::SyntheticMeta();
+  meta["host"]["clock"] = "synthetic";
+  Analyzer a;
+  a.SetMeta(meta);
+  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  json m = a.Model(std::nullopt);
+  EXPECT_EQ(m["offsets"]["previous_instance"], 0);
+  EXPECT_EQ(m["offsets"]["tracked_vs_recorded_mismatch"], 1);  // /x's read moved /y's position
 }
 
 SyntheticTrace TwoThreads() {
