@@ -131,6 +131,13 @@ class RecordPacking : public ::testing::TestWithParam<PackingCase> {
     return UnpackRecords(packed.data(), packed.size(), layout(), out->data(), out->size(), what,
                          kernel());
   }
+  // Unpacking `bad` into `out_len` record bytes fails with a message that says `says`.
+  void ExpectRefused(const std::vector<uint8_t>& bad, size_t out_len, const char* says) const {
+    std::vector<uint8_t> out(out_len);
+    auto r = UnpackInto(bad, &out);
+    ASSERT_FALSE(r.ok()) << says;
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
+  }
 };
 
 std::string CaseName(const ::testing::TestParamInfo<PackingCase>& info) {
@@ -235,30 +242,24 @@ TEST_P(RecordPacking, ForgedHeadersAreRefused) {
   std::vector<uint8_t> raw;
   AppendRecord(&raw, &s, sizeof s);
   std::vector<uint8_t> packed = Pack(raw, 1, layout());
-  auto expect_error = [&](std::vector<uint8_t> bad, size_t out_len, const char* says) {
-    std::vector<uint8_t> out(out_len);
-    auto r = UnpackInto(bad, &out);
-    ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
-  };
   // Codec 3's first record starts with the byte that introduces its shape.
   const size_t header = kPackedPreludeBytes + (layout() == PackedLayout::kShaped ? 1 : 0);
   std::vector<uint8_t> bad = packed;
   uint16_t size = 6;  // not a multiple of 4
   std::memcpy(bad.data() + header + 2, &size, 2);
-  expect_error(bad, raw.size(), "not a multiple of 4");
+  ExpectRefused(bad, raw.size(), "not a multiple of 4");
   bad = packed;
   bad[header + 4 + 3] |= 0x80;  // mask bit of word 31, beyond the record's 27
-  expect_error(bad, raw.size(), "beyond the record");
+  ExpectRefused(bad, raw.size(), "beyond the record");
   bad = packed;
   uint32_t longer = static_cast<uint32_t>(raw.size() + 8);  // prelude promises more
   std::memcpy(bad.data(), &longer, 4);
-  expect_error(bad, raw.size() + 8, "ends after");
-  expect_error(packed, raw.size() - 8, "holds 112 record bytes");
+  ExpectRefused(bad, raw.size() + 8, "ends after");
+  ExpectRefused(packed, raw.size() - 8, "holds 112 record bytes");
   size = 120;  // a record larger than the bytes promised
   bad = packed;
   std::memcpy(bad.data() + header + 2, &size, 2);
-  expect_error(bad, raw.size(), "overrun");
+  ExpectRefused(bad, raw.size(), "overrun");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -308,12 +309,6 @@ TEST_P(ShapedPacking, ForgedShapesAndReferencesAreRefused) {
     AppendRecord(&raw, &s, sizeof s);
   }
   const std::vector<uint8_t> packed = Pack(raw, 3, layout());
-  auto expect_error = [&](const std::vector<uint8_t>& bad, const char* says) {
-    std::vector<uint8_t> out(raw.size());
-    auto r = UnpackInto(bad, &out);
-    ASSERT_FALSE(r.ok()) << says;
-    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
-  };
   // Record 0: new shape (1 + 4 + 4 bytes), reference byte 0 (none), its non-zero words.
   const size_t first = kPackedPreludeBytes;
   ASSERT_EQ(packed[first], 255);
@@ -324,22 +319,22 @@ TEST_P(ShapedPacking, ForgedShapesAndReferencesAreRefused) {
   EXPECT_EQ(packed[reference0], 0);
   std::vector<uint8_t> bad = packed;
   bad[first] = 0;  // shape 0 used before it is defined
-  expect_error(bad, "shape 0 is not defined");
+  ExpectRefused(bad, raw.size(), "shape 0 is not defined");
   bad = packed;
   bad[reference0] = 1;  // the first record cannot have a reference
-  expect_error(bad, "only 0 can be");
+  ExpectRefused(bad, raw.size(), "only 0 can be");
   // Record 1 refers to record 0 (the only syscall before it).
   const size_t reference1 = references[1];
   EXPECT_EQ(packed[reference1], 1);
   bad = packed;
   bad[reference1] = 17;  // beyond the 16 records a reference may reach
-  expect_error(bad, "17 records of type 2 back");
+  ExpectRefused(bad, raw.size(), "17 records of type 2 back");
   bad = packed;
   bad[reference1] = 2;
-  expect_error(bad, "only 1 can be");
+  ExpectRefused(bad, raw.size(), "only 1 can be");
   // A reference byte cut off.
   bad.assign(packed.begin(), packed.begin() + static_cast<ptrdiff_t>(reference0));
-  expect_error(bad, "torn reference byte");
+  ExpectRefused(bad, raw.size(), "torn reference byte");
   // Beyond 16 records back with more than 16 before: 20 syscalls, the last one's reference
   // (its last byte before its words; its shape is known by then) made 17.
   {
@@ -352,12 +347,7 @@ TEST_P(ShapedPacking, ForgedShapesAndReferencesAreRefused) {
     const std::vector<size_t> at = ReferenceBytes(p);
     ASSERT_EQ(at.size(), 20u);
     p[at[19]] = 17;
-    std::vector<uint8_t> out(many.size());
-    auto r = UnpackInto(p, &out);
-    ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.status().message().find("17 records of type 2 back, but only 16 can be"),
-              std::string::npos)
-        << r.status().message();
+    ExpectRefused(p, many.size(), "17 records of type 2 back, but only 16 can be");
   }
   // A reference of another size: record 1 becomes a 120-byte record of type 2.
   std::vector<uint8_t> mixed = raw;
@@ -378,12 +368,7 @@ TEST_P(ShapedPacking, ForgedShapesAndReferencesAreRefused) {
   ASSERT_EQ(mixed_packed[longer_reference], 0);
   bad = mixed_packed;
   bad[longer_reference] = 1;
-  std::vector<uint8_t> out(mixed.size());
-  auto r = UnpackInto(bad, &out);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("its reference has 112 bytes, the record 120"),
-            std::string::npos)
-      << r.status().message();
+  ExpectRefused(bad, mixed.size(), "its reference has 112 bytes, the record 120");
 }
 
 // More distinct shapes than a chunk's table holds (300 record sizes, twice over): the second
