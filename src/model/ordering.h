@@ -43,9 +43,10 @@ enum class ResourceTag : uint8_t {
 inline uint64_t ResourceKey(ResourceTag tag, uint64_t id) {
   return (static_cast<uint64_t>(tag) << 56) | (id & ((1ull << 56) - 1));
 }
+// Distinct for every descriptor number of the first 2^24 processes.
 inline uint64_t FdResource(uint32_t process, int32_t fd) {
   return ResourceKey(ResourceTag::kFd,
-                     (static_cast<uint64_t>(process) << 24) ^ static_cast<uint32_t>(fd));
+                     (static_cast<uint64_t>(process) << 32) | static_cast<uint32_t>(fd));
 }
 
 class DependencyTracker {

@@ -10,9 +10,11 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
+#include "base/checked_math.h"
 #include "format/records.h"
 #include "model/op_fields.h"
 #include "model/ordering.h"
@@ -67,6 +69,12 @@ std::vector<uint32_t> TraceModel::CreatedFiles() const {
 namespace {
 
 constexpr uint16_t kFtypeDir = S_IFDIR >> 12;
+constexpr size_t kMaxPathBytes = 4096;  // PATH_MAX, the terminating NUL included
+constexpr uint64_t kIovMax = 1024;      // IOV_MAX: the most iovecs a vectored call takes
+constexpr uint32_t kUringMaxEntries = 32768;  // IORING_MAX_ENTRIES
+
+// Offsets, lengths and times come from the trace: sums saturate instead of wrapping.
+uint64_t Sum(uint64_t a, uint64_t b) { return SaturatingAdd(a, b); }
 constexpr uint16_t kFtypeReg = S_IFREG >> 12;
 
 enum EvType : uint8_t { kEvSyscall, kEvProc, kEvFdSnap, kEvMapSnap, kEvFault, kEvAsync, kEvCache };
@@ -114,8 +122,42 @@ struct MapPiece {
   uint32_t mapping;
 };
 
+// Descriptor numbers a process's ops have named, visited in ascending order: small numbers in
+// a bitmap, the rest in a set, so memory follows how many numbers a trace names, not how large
+// they are.
+class FdSlots {
+ public:
+  // Notes `fd` (>= 0); returns whether it is new.
+  bool Insert(int32_t fd) {
+    if (fd < 0) return false;
+    if (fd < kDense) {
+      if (static_cast<size_t>(fd) >= low_.size()) low_.resize(static_cast<size_t>(fd) + 1, false);
+      if (low_[fd]) return false;
+      low_[fd] = true;
+      return true;
+    }
+    return high_.insert(fd).second;
+  }
+  template <typename F>
+  void ForEach(F&& visit) const {
+    for (size_t fd = 0; fd < low_.size(); fd++) {
+      if (low_[fd]) visit(static_cast<int32_t>(fd));
+    }
+    for (int32_t fd : high_) visit(fd);
+  }
+
+ private:
+  static constexpr int32_t kDense = 1024;
+  std::vector<bool> low_;
+  std::set<int32_t> high_;
+};
+
 struct ProcState {
   std::unordered_map<int32_t, FdEntry> fds;
+  // Numbers named as descriptor resources so far (ordering), and each thread's latest fork of
+  // this process: a number named for the first time after a fork was not in the copied table.
+  FdSlots slots;
+  std::unordered_map<uint32_t, uint32_t> last_fork;  // thread -> op index
   PathId cwd = kNone;
   std::map<uint64_t, MapPiece> maps;  // recorded address ranges -> mapping
   uint32_t live_threads = 0;
@@ -150,8 +192,23 @@ struct ModelBuilder::Impl {
   std::unique_ptr<TraceModel> m = std::make_unique<TraceModel>();
 
   // ---- collected records (Add) ----
+  // Strings by id. Fed by a TraceReader (LoadTraceModel), the builder looks strings up in the
+  // reader's table rather than keeping a second copy of each.
+  const TraceReader* string_reader = nullptr;
   std::unordered_map<uint32_t, std::string> strings;
-  std::unordered_set<uint32_t> truncated_strings;
+  // Ids whose string is no usable path: truncated by the capture, or too long to be one.
+  std::unordered_set<uint32_t> unusable_strings;
+  // The string `id` names; nullopt when unknown or unusable.
+  std::optional<std::string_view> String(uint32_t id) const {
+    if (id == 0 || unusable_strings.count(id)) return std::nullopt;
+    if (string_reader != nullptr) {
+      if (!string_reader->HasString(id)) return std::nullopt;
+      return string_reader->String(id);
+    }
+    auto it = strings.find(id);
+    if (it == strings.end()) return std::nullopt;
+    return std::string_view(it->second);
+  }
   std::vector<Event> events;
   uint64_t seq = 0;
   std::vector<iot_syscall> syscalls;
@@ -167,7 +224,25 @@ struct ModelBuilder::Impl {
   std::map<std::pair<uint16_t, uint16_t>, uint64_t> lost;  // (source, cpu) -> cumulative
 
   // ---- reconstruction state (Finish) ----
-  std::unordered_map<std::string, PathId> path_ids;
+  // Interned paths: ids hashed and compared by their text in paths_, so each path is stored once.
+  struct PathText {
+    using is_transparent = void;
+    const std::vector<std::string>* paths;
+    std::string_view operator()(std::string_view s) const { return s; }
+    std::string_view operator()(PathId id) const { return (*paths)[id]; }
+  };
+  struct PathHash : PathText {
+    size_t operator()(auto key) const {
+      return std::hash<std::string_view>{}(PathText::operator()(key));
+    }
+  };
+  struct PathEqual : PathText {
+    bool operator()(auto a, auto b) const {
+      return PathText::operator()(a) == PathText::operator()(b);
+    }
+  };
+  std::unordered_set<PathId, PathHash, PathEqual> path_ids{
+      0, PathHash{{&m->paths_}}, PathEqual{{&m->paths_}}};
   std::vector<PathId> parent_of;  // parallel to paths
   std::vector<ProcState> pstate;  // parallel to processes
   std::unordered_map<uint32_t, uint32_t> proc_by_tgid;
@@ -228,13 +303,13 @@ struct ModelBuilder::Impl {
   uint64_t page_size = 4096;
 
   // ---------------------------------------------------------------------------------------
-  PathId Intern(const std::string& s) {
-    auto it = path_ids.find(s);
-    if (it != path_ids.end()) return it->second;
+  PathId Intern(std::string s) {
+    auto it = path_ids.find(std::string_view(s));
+    if (it != path_ids.end()) return *it;
     PathId id = static_cast<PathId>(m->paths_.size());
-    m->paths_.push_back(s);
+    m->paths_.push_back(std::move(s));
     parent_of.push_back(kNone);
-    path_ids.emplace(s, id);
+    path_ids.insert(id);
     return id;
   }
   PathId Parent(PathId p) {
@@ -246,7 +321,7 @@ struct ModelBuilder::Impl {
     return parent;
   }
   bool Pseudo(PathId p) { return IsPseudoFsPath(m->paths_[p]); }
-  uint64_t PageRound(uint64_t n) const { return (n + page_size - 1) & ~(page_size - 1); }
+  uint64_t PageRound(uint64_t n) const { return Sum(n, page_size - 1) & ~(page_size - 1); }
 
   uint32_t ProcessFor(uint32_t tgid) {
     auto it = proc_by_tgid.find(tgid);
@@ -292,19 +367,65 @@ struct ModelBuilder::Impl {
     FileInfo f;
     f.path = p;
     f.origin = origin;
-    f.is_dir = is_dir;
-    f.ftype = is_dir ? kFtypeDir : 0;
     m->files_.push_back(f);
+    file_kind.emplace_back();
     file_by_path[p] = idx;
     absent.erase(p);
+    if (is_dir || m->paths_[p] == "/") MarkDir(idx, kNone);
     return idx;
   }
 
+  // The op being modelled (thread, index it will have), for the evidence of file kinds;
+  // kNone for records that are no op (snapshots, cwd records).
+  uint32_t cur_thread = kNone, cur_op = kNone;
+  // Why the model takes a file for a directory, and where it saw data I/O on it: the first
+  // evidence of each, to name both in a warning when one file has both.
+  struct KindEvidence {
+    uint32_t dir_thread = kNone, dir_op = kNone;
+    PathId dir_child = kNone;  // a name below it, when that is the evidence
+    uint32_t data_thread = kNone, data_op = kNone;
+    bool dir = false, data = false, conflict = false;
+  };
+  std::vector<KindEvidence> file_kind;  // parallel to files_
+
+  // File `f` is a directory: a name below it exists (`child`), or an op treats it as one.
+  void MarkDir(uint32_t f, PathId child) {
+    if (f == kNone) return;
+    FileInfo& fi = m->files_[f];
+    fi.is_dir = true;
+    fi.ftype = kFtypeDir;
+    KindEvidence& k = file_kind[f];
+    if (!k.dir) {
+      k.dir = true;
+      k.dir_thread = cur_thread;
+      k.dir_op = cur_op;
+      k.dir_child = child;
+    }
+    if (k.data) k.conflict = true;
+  }
+  // File `f` had bytes read or written (or was truncated or mapped): a regular file.
+  void DataUse(uint32_t f) {
+    if (f == kNone) return;
+    KindEvidence& k = file_kind[f];
+    if (!k.data) {
+      k.data = true;
+      k.data_thread = cur_thread;
+      k.data_op = cur_op;
+    }
+    if (k.dir) k.conflict = true;
+  }
+  void AddKindWarnings();
+
+  // Every existing ancestor of `p` is a directory; those the trace has not shown yet existed
+  // before it (pre-existing directories).
   void EnsureParentDirs(PathId p) {
-    for (PathId q = Parent(p); q != kNone && m->paths_[q] != "/"; q = Parent(q)) {
+    for (PathId q = Parent(p), child = p; q != kNone; child = q, q = Parent(q)) {
       auto it = file_by_path.find(q);
-      if (it != file_by_path.end()) return;
-      if (Pseudo(q)) return;
+      if (it != file_by_path.end()) {
+        MarkDir(it->second, child);
+        return;
+      }
+      if (Pseudo(q) || m->paths_[q] == "/") return;
       NewFile(q, FileOrigin::kPreexisting, true);
     }
   }
@@ -325,13 +446,11 @@ struct ModelBuilder::Impl {
       f = NewFile(p, FileOrigin::kPreexisting, is_dir);
       EnsureParentDirs(p);
     }
+    if (is_dir) MarkDir(f, kNone);
     FileInfo& fi = m->files_[f];
-    if (is_dir) fi.is_dir = true;
     if (sc != nullptr) {
-      if (sc->ftype != 0) {
-        fi.ftype = sc->ftype;
-        if (sc->ftype == kFtypeDir) fi.is_dir = true;
-      }
+      if (sc->ftype == kFtypeDir) MarkDir(f, kNone);
+      else if (sc->ftype != 0 && !fi.is_dir) fi.ftype = sc->ftype;
       if (sc->ino != 0) {
         fi.ino = sc->ino;
         fi.dev = sc->dev;
@@ -395,13 +514,12 @@ struct ModelBuilder::Impl {
   PathId ResolveArg(uint32_t process, uint32_t id, uint16_t sflags, int dirfd, Skip* skip,
                     bool* empty) {
     *empty = false;
-    auto it = strings.find(id);
-    if (id == 0 || it == strings.end() || (sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT)) ||
-        truncated_strings.count(id)) {
+    std::optional<std::string_view> str = String(id);
+    if (!str || (sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT))) {
       *skip = Skip::kUnknownPath;
       return kNone;
     }
-    const std::string& s = it->second;
+    const std::string_view s = *str;
     if (!s.empty() && s[0] == '/') return Intern(NormalizePath(s));
     PathId base = kNone;
     ProcState& ps = pstate[process];
@@ -468,6 +586,18 @@ struct ModelBuilder::Impl {
 
   uint64_t FileKey(uint32_t file) { return ResourceKey(ResourceTag::kFile, file); }
 
+  // The ordering resource of descriptor number `fd` of `proc`, for declarations inside Push.
+  // The number is noted among the process's slots, which fork and exit visit (rather than every
+  // number up to the highest, which a trace can put near INT_MAX); a number named for the first
+  // time follows the process's earlier forks, as it would have had the fork visited it.
+  uint64_t FdKey(uint32_t proc, int32_t fd) {
+    ProcState& ps = pstate[proc];
+    if (ps.slots.Insert(fd)) {
+      for (const auto& [thread, index] : ps.last_fork) deps.After(thread, index);
+    }
+    return FdResource(proc, fd);
+  }
+
   // Declares the path resources of a path argument: ancestors shared, the name itself shared or
   // exclusive.
   void PathResources(PathId p, bool exclusive) {
@@ -525,8 +655,8 @@ struct ModelBuilder::Impl {
 
   uint32_t AddMapping(Mapping mp) {
     uint32_t id = static_cast<uint32_t>(m->mappings_.size());
-    UnmapRange(mp.process, mp.start, mp.start + mp.length);
-    pstate[mp.process].maps.emplace(mp.start, MapPiece{mp.start + mp.length, id});
+    UnmapRange(mp.process, mp.start, Sum(mp.start, mp.length));
+    pstate[mp.process].maps.emplace(mp.start, MapPiece{Sum(mp.start, mp.length), id});
     m->mappings_.push_back(mp);
     return id;
   }
@@ -568,13 +698,15 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
   uint32_t t = ThreadFor(sc.tid, sc.tgid, sc.ts);
   uint32_t proc = m->threads_[t].process;
   ProcState& ps = pstate[proc];
+  cur_thread = t;
+  cur_op = static_cast<uint32_t>(m->threads_[t].ops.size());
   Op op;
   op.kind = OpKind::kSyscall;
   op.sc = sc;
   op.process = proc;
   op.ts = sc.ts;
   op.interrupted = (sc.sflags & IOT_SCF_INTERRUPTED) != 0;
-  op.end = op.interrupted ? UINT64_MAX : sc.ts + sc.dur;
+  op.end = op.interrupted ? UINT64_MAX : Sum(sc.ts, sc.dur);
   op.result = sc.ret;
   const bool ok = !op.interrupted && sc.ret >= 0;
   const uint16_t code = sc.op;
@@ -593,9 +725,10 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       iovecs.erase(it);
     }
     if (count == 0) count = 1;
-    if (count > 1024) count = 1024;  // IOV_MAX
+    count = std::min(count, kIovMax);
+    if (lens.size() > count) lens.resize(count);
     uint64_t known = 0;
-    for (auto l : lens) known += l;
+    for (auto l : lens) known = Sum(known, l);
     uint64_t missing = count - lens.size();
     uint64_t rest = sc.length > known ? sc.length - known : 0;
     for (uint64_t i = 0; i < missing; i++) {
@@ -618,9 +751,9 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       BindDataFd(PathDirFd(sc), &op);
     }
   } else if (code == IOT_OP_SYMLINK || code == IOT_OP_SYMLINKAT) {
-    auto it = strings.find(sc.path_id);
-    if (it == strings.end() || sc.path_id == 0) op.skip = Skip::kUnknownPath;
-    else op.path = Intern(it->second);  // the target, verbatim
+    std::optional<std::string_view> target = String(sc.path_id);
+    if (!target) op.skip = Skip::kUnknownPath;
+    else op.path = Intern(std::string(*target));  // the target, verbatim
   }
   if (OpTakesPath2(code)) {
     Skip s2 = Skip::kReplayable;
@@ -673,7 +806,7 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
   uint32_t index_in_thread = static_cast<uint32_t>(m->threads_[t].ops.size());
   std::vector<uint64_t> fd_list;  // close_range / etc.
   auto declare_fd_use = [&, this](int fd) {
-    if (fd >= 0) deps.Read(FdResource(proc, fd));
+    if (fd >= 0) deps.Read(FdKey(proc, fd));
   };
   std::vector<std::function<void()>> decl;  // resource declarations, run inside Push
 
@@ -701,7 +834,10 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
           } else {
             f = Exists(p, dir, trunc ? 0 : sc.fsize, &sc);
           }
-          if (trunc) Modified(f);
+          if (trunc) {
+            Modified(f);
+            DataUse(f);
+          }
         } else if (sc.ret == -ENOENT) {
           if (!file_by_path.count(p)) absent.insert(p);
         } else if (sc.ret == -EEXIST || sc.ret == -EISDIR) {
@@ -718,7 +854,7 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       }
       decl.push_back([=, this] {
         PathResources(p, creat || trunc);
-        if (ok) deps.Write(FdResource(proc, static_cast<int32_t>(sc.ret)));
+        if (ok) deps.Write(FdKey(proc, static_cast<int32_t>(sc.ret)));
         if (trunc && f != kNone) deps.WriteRange(FileKey(f), 0, UINT64_MAX);
       });
       break;
@@ -731,7 +867,7 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
         if (ok && it != ps.fds.end()) RingClosed(proc, sc.fd, it->second.ofd, &op);
         ps.fds.erase(sc.fd);
       }
-      decl.push_back([=, this] { if (sc.fd >= 0) deps.Write(FdResource(proc, sc.fd)); });
+      decl.push_back([=, this] { if (sc.fd >= 0) deps.Write(FdKey(proc, sc.fd)); });
       break;
     }
     case IOT_OP_CLOSE_RANGE: {
@@ -752,7 +888,7 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       }
       op.fd_state = FdState::kKnown;
       decl.push_back([=, this] {
-        for (auto fd : fd_list) deps.Write(FdResource(proc, static_cast<int32_t>(fd)));
+        for (auto fd : fd_list) deps.Write(FdKey(proc, static_cast<int32_t>(fd)));
       });
       break;
     }
@@ -776,7 +912,7 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       }
       decl.push_back([=, this] {
         declare_fd_use(sc.fd);
-        if (newfd >= 0) deps.Write(FdResource(proc, newfd));
+        if (newfd >= 0) deps.Write(FdKey(proc, newfd));
       });
       break;
     }
@@ -796,12 +932,13 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       }
       op.pos = pos;
       uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
-      if (ofd && ok && !positional) ofds[op.ofd].pos = pos + n;
+      if (ofd && ok && !positional) ofds[op.ofd].pos = Sum(pos, n);
+      if (ok && n > 0) DataUse(file);
       if (file != kNone) {
         if (is_write) {
           if (ok && n > 0) Modified(file);
         } else if (ok) {
-          GrowInitial(file, pos + n);
+          GrowInitial(file, Sum(pos, n));
           GrowInitial(file, sc.fsize);
         }
       }
@@ -811,10 +948,10 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
         if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
         if (file != kNone && n > 0) {
           if (is_write) {
-            deps.WriteRange(FileKey(file), pos, pos + n);
+            deps.WriteRange(FileKey(file), pos, Sum(pos, n));
             deps.Read(FileKey(file));
           } else {
-            deps.ReadRange(FileKey(file), pos, pos + n);
+            deps.ReadRange(FileKey(file), pos, Sum(pos, n));
           }
         }
       });
@@ -838,9 +975,12 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       break;
     }
     case IOT_OP_FALLOCATE: case IOT_OP_FTRUNCATE: {
-      if (ok) Modified(file);
+      if (ok) {
+        Modified(file);
+        DataUse(file);
+      }
       uint64_t b = code == IOT_OP_FALLOCATE ? sc.offset : 0;
-      uint64_t e = code == IOT_OP_FALLOCATE ? sc.offset + sc.length : UINT64_MAX;
+      uint64_t e = code == IOT_OP_FALLOCATE ? Sum(sc.offset, sc.length) : UINT64_MAX;
       decl.push_back([=, this] {
         declare_fd_use(sc.fd);
         if (file != kNone) deps.WriteRange(FileKey(file), b, e);
@@ -851,7 +991,10 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       uint32_t f = kNone;
       if (op.path != kNone && op.skip == Skip::kReplayable) {
         if (ok) f = Exists(op.path, false, 0, nullptr);
-        if (ok) Modified(f);
+        if (ok) {
+          Modified(f);
+          DataUse(f);
+        }
       }
       op.file = f;
       PathId p = op.path;
@@ -864,6 +1007,7 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
     case IOT_OP_FADVISE64: case IOT_OP_READAHEAD: case IOT_OP_FSTAT: case IOT_OP_GETDENTS64:
     case IOT_OP_SYNCFS: {
       if (ok && file != kNone) GrowInitial(file, sc.fsize);
+      if (ok && code == IOT_OP_GETDENTS64) MarkDir(file, kNone);
       uint32_t pos_ofd = code == IOT_OP_GETDENTS64 ? op.ofd : kNone;  // directory position
       decl.push_back([=, this] {
         declare_fd_use(sc.fd);
@@ -876,9 +1020,10 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       int in_fd = DataFd(sc), out_fd = SecondFd(sc);
       uint64_t in_pos = sc.offset;
       if (in_pos == kNoOffset && ofd) in_pos = ofds[op.ofd].pos;
-      if (sc.offset == kNoOffset && ofd && ok) ofds[op.ofd].pos += n;
+      if (sc.offset == kNoOffset && ofd && ok) ofds[op.ofd].pos = Sum(ofds[op.ofd].pos, n);
       op.pos = in_pos;
-      if (file != kNone && ok) GrowInitial(file, in_pos + n);
+      if (file != kNone && ok) GrowInitial(file, Sum(in_pos, n));
+      if (ok && n > 0) DataUse(file);
       uint32_t out_file = kNone;
       uint64_t out_pos = 0;
       if (const FdEntry* e = LookupFd(proc, out_fd)) {
@@ -887,8 +1032,11 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
         out_pos = code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset
                       ? CopyOutOffset(sc) : oo.pos;
         bool positional_out = code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset;
-        if (!positional_out && ok) oo.pos += n;
-        if (ok && n) Modified(out_file);
+        if (!positional_out && ok) oo.pos = Sum(oo.pos, n);
+        if (ok && n) {
+          Modified(out_file);
+          DataUse(out_file);
+        }
       }
       uint32_t in_pos_ofd = sc.offset == kNoOffset ? op.ofd : kNone;
       const FdEntry* oe = LookupFd(proc, out_fd);
@@ -899,15 +1047,15 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
         declare_fd_use(out_fd);
         if (in_pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, in_pos_ofd));
         if (out_pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, out_pos_ofd));
-        if (file != kNone && n) deps.ReadRange(FileKey(file), in_pos, in_pos + n);
-        if (out_file != kNone && n) deps.WriteRange(FileKey(out_file), out_pos, out_pos + n);
+        if (file != kNone && n) deps.ReadRange(FileKey(file), in_pos, Sum(in_pos, n));
+        if (out_file != kNone && n) deps.WriteRange(FileKey(out_file), out_pos, Sum(out_pos, n));
       });
       break;
     }
     case IOT_OP_MMAP: {
       if (ok && op.skip == Skip::kReplayable && (sc.flags & (MAP_FIXED | MAP_FIXED_NOREPLACE))) {
         uint64_t start = static_cast<uint64_t>(sc.ret);
-        uint32_t in = CoveringMapping(proc, start, start + PageRound(sc.length));
+        uint32_t in = CoveringMapping(proc, start, Sum(start, PageRound(sc.length)));
         if (in != kNone) {
           op.fixed_in = in;
           op.map_offset = start - m->mappings_[in].start;
@@ -929,9 +1077,10 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
         mp.fd = sc.fd;
         op.mapping = AddMapping(mp);
         if (file != kNone) GrowInitial(file, sc.fsize);
+        DataUse(file);
       } else if (ok) {
         UnmapRange(proc, static_cast<uint64_t>(sc.ret),
-                   static_cast<uint64_t>(sc.ret) + PageRound(sc.length));
+                   Sum(static_cast<uint64_t>(sc.ret), PageRound(sc.length)));
       }
       uint32_t mid = op.mapping;
       decl.push_back([=, this] {
@@ -954,10 +1103,10 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       uint32_t mid = op.mapping;
       uint32_t new_mid = kNone;
       uint64_t len = PageRound(MemLength(sc));
-      if (ok && code == IOT_OP_MUNMAP) UnmapRange(proc, addr, addr + len);
+      if (ok && code == IOT_OP_MUNMAP) UnmapRange(proc, addr, Sum(addr, len));
       if (ok && code == IOT_OP_MREMAP && mid != kNone) {
         Mapping mp = m->mappings_[mid];
-        UnmapRange(proc, addr, addr + len);
+        UnmapRange(proc, addr, Sum(addr, len));
         mp.file_offset += addr - mp.start;
         mp.start = static_cast<uint64_t>(sc.ret);
         mp.length = PageRound(MremapNewLength(sc));
@@ -1067,16 +1216,22 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
     }
     case IOT_OP_FCHDIR: {
       if (ok && ofd) ps.cwd = ofds[op.ofd].path;
+      if (ok) MarkDir(file, kNone);
       decl.push_back([=, this] { declare_fd_use(sc.fd); });
       break;
     }
     case IOT_OP_IO_SETUP: {
       // length = nr_events, aux = the context address written to *ctxp (the async records' ctx)
-      if (ok && sc.length > 0) aio_setup_size[sc.aux] = static_cast<uint32_t>(sc.length);
+      if (ok && sc.length > 0) {
+        aio_setup_size[sc.aux] = static_cast<uint32_t>(std::min<uint64_t>(sc.length, UINT32_MAX));
+      }
       break;
     }
     case IOT_OP_IO_URING_SETUP: {
-      if (ok && sc.length > 0) uring_setup_size[t] = static_cast<uint32_t>(sc.length);
+      if (ok && sc.length > 0) {
+        // The kernel takes no more entries (or clamps to this with IORING_SETUP_CLAMP).
+        uring_setup_size[t] = static_cast<uint32_t>(std::min<uint64_t>(sc.length, kUringMaxEntries));
+      }
       if (ok) {
         uint32_t o = NewOfd(kNone, kNone, O_RDWR, false);
         ofds[o].ring = true;
@@ -1084,7 +1239,7 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
         op.ofd = o;
       }
       decl.push_back([=, this] {
-        if (ok) deps.Write(FdResource(proc, static_cast<int32_t>(sc.ret)));
+        if (ok) deps.Write(FdKey(proc, static_cast<int32_t>(sc.ret)));
       });
       break;
     }
@@ -1150,11 +1305,11 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       op.process = parent;
       op.child = child;
       // The copy reads every descriptor slot of the parent: it follows earlier opens and closes
-      // by the parent's other threads.
-      int32_t max_fd = m->processes_[parent].max_fd;
+      // by the parent's other threads (numbers first named later follow it, FdKey).
       uint32_t idx = Push(parent_t, op, [&] {
-        for (int32_t fd = 0; fd <= max_fd; fd++) deps.Read(FdResource(parent, fd));
+        pstate[parent].slots.ForEach([&](int32_t fd) { deps.Read(FdResource(parent, fd)); });
       });
+      if (options.compute_dependencies) pstate[parent].last_fork[parent_t] = idx;
       thread_by_tid.erase(p.child_tid);
       NewThread(p.child_tid, p.child_tgid, child, p.ts, parent_t, idx);
       break;
@@ -1192,7 +1347,7 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       op.extra_count = static_cast<uint32_t>(closed.size());
       m->extra_.insert(m->extra_.end(), closed.begin(), closed.end());
       Push(t, op, [&] {
-        for (auto fd : closed) deps.Write(FdResource(proc, static_cast<int32_t>(fd)));
+        for (auto fd : closed) deps.Write(FdKey(proc, static_cast<int32_t>(fd)));
       });
       break;
     }
@@ -1206,13 +1361,11 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       ProcState& ps = pstate[proc];
       if (ps.live_threads > 0) ps.live_threads--;
       op.process_exit = (p.flags & IOT_PROCF_GROUP_DEAD) || ps.live_threads == 0;
-      int32_t max_fd = m->processes_[proc].max_fd;
       bool dead = op.process_exit;
       Push(t, op, [&] {
-        // The last thread's exit closes every descriptor of the process.
-        if (dead) {
-          for (int32_t fd = 0; fd <= max_fd; fd++) deps.Write(FdResource(proc, fd));
-        }
+        // The last thread's exit closes every descriptor of the process (numbers never named
+        // have no earlier use to follow).
+        if (dead) ps.slots.ForEach([&](int32_t fd) { deps.Write(FdResource(proc, fd)); });
       });
       thread_by_tid.erase(it);
       if (op.process_exit) {
@@ -1228,9 +1381,9 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       if (p.kind == IOT_PROC_ATTACH) m->processes_[proc].attached = true;
       if (p.tid != 0) ThreadFor(p.tid, p.tgid, p.ts);
       if (p.kind != IOT_PROC_START && p.path_id != 0) {
-        auto s = strings.find(p.path_id);
-        if (s != strings.end() && !s->second.empty() && s->second[0] == '/') {
-          PathId cwd = Intern(NormalizePath(s->second));
+        std::optional<std::string_view> s = String(p.path_id);
+        if (s && !s->empty() && (*s)[0] == '/') {
+          PathId cwd = Intern(NormalizePath(*s));
           pstate[proc].cwd = cwd;
           if (m->processes_[proc].initial_cwd == kNone) m->processes_[proc].initial_cwd = cwd;
           if (!Pseudo(cwd)) Exists(cwd, true, 0, nullptr);
@@ -1250,14 +1403,14 @@ void ModelBuilder::Impl::HandleFdSnapshot(const iot_fd_snapshot& s) {
   ifd.fd = s.fd;
   ifd.flags = s.flags;
   ifd.pos = s.pos;
-  auto it = strings.find(s.path_id);
+  std::optional<std::string_view> name = String(s.path_id);
   // Sockets, pipes, anonymous inodes and deleted files stay unknown descriptors.
-  if (it == strings.end() || it->second.empty() || it->second[0] != '/' ||
+  if (!name || name->empty() || (*name)[0] != '/' ||
       (s.ftype != 0 && s.ftype != kFtypeReg && s.ftype != kFtypeDir) ||
-      it->second.find(" (deleted)") != std::string::npos) {
+      name->find(" (deleted)") != std::string_view::npos) {
     return;
   }
-  PathId p = Intern(NormalizePath(it->second));
+  PathId p = Intern(NormalizePath(*name));
   uint32_t f = kNone;
   if (!Pseudo(p)) {
     iot_syscall fake{};
@@ -1277,14 +1430,16 @@ void ModelBuilder::Impl::HandleFdSnapshot(const iot_fd_snapshot& s) {
 void ModelBuilder::Impl::HandleMapSnapshot(const iot_map_snapshot& s) {
   uint32_t proc = ProcessFor(s.tgid);
   m->processes_[proc].attached = true;
-  auto it = strings.find(s.path_id);
-  if (it == strings.end() || it->second.empty() || it->second[0] != '/') return;
-  PathId p = Intern(NormalizePath(it->second));
+  std::optional<std::string_view> name = String(s.path_id);
+  if (!name || name->empty() || (*name)[0] != '/') return;
+  PathId p = Intern(NormalizePath(*name));
   if (Pseudo(p)) return;
   iot_syscall fake{};
   fake.ino = s.ino;
   fake.dev = s.dev;
-  uint32_t f = Exists(p, false, s.pgoff + 1, &fake);
+  if (s.end <= s.start) return;  // no range: nothing mapped
+  uint32_t f = Exists(p, false, Sum(s.pgoff, 1), &fake);
+  DataUse(f);
   Mapping mp;
   mp.process = proc;
   mp.start = s.start;
@@ -1302,6 +1457,8 @@ void ModelBuilder::Impl::HandleFault(const iot_page_fault& pf) {
   uint32_t t = ThreadFor(pf.tid, pf.tgid, pf.ts);
   uint32_t proc = m->threads_[t].process;
   Op op;
+  cur_thread = t;
+  cur_op = static_cast<uint32_t>(m->threads_[t].ops.size());
   op.kind = OpKind::kPageFault;
   op.pf = pf;
   op.process = proc;
@@ -1322,7 +1479,8 @@ void ModelBuilder::Impl::HandleFault(const iot_page_fault& pf) {
     op.pos = mp.file_offset + op.map_offset;
     if (file != kNone) {
       if (write) Modified(file);
-      else GrowInitial(file, op.pos + 1);
+      else GrowInitial(file, Sum(op.pos, 1));
+      DataUse(file);
     }
   }
   m->stats_.skipped_by_reason[static_cast<size_t>(op.skip)]++;
@@ -1332,8 +1490,8 @@ void ModelBuilder::Impl::HandleFault(const iot_page_fault& pf) {
     if (mid == kNone) return;
     deps.Read(ResourceKey(ResourceTag::kMapping, mid));
     if (file != kNone) {
-      if (write) deps.WriteRange(FileKey(file), pos, pos + page_size);
-      else deps.ReadRange(FileKey(file), pos, pos + page_size);
+      if (write) deps.WriteRange(FileKey(file), pos, Sum(pos, page_size));
+      else deps.ReadRange(FileKey(file), pos, Sum(pos, page_size));
     }
   });
 }
@@ -1356,7 +1514,10 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
       // Judged at submission (a later write does not undo what this read found); a failed read
       // proves nothing about the size.
       FileInfo& fi = m->files_[g->second.file];
-      if (a.res > 0) fi.initial_size = std::max(fi.initial_size, g->second.offset + static_cast<uint64_t>(a.res));
+      if (a.res > 0) {
+        fi.initial_size =
+            std::max(fi.initial_size, Sum(g->second.offset, static_cast<uint64_t>(a.res)));
+      }
       async_growth.erase(g);
     }
     return;
@@ -1402,6 +1563,8 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
   ctx.max_inflight = std::max(ctx.max_inflight, ++async_inflight[ci]);
   m->stats_.async_requests++;
 
+  cur_thread = t;
+  cur_op = static_cast<uint32_t>(m->threads_[t].ops.size());
   Op op;
   op.kind = OpKind::kAsyncSubmit;
   op.aio = a;
@@ -1419,6 +1582,7 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
     if (!ok_nop) op.skip = Skip::kUnsupported;
   }
   uint32_t file = op.file;
+  if (is_read || is_write) DataUse(file);
   if (file != kNone) {
     if (is_write) {
       Modified(file);
@@ -1441,19 +1605,19 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
   m->stats_.skipped_by_reason[static_cast<size_t>(op.skip)]++;
   uint32_t idx = Push(t, op, [&] {
     deps.Read(ResourceKey(ResourceTag::kAsyncCtx, ci));
-    if (a.fd >= 0) deps.Read(FdResource(proc, a.fd));
+    if (a.fd >= 0) deps.Read(FdKey(proc, a.fd));
     if (file != kNone && a.length) {
-      if (is_write) deps.WriteRange(FileKey(file), a.offset, a.offset + a.length);
-      else if (is_read) deps.ReadRange(FileKey(file), a.offset, a.offset + a.length);
+      if (is_write) deps.WriteRange(FileKey(file), a.offset, Sum(a.offset, a.length));
+      else if (is_read) deps.ReadRange(FileKey(file), a.offset, Sum(a.offset, a.length));
     }
   });
   async_pending[{ckey, req}] = {t, idx};
 }
 
 void ModelBuilder::Impl::HandleCache(const iot_cache_state& c) {
-  auto it = strings.find(c.path_id);
-  if (it == strings.end() || it->second.empty() || it->second[0] != '/') return;
-  PathId p = Intern(NormalizePath(it->second));
+  std::optional<std::string_view> name = String(c.path_id);
+  if (!name || name->empty() || (*name)[0] != '/') return;
+  PathId p = Intern(NormalizePath(*name));
   CacheState cs;
   cs.path = p;
   cs.fsize = c.fsize;
@@ -1475,7 +1639,9 @@ void ModelBuilder::Impl::BuildBlockRequests() {
       BlockRequest r;
       r.ts = b->ts;
       r.sector = b->sector;
-      r.bytes = b->bytes != 0 ? b->bytes : b->nr_sector * 512u;
+      r.bytes = b->bytes != 0 ? b->bytes
+                              : static_cast<uint32_t>(std::min<uint64_t>(
+                                    uint64_t{b->nr_sector} * kSectorBytes, UINT32_MAX));
       r.flags = b->flags;
       r.dev = b->dev;
       r.inflight = ++inflight[b->dev];
@@ -1515,7 +1681,7 @@ bool ModelBuilder::Impl::PostponeDescriptorHandovers() {
   auto postpone = [&](size_t c, size_t i, const iot_syscall& close) {
     Event& open_ev = events[c];
     const iot_syscall& open = syscalls[open_ev.index];
-    if (open.tid != close.tid && close.ts >= open.ts && close.ts < open.ts + open.dur) {
+    if (open.tid != close.tid && close.ts >= open.ts && close.ts < Sum(open.ts, open.dur)) {
       open_ev.ts = events[i].ts;
       open_ev.seq = events[i].seq;
       open_ev.sub = events[i].sub;
@@ -1555,8 +1721,13 @@ bool ModelBuilder::Impl::PostponeDescriptorHandovers() {
 
 Status ModelBuilder::Impl::Finish() {
   if (m->meta_.contains("host") && m->meta_["host"].is_object()) {
-    auto ps = m->meta_["host"].value("page_size", 4096);
-    if (ps > 0 && (ps & (ps - 1)) == 0) page_size = static_cast<uint64_t>(ps);
+    // Meta is trace content too: a page size of another type or an absurd value is ignored.
+    const nlohmann::json& host = m->meta_["host"];
+    auto ps = host.find("page_size");
+    if (ps != host.end() && ps->is_number_integer()) {
+      const int64_t n = ps->get<int64_t>();
+      if (n >= 512 && n <= (1 << 30) && (n & (n - 1)) == 0) page_size = static_cast<uint64_t>(n);
+    }
   }
   // Async submits issued inside a submitting syscall of the same thread sort just before it, so
   // that replay queues the batch and the syscall flushes it.
@@ -1579,7 +1750,7 @@ Status ModelBuilder::Impl::Finish() {
     --jt;
     const Event& ce = events[jt->second];
     const iot_syscall& sc = syscalls[ce.index];
-    if (a.ts <= sc.ts + sc.dur || (sc.sflags & IOT_SCF_INTERRUPTED)) {
+    if (a.ts <= Sum(sc.ts, sc.dur) || (sc.sflags & IOT_SCF_INTERRUPTED)) {
       e.ts = ce.ts;
       e.seq = ce.seq;
       e.sub = 0;
@@ -1592,6 +1763,7 @@ Status ModelBuilder::Impl::Finish() {
     m->stats_.last_ts = events.back().ts;
   }
   for (const auto& e : events) {
+    cur_thread = cur_op = kNone;  // the handlers of ops set them
     switch (e.type) {
       case kEvSyscall: HandleSyscall(syscalls[e.index]); break;
       case kEvProc: HandleProc(procs[e.index]); break;
@@ -1614,11 +1786,54 @@ Status ModelBuilder::Impl::Finish() {
   // Reads whose completion was never seen: assume they returned everything they asked for.
   for (const auto& [key, g] : async_growth) {
     FileInfo& fi = m->files_[g.file];
-    fi.initial_size = std::max(fi.initial_size, g.offset + g.length);
+    fi.initial_size = std::max(fi.initial_size, Sum(g.offset, g.length));
   }
   async_growth.clear();
+  AddKindWarnings();
   m->stats_.deps = m->deps_.size();
   return Status::Ok();
+}
+
+namespace {
+// Path bytes for a one-line message: printable ASCII as is, anything else as \xNN.
+std::string Printable(std::string_view bytes) {
+  std::string out;
+  for (unsigned char c : bytes) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') out.push_back(static_cast<char>(c));
+    else out += fmt::format("\\x{:02x}", c);
+  }
+  return out;
+}
+}  // namespace
+
+void ModelBuilder::Impl::AddKindWarnings() {
+  auto where = [&](uint32_t thread, uint32_t index) -> std::string {
+    if (thread == kNone || index >= m->threads_[thread].ops.size()) {
+      return "an attach snapshot or cwd record";
+    }
+    const Op& op = m->threads_[thread].ops[index];
+    std::string_view what = op.kind == OpKind::kSyscall     ? OpName(op.sc.op)
+                            : op.kind == OpKind::kAsyncSubmit ? std::string_view("async request")
+                            : op.kind == OpKind::kPageFault   ? std::string_view("page fault")
+                                                              : OpKindName(op.kind);
+    return fmt::format("{} of tid {}, op #{}", what, m->threads_[thread].tid, index);
+  };
+  for (uint32_t f = 0; f < m->files_.size(); f++) {
+    const KindEvidence& k = file_kind[f];
+    if (!k.conflict) continue;
+    std::string dir_use = where(k.dir_thread, k.dir_op);
+    if (k.dir_child != kNone) {
+      dir_use = fmt::format("'{}' lies below it: {}", Printable(m->paths_[k.dir_child]), dir_use);
+    }
+    ModelWarning w;
+    w.path = m->files_[f].path;
+    w.file = f;
+    w.message = fmt::format(
+        "'{}' is used both as a directory ({}) and as a file with data I/O ({}); the model "
+        "takes it for a directory, so that data I/O does not replay as recorded",
+        Printable(m->paths_[w.path]), dir_use, where(k.data_thread, k.data_op));
+    m->warnings_.push_back(std::move(w));
+  }
 }
 
 ModelBuilder::ModelBuilder(ModelOptions options) : impl_(std::make_unique<Impl>()) {
@@ -1627,6 +1842,8 @@ ModelBuilder::ModelBuilder(ModelOptions options) : impl_(std::make_unique<Impl>(
 ModelBuilder::~ModelBuilder() = default;
 
 void ModelBuilder::SetMeta(const nlohmann::json& meta) { impl_->m->meta_ = meta; }
+
+void ModelBuilder::ReadStringsFrom(const TraceReader* reader) { impl_->string_reader = reader; }
 
 Status ModelBuilder::Add(const iot_rec_hdr* rec) {
   Impl& s = *impl_;
@@ -1656,8 +1873,16 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
         return Status::Corrupt("string record {} declares {} bytes but holds {}", str.id, str.len,
                                rec->size - sizeof(iot_string));
       }
-      s.strings[str.id] = std::string(reinterpret_cast<const char*>(&str + 1), str.len);
-      if (str.flags & IOT_STRF_TRUNCATED) s.truncated_strings.insert(str.id);
+      // PATH_MAX counts the terminating NUL: no longer string is a name the kernel took.
+      if ((str.flags & IOT_STRF_TRUNCATED) || str.len >= kMaxPathBytes) {
+        s.unusable_strings.insert(str.id);
+        s.strings.erase(str.id);
+        break;
+      }
+      s.unusable_strings.erase(str.id);
+      if (s.string_reader == nullptr) {
+        s.strings[str.id].assign(reinterpret_cast<const char*>(&str + 1), str.len);
+      }
       break;
     }
     case IOT_REC_SYSCALL:
@@ -1723,6 +1948,7 @@ Result<std::unique_ptr<TraceModel>> LoadTraceModel(const std::string& trace_path
   IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(trace_path));
   ModelBuilder builder(options);
   builder.SetMeta(reader->meta());
+  builder.ReadStringsFrom(reader.get());
   while (true) {
     IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* rec, reader->Next());
     if (rec == nullptr) break;

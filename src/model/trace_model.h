@@ -8,7 +8,11 @@
 //     on a descriptor knows the open file behind it, or knows that the descriptor was never opened
 //     in the trace ("unknown": sockets, pipes, inherited stdio; counted, never guessed);
 //   - the initial file set: directories and files that existed before the capture, with the
-//     size the workload needs them to have; files the workload created are listed separately;
+//     size the workload needs them to have; files the workload created are listed separately.
+//     A name is a directory when the trace shows a name below it, opens it O_DIRECTORY, lists
+//     it (getdents64), creates it with mkdir, changes into it, or records its type as one; "/"
+//     always is. A name also used for data I/O (read, write, truncate, mapping) is still taken
+//     as a directory, with a warning (warnings()) naming both uses;
 //   - per-thread operation streams in recorded order (system calls, file page faults, async
 //     request submissions and the process events that change descriptor tables), each op carrying
 //     its resolved paths, the open file behind its descriptor, its effective byte offset;
@@ -234,6 +238,16 @@ struct ModelStats {
   uint64_t first_ts = 0, last_ts = 0;
 };
 
+// Something in the trace the model cannot take at face value; it is built anyway, and says
+// what it assumed.
+struct ModelWarning {
+  PathId path = kNone;    // the trace path concerned
+  uint32_t file = kNone;  // index into files()
+  // One line: the path (bytes outside printable ASCII as \xNN), the ops involved (syscall,
+  // tid, index in the thread's ops), and what the model assumed.
+  std::string message;
+};
+
 struct ModelOptions {
   bool compute_dependencies = true;
 };
@@ -254,6 +268,7 @@ class TraceModel {
   // Side data of ops (iovec lengths, lists of descriptors), see Op::extra_*.
   const std::vector<uint64_t>& extra() const { return extra_; }
   const ModelStats& stats() const { return stats_; }
+  const std::vector<ModelWarning>& warnings() const { return warnings_; }
 
   // Directories and files that must exist before replay (pre-existing; sorted by path so parents
   // come before children).
@@ -282,6 +297,7 @@ class TraceModel {
   std::vector<BlockRequest> block_requests_;
   std::vector<uint64_t> extra_;
   ModelStats stats_;
+  std::vector<ModelWarning> warnings_;
 };
 
 // Builds a TraceModel from records given in file order. STRING records must precede their use,
@@ -294,6 +310,9 @@ class ModelBuilder {
   ModelBuilder& operator=(const ModelBuilder&) = delete;
 
   void SetMeta(const nlohmann::json& meta);
+  // Strings are looked up in `reader`'s string table (which holds every STRING record it has
+  // returned) instead of a copy kept here; `reader` must outlive Finish() and feed every record.
+  void ReadStringsFrom(const TraceReader* reader);
   // Takes one record (any type; unknown types are counted and ignored). Fails on records whose
   // declared size is too small for their type.
   Status Add(const iot_rec_hdr* rec);
