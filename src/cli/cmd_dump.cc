@@ -35,8 +35,11 @@ CommandSpec SetupDump(CLI::App& parent) {
               return kExitError;
             }
             TraceReader& r = **reader;
+            // The header and footer were parsed as JSON, so they hold valid UTF-8; `replace`
+            // only guarantees that printing them can never throw.
+            constexpr auto kNoThrow = nlohmann::json::error_handler_t::replace;
             fmt::print("format {}.{}\nmeta {}\n", r.format_major(), r.format_minor(),
-                       r.meta().dump());
+                       r.meta().dump(-1, ' ', false, kNoThrow));
             std::map<std::string_view, uint64_t> counts;
             uint64_t printed = 0;
             for (;;) {
@@ -54,7 +57,7 @@ CommandSpec SetupDump(CLI::App& parent) {
               }
             }
             for (const auto& [name, n] : counts) fmt::print("records {} {}\n", name, n);
-            if (r.summary()) fmt::print("summary {}\n", r.summary()->dump());
+            if (r.summary()) fmt::print("summary {}\n", r.summary()->dump(-1, ' ', false, kNoThrow));
             const TraceDamage& d = r.damage();
             if (d.unknown_records) fmt::print("unknown records skipped: {}\n", d.unknown_records);
             for (const auto& s : d.skipped_chunks) fmt::print(stderr, "damaged: {}\n", s);

@@ -2,6 +2,7 @@
 // into an iotwin trace (src/interop, docs/interop.md).
 #include <fmt/format.h>
 
+#include "base/bytes_text.h"
 #include "cli/commands.h"
 #include "interop/block_text.h"
 #include "interop/importer.h"
@@ -58,7 +59,8 @@ CommandSpec SetupImport(CLI::App& parent) {
             uint64_t records = 0;
             for (const auto& [type, n] : result->records) records += n;
             fmt::print(stderr, "iotwin import: {} ({}): {} lines -> {} records in {}\n",
-                       fmt::join(opt->inputs, " "), interop::ImportFormatName(result->format),
+                       BytesToText(fmt::format("{}", fmt::join(opt->inputs, " "))),
+                       interop::ImportFormatName(result->format),
                        st.lines, records, opt->output);
             for (const auto& [type, n] : result->records) {
               fmt::print(stderr, "  {:<12} {}\n", type, n);
@@ -67,7 +69,7 @@ CommandSpec SetupImport(CLI::App& parent) {
               fmt::print(stderr, "  {} unknown lines (kept out of the trace; listed in its footer)\n",
                          st.unknown_lines);
               for (const auto& e : st.unknown_examples) {
-                fmt::print(stderr, "    {}:{} (byte {}): {}: {}\n", e.source, e.line, e.offset,
+                fmt::print(stderr, "    {}:{} (byte {}): {}: {}\n", BytesToText(e.source), e.line, e.offset,
                            e.reason, e.text);
               }
             }

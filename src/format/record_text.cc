@@ -4,20 +4,23 @@
 
 #include <fmt/format.h>
 
+#include "base/bytes_text.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 
 namespace iotwin {
 namespace {
 
+// Names are bytes: written as text (base/bytes_text.h), so that a record stays one line of
+// valid UTF-8 whatever its names hold.
 std::string Str(const TraceReader* r, uint32_t id) {
   if (id == 0) return "-";
   if (!r || !r->HasString(id)) return fmt::format("#{}", id);
-  return fmt::format("\"{}\"", r->String(id));
+  return fmt::format("\"{}\"", BytesToText(r->String(id)));
 }
 
 std::string Comm(const char (&comm)[16]) {
-  return std::string(comm, strnlen(comm, sizeof comm));
+  return BytesToText(std::string_view(comm, strnlen(comm, sizeof comm)));
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include "base/bytes_text.h"
 #include "interop/anonymize.h"
 
 #include <fcntl.h>
@@ -247,7 +248,7 @@ Result<AnonymizeResult> AnonymizeTrace(const std::string& input, const std::stri
   AnonymizeResult result;
   nlohmann::json meta = AnonymizeMeta(reader->meta(), anonymizer, &result.meta_keys_dropped);
   nlohmann::json kept = nlohmann::json::array({"/", "/proc", "/sys", "/dev (but /dev/shm, /dev/mqueue)"});
-  for (const auto& p : anonymizer.options().keep_prefixes) kept.push_back(SanitizeUtf8(p));
+  for (const auto& p : anonymizer.options().keep_prefixes) kept.push_back(BytesToText(p));
   meta["anonymized"] = {{"version", 1},
                         {"hash", "keyed BLAKE2b (libsodium crypto_generichash), base32, per path component"},
                         {"keep_extensions", anonymizer.options().keep_extensions},

@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "base/bytes_text.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "interop/block_text.h"
@@ -192,9 +193,9 @@ class Ev {
   Ev(char ph, std::string_view name, std::string_view cat, uint64_t rel_ns, uint32_t pid,
      uint32_t tid) {
     s_ = "{\"name\":";
-    AppendJsonString(&s_, name);
+    AppendBytesAsJsonString(&s_, name);
     s_ += ",\"cat\":";
-    AppendJsonString(&s_, cat);
+    AppendBytesAsJsonString(&s_, cat);
     s_ += ",\"ph\":\"";
     s_ += ph;
     s_ += "\",\"ts\":";
@@ -233,7 +234,7 @@ class Ev {
     s_ += '"';
     s_ += key;
     s_ += "\":";
-    AppendJsonString(&s_, v);
+    AppendBytesAsJsonString(&s_, v);
     return *this;
   }
   std::string Done() {
@@ -257,7 +258,7 @@ class Ev {
 
 std::string MetaEvent(std::string_view what, uint32_t pid, uint32_t tid, std::string_view name) {
   std::string s = fmt::format("{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":", what, pid, tid);
-  AppendJsonString(&s, name);
+  AppendBytesAsJsonString(&s, name);
   s += "}}";
   return s;
 }
@@ -724,7 +725,7 @@ Result<ChromeExportResult> ExportChrome(const std::string& trace, const std::str
     IOTWIN_RETURN_IF_ERROR(w.Run(*reader));
   }
   nlohmann::json md;
-  md["source"] = SanitizeUtf8(trace);
+  md["source"] = BytesToText(trace);
   md["exporter"] = "iotwin export --chrome";
   md["t0_ns"] = plan.t0;
   md["ts_unit"] = "microseconds since t0_ns (3 decimals: nanoseconds)";

@@ -1,3 +1,4 @@
+#include "base/bytes_text.h"
 #include "interop/importer.h"
 
 #include <unistd.h>
@@ -140,15 +141,20 @@ nlohmann::json ImportStats::ToJson() const {
   j["cut_lines"] = cut_lines;
   nlohmann::json ex = nlohmann::json::array();
   for (const auto& e : unknown_examples) {
-    ex.push_back({{"source", SanitizeUtf8(e.source)},
+    ex.push_back({{"source", BytesToText(e.source)},
                   {"line", e.line},
                   {"offset", e.offset},
-                  {"reason", e.reason},
+                  {"reason", BytesToText(e.reason)},
                   {"text", e.text}});
   }
   j["unknown_examples"] = ex;
-  j["skipped"] = skipped;
-  j["counters"] = counters;
+  // Keys name what the input said (an ftrace event, a blkparse action): bytes, escaped.
+  nlohmann::json skipped_json = nlohmann::json::object();
+  for (const auto& [name, n] : skipped) skipped_json[BytesToText(name)] = n;
+  j["skipped"] = skipped_json;
+  nlohmann::json counters_json = nlohmann::json::object();
+  for (const auto& [name, n] : counters) counters_json[BytesToText(name)] = n;
+  j["counters"] = counters_json;
   return j;
 }
 
@@ -276,7 +282,7 @@ Result<ImportResult> RunImport(const ImportRequest& request) {
   if (!importer) return Status::Internal("no importer for format {}", ImportFormatName(format));
   nlohmann::json meta = importer->Meta();
   nlohmann::json sources = nlohmann::json::array();
-  for (const auto& in : request.inputs) sources.push_back(SanitizeUtf8(in));
+  for (const auto& in : request.inputs) sources.push_back(BytesToText(in));
   meta["import"] = {{"format", ImportFormatName(format)}, {"source", sources}};
   sink.MergeMeta(meta);
 

@@ -52,7 +52,8 @@ struct ImportStats {
   uint64_t unknown_lines = 0;
   uint64_t cut_lines = 0;  // longer than LineReader::kMaxLine
   struct Example {
-    std::string source;
+    std::string source;  // the input's name, bytes
+    // `text`: an Excerpt of the line (already text, see base/bytes_text.h).
     uint64_t line, offset;
     std::string reason, text;
   };

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "base/bytes_text.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "interop/block_text.h"
@@ -39,9 +40,9 @@ class Table {
   void S(const char* name, std::string_view v) {
     Key(name);
     if (format_ == TableFormat::kCsv) {
-      AppendCsvField(&row_, v);
+      AppendBytesAsCsvField(&row_, v);
     } else {
-      AppendJsonString(&row_, v);
+      AppendBytesAsJsonString(&row_, v);
     }
   }
 
@@ -466,7 +467,7 @@ Result<TableExportResult> ExportTables(const std::string& trace, const std::stri
   IOTWIN_RETURN_IF_ERROR(tables.Close(&result));
   // The header metadata and footer summary, for the context the tables leave out.
   nlohmann::json info;
-  info["source"] = SanitizeUtf8(trace);
+  info["source"] = BytesToText(trace);
   info["meta"] = reader->meta();
   if (reader->summary()) info["summary"] = *reader->summary();
   info["tables"] = result.rows;

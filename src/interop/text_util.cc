@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "base/bytes_text.h"
+
 namespace iotwin::interop {
 
 std::string_view TrimLeft(std::string_view s) {
@@ -117,113 +119,6 @@ std::optional<uint64_t> ParseSecondsToNs(std::string_view s) {
   return ns;
 }
 
-namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is invalid.
-size_t Utf8SeqLen(std::string_view s, size_t i) {
-  auto b = static_cast<unsigned char>(s[i]);
-  size_t n;
-  uint32_t cp;
-  if (b < 0x80) return 1;
-  if ((b & 0xE0) == 0xC0) {
-    n = 2;
-    cp = b & 0x1F;
-  } else if ((b & 0xF0) == 0xE0) {
-    n = 3;
-    cp = b & 0x0F;
-  } else if ((b & 0xF8) == 0xF0) {
-    n = 4;
-    cp = b & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; k++) {
-    auto c = static_cast<unsigned char>(s[i + k]);
-    if ((c & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (c & 0x3F);
-  }
-  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-      cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    return 0;
-  }
-  return n;
-}
-
-}  // namespace
-
-std::string SanitizeUtf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    size_t n = Utf8SeqLen(s, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      i++;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
-}
-
-void AppendJsonString(std::string* out, std::string_view s) {
-  out->push_back('"');
-  for (size_t i = 0; i < s.size();) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      size_t n = Utf8SeqLen(s, i);
-      if (n == 0) {
-        out->append("\\ufffd");
-        i++;
-      } else {
-        out->append(s.substr(i, n));
-        i += n;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          fmt::format_to(std::back_inserter(*out), "\\u{:04x}", c);
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-    i++;
-  }
-  out->push_back('"');
-}
-
-void AppendCsvField(std::string* out, std::string_view s) {
-  if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
-    out->append(s);
-    return;
-  }
-  out->push_back('"');
-  for (char c : s) {
-    if (c == '"') out->push_back('"');
-    out->push_back(c);
-  }
-  out->push_back('"');
-}
-
 void AppendMicros(std::string* out, uint64_t ns) {
   fmt::format_to(std::back_inserter(*out), "{}.{:03}", ns / 1000, ns % 1000);
 }
@@ -238,15 +133,7 @@ void AppendMicros(std::string* out, int64_t ns) {
 }
 
 std::string Excerpt(std::string_view line, size_t max) {
-  std::string out;
-  for (size_t i = 0; i < line.size() && out.size() < max; i++) {
-    auto c = static_cast<unsigned char>(line[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += fmt::format("\\x{:02x}", c);
-    }
-  }
+  std::string out = BytesToText(line.substr(0, max));
   if (line.size() > max) out += "...";
   return out;
 }

@@ -1,5 +1,5 @@
 // Small text helpers shared by the importers and exporters: number parsing that never throws,
-// whitespace handling, JSON and CSV escaping.
+// whitespace handling. Names (bytes) reach JSON, CSV and text through base/bytes_text.h.
 #pragma once
 
 #include <cstdint>
@@ -28,17 +28,12 @@ std::optional<uint64_t> ParseCUnsigned(std::string_view s);
 // "SECS.FRACTION" (any number of fraction digits, truncated to ns) -> ns. Also accepts "SECS".
 std::optional<uint64_t> ParseSecondsToNs(std::string_view s);
 
-// The string as valid UTF-8: invalid bytes become U+FFFD (nlohmann::json refuses invalid UTF-8).
-std::string SanitizeUtf8(std::string_view s);
-// Appends `s` as a JSON string literal (quotes included); invalid UTF-8 bytes become U+FFFD.
-void AppendJsonString(std::string* out, std::string_view s);
-// Appends `s` as a CSV field (RFC 4180: quoted when it holds a comma, quote, CR or LF).
-void AppendCsvField(std::string* out, std::string_view s);
 // ns as microseconds with exactly three decimals ("12.345"), exact (integer arithmetic).
 void AppendMicros(std::string* out, uint64_t ns);
 void AppendMicros(std::string* out, int64_t ns);
 
-// A printable, bounded excerpt of a line for error messages.
+// A bounded excerpt of a line for error messages, as text (base/bytes_text.h): valid UTF-8,
+// no control characters.
 std::string Excerpt(std::string_view line, size_t max = 120);
 
 }  // namespace iotwin::interop
