@@ -13,15 +13,13 @@
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
 #include "interop/text_util.h"
+#include "model/path.h"
 
 namespace iotwin::interop {
 
 namespace {
 
 constexpr std::string_view kContext = "iotwin-anonymize-v1";
-const char* const kKeptPrefixes[] = {"/proc", "/sys", "/dev"};
-// Under /dev, these hold names that programs choose.
-const char* const kDevUserDirs[] = {"/dev/shm/", "/dev/mqueue/"};
 
 std::string Base32(const uint8_t* p, size_t n, size_t chars) {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
@@ -60,9 +58,7 @@ Result<Anonymizer> Anonymizer::FromKey(std::string_view secret, AnonymizeOptions
   crypto_generichash(a.key_.data(), a.key_.size(), reinterpret_cast<const uint8_t*>(secret.data()),
                      secret.size(), reinterpret_cast<const uint8_t*>(kContext.data()),
                      kContext.size());
-  for (auto& p : a.options_.keep_prefixes) {
-    while (p.size() > 1 && p.back() == '/') p.pop_back();
-  }
+  for (auto& p : a.options_.keep_prefixes) p = model::NormalizePath(p);
   return a;
 }
 
@@ -122,26 +118,111 @@ std::string Anonymizer::Component(std::string_view c) const {
   return token;
 }
 
-std::string Anonymizer::Path(std::string_view path) const {
-  if (path.empty()) return {};
-  size_t keep = 0;  // bytes of `path` kept verbatim
-  if (path[0] == '/') {
-    auto covers = [&](std::string_view prefix) {
-      return path == prefix ||
-             (StartsWith(path, prefix) && (prefix == "/" || path[prefix.size()] == '/'));
-    };
-    bool kept = false;
-    for (const char* p : kKeptPrefixes) kept = kept || covers(p);
-    for (const auto& p : options_.keep_prefixes) kept = kept || covers(p);
-    if (kept) {
-      keep = path.size();
-      for (const char* d : kDevUserDirs) {
-        if (StartsWith(path, d)) keep = std::strlen(d);
-      }
-    }
+namespace {
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
   }
-  std::string out(path.substr(0, keep));
-  size_t i = keep;
+  return true;
+}
+
+// Components of a normalised absolute path ("/a/b" -> {"a", "b"}; "/" -> {}).
+std::vector<std::string_view> Components(std::string_view normalized) {
+  std::vector<std::string_view> out;
+  size_t i = 1;
+  while (i < normalized.size()) {
+    size_t slash = normalized.find('/', i);
+    if (slash == std::string_view::npos) slash = normalized.size();
+    out.push_back(normalized.substr(i, slash - i));
+    i = slash + 1;
+  }
+  return out;
+}
+
+// Components [0, n) lead to a link into the real file system: /proc/PID/root, /proc/PID/cwd,
+// /proc/PID/fd/N (PID also "self", "thread-self" or "PID/task/TID"), /dev/fd/N. Returns n, or 0.
+size_t MagicLinkDepth(const std::vector<std::string_view>& c) {
+  if (c.size() >= 3 && c[0] == "dev" && c[1] == "fd" && AllDigits(c[2])) return 3;
+  if (c.size() < 3 || c[0] != "proc") return 0;
+  if (c[1] != "self" && c[1] != "thread-self" && !AllDigits(c[1])) return 0;
+  size_t j = 2;
+  if (c.size() > 4 && c[2] == "task" && AllDigits(c[3])) j = 4;
+  if (c[j] == "root" || c[j] == "cwd") return j + 1;
+  if (c[j] == "fd" && c.size() > j + 1 && AllDigits(c[j + 1])) return j + 2;
+  return 0;
+}
+
+// Kernel directories below /dev whose entries the kernel (or udev, from hardware) names.
+constexpr std::string_view kDevKernelDirs[] = {
+    "block", "bsg",   "bus",  "char", "cpu",   "disk", "dma_heap", "dri",  "fd",
+    "input", "net",   "pts",  "snd",  "usb",   "vfio", "v4l",      "serial", "vhost-net"};
+// Directories whose entries users or programs name.
+constexpr std::string_view kDevUserDirs[] = {"shm", "mqueue", "hugepages", "mapper"};
+constexpr std::string_view kDiskUserDirs[] = {"by-label", "by-partlabel"};
+
+template <size_t N>
+bool OneOf(std::string_view s, const std::string_view (&set)[N]) {
+  for (auto v : set) {
+    if (s == v) return true;
+  }
+  return false;
+}
+
+// How many leading components of a normalised absolute path are kernel-provided names, kept
+// verbatim; the components after them are hashed.
+size_t KernelComponents(const std::vector<std::string_view>& c) {
+  if (c.empty()) return 0;
+  if (size_t link = MagicLinkDepth(c)) return link;  // what lies behind the link is user data
+  if (c[0] == "proc") return c.size();
+  if (c[0] == "sys") {
+    // cgroup names are chosen by users and service managers (alice.slice, app.service).
+    if (c.size() >= 3 && c[1] == "fs" && c[2] == "cgroup") return 3;
+    return c.size();
+  }
+  if (c[0] == "dev") {
+    // /dev/NAME is a device node, or a directory (a user-named one shows its name: see
+    // docs/interop.md); entries of user directories are hashed.
+    if (c.size() <= 2) return c.size();
+    if (OneOf(c[1], kDevUserDirs)) return 2;
+    if (c[1] == "disk" && OneOf(c[2], kDiskUserDirs)) return 3;
+    if (OneOf(c[1], kDevKernelDirs)) return c.size();
+    // Another directory below /dev: an LVM volume group (/dev/VG/LV) or a driver's; names in
+    // it may be chosen by users.
+    return 1;
+  }
+  return 0;
+}
+
+// True when `path`, read component by component as the kernel would, passes through a magic
+// link before a ".." : "/proc/self/root/../x" is "/x" for the kernel, not "/proc/self/x" as
+// lexical normalisation says.
+bool DotDotAfterMagicLink(std::string_view path) {
+  std::vector<std::string_view> stack;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t slash = path.find('/', i);
+    if (slash == std::string_view::npos) slash = path.size();
+    std::string_view c = path.substr(i, slash - i);
+    i = slash + 1;
+    if (c.empty() || c == ".") continue;
+    if (c == "..") {
+      // MagicLinkDepth looks at the leading components only: the stack is at or below a link.
+      if (MagicLinkDepth(stack) != 0) return true;
+      if (!stack.empty()) stack.pop_back();
+      continue;
+    }
+    stack.push_back(c);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string Anonymizer::HashComponents(std::string_view path) const {
+  std::string out;
+  size_t i = 0;
   while (i < path.size()) {
     size_t slash = path.find('/', i);
     if (slash == std::string_view::npos) slash = path.size();
@@ -152,14 +233,47 @@ std::string Anonymizer::Path(std::string_view path) const {
   return out;
 }
 
+std::string Anonymizer::Path(std::string_view path) const {
+  if (path.empty()) return {};
+  // Relative names are hashed whole: what they name depends on a directory not known here.
+  if (path[0] != '/') return HashComponents(path);
+  // Which names are the kernel's is decided on the normalised path, so that spellings such as
+  // "/dev/../home/x" or "/dev//shm/x" cannot pass user names through as kernel names.
+  std::string normalized = model::NormalizePath(path);
+  bool user_prefix = false;
+  for (const auto& p : options_.keep_prefixes) {
+    user_prefix = user_prefix || model::PathIsWithin(normalized, p);
+  }
+  if (user_prefix) return normalized;
+  std::vector<std::string_view> c = Components(normalized);
+  size_t kept = KernelComponents(c);
+  if (kept == 0 || DotDotAfterMagicLink(path)) {
+    // Not below a kernel prefix: every component hashed, the spelling (//, ., ..) kept.
+    return HashComponents(path);
+  }
+  // Kernel names in their normalised spelling (the original one could hide a user name before a
+  // ".."), then the user-named rest hashed.
+  std::string out;
+  for (size_t i = 0; i < c.size(); i++) {
+    out += '/';
+    out += i < kept ? std::string(c[i]) : Component(c[i]);
+  }
+  return out.empty() ? "/" : out;
+}
+
 namespace {
 
 nlohmann::json AnonymizeMeta(const nlohmann::json& in, const Anonymizer& a,
                              std::vector<std::string>* dropped) {
   nlohmann::json out = nlohmann::json::object();
+  // Header strings hold names as text (base/bytes_text.h): hashed as the bytes they stand for,
+  // so that they get the tokens the same names get in the string table.
+  auto anonymize_text = [&](const std::string& text) {
+    return BytesToText(a.Path(TextToBytes(text).value_or(text)));
+  };
   auto path_or_token = [&](const nlohmann::json& v) -> nlohmann::json {
     if (!v.is_string()) return v.is_number() || v.is_boolean() ? v : nlohmann::json();
-    return a.Path(v.get<std::string>());
+    return anonymize_text(v.get<std::string>());
   };
   for (const auto& [key, value] : in.items()) {
     if (key == "tool" || key == "layers" || key == "lba_sizes") {
@@ -181,7 +295,7 @@ nlohmann::json AnonymizeMeta(const nlohmann::json& in, const Anonymizer& a,
           if (k == "pids") {
             cmd[k] = v;
           } else if (v.is_string()) {
-            cmd[k] = a.Path(v.get<std::string>());
+            cmd[k] = anonymize_text(v.get<std::string>());
           }
         }
         out[key] = cmd;
@@ -247,7 +361,11 @@ Result<AnonymizeResult> AnonymizeTrace(const std::string& input, const std::stri
   IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(input));
   AnonymizeResult result;
   nlohmann::json meta = AnonymizeMeta(reader->meta(), anonymizer, &result.meta_keys_dropped);
-  nlohmann::json kept = nlohmann::json::array({"/", "/proc", "/sys", "/dev (but /dev/shm, /dev/mqueue)"});
+  nlohmann::json kept = nlohmann::json::array(
+      {"/", "/proc (but what lies behind /proc/PID/root, /proc/PID/cwd, /proc/PID/fd/N)",
+       "/sys (but cgroup names below /sys/fs/cgroup)",
+       "/dev (but entries of /dev/shm, /dev/mqueue, /dev/hugepages, /dev/mapper, "
+       "/dev/disk/by-label, /dev/disk/by-partlabel and of directories not known as the kernel's)"});
   for (const auto& p : anonymizer.options().keep_prefixes) kept.push_back(BytesToText(p));
   meta["anonymized"] = {{"version", 1},
                         {"hash", "keyed BLAKE2b (libsodium crypto_generichash), base32, per path component"},

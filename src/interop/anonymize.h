@@ -1,8 +1,10 @@
 // Anonymizer: replaces every name in a trace (path components, comms, command-line arguments,
 // intent labels, host name) with a keyed hash, keeping what replay and analysis need: directory
 // structure (components are hashed one by one, so /a/b and /a/c share /a's token), file identity
-// (the same name always gives the same token under one key), the root and kernel-provided
-// prefixes (/proc, /sys, /dev), and optionally file extensions. The hash is keyed BLAKE2b
+// (the same name always gives the same token under one key), the root and kernel-provided names
+// below /proc, /sys and /dev (decided on the normalised path; names users choose there, such as
+// what lies behind /proc/PID/root or cgroup names, are hashed: docs/interop.md), and optionally
+// file extensions. The hash is keyed BLAKE2b
 // (libsodium crypto_generichash): without the key, tokens can neither be reversed nor confirmed
 // by guessing names.
 #pragma once
@@ -36,7 +38,8 @@ class Anonymizer {
 
   // One name (no '/'): base32 of its keyed hash, kTokenChars characters.
   std::string Token(std::string_view name) const;
-  // A path: each component replaced, separators, "." and ".." kept.
+  // A path: each component replaced, separators, "." and ".." kept; kernel-provided names kept,
+  // in their normalised spelling.
   std::string Path(std::string_view path) const;
   // An inode number: imported traces derive it from the path (a guessable unkeyed hash), so it
   // is keyed too; equal (dev, ino) pairs stay equal. 0 stays 0.
@@ -48,6 +51,7 @@ class Anonymizer {
  private:
   Anonymizer() = default;
   std::string Component(std::string_view c) const;
+  std::string HashComponents(std::string_view path) const;
   std::array<uint8_t, 32> key_{};
   AnonymizeOptions options_;
 };
