@@ -1476,7 +1476,7 @@ void ModelBuilder::Impl::HandleFault(const iot_page_fault& pf) {
     op.map_offset = page_start - mp.start;
     op.path = mp.path;
     op.file = file = mp.file;
-    op.pos = mp.file_offset + op.map_offset;
+    op.pos = Sum(mp.file_offset, op.map_offset);
     if (file != kNone) {
       if (write) Modified(file);
       else GrowInitial(file, Sum(op.pos, 1));

@@ -1,6 +1,7 @@
 // The model takes traces as untrusted input: its memory follows what a trace holds, not the
 // numbers it claims; and it reads real captures' file kinds (directories) right.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -140,20 +141,24 @@ TEST(ModelUntrusted, LoadedTraceKeepsOneCopyOfItsStrings) {
   const std::string path = ::testing::TempDir() + "/model_untrusted_strings.iotwin";
   constexpr int kStrings = 40000;
   constexpr size_t kLen = 4000;  // 160 MB of distinct strings, a few hundred KB compressed
-  {
-    TraceBuilder b;
-    std::string s(kLen, 'x');
-    for (int i = 0; i < kStrings; i++) {
-      std::string id = "/" + std::to_string(i) + "/";
-      s.replace(0, id.size(), id);
-      b.Str(s);
-    }
-    b.Openat(100, "/" + std::to_string(kStrings - 1) + "/" + std::string(kLen - 8, 'x'),
-             O_RDONLY, 3, 4096);
-    b.Openat(100, "/data/f", O_RDONLY, 4, 4096);
-    b.Read(100, 4, 100, 100);
-    ASSERT_TRUE(b.WriteFile(path).ok());
-  }
+  // Written by a child, so that this process's heap holds none of it when the reading child
+  // below measures its address space from here.
+  EXPECT_EXIT(
+      {
+        TraceBuilder b;
+        std::string s(kLen, 'x');
+        for (int i = 0; i < kStrings; i++) {
+          std::string id = "/" + std::to_string(i) + "/";
+          s.replace(0, id.size(), id);
+          b.Str(s);
+        }
+        b.Openat(100, "/" + std::to_string(kStrings - 1) + "/" + std::string(kLen - 8, 'x'),
+                 O_RDONLY, 3, 4096);
+        b.Openat(100, "/data/f", O_RDONLY, 4, 4096);
+        b.Read(100, 4, 100, 100);
+        std::_Exit(b.WriteFile(path).ok() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
   EXPECT_EXIT(
       {
         // One copy (160 MB plus the table's overhead) fits; two do not.
@@ -167,6 +172,78 @@ TEST(ModelUntrusted, LoadedTraceKeepsOneCopyOfItsStrings) {
       },
       ::testing::ExitedWithCode(0), "");
   std::filesystem::remove(path);
+}
+
+// ---- numbers from the trace ------------------------------------------------------------------
+
+TEST(ModelUntrusted, IovecRecordWithMoreLengthsThanIovMaxIsCut) {
+  TraceBuilder b;
+  b.Openat(100, "/d/f", O_RDONLY, 3, 1 << 20);
+  b.Vectored(100, IOT_OP_PREADV, 3, 0, std::vector<uint64_t>(2000, 8), 16000);
+  EXPECT_EXIT(
+      {
+        CapAddressSpace(256u << 20);
+        auto m = BuildModel(b);
+        if (!m) std::_Exit(1);
+        std::_Exit(FindThread(*m, 100)->ops[1].extra_count == 1024 ? 0 : 2);  // IOV_MAX
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(ModelUntrusted, PageSizeOfAnotherTypeIsIgnored) {
+  TraceBuilder b;
+  b.Openat(100, "/d/f", O_RDONLY, 3, 8192);
+  b.Mmap(100, 3, 0, 5000, PROT_READ, MAP_SHARED, 0x10000);
+  for (const nlohmann::json& ps : {nlohmann::json("4096"), nlohmann::json(-4096),
+                                   nlohmann::json(3.5), nlohmann::json(UINT64_MAX)}) {
+    model::ModelBuilder mb;
+    nlohmann::json meta = b.meta();
+    meta["host"]["page_size"] = ps;
+    mb.SetMeta(meta);
+    ASSERT_TRUE(b.Feed(mb).ok());
+    std::unique_ptr<model::TraceModel> m;
+    EXPECT_NO_THROW({
+      auto r = mb.Finish();
+      ASSERT_TRUE(r.ok());
+      m = std::move(r).value();
+    }) << ps.dump();
+    ASSERT_TRUE(m);
+    ASSERT_EQ(m->mappings().size(), 1u);
+    EXPECT_EQ(m->mappings()[0].length, 8192u) << ps.dump();  // 4 KiB pages
+  }
+}
+
+TEST(ModelUntrusted, ReadAtHugeOffsetSaturatesInsteadOfWrapping) {
+  TraceBuilder b;
+  b.Openat(100, "/d/f", O_RDONLY, 3, 0);
+  b.Pread(100, 3, UINT64_MAX - 10, 100, 100);
+  b.Openat(100, "/d/g", O_RDWR, 4, 0);
+  b.Mmap(100, 4, UINT64_MAX - 4095, 8192, PROT_READ, MAP_SHARED, 0x10000);
+  b.Fault(100, 0x11000, false);  // its second page: past the last byte a file can have
+  auto m = BuildModel(b);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(FindFile(*m, "/d/f")->initial_size, UINT64_MAX);
+  EXPECT_EQ(FindFile(*m, "/d/g")->initial_size, UINT64_MAX);
+}
+
+TEST(ModelUntrusted, MappingSnapshotEndingBeforeItsStartIsIgnored) {
+  TraceBuilder b;
+  uint32_t name = b.Str("/d/lib.so");
+  b.Fault(100, 0x5000, false);
+  model::ModelBuilder mb;
+  mb.SetMeta(b.meta());
+  ASSERT_TRUE(b.Feed(mb).ok());
+  iot_map_snapshot snap{};
+  snap.hdr.type = IOT_REC_MAP_SNAPSHOT;
+  snap.hdr.size = sizeof snap;
+  snap.tgid = 100;
+  snap.start = 0x9000;
+  snap.end = 0x1000;  // before start: the length would wrap to nearly 2^64
+  snap.path_id = name;
+  ASSERT_TRUE(mb.Add(&snap.hdr).ok());
+  auto r = mb.Finish();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)->mappings().empty());
 }
 
 // ---- file kinds ------------------------------------------------------------------------------
