@@ -73,6 +73,19 @@ CommandSpec SetupImport(CLI::App& parent) {
                            e.reason, e.text);
               }
             }
+            // Conditions that make records approximate or incomplete (counters in the footer).
+            static constexpr std::pair<const char*, const char*> kFlagged[] = {
+                {"names_truncated", "names longer than 4096 bytes, cut and flagged truncated"},
+                {"length_from_result",
+                 "vectored calls whose iovecs strace did not print: length = result (approximate)"},
+                {"length_unknown", "failed vectored calls whose iovecs strace did not print: length 0"},
+                {"names_with_nul", "names holding a NUL byte: left out, flagged unreadable"}};
+            for (const auto& [key, what] : kFlagged) {
+              auto it = st.counters.find(key);
+              if (it != st.counters.end() && it->second > 0) {
+                fmt::print(stderr, "  {} {} ({})\n", it->second, what, key);
+              }
+            }
             uint64_t skipped = 0;
             for (const auto& [name, n] : st.skipped) skipped += n;
             if (skipped > 0) {

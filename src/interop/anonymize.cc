@@ -12,6 +12,7 @@
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
+#include "interop/record_sink.h"
 #include "interop/text_util.h"
 #include "model/path.h"
 
@@ -372,8 +373,15 @@ Result<AnonymizeResult> AnonymizeTrace(const std::string& input, const std::stri
                         {"keep_extensions", anonymizer.options().keep_extensions},
                         {"kept_prefixes", kept},
                         {"meta_keys_dropped", result.meta_keys_dropped}};
+  // Created exclusively, never through a planted symlink; renamed when complete.
   std::string tmp = output + ".partial";
-  IOTWIN_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(tmp, meta));
+  IOTWIN_ASSIGN_OR_RETURN(ExclusiveFile partial, ExclusiveFile::Create(tmp));
+  auto created = TraceWriter::Create(partial.writer_path(), meta);
+  if (!created.ok()) {
+    partial.Remove();
+    return created.status().WithContext(tmp);
+  }
+  std::unique_ptr<TraceWriter> writer = std::move(*created);
 
   std::unordered_map<uint32_t, uint32_t> ids;
   auto remap = [&](uint32_t id) -> uint32_t {
@@ -395,9 +403,12 @@ Result<AnonymizeResult> AnonymizeTrace(const std::string& input, const std::stri
     if (h->type == IOT_REC_STRING) {
       const auto& s = As<iot_string>(h);
       std::string_view bytes = reader->String(s.id);
-      IOTWIN_ASSIGN_OR_RETURN(uint32_t id,
-                              writer->InternString(anonymizer.Path(bytes), s.flags & IOT_STRF_TRUNCATED));
-      ids[s.id] = id;
+      auto id = writer->InternString(anonymizer.Path(bytes), s.flags & IOT_STRF_TRUNCATED);
+      if (!id.ok()) {
+        st = id.status();
+        break;
+      }
+      ids[s.id] = *id;
       result.strings++;
       continue;
     }
@@ -473,13 +484,14 @@ Result<AnonymizeResult> AnonymizeTrace(const std::string& input, const std::stri
       default:
         break;
     }
-    IOTWIN_RETURN_IF_ERROR(writer->Append(rec));
+    st = writer->Append(rec);
+    if (!st.ok()) break;
     events[std::string(RecordTypeName(rec->type))]++;
     result.records++;
   }
   if (!st.ok()) {
     writer.reset();
-    ::unlink(tmp.c_str());
+    partial.Remove();
     return st;
   }
   result.unknown_records_dropped = reader->damage().unknown_records;
@@ -490,12 +502,12 @@ Result<AnonymizeResult> AnonymizeTrace(const std::string& input, const std::stri
   if (result.input_truncated) summary["anonymized_from_truncated_trace"] = true;
   Status fin = writer->Finish(summary);
   if (!fin.ok()) {
-    ::unlink(tmp.c_str());
-    return fin;
+    partial.Remove();
+    return fin.WithContext(tmp);
   }
   if (::rename(tmp.c_str(), output.c_str()) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
+    partial.Remove();
     return Status::FromErrno(err, "cannot rename " + tmp + " to " + output);
   }
   return result;

@@ -275,11 +275,16 @@ Result<ImportResult> RunImport(const ImportRequest& request) {
   }
 
   // Written under a temporary name and renamed when complete: a failed import leaves no trace
-  // file that looks valid.
+  // file that looks valid. The temporary file is created exclusively: never through a planted
+  // symlink.
   std::string tmp = request.output + ".partial";
-  TraceFileSink sink(tmp, nlohmann::json::object());
+  IOTWIN_ASSIGN_OR_RETURN(ExclusiveFile partial, ExclusiveFile::Create(tmp));
+  TraceFileSink sink(partial.writer_path(), nlohmann::json::object());
   auto importer = MakeImporter(format, &sink, request.options);
-  if (!importer) return Status::Internal("no importer for format {}", ImportFormatName(format));
+  if (!importer) {
+    partial.Remove();
+    return Status::Internal("no importer for format {}", ImportFormatName(format));
+  }
   nlohmann::json meta = importer->Meta();
   nlohmann::json sources = nlohmann::json::array();
   for (const auto& in : request.inputs) sources.push_back(BytesToText(in));
@@ -288,8 +293,11 @@ Result<ImportResult> RunImport(const ImportRequest& request) {
 
   Status st = FeedImporter(importer.get(), &readers);
   if (!st.ok()) {
-    ::unlink(tmp.c_str());
+    partial.Remove();
     return st;
+  }
+  if (sink.strings_truncated() > 0) {
+    importer->stats().counters["names_truncated"] += sink.strings_truncated();
   }
   nlohmann::json summary;
   summary["stop_reason"] = "imported";
@@ -299,12 +307,12 @@ Result<ImportResult> RunImport(const ImportRequest& request) {
   summary["duration_ns"] = sink.max_ts() - sink.min_ts();
   st = sink.Finish(summary);
   if (!st.ok()) {
-    ::unlink(tmp.c_str());
-    return st;
+    partial.Remove();
+    return st.WithContext(tmp);
   }
   if (::rename(tmp.c_str(), request.output.c_str()) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
+    partial.Remove();
     return Status::FromErrno(err, "cannot rename " + tmp + " to " + request.output);
   }
   ImportResult result;

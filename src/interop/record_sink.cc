@@ -1,7 +1,14 @@
 #include "interop/record_sink.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "format/records.h"
 
@@ -54,7 +61,8 @@ Status TraceFileSink::Open() {
   size_t next_string = 0, next_record = 0;
   for (bool is_string : held_order_) {
     if (is_string) {
-      IOTWIN_ASSIGN_OR_RETURN(uint32_t id, writer_->InternString(held_strings_[next_string]));
+      const auto& [bytes, truncated] = held_strings_[next_string];
+      IOTWIN_ASSIGN_OR_RETURN(uint32_t id, writer_->InternString(bytes, truncated));
       if (id != next_string + 1) {
         return Status::Internal("{}: string id {} replayed as {}", path_, next_string + 1, id);
       }
@@ -73,14 +81,18 @@ Status TraceFileSink::Open() {
 }
 
 Result<uint32_t> TraceFileSink::InternString(std::string_view s) {
-  if (s.size() > IOT_STRING_MAX) s = s.substr(0, IOT_STRING_MAX);
+  bool truncated = s.size() > IOT_STRING_MAX;
+  if (truncated) {
+    s = s.substr(0, IOT_STRING_MAX);
+    strings_truncated_++;
+  }
   if (!writer_ && clock_set_) IOTWIN_RETURN_IF_ERROR(Open());
-  if (writer_) return writer_->InternString(s);
+  if (writer_) return writer_->InternString(s, truncated);
   auto it = held_ids_.find(std::string(s));
   if (it != held_ids_.end()) return it->second;
   uint32_t id = static_cast<uint32_t>(held_strings_.size() + 1);
   held_ids_.emplace(std::string(s), id);
-  held_strings_.emplace_back(s);
+  held_strings_.emplace_back(std::string(s), truncated);
   held_order_.push_back(true);
   return id;
 }
@@ -106,7 +118,10 @@ Status TraceFileSink::Finish(nlohmann::json summary) {
 }
 
 Result<uint32_t> MemorySink::InternString(std::string_view s) {
-  if (s.size() > IOT_STRING_MAX) s = s.substr(0, IOT_STRING_MAX);
+  if (s.size() > IOT_STRING_MAX) {
+    s = s.substr(0, IOT_STRING_MAX);
+    strings_truncated_++;
+  }
   auto it = ids_.find(std::string(s));
   if (it != ids_.end()) return it->second;
   uint32_t id = static_cast<uint32_t>(strings_.size() + 1);
@@ -121,6 +136,33 @@ Status MemorySink::Append(const iot_rec_hdr* rec) {
   const auto* p = reinterpret_cast<const uint8_t*>(rec);
   records_.emplace_back(p, p + rec->size);
   return Status::Ok();
+}
+
+Result<ExclusiveFile> ExclusiveFile::Create(const std::string& path) {
+  ExclusiveFile f;
+  f.path_ = path;
+  f.fd_.Reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!f.fd_.valid()) {
+    int err = errno;
+    if (err == EEXIST) {
+      return Status::Invalid("{} already exists (a file or a symlink: another run writing, or one "
+                             "that crashed); refusing to write through it, remove it first",
+                             path);
+    }
+    return Status::FromErrno(err, "cannot create " + path);
+  }
+  std::string via_proc = fmt::format("/proc/self/fd/{}", f.fd_.get());
+  // Without /proc the name is used: it was created just now, exclusively.
+  f.writer_path_ = ::access(via_proc.c_str(), W_OK) == 0 ? via_proc : path;
+  return f;
+}
+
+void ExclusiveFile::Remove() {
+  struct stat by_fd, by_name;
+  if (fd_.valid() && ::fstat(fd_.get(), &by_fd) == 0 && ::lstat(path_.c_str(), &by_name) == 0 &&
+      by_fd.st_dev == by_name.st_dev && by_fd.st_ino == by_name.st_ino) {
+    ::unlink(path_.c_str());
+  }
 }
 
 std::string_view MemorySink::String(uint32_t id) const {

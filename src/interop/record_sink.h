@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/fd.h"
 #include "base/status.h"
 #include "format/trace_writer.h"
 #include "iotwin_abi.h"
@@ -21,8 +22,11 @@ namespace iotwin::interop {
 class RecordSink {
  public:
   virtual ~RecordSink() = default;
-  // Returns the id of `s` (1, 2, ...), defining it before first use.
+  // Returns the id of `s` (1, 2, ...), defining it before first use. A string longer than
+  // IOT_STRING_MAX is cut there, its STRING record flagged IOT_STRF_TRUNCATED, and counted.
   virtual Result<uint32_t> InternString(std::string_view s) = 0;
+  // Strings cut to IOT_STRING_MAX by InternString (each time one is interned).
+  uint64_t strings_truncated() const { return strings_truncated_; }
   virtual Status Append(const iot_rec_hdr* rec) = 0;
   template <typename T>
     requires(!std::is_pointer_v<T>)
@@ -47,6 +51,24 @@ class RecordSink {
   uint64_t min_ts_ = UINT64_MAX;
   uint64_t max_ts_ = 0;
   std::map<std::pair<uint16_t, uint16_t>, uint64_t> lost_;  // (source, cpu) -> last count
+  uint64_t strings_truncated_ = 0;
+};
+
+// An output file created where nothing exists yet (O_CREAT | O_EXCL | O_NOFOLLOW), so that a file
+// or a symlink planted at its name (pointing at a victim file) is refused rather than written
+// through. Writers that open by name use writer_path(): /proc/self/fd/N, which reopens the file
+// created here whatever happens to its name meanwhile.
+class ExclusiveFile {
+ public:
+  static Result<ExclusiveFile> Create(const std::string& path);
+  const std::string& path() const { return path_; }
+  const std::string& writer_path() const { return writer_path_; }
+  // Removes the file (a failed write), if it is still the one created here.
+  void Remove();
+
+ private:
+  std::string path_, writer_path_;
+  UniqueFd fd_;
 };
 
 // Writes a trace file. The file header (metadata) is written once the importer has called
@@ -74,7 +96,7 @@ class TraceFileSink : public RecordSink {
   bool clock_set_ = false;
   // Held until the writer exists: strings in id order, records with their bytes.
   std::unordered_map<std::string, uint32_t> held_ids_;
-  std::vector<std::string> held_strings_;
+  std::vector<std::pair<std::string, bool>> held_strings_;  // bytes, truncated
   std::vector<std::vector<uint8_t>> held_records_;
   // Interleaving of held strings and records (true: next string, false: next record).
   std::vector<bool> held_order_;

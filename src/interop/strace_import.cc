@@ -797,7 +797,8 @@ class StraceImporter : public Importer {
       *sflags |= IOT_SCF_PATH_FAULT;
       return Status::Ok();
     }
-    if (truncated) *sflags |= IOT_SCF_PATH_TRUNC;
+    // Cut by -s, or longer than a trace string holds (the sink cuts it and counts it).
+    if (truncated || p->size() > IOT_STRING_MAX) *sflags |= IOT_SCF_PATH_TRUNC;
     IOTWIN_ASSIGN_OR_RETURN(*id, sink_->InternString(*p));
     if (out) *out = std::move(*p);
     return Status::Ok();

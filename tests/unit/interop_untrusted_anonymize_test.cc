@@ -98,5 +98,24 @@ TEST(AnonymizeUntrusted, UserNamedDeviceAndCgroupComponentsAreHashed) {
   EXPECT_EQ(a.Path("/sys/block/nvme0n1/queue/scheduler"), "/sys/block/nvme0n1/queue/scheduler");
 }
 
+TEST(AnonymizeUntrusted, PlantedPartialSymlinkIsRefused) {
+  ScratchDir dir;
+  std::string trace = dir / "t.iotwin";
+  WriteAwkwardTrace(trace, "/data/x");
+  std::string victim = dir / "victim";
+  {
+    FILE* f = std::fopen(victim.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("precious", f);
+    std::fclose(f);
+  }
+  std::string out = dir / "anon.iotwin";
+  ASSERT_EQ(::symlink(victim.c_str(), (out + ".partial").c_str()), 0);
+  auto r = AnonymizeTrace(trace, out, MakeTestAnonymizer());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(ReadFile(victim), "precious");
+  EXPECT_EQ(::access(out.c_str(), F_OK), -1);
+}
+
 }  // namespace
 }  // namespace iotwin::interop

@@ -1,0 +1,108 @@
+// Importers on hostile input: what cannot be represented is flagged and counted, never cut or
+// guessed silently, and the output is never written through a planted symlink.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/bytes_text.h"
+#include "format/record_text.h"
+#include "format/records.h"
+#include "format/trace_reader.h"
+#include "interop/anonymize.h"
+#include "interop/exporters.h"
+#include "interop_test_util.h"
+
+#include "interop_untrusted_util.h"
+
+namespace iotwin::interop {
+namespace {
+
+using testing::ImportOutcome;
+using testing::ImportText;
+using testing::IsValidUtf8;
+using testing::kAwkwardName;
+using testing::MakeTestAnonymizer;
+using testing::ParsesAsJson;
+using testing::ReadFile;
+using testing::ReadTrace;
+using testing::ScratchDir;
+using testing::WriteAwkwardTrace;
+
+TEST(ImportUntrusted, PathOverStringMaxIsFlaggedTruncated) {
+  ScratchDir dir;
+  std::string in = dir / "s.txt";
+  std::string longpath = "/" + std::string(5000, 'a');
+  {
+    FILE* f = std::fopen(in.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, "1700000000.000001 openat(AT_FDCWD, \"%s\", O_RDONLY) = -1 ENAMETOOLONG (x)\n",
+                 longpath.c_str());
+    std::fclose(f);
+  }
+  ImportRequest req;
+  req.format = ImportFormat::kStrace;
+  req.inputs = {in};
+  req.output = dir / "s.iotwin";
+  auto r = RunImport(req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto t = ReadTrace(req.output);
+  auto sc = t.Of<iot_syscall>(IOT_REC_SYSCALL);
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_TRUE(sc[0].sflags & IOT_SCF_PATH_TRUNC);
+  EXPECT_EQ(t.strings[sc[0].path_id].size(), size_t{IOT_STRING_MAX});
+  EXPECT_EQ((*t.summary)["import"]["counters"]["names_truncated"], 1) << t.summary->dump();
+  // The STRING record carries the truncated flag.
+  auto reader = TraceReader::Open(req.output);
+  ASSERT_TRUE(reader.ok());
+  bool flagged = false;
+  for (;;) {
+    auto next = (*reader)->Next();
+    ASSERT_TRUE(next.ok());
+    if (!*next) break;
+    if ((*next)->type == IOT_REC_STRING) {
+      flagged = flagged || (As<iot_string>(*next).flags & IOT_STRF_TRUNCATED);
+    }
+  }
+  EXPECT_TRUE(flagged);
+}
+
+TEST(ImportUntrusted, PlantedPartialSymlinkIsRefused) {
+  ScratchDir dir;
+  std::string victim = dir / "victim";
+  {
+    FILE* f = std::fopen(victim.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("precious", f);
+    std::fclose(f);
+  }
+  std::string in = dir / "s.txt";
+  {
+    FILE* f = std::fopen(in.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("1700000000.000001 openat(AT_FDCWD, \"/x\", O_RDONLY) = 3</x>\n", f);
+    std::fclose(f);
+  }
+  ImportRequest req;
+  req.format = ImportFormat::kStrace;
+  req.inputs = {in};
+  req.output = dir / "out.iotwin";
+  ASSERT_EQ(::symlink(victim.c_str(), (req.output + ".partial").c_str()), 0);
+  auto r = RunImport(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(".partial"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(ReadFile(victim), "precious");
+  struct stat st;
+  EXPECT_EQ(::lstat((req.output + ".partial").c_str(), &st), 0);  // not removed either
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(::access(req.output.c_str(), F_OK), -1);
+}
+
+}  // namespace
+}  // namespace iotwin::interop
