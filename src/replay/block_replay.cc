@@ -17,10 +17,12 @@
 #include <set>
 #include <sstream>
 
+#include "base/checked_math.h"
 #include "base/fd.h"
 #include "replay/fill.h"
 #include "replay/histogram.h"
 #include "replay/pacer.h"
+#include "replay/stats.h"
 
 namespace iotwin::replay {
 
@@ -64,7 +66,99 @@ std::set<dev_t> DeviceAndPartitions(dev_t dev) {
   return out;
 }
 
+// Live instant `recorded_ns` of trace time after `base`, at `speed`; saturated, so that a trace
+// whose times span more than the clock can hold waits "forever" instead of wrapping to now.
+uint64_t ScaledDue(uint64_t base, uint64_t recorded_ns, double speed) {
+  double scaled = static_cast<double>(recorded_ns) / speed;
+  // 2^64 as a double: anything at or above it does not convert (undefined behaviour).
+  if (!(scaled < 18446744073709551616.0)) return UINT64_MAX;
+  return SaturatingAdd(base, static_cast<uint64_t>(scaled));
+}
+
 }  // namespace
+
+const char* BlockRefusalName(BlockRefusal r) {
+  switch (r) {
+    case BlockRefusal::kNone: return "none";
+    case BlockRefusal::kRangeOverflow: return "range_overflow";
+    case BlockRefusal::kOutsideDevice: return "outside_device";
+    case BlockRefusal::kTooLarge: return "too_large";
+    case BlockRefusal::kCount: break;
+  }
+  return "?";
+}
+
+uint64_t BlockLayout::refused_total() const {
+  uint64_t n = 0;
+  for (uint64_t c : refused) n += c;
+  return n;
+}
+
+Result<BlockLayout> PlaceBlockRequests(const std::vector<const model::BlockRequest*>& reqs,
+                                       uint64_t dev_size, uint64_t device_offset, bool wrap) {
+  if (device_offset >= dev_size) {
+    return Status::Invalid("--device-offset {} is beyond the end of the device ({} bytes)",
+                           device_offset, dev_size);
+  }
+  const uint64_t room = dev_size - device_offset;
+  BlockLayout layout;
+  layout.placements.resize(reqs.size());
+  auto refuse = [&](BlockLayout::Placement& p, BlockRefusal why) {
+    p = {};
+    p.refused = why;
+    layout.refused[static_cast<size_t>(why)]++;
+  };
+  // First the recorded ranges, relative to the offset: their extent decides whether to fold.
+  for (size_t i = 0; i < reqs.size(); i++) {
+    const model::BlockRequest& r = *reqs[i];
+    BlockLayout::Placement& p = layout.placements[i];
+    const BlockOp op = Classify(r);
+    if (op == BlockOp::kFlush) continue;  // no range: its recorded sector means nothing
+    std::optional<uint64_t> start = CheckedMul(r.sector, kSectorBytes);
+    std::optional<uint64_t> end = start ? CheckedAdd(*start, r.bytes) : std::nullopt;
+    if (!end) {
+      refuse(p, BlockRefusal::kRangeOverflow);
+      continue;
+    }
+    const bool buffered = op == BlockOp::kRead || op == BlockOp::kWrite;
+    if (buffered && r.bytes > kMaxBlockTransferBytes) {
+      refuse(p, BlockRefusal::kTooLarge);
+      continue;
+    }
+    if (r.bytes > room) {  // does not fit even folded
+      refuse(p, BlockRefusal::kOutsideDevice);
+      continue;
+    }
+    p.offset = *start;
+    p.bytes = r.bytes;
+    layout.extent = std::max(layout.extent, *end);
+    if (buffered) layout.max_transfer = std::max<uint64_t>(layout.max_transfer, r.bytes);
+  }
+  if (layout.extent > room && !wrap) {
+    return Status::Invalid("the recorded requests reach byte {} but the device has {} bytes after "
+                           "--device-offset {}: use a larger device or --wrap",
+                           layout.extent, room, device_offset);
+  }
+  layout.wrapped = layout.extent > room;
+  // Then the absolute places, each checked to lie inside [device_offset, dev_size).
+  for (size_t i = 0; i < reqs.size(); i++) {
+    BlockLayout::Placement& p = layout.placements[i];
+    if (p.refused != BlockRefusal::kNone) continue;
+    uint64_t off = p.offset;
+    if (layout.wrapped) {
+      const uint64_t last_start = room - p.bytes;  // p.bytes <= room
+      if (last_start < UINT64_MAX) off = off % (last_start + 1) / kSectorBytes * kSectorBytes;
+    }
+    std::optional<uint64_t> at = CheckedAdd(device_offset, off);
+    std::optional<uint64_t> end = at ? CheckedAdd(*at, p.bytes) : std::nullopt;
+    if (!end || *end > dev_size) {
+      refuse(p, BlockRefusal::kOutsideDevice);
+      continue;
+    }
+    p.offset = *at;
+  }
+  return layout;
+}
 
 Result<bool> DeviceIsMounted(dev_t dev) {
   std::set<dev_t> devs = DeviceAndPartitions(dev);
@@ -137,24 +231,25 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
     return Status::Invalid("--device-offset {} is beyond the end of {} ({} bytes)",
                            o.device_offset, o.device, dev_size);
   }
-  uint64_t room = dev_size - o.device_offset;
-  uint64_t extent = 0, max_bytes = 4096;
+  IOTWIN_ASSIGN_OR_RETURN(BlockLayout layout,
+                          PlaceBlockRequests(reqs, dev_size, o.device_offset, o.wrap));
   uint32_t max_qd = 1;
-  for (const auto* r : reqs) {
-    extent = std::max(extent, r->sector * 512 + r->bytes);
-    max_bytes = std::max<uint64_t>(max_bytes, r->bytes);
-    max_qd = std::max(max_qd, r->inflight);
+  for (const auto* r : reqs) max_qd = std::max(max_qd, r->inflight);
+  if (layout.refused_total() > 0) {
+    std::string first;
+    for (size_t i = 0; i < reqs.size() && first.empty(); i++) {
+      const BlockLayout::Placement& p = layout.placements[i];
+      if (p.refused == BlockRefusal::kNone) continue;
+      first = fmt::format("request {} (sector {}, {} bytes): {}", i, reqs[i]->sector,
+                          reqs[i]->bytes, BlockRefusalName(p.refused));
+    }
+    warnings.push_back(fmt::format(
+        "{} recorded requests were not issued: their range overflows 64 bits, falls outside "
+        "[--device-offset {}, {}) of {} or is larger than {} bytes; first: {}",
+        layout.refused_total(), o.device_offset, dev_size, o.device, kMaxBlockTransferBytes,
+        first));
   }
-  if (extent > room && !o.wrap) {
-    return Status::Invalid("the recorded requests reach byte {} but {} has {} bytes after "
-                           "--device-offset {}: use a larger device or --wrap",
-                           extent, o.device, room, o.device_offset);
-  }
-  auto target = [&](const model::BlockRequest& r) -> uint64_t {
-    uint64_t off = r.sector * 512;
-    if (extent > room) off = (off % (room - std::min<uint64_t>(room, r.bytes) + 512)) / 512 * 512;
-    return o.device_offset + off;
-  };
+  const uint64_t max_bytes = layout.max_transfer;
 
   unsigned entries = 1;
   while (entries < std::max(max_qd * 2, 8u)) entries <<= 1;
@@ -204,18 +299,22 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
   uint64_t trace_start = reqs.front()->ts;
   uint64_t prev_rec = trace_start, prev_issue = live_start;
   uint64_t carry = 0;
+  uint64_t first_issue = 0;  // the replay's real start: a fast replay does not wait for live_start
   for (size_t i = 0; i < reqs.size(); i++) {
     const auto& r = *reqs[i];
+    const BlockLayout::Placement& place = layout.placements[i];
+    if (place.refused != BlockRefusal::kNone) continue;
     // Queue depth as recorded: no more in flight than the device had when this one was issued.
     while (inflight >= std::max<uint32_t>(r.inflight, 1)) reap(true);
     uint64_t due = live_start;
+    // Requests are in issue-time order (the model sorts them); the guards keep it so regardless.
     if (o.pace == PaceMode::kOriginal) {
-      due = live_start + static_cast<uint64_t>(static_cast<double>(r.ts - trace_start) / o.speed);
+      due = ScaledDue(live_start, r.ts > trace_start ? r.ts - trace_start : 0, o.speed);
     } else if (o.pace == PaceMode::kGaps) {
-      uint64_t gap = static_cast<uint64_t>(static_cast<double>(r.ts - prev_rec) / o.speed);
+      uint64_t gap = ScaledDue(0, r.ts > prev_rec ? r.ts - prev_rec : 0, o.speed);
       uint64_t absorbed = std::min(carry, gap);
       carry -= absorbed;
-      due = prev_issue + gap - absorbed;
+      due = SaturatingAdd(prev_issue, gap - absorbed);
     } else {
       due = NowNs();
     }
@@ -230,6 +329,7 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
     }
     WaitUntil(due, o.spin_ns);
     uint64_t issued = NowNs();
+    if (first_issue == 0) first_issue = issued;
     if (issued > due) {
       if (o.pace == PaceMode::kGaps) carry += issued - due;
       if (o.pace != PaceMode::kFast) sched.Add(issued - due);
@@ -244,7 +344,7 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
     l.op = op;
     l.recorded_error = r.error;
     l.submitted = issued;
-    uint64_t off = target(r);
+    const uint64_t off = place.offset;
     if (op == BlockOp::kDiscard || op == BlockOp::kWriteZeroes) {
       // Synchronous ioctls: the block layer has no async discard interface for user space.
       uint64_t range[2] = {off, r.bytes};
@@ -279,7 +379,7 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
   io_uring_queue_exit(&ring);
 
   BlockReplayOutcome out;
-  double secs = static_cast<double>(end - live_start) / 1e9;
+  const double secs = ElapsedSeconds(first_issue ? std::min(first_issue, live_start) : end, end);
   uint64_t total = 0, total_bytes = 0;
   nlohmann::json per_op = nlohmann::json::object();
   std::string lines;
@@ -295,17 +395,24 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
   out.summary = {{"layer", "block"}, {"device", o.device}, {"device_offset", o.device_offset},
                  {"pace", PaceName(o.pace)}, {"speed", o.speed}, {"requests", reqs.size()},
                  {"ops", total}, {"bytes", total_bytes}, {"duration_s", secs},
-                 {"iops", secs > 0 ? total / secs : 0.0}, {"max_queue_depth", max_qd},
+                 {"iops", PerSecond(total, secs)}, {"max_queue_depth", max_qd},
                  {"per_op", per_op}, {"mismatches", {{"total", mismatches}}},
                  {"warnings", warnings}};
+  nlohmann::json refused = {{"total", layout.refused_total()}};
+  for (size_t k = 1; k < layout.refused.size(); k++) {
+    refused[BlockRefusalName(static_cast<BlockRefusal>(k))] = layout.refused[k];
+  }
+  out.summary["refused"] = refused;
   if (o.pace != PaceMode::kFast) {
     out.summary["schedule_error_ns"] = {{"count", sched.count()}, {"p50", sched.Quantile(0.5)},
                                         {"p99", sched.Quantile(0.99)}, {"max", sched.max()}};
   }
   out.text = fmt::format("replayed {} block requests onto {} ({} pacing) in {:.3f} s: {:.0f} IOPS, "
-                         "{} bytes, {} result mismatches\n", reqs.size(), o.device,
-                         PaceName(o.pace), secs, secs > 0 ? total / secs : 0.0, total_bytes,
-                         mismatches) + lines;
+                         "{} bytes, {} result mismatches\n",
+                         reqs.size() - layout.refused_total(), o.device, PaceName(o.pace), secs,
+                         PerSecond(total, secs), total_bytes, mismatches) +
+             lines;
+  for (const std::string& w : warnings) out.text += "  warning: " + w + "\n";
   if (o.pace != PaceMode::kFast) {
     out.text += fmt::format("  schedule   issue - target: p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us\n",
                             sched.Quantile(0.5) / 1e3, sched.Quantile(0.99) / 1e3, sched.max() / 1e3);

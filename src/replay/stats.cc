@@ -82,6 +82,14 @@ const std::vector<MismatchExample>& ReplayStats::examples(const std::string& kin
   return it == examples_.end() ? kEmpty : it->second;
 }
 
+double ElapsedSeconds(uint64_t start_ns, uint64_t end_ns) {
+  return end_ns > start_ns ? static_cast<double>(end_ns - start_ns) / 1e9 : 0.0;
+}
+
+double PerSecond(uint64_t count, double secs) {
+  return secs > 0 ? static_cast<double>(count) / secs : 0.0;
+}
+
 bool CompareResult(int64_t recorded, int64_t live, bool count_result, Mismatch* kind) {
   if (recorded >= 0 && live >= 0) {
     if (!count_result || recorded == live) return false;

@@ -90,6 +90,12 @@ class ReplayStats {
   std::map<std::string, std::vector<MismatchExample>> examples_;
 };
 
+// Seconds from `start_ns` to `end_ns` (CLOCK_MONOTONIC); 0 when the end is not after the start,
+// never the wrapped difference of an end that came first.
+double ElapsedSeconds(uint64_t start_ns, uint64_t end_ns);
+// `count` per second over `secs`; 0 when there is no measurable time.
+double PerSecond(uint64_t count, double secs);
+
 // Classifies a live result against the recorded one; false when they agree. `count_result`:
 // compare successful values exactly (reads, writes, lseek), else success vs success agrees.
 bool CompareResult(int64_t recorded, int64_t live, bool count_result, Mismatch* kind);
