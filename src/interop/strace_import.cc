@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <optional>
@@ -773,16 +774,23 @@ class StraceImporter : public Importer {
     return static_cast<uint32_t>(FlagsValue(a[i]).value_or(0));
   }
 
-  // Sum of iov_len in "[{iov_base=..., iov_len=4096}, ...]"; *lens gets each length.
-  static uint64_t IovTotal(std::string_view iov, std::vector<uint64_t>* lens) {
+  // Sum of iov_len in "[{iov_base=..., iov_len=4096}, ...]" (saturating); *lens gets each
+  // length. *complete is false when strace left elements out: "[...]" (-s 0) or a trailing
+  // "..." (more elements than -s allows).
+  static uint64_t IovTotal(std::string_view iov, std::vector<uint64_t>* lens, bool* complete) {
+    *complete = false;
     iov = Trim(iov);
-    if (iov.size() < 2 || iov.front() != '[') return 0;
+    if (iov.size() < 2 || iov.front() != '[' || iov.back() != ']') return 0;
     iov = iov.substr(1, iov.size() - 2);
+    *complete = true;
     uint64_t total = 0;
     for (auto part : strace::SplitTopLevel(iov)) {
       auto v = ParseCUnsigned(strace::FieldValue(part, "iov_len"));
-      if (!v) continue;
-      total += *v;
+      if (!v) {
+        *complete = false;
+        continue;
+      }
+      if (__builtin_add_overflow(total, *v, &total)) total = UINT64_MAX;
       lens->push_back(*v);
     }
     return total;
@@ -937,8 +945,19 @@ class StraceImporter : public Importer {
         vectored = op == IOT_OP_READV || op == IOT_OP_WRITEV || op == IOT_OP_PREADV ||
                    op == IOT_OP_PWRITEV || op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2;
         if (vectored) {
-          sc.length = IovTotal(a.size() > 1 ? a[1] : "", &iov_lens);
+          bool complete = false;
+          sc.length = IovTotal(a.size() > 1 ? a[1] : "", &iov_lens, &complete);
           sc.aux = UArg(a, 2);
+          if (!complete) {
+            // strace -s 0 prints the array as "[...]": the request is not known. A successful
+            // call moved at least its result; a failed one tells nothing.
+            if (ok) {
+              sc.length = std::max(sc.length, static_cast<uint64_t>(r.ret));
+              stats_.counters["length_from_result"]++;
+            } else {
+              stats_.counters["length_unknown"]++;
+            }
+          }
         } else {
           sc.length = UArg(a, 2);
         }
@@ -1187,6 +1206,11 @@ class StraceImporter : public Importer {
     int64_t n = 0;
     for (auto iocb : strace::SplitTopLevel(list.substr(1, list.size() - 2))) {
       if (n++ >= submitted) break;
+      if (iocb == "...") {
+        // strace -s N printed fewer iocbs than were submitted: their requests are not known.
+        stats_.counters["iocbs_not_shown"] += static_cast<uint64_t>(submitted - (n - 1));
+        break;
+      }
       iot_async_io io{};
       InitRecord(&io, IOT_REC_ASYNC_IO);
       io.engine = IOT_AIO_ENGINE_LIBAIO;
@@ -1209,7 +1233,9 @@ class StraceImporter : public Importer {
         io.length = ParseCUnsigned(nbytes).value_or(0);
       } else {
         std::vector<uint64_t> lens;
-        io.length = IovTotal(strace::FieldValue(iocb, "aio_buf"), &lens);
+        bool complete = false;
+        io.length = IovTotal(strace::FieldValue(iocb, "aio_buf"), &lens, &complete);
+        if (!complete) stats_.counters["aio_length_unknown"]++;
       }
       io.rw_flags = static_cast<uint32_t>(FlagsValue(strace::FieldValue(iocb, "aio_rw_flags")).value_or(0));
       io.tgid = task.tgid;

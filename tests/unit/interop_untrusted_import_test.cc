@@ -104,5 +104,29 @@ TEST(ImportUntrusted, PlantedPartialSymlinkIsRefused) {
   EXPECT_EQ(::access(req.output.c_str(), F_OK), -1);
 }
 
+// ---- 4. strace -s 0: iovec arrays elided -------------------------------------------------------
+
+TEST(StraceUntrusted, ElidedIovecLengthComesFromResultAndIsCounted) {
+  ImportOutcome o;
+  ImportText(&o, ImportFormat::kStrace,
+             "45 1700000000.000001 preadv2(45</f>, [...], 1, 131072, 0) = 131072\n"
+             "45 1700000000.000002 writev(45</f>, [...], 2) = 8192\n"
+             "45 1700000000.000003 readv(45</f>, [{iov_base=\"\"..., iov_len=4096}, ...], 3) = "
+             "12288\n"
+             "45 1700000000.000004 preadv(45</f>, [...], 1, 0) = -1 EIO (Input/output error)\n"
+             "45 1700000000.000005 readv(45</f>, [{iov_base=\"\"..., iov_len=4096}], 1) = 10\n");
+  ASSERT_TRUE(o.status.ok()) << o.status.ToString();
+  auto sc = o.sink.Of<iot_syscall>(IOT_REC_SYSCALL);
+  ASSERT_EQ(sc.size(), 5u);
+  EXPECT_EQ(sc[0].length, 131072u);
+  EXPECT_EQ(sc[0].offset, 131072u);
+  EXPECT_EQ(sc[1].length, 8192u);
+  EXPECT_EQ(sc[2].length, 12288u);  // one length shown, the rest elided: the result
+  EXPECT_EQ(sc[3].length, 0u);      // failed: nothing tells
+  EXPECT_EQ(sc[4].length, 4096u);   // complete array: the request, not the short result
+  EXPECT_EQ(o.stats.counters["length_from_result"], 3u);
+  EXPECT_EQ(o.stats.counters["length_unknown"], 1u);
+}
+
 }  // namespace
 }  // namespace iotwin::interop
