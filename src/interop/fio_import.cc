@@ -105,6 +105,9 @@ class FioIologImporter : public Importer {
     }
     uint32_t tid = (options_.pid ? options_.pid : kDefaultTgid) + pos.source_index;
     std::string name(tok[k]);
+    if (name.find('\0') != std::string::npos) {
+      return Unknown(pos, text, "file name holds a NUL byte (no system call can be given it)");
+    }
     std::string_view act = tok[k + 1];
     if (tok.size() - k == 2) {
       if (act == "add") {

@@ -615,6 +615,7 @@ class StraceImporter : public Importer {
                   std::string_view result, uint64_t start_ts, uint64_t end_ts, bool interrupted,
                   const LinePos& pos) {
     RetInfo r = interrupted ? RetInfo{} : ParseResult(result);
+    if (r.fd.nul_in_target) stats_.counters["names_with_nul"]++;
     uint64_t dur = r.dur ? *r.dur : (end_ts > start_ts ? end_ts - start_ts : 0);
     std::vector<std::string_view> a = strace::SplitTopLevel(args_text);
     std::string_view name = CanonicalName(raw_name);
@@ -691,6 +692,10 @@ class StraceImporter : public Importer {
     size_t path_arg = name == "execveat" ? 1 : 0;
     std::optional<std::string> path;
     if (a.size() > path_arg) path = strace::Unquote(a[path_arg]);
+    if (path && path->find('\0') != std::string::npos) {
+      stats_.counters["names_with_nul"]++;
+      path.reset();
+    }
     iot_proc p{};
     InitRecord(&p, IOT_REC_PROC);
     p.kind = IOT_PROC_EXEC;
@@ -712,6 +717,7 @@ class StraceImporter : public Importer {
                        uint64_t ts) {
     if (i >= a.size()) return FdText{};
     FdText fd = strace::ParseFd(a[i]);
+    if (fd.nul_in_target) stats_.counters["names_with_nul"]++;
     if (!fd.number) return fd;
     auto n = static_cast<int32_t>(*fd.number);
     if (n == AT_FDCWD) {
@@ -803,6 +809,13 @@ class StraceImporter : public Importer {
     auto p = strace::Unquote(a[i], &truncated);
     if (!p) {
       *sflags |= IOT_SCF_PATH_FAULT;
+      return Status::Ok();
+    }
+    if (p->find('\0') != std::string::npos) {
+      // "\0" or "\x00" in the log: a name no system call can be given (the kernel reads a path
+      // up to its first NUL). Left out, flagged unreadable, counted.
+      *sflags |= IOT_SCF_PATH_FAULT;
+      stats_.counters["names_with_nul"]++;
       return Status::Ok();
     }
     // Cut by -s, or longer than a trace string holds (the sink cuts it and counts it).

@@ -277,6 +277,12 @@ FdText ParseFd(std::string_view s) {
     }
   }
   out.target = Unescape(deco);
+  if (out.target.find('\0') != std::string::npos) {
+    out.nul_in_target = true;
+    out.decorated = false;
+    out.deleted = false;
+    out.target.clear();
+  }
   return out;
 }
 

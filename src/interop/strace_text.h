@@ -44,6 +44,9 @@ struct FdText {
   std::string target;  // decoded decoration (path, or "TCP:[...]", "pipe:[...]" ...)
   uint16_t ftype = 0;  // S_IFMT >> 12 when the decoration tells (socket, pipe, block, char)
   bool deleted = false;
+  // The decoration decoded to a name holding a NUL byte, which no system call can be given: it
+  // is dropped (decorated false, target empty) and the importer counts it.
+  bool nul_in_target = false;
 };
 FdText ParseFd(std::string_view s);
 

@@ -128,5 +128,52 @@ TEST(StraceUntrusted, ElidedIovecLengthComesFromResultAndIsCounted) {
   EXPECT_EQ(o.stats.counters["length_unknown"], 1u);
 }
 
+// ---- 5. NUL in a path ------------------------------------------------------------------------
+
+TEST(StraceUntrusted, PathWithNulIsUnrepresentable) {
+  ImportOutcome o;
+  ImportText(&o, ImportFormat::kStrace,
+             "45 1700000000.000001 openat(AT_FDCWD, \"/tmp/a\\0b\", O_RDONLY) = -1 ENOENT (x)\n"
+             "45 1700000000.000002 unlink(\"/tmp/c\\x00d\") = -1 ENOENT (x)\n"
+             "45 1700000000.000003 rename(\"/tmp/ok\", \"/tmp/e\\000f\") = 0\n"
+             "45 1700000000.000004 read(7</tmp/g\\0h>, \"\"..., 10) = 10\n"
+             "45 1700000000.000005 openat(AT_FDCWD, \"/tmp/fine\", O_RDONLY) = 3</tmp/fine>\n");
+  ASSERT_TRUE(o.status.ok()) << o.status.ToString();
+  auto sc = o.sink.Of<iot_syscall>(IOT_REC_SYSCALL);
+  ASSERT_EQ(sc.size(), 5u);
+  for (size_t id = 1;; id++) {
+    std::string_view s = o.sink.String(static_cast<uint32_t>(id));
+    if (s.empty()) break;
+    EXPECT_EQ(s.find('\0'), std::string_view::npos) << id;
+  }
+  EXPECT_EQ(sc[0].path_id, 0u);
+  EXPECT_TRUE(sc[0].sflags & IOT_SCF_PATH_FAULT);
+  EXPECT_EQ(sc[1].path_id, 0u);
+  EXPECT_TRUE(sc[1].sflags & IOT_SCF_PATH_FAULT);
+  EXPECT_EQ(o.sink.String(sc[2].path_id), "/tmp/ok");
+  EXPECT_EQ(sc[2].path2_id, 0u);
+  EXPECT_TRUE(sc[2].sflags & IOT_SCF_PATH_FAULT);
+  for (const auto& s : o.sink.Of<iot_fd_snapshot>(IOT_REC_FD_SNAPSHOT)) {
+    EXPECT_EQ(s.path_id, 0u);
+  }
+  EXPECT_TRUE(sc[3].sflags & IOT_SCF_NO_FILE);
+  EXPECT_EQ(o.sink.String(sc[4].path_id), "/tmp/fine");
+  EXPECT_EQ(sc[4].sflags, 0u);
+  EXPECT_EQ(o.stats.counters["names_with_nul"], 4u);
+}
+
+TEST(FioIologUntrusted, FileNameWithNulIsAnUnknownLine) {
+  using namespace std::string_literals;
+  ImportOutcome o;
+  ImportText(&o, ImportFormat::kFioIolog,
+             "fio version 2 iolog\n/tmp/a\0b add\n/tmp/a\0b open\n/tmp/a\0b read 0 4096\n"
+             "/tmp/ok open\n/tmp/ok read 0 4096\n"s);
+  ASSERT_TRUE(o.status.ok()) << o.status.ToString();
+  EXPECT_EQ(o.stats.unknown_lines, 3u);
+  for (const auto& sc : o.sink.Of<iot_syscall>(IOT_REC_SYSCALL)) {
+    EXPECT_EQ(o.sink.String(sc.path_id).find('\0'), std::string_view::npos);
+  }
+}
+
 }  // namespace
 }  // namespace iotwin::interop
