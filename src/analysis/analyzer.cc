@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/checked_math.h"
 #include "format/records.h"
 
 namespace iotwin::analysis {
@@ -94,6 +95,12 @@ namespace {
 uint64_t BlockKey(const iot_block& r) {
   if (r.rq_id != 0) return r.rq_id;
   return (static_cast<uint64_t>(r.dev) << 44) ^ r.sector;
+}
+
+// Offsets and lengths come from the trace: a request's length is cut where its end would pass
+// 2^64, so [offset, offset + length) is never a wrapped (reversed) range.
+uint64_t ClampedLength(uint64_t offset, uint64_t length) {
+  return std::min(length, UINT64_MAX - offset);
 }
 
 }  // namespace
@@ -463,7 +470,7 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
           d = FdDescription(r.tgid, r.fd);
         }
         if (d) {
-          d->pos = offset + ret;
+          d->pos = SaturatingAdd(offset, ret);
           d->pos_known = true;
         }
       }
@@ -579,7 +586,7 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     if (ok) DataOp(r, t, dir, offset, ret, file, desc);
   } else if (ok && (op == IOT_OP_SENDFILE || op == IOT_OP_COPY_FILE_RANGE ||
                     op == IOT_OP_SPLICE)) {
-    s.bytes += ret;
+    s.bytes = SaturatingAdd(s.bytes, ret);
   }
 
   if (options_.collect_sequences) {
@@ -601,7 +608,7 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     if (it != intent_stacks_.end() && !it->second.empty()) {
       LabelStats& l = labels_[it->second.back().first];
       ++l.ops;
-      l.bytes += ret;
+      l.bytes = SaturatingAdd(l.bytes, ret);
     }
   }
 }
@@ -659,8 +666,8 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
                       uint64_t bytes, int32_t file, Description* desc) {
   const bool direct = desc && desc->direct;
   OpStats& s = ops_[r.op];
-  s.bytes += bytes;
-  s.requested += r.length;
+  s.bytes = SaturatingAdd(s.bytes, bytes);
+  s.requested = SaturatingAdd(s.requested, r.length);
   if (!s.sizes) {
     s.sizes = std::make_unique<SizeHistogram>();
     s.top = std::make_unique<TopValues>();
@@ -672,14 +679,14 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
     offset_ll_[dir].Add(offset);
   }
   ++t.data_ops[dir];
-  t.bytes[dir] += bytes;
+  t.bytes[dir] = SaturatingAdd(t.bytes[dir], bytes);
   series_.AddOpAndBytes(kAppReadOps + static_cast<size_t>(dir),
                         kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
   data_first_ts_ = std::min(data_first_ts_, r.ts);
   data_last_ts_ = std::max(data_last_ts_, r.ts);
   if (direct) {
     ++direct_ops_;
-    direct_bytes_ += bytes;
+    direct_bytes_ = SaturatingAdd(direct_bytes_, bytes);
   }
 
   if (file < 0) {
@@ -688,21 +695,21 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
   }
   FileStats& f = files_[static_cast<size_t>(file)];
   ++f.data_ops[dir];
-  f.bytes[dir] += bytes;
-  f.requested[dir] += r.length;
-  f.max_end = std::max(f.max_end, offset + std::max<uint64_t>(bytes, r.length));
+  f.bytes[dir] = SaturatingAdd(f.bytes[dir], bytes);
+  f.requested[dir] = SaturatingAdd(f.requested[dir], r.length);
+  f.max_end = std::max(f.max_end, SaturatingAdd(offset, std::max<uint64_t>(bytes, r.length)));
   if (direct) {
     ++f.direct_ops;
   } else if (dir == 0 && bytes > 0) {
-    f.read_pages += page_shift_ >= 0 ? ((offset + bytes + page_size_ - 1) >> page_shift_) -
-                                           (offset >> page_shift_)
-                                     : (offset + bytes + page_size_ - 1) / page_size_ -
-                                           offset / page_size_;
+    // Pages from the first byte's to the last byte's, inclusive (the last byte saturated).
+    const uint64_t last = LastOfRun(offset, bytes);
+    f.read_pages += page_shift_ >= 0 ? (last >> page_shift_) - (offset >> page_shift_) + 1
+                                     : last / page_size_ - offset / page_size_ + 1;
   }
   StreamState* st = Stream(t, file, dir, false);
   if (!st) return;
   int64_t gap = 0;
-  Access a = ClassifyAccess(*st, offset, bytes, &gap);
+  Access a = ClassifyAccess(*st, offset, ClampedLength(offset, bytes), &gap);
   ++access_[dir][static_cast<int>(a)];
   ++f.access[dir][static_cast<int>(a)];
   if (a != Access::kFirst) seek_[dir].Add(gap);
@@ -715,13 +722,15 @@ void Analyzer::Heat(int32_t file_index, uint64_t ts, uint64_t offset, uint64_t b
   Heatmap& h = heatmaps_[*hi - 1];
   uint64_t span = std::max<uint64_t>(options_.heatmap_span_ns, 1);
   uint64_t rel = ts > start_ ? ts - start_ : 0;
-  size_t tb = std::min<uint64_t>(rel * Heatmap::kTimeBins / span, Heatmap::kTimeBins - 1);
+  size_t tb = std::min<uint64_t>(SaturatingMul(rel, Heatmap::kTimeBins) / span,
+                                 Heatmap::kTimeBins - 1);
   size_t ob = std::min<uint64_t>(
       static_cast<uint64_t>(static_cast<double>(offset) / static_cast<double>(h.max_offset) *
                             Heatmap::kOffsetBins),
       Heatmap::kOffsetBins - 1);
   h.ops[tb * Heatmap::kOffsetBins + ob] += 1;
-  h.bytes[tb * Heatmap::kOffsetBins + ob] += bytes;
+  uint64_t& cell_bytes = h.bytes[tb * Heatmap::kOffsetBins + ob];
+  cell_bytes = SaturatingAdd(cell_bytes, bytes);
   if (h.seen++ % h.sample_every == 0) h.points.push_back({rel, offset, bytes, dir});
 }
 
@@ -823,11 +832,13 @@ void Analyzer::OnPageFault(const iot_page_fault& r) {
   FileStats& f = files_[static_cast<size_t>(file)];
   ++f.faults;
   f.fault_pages += pages;
-  f.max_end = std::max(f.max_end, (r.pgoff + pages) * page_size_);
+  f.max_end = std::max(f.max_end, SaturatingMul(SaturatingAdd(r.pgoff, pages), page_size_));
   if (major) ++f.faults_major;
   if (r.flags & IOT_PFF_WRITE) ++f.faults_write;
-  if (!heatmaps_.empty())
-    Heat(file, r.ts, r.pgoff * page_size_, pages * page_size_, (r.flags & IOT_PFF_WRITE) ? 1 : 0);
+  if (!heatmaps_.empty()) {
+    Heat(file, r.ts, SaturatingMul(r.pgoff, page_size_), SaturatingMul(pages, page_size_),
+         (r.flags & IOT_PFF_WRITE) ? 1 : 0);
+  }
 }
 
 void Analyzer::OnPageCache(const iot_page_cache& r) {
@@ -950,7 +961,8 @@ void Analyzer::OnBlock(const iot_block& r) {
         d.top[dir].Add(bytes);
         block_size_ll_[dir].Add(bytes);
         int64_t gap = 0;
-        Access a = ClassifyAccess(d.stream[dir], r.sector * 512, bytes, &gap);
+        const uint64_t at = SectorToByteSaturated(r.sector);
+        Access a = ClassifyAccess(d.stream[dir], at, ClampedLength(at, bytes), &gap);
         ++d.access[dir][static_cast<int>(a)];
         if (a != Access::kFirst) d.seek.Add(gap);
         series_.AddOpAndBytes(kBlockReadOps + static_cast<size_t>(dir),
@@ -972,13 +984,15 @@ void Analyzer::OnBlock(const iot_block& r) {
         if (r.ts >= *is) d2c_.Add(r.ts - *is);
         blk_issue_pending_.Erase(key);
       }
-      // Q2C for the bio that started the request; forget the bios merged into it.
+      // Q2C for the bio that started the request; forget the bios merged into it: those queued
+      // at its sectors [sector, last]. `last` saturates (a flush completes at sector 2^64 - 1),
+      // so the range is never reversed.
       auto lo = blk_queue_pending_.lower_bound({r.dev, r.sector});
       if (lo != blk_queue_pending_.end() && lo->first == std::make_pair(r.dev, r.sector) &&
           r.ts >= lo->second)
         q2c_.Add(r.ts - lo->second);
-      uint64_t end = r.sector + std::max<uint32_t>(r.nr_sector, 1);
-      auto hi = blk_queue_pending_.lower_bound({r.dev, end});
+      const uint64_t last = LastOfRun(r.sector, r.nr_sector);
+      auto hi = blk_queue_pending_.upper_bound({r.dev, last});
       blk_queue_pending_.erase(lo, hi);
       break;
     }
@@ -996,7 +1010,9 @@ void Analyzer::OnNvme(const iot_nvme& r) {
                  r.cid;
   if (r.phase == IOT_NVME_SETUP) {
     ++nvme_cmds_;
-    if (r.nlb && r.lba_size) nvme_bytes_ += static_cast<uint64_t>(r.nlb) * r.lba_size;
+    if (r.nlb && r.lba_size) {
+      nvme_bytes_ = SaturatingAdd(nvme_bytes_, static_cast<uint64_t>(r.nlb) * r.lba_size);
+    }
     if (nvme_pending_.size() < kMaxPending) nvme_pending_.FindOrInsert(key) = r.ts;
   } else if (r.phase == IOT_NVME_COMPLETE) {
     if (r.status != 0) ++nvme_errors_;
@@ -1033,7 +1049,7 @@ void Analyzer::OnAsync(const iot_async_io& r) {
       ThreadStats& t = Thread(r.tgid, r.tid, r.ts);
       if (StreamState* st = Stream(t, p.file, dir, true)) {
         int64_t gap = 0;
-        Access a = ClassifyAccess(*st, r.offset, r.length, &gap);
+        Access a = ClassifyAccess(*st, r.offset, ClampedLength(r.offset, r.length), &gap);
         ++access_[dir][static_cast<int>(a)];
         ++files_[static_cast<size_t>(p.file)].access[dir][static_cast<int>(a)];
         if (a != Access::kFirst) seek_[dir].Add(gap);
@@ -1070,16 +1086,16 @@ void Analyzer::OnAsync(const iot_async_io& r) {
   ++s.count;
   uint64_t bytes = r.res > 0 ? static_cast<uint64_t>(r.res) : 0;
   if (r.res < 0) ++s.errors;
-  s.bytes += bytes;
-  s.requested += p.length;
+  s.bytes = SaturatingAdd(s.bytes, bytes);
+  s.requested = SaturatingAdd(s.requested, p.length);
   s.sizes.Add(p.length);
   s.top.Add(p.length);
   if (paired && r.ts >= p.ts) s.latency.Add(r.ts - p.ts);
   int dir = AsyncDirection(p.engine, p.opcode);
   if (dir >= 0 && r.res >= 0) {
     ++async_dir_ops_[dir];
-    async_dir_bytes_[dir] += bytes;
-    if (p.direct) direct_bytes_ += bytes;
+    async_dir_bytes_[dir] = SaturatingAdd(async_dir_bytes_[dir], bytes);
+    if (p.direct) direct_bytes_ = SaturatingAdd(direct_bytes_, bytes);
     series_.AddOpAndBytes(kAppReadOps + static_cast<size_t>(dir),
                           kAppReadBytes + static_cast<size_t>(dir), r.ts, bytes);
     data_first_ts_ = std::min(data_first_ts_, r.ts);
@@ -1087,8 +1103,8 @@ void Analyzer::OnAsync(const iot_async_io& r) {
     if (p.file >= 0) {
       FileStats& f = files_[static_cast<size_t>(p.file)];
       ++f.async_ops[dir];
-      f.async_bytes[dir] += bytes;
-      f.max_end = std::max(f.max_end, p.offset + std::max(p.length, bytes));
+      f.async_bytes[dir] = SaturatingAdd(f.async_bytes[dir], bytes);
+      f.max_end = std::max(f.max_end, SaturatingAdd(p.offset, std::max(p.length, bytes)));
       if (!heatmaps_.empty()) Heat(p.file, p.ts, p.offset, bytes, dir);
     }
   }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "analysis/analyzer.h"
+#include "base/checked_math.h"
 #include "format/records.h"
 
 namespace iotwin::analysis {
@@ -69,7 +70,7 @@ json SizesJson(const SizeHistogram& h, const TopValues& top, size_t top_rows) {
     tops.push_back({{"size", e.value},
                     {"count", e.count},
                     {"ops_share", Round4(Share(e.count, ops))},
-                    {"bytes_share", Round4(Share(e.count * e.value, bytes))}});
+                    {"bytes_share", Round4(Share(SaturatingMul(e.count, e.value), bytes))}});
   }
   json j = {{"ops", ops}, {"bytes", bytes}, {"exact", top.exact()}, {"histogram", hist},
             {"top", tops}};
@@ -335,8 +336,11 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
           f.wb_dirtied)
         fs.push_back(&f);
     auto volume = [](const FileStats* f) {
-      return f->bytes[0] + f->bytes[1] + f->async_bytes[0] + f->async_bytes[1] +
-             f->fault_pages * 4096;
+      uint64_t v = SaturatingMul(f->fault_pages, 4096);
+      for (uint64_t b : {f->bytes[0], f->bytes[1], f->async_bytes[0], f->async_bytes[1]}) {
+        v = SaturatingAdd(v, b);
+      }
+      return v;
     };
     std::stable_sort(fs.begin(), fs.end(), [&](const FileStats* a, const FileStats* b) {
       uint64_t va = volume(a), vb = volume(b);
@@ -451,7 +455,7 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
   if (have_block_ && (app_bytes[0] || app_bytes[1] || faults_)) {
     // Reads through mappings: read faults on file pages (write faults and anonymous memory are
     // not reads the device serves for the application).
-    const uint64_t fault_read_bytes = fault_read_pages_ * page_size_;
+    const uint64_t fault_read_bytes = SaturatingMul(fault_read_pages_, page_size_);
     json a = {{"app_read_bytes", app_bytes[0]},
               {"app_write_bytes", app_bytes[1]},
               {"fault_read_bytes", fault_read_bytes},
@@ -459,8 +463,9 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
               {"block_write_bytes", blk_bytes[1]}};
     if (app_bytes[0]) a["read"] = Round4(Share(blk_bytes[0], app_bytes[0]));
     if (app_bytes[1]) a["write"] = Round4(Share(blk_bytes[1], app_bytes[1]));
-    if (fault_read_bytes && app_bytes[0] + fault_read_bytes)
-      a["read_incl_faults"] = Round4(Share(blk_bytes[0], app_bytes[0] + fault_read_bytes));
+    if (fault_read_bytes)
+      a["read_incl_faults"] =
+          Round4(Share(blk_bytes[0], SaturatingAdd(app_bytes[0], fault_read_bytes)));
     m["amplification"] = a;
   } else {
     m["amplification"] = nullptr;

@@ -320,8 +320,9 @@ void Correlator::BuildBiosAndRequests() {
     });
     for (int n = 0; pos != v.end() && n < 256; ++pos, ++n) {
       Request& q = c_.requests[*pos];
-      uint64_t end = q.sector + q.bytes / 512;
-      if (b.sector >= q.sector && b.sector + b.bytes / 512 <= end) {
+      // Sector ends saturate: a range reaching past 2^64 sectors ends at the last one.
+      const uint64_t end = SaturatingAdd(q.sector, q.bytes / kSectorBytes);
+      if (b.sector >= q.sector && SaturatingAdd(b.sector, b.bytes / kSectorBytes) <= end) {
         b.request = *pos;
         q.bios.push_back(bi);
         break;
@@ -423,11 +424,12 @@ void Correlator::BuildBiosAndRequests() {
           // the request's first page: as far into the queued bio as its first sector is
           q.ino = r.ino;
           q.ino_dev = r.ino_dev;
-          uint64_t into = q.sector >= r.sector && q.sector < r.sector + r.bytes / 512
+          const uint64_t r_end = SaturatingAdd(r.sector, r.bytes / kSectorBytes);
+          uint64_t into = q.sector >= r.sector && q.sector < r_end
                               ? q.sector - r.sector
                               : (c_.bios[bi].sector >= r.sector ? c_.bios[bi].sector - r.sector
                                                                   : 0);
-          q.pgoff = r.pgoff + into * 512 / 4096;
+          q.pgoff = SaturatingAdd(r.pgoff, into / (4096 / kSectorBytes));
         }
       }
       if (!q.g_ts && c_.bios[bi].g_ts) q.g_ts = c_.bios[bi].g_ts;
@@ -631,12 +633,15 @@ void Correlator::Attribute() {
         q.cause = (q.flags & IOT_BLKF_READAHEAD) ? Cause::kReadahead : Cause::kWriteback;
         q.syscall = sync_call_at(r.q_ts, r.ino_dev, r.ino);
         if (q.cause == Cause::kWriteback) {
-          uint64_t first = q.pgoff, last = q.pgoff + (q.bytes + 4095) / 4096;
+          const uint64_t first = q.pgoff;
+          const uint64_t last = SaturatingAdd(q.pgoff, DivCeil(q.bytes, 4096));
           if (auto it = writes_of_file.find({r.ino_dev, r.ino}); it != writes_of_file.end()) {
             for (size_t si : it->second) {
               const Syscall& s = c_.syscalls[si];
               if (s.ts > r.q_ts) break;
-              uint64_t p0 = s.offset / 4096, p1 = (s.offset + s.ret + 4095) / 4096;
+              const uint64_t p0 = s.offset / 4096;
+              const uint64_t p1 =
+                  DivCeil(SaturatingAdd(s.offset, static_cast<uint64_t>(s.ret)), 4096);
               if (p0 < last && p1 > first) q.dirtied_by_calls.push_back(si);
             }
           }
@@ -675,17 +680,19 @@ void Correlator::Attribute() {
 void Correlator::ComputeLayers() {
   for (Request& q : c_.requests) {
     RequestLayers& l = q.layers;
-    if (q.q_ts && q.g_ts >= q.q_ts) l.q2g = q.g_ts - q.q_ts;
-    if (q.g_ts && q.i_ts >= q.g_ts) l.g2i = q.i_ts - q.g_ts;
-    if (q.i_ts && q.d_ts >= q.i_ts) l.i2d = q.d_ts - q.i_ts;
-    if (q.q_ts && q.d_ts) l.q2d = static_cast<int64_t>(q.d_ts - q.q_ts);
-    if (q.d_ts && q.c_ts) l.d2c = static_cast<int64_t>(q.c_ts - q.d_ts);
-    if (q.q_ts && q.c_ts) l.q2c = static_cast<int64_t>(q.c_ts - q.q_ts);
+    // Times are the trace's: every difference and sum is clamped to int64_t (SignedDelta,
+    // Saturating*), as a plain cast of a difference past 2^63 would flip its sign.
+    if (q.q_ts && q.g_ts >= q.q_ts) l.q2g = SignedDelta(q.q_ts, q.g_ts);
+    if (q.g_ts && q.i_ts >= q.g_ts) l.g2i = SignedDelta(q.g_ts, q.i_ts);
+    if (q.i_ts && q.d_ts >= q.i_ts) l.i2d = SignedDelta(q.i_ts, q.d_ts);
+    if (q.q_ts && q.d_ts) l.q2d = SignedDelta(q.q_ts, q.d_ts);
+    if (q.d_ts && q.c_ts) l.d2c = SignedDelta(q.d_ts, q.c_ts);
+    if (q.q_ts && q.c_ts) l.q2c = SignedDelta(q.q_ts, q.c_ts);
     int64_t nvme = 0;
     bool has_nvme = false;
     for (const NvmeCommand& n : q.nvme) {
       if (n.setup_ts && n.complete_ts >= n.setup_ts) {
-        nvme += static_cast<int64_t>(n.complete_ts - n.setup_ts);
+        nvme = SaturatingAdd(nvme, SignedDelta(n.setup_ts, n.complete_ts));
         has_nvme = true;
       }
     }
@@ -702,15 +709,15 @@ void Correlator::ComputeLayers() {
     }
     if (!start || !end || !q.q_ts || !q.c_ts) continue;
     l.has_app = true;
-    l.total = static_cast<int64_t>(end - start);
-    l.app_to_q = static_cast<int64_t>(q.q_ts) - static_cast<int64_t>(start);
-    l.c_to_app = static_cast<int64_t>(end) - static_cast<int64_t>(q.c_ts);
-    int64_t block = l.q2d >= 0 && l.d2c >= 0 ? l.q2d + l.d2c : l.q2c;
+    l.total = SignedDelta(start, end);
+    l.app_to_q = SignedDelta(start, q.q_ts);
+    l.c_to_app = SignedDelta(q.c_ts, end);
+    int64_t block = l.q2d >= 0 && l.d2c >= 0 ? SaturatingAdd(l.q2d, l.d2c) : l.q2c;
     // Each part counts only when in order; what is out of order shows as deviation.
-    int64_t sum = std::max<int64_t>(l.app_to_q, 0) + std::max<int64_t>(block, 0) +
-                  std::max<int64_t>(l.c_to_app, 0);
-    l.deviation = sum - l.total;
-    if (l.deviation < 0) l.deviation = -l.deviation;
+    int64_t sum = SaturatingAdd(SaturatingAdd(std::max<int64_t>(l.app_to_q, 0),
+                                              std::max<int64_t>(block, 0)),
+                                std::max<int64_t>(l.c_to_app, 0));
+    l.deviation = SaturatingAbs(SaturatingSub(sum, l.total));
   }
 }
 
@@ -734,15 +741,17 @@ void Correlator::ComputeInterference() {
                                 [&](size_t i, uint64_t t) { return c_.sched[i].ts < t; });
     for (; pos != v.end() && c_.sched[*pos].ts < q.c_ts; ++pos) {
       const SchedInterval& s = c_.sched[*pos];
-      uint64_t o = Overlap(s.ts, s.ts + s.dur, q.q_ts, q.c_ts);
+      uint64_t o = Overlap(s.ts, SaturatingAdd(s.ts, s.dur), q.q_ts, q.c_ts);
       if (!o) continue;
       q.interference.intervals++;
       if (s.kind == IOT_SCHED_OFFCPU) {
-        (s.vec == 0 ? q.interference.offcpu_preempted_ns : q.interference.offcpu_blocked_ns) += o;
+        uint64_t& t = s.vec == 0 ? q.interference.offcpu_preempted_ns
+                                 : q.interference.offcpu_blocked_ns;
+        t = SaturatingAdd(t, o);
       } else if (s.kind == IOT_SCHED_HARDIRQ) {
-        q.interference.hardirq_ns += o;
+        q.interference.hardirq_ns = SaturatingAdd(q.interference.hardirq_ns, o);
       } else if (s.kind == IOT_SCHED_SOFTIRQ) {
-        q.interference.softirq_ns += o;
+        q.interference.softirq_ns = SaturatingAdd(q.interference.softirq_ns, o);
       }
     }
   }
@@ -765,7 +774,9 @@ Correlation Correlator::Finish() {
     f.dev = w.dev;
     f.flags = IOT_PFF_WRITE;
     for (uint64_t i = 0; i < std::max<uint64_t>(w.nr, 1) && i < 4096; i++) {
-      f.pgoff = w.index + i;
+      std::optional<uint64_t> pgoff = CheckedAdd(w.index, i);
+      if (!pgoff) break;  // pages past 2^64: not pages of a file
+      f.pgoff = *pgoff;
       c_.faults.push_back(f);
     }
   }

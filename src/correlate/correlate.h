@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/checked_math.h"
 #include "base/status.h"
 #include "iotwin_abi.h"
 
@@ -47,7 +48,7 @@ struct Syscall {
   uint64_t ino = 0;
   uint32_t dev = 0;  // the file's super block
   uint16_t ftype = 0;  // S_IFMT >> 12 (8 regular file, 6 block device)
-  uint64_t end() const { return ts + dur; }
+  uint64_t end() const { return SaturatingAdd(ts, dur); }  // both from the trace
   std::vector<size_t> requests;  // requests it caused, in issue order
 };
 
@@ -99,7 +100,9 @@ struct Interference {
   uint64_t offcpu_preempted_ns = 0;  // off CPU while runnable: preempted
   uint64_t hardirq_ns = 0, softirq_ns = 0;
   uint32_t intervals = 0;
-  uint64_t disturbed_ns() const { return offcpu_preempted_ns + hardirq_ns + softirq_ns; }
+  uint64_t disturbed_ns() const {
+    return SaturatingAdd(SaturatingAdd(offcpu_preempted_ns, hardirq_ns), softirq_ns);
+  }
 };
 
 // One request's time split by layer, along the path of the application I/O that caused it. For

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "base/checked_math.h"
 #include "correlate/nvme_decode.h"
 #include "format/records.h"
 
@@ -140,7 +141,7 @@ std::map<uint32_t, DeviceLimits> Limits(const json& meta) {
 std::string SplitReason(uint64_t bytes, const DeviceLimits* l) {
   if (!l) return "device limits unknown";
   uint64_t max_bytes = static_cast<uint64_t>(l->max_sectors_kb) * 1024;
-  if (max_bytes && bytes + 4096 > max_bytes) {
+  if (max_bytes && SaturatingAdd(bytes, 4096) > max_bytes) {
     return fmt::format("max_sectors_kb ({} KiB)", l->max_sectors_kb);
   }
   // Below max_sectors_kb, the piece was cut where the segment table was full: each physically
@@ -331,8 +332,13 @@ json Latency(const Correlation& c, const LayersOptions& o) {
   for (const Request& q : c.requests) {
     if (!q.layers.has_app) continue;
     n++;
-    uint64_t tol = std::max<uint64_t>(
-        o.tolerance_ns, static_cast<uint64_t>(o.tolerance_fraction * q.layers.total));
+    // total is negative when the call's end precedes its start in the trace; a negative or
+    // out-of-range double does not convert to uint64_t.
+    const double frac = o.tolerance_fraction * static_cast<double>(q.layers.total);
+    const uint64_t frac_ns = frac <= 0 ? 0
+                             : frac >= 18446744073709551616.0 ? UINT64_MAX
+                                                              : static_cast<uint64_t>(frac);
+    uint64_t tol = std::max<uint64_t>(o.tolerance_ns, frac_ns);
     if (static_cast<uint64_t>(q.layers.deviation) <= tol) within++;
     max_dev = std::max(max_dev, q.layers.deviation);
     all.Add(q.layers);
@@ -375,17 +381,17 @@ json Btt(const Correlation& c) {
   std::map<uint32_t, std::vector<uint64_t>> q_by_dev;
   for (const Bio& b : c.bios) {
     if (b.queued) q_by_dev[b.dev].push_back(b.q_ts);
-    if (b.merged && b.m_ts >= b.q_ts && b.q_ts) d["Q2M"].Add(static_cast<int64_t>(b.m_ts - b.q_ts));
+    if (b.merged && b.m_ts >= b.q_ts && b.q_ts) d["Q2M"].Add(SignedDelta(b.q_ts, b.m_ts));
   }
   for (auto& [dev, v] : q_by_dev) {
     std::sort(v.begin(), v.end());
-    for (size_t i = 1; i < v.size(); i++) d["Q2Q"].Add(static_cast<int64_t>(v[i] - v[i - 1]));
+    for (size_t i = 1; i < v.size(); i++) d["Q2Q"].Add(SignedDelta(v[i - 1], v[i]));
   }
   for (const Request& q : c.requests) {
     const RequestLayers& l = q.layers;
     d["Q2G"].Add(l.q2g);
     d["G2I"].Add(l.g2i);
-    if (q.q_ts && q.i_ts >= q.q_ts && q.i_ts) d["Q2I"].Add(static_cast<int64_t>(q.i_ts - q.q_ts));
+    if (q.q_ts && q.i_ts >= q.q_ts && q.i_ts) d["Q2I"].Add(SignedDelta(q.q_ts, q.i_ts));
     d["I2D"].Add(l.i2d);
     d["Q2D"].Add(l.q2d);
     d["D2C"].Add(l.d2c);
@@ -501,7 +507,9 @@ json Splits(const Correlation& c, const LayersOptions& o) {
       while (k < v.size()) {
         const Syscall& p = c.syscalls[v[k - 1]];
         const Syscall& n = c.syscalls[v[k]];
-        if (n.ino != p.ino || n.offset != p.offset + static_cast<uint64_t>(p.ret) ||
+        // Contiguous: the next call starts where this one ended (an end past 2^64 is not).
+        std::optional<uint64_t> p_end = CheckedAdd(p.offset, static_cast<uint64_t>(p.ret));
+        if (n.ino != p.ino || !p_end || n.offset != *p_end ||
             static_cast<uint64_t>(n.ret) >= limit_bytes || static_cast<uint64_t>(p.ret) >= limit_bytes) {
           break;
         }
@@ -513,7 +521,7 @@ json Splits(const Correlation& c, const LayersOptions& o) {
         if (runs.size() < o.top) {
           const Syscall& f = c.syscalls[v[i]];
           const Syscall& l = c.syscalls[v[k - 1]];
-          uint64_t bytes = l.offset + static_cast<uint64_t>(l.ret) - f.offset;
+          uint64_t bytes = SaturatingAdd(l.offset, static_cast<uint64_t>(l.ret)) - f.offset;
           runs.push_back({{"tid", f.tid},
                           {"op", SyscallJsonOp(f)},
                           {"file", c.FileName(f.dev, f.ino)},
@@ -551,8 +559,8 @@ json Amplification(const Correlation& c) {
   for (const Syscall& s : c.syscalls) {
     // bytes of files and block devices (not pipes, sockets, /dev/null)
     if (s.ret <= 0 || (s.ftype != 8 && s.ftype != 6)) continue;
-    if (OpIsRead(s.op)) app_r += static_cast<uint64_t>(s.ret);
-    if (OpIsWrite(s.op)) app_w += static_cast<uint64_t>(s.ret);
+    if (OpIsRead(s.op)) app_r = SaturatingAdd(app_r, static_cast<uint64_t>(s.ret));
+    if (OpIsWrite(s.op)) app_w = SaturatingAdd(app_w, static_cast<uint64_t>(s.ret));
   }
   for (const AsyncRequest& a : c.asyncs) {
     if (a.res <= 0) continue;
@@ -564,25 +572,25 @@ json Amplification(const Correlation& c) {
       read = a.opcode == 0 || a.opcode == 7;
       write = a.opcode == 1 || a.opcode == 8;
     }
-    if (read) app_r += static_cast<uint64_t>(a.res);
-    if (write) app_w += static_cast<uint64_t>(a.res);
+    if (read) app_r = SaturatingAdd(app_r, static_cast<uint64_t>(a.res));
+    if (write) app_w = SaturatingAdd(app_w, static_cast<uint64_t>(a.res));
   }
   uint64_t bio_r = 0, bio_w = 0;
   for (const Bio& b : c.bios) {
     if (!b.queued) continue;
-    if (b.flags & IOT_BLKF_READ) bio_r += b.bytes;
-    if (b.flags & IOT_BLKF_WRITE) bio_w += b.bytes;
+    if (b.flags & IOT_BLKF_READ) bio_r = SaturatingAdd(bio_r, b.bytes);
+    if (b.flags & IOT_BLKF_WRITE) bio_w = SaturatingAdd(bio_w, b.bytes);
   }
   uint64_t dev_r = 0, dev_w = 0, nvme_r = 0, nvme_w = 0;
   for (const Request& q : c.requests) {
     if (q.merged_away && !q.completed) continue;
     uint64_t b = q.completed_bytes ? q.completed_bytes : q.bytes;
-    if (q.flags & IOT_BLKF_READ) dev_r += b;
-    if (q.flags & IOT_BLKF_WRITE) dev_w += b;
+    if (q.flags & IOT_BLKF_READ) dev_r = SaturatingAdd(dev_r, b);
+    if (q.flags & IOT_BLKF_WRITE) dev_w = SaturatingAdd(dev_w, b);
     for (const NvmeCommand& n : q.nvme) {
       uint64_t nb = static_cast<uint64_t>(n.nlb) * n.lba_size;
-      if (n.opcode == 0x02) nvme_r += nb;
-      if (n.opcode == 0x01) nvme_w += nb;
+      if (n.opcode == 0x02) nvme_r = SaturatingAdd(nvme_r, nb);
+      if (n.opcode == 0x01) nvme_w = SaturatingAdd(nvme_w, nb);
     }
   }
   json j;
@@ -702,7 +710,7 @@ json DependentChains(const Correlation& c, const LayersOptions& o) {
         uint64_t with_resubmit = first.dur;
         uint64_t gaps = 0;
         for (size_t h = i + 1; h < k; h++) {
-          with_resubmit += v[h].device;
+          with_resubmit = SaturatingAdd(with_resubmit, v[h].device);
           gaps += c.syscalls[v[h].call].ts - c.syscalls[v[h - 1].call].end();
         }
         total_ns += static_cast<double>(span);
@@ -749,10 +757,10 @@ json InterferenceJson(const Correlation& c, const LayersOptions& o) {
     if (!q.tid || !q.c_ts) continue;
     followed++;
     const Interference& in = q.interference;
-    pre += in.offcpu_preempted_ns;
-    hard += in.hardirq_ns;
-    soft += in.softirq_ns;
-    blocked += in.offcpu_blocked_ns;
+    pre = SaturatingAdd(pre, in.offcpu_preempted_ns);
+    hard = SaturatingAdd(hard, in.hardirq_ns);
+    soft = SaturatingAdd(soft, in.softirq_ns);
+    blocked = SaturatingAdd(blocked, in.offcpu_blocked_ns);
     if (in.disturbed_ns()) {
       disturbed++;
       top.push_back({in.disturbed_ns(), ri});
@@ -794,7 +802,7 @@ json Writeback(const Correlation& c, const LayersOptions& o) {
     if (q.cause != Cause::kWriteback && q.cause != Cause::kReadahead) continue;
     Agg& a = files[{q.ino_dev, q.ino}];
     a.requests++;
-    a.bytes += q.bytes;
+    a.bytes = SaturatingAdd(a.bytes, q.bytes);
     a.readahead += q.cause == Cause::kReadahead;
     a.during_sync += q.syscall != kNone;
     a.calls.insert(q.dirtied_by_calls.begin(), q.dirtied_by_calls.end());

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "base/checked_math.h"
 #include "format/records.h"
 #include "interop/block_text.h"
 #include "interop/importer.h"
@@ -279,7 +280,7 @@ std::optional<BlockTail> ParseTail(std::string_view s, bool bytes_first) {
 void FillFromTail(iot_block* b, const BlockTail& t, bool bracket_is_error) {
   b->sector = t.sector.value_or(0);
   b->nr_sector = static_cast<uint32_t>(std::min<uint64_t>(t.nr_sector, UINT32_MAX));
-  uint64_t bytes = t.bytes ? *t.bytes : t.nr_sector * 512;
+  uint64_t bytes = t.bytes ? *t.bytes : SaturatingMul(t.nr_sector, kSectorBytes);
   b->bytes = static_cast<uint32_t>(std::min<uint64_t>(bytes, UINT32_MAX));
   if (t.new_sector) b->aux = *t.new_sector;
   if (t.remap_sector) b->aux = *t.remap_sector;
