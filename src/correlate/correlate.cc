@@ -72,6 +72,30 @@ uint64_t Overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
   return hi > lo ? hi - lo : 0;
 }
 
+// The header's object for one layer (meta.layers.NAME); null when absent or not an object (the
+// header is the trace's, untrusted: nlohmann's value() throws on a type it did not expect).
+const nlohmann::json* LayerOf(const nlohmann::json& meta, const char* name) {
+  if (!meta.is_object()) return nullptr;
+  auto layers = meta.find("layers");
+  if (layers == meta.end() || !layers->is_object()) return nullptr;
+  auto layer = layers->find(name);
+  return layer != layers->end() && layer->is_object() ? &*layer : nullptr;
+}
+
+// Why the trace has no system calls when its header says so (imports of block traces); empty
+// when the syscall layer was recorded.
+std::string MissingSyscallLayer(const nlohmann::json& meta) {
+  const nlohmann::json* sys = LayerOf(meta, "syscall");
+  if (!sys) return {};
+  auto enabled = sys->find("enabled");
+  if (enabled == sys->end() || !enabled->is_boolean() || enabled->get<bool>()) return {};
+  auto reason = sys->find("reason");
+  if (reason == sys->end() || !reason->is_string() || reason->get<std::string>().empty()) {
+    return "disabled";
+  }
+  return reason->get<std::string>();
+}
+
 }  // namespace
 
 const char* CauseName(Cause c) {
@@ -230,6 +254,20 @@ void Correlator::BuildBiosAndRequests() {
         b.pgoff = r.pgoff;
         b.ino_dev = r.ino_dev;
         b.comm = CommOf(r.comm);
+        b.rest_sector = b.sector;
+        b.rest_bytes = b.bytes;
+        if (!b.queued && b.parent_id) {
+          // The parent goes on at the split point (aux): its rest starts there.
+          if (auto p = bio_at.find(b.parent_id); p != bio_at.end()) {
+            Bio& parent = c_.bios[p->second];
+            const uint64_t rest_end =
+                SaturatingAdd(parent.rest_sector, parent.rest_bytes / kSectorBytes);
+            if (r.aux > parent.rest_sector && r.aux < rest_end) {
+              parent.rest_bytes = static_cast<uint32_t>((rest_end - r.aux) * kSectorBytes);
+              parent.rest_sector = r.aux;
+            }
+          }
+        }
         bio_at[b.id] = c_.bios.size();
         c_.bios.push_back(std::move(b));
         break;
@@ -310,7 +348,7 @@ void Correlator::BuildBiosAndRequests() {
   }
   for (size_t bi = 0; bi < c_.bios.size(); bi++) {
     Bio& b = c_.bios[bi];
-    if (b.request != kNone || !b.bytes) continue;
+    if (b.request != kNone || !b.rest_bytes) continue;
     auto it = by_dev.find(b.dev);
     if (it == by_dev.end()) continue;
     uint64_t since = std::max({b.q_ts, b.x_ts, b.m_ts});
@@ -322,7 +360,8 @@ void Correlator::BuildBiosAndRequests() {
       Request& q = c_.requests[*pos];
       // Sector ends saturate: a range reaching past 2^64 sectors ends at the last one.
       const uint64_t end = SaturatingAdd(q.sector, q.bytes / kSectorBytes);
-      if (b.sector >= q.sector && SaturatingAdd(b.sector, b.bytes / kSectorBytes) <= end) {
+      if (b.rest_sector >= q.sector &&
+          SaturatingAdd(b.rest_sector, b.rest_bytes / kSectorBytes) <= end) {
         b.request = *pos;
         q.bios.push_back(bi);
         break;
@@ -438,6 +477,7 @@ void Correlator::BuildBiosAndRequests() {
 }
 
 void Correlator::Attribute() {
+  const std::string no_syscall_layer = MissingSyscallLayer(c_.meta);
   ByThread<Syscall> calls;
   calls.Build(c_.syscalls, SyscallTs, SyscallTid);
   ByThread<PageFault> faults;
@@ -670,6 +710,12 @@ void Correlator::Attribute() {
         }
       }
     }
+    if (q.cause == Cause::kUnattributed && !no_syscall_layer.empty() &&
+        !(q.merged_away && !q.completed)) {
+      // An imported block trace: what the reasons above blame (no call found) is a given.
+      q.why = fmt::format("the trace has no system-call layer ({}): no call to attribute it to",
+                          no_syscall_layer);
+    }
     if (q.syscall != kNone && q.cause != Cause::kWriteback && q.cause != Cause::kReadahead) {
       c_.syscalls[q.syscall].requests.push_back(ri);
     }
@@ -782,20 +828,24 @@ Correlation Correlator::Finish() {
   }
   std::stable_sort(c_.faults.begin(), c_.faults.end(),
                    [](const PageFault& a, const PageFault& b) { return a.ts < b.ts; });
-  if (c_.summary.is_object() && c_.summary.contains("lost")) {
+  if (c_.summary.is_object() && c_.summary.contains("lost") && c_.summary["lost"].is_object()) {
     const auto& lost = c_.summary["lost"];
-    c_.lost_block = lost.value("block", 0ull);
-    c_.lost_nvme = lost.value("nvme", 0ull);
-    c_.lost_sched = lost.value("sched", 0ull);
+    auto count = [&](const char* source) -> uint64_t {
+      auto it = lost.find(source);
+      return it != lost.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+    };
+    c_.lost_block = count("block");
+    c_.lost_nvme = count("nvme");
+    c_.lost_sched = count("sched");
   }
-  if (c_.meta.is_object() && c_.meta.contains("layers")) {
-    const auto& layers = c_.meta["layers"];
-    for (auto [name, flag] : {std::pair<const char*, bool*>{"block", &c_.block_layer},
-                              {"nvme", &c_.nvme_layer},
-                              {"sched", &c_.sched_layer},
-                              {"memory", &c_.memory_layer}}) {
-      if (layers.contains(name) && layers[name].value("enabled", false)) *flag = true;
-    }
+  for (auto [name, flag] : {std::pair<const char*, bool*>{"block", &c_.block_layer},
+                            {"nvme", &c_.nvme_layer},
+                            {"sched", &c_.sched_layer},
+                            {"memory", &c_.memory_layer}}) {
+    const nlohmann::json* layer = LayerOf(c_.meta, name);
+    if (!layer) continue;
+    auto enabled = layer->find("enabled");
+    if (enabled != layer->end() && enabled->is_boolean() && enabled->get<bool>()) *flag = true;
   }
   BuildBiosAndRequests();
   Attribute();

@@ -80,6 +80,10 @@ struct Bio {
   uint64_t ino = 0, pgoff = 0;
   uint32_t ino_dev = 0;
   std::string comm;
+  // What is left of the bio after the pieces split off its front (X): where it joins a
+  // request by position when no request record names it.
+  uint64_t rest_sector = 0;
+  uint32_t rest_bytes = 0;
   bool queued = false;  // has a Q record (a root bio), else a split piece (X)
   bool merged = false;  // went into an existing request (M or F)
   size_t request = kNone;

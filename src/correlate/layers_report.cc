@@ -1045,8 +1045,11 @@ std::string RenderLayersText(const json& r) {
   out += fmt::format("\nRequests ({} of {}): cause, then Q2D / D2C / NVMe and the call's split "
                      "(syscall+fs | block | device | completion = total)\n",
                      rows.size(), r.value("requests_total", 0));
+  static const json kNoLatency = json::object();
   for (const json& q : rows) {
-    const json& l = q["latency_ns"];
+    // A request with no phase pair (a lone completion) has no latency_ns object.
+    auto lat = q.find("latency_ns");
+    const json& l = lat != q.end() && lat->is_object() ? *lat : kNoLatency;
     std::string what = q.value("cause", "");
     if (q.contains("syscall")) {
       what += fmt::format(" {}(tid {})", q["syscall"].value("op", ""), q["syscall"].value("tid", 0));

@@ -1,6 +1,7 @@
 // Importers for block-layer traces: ftrace text of block:* events (trace_pipe format), blkparse's
 // default text output, and the CHEOPS'25 bpftrace CSV (nsecs, rwbs, bytes, sector, nr_sector).
 // All produce BLOCK records; sectors are 512-byte units whatever the device's LBA size.
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -143,6 +144,51 @@ uint64_t RequestIds::End(uint32_t dev, uint64_t sector) {
   uint64_t id = it->second;
   inflight_.erase(it);
   return id;
+}
+
+uint64_t BioIds::Insert(uint32_t dev, uint64_t sector, uint64_t id) {
+  if (inflight_.size() >= kMaxInflight) {
+    // Bios whose request never completed (lost events): forget them rather than grow.
+    inflight_.clear();
+    forgotten_++;
+  }
+  inflight_[std::make_pair(dev, sector)] = id;
+  return id;
+}
+
+uint64_t BioIds::Queue(uint32_t dev, uint64_t sector) { return Insert(dev, sector, next_++); }
+
+uint64_t BioIds::Find(uint32_t dev, uint64_t sector) const {
+  auto it = inflight_.find(std::make_pair(dev, sector));
+  return it == inflight_.end() ? 0 : it->second;
+}
+
+BioIds::SplitIds BioIds::Split(uint32_t dev, uint64_t sector, uint64_t rest) {
+  SplitIds ids;
+  ids.parent = Find(dev, sector);
+  ids.piece = next_++;
+  if (ids.parent != 0 && rest != sector) Insert(dev, rest, ids.parent);
+  Insert(dev, sector, ids.piece);
+  return ids;
+}
+
+uint64_t BioIds::Remap(uint32_t from_dev, uint64_t from_sector, uint32_t dev, uint64_t sector) {
+  uint64_t id = End(from_dev, from_sector);
+  return id != 0 ? Insert(dev, sector, id) : 0;
+}
+
+uint64_t BioIds::End(uint32_t dev, uint64_t sector) {
+  auto it = inflight_.find(std::make_pair(dev, sector));
+  if (it == inflight_.end()) return 0;
+  uint64_t id = it->second;
+  inflight_.erase(it);
+  return id;
+}
+
+void BioIds::EndRange(uint32_t dev, uint64_t sector, uint64_t last) {
+  if (last < sector) return;  // callers saturate; a reversed range erases nothing
+  inflight_.erase(inflight_.lower_bound(std::make_pair(dev, sector)),
+                  inflight_.upper_bound(std::make_pair(dev, last)));
 }
 
 namespace {
@@ -292,6 +338,51 @@ void FillFromTail(iot_block* b, const BlockTail& t, bool bracket_is_error) {
   }
 }
 
+// Request and bio identities for text traces, which print none (RequestIds, BioIds), and the
+// completion's "bytes left before" (aux), which they do not print either: each completion is
+// taken to finish its request, as the kernel's block_rq_complete does unless it is partial.
+void AssignIds(iot_block* b, const BlockTail& t, bool request_event, RequestIds* rqs,
+               BioIds* bios) {
+  if (request_event) {
+    if (IsRequestStart(b->phase)) {
+      b->rq_id = rqs->Begin(b->dev, b->sector);
+    } else if (b->phase == IOT_BLK_COMPLETE) {
+      b->rq_id = rqs->End(b->dev, b->sector);
+      b->aux = b->bytes;
+      bios->EndRange(b->dev, b->sector, LastOfRun(b->sector, b->nr_sector));
+    } else if (b->phase == IOT_BLK_RQ_MERGE) {
+      b->rq_id = rqs->End(b->dev, b->sector);  // merged into another: it completes no more
+    }
+    return;
+  }
+  switch (b->phase) {
+    case IOT_BLK_QUEUE: b->bio_id = bios->Queue(b->dev, b->sector); break;
+    case IOT_BLK_BACKMERGE:
+    case IOT_BLK_FRONTMERGE:
+    case IOT_BLK_GETRQ: b->bio_id = bios->Find(b->dev, b->sector); break;
+    case IOT_BLK_BIO_COMPLETE: b->bio_id = bios->End(b->dev, b->sector); break;
+    case IOT_BLK_SPLIT: {
+      if (!t.new_sector) break;
+      BioIds::SplitIds ids = bios->Split(b->dev, b->sector, *t.new_sector);
+      b->bio_id = ids.piece;
+      b->parent_id = ids.parent;
+      // The piece is [sector, new_sector): the event prints no size.
+      if (*t.new_sector > b->sector) {
+        uint64_t sectors = std::min<uint64_t>(*t.new_sector - b->sector, UINT32_MAX / 512);
+        b->nr_sector = static_cast<uint32_t>(sectors);
+        b->bytes = static_cast<uint32_t>(sectors * 512);
+      }
+      break;
+    }
+    case IOT_BLK_REMAP:
+      if (t.remap_dev && t.remap_sector) {
+        b->bio_id = bios->Remap(*t.remap_dev, *t.remap_sector, b->dev, b->sector);
+      }
+      break;
+    default: break;
+  }
+}
+
 nlohmann::json BlockLayers(std::string_view source) {
   return {{"syscall", {{"enabled", false}, {"reason", std::string("not in ") + std::string(source)}}},
           {"block", {{"enabled", true}, {"reason", std::string("imported from ") + std::string(source)}}}};
@@ -383,19 +474,17 @@ class FtraceBlockImporter : public Importer {
       b.tgid = p->tgid;
       if (tail->bracket.empty()) SetComm(&b, p->task);
     }
-    if (ev->format == FtraceEvent::kRq || ev->format == FtraceEvent::kRqComplete) {
-      if (IsRequestStart(b.phase)) {
-        b.rq_id = ids_.Begin(b.dev, b.sector);
-      } else if (b.phase == IOT_BLK_COMPLETE) {
-        b.rq_id = ids_.End(b.dev, b.sector);
-      }
-    }
+    const bool request_event = ev->format == FtraceEvent::kRq ||
+                               ev->format == FtraceEvent::kRqComplete ||
+                               p->event == "block_rq_remap";
+    AssignIds(&b, *tail, request_event, &ids_, &bio_ids_);
     if (p->event == "block_rq_error") stats_.counters["block_rq_error"]++;
     return sink_->Append(b);
   }
 
   Status Finish() override {
     if (ids_.forgotten()) stats_.counters["request_ids_forgotten"] += ids_.forgotten();
+    if (bio_ids_.forgotten()) stats_.counters["bio_ids_forgotten"] += bio_ids_.forgotten();
     if (!clock_set_) sink_->SetClock({{"clock", "ftrace"}});
     return Status::Ok();
   }
@@ -484,6 +573,7 @@ class FtraceBlockImporter : public Importer {
   }
 
   RequestIds ids_;
+  BioIds bio_ids_;
   std::unordered_map<uint16_t, uint64_t> lost_;
   uint64_t last_ts_ = 0;
   bool clock_set_ = false;
@@ -567,22 +657,21 @@ class BlkparseImporter : public Importer {
     FillFromTail(&b, *tail, phase == IOT_BLK_COMPLETE);
     if (tail->bytes && !tail->sector) b.nr_sector = 0;  // passthrough: "BYTES (CDB)"
     if (InSubmitterContext(phase)) b.tid = static_cast<uint32_t>(*pid);
-    if (IsRequestStart(phase)) {
-      b.rq_id = ids_.Begin(b.dev, b.sector);
-    } else if (phase == IOT_BLK_COMPLETE) {
-      b.rq_id = ids_.End(b.dev, b.sector);
-    }
+    const bool request_event = IsRequestStart(phase) || phase == IOT_BLK_COMPLETE;
+    AssignIds(&b, *tail, request_event, &ids_, &bio_ids_);
     return sink_->Append(b);
   }
 
   Status Finish() override {
     if (ids_.forgotten()) stats_.counters["request_ids_forgotten"] += ids_.forgotten();
+    if (bio_ids_.forgotten()) stats_.counters["bio_ids_forgotten"] += bio_ids_.forgotten();
     if (!clock_set_) sink_->SetClock({{"clock", "relative"}});
     return Status::Ok();
   }
 
  private:
   RequestIds ids_;
+  BioIds bio_ids_;
   bool in_summary_ = false;
   bool clock_set_ = false;
 };
