@@ -133,5 +133,38 @@ TEST(BlockImportLayers, BlkparseBiosAndCompletions) {
   EXPECT_EQ(c.requests[0].layers.q2g, 1'000);
 }
 
+// The text report of an import whose discard was never completed (no phase pair: no
+// latency_ns) aborted with an uncaught nlohmann type_error.
+TEST(BlockImportLayers, TextReportOfARequestWithoutLatencies) {
+  Correlation c = CorrelateImport(
+      interop::ImportFormat::kFtraceBlock,
+      Ftrace(1000.004, "block_rq_issue", "254,0 DS 1048576 () 100000 + 2048 [fio]"));
+  ASSERT_EQ(c.requests.size(), 1u);
+  std::string text;
+  EXPECT_NO_THROW(text = correlate::RenderLayersText(correlate::LayersReport(c)));
+  EXPECT_NE(text.find("@100000"), std::string::npos) << text;
+}
+
+// Header layers of the wrong types (the header is the trace's) are read as absent, not thrown on.
+TEST(BlockImportLayers, MalformedLayerHeadersAreIgnored) {
+  for (const nlohmann::json& meta :
+       {nlohmann::json{{"layers", "block"}},
+        nlohmann::json{{"layers", {{"syscall", {{"enabled", "no"}, {"reason", 7}}},
+                                   {"block", {{"enabled", 1}}}}}},
+        nlohmann::json{{"layers", {{"syscall", {{"enabled", false}, {"reason", 7}}}}}}}) {
+    correlate::Correlator c;
+    c.SetMeta(meta, {{"lost", {{"block", "many"}}}});
+    iot_block b{};
+    InitRecord(&b, IOT_REC_BLOCK);
+    b.phase = IOT_BLK_ISSUE;
+    b.ts = 10;
+    b.rq_id = 1;
+    c.Add(&b.hdr);
+    Correlation r;
+    EXPECT_NO_THROW(r = c.Finish()) << meta.dump();
+    EXPECT_EQ(r.lost_block, 0u);
+  }
+}
+
 }  // namespace
 }  // namespace iotwin
