@@ -122,8 +122,14 @@ CommandSpec SetupReplay(CLI::App& parent) {
             auto r = replay::RunReplay(o);
             if (!r.ok()) return fail(r.status());
             for (const auto& w : r->warnings) std::fprintf(stderr, "iotwin replay: warning: %s\n", w.c_str());
-            if (o.json) std::printf("%s\n", r->summary.dump(2).c_str());
-            else std::fputs(r->text.c_str(), stdout);
+            if (o.json) {
+              // Names are bytes: a name that is not UTF-8 shows with U+FFFD, never aborts.
+              std::printf("%s\n",
+                          r->summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                              .c_str());
+            } else {
+              std::fputs(r->text.c_str(), stdout);
+            }
             return r->exit_code;
           }};
 }

@@ -29,13 +29,16 @@
 
 namespace iotwin::replay {
 
+class Sandbox;
+
 struct LiveArgs {
   const model::Op* op = nullptr;
+  const Sandbox* sandbox = nullptr;  // resolves every path (sandbox.h); none: path calls fail
   int fd = -1;              // live descriptor of DataFd
   int fd2 = -1;             // live second descriptor (copy_file_range out, sendfile out, dup2 new)
   int dirfd = AT_FDCWD;     // live dirfd of the first path (AT_FDCWD when the path is absolute)
   int dirfd2 = AT_FDCWD;
-  const char* path = nullptr;   // target path ("" for AT_EMPTY_PATH calls)
+  const char* path = nullptr;   // mapped target path ("" for AT_EMPTY_PATH calls)
   const char* path2 = nullptr;  // second target path; symlink: the rewritten link target is `path`
   uint8_t* buf = nullptr;       // read destination / write source, at least `len` bytes
   uint64_t len = 0;
@@ -99,8 +102,9 @@ class Backend {
   // Bookkeeping the kernel did implicitly in the original.
   virtual int CloneFd(int fd) = 0;    // a copy for a forked child's table
   virtual void CloseFd(int fd) = 0;
-  virtual uint8_t* MapFile(const std::string& path, uint64_t length, uint32_t prot,
-                           uint32_t flags, uint64_t offset) = 0;  // nullptr on failure
+  // Maps the file at mapped target `path`, opened through `sandbox`; nullptr on failure.
+  virtual uint8_t* MapFile(const Sandbox* sandbox, const std::string& path, uint64_t length,
+                           uint32_t prot, uint32_t flags, uint64_t offset) = 0;
   virtual void Unmap(uint8_t* addr, uint64_t length) = 0;
   // An async engine for recorded engine kind `engine` (IOT_AIO_ENGINE_*) with room for `depth`
   // requests in flight.

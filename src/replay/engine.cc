@@ -21,6 +21,7 @@
 #include "model/op_fields.h"
 #include "replay/fill.h"
 #include "replay/pacer.h"
+#include "replay/sandbox.h"
 
 namespace iotwin::replay {
 
@@ -29,6 +30,20 @@ using model::Op;
 using model::OpKind;
 
 namespace {
+
+// Physical memory of all workers' I/O buffers together (each between 1 and 64 MiB; see
+// AlignedBuffer::Aliased).
+constexpr size_t kBuffersPhysicalBytes = size_t{1} << 30;
+
+// Whether [offset, offset + length) lies inside the live twin of `mp` (its recorded length,
+// rounded up to pages as the kernel rounds munmap/madvise/msync). A trace's lengths are not
+// trusted: the replay only unmaps, advises, syncs, remaps or touches memory it mapped itself.
+bool WithinMapping(const model::Mapping& mp, uint64_t offset, uint64_t length) {
+  constexpr uint64_t kPage = 4096;
+  if (mp.length > UINT64_MAX - kPage) return false;
+  const uint64_t live = (mp.length + kPage - 1) / kPage * kPage;
+  return offset <= live && length <= live - offset;
+}
 
 long Futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* timeout) {
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, timeout, nullptr, 0);
@@ -66,12 +81,46 @@ struct alignas(64) ReplayEngine::Progress {
   std::atomic<uint32_t> waiters{0};
 };
 
+// Recorded descriptor number -> live descriptor, per process. Dense for the numbers programs
+// use; a locked map for the rare large ones, so that memory follows the numbers a trace uses,
+// not the largest number it names (dup2(fd, 2147483000) is one entry).
 struct ReplayEngine::LiveTable {
-  explicit LiveTable(size_t n) : size(n), slots(new std::atomic<int>[n]) {
-    for (size_t i = 0; i < n; i++) slots[i].store(-1, std::memory_order_relaxed);
+  static constexpr size_t kDense = 4096;
+  explicit LiveTable(size_t n) : size(std::min(n, kDense)), slots(new std::atomic<int>[size]) {
+    for (size_t i = 0; i < size; i++) slots[i].store(-1, std::memory_order_relaxed);
   }
+  int Get(int fd) const {
+    if (static_cast<size_t>(fd) < size) return slots[fd].load(std::memory_order_acquire);
+    std::lock_guard<std::mutex> l(mu);
+    auto it = high.find(fd);
+    return it == high.end() ? -1 : it->second;
+  }
+  // Stores `live` (-1: none) and returns what was there.
+  int Exchange(int fd, int live) {
+    if (static_cast<size_t>(fd) < size) return slots[fd].exchange(live, std::memory_order_acq_rel);
+    std::lock_guard<std::mutex> l(mu);
+    auto it = high.find(fd);
+    int old = it == high.end() ? -1 : it->second;
+    if (live >= 0) high[fd] = live;
+    else if (it != high.end()) high.erase(it);
+    return old;
+  }
+  // (recorded, live) of every live entry, at the moment of the call.
+  std::vector<std::pair<int, int>> Entries() const {
+    std::vector<std::pair<int, int>> out;
+    for (size_t i = 0; i < size; i++) {
+      int live = slots[i].load(std::memory_order_acquire);
+      if (live >= 0) out.emplace_back(static_cast<int>(i), live);
+    }
+    std::lock_guard<std::mutex> l(mu);
+    for (const auto& [fd, live] : high) out.emplace_back(fd, live);
+    return out;
+  }
+
   size_t size;
   std::unique_ptr<std::atomic<int>[]> slots;
+  mutable std::mutex mu;
+  std::unordered_map<int, int> high;
 };
 
 // An async request in flight.
@@ -122,9 +171,7 @@ ReplayEngine::~ReplayEngine() {
 
 int ReplayEngine::LiveFd(uint32_t process, int recorded) const {
   if (recorded < 0 || process >= tables_.size()) return -1;
-  const LiveTable& t = *tables_[process];
-  if (static_cast<size_t>(recorded) >= t.size) return -1;
-  return t.slots[recorded].load(std::memory_order_acquire);
+  return tables_[process]->Get(recorded);
 }
 
 void ReplayEngine::SetLiveFd(uint32_t process, int recorded, int live) {
@@ -132,12 +179,7 @@ void ReplayEngine::SetLiveFd(uint32_t process, int recorded, int live) {
     if (live >= 0) backend_->CloseFd(live);
     return;
   }
-  LiveTable& t = *tables_[process];
-  if (static_cast<size_t>(recorded) >= t.size) {
-    if (live >= 0) backend_->CloseFd(live);
-    return;
-  }
-  t.slots[recorded].store(live, std::memory_order_release);
+  tables_[process]->Exchange(recorded, live);
 }
 
 void ReplayEngine::Bookkeep(std::function<void()> fn) {
@@ -200,8 +242,8 @@ void ReplayEngine::MarkDone(uint32_t thread, uint32_t count) {
 
 void ReplayEngine::CloseProcess(uint32_t process) {
   LiveTable& t = *tables_[process];
-  for (size_t i = 0; i < t.size; i++) {
-    int fd = t.slots[i].exchange(-1);
+  for (const auto& [recorded, live] : t.Entries()) {
+    int fd = t.Exchange(recorded, -1);
     if (fd >= 0) backend_->CloseFd(fd);
   }
 }
@@ -229,18 +271,12 @@ Status ReplayEngine::Setup() {
 
   const auto& procs = model_.processes();
   for (size_t p = 0; p < procs.size(); p++) {
-    int64_t size = procs[p].max_fd + 1;
+    int64_t size = std::min<int64_t>(procs[p].max_fd, LiveTable::kDense) + 1;
     if (procs[p].parent != model::kNone) {
-      size = std::max<int64_t>(size, procs[procs[p].parent].max_fd + 1);
+      size = std::max<int64_t>(size, std::min<int64_t>(procs[procs[p].parent].max_fd,
+                                                       LiveTable::kDense) + 1);
     }
     tables_.push_back(std::make_unique<LiveTable>(static_cast<size_t>(std::max<int64_t>(size, 1))));
-  }
-  // Parents before children: a child's table can need the parent's size.
-  for (size_t p = 0; p < procs.size(); p++) {
-    uint32_t parent = procs[p].parent;
-    if (parent != model::kNone && tables_[parent]->size > tables_[p]->size) {
-      tables_[p] = std::make_unique<LiveTable>(tables_[parent]->size);
-    }
   }
   maps_.reset(new std::atomic<uint64_t>[model_.mappings().size() + 1]);
   for (size_t i = 0; i <= model_.mappings().size(); i++) maps_[i].store(0);
@@ -260,8 +296,9 @@ Status ReplayEngine::Setup() {
         SetLiveFd(static_cast<uint32_t>(p), ifd.fd, ifd.fd);
         continue;
       }
-      int flags = static_cast<int>(ifd.flags & ~static_cast<uint32_t>(O_CREAT | O_EXCL | O_TRUNC));
-      int fd = open(plan_.targets[ifd.path].c_str(), flags | O_CLOEXEC, 0644);
+      uint64_t flags = ifd.flags & ~static_cast<uint32_t>(O_CREAT | O_EXCL | O_TRUNC | O_PATH);
+      int fd = plan_.sandbox ? plan_.sandbox->OpenFile(plan_.targets[ifd.path], flags | O_CLOEXEC, 0)
+                             : -EPERM;
       if (fd < 0) continue;  // ops on it will count as live-fd-missing
       if (ifd.pos) lseek(fd, static_cast<off_t>(ifd.pos), SEEK_SET);
       SetLiveFd(static_cast<uint32_t>(p), ifd.fd, fd);
@@ -269,8 +306,8 @@ Status ReplayEngine::Setup() {
     for (uint32_t mid : procs[p].initial_mappings) {
       const model::Mapping& mp = model_.mappings()[mid];
       if (mp.path == model::kNone) continue;
-      uint8_t* base = backend_->MapFile(plan_.targets[mp.path], mp.length, mp.prot, mp.flags,
-                                        mp.file_offset);
+      uint8_t* base = backend_->MapFile(plan_.sandbox.get(), plan_.targets[mp.path], mp.length,
+                                        mp.prot, mp.flags, mp.file_offset);
       if (base) maps_[mid].store(reinterpret_cast<uint64_t>(base));
     }
   }
@@ -290,7 +327,9 @@ Status ReplayEngine::Setup() {
         uint64_t len = sc.length;
         if (op.extra_count && (OpIsRead(sc.op) || OpIsWrite(sc.op))) {
           len = 0;
-          for (uint32_t k = 0; k < op.extra_count; k++) len += model_.ExtraBegin(op)[k];
+          for (uint32_t k = 0; k < op.extra_count; k++) {
+            len = std::min(len + std::min(model_.ExtraBegin(op)[k], kMaxIoBytes), kMaxIoBytes);
+          }
         }
         if (OpIsRead(sc.op) || sc.op == IOT_OP_GETDENTS64) rmax = std::max(rmax, len);
         if (OpIsWrite(sc.op)) wmax = std::max(wmax, len);
@@ -304,13 +343,17 @@ Status ReplayEngine::Setup() {
       }
     }
     if (options_.backend != BackendKind::kNull) {
-      w->rbuf = AlignedBuffer(std::max<uint64_t>(rmax, 4096));
-      w->wbuf = AlignedBuffer(std::max<uint64_t>(wmax, 4096));
+      // Lengths are the trace's word: buffers alias their pages past a physical share, so memory
+      // stays bounded whatever a call claims (and the kernel moves at most kMaxIoBytes a call).
+      const size_t physical = std::clamp<size_t>(kBuffersPhysicalBytes / (2 * threads.size()),
+                                                 size_t{1} << 20, size_t{64} << 20);
+      w->rbuf = AlignedBuffer::Aliased(std::max<uint64_t>(rmax, 4096), physical);
+      w->wbuf = AlignedBuffer::Aliased(std::max<uint64_t>(wmax, 4096), physical);
       if (!w->rbuf.data() || !w->wbuf.data()) {
         return Status::Io("cannot allocate replay buffers for thread {} ({} / {} bytes)",
                           threads[t].tid, rmax, wmax);
       }
-      FillPattern(w->wbuf.data(), w->wbuf.size(), options_.fill, t + 7);
+      FillPattern(w->wbuf.data(), w->wbuf.physical_size(), options_.fill, t + 7);
     }
     w->engines.resize(model_.async_contexts().size());
     w->engine_failed.resize(model_.async_contexts().size(), false);
@@ -629,17 +672,15 @@ void ReplayEngine::RunWorker(Worker* w) {
         case OpKind::kFork: {
           uint32_t child = op.child;
           Bookkeep([&] {
-            LiveTable& src = *tables_[proc];
-            for (size_t fd = 0; fd < src.size; fd++) {
-              int live = src.slots[fd].load();
-              if (live >= 0) SetLiveFd(child, static_cast<int>(fd), backend_->CloneFd(live));
+            for (const auto& [fd, live] : tables_[proc]->Entries()) {
+              SetLiveFd(child, fd, backend_->CloneFd(live));
             }
             for (uint32_t mid : model_.processes()[child].inherited_mappings) {
               const model::Mapping& mp = model_.mappings()[mid];
               if (mp.path == model::kNone || plan_.targets[mp.path].empty()) continue;
               if (maps_[mp.inherited_from].load() == 0) continue;
-              uint8_t* base = backend_->MapFile(plan_.targets[mp.path], mp.length, mp.prot,
-                                                mp.flags, mp.file_offset);
+              uint8_t* base = backend_->MapFile(plan_.sandbox.get(), plan_.targets[mp.path],
+                                                mp.length, mp.prot, mp.flags, mp.file_offset);
               if (base) maps_[mid].store(reinterpret_cast<uint64_t>(base));
             }
           });
@@ -649,8 +690,8 @@ void ReplayEngine::RunWorker(Worker* w) {
           Bookkeep([&] {
             for (uint32_t k = 0; k < op.extra_count; k++) {
               int recorded = static_cast<int>(model_.ExtraBegin(op)[k]);
-              if (recorded < 0 || static_cast<size_t>(recorded) >= tables_[proc]->size) continue;
-              int live = tables_[proc]->slots[recorded].exchange(-1);
+              if (recorded < 0) continue;
+              int live = tables_[proc]->Exchange(recorded, -1);
               if (live >= 0) backend_->CloseFd(live);
             }
             UnmapProcess(proc);
@@ -694,7 +735,8 @@ void ReplayEngine::RunWorker(Worker* w) {
       req.opcode = op.aio.opcode;
       req.fd = LiveFd(proc, op.aio.fd);
       req.offset = op.aio.offset;
-      req.len = op.aio.length;
+      req.len = std::min<uint64_t>(op.aio.length,
+                                   AsyncIsWriteOp(op.aio) ? w->wbuf.size() : w->rbuf.size());
       req.rw_flags = op.aio.rw_flags;
       req.recorded = op.result;
       req.buf = AsyncIsWriteOp(op.aio) ? w->wbuf.data() : w->rbuf.data();
@@ -729,9 +771,12 @@ void ReplayEngine::RunWorker(Worker* w) {
     // ---- syscalls and page touches ----
     a = LiveArgs{};
     a.op = &op;
+    a.sandbox = plan_.sandbox.get();
     a.recorded = op.result;
     bool live_ok = true;
     LiveSkip why = LiveSkip::kLiveFdMissing;
+    bool outside_mapping = false;  // a length or offset past the replay's own mapping
+    bool bad_name = false;         // a recorded name no system call can carry (a NUL inside)
     const bool null_backend = options_.backend == BackendKind::kNull;
     int64_t result = 0;
     bool checked = !op.interrupted;
@@ -741,6 +786,9 @@ void ReplayEngine::RunWorker(Worker* w) {
       if (base == 0) {
         live_ok = false;
         why = LiveSkip::kMappingMissing;
+      } else if (!WithinMapping(model_.mappings()[op.mapping], op.map_offset, 1)) {
+        live_ok = false;
+        outside_mapping = true;
       }
       a.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
     } else if (IsAsyncSyscall(op.sc.op)) {
@@ -806,7 +854,10 @@ void ReplayEngine::RunWorker(Worker* w) {
       // Paths.
       if (model::OpTakesPath(code) && !op.empty_path) {
         const std::string& t = plan_.targets[op.path];
-        if (t.empty()) live_ok = false;
+        if (t.empty()) {
+          live_ok = false;
+          bad_name |= model_.path(op.path).find('\0') != std::string::npos;
+        }
         a.path = t.c_str();
         int dfd = model::PathDirFd(sc);
         if (dfd != model::kAtFdcwd) {
@@ -816,7 +867,10 @@ void ReplayEngine::RunWorker(Worker* w) {
       }
       if (model::OpTakesPath2(code)) {
         const std::string& t = plan_.targets[op.path2];
-        if (t.empty()) live_ok = false;
+        if (t.empty()) {
+          live_ok = false;
+          bad_name |= model_.path(op.path2).find('\0') != std::string::npos;
+        }
         a.path2 = t.c_str();
         int dfd = model::Path2DirFd(sc);
         if (dfd != model::kAtFdcwd) {
@@ -825,7 +879,13 @@ void ReplayEngine::RunWorker(Worker* w) {
         }
       }
       if (code == IOT_OP_SYMLINK || code == IOT_OP_SYMLINKAT) {
-        w->scratch = plan_.mapper.MapSymlinkTarget(model_.path(op.path2), model_.path(op.path));
+        // The link's text, re-rooted; a NUL in it would cut the name the kernel sees.
+        const std::string& text = model_.path(op.path);
+        if (text.find('\0') != std::string::npos) {
+          live_ok = false;
+          bad_name = true;
+        }
+        w->scratch = plan_.mapper.MapSymlinkTarget(model_.path(op.path2), text);
         a.path = w->scratch.c_str();
       }
       // Second descriptor.
@@ -841,14 +901,16 @@ void ReplayEngine::RunWorker(Worker* w) {
       }
       // Buffers.
       if (OpIsRead(code) || OpIsWrite(code) || code == IOT_OP_GETDENTS64) {
-        uint8_t* base = OpIsWrite(code) ? w->wbuf.data() : w->rbuf.data();
+        const AlignedBuffer& buf = OpIsWrite(code) ? w->wbuf : w->rbuf;
+        uint8_t* base = buf.data();
         a.buf = base;
-        a.len = sc.length;
+        // Never past the buffer: the kernel would cut the call to kMaxIoBytes anyway.
+        a.len = std::min<uint64_t>(sc.length, buf.size());
         if (op.extra_count) {
           if (w->iov.size() < op.extra_count) w->iov.resize(op.extra_count);
           uint64_t off = 0;
           for (uint32_t k = 0; k < op.extra_count; k++) {
-            uint64_t l = model_.ExtraBegin(op)[k];
+            uint64_t l = std::min<uint64_t>(model_.ExtraBegin(op)[k], buf.size() - off);
             w->iov[k] = iovec{base + off, l};
             off += l;
           }
@@ -866,11 +928,18 @@ void ReplayEngine::RunWorker(Worker* w) {
         }
         a.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
         a.mem_len = model::MemLength(sc);
+        if (base != 0 && !WithinMapping(model_.mappings()[op.mapping], op.map_offset, a.mem_len)) {
+          live_ok = false;
+          outside_mapping = true;
+        }
       }
       if (code == IOT_OP_MMAP && op.fixed_in != model::kNone) {
         // MAP_FIXED inside a mapping this replay made: the same place of its live twin.
+        // Only wholly inside it: MAP_FIXED replaces whatever else lies in its range.
         uint64_t base = maps_[op.fixed_in].load(std::memory_order_acquire);
-        if (base != 0) a.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
+        if (base != 0 && WithinMapping(model_.mappings()[op.fixed_in], op.map_offset, sc.length)) {
+          a.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
+        }
       }
       if (code == IOT_OP_CLOSE_RANGE) {
         w->fds.clear();
@@ -886,7 +955,10 @@ void ReplayEngine::RunWorker(Worker* w) {
 
     if (!live_ok) {
       const char* names[] = {"live_fd_missing", "mapping_missing", "async_engine"};
-      w->stats.AddSkip(names[static_cast<int>(why)], OpLabel(op));
+      w->stats.AddSkip(bad_name          ? "unrepresentable_path"
+                       : outside_mapping ? "outside_mapping"
+                                         : names[static_cast<int>(why)],
+                       OpLabel(op));
       w->done_ops.store(w->done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       MarkDone(w->thread, i + 1);
       continue;

@@ -1,7 +1,9 @@
 #include "replay/fill.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -64,18 +66,47 @@ AlignedBuffer::AlignedBuffer(size_t size) : size_(size) {
   data_ = static_cast<uint8_t*>(p);
 }
 
+AlignedBuffer AlignedBuffer::Aliased(uint64_t size, size_t physical) {
+  constexpr size_t kPage = 4096;
+  size = std::min<uint64_t>(size, kMaxIoBytes);
+  physical = std::max(kPage, physical / kPage * kPage);
+  if (size <= physical) return AlignedBuffer(static_cast<size_t>(size));
+  const size_t slots = static_cast<size_t>((size + physical - 1) / physical);
+  const size_t total = slots * physical;
+  void* va = mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (va == MAP_FAILED) return {};
+  AlignedBuffer b;
+  b.data_ = static_cast<uint8_t*>(va);
+  b.size_ = total;
+  b.physical_ = physical;
+  int fd = memfd_create("iotwin-replay-buffer", MFD_CLOEXEC);
+  if (fd < 0) return {};
+  bool ok = ftruncate(fd, static_cast<off_t>(physical)) == 0;
+  for (size_t k = 0; ok && k < slots; k++) {
+    void* p = mmap(b.data_ + k * physical, physical, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                   fd, 0);
+    ok = p != MAP_FAILED;
+  }
+  close(fd);
+  if (!ok) return {};
+  return b;
+}
+
 AlignedBuffer::~AlignedBuffer() {
   if (data_) munmap(data_, size_);
 }
 
 AlignedBuffer::AlignedBuffer(AlignedBuffer&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+    : data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)),
+      physical_(std::exchange(o.physical_, 0)) {}
 
 AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {
   if (this != &o) {
     if (data_) munmap(data_, size_);
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
+    physical_ = std::exchange(o.physical_, 0);
   }
   return *this;
 }

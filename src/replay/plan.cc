@@ -71,7 +71,12 @@ Result<ReplayPlan> BuildPlan(const model::TraceModel& m, const PathMapper& mappe
   plan.targets.resize(m.paths().size());
   for (size_t i = 0; i < m.paths().size(); i++) {
     const std::string& p = m.paths()[i];
-    if (!p.empty() && p[0] == '/') plan.targets[i] = mapper.Map(model::NormalizePath(p));
+    if (p.empty() || p[0] != '/') continue;
+    if (p.find('\0') != std::string::npos) {
+      plan.unrepresentable_paths++;
+      continue;
+    }
+    plan.targets[i] = mapper.Map(model::NormalizePath(p));
   }
   std::set<std::string> initial_targets;
   for (uint32_t f : m.InitialFileSet()) {
@@ -184,6 +189,7 @@ nlohmann::json PlanToJson(const ReplayPlan& plan, const ReplayOptions& o) {
   j["ops"] = {{"replayable", plan.replayable_ops}, {"skipped", plan.skipped_ops},
               {"by_kind", by_kind}, {"skipped_by_kind", skipped},
               {"skipped_by_reason", skip_reasons}};
+  j["unrepresentable_paths"] = plan.unrepresentable_paths;
   j["dependencies"] = m.stats().deps;
   j["unknown_fds"] = m.stats().unknown_fds;
   j["lost_events"] = m.stats().lost_events;
@@ -221,6 +227,10 @@ std::string PlanToText(const ReplayPlan& plan, const ReplayOptions& o) {
     for (auto& [k, v] : j["ops"]["skipped_by_reason"].items()) {
       s += fmt::format("    {:<20} {}\n", k, v.get<uint64_t>());
     }
+  }
+  if (plan.unrepresentable_paths) {
+    s += fmt::format("  unreplayable     {} names hold a NUL byte; calls on them are skipped\n",
+                     plan.unrepresentable_paths);
   }
   s += fmt::format("  dependencies     {} cross-thread waits\n", j["dependencies"].get<uint64_t>());
   s += fmt::format("  lost events      {}\n", j["lost_events"].get<uint64_t>());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "model/trace_model.h"
 #include "replay/options.h"
 #include "replay/path_mapper.h"
+#include "replay/sandbox.h"
 
 namespace iotwin::replay {
 
@@ -26,7 +28,12 @@ struct PlannedFile {
 struct ReplayPlan {
   const model::TraceModel* model = nullptr;
   PathMapper mapper;
-  std::vector<std::string> targets;  // per PathId ("" for strings that are not absolute paths)
+  // Where every path operation is resolved; opened by PrepareSandbox (none for a dry run).
+  std::shared_ptr<const Sandbox> sandbox;
+  // Per PathId: "" for strings that are not absolute paths and for names no system call can
+  // carry (a NUL byte inside).
+  std::vector<std::string> targets;
+  uint64_t unrepresentable_paths = 0;  // recorded names holding a NUL byte
   std::vector<PlannedFile> initial;  // parents before children
   std::vector<std::string> created;  // targets the workload creates (deepest first)
   uint64_t initial_bytes = 0;

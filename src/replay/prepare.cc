@@ -9,7 +9,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <fstream>
+#include <charconv>
+#include <optional>
 #include <map>
 #include <set>
 
@@ -19,21 +20,26 @@
 #include "base/page_cache.h"
 #include "model/path.h"
 #include "replay/fill.h"
+#include "replay/sandbox.h"
 
 namespace iotwin::replay {
 
 namespace {
 
 constexpr size_t kChunk = 1 << 20;
+// A manifest is a list of names: far below this, whatever the file set.
+constexpr off_t kManifestMaxBytes = off_t{1} << 30;
 
-Status MkdirP(const std::string& path, uint64_t* created) {
+// Host directories named on the command line (the root, --map targets and their --amplify
+// copies): trusted paths, created with their parents; an existing one must be a directory.
+Status MkdirHost(const std::string& path, uint64_t* created) {
   if (path.empty() || path == "/") return Status::Ok();
   struct stat st;
   if (lstat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return Status::Ok();
     return Status::Invalid("'{}' exists and is not a directory", path);
   }
-  IOTWIN_RETURN_IF_ERROR(MkdirP(std::string(model::ParentPath(path)), created));
+  IOTWIN_RETURN_IF_ERROR(MkdirHost(std::string(model::ParentPath(path)), created));
   if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
     return Status::FromErrno(errno, "mkdir " + path);
   }
@@ -41,27 +47,125 @@ Status MkdirP(const std::string& path, uint64_t* created) {
   return Status::Ok();
 }
 
-// Nearest existing ancestor (for statvfs of a path that does not exist yet).
-std::string ExistingAncestor(std::string p) {
-  struct stat st;
-  while (!p.empty() && p != "/" && stat(p.c_str(), &st) != 0) p = std::string(model::ParentPath(p));
-  return p.empty() ? "/" : p;
+Status Errno(int neg_errno, std::string_view what, std::string_view path) {
+  return Status::FromErrno(-neg_errno, fmt::format("{} {}", what, path));
+}
+
+// `target` and its missing parents, each created beneath its base.
+Status MakeDirs(const Sandbox& sb, const std::string& target, uint64_t* created) {
+  if (!sb.Contains(target)) return Status::Internal("'{}' is not under the sandbox", target);
+  std::vector<std::string> missing;
+  for (std::string p = target;; p = std::string(model::ParentPath(p))) {
+    struct stat st;
+    int rc = sb.Stat(p, true, &st);
+    if (rc == 0) {
+      if (!S_ISDIR(st.st_mode)) return Status::Invalid("'{}' exists and is not a directory", p);
+      break;
+    }
+    if (rc != -ENOENT) return Errno(rc, "stat", p);
+    missing.push_back(p);
+    if (p == "/" || !sb.Contains(std::string(model::ParentPath(p)))) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    int rc = sb.Mkdir(*it, 0755);
+    if (rc < 0 && rc != -EEXIST) return Errno(rc, "mkdir", *it);
+    if (rc == 0 && created) (*created)++;
+  }
+  return Status::Ok();
+}
+
+// Names in the manifest are bytes: valid UTF-8 is kept as a JSON string, anything else is
+// written as {"hex": "..."} so that a later replay clears exactly the names it created.
+nlohmann::json NameToJson(const std::string& name) {
+  try {
+    (void)nlohmann::json(name).dump();
+    return name;
+  } catch (const nlohmann::json::type_error&) {
+    std::string hex;
+    for (unsigned char c : name) hex += fmt::format("{:02x}", c);
+    return {{"hex", hex}};
+  }
+}
+
+std::optional<std::string> NameFromJson(const nlohmann::json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  if (!j.is_object() || !j.contains("hex") || !j["hex"].is_string()) return std::nullopt;
+  const std::string& hex = j["hex"].get_ref<const std::string&>();
+  if (hex.size() % 2) return std::nullopt;
+  std::string out;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    unsigned v = 0;
+    auto [p, ec] = std::from_chars(hex.data() + i, hex.data() + i + 2, v, 16);
+    if (ec != std::errc() || p != hex.data() + i + 2) return std::nullopt;
+    out += static_cast<char>(v);
+  }
+  return out;
 }
 
 nlohmann::json FileList(const std::vector<ReplayPlan>& plans) {
   nlohmann::json files = nlohmann::json::array();
   for (const auto& plan : plans) {
     for (const auto& f : plan.initial) {
-      files.push_back({{"path", f.recorded}, {"target", f.target}, {"size", f.size}, {"dir", f.dir}});
+      files.push_back({{"path", NameToJson(f.recorded)}, {"target", NameToJson(f.target)},
+                       {"size", f.size}, {"dir", f.dir}});
     }
   }
   return files;
 }
 
-Status WriteFileContents(const PlannedFile& f, const ReplayOptions& o, uint64_t seed,
-                         AlignedBuffer* buf, PrepareReport* r) {
-  UniqueFd fd(open(f.target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
-  if (!fd.valid()) return Status::FromErrno(errno, "create " + f.target);
+// The user's --map targets, normalised (before any --amplify suffix).
+std::vector<std::string> MapTargets(const ReplayOptions& o) {
+  std::vector<std::string> out;
+  for (const auto& [from, to] : o.maps) {
+    std::string t = model::NormalizePath(to);
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+  }
+  return out;
+}
+
+// Entries of a host directory other than "." and ".." and the manifest; -1 when it is missing.
+int64_t CountEntries(const std::string& dir, bool* has_manifest) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return -1;
+  int64_t n = 0;
+  while (dirent* e = readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (name == kManifestName) {
+      if (has_manifest) *has_manifest = true;
+      continue;
+    }
+    n++;
+  }
+  closedir(d);
+  return n;
+}
+
+// A --map target, like the root, must be empty or prepared by iotwin for this trace: the trace
+// decides which names there are overwritten.
+Status CheckMapTargets(const ReplayOptions& o, const nlohmann::json& manifest) {
+  if (o.force) return Status::Ok();
+  for (const std::string& t : MapTargets(o)) {
+    if (model::PathIsWithin(t, o.root)) continue;  // covered by the root's own check
+    if (CountEntries(t, nullptr) <= 0) continue;
+    bool prepared = false;
+    if (manifest.is_object() && manifest.contains("bases") && manifest["bases"].is_array()) {
+      for (const auto& b : manifest["bases"]) prepared |= NameFromJson(b) == t;
+    }
+    if (!prepared) {
+      return Status::Invalid(
+          "--map target {} is not empty and was not prepared by iotwin for this trace: use an "
+          "empty directory, or --force to replay into it (names the trace uses there are "
+          "overwritten)", t);
+    }
+  }
+  return Status::Ok();
+}
+
+Status WriteFileContents(const Sandbox& sb, const PlannedFile& f, const ReplayOptions& o,
+                         uint64_t seed, AlignedBuffer* buf, PrepareReport* r) {
+  UniqueFd fd(sb.OpenFile(f.target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid()) return Errno(fd.get(), "create", f.target);
   if (o.sparse || f.size == 0) {
     if (ftruncate(fd.get(), static_cast<off_t>(f.size)) != 0) {
       return Status::FromErrno(errno, "ftruncate " + f.target);
@@ -101,26 +205,26 @@ Status CheckSpace(const std::vector<ReplayPlan>& plans, const ReplayOptions& o) 
   for (const auto& plan : plans) {
     for (const auto& f : plan.initial) {
       if (f.dir) continue;
-      uint64_t want = (f.size + 4095) / 4096 * 4096;
+      uint64_t want = f.size / 4096 * 4096 + (f.size % 4096 ? 4096 : 0);
       struct stat st;
-      if (lstat(f.target.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (plan.sandbox->Stat(f.target, false, &st) == 0 && S_ISREG(st.st_mode)) {
         uint64_t have = static_cast<uint64_t>(st.st_blocks) * 512;
         want = want > have ? want - have : 0;
       }
-      std::string anc = ExistingAncestor(f.target);
+      const std::string& base = plan.mapper.BaseOf(f.recorded);
       struct statvfs vfs;
-      if (statvfs(anc.c_str(), &vfs) != 0) return Status::FromErrno(errno, "statvfs " + anc);
+      if (statvfs(base.c_str(), &vfs) != 0) return Status::FromErrno(errno, "statvfs " + base);
       Need& n = by_fs[vfs.f_fsid];
       if (n.where.empty()) {
-        n.where = anc;
+        n.where = base;
         n.avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
       }
-      n.bytes += want;
+      n.bytes = n.bytes > UINT64_MAX - want ? UINT64_MAX : n.bytes + want;
     }
   }
   for (const auto& [fsid, n] : by_fs) {
     uint64_t margin = n.avail / 50;  // keep 2% free
-    if (n.bytes + margin > n.avail) {
+    if (n.bytes > n.avail - margin) {
       return Status::Error(Status::Code::kIo,
                            fmt::format("insufficient space on the file system of {}: the file set "
                                        "needs {} bytes, {} available (use --sparse to skip data "
@@ -129,6 +233,132 @@ Status CheckSpace(const std::vector<ReplayPlan>& plans, const ReplayOptions& o) 
     }
   }
   return Status::Ok();
+}
+
+// Names a previous replay created, as our manifest lists them, deepest first; each removed
+// beneath its base, never recursively, never a base itself.
+void ClearCreated(const std::vector<ReplayPlan>& plans, const nlohmann::json& manifest,
+                  PrepareReport* r) {
+  if (!manifest.contains("created") || !manifest["created"].is_array()) return;
+  for (const auto& c : manifest["created"]) {
+    std::optional<std::string> name = NameFromJson(c);
+    if (!name) continue;
+    for (const auto& plan : plans) {
+      const Sandbox& sb = *plan.sandbox;
+      if (!sb.Contains(*name)) continue;
+      const auto& bases = plan.mapper.Bases();
+      if (std::find(bases.begin(), bases.end(), *name) != bases.end()) continue;
+      int kind = sb.Kind(*name);
+      if (kind < 0) continue;
+      if (sb.Unlink(*name, kind == S_IFDIR ? AT_REMOVEDIR : 0) == 0) r->names_cleared++;
+      break;
+    }
+  }
+}
+
+// The initial directories and files, with their fill.
+Status CreateInitialSet(const std::vector<ReplayPlan>& plans, const ReplayOptions& o,
+                        PrepareReport* r) {
+  AlignedBuffer buf(kChunk);
+  if (!buf.data()) return Status::Io("cannot allocate a {}-byte fill buffer", kChunk);
+  uint64_t seed = 1;
+  for (const auto& plan : plans) {
+    const Sandbox& sb = *plan.sandbox;
+    for (const auto& f : plan.initial) {
+      seed++;
+      int kind = sb.Kind(f.target);
+      bool exists = kind >= 0;
+      if (f.dir) {
+        if (exists && kind != S_IFDIR) {
+          if (!r->manifest_found) {
+            r->notes.push_back(fmt::format(
+                "'{}' ({}) exists and is not a directory, but the trace uses it as one: left as "
+                "it is, so calls on it may differ", f.recorded, f.target));
+            continue;
+          }
+          if (int rc = sb.Unlink(f.target, 0); rc < 0) return Errno(rc, "unlink", f.target);
+        }
+        IOTWIN_RETURN_IF_ERROR(MakeDirs(sb, f.target, &r->dirs_created));
+        continue;
+      }
+      std::string parent(model::ParentPath(f.target));
+      if (sb.Contains(parent)) IOTWIN_RETURN_IF_ERROR(MakeDirs(sb, parent, &r->dirs_created));
+      if (exists) {
+        struct stat st;
+        if (kind == S_IFLNK || kind == S_IFDIR) {
+          if (!r->manifest_found || plan.mapper.BaseOf(f.recorded) == f.target) {
+            r->notes.push_back(fmt::format(
+                "'{}' ({}) exists and is not a regular file, but the trace uses it as one: left "
+                "as it is, so calls on it may differ", f.recorded, f.target));
+            continue;
+          }
+          int rc = sb.Unlink(f.target, kind == S_IFDIR ? AT_REMOVEDIR : 0);
+          if (rc < 0) return Errno(rc, "remove", f.target);
+        } else if (kind == S_IFREG && sb.Stat(f.target, false, &st) == 0 &&
+                   static_cast<uint64_t>(st.st_size) == f.size &&
+                   (o.sparse || static_cast<uint64_t>(st.st_blocks) * 512 + 4096 >= f.size)) {
+          r->files_reused++;
+          continue;
+        }
+      }
+      IOTWIN_RETURN_IF_ERROR(WriteFileContents(sb, f, o, seed, &buf, r));
+    }
+  }
+  return Status::Ok();
+}
+
+// The manifest, written to a temporary name and renamed; neither name is followed if a symlink.
+Status WriteManifest(const std::vector<ReplayPlan>& plans, const ReplayOptions& o) {
+  nlohmann::json created = nlohmann::json::array();
+  for (const auto& plan : plans) {
+    for (const auto& c : plan.created) created.push_back(NameToJson(c));
+  }
+  nlohmann::json bases = nlohmann::json::array({NameToJson(o.root)});
+  for (const std::string& t : MapTargets(o)) bases.push_back(NameToJson(t));
+  nlohmann::json out = {{"iotwin_manifest", 1},
+                        {"source", NameToJson(o.trace)},
+                        {"fill", o.fill.ToString()},
+                        {"sparse", o.sparse},
+                        {"amplify", o.amplify},
+                        {"root", NameToJson(o.root)},
+                        {"bases", bases},
+                        {"files", FileList(plans)},
+                        {"created", created}};
+  std::string text = out.dump(1) + "\n";
+  std::string path = o.root + "/" + kManifestName, tmp = path + ".tmp";
+  unlink(tmp.c_str());
+  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Status::FromErrno(errno, "create " + tmp);
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t w = write(fd.get(), text.data() + done, text.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return Status::FromErrno(errno, "write " + tmp);
+    done += static_cast<size_t>(w);
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(errno, "rename " + path);
+  return Status::Ok();
+}
+
+// The manifest's text, read without following a symlink and with a bounded size.
+Result<std::string> ReadManifest(const std::string& path) {
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return Status::FromErrno(errno, "open " + path);
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
+  if (!S_ISREG(st.st_mode) || st.st_size > kManifestMaxBytes) {
+    return Status::Corrupt("{}: not a regular file of at most {} bytes", path, kManifestMaxBytes);
+  }
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = read(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  text.resize(done);
+  return text;
 }
 
 }  // namespace
@@ -152,7 +382,7 @@ Result<std::string> CanonicalRoot(const std::string& root) {
   }
   abs = model::NormalizePath(abs);
   if (abs == "/") return Status::Invalid("--root cannot be '/'");
-  IOTWIN_RETURN_IF_ERROR(MkdirP(abs, nullptr));
+  IOTWIN_RETURN_IF_ERROR(MkdirHost(abs, nullptr));
   char real[PATH_MAX];
   if (!realpath(abs.c_str(), real)) return Status::FromErrno(errno, "realpath " + abs);
   if (std::string(real) == "/") return Status::Invalid("--root cannot be '/'");
@@ -172,13 +402,14 @@ Result<nlohmann::json> CheckRoot(const std::string& root, const ReplayOptions& o
   closedir(d);
   nlohmann::json m;
   if (manifest) {
-    std::ifstream in(root + "/" + kManifestName);
-    try {
-      in >> m;
-    } catch (const std::exception& e) {
+    std::string path = root + "/" + kManifestName;
+    Result<std::string> text = ReadManifest(path);
+    m = text.ok() ? nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false)
+                  : nlohmann::json(nlohmann::json::value_t::discarded);
+    if (m.is_discarded()) {
       if (!o.force) {
-        return Status::Corrupt("{}/{}: unreadable manifest ({}); use --force to overwrite it", root,
-                               kManifestName, e.what());
+        return Status::Corrupt("{}: unreadable manifest ({}); use --force to overwrite it", path,
+                               text.ok() ? "not JSON" : text.status().message());
       }
       m = nullptr;
     }
@@ -198,38 +429,28 @@ Result<nlohmann::json> CheckRoot(const std::string& root, const ReplayOptions& o
   return m;
 }
 
-Result<PrepareReport> PrepareSandbox(const std::vector<ReplayPlan>& plans, const ReplayOptions& o) {
+Result<PrepareReport> PrepareSandbox(std::vector<ReplayPlan>& plans, const ReplayOptions& o) {
   PrepareReport r;
   IOTWIN_ASSIGN_OR_RETURN(nlohmann::json manifest, CheckRoot(o.root, o));
-  nlohmann::json files = FileList(plans);
   r.manifest_found = !manifest.is_null();
   if (r.manifest_found) {
-    bool same = manifest.contains("files") && manifest["files"] == files;
+    bool same = manifest.contains("files") && manifest["files"] == FileList(plans);
     if (!same && !o.force) {
+      std::optional<std::string> source =
+          manifest.contains("source") ? NameFromJson(manifest["source"]) : std::nullopt;
       return Status::Invalid(
           "{}/{} describes the file set of another trace ({}); use another root, or --force to "
-          "rebuild it", o.root, kManifestName, manifest.value("source", std::string("?")));
-    }
-    // Names a previous replay created: only those our manifest lists, deepest first.
-    if (manifest.contains("created") && manifest["created"].is_array()) {
-      std::vector<std::string> names;
-      for (const auto& c : manifest["created"]) {
-        if (c.is_string()) names.push_back(c.get<std::string>());
-      }
-      for (const auto& n : names) {
-        bool inside = false;
-        for (const auto& plan : plans) {
-          for (const auto& b : plan.mapper.Bases()) inside |= model::PathIsWithin(n, b) && n != b;
-        }
-        if (!inside) continue;  // never outside the sandbox, whatever the file says
-        struct stat st;
-        if (lstat(n.c_str(), &st) != 0) continue;
-        int rc = S_ISDIR(st.st_mode) ? rmdir(n.c_str()) : unlink(n.c_str());
-        if (rc == 0) r.names_cleared++;
-      }
+          "rebuild it", o.root, kManifestName, source.value_or("?"));
     }
   }
-  // Symlinks already present must not lead outside.
+  IOTWIN_RETURN_IF_ERROR(CheckMapTargets(o, manifest));
+  for (auto& plan : plans) {
+    for (const auto& b : plan.mapper.Bases()) IOTWIN_RETURN_IF_ERROR(MkdirHost(b, &r.dirs_created));
+    IOTWIN_ASSIGN_OR_RETURN(plan.sandbox, Sandbox::Open(plan.mapper));
+  }
+  if (r.manifest_found) ClearCreated(plans, manifest, &r);
+  // Symlinks already present must not lead outside: refused here, with a clear message, before
+  // anything is written (every later call would fail on them with EXDEV anyway).
   for (const auto& plan : plans) {
     std::set<std::string> seen;
     for (const auto& t : plan.targets) {
@@ -238,64 +459,9 @@ Result<PrepareReport> PrepareSandbox(const std::vector<ReplayPlan>& plans, const
     }
   }
   IOTWIN_RETURN_IF_ERROR(CheckSpace(plans, o));
-
-  AlignedBuffer buf(kChunk);
-  if (!buf.data()) return Status::Io("cannot allocate a {}-byte fill buffer", kChunk);
-  uint64_t seed = 1;
-  for (const auto& plan : plans) {
-    for (const auto& b : plan.mapper.Bases()) IOTWIN_RETURN_IF_ERROR(MkdirP(b, &r.dirs_created));
-    for (const auto& f : plan.initial) {
-      seed++;
-      struct stat st;
-      bool exists = lstat(f.target.c_str(), &st) == 0;
-      if (f.dir) {
-        if (exists && !S_ISDIR(st.st_mode)) {
-          if (!r.manifest_found) {
-            return Status::Invalid("'{}' exists and is not a directory", f.target);
-          }
-          if (unlink(f.target.c_str()) != 0) return Status::FromErrno(errno, "unlink " + f.target);
-        }
-        IOTWIN_RETURN_IF_ERROR(MkdirP(f.target, &r.dirs_created));
-        continue;
-      }
-      IOTWIN_RETURN_IF_ERROR(MkdirP(std::string(model::ParentPath(f.target)), &r.dirs_created));
-      if (exists) {
-        if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) {
-          if (!r.manifest_found) {
-            return Status::Invalid("'{}' exists and is not a regular file", f.target);
-          }
-          int rc = S_ISDIR(st.st_mode) ? rmdir(f.target.c_str()) : unlink(f.target.c_str());
-          if (rc != 0) return Status::FromErrno(errno, "remove " + f.target);
-        } else if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == f.size &&
-                   (o.sparse || static_cast<uint64_t>(st.st_blocks) * 512 + 4096 >= f.size)) {
-          r.files_reused++;
-          continue;
-        }
-      }
-      IOTWIN_RETURN_IF_ERROR(WriteFileContents(f, o, seed, &buf, &r));
-    }
-  }
+  IOTWIN_RETURN_IF_ERROR(CreateInitialSet(plans, o, &r));
   IOTWIN_RETURN_IF_ERROR(ApplyCacheState(plans, o.cache, &r));
-
-  nlohmann::json created = nlohmann::json::array();
-  for (const auto& plan : plans) {
-    for (const auto& c : plan.created) created.push_back(c);
-  }
-  nlohmann::json out = {{"iotwin_manifest", 1},
-                        {"source", o.trace},
-                        {"fill", o.fill.ToString()},
-                        {"sparse", o.sparse},
-                        {"amplify", o.amplify},
-                        {"root", o.root},
-                        {"files", files},
-                        {"created", created}};
-  std::string path = o.root + "/" + kManifestName, tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << out.dump(1) << "\n";
-    if (!f) return Status::Io("cannot write {}", tmp);
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(errno, "rename " + path);
+  IOTWIN_RETURN_IF_ERROR(WriteManifest(plans, o));
   return r;
 }
 
@@ -324,7 +490,8 @@ Status ApplyCacheState(const std::vector<ReplayPlan>& plans, CacheMode mode, Pre
   for (const auto& plan : plans) {
     for (const auto& f : plan.initial) {
       if (f.dir) continue;
-      UniqueFd fd(open(f.target.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+      if (!plan.sandbox) continue;
+      UniqueFd fd(plan.sandbox->OpenFile(f.target, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0));
       if (!fd.valid()) continue;
       uint64_t warm_bytes = 0;
       if (effective == CacheMode::kWarm) {

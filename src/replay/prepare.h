@@ -1,10 +1,12 @@
 // Preparing the sandbox: the initial file set on disk, the initial page-cache state, and the
 // manifest (DIR/.iotwin-manifest.json) that lets a later replay verify and reuse the set.
 //
-// Safety rules: a root that holds anything but an iotwin manifest is refused (unless --force);
-// free space is checked before anything is written; only names listed in our own manifest are
-// ever deleted (the names a previous replay created), never recursively; every target is checked
-// to resolve beneath its base (PathMapper::CheckBeneath) before it is touched.
+// Safety rules: a root, or a --map target, that holds anything but what iotwin prepared is refused
+// (unless --force); free space is checked before anything is written; only names listed in our
+// own manifest are ever deleted (the names a previous replay created), never recursively; every
+// file operation under a base is resolved beneath it by the kernel (sandbox.h), and existing
+// symlinks that would lead out are refused up front (PathMapper::CheckBeneath). A name the trace
+// uses as a file where a directory exists (or the reverse) is left alone with a warning.
 #pragma once
 
 #include <cstdint>
@@ -44,9 +46,8 @@ Result<nlohmann::json> CheckRoot(const std::string& root, const ReplayOptions& o
 
 // Prepares the file set of every plan (one per --amplify copy) under options.root: clears names
 // a previous replay created, checks space and symlinks, creates directories and files with
-// their fill, applies the cache mode and writes the manifest.
-Result<PrepareReport> PrepareSandbox(const std::vector<ReplayPlan>& plans,
-                                     const ReplayOptions& options);
+// their fill, applies the cache mode and writes the manifest. Opens each plan's sandbox.
+Result<PrepareReport> PrepareSandbox(std::vector<ReplayPlan>& plans, const ReplayOptions& options);
 
 // Page-cache state only (cold / warm / as-captured), for files already prepared.
 Status ApplyCacheState(const std::vector<ReplayPlan>& plans, CacheMode mode, PrepareReport* report);

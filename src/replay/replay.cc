@@ -156,6 +156,8 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
   mo.compute_dependencies = o.layer == Layer::kSyscall;
   IOTWIN_ASSIGN_OR_RETURN(auto model, model::LoadTraceModel(o.trace, mo, &damage));
   IOTWIN_RETURN_IF_ERROR(CheckTrace(*model, damage, o, &out.warnings));
+  // What the model had to assume (a name used both as a file and as a directory, ...).
+  for (const auto& w : model->warnings()) out.warnings.push_back(w.message);
 
   if (o.layer == Layer::kBlock) {
     IOTWIN_ASSIGN_OR_RETURN(auto block, RunBlockReplay(*model, o));

@@ -16,6 +16,7 @@
 
 #include "model/op_fields.h"
 #include "replay/backend.h"
+#include "replay/sandbox.h"
 
 namespace iotwin::replay {
 
@@ -65,6 +66,78 @@ const void* Off(uint64_t off, loff_t* store) {
   return store;
 }
 
+// open(2) accepts and ignores unknown flag bits; openat2(2) refuses them, and refuses any flag
+// beside O_DIRECTORY, O_NOFOLLOW and O_CLOEXEC with O_PATH. The replay opens through openat2
+// (see sandbox.h), so the recorded flags are cut to what open(2) would have honoured.
+uint64_t HonouredOpenFlags(uint64_t flags) {
+  constexpr uint64_t kValid = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND |
+                              O_NONBLOCK | O_DSYNC | O_SYNC | FASYNC | O_DIRECT | O_LARGEFILE |
+                              O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | O_PATH |
+                              __O_TMPFILE;
+  flags &= kValid;
+  if (flags & O_PATH) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  return flags;
+}
+
+// Calls that name a path: resolved beneath the sandbox, never by the kernel from "/".
+int64_t OpenCall(const LiveArgs& a) {
+  if (!a.sandbox) return -EPERM;
+  const iot_syscall& sc = a.op->sc;
+  uint64_t flags = sc.flags, resolve = 0;
+  if (sc.op == IOT_OP_CREAT) flags = O_CREAT | O_WRONLY | O_TRUNC;
+  if (sc.op == IOT_OP_OPENAT2) resolve = model::Openat2Resolve(sc);
+  return a.sandbox->OpenFile(a.path, HonouredOpenFlags(flags), sc.mode, resolve);
+}
+
+int64_t StatCall(const LiveArgs& a) {
+  const iot_syscall& sc = a.op->sc;
+  if (a.path != nullptr && a.path[0] == '\0') {
+    // AT_EMPTY_PATH: the object is a live descriptor, no name is resolved.
+    if (sc.op == IOT_OP_STATX) {
+      struct statx stx;
+      return Ret(syscall(SYS_statx, a.dirfd, "", sc.flags, sc.mode, &stx));
+    }
+    struct stat st;
+    return Ret(syscall(SYS_newfstatat, a.dirfd, "", &st, sc.flags));
+  }
+  if (!a.sandbox) return -EPERM;
+  struct stat st;
+  switch (sc.op) {
+    case IOT_OP_STAT: return a.sandbox->Stat(a.path, true, &st);
+    case IOT_OP_LSTAT: return a.sandbox->Stat(a.path, false, &st);
+    case IOT_OP_NEWFSTATAT:
+      return a.sandbox->Stat(a.path, (sc.flags & AT_SYMLINK_NOFOLLOW) == 0, &st);
+    default: {
+      struct statx stx;
+      return a.sandbox->Statx(a.path, static_cast<int>(sc.flags), sc.mode, &stx);
+    }
+  }
+}
+
+int64_t NameCall(const LiveArgs& a) {
+  if (!a.sandbox) return -EPERM;
+  const Sandbox& sb = *a.sandbox;
+  const iot_syscall& sc = a.op->sc;
+  switch (sc.op) {
+    case IOT_OP_MKDIR:
+    case IOT_OP_MKDIRAT: return sb.Mkdir(a.path, static_cast<mode_t>(sc.mode));
+    case IOT_OP_UNLINK: return sb.Unlink(a.path, 0);
+    case IOT_OP_UNLINKAT: return sb.Unlink(a.path, static_cast<int>(sc.flags) & AT_REMOVEDIR);
+    case IOT_OP_RMDIR: return sb.Unlink(a.path, AT_REMOVEDIR);
+    case IOT_OP_RENAME:
+    case IOT_OP_RENAMEAT: return sb.Rename(a.path, a.path2, 0);
+    case IOT_OP_RENAMEAT2: return sb.Rename(a.path, a.path2, sc.flags);
+    case IOT_OP_LINK: return sb.Link(a.path, a.path2, false);
+    case IOT_OP_LINKAT:
+      if (a.path != nullptr && a.path[0] == '\0') return sb.LinkDescriptor(a.dirfd, a.path2);
+      return sb.Link(a.path, a.path2, (sc.flags & AT_SYMLINK_FOLLOW) != 0);
+    case IOT_OP_SYMLINK:
+    case IOT_OP_SYMLINKAT: return sb.Symlink(a.path, a.path2);
+    case IOT_OP_CHDIR: return sb.Chdir(a.path);
+    default: return -ENOSYS;
+  }
+}
+
 class SyncBackend final : public Backend {
  public:
   const char* name() const override { return "sync"; }
@@ -76,27 +149,11 @@ class SyncBackend final : public Backend {
     }
     const iot_syscall& sc = op.sc;
     switch (sc.op) {
-#ifdef SYS_open
-      case IOT_OP_OPEN: return Ret(syscall(SYS_open, a.path, sc.flags, sc.mode));
-#else
-      case IOT_OP_OPEN: return Ret(syscall(SYS_openat, AT_FDCWD, a.path, sc.flags, sc.mode));
-#endif
-      case IOT_OP_OPENAT: return Ret(syscall(SYS_openat, a.dirfd, a.path, sc.flags, sc.mode));
-      case IOT_OP_OPENAT2: {
-        open_how how{};
-        how.flags = sc.flags;
-        how.mode = sc.flags & (O_CREAT | __O_TMPFILE) ? sc.mode : 0;
-        // Target paths are absolute sandbox paths: "beneath the dirfd" constraints would reject
-        // them, so those two are dropped (the sandbox mapping already confines the path).
-        how.resolve = model::Openat2Resolve(sc) & ~static_cast<uint64_t>(RESOLVE_BENEATH | RESOLVE_IN_ROOT);
-        return Ret(syscall(SYS_openat2, a.dirfd, a.path, &how, sizeof how));
-      }
-#ifdef SYS_creat
-      case IOT_OP_CREAT: return Ret(syscall(SYS_creat, a.path, sc.mode));
-#else
+      case IOT_OP_OPEN:
+      case IOT_OP_OPENAT:
+      case IOT_OP_OPENAT2:
       case IOT_OP_CREAT:
-        return Ret(syscall(SYS_openat, AT_FDCWD, a.path, O_CREAT | O_WRONLY | O_TRUNC, sc.mode));
-#endif
+        return OpenCall(a);
       case IOT_OP_CLOSE: return Ret(syscall(SYS_close, a.fd));
       case IOT_OP_CLOSE_RANGE: {
         int64_t r = 0;
@@ -144,7 +201,9 @@ class SyncBackend final : public Backend {
       case IOT_OP_FALLOCATE:
         return Ret(syscall(SYS_fallocate, a.fd, model::FallocateMode(sc), sc.offset, sc.length));
       case IOT_OP_FTRUNCATE: return Ret(syscall(SYS_ftruncate, a.fd, model::TruncateLength(sc)));
-      case IOT_OP_TRUNCATE: return Ret(syscall(SYS_truncate, a.path, model::TruncateLength(sc)));
+      case IOT_OP_TRUNCATE:
+        if (!a.sandbox) return -EPERM;
+        return a.sandbox->Truncate(a.path, static_cast<int64_t>(model::TruncateLength(sc)));
       case IOT_OP_FADVISE64:
         return Ret(syscall(SYS_fadvise64, a.fd, sc.offset, sc.length, model::Advice(sc)));
       case IOT_OP_READAHEAD: return Ret(syscall(SYS_readahead, a.fd, sc.offset, sc.length));
@@ -179,47 +238,30 @@ class SyncBackend final : public Backend {
         if (p == MAP_FAILED) return -static_cast<int64_t>(errno);
         return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
       }
-#ifdef SYS_stat
-      case IOT_OP_STAT: {
-        struct stat st;
-        return Ret(syscall(SYS_stat, a.path, &st));
-      }
-      case IOT_OP_LSTAT: {
-        struct stat st;
-        return Ret(syscall(SYS_lstat, a.path, &st));
-      }
-#endif
       case IOT_OP_FSTAT: {
         struct stat st;
         return Ret(syscall(SYS_fstat, a.fd, &st));
       }
-      case IOT_OP_NEWFSTATAT: {
-        struct stat st;
-        return Ret(syscall(SYS_newfstatat, a.dirfd, a.path, &st, sc.flags));
-      }
-      case IOT_OP_STATX: {
-        struct statx stx;
-        return Ret(syscall(SYS_statx, a.dirfd, a.path, sc.flags, sc.mode, &stx));
-      }
+      case IOT_OP_STAT:
+      case IOT_OP_LSTAT:
+      case IOT_OP_NEWFSTATAT:
+      case IOT_OP_STATX:
+        return StatCall(a);
       case IOT_OP_GETDENTS64: return Ret(syscall(SYS_getdents64, a.fd, a.buf, a.len));
-#ifdef SYS_mkdir
-      case IOT_OP_MKDIR: return Ret(syscall(SYS_mkdir, a.path, sc.mode));
-      case IOT_OP_UNLINK: return Ret(syscall(SYS_unlink, a.path));
-      case IOT_OP_RMDIR: return Ret(syscall(SYS_rmdir, a.path));
-      case IOT_OP_RENAME: return Ret(syscall(SYS_rename, a.path, a.path2));
-      case IOT_OP_LINK: return Ret(syscall(SYS_link, a.path, a.path2));
-      case IOT_OP_SYMLINK: return Ret(syscall(SYS_symlink, a.path, a.path2));
-#endif
-      case IOT_OP_MKDIRAT: return Ret(syscall(SYS_mkdirat, a.dirfd, a.path, sc.mode));
-      case IOT_OP_UNLINKAT: return Ret(syscall(SYS_unlinkat, a.dirfd, a.path, sc.flags));
+      case IOT_OP_MKDIR:
+      case IOT_OP_MKDIRAT:
+      case IOT_OP_UNLINK:
+      case IOT_OP_UNLINKAT:
+      case IOT_OP_RMDIR:
+      case IOT_OP_RENAME:
       case IOT_OP_RENAMEAT:
-        return Ret(syscall(SYS_renameat, a.dirfd, a.path, a.dirfd2, a.path2));
       case IOT_OP_RENAMEAT2:
-        return Ret(syscall(SYS_renameat2, a.dirfd, a.path, a.dirfd2, a.path2, sc.flags));
+      case IOT_OP_LINK:
       case IOT_OP_LINKAT:
-        return Ret(syscall(SYS_linkat, a.dirfd, a.path, a.dirfd2, a.path2, sc.flags));
-      case IOT_OP_SYMLINKAT: return Ret(syscall(SYS_symlinkat, a.path, a.dirfd2, a.path2));
-      case IOT_OP_CHDIR: return Ret(syscall(SYS_chdir, a.path));
+      case IOT_OP_SYMLINK:
+      case IOT_OP_SYMLINKAT:
+      case IOT_OP_CHDIR:
+        return NameCall(a);
       case IOT_OP_FCHDIR: return Ret(syscall(SYS_fchdir, a.fd));
       default:
         return -ENOSYS;
@@ -230,9 +272,11 @@ class SyncBackend final : public Backend {
   void CloseFd(int fd) override {
     if (fd >= 0) close(fd);
   }
-  uint8_t* MapFile(const std::string& path, uint64_t length, uint32_t prot, uint32_t flags,
-                   uint64_t offset) override {
-    int fd = open(path.c_str(), (prot & PROT_WRITE) && (flags & MAP_SHARED) ? O_RDWR : O_RDONLY);
+  uint8_t* MapFile(const Sandbox* sandbox, const std::string& path, uint64_t length,
+                   uint32_t prot, uint32_t flags, uint64_t offset) override {
+    if (!sandbox) return nullptr;
+    int mode = (prot & PROT_WRITE) && (flags & MAP_SHARED) ? O_RDWR : O_RDONLY;
+    int fd = sandbox->OpenFile(path, static_cast<uint64_t>(mode) | O_CLOEXEC, 0);
     if (fd < 0) return nullptr;
     void* p = mmap(nullptr, length, static_cast<int>(prot),
                    static_cast<int>(flags & ~static_cast<uint32_t>(MAP_FIXED | MAP_FIXED_NOREPLACE)),
@@ -292,7 +336,8 @@ class NullBackend final : public Backend {
   int64_t Execute(const LiveArgs& a) override { return a.recorded; }
   int CloneFd(int fd) override { return fd; }
   void CloseFd(int) override {}
-  uint8_t* MapFile(const std::string&, uint64_t, uint32_t, uint32_t, uint64_t) override {
+  uint8_t* MapFile(const Sandbox*, const std::string&, uint64_t, uint32_t, uint32_t,
+                   uint64_t) override {
     return reinterpret_cast<uint8_t*>(uintptr_t{1} << 40);  // never touched
   }
   void Unmap(uint8_t*, uint64_t) override {}

@@ -1,5 +1,7 @@
 #include "runtime_util.h"
 
+#include <cstdlib>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -84,7 +86,12 @@ bool BpfRequired() {
   return v && std::strcmp(v, "1") == 0;
 }
 
-std::string IotwinBin() { return IOTWIN_BIN; }
+// IOTWIN_TEST_BIN runs the tests against another build (an older one, to see a regression test
+// fail, or the static binary).
+std::string IotwinBin() {
+  const char* other = std::getenv("IOTWIN_TEST_BIN");
+  return other && *other ? other : IOTWIN_BIN;
+}
 std::string WorkloadBin() { return IOTWIN_WORKLOAD_BIN; }
 std::string TestProg(const std::string& name) { return std::string(IOTWIN_TEST_PROGS_DIR) + "/" + name; }
 

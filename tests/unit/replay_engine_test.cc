@@ -47,7 +47,8 @@ class LoggingBackend : public Backend {
     std::lock_guard<std::mutex> l(mu_);
     closed_.push_back(fd);
   }
-  uint8_t* MapFile(const std::string&, uint64_t, uint32_t, uint32_t, uint64_t) override {
+  uint8_t* MapFile(const Sandbox*, const std::string&, uint64_t, uint32_t, uint32_t,
+                   uint64_t) override {
     return reinterpret_cast<uint8_t*>(uintptr_t{1} << 40);
   }
   void Unmap(uint8_t*, uint64_t) override {}

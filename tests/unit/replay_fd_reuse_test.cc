@@ -77,7 +77,8 @@ class FdCheckingBackend : public Backend {
     std::lock_guard<std::mutex> l(mu_);
     open_.erase(fd);
   }
-  uint8_t* MapFile(const std::string&, uint64_t, uint32_t, uint32_t, uint64_t) override {
+  uint8_t* MapFile(const Sandbox*, const std::string&, uint64_t, uint32_t, uint32_t,
+                   uint64_t) override {
     return nullptr;
   }
   void Unmap(uint8_t*, uint64_t) override {}

@@ -1,0 +1,244 @@
+#include "replay/sandbox.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+
+#include "model/path.h"
+
+namespace iotwin::replay {
+
+namespace {
+
+constexpr uint64_t kBeneath = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+
+int Openat2(int dirfd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve) {
+  open_how how{};
+  how.flags = flags;
+  how.mode = (flags & (O_CREAT | __O_TMPFILE)) ? mode : 0;
+  how.resolve = resolve;
+  long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+  return fd < 0 ? -errno : static_cast<int>(fd);
+}
+
+int Ret(int rc) { return rc < 0 ? -errno : rc; }
+
+// The real path of an open directory, from /proc (only for relative symlink targets).
+std::string RealPathOf(int fd) {
+  char link[64], buf[PATH_MAX];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// `to` relative to directory `from` (both normalised absolute paths).
+std::string RelativeTarget(std::string_view from, std::string_view to) {
+  size_t common = 0, i = 0;
+  // Longest common prefix ending at a component boundary.
+  while (i < from.size() && i < to.size() && from[i] == to[i]) {
+    i++;
+    if ((i == from.size() || from[i] == '/') && (i == to.size() || to[i] == '/')) common = i;
+  }
+  if (from == "/" || to.substr(0, 1) != "/") common = 0;
+  std::string out;
+  for (size_t k = common; k < from.size(); k++) {
+    if (from[k] == '/') out += out.empty() ? ".." : "/..";
+  }
+  std::string_view rest = to.substr(common);
+  if (!rest.empty() && rest[0] == '/') rest.remove_prefix(1);
+  if (!rest.empty()) {
+    if (!out.empty()) out += '/';
+    out += rest;
+  }
+  return out.empty() ? "." : out;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Sandbox>> Sandbox::Open(const PathMapper& mapper) {
+  auto sb = std::make_shared<Sandbox>();
+  for (const std::string& b : mapper.Bases()) {
+    Base base;
+    base.path = b;
+    base.fd.Reset(open(b.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!base.fd.valid()) {
+      return Status::FromErrno(errno, "open the sandbox directory " + b);
+    }
+    base.real = RealPathOf(base.fd.get());
+    if (base.real.empty()) base.real = b;
+    // Probe openat2 once: without it nothing below can be enforced.
+    int probe = Openat2(base.fd.get(), ".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0, kBeneath);
+    if (probe == -ENOSYS) {
+      return Status::Unsupported(
+          "this kernel has no openat2(2) (Linux 5.6+): iotwin cannot confine a replay to the "
+          "sandbox {} and refuses to replay", b);
+    }
+    if (probe < 0) return Status::FromErrno(-probe, "openat2 " + b);
+    close(probe);
+    sb->bases_.push_back(std::move(base));
+  }
+  std::stable_sort(sb->bases_.begin(), sb->bases_.end(),
+                   [](const Base& a, const Base& b) { return a.path.size() > b.path.size(); });
+  return std::shared_ptr<const Sandbox>(std::move(sb));
+}
+
+const Sandbox::Base* Sandbox::Locate(std::string_view target, std::string* rel) const {
+  if (target.find('\0') != std::string_view::npos) return nullptr;
+  for (const Base& b : bases_) {
+    if (!model::PathIsWithin(target, b.path)) continue;
+    std::string_view r = target.substr(b.path.size());
+    while (!r.empty() && r[0] == '/') r.remove_prefix(1);
+    rel->assign(r);
+    // Mapped targets are normalised; anything else (a "." or ".." component, an empty one) is
+    // not ours to resolve.
+    size_t start = 0;
+    while (start < rel->size()) {
+      size_t end = rel->find('/', start);
+      if (end == std::string::npos) end = rel->size();
+      std::string_view c(rel->data() + start, end - start);
+      if (c.empty() || c == "." || c == "..") return nullptr;
+      start = end + 1;
+    }
+    return &b;
+  }
+  return nullptr;
+}
+
+bool Sandbox::Contains(std::string_view target) const {
+  std::string rel;
+  return Locate(target, &rel) != nullptr;
+}
+
+int Sandbox::OpenParent(std::string_view target, Parent* out) const {
+  std::string rel;
+  out->base = Locate(target, &rel);
+  if (!out->base) return -EINVAL;
+  if (rel.empty()) return -EBUSY;  // the base itself has no parent inside the sandbox
+  size_t slash = rel.rfind('/');
+  if (slash == std::string::npos) {
+    out->fd = out->base->fd.get();
+    out->name = rel;
+    return 0;
+  }
+  out->name = rel.substr(slash + 1);
+  rel.resize(slash);
+  int fd = Openat2(out->base->fd.get(), rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, kBeneath);
+  if (fd < 0) return fd;
+  out->owned.Reset(fd);
+  out->fd = fd;
+  return 0;
+}
+
+int Sandbox::OpenFile(std::string_view target, uint64_t flags, uint64_t mode,
+                      uint64_t resolve) const {
+  std::string rel;
+  const Base* b = Locate(target, &rel);
+  if (!b) return -EINVAL;
+  resolve &= ~static_cast<uint64_t>(RESOLVE_BENEATH | RESOLVE_IN_ROOT);
+  return Openat2(b->fd.get(), rel.empty() ? "." : rel.c_str(), flags, mode, resolve | kBeneath);
+}
+
+int Sandbox::OpenPath(std::string_view target, bool follow) const {
+  return OpenFile(target, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW), 0);
+}
+
+int Sandbox::Stat(std::string_view target, bool follow, struct stat* st) const {
+  UniqueFd fd(OpenPath(target, follow));
+  if (!fd.valid()) return fd.Release();
+  return Ret(fstatat(fd.get(), "", st, AT_EMPTY_PATH));
+}
+
+int Sandbox::Statx(std::string_view target, int flags, unsigned mask, struct statx* stx) const {
+  UniqueFd fd(OpenPath(target, (flags & AT_SYMLINK_NOFOLLOW) == 0));
+  if (!fd.valid()) return fd.Release();
+  flags = (flags & ~AT_SYMLINK_NOFOLLOW) | AT_EMPTY_PATH;
+  return Ret(static_cast<int>(syscall(SYS_statx, fd.get(), "", flags, mask, stx)));
+}
+
+int Sandbox::Kind(std::string_view target) const {
+  struct stat st;
+  int rc = Stat(target, false, &st);
+  return rc < 0 ? rc : static_cast<int>(st.st_mode & S_IFMT);
+}
+
+int Sandbox::Mkdir(std::string_view target, mode_t mode) const {
+  Parent p;
+  if (int rc = OpenParent(target, &p); rc < 0) return rc == -EBUSY ? -EEXIST : rc;
+  return Ret(mkdirat(p.fd, p.name.c_str(), mode));
+}
+
+int Sandbox::Unlink(std::string_view target, int flags) const {
+  Parent p;
+  if (int rc = OpenParent(target, &p); rc < 0) return rc;
+  return Ret(unlinkat(p.fd, p.name.c_str(), flags));
+}
+
+int Sandbox::Rename(std::string_view from, std::string_view to, unsigned flags) const {
+  Parent a, b;
+  if (int rc = OpenParent(from, &a); rc < 0) return rc;
+  if (int rc = OpenParent(to, &b); rc < 0) return rc;
+  return Ret(static_cast<int>(
+      syscall(SYS_renameat2, a.fd, a.name.c_str(), b.fd, b.name.c_str(), flags)));
+}
+
+int Sandbox::Link(std::string_view from, std::string_view to, bool follow) const {
+  Parent b;
+  if (int rc = OpenParent(to, &b); rc < 0) return rc;
+  if (follow) {
+    // The source's final symlink is followed beneath the base, then linked by descriptor.
+    UniqueFd src(OpenPath(from, true));
+    if (!src.valid()) return src.Release();
+    return Ret(linkat(src.get(), "", b.fd, b.name.c_str(), AT_EMPTY_PATH));
+  }
+  Parent a;
+  if (int rc = OpenParent(from, &a); rc < 0) return rc;
+  return Ret(linkat(a.fd, a.name.c_str(), b.fd, b.name.c_str(), 0));
+}
+
+int Sandbox::LinkDescriptor(int fd, std::string_view to) const {
+  Parent b;
+  if (int rc = OpenParent(to, &b); rc < 0) return rc;
+  return Ret(linkat(fd, "", b.fd, b.name.c_str(), AT_EMPTY_PATH));
+}
+
+int Sandbox::Symlink(std::string_view points_to, std::string_view link) const {
+  Parent p;
+  if (int rc = OpenParent(link, &p); rc < 0) return rc;
+  std::string rel;
+  const Base* tb = Locate(points_to, &rel);
+  std::string text;
+  if (tb == p.base) {
+    // Relative from where the link's directory really is: the lexical mapped path can differ
+    // when a directory on the way is itself a symlink.
+    std::string dir = p.fd == p.base->fd.get() ? p.base->real : RealPathOf(p.fd);
+    if (!model::PathIsWithin(dir, p.base->real)) return -EXDEV;
+    std::string to = p.base->real;
+    if (!rel.empty()) to += "/" + rel;
+    text = RelativeTarget(dir, to);
+  } else if (tb != nullptr) {
+    text = std::string(points_to);  // another base: see the header
+  } else {
+    return -EINVAL;
+  }
+  return Ret(symlinkat(text.c_str(), p.fd, p.name.c_str()));
+}
+
+int Sandbox::Truncate(std::string_view target, int64_t length) const {
+  UniqueFd fd(OpenFile(target, O_WRONLY | O_CLOEXEC, 0));
+  if (!fd.valid()) return fd.Release();
+  return Ret(ftruncate(fd.get(), static_cast<off_t>(length)));
+}
+
+int Sandbox::Chdir(std::string_view target) const {
+  UniqueFd fd(OpenFile(target, O_PATH | O_DIRECTORY | O_CLOEXEC, 0));
+  if (!fd.valid()) return fd.Release();
+  return Ret(fchdir(fd.get()));
+}
+
+}  // namespace iotwin::replay

@@ -1,0 +1,98 @@
+// Sandbox: every file operation of prepare, clear and replay, resolved by the kernel beneath the
+// base directory it maps into (the root or a --map target), whatever the trace says and whatever
+// symlinks exist there.
+//
+// A trace is untrusted input and the replay runs as root. Lexical normalisation of recorded paths
+// (model::NormalizePath) is not enough on its own: a symlink the workload created, or one planted
+// in the sandbox between two replays, is resolved by the kernel, not by us. So each base is held
+// open as an O_PATH descriptor, and every path is resolved from it with openat2(2)
+// RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS (Linux 5.6, commit fddb5d430ad9 "open: introduce
+// openat2(2) syscall"): a component that would leave the base, an absolute symlink or a /proc
+// magic link fails with EXDEV or ELOOP instead of being followed. Calls that have no resolve
+// flags of their own (mkdirat, unlinkat, renameat2, linkat, symlinkat, fstatat, statx) get the
+// parent directory resolved that way and act on the final name only, or act on an O_PATH
+// descriptor of the resolved object (AT_EMPTY_PATH). A name holding a NUL byte is refused with
+// EINVAL: the kernel would see only the part before it.
+//
+// Symlinks the replay creates point to relative targets computed from the real location of the
+// link's directory inside the same base, so they resolve under RESOLVE_BENEATH, and a program
+// walking the sandbox without it also stays inside. A target in another base (a symlink from the
+// root into a --map target) is written as the mapped absolute path; RESOLVE_BENEATH refuses to
+// follow it (EXDEV), which the replay counts as a result mismatch.
+//
+// Every method returns what the system call would (>= 0, or -errno) and is safe to call from
+// several threads at once.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/status.h"
+#include "replay/path_mapper.h"
+
+struct statx;
+
+namespace iotwin::replay {
+
+class Sandbox {
+ public:
+  // Opens every base of `mapper` (they must exist and be directories, not symlinks). Fails on a
+  // kernel without openat2: without it the sandbox cannot be enforced, and iotwin does not replay
+  // an untrusted trace on lexical checks alone.
+  static Result<std::shared_ptr<const Sandbox>> Open(const PathMapper& mapper);
+
+  // open/openat/openat2/creat: `target` is a mapped absolute path. `resolve` adds the recorded
+  // RESOLVE_* flags (RESOLVE_BENEATH/IN_ROOT of the original are subsumed).
+  int OpenFile(std::string_view target, uint64_t flags, uint64_t mode, uint64_t resolve = 0) const;
+  // An O_PATH descriptor of `target`, following a final symlink when `follow`.
+  int OpenPath(std::string_view target, bool follow) const;
+
+  int Stat(std::string_view target, bool follow, struct stat* st) const;
+  // statx with the recorded flags (AT_SYMLINK_NOFOLLOW, AT_STATX_*) and mask.
+  int Statx(std::string_view target, int flags, unsigned mask, struct statx* stx) const;
+  int Mkdir(std::string_view target, mode_t mode) const;
+  // unlink, or rmdir with AT_REMOVEDIR.
+  int Unlink(std::string_view target, int flags) const;
+  int Rename(std::string_view from, std::string_view to, unsigned flags) const;
+  int Link(std::string_view from, std::string_view to, bool follow) const;
+  // linkat(fd, "", ..., AT_EMPTY_PATH): a new name `to` for the open file `fd`.
+  int LinkDescriptor(int fd, std::string_view to) const;
+  // Creates a symlink at `link` pointing to `points_to` (both mapped absolute paths).
+  int Symlink(std::string_view points_to, std::string_view link) const;
+  int Truncate(std::string_view target, int64_t length) const;
+  int Chdir(std::string_view target) const;
+  // The kind of `target` without following a final symlink: S_IFREG, S_IFDIR, ... or -errno.
+  int Kind(std::string_view target) const;
+
+  // Whether `target` lies in one of the bases (checked before anything is resolved).
+  bool Contains(std::string_view target) const;
+
+ private:
+  struct Base {
+    std::string path;  // as mapped (the prefix of every target under it)
+    std::string real;  // where the kernel has it (for relative symlink targets)
+    UniqueFd fd;       // O_PATH | O_DIRECTORY
+  };
+  // The base `target` lies under, with the path below it ("" for the base itself).
+  const Base* Locate(std::string_view target, std::string* rel) const;
+  // The directory holding `target`, resolved beneath its base, and the final name. `dir` is
+  // owned (closed by the caller's UniqueFd) unless it is the base's own descriptor.
+  struct Parent {
+    const Base* base = nullptr;
+    int fd = -1;
+    UniqueFd owned;
+    std::string name;
+  };
+  int OpenParent(std::string_view target, Parent* out) const;
+
+  std::vector<Base> bases_;  // longest path first
+};
+
+}  // namespace iotwin::replay
