@@ -192,6 +192,18 @@ Status StoppedCommand::Release() {
   return Status::Permission("cannot run '{}': {} failed: {}", name_, stage, strerror(ce.err));
 }
 
+int StoppedCommand::Terminate(int grace_ms) {
+  if (exited_) return status_;
+  kill(pid_, grace_ms > 0 ? SIGTERM : SIGKILL);
+  for (int waited = 0; waited < grace_ms; waited += 10) {
+    if (auto st = TryWait()) return *st;
+    usleep(10'000);
+  }
+  if (auto st = TryWait()) return *st;
+  kill(pid_, SIGKILL);
+  return Wait();
+}
+
 std::optional<int> StoppedCommand::TryWait() {
   if (exited_) return status_;
   int st = 0;

@@ -48,6 +48,9 @@ class StoppedCommand {
   std::optional<int> TryWait();
   // Blocking wait.
   int Wait();
+  // SIGTERM, then SIGKILL when it has not exited after `grace_ms` (at once when 0); reaps it and
+  // returns its wait status.
+  int Terminate(int grace_ms);
   bool exited() const { return exited_; }
 
  private:

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +41,13 @@ constexpr uint64_t kNsPerSec = 1000000000ull;
 constexpr uint64_t kClockEveryNs = 5 * kNsPerSec;
 constexpr uint64_t kStatusEveryNs = kNsPerSec;
 constexpr uint64_t kGraceNs = 5 * kNsPerSec;  // after a signal, time the command has to exit
+constexpr int kTerminateGraceMs = 5000;       // after a failed recording, SIGTERM to SIGKILL
+
+std::string DescribeWait(int wait_status) {
+  if (WIFEXITED(wait_status)) return fmt::format("exit status {}", WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) return fmt::format("ended by {}", strsignal(WTERMSIG(wait_status)));
+  return "reaped";
+}
 
 uint64_t NowNs(clockid_t clock) {
   struct timespec ts;
@@ -239,6 +247,9 @@ class Capture {
   Status AttachPids();
   Status Loop();
   Status Stop();
+  // After a failed recording: the command iotwin started, stopped and reaped as --on-failure
+  // says; the words to add to the error.
+  std::string StopCommandAfterFailure();
   Status WriteLost(bool final_round);
   void PrintStatus(bool final_line);
   uint64_t EventCount() const;
@@ -624,6 +635,24 @@ Status Capture::Stop() {
   return Status::Ok();
 }
 
+std::string Capture::StopCommandAfterFailure() {
+  if (!command_ || command_->exited() || command_->TryWait()) return "";
+  const pid_t pid = command_->pid();
+  bpf_.reset();  // nothing more is recorded
+  switch (opt_.on_failure) {
+    case OnFailure::kLeave:
+      return fmt::format("; the command (pid {}) goes on running, untraced (--on-failure leave)",
+                         pid);
+    case OnFailure::kKill:
+      return fmt::format("; the command (pid {}) was killed (SIGKILL): {}", pid,
+                         DescribeWait(command_->Terminate(0)));
+    case OnFailure::kTerminate:
+      break;
+  }
+  return fmt::format("; the command (pid {}) was stopped (SIGTERM, SIGKILL after {} s): {}", pid,
+                     kTerminateGraceMs / 1000, DescribeWait(command_->Terminate(kTerminateGraceMs)));
+}
+
 Result<RecordOutcome> Capture::Run() {
   IOTWIN_RETURN_IF_ERROR(Validate());
   StopSignals signals;
@@ -654,7 +683,8 @@ Result<RecordOutcome> Capture::Run() {
   if (command_ && command_->exited()) out.command_wait = command_->TryWait();
   if (!st.ok()) {
     // The trace stays without footer: readers report it as truncated.
-    return st.WithContext(fmt::format("recording into {} (left without footer)", opt_.output));
+    st = st.WithContext(fmt::format("recording into {} (left without footer)", opt_.output));
+    return Status::Error(st.code(), st.message() + StopCommandAfterFailure());
   }
 
   json summary;

@@ -30,6 +30,14 @@ Result<UprobeSpec> ParseUprobeSpec(const std::string& spec);
 
 enum class StatusLine { kAuto, kOn, kOff };
 
+// What becomes of a command iotwin started when the recording fails under it (a full disk, a
+// ring error): never left running untraced without a word.
+enum class OnFailure {
+  kTerminate,  // SIGTERM, then SIGKILL after a grace period; reaped (the default)
+  kKill,       // SIGKILL at once; reaped
+  kLeave,      // left running untraced; the error names its pid
+};
+
 struct RecordOptions {
   std::string output;
   std::vector<std::string> command;  // run and trace this (with its descendants)
@@ -48,6 +56,7 @@ struct RecordOptions {
   MemoryOptions memory;              // memory layer parts (docs/memory-layer.md)
   BlockOptions block;                // block, NVMe and interference layers (docs/block-layer.md)
   StatusLine status_line = StatusLine::kAuto;
+  OnFailure on_failure = OnFailure::kTerminate;
 };
 
 struct RecordOutcome {

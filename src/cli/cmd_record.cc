@@ -1,5 +1,6 @@
 // iotwin record: capture a workload's file I/O with eBPF (src/capture/recorder.h, docs/record.md).
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -115,6 +116,15 @@ CommandSpec SetupRecord(CLI::App& parent) {
   sub->add_option("--duration", o.duration_s, "Stop recording after this many seconds");
   sub->add_option("--user", o.user, "Run the command as this user (name or uid)");
   sub->add_flag("--fail-on-loss", o.fail_on_loss, "Exit non-zero when any event was lost");
+  sub->add_option("--on-failure", o.on_failure,
+                  "When the recording fails under a running command: terminate it (SIGTERM, "
+                  "SIGKILL 5 s later), kill it, or leave it running untraced")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, capture::OnFailure>{{"terminate", capture::OnFailure::kTerminate},
+                                                    {"kill", capture::OnFailure::kKill},
+                                                    {"leave", capture::OnFailure::kLeave}},
+          CLI::ignore_case))
+      ->capture_default_str();
   sub->add_option("--uprobe", args->uprobes,
                   "Record calls of a function as intent: BINARY:FUNCTION[=label] (repeatable)");
   sub->add_option("--ring-mb", args->ring_mb, "Ring buffer size in MiB (power of two)")
