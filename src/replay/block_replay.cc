@@ -75,6 +75,14 @@ uint64_t ScaledDue(uint64_t base, uint64_t recorded_ns, double speed) {
   return SaturatingAdd(base, static_cast<uint64_t>(scaled));
 }
 
+// What the replay measured, per op name.
+struct BlockTally {
+  std::map<std::string, Histogram> lat;
+  std::map<std::string, uint64_t> count, errors, bytes;
+  Histogram sched;  // issue - target, paced modes only
+  uint64_t mismatches = 0;
+};
+
 }  // namespace
 
 const char* BlockRefusalName(BlockRefusal r) {
@@ -160,6 +168,76 @@ Result<BlockLayout> PlaceBlockRequests(const std::vector<const model::BlockReque
   return layout;
 }
 
+namespace {
+
+// One line naming how many requests were refused, why, and the first of them.
+std::string RefusalWarning(const std::vector<const model::BlockRequest*>& reqs,
+                           const BlockLayout& layout, const ReplayOptions& o, uint64_t dev_size) {
+  std::string first;
+  for (size_t i = 0; i < reqs.size() && first.empty(); i++) {
+    const BlockLayout::Placement& p = layout.placements[i];
+    if (p.refused == BlockRefusal::kNone) continue;
+    first = fmt::format("request {} (sector {}, {} bytes): {}", i, reqs[i]->sector,
+                        reqs[i]->bytes, BlockRefusalName(p.refused));
+  }
+  return fmt::format(
+      "{} recorded requests were not issued: their range overflows 64 bits, falls outside "
+      "[--device-offset {}, {}) of {} or is larger than {} bytes; first: {}",
+      layout.refused_total(), o.device_offset, dev_size, o.device, kMaxBlockTransferBytes, first);
+}
+
+BlockReplayOutcome Summarize(const BlockTally& t, const BlockLayout& layout,
+                             const ReplayOptions& o, size_t requests, uint32_t max_qd,
+                             const std::vector<std::string>& warnings, double secs) {
+  BlockReplayOutcome out;
+  uint64_t total = 0, total_bytes = 0;
+  nlohmann::json per_op = nlohmann::json::object();
+  std::string lines;
+  for (const auto& [name, h] : t.lat) {
+    const uint64_t count = t.count.at(name);
+    const uint64_t errors = t.errors.count(name) ? t.errors.at(name) : 0;
+    const uint64_t bytes = t.bytes.count(name) ? t.bytes.at(name) : 0;
+    total += count;
+    total_bytes += bytes;
+    per_op[name] = {{"count", count}, {"errors", errors}, {"bytes", bytes},
+                    {"latency_ns", {{"p50", h.Quantile(0.5)}, {"p99", h.Quantile(0.99)},
+                                    {"max", h.max()}, {"mean", h.mean()}}}};
+    lines += fmt::format("    {:<20} {:>8}  p50 {:.1f} us  p99 {:.1f} us  errors {}\n", name,
+                         count, h.Quantile(0.5) / 1e3, h.Quantile(0.99) / 1e3, errors);
+  }
+  out.summary = {{"layer", "block"}, {"device", o.device}, {"device_offset", o.device_offset},
+                 {"pace", PaceName(o.pace)}, {"speed", o.speed}, {"requests", requests},
+                 {"ops", total}, {"bytes", total_bytes}, {"duration_s", secs},
+                 {"iops", PerSecond(total, secs)}, {"max_queue_depth", max_qd},
+                 {"per_op", per_op}, {"mismatches", {{"total", t.mismatches}}},
+                 {"warnings", warnings}};
+  nlohmann::json refused = {{"total", layout.refused_total()}};
+  for (size_t k = 1; k < layout.refused.size(); k++) {
+    refused[BlockRefusalName(static_cast<BlockRefusal>(k))] = layout.refused[k];
+  }
+  out.summary["refused"] = refused;
+  const Histogram& sched = t.sched;
+  if (o.pace != PaceMode::kFast) {
+    out.summary["schedule_error_ns"] = {{"count", sched.count()}, {"p50", sched.Quantile(0.5)},
+                                        {"p99", sched.Quantile(0.99)}, {"max", sched.max()}};
+  }
+  out.text = fmt::format("replayed {} block requests onto {} ({} pacing) in {:.3f} s: {:.0f} IOPS, "
+                         "{} bytes, {} result mismatches\n",
+                         requests - layout.refused_total(), o.device, PaceName(o.pace), secs,
+                         PerSecond(total, secs), total_bytes, t.mismatches) +
+             lines;
+  for (const std::string& w : warnings) out.text += "  warning: " + w + "\n";
+  if (o.pace != PaceMode::kFast) {
+    out.text += fmt::format(
+        "  schedule   issue - target: p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us\n",
+        sched.Quantile(0.5) / 1e3, sched.Quantile(0.99) / 1e3, sched.max() / 1e3);
+  }
+  if (o.strict && t.mismatches) out.exit_code = 1;
+  return out;
+}
+
+}  // namespace
+
 Result<bool> DeviceIsMounted(dev_t dev) {
   std::set<dev_t> devs = DeviceAndPartitions(dev);
   std::ifstream in("/proc/self/mountinfo");
@@ -235,20 +313,7 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
                           PlaceBlockRequests(reqs, dev_size, o.device_offset, o.wrap));
   uint32_t max_qd = 1;
   for (const auto* r : reqs) max_qd = std::max(max_qd, r->inflight);
-  if (layout.refused_total() > 0) {
-    std::string first;
-    for (size_t i = 0; i < reqs.size() && first.empty(); i++) {
-      const BlockLayout::Placement& p = layout.placements[i];
-      if (p.refused == BlockRefusal::kNone) continue;
-      first = fmt::format("request {} (sector {}, {} bytes): {}", i, reqs[i]->sector,
-                          reqs[i]->bytes, BlockRefusalName(p.refused));
-    }
-    warnings.push_back(fmt::format(
-        "{} recorded requests were not issued: their range overflows 64 bits, falls outside "
-        "[--device-offset {}, {}) of {} or is larger than {} bytes; first: {}",
-        layout.refused_total(), o.device_offset, dev_size, o.device, kMaxBlockTransferBytes,
-        first));
-  }
+  if (layout.refused_total() > 0) warnings.push_back(RefusalWarning(reqs, layout, o, dev_size));
   const uint64_t max_bytes = layout.max_transfer;
 
   unsigned entries = 1;
@@ -266,10 +331,8 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
     uint64_t range[2] = {0, 0};
   };
   std::vector<Live> live(reqs.size());
-  std::map<std::string, Histogram> lat;
-  std::map<std::string, uint64_t> count, errors, bytes;
-  Histogram sched;
-  uint64_t mismatches = 0;
+  BlockTally tally;
+  auto& [lat, count, errors, bytes, sched, mismatches] = tally;
   unsigned inflight = 0;
 
   auto reap = [&](bool wait_one) {
@@ -378,47 +441,8 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
   uint64_t end = NowNs();
   io_uring_queue_exit(&ring);
 
-  BlockReplayOutcome out;
   const double secs = ElapsedSeconds(first_issue ? std::min(first_issue, live_start) : end, end);
-  uint64_t total = 0, total_bytes = 0;
-  nlohmann::json per_op = nlohmann::json::object();
-  std::string lines;
-  for (auto& [name, h] : lat) {
-    total += count[name];
-    total_bytes += bytes[name];
-    per_op[name] = {{"count", count[name]}, {"errors", errors[name]}, {"bytes", bytes[name]},
-                    {"latency_ns", {{"p50", h.Quantile(0.5)}, {"p99", h.Quantile(0.99)},
-                                    {"max", h.max()}, {"mean", h.mean()}}}};
-    lines += fmt::format("    {:<20} {:>8}  p50 {:.1f} us  p99 {:.1f} us  errors {}\n", name,
-                         count[name], h.Quantile(0.5) / 1e3, h.Quantile(0.99) / 1e3, errors[name]);
-  }
-  out.summary = {{"layer", "block"}, {"device", o.device}, {"device_offset", o.device_offset},
-                 {"pace", PaceName(o.pace)}, {"speed", o.speed}, {"requests", reqs.size()},
-                 {"ops", total}, {"bytes", total_bytes}, {"duration_s", secs},
-                 {"iops", PerSecond(total, secs)}, {"max_queue_depth", max_qd},
-                 {"per_op", per_op}, {"mismatches", {{"total", mismatches}}},
-                 {"warnings", warnings}};
-  nlohmann::json refused = {{"total", layout.refused_total()}};
-  for (size_t k = 1; k < layout.refused.size(); k++) {
-    refused[BlockRefusalName(static_cast<BlockRefusal>(k))] = layout.refused[k];
-  }
-  out.summary["refused"] = refused;
-  if (o.pace != PaceMode::kFast) {
-    out.summary["schedule_error_ns"] = {{"count", sched.count()}, {"p50", sched.Quantile(0.5)},
-                                        {"p99", sched.Quantile(0.99)}, {"max", sched.max()}};
-  }
-  out.text = fmt::format("replayed {} block requests onto {} ({} pacing) in {:.3f} s: {:.0f} IOPS, "
-                         "{} bytes, {} result mismatches\n",
-                         reqs.size() - layout.refused_total(), o.device, PaceName(o.pace), secs,
-                         PerSecond(total, secs), total_bytes, mismatches) +
-             lines;
-  for (const std::string& w : warnings) out.text += "  warning: " + w + "\n";
-  if (o.pace != PaceMode::kFast) {
-    out.text += fmt::format("  schedule   issue - target: p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us\n",
-                            sched.Quantile(0.5) / 1e3, sched.Quantile(0.99) / 1e3, sched.max() / 1e3);
-  }
-  if (o.strict && mismatches) out.exit_code = 1;
-  return out;
+  return Summarize(tally, layout, o, reqs.size(), max_qd, warnings, secs);
 }
 
 }  // namespace iotwin::replay
