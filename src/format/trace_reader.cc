@@ -418,7 +418,8 @@ Result<const iot_rec_hdr*> TraceReader::NextSlow() {
         IOTWIN_RETURN_IF_ERROR(ChunkError("string record with reserved id 0"));
         continue;
       }
-      strings_[s.id].assign(reinterpret_cast<const char*>(rec) + sizeof(iot_string), s.len);
+      IOTWIN_RETURN_IF_ERROR(
+          KeepString(s.id, reinterpret_cast<const char*>(rec) + sizeof(iot_string), s.len));
     } else if (hdr.type == IOT_REC_IOVEC) {
       const auto& v = As<iot_iovec>(out);
       if (v.captured > IOT_IOVEC_MAX || hdr.size < sizeof(iot_iovec) + v.captured * 8u) {
@@ -433,7 +434,21 @@ Result<const iot_rec_hdr*> TraceReader::NextSlow() {
   }
 }
 
-void TraceReader::HarvestStrings() {
+Status TraceReader::KeepString(uint32_t id, const char* data, uint32_t len) {
+  std::string& slot = strings_[id];
+  const uint64_t total = string_bytes_ - slot.size() + len;
+  if (total > options_.max_string_bytes) {
+    return Status::Unsupported(
+        "{}: the trace's names take more than {} MiB (string {} in the chunk at byte {}); "
+        "iotwin keeps every name in memory while reading, and stops here",
+        path_, options_.max_string_bytes >> 20, id, chunk_offset_);
+  }
+  slot.assign(data, len);
+  string_bytes_ = total;
+  return Status::Ok();
+}
+
+Status TraceReader::HarvestStrings() {
   for (size_t pos = 0; pos + sizeof(iot_string) <= chunk_len_;) {
     iot_string s;
     std::memcpy(&s, chunk_data_ + pos, sizeof s);
@@ -442,11 +457,16 @@ void TraceReader::HarvestStrings() {
     }
     if (s.hdr.type == IOT_REC_STRING && s.id != 0 && s.len <= IOT_STRING_MAX &&
         sizeof(iot_string) + s.len <= s.hdr.size) {
-      strings_[s.id].assign(reinterpret_cast<const char*>(chunk_data_) + pos + sizeof s, s.len);
+      Status st = KeepString(s.id, reinterpret_cast<const char*>(chunk_data_) + pos + sizeof s, s.len);
+      if (!st.ok()) {
+        ClearChunk();
+        return st;
+      }
     }
     pos += s.hdr.size;
   }
   ClearChunk();
+  return Status::Ok();
 }
 
 std::string_view TraceReader::String(uint32_t id) const {
@@ -458,6 +478,7 @@ Status TraceReader::SeekTime(uint64_t ts) {
   done_ = false;
   ClearChunk();
   strings_.clear();
+  string_bytes_ = 0;
   // Strings are defined once, in file order: collect them from every chunk skipped over.
   if (!index_.empty()) {
     size_t target = index_.size();
@@ -474,7 +495,7 @@ Status TraceReader::SeekTime(uint64_t ts) {
       bool end = false;
       IOTWIN_RETURN_IF_ERROR(LoadChunk(&end));
       if (end) break;
-      HarvestStrings();
+      IOTWIN_RETURN_IF_ERROR(HarvestStrings());
     }
     ClearChunk();
     offset_ = target < index_.size() ? index_[target].offset : data_end_;
@@ -492,7 +513,7 @@ Status TraceReader::SeekTime(uint64_t ts) {
       return Status::Ok();
     }
     if (chunk_max_ts_ >= ts) return Status::Ok();  // records of this chunk come next
-    HarvestStrings();
+    IOTWIN_RETURN_IF_ERROR(HarvestStrings());
   }
 }
 

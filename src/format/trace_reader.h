@@ -33,6 +33,10 @@ struct TraceReaderOptions {
   // Upper bounds that keep a hostile file from causing giant allocations.
   uint32_t max_chunk_bytes = 64u << 20;
   uint32_t max_header_bytes = 1u << 20;
+  // Every name of the trace stays in memory while it is read (records refer to names by id).
+  // zstd lets a small file hold far more than its size, so the total is bounded: past this the
+  // read fails with an error naming the offset, never an allocation the host cannot make.
+  uint64_t max_string_bytes = 1ull << 30;
 };
 
 struct TraceDamage {
@@ -127,7 +131,9 @@ class TraceReader {
   Status ChunkError(std::string problem);
   bool RestIsZero(uint64_t from);
   uint64_t Resync(uint64_t from);  // offset of the next valid chunk header, or data_end_
-  void HarvestStrings();           // load the current chunk's strings, then drop the chunk
+  Status HarvestStrings();         // load the current chunk's strings, then drop the chunk
+  // Stores string `id`, within options_.max_string_bytes in all.
+  Status KeepString(uint32_t id, const char* data, uint32_t len);
   std::string Where(uint64_t offset) const;
 
   std::string path_;
@@ -161,6 +167,7 @@ class TraceReader {
   std::array<uint16_t, kFastTypes> fast_size_{};
   void* dctx_ = nullptr;
   std::unordered_map<uint32_t, std::string> strings_;
+  uint64_t string_bytes_ = 0;  // sum of the sizes in strings_
   std::optional<nlohmann::json> summary_;
   std::vector<ChunkIndexEntry> index_;
   TraceDamage damage_;

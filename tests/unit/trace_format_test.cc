@@ -288,6 +288,28 @@ TEST_F(TraceFormatTest, ManyChunksStreamInOrderWithIndex) {
   EXPECT_LT(static_cast<double>(st.st_size) / kCount, 16.0);
 }
 
+TEST_F(TraceFormatTest, NamesBeyondTheStringBudgetFailWithTheirOffset) {
+  // 2,000 distinct 4 KiB names compress to a few KiB, yet take 8 MiB once read.
+  {
+    auto w = TraceWriter::Create(path_, TestMeta());
+    ASSERT_TRUE(w.ok());
+    for (int i = 0; i < 2000; i++) {
+      std::string name = "/" + std::to_string(i) + std::string(4000, 'x');
+      ASSERT_TRUE((*w)->InternString(name).ok());
+    }
+    ASSERT_TRUE((*w)->Finish({}).ok());
+  }
+  EXPECT_LT(std::filesystem::file_size(path_), 1u << 20);
+  TraceReaderOptions small;
+  small.max_string_bytes = 1 << 20;
+  Status st = ReadAll(path_, nullptr, small);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("more than 1 MiB"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("at byte"), std::string::npos) << st.ToString();
+  // The same names within the default budget read in full.
+  EXPECT_TRUE(ReadAll(path_, nullptr).ok());
+}
+
 TEST_F(TraceFormatTest, SeekTimeUsesIndexAndKeepsStrings) {
   const uint64_t kCount = 100'000;
   uint32_t sid = 0;
