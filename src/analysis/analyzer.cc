@@ -497,7 +497,7 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
       const uint32_t di = NewDescription(file, 0, true, r.flags);
       if (handover_rule_ && r.dur > 0) {
         descs_[di].open_tid = r.tid;
-        descs_[di].open_end = r.ts + r.dur;
+        descs_[di].open_end = SaturatingAdd(r.ts, r.dur);
       }
       BindFd(r.tgid, static_cast<int32_t>(r.ret), di);
       AddFileName(file, r.path_id);
@@ -552,13 +552,13 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     }
   }
   first_ts_ = std::min(first_ts_, r.ts);
-  last_ts_ = std::max(last_ts_, r.ts + r.dur);
+  last_ts_ = std::max(last_ts_, SaturatingAdd(r.ts, r.dur));
 
   ThreadStats& t = Thread(r.tgid, r.tid, r.ts);
   OpStats& s = ops_[op];
   ++s.count;
   if (!ok) ++s.errors;
-  s.io_ns += r.dur;
+  s.io_ns = SaturatingAdd(s.io_ns, r.dur);
   if (!s.latency) s.latency = std::make_unique<LogLinearHistogram>();
   s.latency->Add(r.dur);
 
@@ -568,13 +568,13 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
   if (t.first_op_ts == 0) t.first_op_ts = r.ts;
   t.last_ts = std::max(t.last_ts, r.ts);
   ++t.ops;
-  t.io_ns += r.dur;
+  t.io_ns = SaturatingAdd(t.io_ns, r.dur);
 
   if (file >= 0) {
     FileStats& f = files_[static_cast<size_t>(file)];
     if (f.first_ts == 0) f.first_ts = r.ts;
     ++f.ops;
-    f.io_ns += r.dur;
+    f.io_ns = SaturatingAdd(f.io_ns, r.dur);
     if (r.fsize > f.fsize) f.fsize = r.fsize;
     if (dir < 0 && ok) {
       if (kOpClass.opens[op]) ++f.opens;
@@ -1148,11 +1148,12 @@ void Analyzer::OnSched(const iot_sched& r) {
   if (!TimeAllowed(r.ts)) return;
   if (r.kind == IOT_SCHED_OFFCPU) {
     if (!TaskAllowed(r.tgid, r.tid)) return;
-    offcpu_ns_ += r.dur;
+    offcpu_ns_ = SaturatingAdd(offcpu_ns_, r.dur);
     ++offcpu_intervals_;
-    Thread(r.tgid, r.tid, r.ts).offcpu_ns += r.dur;
+    uint64_t& thread_offcpu = Thread(r.tgid, r.tid, r.ts).offcpu_ns;
+    thread_offcpu = SaturatingAdd(thread_offcpu, r.dur);
   } else {
-    irq_ns_ += r.dur;
+    irq_ns_ = SaturatingAdd(irq_ns_, r.dur);
   }
 }
 

@@ -106,6 +106,26 @@ TEST(Security, ReadPagesNearTheEndOfTheOffsetSpace) {
   EXPECT_EQ(f["hit_ratio"].get<double>(), 0.0) << f.dump();
 }
 
+// Two reads whose byte counts and durations sum past 2^64: totals saturate, never wrap to a
+// small number.
+TEST(Security, ByteAndTimeTotalsSaturate) {
+  test::SyntheticTrace t;
+  const uint64_t base = 1'000'000'000ULL;
+  t.Open(10, base + 1, "/data/f", 3, kDev, 42);
+  t.Io(IOT_OP_PREAD64, 10, base + 10, UINT64_MAX - 5, 3, kDev, 42, 0, INT64_MAX, INT64_MAX);
+  t.Io(IOT_OP_PREAD64, 10, base + 20, 10, 3, kDev, 42, 0, INT64_MAX, INT64_MAX);
+  t.Io(IOT_OP_PREAD64, 10, base + 30, 10, 3, kDev, 42, 0, INT64_MAX, INT64_MAX);
+  nlohmann::json m = AnalyzeTrace(t);
+  bool found = false;
+  for (const auto& o : m["ops"]) {
+    if (o["op"] != "pread64") continue;
+    found = true;
+    EXPECT_EQ(o["io_ns"].get<uint64_t>(), UINT64_MAX) << o.dump();
+    EXPECT_EQ(o["bytes"].get<uint64_t>(), UINT64_MAX) << o.dump();
+  }
+  EXPECT_TRUE(found) << m["ops"].dump();
+}
+
 // ---- correlation -----------------------------------------------------------------------------
 
 iot_block Blk(uint16_t phase, uint64_t ts, uint64_t sector, uint32_t bytes, uint32_t flags,
