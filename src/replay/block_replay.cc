@@ -68,13 +68,6 @@ std::set<dev_t> DeviceAndPartitions(dev_t dev) {
 
 // Live instant `recorded_ns` of trace time after `base`, at `speed`; saturated, so that a trace
 // whose times span more than the clock can hold waits "forever" instead of wrapping to now.
-uint64_t ScaledDue(uint64_t base, uint64_t recorded_ns, double speed) {
-  double scaled = static_cast<double>(recorded_ns) / speed;
-  // 2^64 as a double: anything at or above it does not convert (undefined behaviour).
-  if (!(scaled < 18446744073709551616.0)) return UINT64_MAX;
-  return SaturatingAdd(base, static_cast<uint64_t>(scaled));
-}
-
 // What the replay measured, per op name.
 struct BlockTally {
   std::map<std::string, Histogram> lat;

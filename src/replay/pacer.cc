@@ -5,7 +5,15 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "base/checked_math.h"
+
 namespace iotwin::replay {
+
+uint64_t ScaledDue(uint64_t base, uint64_t recorded_ns, double speed) {
+  double scaled = static_cast<double>(recorded_ns) / speed;
+  if (!(scaled < 18446744073709551616.0)) return UINT64_MAX;  // 2^64
+  return SaturatingAdd(base, static_cast<uint64_t>(scaled));
+}
 
 Pacer::Pacer(PaceMode mode, double speed, uint64_t trace_start, uint64_t live_start)
     : mode_(mode), speed_(speed > 0 ? speed : 1.0), trace_start_(trace_start),
@@ -15,16 +23,13 @@ uint64_t Pacer::Due(uint64_t ts, uint64_t prev_rec_end, uint64_t prev_live_done,
   switch (mode_) {
     case PaceMode::kFast:
       return now;
-    case PaceMode::kOriginal: {
-      uint64_t rel = ts > trace_start_ ? ts - trace_start_ : 0;
-      return live_start_ + static_cast<uint64_t>(static_cast<double>(rel) / speed_);
-    }
+    case PaceMode::kOriginal:
+      return ScaledDue(live_start_, ts > trace_start_ ? ts - trace_start_ : 0, speed_);
     case PaceMode::kGaps: {
-      uint64_t gap = ts > prev_rec_end ? ts - prev_rec_end : 0;
-      uint64_t scaled = static_cast<uint64_t>(static_cast<double>(gap) / speed_);
+      uint64_t scaled = ScaledDue(0, ts > prev_rec_end ? ts - prev_rec_end : 0, speed_);
       uint64_t absorbed = std::min(carry_, scaled);
       carry_ -= absorbed;
-      return prev_live_done + scaled - absorbed;
+      return SaturatingAdd(prev_live_done, scaled - absorbed);
     }
   }
   return now;

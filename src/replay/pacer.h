@@ -43,6 +43,10 @@ class Pacer {
 };
 
 // CLOCK_MONOTONIC now, ns.
+// base + recorded_ns / speed, saturating: recorded times come from an untrusted trace, and a
+// double at or above 2^64 does not convert to an integer (undefined behaviour).
+uint64_t ScaledDue(uint64_t base, uint64_t recorded_ns, double speed);
+
 uint64_t NowNs();
 // Waits until CLOCK_MONOTONIC >= deadline: sleeps until deadline - spin_ns, then spins.
 void WaitUntil(uint64_t deadline, uint64_t spin_ns);

@@ -164,6 +164,11 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
     out.summary = block.summary;
     out.text = block.text;
     out.exit_code = block.exit_code;
+    if (block.summary.contains("warnings") && block.summary["warnings"].is_array()) {
+      for (const auto& w : block.summary["warnings"]) {
+        if (w.is_string()) out.warnings.push_back(w.get<std::string>());
+      }
+    }
     out.summary["warnings"] = out.warnings;
     return out;
   }

@@ -66,5 +66,14 @@ TEST(ReplayPacer, WaitUntilIsNeverEarly) {
   EXPECT_LT(NowNs() - t, 50'000'000u);
 }
 
+TEST(ReplayPacer, HugeRecordedTimesSaturateInsteadOfWrapping) {
+  // A trace's timestamps are untrusted: 2^64-1 ns at speed 0.001 is 2^74 ns, past any integer.
+  Pacer original(PaceMode::kOriginal, 0.001, 0, 1'000'000);
+  EXPECT_EQ(original.Due(UINT64_MAX, 0, 0, 5), UINT64_MAX);
+  Pacer gaps(PaceMode::kGaps, 0.001, 0, 0);
+  EXPECT_EQ(gaps.Due(UINT64_MAX, 0, 1'000'000, 5), UINT64_MAX);
+  EXPECT_EQ(ScaledDue(10, 100, 2.0), 60u);
+}
+
 }  // namespace
 }  // namespace iotwin::replay
