@@ -11,7 +11,7 @@
 #
 # Environment:
 #   IOTWIN_JOBS          parallel build jobs (default: nproc)
-#   IOTWIN_FUZZ_SECONDS  total fuzzing time, split among the fuzz targets (default 60)
+#   IOTWIN_FUZZ_SECONDS  total fuzzing time, split among the fuzz targets (default 120)
 #   IOTWIN_REQUIRE_BPF=1 a runtime test that cannot load BPF fails instead of skipping (CI sets it)
 set -euo pipefail
 
@@ -19,7 +19,7 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top"
 mode=${1:-build}
 jobs=${IOTWIN_JOBS:-$(nproc)}
-fuzz_seconds=${IOTWIN_FUZZ_SECONDS:-60}
+fuzz_seconds=${IOTWIN_FUZZ_SECONDS:-120}
 
 log() { printf '\n== %s\n' "$*"; }
 die() {
