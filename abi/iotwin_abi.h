@@ -142,13 +142,14 @@ struct iot_string {
 #define IOT_OP_IO_URING_REGISTER 65
 #define IOT_OP_SYNC 66
 #define IOT_OP_IO_PGETEVENTS 67
-#define IOT_OP_MAX 67
+#define IOT_OP_FLOCK 68
+#define IOT_OP_MAX 68
 
 /* One joined system call. Field meaning per op is in docs/trace-format.md:
  * in short, `offset`/`length` are the byte range (length = iovec total for
  * vectored calls), `aux` holds the op's extra scalar (whence, iovcnt, advice,
- * fallocate mode, mmap address hint, the second offset of copy_file_range),
- * `fd2` the second descriptor or dirfd, `path_id`/`path2_id` name the paths
+ * fallocate mode, mmap address hint, the second offset of copy_file_range,
+ * a record lock's whence), `fd2` the second descriptor or dirfd, `path_id`/`path2_id` name the paths
  * as the program passed them. File identity is read in the kernel at exit. */
 struct iot_syscall {
 	struct iot_rec_hdr hdr;
@@ -164,7 +165,7 @@ struct iot_syscall {
 	iot_u64 offset;
 	iot_u64 length;
 	iot_u64 aux;
-	iot_u32 flags; /* open flags, RWF_*, MAP_*, MS_*, SYNC_FILE_RANGE_*, ... */
+	iot_u32 flags; /* open flags, RWF_*, MAP_*, MS_*, SYNC_FILE_RANGE_*, l_type, LOCK_*, ... */
 	iot_u32 mode;  /* open mode, PROT_*, fcntl cmd, ... */
 	iot_u64 ino;   /* identity of the file behind fd (or the fd returned) */
 	iot_u64 fsize; /* file size seen at exit */
@@ -178,6 +179,7 @@ struct iot_syscall {
 #define IOT_SCF_PATH_FAULT 2  /* a path could not be read from user memory */
 #define IOT_SCF_NO_FILE 4     /* no file identity could be read */
 #define IOT_SCF_INTERRUPTED 8 /* exit never seen (thread died / capture stopped) */
+#define IOT_SCF_APPROX_LENGTH 16  /* length not in the source (import): approximate */
 
 /* iovec layout of a vectored call: follows its SYSCALL record (same tid). */
 #define IOT_IOVEC_MAX 64

@@ -39,9 +39,23 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #error "syscall.bpf.c: define the syscall register layout of this architecture"
 #endif
 
-/* fcntl commands worth a record (the rest do no I/O and change no fd). */
+/* fcntl commands worth a record: descriptor copies and flags, record locks
+ * and leases (the rest, owners and signals, pipe sizes, seals, do no storage
+ * I/O and change no descriptor). Values of the generic 64-bit ABI (x86-64,
+ * arm64). */
 #define IOT_F_DUPFD 0
+#define IOT_F_GETFD 1
+#define IOT_F_SETFD 2
+#define IOT_F_GETFL 3
 #define IOT_F_SETFL 4
+#define IOT_F_GETLK 5
+#define IOT_F_SETLK 6
+#define IOT_F_SETLKW 7
+#define IOT_F_OFD_GETLK 36
+#define IOT_F_OFD_SETLK 37
+#define IOT_F_OFD_SETLKW 38
+#define IOT_F_SETLEASE 1024
+#define IOT_F_GETLEASE 1025
 #define IOT_F_DUPFD_CLOEXEC 1030
 #define IOT_MAP_ANONYMOUS 0x20
 
@@ -57,6 +71,28 @@ __u64 iot_marker_ino = 0;
 __u32 iot_marker_dev = 0;
 __u32 iot_calib_tgid = 0;
 
+/* struct flock of the 64-bit ABIs (l_pid and padding not needed). */
+struct iot_user_flock {
+	__s16 l_type;
+	__s16 l_whence;
+	__u32 pad;
+	__s64 l_start;
+	__s64 l_len;
+};
+
+static __always_inline bool iot_fcntl_is_lock(__u64 cmd)
+{
+	return cmd == IOT_F_GETLK || cmd == IOT_F_SETLK || cmd == IOT_F_SETLKW ||
+	       cmd == IOT_F_OFD_GETLK || cmd == IOT_F_OFD_SETLK || cmd == IOT_F_OFD_SETLKW;
+}
+
+static __always_inline bool iot_fcntl_recorded(__u64 cmd)
+{
+	return cmd == IOT_F_DUPFD || cmd == IOT_F_DUPFD_CLOEXEC || cmd == IOT_F_GETFD ||
+	       cmd == IOT_F_SETFD || cmd == IOT_F_GETFL || cmd == IOT_F_SETFL ||
+	       cmd == IOT_F_SETLEASE || cmd == IOT_F_GETLEASE || iot_fcntl_is_lock(cmd);
+}
+
 /* What sys_enter saves for sys_exit, per thread. */
 struct iot_join {
 	__u64 ts;
@@ -67,6 +103,12 @@ struct iot_join {
 	__u32 dev;
 	__u16 ftype;
 	__u16 op;
+	/* fcntl record locks: the request's l_type and l_whence (l_start and l_len
+	 * are pre[0], pre[1]); lk_read is 0 when the struct could not be read at
+	 * enter (a page not resident), so exit reads it again. */
+	__s16 lk_type;
+	__s16 lk_whence;
+	__u32 lk_read;
 };
 
 /* Per-thread storage rather than a tid-keyed hash: no hashing, no delete per
@@ -195,6 +237,26 @@ static __always_inline __u32 iot_kdev_from_user(__u64 d)
 	return (major << 20) | minor;
 }
 
+/* Reads the user's struct flock into the join entry (lk_read = 1 on success). */
+static __always_inline void iot_read_flock(struct iot_join *j, __u64 uptr)
+{
+	struct iot_user_flock fl = {};
+	if (bpf_probe_read_user(&fl, sizeof(fl), (void *)uptr)) {
+		/* l_type -1: unknown, unless exit reads it */
+		j->lk_type = -1;
+		j->lk_whence = 0;
+		j->pre[0] = 0;
+		j->pre[1] = 0;
+		j->lk_read = 0;
+		return;
+	}
+	j->lk_type = fl.l_type;
+	j->lk_whence = fl.l_whence;
+	j->pre[0] = fl.l_start;
+	j->pre[1] = fl.l_len;
+	j->lk_read = 1;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(iot_sys_enter, struct pt_regs *regs, long id)
 {
@@ -237,11 +299,13 @@ int BPF_PROG(iot_sys_enter, struct pt_regs *regs, long id)
 
 	switch (op) {
 	case IOT_OP_FCNTL:
-		if (j->args[1] != IOT_F_DUPFD && j->args[1] != IOT_F_DUPFD_CLOEXEC &&
-		    j->args[1] != IOT_F_SETFL) {
+		if (!iot_fcntl_recorded(j->args[1])) {
 			j->op = 0;
 			return 0;
 		}
+		/* The request as the program made it: F_GETLK overwrites it. */
+		if (iot_fcntl_is_lock(j->args[1]))
+			iot_read_flock(j, j->args[2]);
 		break;
 	case IOT_OP_CLOSE: {
 		struct iot_ident ident = {};
@@ -530,7 +594,26 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 	case IOT_OP_FCNTL:
 		sc->fd = a0;
 		sc->mode = a1;
-		sc->aux = a2;
+		if (iot_fcntl_is_lock(a1)) {
+			/* (fd, cmd, struct flock *): the lock request in the range
+			 * fields, its whence in aux as lseek's, its type in flags. A
+			 * struct unreadable at enter (not resident) was read by the
+			 * kernel since: read it now. */
+			if (!j->lk_read)
+				iot_read_flock(j, a2);
+			sc->offset = j->pre[0];
+			sc->length = j->pre[1];
+			sc->aux = (__u64)(__s64)j->lk_whence;
+			sc->flags = (__u32)(__s32)j->lk_type;
+		} else {
+			sc->aux = a2;
+		}
+		id_kind = IOT_ID_FD;
+		id_fd = a0;
+		break;
+	case IOT_OP_FLOCK:
+		sc->fd = a0;
+		sc->flags = a1; /* LOCK_SH / LOCK_EX / LOCK_UN, | LOCK_NB */
 		id_kind = IOT_ID_FD;
 		id_fd = a0;
 		break;

@@ -40,6 +40,9 @@ constexpr SyscallOp kCaptured[] = {
 #ifdef SYS_fcntl
     {SYS_fcntl, IOT_OP_FCNTL},
 #endif
+#ifdef SYS_flock
+    {SYS_flock, IOT_OP_FLOCK},
+#endif
 #ifdef SYS_read
     {SYS_read, IOT_OP_READ},
 #endif

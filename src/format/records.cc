@@ -27,12 +27,13 @@ constexpr std::array<std::string_view, IOT_OP_MAX + 1> kOpNames = {
     "rename",        "renameat",     "renameat2",     "link",        "linkat",
     "symlink",       "symlinkat",    "chdir",         "fchdir",      "io_setup",
     "io_submit",     "io_getevents", "io_destroy",    "io_uring_setup", "io_uring_enter",
-    "io_uring_register", "sync",     "io_pgetevents",
+    "io_uring_register", "sync",     "io_pgetevents", "flock",
 };
 static_assert(kOpNames[IOT_OP_PREAD64] == "pread64");
 static_assert(kOpNames[IOT_OP_MMAP] == "mmap");
 static_assert(kOpNames[IOT_OP_IO_URING_REGISTER] == "io_uring_register");
 static_assert(kOpNames[IOT_OP_IO_PGETEVENTS] == "io_pgetevents");
+static_assert(kOpNames[IOT_OP_FLOCK] == "flock");
 
 struct TypeInfo {
   std::string_view name;

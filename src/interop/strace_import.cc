@@ -1,6 +1,7 @@
 // Importer for strace logs: `strace -f -ttt -T -y` and its variants (-yy, -s N, -tt, -t, -r, no
 // timestamps, pid prefixes of -o files and of stderr, -ff files). See docs/interop.md.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -167,6 +168,7 @@ std::string_view CanonicalName(std::string_view name) {
       {"truncate64", "truncate"},   {"pread", "pread64"},        {"pwrite", "pwrite64"},
       {"oldstat", "stat"},          {"oldlstat", "lstat"},       {"oldfstat", "fstat"},
       {"sync_file_range2", "sync_file_range"}, {"arm_sync_file_range", "sync_file_range"},
+      {"fcntl64", "fcntl"},
   };
   auto it = kAliases.find(name);
   return it == kAliases.end() ? name : it->second;
@@ -780,6 +782,61 @@ class StraceImporter : public Importer {
     return static_cast<uint32_t>(FlagsValue(a[i]).value_or(0));
   }
 
+  // ---- locks ----
+  // fcntl's command: the 32-bit ABI's *LK64 spellings are the same requests.
+  static uint32_t FcntlCommand(std::string_view text) {
+    text = Trim(text);
+    if (text == "F_GETLK64") return F_GETLK;
+    if (text == "F_SETLK64") return F_SETLK;
+    if (text == "F_SETLKW64") return F_SETLKW;
+    return static_cast<uint32_t>(FlagsValue(text).value_or(0));
+  }
+  static bool IsLockCommand(uint32_t cmd) {
+    return cmd == F_GETLK || cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_GETLK ||
+           cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
+  }
+  // Lock types (F_RDLCK ...) and flock operations (LOCK_EX|LOCK_NB ...), or a number.
+  static std::optional<uint64_t> LockSymbols(std::string_view expr) {
+    static const std::unordered_map<std::string_view, uint64_t> kNames = {
+        {"F_RDLCK", F_RDLCK}, {"F_WRLCK", F_WRLCK}, {"F_UNLCK", F_UNLCK}, {"LOCK_SH", LOCK_SH},
+        {"LOCK_EX", LOCK_EX}, {"LOCK_NB", LOCK_NB}, {"LOCK_UN", LOCK_UN}};
+    expr = Trim(expr);
+    if (expr.empty()) return std::nullopt;
+    uint64_t v = 0;
+    for (size_t pos = 0; pos <= expr.size();) {
+      size_t bar = expr.find('|', pos);
+      std::string_view part = Trim(expr.substr(pos, bar == std::string_view::npos ? bar : bar - pos));
+      if (auto it = kNames.find(part); it != kNames.end()) v |= it->second;
+      else if (auto n = ParseCUnsigned(part)) v |= *n;
+      else return std::nullopt;
+      if (bar == std::string_view::npos) break;
+      pos = bar + 1;
+    }
+    return v;
+  }
+  // "{l_type=F_WRLCK, l_whence=SEEK_SET, l_start=0, l_len=0}" into the record's lock fields
+  // (op_fields.h: type in flags, whence in aux, start in offset, length in length). A struct
+  // strace could not read (an address) leaves the type unknown (-1). For F_GETLK strace prints
+  // the struct after the call: with no conflict its type is F_UNLCK, which no request can be, so
+  // the request is taken as a write lock's.
+  void LockRequest(std::string_view arg, iot_syscall* sc) {
+    std::string_view group = strace::FirstBraceGroup(arg);
+    auto type = LockSymbols(strace::FieldValue(group, "l_type"));
+    if (group.empty() || !type) {
+      sc->flags = static_cast<uint32_t>(-1);
+      stats_.counters["lock_request_unknown"]++;
+      return;
+    }
+    sc->flags = static_cast<uint32_t>(*type);
+    if ((sc->mode == F_GETLK || sc->mode == F_OFD_GETLK) && *type == F_UNLCK) {
+      sc->flags = F_WRLCK;
+      stats_.counters["lock_query_type_assumed"]++;
+    }
+    sc->aux = FlagsValue(strace::FieldValue(group, "l_whence")).value_or(SEEK_SET);
+    sc->offset = static_cast<uint64_t>(ParseCInt(strace::FieldValue(group, "l_start")).value_or(0));
+    sc->length = static_cast<uint64_t>(ParseCInt(strace::FieldValue(group, "l_len")).value_or(0));
+  }
+
   // Sum of iov_len in "[{iov_base=..., iov_len=4096}, ...]" (saturating); *lens gets each
   // length. *complete is false when strace left elements out: "[...]" (-s 0) or a trailing
   // "..." (more elements than -s allows).
@@ -934,12 +991,24 @@ class StraceImporter : public Importer {
       case IOT_OP_FCNTL: {
         IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
-        sc.mode = FlagsArg(a, 1);
-        sc.aux = UArg(a, 2);
+        sc.mode = FcntlCommand(a.size() > 1 ? a[1] : std::string_view());
+        if (IsLockCommand(sc.mode)) {
+          LockRequest(a.size() > 2 ? a[2] : std::string_view(), &sc);
+        } else {
+          sc.aux = UArg(a, 2);
+        }
         SetIdentity(&sc, fd);
         if (ok && (sc.mode == F_DUPFD || sc.mode == F_DUPFD_CLOEXEC)) {
           fds_.Dup(task.tgid, sc.fd, static_cast<int32_t>(r.ret));
         }
+        break;
+      }
+      case IOT_OP_FLOCK: {
+        // flock(3</path>, LOCK_EX|LOCK_NB)
+        IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
+        sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
+        sc.flags = static_cast<uint32_t>(LockSymbols(a.size() > 1 ? a[1] : std::string_view()).value_or(0));
+        SetIdentity(&sc, fd);
         break;
       }
       case IOT_OP_READ:
@@ -967,8 +1036,10 @@ class StraceImporter : public Importer {
             if (ok) {
               sc.length = std::max(sc.length, static_cast<uint64_t>(r.ret));
               stats_.counters["length_from_result"]++;
+              sc.sflags |= IOT_SCF_APPROX_LENGTH;
             } else {
               stats_.counters["length_unknown"]++;
+              sc.sflags |= IOT_SCF_APPROX_LENGTH;
             }
           }
         } else {

@@ -68,7 +68,7 @@ bool OpHasDataFd(const iot_syscall& sc) {
     case IOT_OP_FDATASYNC: case IOT_OP_SYNC_FILE_RANGE: case IOT_OP_SYNCFS:
     case IOT_OP_FALLOCATE: case IOT_OP_FTRUNCATE: case IOT_OP_FADVISE64: case IOT_OP_READAHEAD:
     case IOT_OP_COPY_FILE_RANGE: case IOT_OP_FSTAT: case IOT_OP_GETDENTS64: case IOT_OP_FCHDIR:
-    case IOT_OP_SENDFILE:
+    case IOT_OP_SENDFILE: case IOT_OP_FLOCK:
       return true;
     case IOT_OP_MMAP:
       return !(sc.flags & 0x20 /* MAP_ANONYMOUS */);
@@ -87,12 +87,34 @@ int DataFd(const iot_syscall& sc) {
     case IOT_OP_FDATASYNC: case IOT_OP_SYNC_FILE_RANGE: case IOT_OP_SYNCFS:
     case IOT_OP_FALLOCATE: case IOT_OP_FTRUNCATE: case IOT_OP_FADVISE64: case IOT_OP_READAHEAD:
     case IOT_OP_COPY_FILE_RANGE: case IOT_OP_FSTAT: case IOT_OP_GETDENTS64: case IOT_OP_FCHDIR:
+    case IOT_OP_FLOCK:
       return sc.fd;
     case IOT_OP_MMAP:
       return (sc.flags & 0x20 /* MAP_ANONYMOUS */) ? -1 : sc.fd;
     default:
       return -1;
   }
+}
+
+bool FcntlIsLock(int cmd) {
+  switch (cmd) {
+    case F_GETLK: case F_SETLK: case F_SETLKW: case F_OFD_GETLK: case F_OFD_SETLK:
+    case F_OFD_SETLKW:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool FcntlIsLockQuery(int cmd) { return cmd == F_GETLK || cmd == F_OFD_GETLK; }
+
+bool FcntlLockWaits(int cmd) { return cmd == F_SETLKW || cmd == F_OFD_SETLKW; }
+
+bool OpChangesLock(const iot_syscall& sc) {
+  if (sc.op == IOT_OP_FLOCK) return true;
+  if (sc.op != IOT_OP_FCNTL) return false;
+  int cmd = FcntlCmd(sc);
+  return (FcntlIsLock(cmd) && !FcntlIsLockQuery(cmd)) || cmd == F_SETLEASE;
 }
 
 int SecondFd(const iot_syscall& sc) {

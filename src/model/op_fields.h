@@ -43,9 +43,29 @@ int SecondFd(const iot_syscall& sc);
 uint32_t FallocateMode(const iot_syscall& sc);
 // truncate/ftruncate new length: `length`, or `offset` when length is 0.
 uint64_t TruncateLength(const iot_syscall& sc);
-// fcntl command and argument.
+// fcntl command and argument (the argument of commands that take an integer; record-lock
+// commands keep their struct flock in the fields below instead).
 inline int FcntlCmd(const iot_syscall& sc) { return static_cast<int>(sc.mode); }
 inline uint64_t FcntlArg(const iot_syscall& sc) { return sc.aux; }
+// True for the record-lock commands, POSIX (F_GETLK, F_SETLK, F_SETLKW) and open file
+// description (F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW).
+bool FcntlIsLock(int cmd);
+// True for the lock commands that only ask (F_GETLK, F_OFD_GETLK).
+bool FcntlIsLockQuery(int cmd);
+// True for the commands that wait for a conflicting lock (F_SETLKW, F_OFD_SETLKW).
+bool FcntlLockWaits(int cmd);
+// The struct flock of a record-lock command as the program passed it: l_type in `flags`
+// (F_RDLCK, F_WRLCK, F_UNLCK; -1 when the capture could not read it), l_whence in `aux` (as
+// lseek's whence), l_start in `offset`, l_len in `length` (both signed).
+inline int LockType(const iot_syscall& sc) { return static_cast<int32_t>(sc.flags); }
+inline int LockWhence(const iot_syscall& sc) { return static_cast<int>(sc.aux); }
+inline int64_t LockStart(const iot_syscall& sc) { return static_cast<int64_t>(sc.offset); }
+inline int64_t LockLength(const iot_syscall& sc) { return static_cast<int64_t>(sc.length); }
+// flock(2) operation: LOCK_SH, LOCK_EX or LOCK_UN, with LOCK_NB (`flags`).
+inline int FlockOperation(const iot_syscall& sc) { return static_cast<int>(sc.flags); }
+// True when the op takes, converts or releases a lock of its file (fcntl record locks, leases,
+// flock), false for queries and every other op.
+bool OpChangesLock(const iot_syscall& sc);
 // lseek whence.
 inline int Whence(const iot_syscall& sc) { return static_cast<int>(sc.aux); }
 // fadvise advice (aux).

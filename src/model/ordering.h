@@ -37,8 +37,11 @@ namespace iotwin::model {
 // Resource identities: a tag in the top byte, an id below.
 // kPosition: the file position of an open file description, shared by dup'ed descriptors and
 // across fork: every op that reads or moves it (read, write, lseek, ...) uses it exclusively.
+// kLock: the locks of a file (fcntl record locks, OFD locks, leases, flock): taking or releasing
+// one uses it exclusively, asking (F_GETLK) shares it, so lock and unlock ops of different
+// threads and processes replay in their recorded order.
 enum class ResourceTag : uint8_t {
-  kPath = 1, kFd = 2, kMapping = 3, kAsyncCtx = 4, kFile = 5, kPosition = 6
+  kPath = 1, kFd = 2, kMapping = 3, kAsyncCtx = 4, kFile = 5, kPosition = 6, kLock = 7
 };
 inline uint64_t ResourceKey(ResourceTag tag, uint64_t id) {
   return (static_cast<uint64_t>(tag) << 56) | (id & ((1ull << 56) - 1));

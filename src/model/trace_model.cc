@@ -585,6 +585,7 @@ struct ModelBuilder::Impl {
   }
 
   uint64_t FileKey(uint32_t file) { return ResourceKey(ResourceTag::kFile, file); }
+  uint64_t LockKey(uint32_t file) { return ResourceKey(ResourceTag::kLock, file); }
 
   // The ordering resource of descriptor number `fd` of `proc`, for declarations inside Push.
   // The number is noted among the process's slots, which fork and exit visit (rather than every
@@ -789,12 +790,16 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
     if (op.skip == Skip::kReplayable) op.skip = Skip::kUnsupported;
   }
   if (code == IOT_OP_FCNTL && op.skip == Skip::kReplayable) {
-    switch (FcntlCmd(sc)) {
+    const int cmd = FcntlCmd(sc);
+    switch (cmd) {
       case F_DUPFD: case F_DUPFD_CLOEXEC: case F_GETFD: case F_SETFD: case F_GETFL:
-      case F_SETFL:
+      case F_SETFL: case F_GETLEASE:
         break;
       default:
-        op.skip = Skip::kUnsupported;  // locks, leases, owners: pointer args not captured
+        // Record locks are replayed from their recorded struct flock, unless the capture could
+        // not read it. Leases are not: breaking one signals the holder (SIGIO would kill the
+        // replay). Owners, signals, seals and pipe sizes are not storage.
+        if (!FcntlIsLock(cmd) || LockType(sc) == -1) op.skip = Skip::kUnsupported;
     }
   }
   if (op.ofd != kNone && ofds[op.ofd].ring &&
@@ -908,11 +913,30 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       }
       if (code == IOT_OP_FCNTL && ok && op.fd_state == FdState::kKnown) {
         if (cmd == F_SETFD) ps.fds[sc.fd].cloexec = (FcntlArg(sc) & FD_CLOEXEC) != 0;
-        if (cmd == F_SETFL) ofds[op.ofd].flags = static_cast<uint32_t>(FcntlArg(sc));
+        if (cmd == F_SETFL && op.ofd != kNone) {
+          // F_SETFL changes only these; the access mode and creation flags stay.
+          constexpr uint32_t kSettable = O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME | O_NONBLOCK;
+          uint32_t& f = ofds[op.ofd].flags;
+          f = (f & ~kSettable) | (static_cast<uint32_t>(FcntlArg(sc)) & kSettable);
+        }
       }
+      const bool locks = code == IOT_OP_FCNTL && (FcntlIsLock(cmd) || cmd == F_SETLEASE ||
+                                                  cmd == F_GETLEASE);
+      const bool lock_change = OpChangesLock(sc);
       decl.push_back([=, this] {
         declare_fd_use(sc.fd);
         if (newfd >= 0) deps.Write(FdKey(proc, newfd));
+        if (locks && file != kNone) {
+          if (lock_change) deps.Write(LockKey(file));
+          else deps.Read(LockKey(file));
+        }
+      });
+      break;
+    }
+    case IOT_OP_FLOCK: {
+      decl.push_back([=, this] {
+        declare_fd_use(sc.fd);
+        if (file != kNone) deps.Write(LockKey(file));
       });
       break;
     }

@@ -1,18 +1,24 @@
 // The sync back end: each recorded call is issued as the same system call (raw syscall(2), so
 // that glibc does not turn open into openat or stat into newfstatat), with the recorded flags,
 // offsets, lengths and iovec layout, on live descriptors and sandbox paths.
+#include <fcntl.h>
 #include <linux/openat2.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <unordered_set>
 
 #include "model/op_fields.h"
 #include "replay/backend.h"
@@ -138,6 +144,136 @@ int64_t NameCall(const LiveArgs& a) {
   }
 }
 
+// ---- locks (docs/replay.md, "Locks") ----
+// The replay is one process, so POSIX record locks, which belong to a process, would all belong
+// to it and never conflict: they are replayed as locks of the open file description, which each
+// recorded open has its own of, as each recorded process has its own POSIX locks.
+int OfdLockCommand(int cmd) {
+  switch (cmd) {
+    case F_GETLK: return F_OFD_GETLK;
+    case F_SETLK: return F_OFD_SETLK;
+    case F_SETLKW: return F_OFD_SETLKW;
+    default: return cmd;
+  }
+}
+
+struct flock RecordedFlock(const iot_syscall& sc) {
+  struct flock fl{};
+  fl.l_type = static_cast<short>(model::LockType(sc));
+  fl.l_whence = static_cast<short>(model::LockWhence(sc));
+  fl.l_start = static_cast<off_t>(model::LockStart(sc));
+  fl.l_len = static_cast<off_t>(model::LockLength(sc));
+  fl.l_pid = 0;  // OFD commands require 0
+  return fl;
+}
+
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// A lock the original waited for is taken without waiting, retried until it is free: the holder
+// releases it when its recorded unlock is replayed (lock ops are ordered by the model), but an
+// unlock that never comes (an implicit release the replay does not make the same way) must not
+// hang the replay. The wait is bounded by 10 s or 4 times the original's wait, whichever is
+// longer; then the call fails with EDEADLK, which the report shows as a mismatch.
+constexpr uint64_t kLockWaitFloorNs = 10'000'000'000ull;
+
+template <typename TryOnce>
+int64_t WaitForLock(const iot_syscall& sc, TryOnce try_once) {
+  uint64_t bound = kLockWaitFloorNs;
+  uint64_t scaled;
+  if (!__builtin_mul_overflow(sc.dur, uint64_t{4}, &scaled)) bound = std::max(bound, scaled);
+  const uint64_t start = MonotonicNs();
+  uint64_t deadline;
+  if (__builtin_add_overflow(start, bound, &deadline)) deadline = UINT64_MAX;
+  long pause_ns = 50'000;
+  for (;;) {
+    int64_t r = try_once();
+    if (r != -EAGAIN && r != -EACCES && r != -EWOULDBLOCK) return r;
+    if (MonotonicNs() >= deadline) return -EDEADLK;
+    timespec ts{0, pause_ns};
+    nanosleep(&ts, nullptr);
+    pause_ns = std::min(pause_ns * 2, 5'000'000L);
+  }
+}
+
+// Live descriptors through which POSIX locks (replayed as OFD locks) were taken: closing any of
+// them releases them, as closing a descriptor releases its process's POSIX locks on the file.
+class PosixLockOwners {
+ public:
+  void Add(int fd) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fds_.insert(fd).second) count_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Before `fd` is closed or replaced: releases what was taken through it.
+  void Release(int fd) {
+    if (fd < 0 || count_.load(std::memory_order_relaxed) == 0) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fds_.erase(fd) == 0) return;
+      count_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    struct flock all{};
+    all.l_type = F_UNLCK;
+    all.l_whence = SEEK_SET;
+    fcntl(fd, F_OFD_SETLK, &all);
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_set<int> fds_;
+  std::atomic<size_t> count_{0};
+};
+
+int64_t FcntlLockCall(const LiveArgs& a, PosixLockOwners* owners) {
+  const iot_syscall& sc = a.op->sc;
+  const int recorded_cmd = model::FcntlCmd(sc);
+  const bool posix = recorded_cmd == F_GETLK || recorded_cmd == F_SETLK || recorded_cmd == F_SETLKW;
+  const int cmd = OfdLockCommand(recorded_cmd);
+  struct flock fl = RecordedFlock(sc);
+  if (!model::FcntlIsLockQuery(recorded_cmd) && fl.l_type != F_UNLCK && a.recorded < 0) {
+    // Refused in the trace: only asked here, so the replay never holds a lock the original did
+    // not. A conflict reproduces the recorded error; none is reported as success (a mismatch).
+    struct flock q = fl;
+    if (fcntl(a.fd, F_OFD_GETLK, &q) < 0) return -static_cast<int64_t>(errno);
+    return q.l_type == F_UNLCK ? 0 : a.recorded;
+  }
+  int64_t r;
+  if (model::FcntlLockWaits(recorded_cmd)) {
+    r = WaitForLock(sc, [&] {
+      struct flock f = fl;
+      return Ret(fcntl(a.fd, F_OFD_SETLK, &f));
+    });
+  } else {
+    r = Ret(fcntl(a.fd, cmd, &fl));
+  }
+  if (r == 0 && posix && !model::FcntlIsLockQuery(recorded_cmd) && fl.l_type != F_UNLCK) {
+    owners->Add(a.fd);
+  }
+  return r;
+}
+
+int64_t FlockCall(const LiveArgs& a) {
+  const int operation = model::FlockOperation(a.op->sc);
+  const bool unlock = (operation & ~LOCK_NB) == LOCK_UN;
+  if (!unlock && a.recorded < 0) {
+    // Refused in the trace: asked through a description of its own, released at its close.
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", a.fd);
+    int probe = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (probe < 0) return -ENOLCK;
+    int64_t r = Ret(flock(probe, operation | LOCK_NB));
+    close(probe);
+    return r == 0 ? 0 : a.recorded;
+  }
+  if (!unlock && !(operation & LOCK_NB)) {
+    return WaitForLock(a.op->sc, [&] { return Ret(flock(a.fd, operation | LOCK_NB)); });
+  }
+  return Ret(flock(a.fd, operation));
+}
+
 class SyncBackend final : public Backend {
  public:
   const char* name() const override { return "sync"; }
@@ -154,26 +290,35 @@ class SyncBackend final : public Backend {
       case IOT_OP_OPENAT2:
       case IOT_OP_CREAT:
         return OpenCall(a);
-      case IOT_OP_CLOSE: return Ret(syscall(SYS_close, a.fd));
+      case IOT_OP_CLOSE:
+        posix_locks_.Release(a.fd);
+        return Ret(syscall(SYS_close, a.fd));
       case IOT_OP_CLOSE_RANGE: {
         int64_t r = 0;
         for (int i = 0; i < a.nfds; i++) {
+          if (!(sc.flags & CLOSE_RANGE_CLOEXEC)) posix_locks_.Release(a.fds[i]);
           int64_t x = Ret(syscall(SYS_close_range, a.fds[i], a.fds[i], sc.flags));
           if (x < 0) r = x;
         }
         return r;
       }
       case IOT_OP_DUP: return Ret(syscall(SYS_dup, a.fd));
+      case IOT_OP_DUP2:
+        if (a.fd2 != a.fd) posix_locks_.Release(a.fd2);  // the kernel closes what was there
 #ifdef SYS_dup2
-      case IOT_OP_DUP2: return Ret(syscall(SYS_dup2, a.fd, a.fd2));
+        return Ret(syscall(SYS_dup2, a.fd, a.fd2));
 #else
-      case IOT_OP_DUP2: return Ret(syscall(SYS_dup3, a.fd, a.fd2, 0));
+        return Ret(syscall(SYS_dup3, a.fd, a.fd2, 0));
 #endif
-      case IOT_OP_DUP3: return Ret(syscall(SYS_dup3, a.fd, a.fd2, sc.flags));
+      case IOT_OP_DUP3:
+        posix_locks_.Release(a.fd2);
+        return Ret(syscall(SYS_dup3, a.fd, a.fd2, sc.flags));
       case IOT_OP_FCNTL: {
+        if (model::FcntlIsLock(model::FcntlCmd(sc))) return FcntlLockCall(a, &posix_locks_);
         uint64_t arg = model::FcntlArg(sc);
         return Ret(syscall(SYS_fcntl, a.fd, model::FcntlCmd(sc), arg));
       }
+      case IOT_OP_FLOCK: return FlockCall(a);
       case IOT_OP_READ: return Ret(syscall(SYS_read, a.fd, a.buf, a.len));
       case IOT_OP_WRITE: return Ret(syscall(SYS_write, a.fd, a.buf, a.len));
       case IOT_OP_PREAD64: return Ret(syscall(SYS_pread64, a.fd, a.buf, a.len, sc.offset));
@@ -270,7 +415,9 @@ class SyncBackend final : public Backend {
 
   int CloneFd(int fd) override { return fcntl(fd, F_DUPFD_CLOEXEC, 0); }
   void CloseFd(int fd) override {
-    if (fd >= 0) close(fd);
+    if (fd < 0) return;
+    posix_locks_.Release(fd);  // exit, exec, a replaced descriptor: POSIX locks go with it
+    close(fd);
   }
   uint8_t* MapFile(const Sandbox* sandbox, const std::string& path, uint64_t length,
                    uint32_t prot, uint32_t flags, uint64_t offset) override {
@@ -289,6 +436,9 @@ class SyncBackend final : public Backend {
   }
   Result<std::unique_ptr<AsyncEngine>> NewAsyncEngine(uint8_t engine, unsigned depth,
                                                       AsyncKind kind) override;
+
+ private:
+  PosixLockOwners posix_locks_;
 };
 
 }  // namespace
