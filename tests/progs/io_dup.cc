@@ -1,7 +1,6 @@
 // io_dup LOG DIR: descriptor duplication (dup, dup2, dup3, fcntl F_DUPFD / F_DUPFD_CLOEXEC /
-// F_SETFL) and writes through the copies, which share one file position. fcntl commands that
-// change nothing (F_GETFL, F_GETFD) are made too: the capture leaves them out, so they are not
-// logged.
+// F_SETFL) and writes through the copies, which share one file position. The fcntl queries
+// F_GETFL and F_GETFD are recorded too (their aux is whatever the register held: not logged).
 #include <cstring>
 #include <string>
 
@@ -40,8 +39,10 @@ int main(int argc, char** argv) {
   log.Add(Entry("fcntl").Int("fd", fd).U64("mode", F_DUPFD).U64("aux", 70).Int("ret", d4));
   long d5 = Sys(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 80);
   log.Add(Entry("fcntl").Int("fd", fd).U64("mode", F_DUPFD_CLOEXEC).U64("aux", 80).Int("ret", d5));
-  Sys(SYS_fcntl, fd, F_GETFL);  // not captured
-  Sys(SYS_fcntl, fd, F_GETFD);  // not captured
+  r = Sys(SYS_fcntl, fd, F_GETFL);
+  log.Add(Entry("fcntl").Int("fd", fd).U64("mode", F_GETFL).Int("ret", r));
+  r = Sys(SYS_fcntl, fd, F_GETFD);
+  log.Add(Entry("fcntl").Int("fd", fd).U64("mode", F_GETFD).Int("ret", r));
   r = Sys(SYS_fcntl, d2, F_SETFL, O_APPEND);
   log.Add(Entry("fcntl").Int("fd", d2).U64("mode", F_SETFL).U64("aux", O_APPEND).Int("ret", r));
   for (long d : {d2, d3, d4, d5}) {
