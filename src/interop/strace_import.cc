@@ -4,8 +4,11 @@
 #include <sys/file.h>
 #include <xxhash.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -32,6 +35,30 @@ constexpr size_t kMaxHeldRecords = 1 << 16;
 constexpr uint64_t kRelativeBelowNs = 100000000ull * 1000000000ull;  // 1e8 s (1973)
 
 enum class TsKind { kNone, kEpoch, kRelative, kTimeOfDay };
+
+// The file type and size strace printed in a stat structure ({st_mode=S_IFDIR|0755,
+// st_size=4096, ...}, or stx_mode/stx_size for statx): a directory type is what tells a replay
+// that "/" or a package directory is not a file. Type as DT_* (S_IF* >> 12), 0 when not shown.
+void StatFields(std::string_view stat_text, iot_syscall* sc) {
+  static constexpr std::pair<std::string_view, uint8_t> kTypes[] = {
+      {"S_IFDIR", S_IFDIR >> 12}, {"S_IFREG", S_IFREG >> 12}, {"S_IFLNK", S_IFLNK >> 12},
+      {"S_IFCHR", S_IFCHR >> 12}, {"S_IFBLK", S_IFBLK >> 12}, {"S_IFIFO", S_IFIFO >> 12},
+      {"S_IFSOCK", S_IFSOCK >> 12}};
+  std::string_view mode = strace::FieldValue(stat_text, "st_mode");
+  if (mode.empty()) mode = strace::FieldValue(stat_text, "stx_mode");
+  for (const auto& [name, type] : kTypes) {
+    if (mode.substr(0, name.size()) == name &&
+        (mode.size() == name.size() || mode[name.size()] == '|')) {
+      sc->ftype = type;
+    }
+  }
+  if (sc->ftype != (S_IFREG >> 12)) return;
+  std::string_view size = strace::FieldValue(stat_text, "st_size");
+  if (size.empty()) size = strace::FieldValue(stat_text, "stx_size");
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(size.data(), size.data() + size.size(), v);
+  if (ec == std::errc() && end == size.data() + size.size() && !size.empty()) sc->fsize = v;
+}
 
 struct Head {
   bool has_pid = false;
@@ -1185,6 +1212,7 @@ class StraceImporter : public Importer {
         if (op == IOT_OP_CHDIR && ok && !path.empty() && path[0] == '/') {
           IOTWIN_RETURN_IF_ERROR(NoteCwd(pid, task, path, ts));
         }
+        if ((op == IOT_OP_STAT || op == IOT_OP_LSTAT) && ok && a.size() > 1) StatFields(a[1], &sc);
         break;
       case IOT_OP_NEWFSTATAT:
       case IOT_OP_STATX:
@@ -1202,6 +1230,8 @@ class StraceImporter : public Importer {
         if (op == IOT_OP_UNLINKAT) sc.flags = FlagsArg(a, 2);
         // fstat via newfstatat(fd, "", ..., AT_EMPTY_PATH): the file behind the fd.
         if (dir.decorated && sc.fd != AT_FDCWD) SetIdentity(&sc, dir);
+        if (op == IOT_OP_NEWFSTATAT && ok && a.size() > 2) StatFields(a[2], &sc);
+        if (op == IOT_OP_STATX && ok && a.size() > 4) StatFields(a[4], &sc);
         break;
       }
       case IOT_OP_RENAME:
