@@ -130,7 +130,7 @@ Result<uint32_t> TraceWriter::InternString(std::string_view s, bool truncated) {
   rec->id = id;
   rec->len = static_cast<uint16_t>(s.size());
   rec->flags = truncated ? IOT_STRF_TRUNCATED : 0;
-  std::memcpy(buf + sizeof(iot_string), s.data(), s.size());
+  if (!s.empty()) std::memcpy(buf + sizeof(iot_string), s.data(), s.size());  // data() may be null
   IOTWIN_RETURN_IF_ERROR(Append(&rec->hdr));
   return id;
 }

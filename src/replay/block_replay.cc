@@ -325,7 +325,14 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
   };
   std::vector<Live> live(reqs.size());
   BlockTally tally;
-  auto& [lat, count, errors, bytes, sched, mismatches] = tally;
+  // Named references, not a structured binding: lambdas below capture them (clang before 16
+  // cannot capture structured bindings).
+  auto& lat = tally.lat;
+  auto& count = tally.count;
+  auto& errors = tally.errors;
+  auto& bytes = tally.bytes;
+  auto& sched = tally.sched;
+  auto& mismatches = tally.mismatches;
   unsigned inflight = 0;
 
   auto reap = [&](bool wait_one) {

@@ -6,8 +6,10 @@
 #include <map>
 #include <set>
 
+#include "base/checked_math.h"
 #include "format/records.h"
 #include "model/path.h"
+#include "replay/pacer.h"
 
 namespace iotwin::replay {
 
@@ -114,9 +116,9 @@ Result<ReplayPlan> BuildPlan(const model::TraceModel& m, const PathMapper& mappe
       }
       plan.replayable_ops++;
       any = true;
-      if (op.ts > prev_end) gaps += op.ts - prev_end;
-      uint64_t end = op.end == UINT64_MAX ? op.ts : op.end;
-      if (op.kind == OpKind::kSyscall) busy += end - op.ts;
+      if (op.ts > prev_end) gaps = SaturatingAdd(gaps, op.ts - prev_end);
+      uint64_t end = op.end == UINT64_MAX || op.end < op.ts ? op.ts : op.end;
+      if (op.kind == OpKind::kSyscall) busy = SaturatingAdd(busy, end - op.ts);
       prev_end = std::max(prev_end, end);
       if (CreatesName(op) && op.path != model::kNone) created.insert(plan.targets[op.path]);
       if (op.kind == OpKind::kSyscall && op.path2 != model::kNone) {
@@ -131,7 +133,7 @@ Result<ReplayPlan> BuildPlan(const model::TraceModel& m, const PathMapper& mappe
       }
     }
     if (any) plan.threads_with_ops++;
-    longest_gaps = std::max(longest_gaps, static_cast<uint64_t>(gaps / speed) + busy);
+    longest_gaps = std::max(longest_gaps, ScaledDue(busy, gaps, speed));
     longest_fast = std::max(longest_fast, busy);
   }
   for (const auto& c : created) {
@@ -144,7 +146,7 @@ Result<ReplayPlan> BuildPlan(const model::TraceModel& m, const PathMapper& mappe
     return a < b;
   });
   uint64_t span = m.stats().last_ts > m.stats().first_ts ? m.stats().last_ts - m.stats().first_ts : 0;
-  plan.est_original = static_cast<uint64_t>(span / speed);
+  plan.est_original = ScaledDue(0, span, speed);
   plan.est_gaps = longest_gaps;
   plan.est_fast = longest_fast;
   return plan;

@@ -413,7 +413,8 @@ Result<nlohmann::json> CheckRoot(const std::string& root, const ReplayOptions& o
       }
       m = nullptr;
     }
-    if (!m.is_null() && (!m.is_object() || m.value("iotwin_manifest", 0) != 1)) {
+    if (!m.is_null() && (!m.is_object() || !m.contains("iotwin_manifest") ||
+                         m["iotwin_manifest"] != 1)) {
       if (!o.force) {
         return Status::Corrupt("{}/{}: not an iotwin manifest; use --force to overwrite it", root,
                                kManifestName);

@@ -49,7 +49,11 @@ Status CheckTrace(const model::TraceModel& m, const TraceDamage& damage, const R
     if (!meta.contains("layers") || !meta["layers"].is_object()) return -1;
     const auto& l = meta["layers"];
     if (!l.contains(name)) return 0;
-    if (l[name].is_object()) return l[name].value("enabled", false) ? 1 : 0;
+    if (l[name].is_object()) {
+      // The header is the trace's word: a value of another type is "not said", never a throw.
+      const auto it = l[name].find("enabled");
+      return it != l[name].end() && it->is_boolean() && it->get<bool>() ? 1 : 0;
+    }
     if (l[name].is_boolean()) return l[name].get<bool>() ? 1 : 0;
     return -1;
   };
