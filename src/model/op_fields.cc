@@ -110,13 +110,6 @@ bool FcntlIsLockQuery(int cmd) { return cmd == F_GETLK || cmd == F_OFD_GETLK; }
 
 bool FcntlLockWaits(int cmd) { return cmd == F_SETLKW || cmd == F_OFD_SETLKW; }
 
-bool OpChangesLock(const iot_syscall& sc) {
-  if (sc.op == IOT_OP_FLOCK) return true;
-  if (sc.op != IOT_OP_FCNTL) return false;
-  int cmd = FcntlCmd(sc);
-  return (FcntlIsLock(cmd) && !FcntlIsLockQuery(cmd)) || cmd == F_SETLEASE;
-}
-
 int SecondFd(const iot_syscall& sc) {
   switch (sc.op) {
     case IOT_OP_COPY_FILE_RANGE: return sc.fd2;

@@ -63,9 +63,6 @@ inline int64_t LockStart(const iot_syscall& sc) { return static_cast<int64_t>(sc
 inline int64_t LockLength(const iot_syscall& sc) { return static_cast<int64_t>(sc.length); }
 // flock(2) operation: LOCK_SH, LOCK_EX or LOCK_UN, with LOCK_NB (`flags`).
 inline int FlockOperation(const iot_syscall& sc) { return static_cast<int>(sc.flags); }
-// True when the op takes, converts or releases a lock of its file (fcntl record locks, leases,
-// flock), false for queries and every other op.
-bool OpChangesLock(const iot_syscall& sc);
 // lseek whence.
 inline int Whence(const iot_syscall& sc) { return static_cast<int>(sc.aux); }
 // fadvise advice (aux).

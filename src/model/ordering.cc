@@ -89,6 +89,27 @@ void DependencyTracker::WriteRange(uint64_t file, uint64_t begin, uint64_t end) 
   segs.emplace(begin, Segment{end, cur_});
 }
 
+void DependencyTracker::UseInOrder(uint64_t resource) {
+  auto& uses = in_order_[resource];
+  ThreadUses* mine = nullptr;
+  for (auto& u : uses) {
+    if (u.latest.thread == cur_.thread) {
+      mine = &u;
+      continue;
+    }
+    // A thread's calls do not overlap: when its latest use overlapped this op, the one before
+    // it had completed before the latest started, hence before this op.
+    if (u.latest.end <= cur_start_) Need(u.latest, true);
+    else Need(u.previous, true);
+  }
+  if (mine == nullptr) {
+    uses.push_back(ThreadUses{});
+    mine = &uses.back();
+  }
+  mine->previous = mine->latest;
+  mine->latest = cur_;
+}
+
 void DependencyTracker::After(uint32_t thread, uint32_t index) { Need(thread, index); }
 
 uint32_t DependencyTracker::End(std::vector<Dep>* out) {

@@ -37,9 +37,9 @@ namespace iotwin::model {
 // Resource identities: a tag in the top byte, an id below.
 // kPosition: the file position of an open file description, shared by dup'ed descriptors and
 // across fork: every op that reads or moves it (read, write, lseek, ...) uses it exclusively.
-// kLock: the locks of a file (fcntl record locks, OFD locks, leases, flock): taking or releasing
-// one uses it exclusively, asking (F_GETLK) shares it, so lock and unlock ops of different
-// threads and processes replay in their recorded order.
+// kLock: the locks of a file (fcntl record locks, OFD locks, leases, flock): every lock op uses
+// it through UseInOrder, so lock, unlock and refused lock ops of different threads and processes
+// replay in their recorded order.
 enum class ResourceTag : uint8_t {
   kPath = 1, kFd = 2, kMapping = 3, kAsyncCtx = 4, kFile = 5, kPosition = 6, kLock = 7
 };
@@ -61,6 +61,11 @@ class DependencyTracker {
   void Write(uint64_t resource);
   void ReadRange(uint64_t file, uint64_t begin, uint64_t end);
   void WriteRange(uint64_t file, uint64_t begin, uint64_t end);
+  // A use ordered after the latest use by each other thread that had completed before this op
+  // started, not only after the last use: for resources whose users wait in the kernel for one
+  // another (locks), the last user is often a waiter that overlapped this op, while the use
+  // before it in its thread (a refused attempt, an earlier lock) still fixes the order.
+  void UseInOrder(uint64_t resource);
   // An explicit happens-before (thread creation: the new thread's first op follows the creating
   // op whatever the timing).
   void After(uint32_t thread, uint32_t index);
@@ -91,6 +96,11 @@ class DependencyTracker {
   std::vector<Dep> pending_;
   std::unordered_map<uint64_t, ResourceState> resources_;
   std::unordered_map<uint64_t, std::map<uint64_t, Segment>> ranges_;
+  // UseInOrder: per resource, each thread's latest use and the one before it.
+  struct ThreadUses {
+    Access latest, previous;
+  };
+  std::unordered_map<uint64_t, std::vector<ThreadUses>> in_order_;
   // waited_[thread][other] = highest `count` already awaited by an earlier op of `thread`.
   std::unordered_map<uint32_t, std::unordered_map<uint32_t, uint32_t>> waited_;
 };

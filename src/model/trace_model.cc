@@ -922,21 +922,17 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
       }
       const bool locks = code == IOT_OP_FCNTL && (FcntlIsLock(cmd) || cmd == F_SETLEASE ||
                                                   cmd == F_GETLEASE);
-      const bool lock_change = OpChangesLock(sc);
       decl.push_back([=, this] {
         declare_fd_use(sc.fd);
         if (newfd >= 0) deps.Write(FdKey(proc, newfd));
-        if (locks && file != kNone) {
-          if (lock_change) deps.Write(LockKey(file));
-          else deps.Read(LockKey(file));
-        }
+        if (locks && file != kNone) deps.UseInOrder(LockKey(file));
       });
       break;
     }
     case IOT_OP_FLOCK: {
       decl.push_back([=, this] {
         declare_fd_use(sc.fd);
-        if (file != kNone) deps.Write(LockKey(file));
+        if (file != kNone) deps.UseInOrder(LockKey(file));
       });
       break;
     }

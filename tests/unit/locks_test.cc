@@ -114,6 +114,26 @@ TEST(ModelLocks, WaitThatOverlappedTheUnlockIsLeftFree) {
   EXPECT_TRUE(DepsOf(*m, 100, 2).empty());
 }
 
+TEST(ModelLocks, UnlockWaitsForARefusedAttemptBeforeAnOverlappingWait) {
+  // 200 is refused (EAGAIN) while 100 holds the lock, then waits (F_SETLKW) and gets it once
+  // 100 unlocks. The unlock must follow the refused attempt, though the last lock op before the
+  // unlock is the wait, which overlapped it: replayed first, the unlock lets the attempt succeed.
+  TraceBuilder b;
+  b.Openat(100, "/d/db", O_RDWR, 3, 4096);
+  b.Openat(200, "/d/db", O_RDWR, 5, 4096);
+  Lock(b, 100, 3, F_SETLK, F_WRLCK, 0, 100, 0);
+  Lock(b, 200, 5, F_SETLK, F_RDLCK, 50, 10, -EAGAIN);
+  iot_syscall& wait = Lock(b, 200, 5, F_SETLKW, F_WRLCK, 0, 0, 0);
+  wait.dur = 10 * b.step;  // returned after the unlock below
+  Lock(b, 100, 3, F_SETLKW, F_UNLCK, 0, 100, 0);
+  auto m = BuildModel(b);
+  ASSERT_TRUE(m);
+  auto u = DepsOf(*m, 100, 2);
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].thread, ThreadIndex(*m, 200));
+  EXPECT_EQ(u[0].count, 2u);  // after 200's refused attempt, not its wait (the third op)
+}
+
 TEST(ModelLocks, SetfdClearsAndSetsCloseOnExec) {
   TraceBuilder b;
   b.Openat(100, "/d/a", O_RDONLY | O_CLOEXEC, 3);
