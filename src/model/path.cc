@@ -75,4 +75,26 @@ bool IsPseudoFsPath(std::string_view p) {
   return false;
 }
 
+std::string RelativePath(std::string_view from, std::string_view to) {
+  // Longest common prefix ending at a component boundary.
+  size_t common = 0, i = 0;
+  while (i < from.size() && i < to.size() && from[i] == to[i]) {
+    i++;
+    if ((i == from.size() || from[i] == '/') && (i == to.size() || to[i] == '/')) common = i;
+  }
+  if (to.substr(0, 1) != "/") common = 0;
+  if (from == "/") common = 1;  // the root has no component to climb out of
+  std::string out;
+  for (size_t k = common; k < from.size(); k++) {
+    if (from[k] == '/') out += out.empty() ? ".." : "/..";
+  }
+  std::string_view rest = to.substr(common);
+  if (!rest.empty() && rest[0] == '/') rest.remove_prefix(1);
+  if (!rest.empty()) {
+    if (!out.empty()) out += '/';
+    out += rest;
+  }
+  return out.empty() ? "." : out;
+}
+
 }  // namespace iotwin::model

@@ -36,6 +36,10 @@ bool PathIsWithin(std::string_view path, std::string_view prefix);
 std::string ReplacePrefix(std::string_view path, std::string_view prefix,
                           std::string_view replacement);
 
+// `to` as a relative path from directory `from_dir` (both normalised absolute paths):
+// RelativePath("/a/b", "/a/c/d") is "../c/d"; "." when they are the same.
+std::string RelativePath(std::string_view from_dir, std::string_view to);
+
 // Paths on kernel pseudo file systems (/proc, /sys, /dev except /dev/shm): their I/O is not
 // storage I/O and cannot be recreated in a sandbox, so models mark them and replay skips them.
 bool IsPseudoFsPath(std::string_view normalized);

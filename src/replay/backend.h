@@ -34,6 +34,10 @@ class Sandbox;
 struct LiveArgs {
   const model::Op* op = nullptr;
   const Sandbox* sandbox = nullptr;  // resolves every path (sandbox.h); none: path calls fail
+  // The calling worker is confined to its base (its own root directory): `path`/`path2` are the
+  // recorded absolute paths, issued as recorded. Otherwise they are mapped targets, resolved
+  // through `sandbox`.
+  bool in_root = false;
   int fd = -1;              // live descriptor of DataFd
   int fd2 = -1;             // live second descriptor (copy_file_range out, sendfile out, dup2 new)
   int dirfd = AT_FDCWD;     // live dirfd of the first path (AT_FDCWD when the path is absolute)

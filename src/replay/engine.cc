@@ -19,6 +19,7 @@
 
 #include "format/records.h"
 #include "model/op_fields.h"
+#include "model/path.h"
 #include "replay/fill.h"
 #include "replay/pacer.h"
 #include "replay/sandbox.h"
@@ -139,6 +140,8 @@ struct ReplayEngine::Worker {
   std::vector<iovec> iov;
   std::vector<int> fds;
   std::string scratch;
+  bool in_root = false;       // confined to its base (Sandbox::ConfineThread)
+  std::string confine_error;  // why not, when the back end is real
   ReplayStats stats;
   std::array<OpStats*, IOT_OP_MAX + 3> fast{};  // syscalls by code, then faults (read, write)
   std::unordered_map<uint32_t, OpStats*> async_stats;
@@ -442,6 +445,22 @@ std::string ReplayEngine::abort_reason() const {
   return abort_reason_;
 }
 
+std::string ReplayEngine::ConfinementNote() const {
+  if (options_.backend == BackendKind::kNull) return "";
+  size_t open = 0;
+  const std::string* why = nullptr;
+  for (const auto& w : workers_) {
+    if (w->in_root) continue;
+    open++;
+    if (!why) why = &w->confine_error;
+  }
+  if (open == 0) return "";
+  return fmt::format(
+      "{} of {} replay threads could not be confined to the sandbox ({}): their path calls are "
+      "resolved with openat2 beneath it, one more call each, some as another system call",
+      open, workers_.size(), why->empty() ? "no sandbox" : *why);
+}
+
 uint64_t ReplayEngine::ops_done() const {
   uint64_t n = 0;
   for (const auto& w : workers_) n += w->done_ops.load(std::memory_order_relaxed);
@@ -480,9 +499,15 @@ void ReplayEngine::RunWorker(Worker* w) {
     w->outstanding.reserve(1024);
     for (const auto& reason : {"unknown_fd", "unknown_path", "pseudo_fs", "unknown_mapping",
                                "unsupported", "live_fd_missing", "mapping_missing",
-                               "async_engine"}) {
+                               "outside_mapping", "unrepresentable_path", "async_engine"}) {
       w->stats.AddSkip(reason, "");  // creates the map nodes; the "" entries are dropped later
     }
+  }
+  // Confined before its tid is published, so before a --record tracer attaches.
+  if (options_.backend != BackendKind::kNull && plan_.sandbox) {
+    Status st = Sandbox::ConfineThread(plan_.mapper);
+    w->in_root = st.ok();
+    if (!st.ok()) w->confine_error = st.ToString();
   }
   w->tid.store(gettid(), std::memory_order_release);
   prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
@@ -772,6 +797,8 @@ void ReplayEngine::RunWorker(Worker* w) {
     a = LiveArgs{};
     a.op = &op;
     a.sandbox = plan_.sandbox.get();
+    a.in_root = w->in_root;
+    const std::vector<std::string>& names = w->in_root ? plan_.confined : plan_.targets;
     a.recorded = op.result;
     bool live_ok = true;
     LiveSkip why = LiveSkip::kLiveFdMissing;
@@ -853,7 +880,7 @@ void ReplayEngine::RunWorker(Worker* w) {
       }
       // Paths.
       if (model::OpTakesPath(code) && !op.empty_path) {
-        const std::string& t = plan_.targets[op.path];
+        const std::string& t = names[op.path];
         if (t.empty()) {
           live_ok = false;
           bad_name |= model_.path(op.path).find('\0') != std::string::npos;
@@ -866,7 +893,7 @@ void ReplayEngine::RunWorker(Worker* w) {
         }
       }
       if (model::OpTakesPath2(code)) {
-        const std::string& t = plan_.targets[op.path2];
+        const std::string& t = names[op.path2];
         if (t.empty()) {
           live_ok = false;
           bad_name |= model_.path(op.path2).find('\0') != std::string::npos;
@@ -885,7 +912,15 @@ void ReplayEngine::RunWorker(Worker* w) {
           live_ok = false;
           bad_name = true;
         }
-        w->scratch = plan_.mapper.MapSymlinkTarget(model_.path(op.path2), text);
+        if (w->in_root) {
+          // Relative from the link's directory, so that it also resolves inside the sandbox for
+          // anyone walking it from outside.
+          const std::string link = model::NormalizePath(model_.path(op.path2));
+          std::string_view dir = model::ParentPath(link);
+          w->scratch = model::RelativePath(dir, model::ResolvePath(dir, text));
+        } else {
+          w->scratch = plan_.mapper.MapSymlinkTarget(model_.path(op.path2), text);
+        }
         a.path = w->scratch.c_str();
       }
       // Second descriptor.

@@ -61,6 +61,9 @@ class ReplayEngine {
   uint64_t live_start() const { return live_start_; }
   // Workers in SCHED_FIFO (--rt-priority) when Setup finished, as the kernel reports them.
   uint32_t fifo_workers() const { return fifo_workers_; }
+  // After Setup: "" when every worker is confined to its base (Sandbox::ConfineThread), else a
+  // warning saying how many are not, and why.
+  std::string ConfinementNote() const;
   uint64_t live_end() const { return live_end_; }
 
   // Progress, readable at any time from another thread.

@@ -71,6 +71,7 @@ Result<ReplayPlan> BuildPlan(const model::TraceModel& m, const PathMapper& mappe
   plan.model = &m;
   plan.mapper = mapper;
   plan.targets.resize(m.paths().size());
+  plan.confined.resize(m.paths().size());
   for (size_t i = 0; i < m.paths().size(); i++) {
     const std::string& p = m.paths()[i];
     if (p.empty() || p[0] != '/') continue;
@@ -78,7 +79,8 @@ Result<ReplayPlan> BuildPlan(const model::TraceModel& m, const PathMapper& mappe
       plan.unrepresentable_paths++;
       continue;
     }
-    plan.targets[i] = mapper.Map(model::NormalizePath(p));
+    plan.confined[i] = model::NormalizePath(p);
+    plan.targets[i] = mapper.Map(plan.confined[i]);
   }
   std::set<std::string> initial_targets;
   for (uint32_t f : m.InitialFileSet()) {

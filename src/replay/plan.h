@@ -33,6 +33,9 @@ struct ReplayPlan {
   // Per PathId: "" for strings that are not absolute paths and for names no system call can
   // carry (a NUL byte inside).
   std::vector<std::string> targets;
+  // Per PathId: the recorded path, normalised ("" where `targets` is ""): what a worker confined
+  // to its base (Sandbox::ConfineThread) hands the kernel.
+  std::vector<std::string> confined;
   uint64_t unrepresentable_paths = 0;  // recorded names holding a NUL byte
   std::vector<PlannedFile> initial;  // parents before children
   std::vector<std::string> created;  // targets the workload creates (deepest first)

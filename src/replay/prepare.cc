@@ -448,6 +448,13 @@ Result<PrepareReport> PrepareSandbox(std::vector<ReplayPlan>& plans, const Repla
   for (auto& plan : plans) {
     for (const auto& b : plan.mapper.Bases()) IOTWIN_RETURN_IF_ERROR(MkdirHost(b, &r.dirs_created));
     IOTWIN_ASSIGN_OR_RETURN(plan.sandbox, Sandbox::Open(plan.mapper));
+    // Where confined workers see each --map target (Sandbox::ConfineThread).
+    for (const auto& [from, to] : plan.mapper.maps()) {
+      std::string point = Sandbox::MountPoint(plan.mapper, from);
+      if (plan.sandbox->Contains(point)) {
+        IOTWIN_RETURN_IF_ERROR(MakeDirs(*plan.sandbox, point, &r.dirs_created));
+      }
+    }
   }
   if (r.manifest_found) ClearCreated(plans, manifest, &r);
   // Symlinks already present must not lead outside: refused here, with a clear message, before

@@ -221,6 +221,9 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
   for (auto& plan : plans) {
     engines.push_back(std::make_unique<ReplayEngine>(plan, o, backend.get()));
     IOTWIN_RETURN_IF_ERROR(engines.back()->Setup());
+    if (std::string note = engines.back()->ConfinementNote(); !note.empty()) {
+      out.warnings.push_back(note);
+    }
   }
   std::vector<pid_t> tids;
   for (auto& e : engines) {

@@ -1,6 +1,8 @@
 #include "replay/sandbox.h"
 
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -8,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+
+#include <fmt/format.h>
 
 #include "model/path.h"
 
@@ -37,29 +41,42 @@ std::string RealPathOf(int fd) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-// `to` relative to directory `from` (both normalised absolute paths).
-std::string RelativeTarget(std::string_view from, std::string_view to) {
-  size_t common = 0, i = 0;
-  // Longest common prefix ending at a component boundary.
-  while (i < from.size() && i < to.size() && from[i] == to[i]) {
-    i++;
-    if ((i == from.size() || from[i] == '/') && (i == to.size() || to[i] == '/')) common = i;
+}  // namespace
+
+Status Sandbox::ConfineThread(const PathMapper& mapper) {
+  const auto& maps = mapper.maps();
+  for (size_t i = 0; i < maps.size(); i++) {
+    for (size_t j = 0; j < maps.size(); j++) {
+      if (i != j && model::PathIsWithin(maps[i].first, maps[j].first)) {
+        return Status::Unsupported("nested --map prefixes ({} within {})", maps[i].first,
+                                   maps[j].first);
+      }
+    }
   }
-  if (from == "/" || to.substr(0, 1) != "/") common = 0;
-  std::string out;
-  for (size_t k = common; k < from.size(); k++) {
-    if (from[k] == '/') out += out.empty() ? ".." : "/..";
+  // A private root and cwd for this thread alone (CLONE_FS), and for --map targets a private
+  // mount namespace in which each target is bound at its recorded prefix inside the root.
+  if (unshare(maps.empty() ? CLONE_FS : CLONE_FS | CLONE_NEWNS) != 0) {
+    return Status::FromErrno(errno, "unshare");
   }
-  std::string_view rest = to.substr(common);
-  if (!rest.empty() && rest[0] == '/') rest.remove_prefix(1);
-  if (!rest.empty()) {
-    if (!out.empty()) out += '/';
-    out += rest;
+  if (!maps.empty()) {
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      return Status::FromErrno(errno, "mount --make-rprivate /");
+    }
+    for (const auto& [from, to] : maps) {
+      std::string point = MountPoint(mapper, from);
+      if (mount(to.c_str(), point.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+        return Status::FromErrno(errno, fmt::format("bind {} at {}", to, point));
+      }
+    }
   }
-  return out.empty() ? "." : out;
+  if (chroot(mapper.root().c_str()) != 0) return Status::FromErrno(errno, "chroot " + mapper.root());
+  if (chdir("/") != 0) return Status::FromErrno(errno, "chdir /");
+  return Status::Ok();
 }
 
-}  // namespace
+std::string Sandbox::MountPoint(const PathMapper& mapper, std::string_view recorded_prefix) {
+  return mapper.root() + std::string(recorded_prefix);
+}
 
 Result<std::shared_ptr<const Sandbox>> Sandbox::Open(const PathMapper& mapper) {
   auto sb = std::make_shared<Sandbox>();
@@ -220,7 +237,7 @@ int Sandbox::Symlink(std::string_view points_to, std::string_view link) const {
     if (!model::PathIsWithin(dir, p.base->real)) return -EXDEV;
     std::string to = p.base->real;
     if (!rel.empty()) to += "/" + rel;
-    text = RelativeTarget(dir, to);
+    text = model::RelativePath(dir, to);
   } else if (tb != nullptr) {
     text = std::string(points_to);  // another base: see the header
   } else {

@@ -14,6 +14,14 @@
 // descriptor of the resolved object (AT_EMPTY_PATH). A name holding a NUL byte is refused with
 // EINVAL: the kernel would see only the part before it.
 //
+// Workers do better than that: each confines itself before the replay starts (ConfineThread): a
+// root directory of its own (unshare(CLONE_FS) + chroot to the base; --map targets bound at their
+// recorded prefixes in a mount namespace of its own), so the kernel resolves every absolute path,
+// "..", and symlink within the base, and the worker issues each call as recorded (open stays
+// open, stat stays stat, on the recorded path). Where that is not possible (nested --map
+// prefixes, no CAP_SYS_ADMIN/CAP_SYS_CHROOT) its calls go through this class instead, at the
+// price of one more call per path and, for some calls, another system call than recorded.
+//
 // Symlinks the replay creates point to relative targets computed from the real location of the
 // link's directory inside the same base, so they resolve under RESOLVE_BENEATH, and a program
 // walking the sandbox without it also stays inside. A target in another base (a symlink from the
@@ -47,6 +55,13 @@ class Sandbox {
   // kernel without openat2: without it the sandbox cannot be enforced, and iotwin does not replay
   // an untrusted trace on lexical checks alone.
   static Result<std::shared_ptr<const Sandbox>> Open(const PathMapper& mapper);
+
+  // Confines the calling thread to `mapper`'s root (see above). Irreversible for the thread;
+  // the replay's workers call it before their first op. Fails without changing anything the
+  // replay relies on when the kernel or the privileges do not allow it.
+  static Status ConfineThread(const PathMapper& mapper);
+  // Where --map prefix `recorded_prefix` is bound inside the root (created by preparation).
+  static std::string MountPoint(const PathMapper& mapper, std::string_view recorded_prefix);
 
   // open/openat/openat2/creat: `target` is a mapped absolute path. `resolve` adds the recorded
   // RESOLVE_* flags (RESOLVE_BENEATH/IN_ROOT of the original are subsumed).

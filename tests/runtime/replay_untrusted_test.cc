@@ -167,6 +167,24 @@ TEST(ReplayUntrusted, NonUtf8NamesReplayAndReport) {
   }
 }
 
+TEST(ReplayUntrusted, WorkersThatCannotBeConfinedStillStayInside) {
+  // Nested --map prefixes: workers cannot get a root of their own (Sandbox::ConfineThread), so
+  // their path calls go through openat2 beneath the bases; the NUL-byte chain still stays inside
+  // and the replay says why it was not confined.
+  TempDir tmp;
+  std::string parent = tmp / "p";
+  mkdir(parent.c_str(), 0755);
+  std::string trace = WriteTrace(NulSymlinkTrace(5), tmp / "t.iotwin");
+  auto r = RunReplayCmd({trace, "--root", parent + "/sb", "--map", "/m=" + (tmp / "m"), "--map",
+                         "/m/n=" + (tmp / "n"), "--pace", "fast", "--json", "-q"});
+  ASSERT_NE(r.run.exit_code, 2) << r.run.err;
+  EXPECT_FALSE(Exists(parent + "/canary"));
+  EXPECT_FALSE(Exists(tmp / "canary"));
+  EXPECT_FALSE(Exists("/canary"));
+  EXPECT_NE(r.summary["warnings"].dump().find("could not be confined"), std::string::npos)
+      << r.summary["warnings"].dump();
+}
+
 TEST(ReplayUntrusted, MemoryOpsStayInsideTheReplaysOwnMapping) {
   // A 1 GiB munmap, a madvise and page touches past a 64 KiB mapping: before the bound, the
   // munmap tore down the replayer's own memory (SIGSEGV, or the loader's assertion).

@@ -66,3 +66,21 @@ TEST(ModelPath, PseudoFileSystems) {
 
 }  // namespace
 }  // namespace iotwin::model
+
+namespace iotwin::model {
+namespace {
+
+TEST(ModelPath, RelativePathClimbsOnlyWhatItMust) {
+  EXPECT_EQ(RelativePath("/a/b", "/a/c/d"), "../c/d");
+  EXPECT_EQ(RelativePath("/a/b", "/a/b/c"), "c");
+  EXPECT_EQ(RelativePath("/a/b", "/a/b"), ".");
+  EXPECT_EQ(RelativePath("/a/b", "/a"), "..");
+  EXPECT_EQ(RelativePath("/", "/tmp/x"), "tmp/x");
+  EXPECT_EQ(RelativePath("/", "/"), ".");
+  EXPECT_EQ(RelativePath("/a", "/"), "..");
+  EXPECT_EQ(RelativePath("/ab", "/a/x"), "../a/x");  // component-wise, not by characters
+  EXPECT_EQ(RelativePath("/x/y/z", "/q"), "../../../q");
+}
+
+}  // namespace
+}  // namespace iotwin::model
