@@ -494,11 +494,17 @@ class StraceImporter : public Importer {
         PatchField(bytes, offsetof(iot_syscall, tgid), pid);
         PatchField(bytes, offsetof(iot_syscall, tid), pid);
         break;
-      case IOT_REC_PROC:
+      case IOT_REC_PROC: {
         PatchField(bytes, offsetof(iot_proc, tgid), pid);
         PatchField(bytes, offsetof(iot_proc, tid), pid);
-        PatchField(bytes, offsetof(iot_proc, child_tgid), pid);
+        // Only a new thread's child_tgid is its process; an exec or an exit has none.
+        uint16_t kind = 0;
+        if (bytes.size() >= offsetof(iot_proc, kind) + sizeof kind) {
+          std::memcpy(&kind, bytes.data() + offsetof(iot_proc, kind), sizeof kind);
+        }
+        if (kind == IOT_PROC_THREAD) PatchField(bytes, offsetof(iot_proc, child_tgid), pid);
         break;
+      }
       case IOT_REC_FD_SNAPSHOT:
         PatchField(bytes, offsetof(iot_fd_snapshot, tgid), pid);
         break;
