@@ -209,6 +209,24 @@ TEST(ReplayUntrusted, MemoryOpsStayInsideTheReplaysOwnMapping) {
   EXPECT_EQ(J(r.summary, "/mismatches/total"), 0u) << r.run.out;
 }
 
+TEST(ReplayUntrusted, TwoGibWriteIsReplayedInOneCall) {
+  // One recorded write of 2 GiB (the kernel moves at most 0x7ffff000 bytes a call) is replayed
+  // as one call from a buffer whose pages repeat; AlignedBufferTest.AliasedBufferUsesOnlyItsShare
+  // measures the memory.
+  TempDir tmp;
+  const uint64_t kLen = uint64_t{2} << 30, kMoved = 0x7ffff000;
+  TraceBuilder b;
+  b.Openat(100, "/big.bin", O_WRONLY | O_CREAT | O_EXCL, 3);
+  b.Write(100, 3, kLen, static_cast<int64_t>(kMoved));
+  b.Close(100, 3);
+  std::string trace = WriteTrace(b, tmp / "t.iotwin");
+  auto r = RunReplayCmd({trace, "--root", tmp / "root", "--pace", "fast", "--json", "-q"}, 300);
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  EXPECT_EQ(J(r.summary, "/mismatches/total"), 0u) << r.run.out;
+  EXPECT_EQ(J(r.summary, "/per_op/write/count"), 1u) << r.run.out;
+  EXPECT_EQ(FileSize(tmp / "root/big.bin"), static_cast<int64_t>(kMoved));
+}
+
 TEST(ReplayUntrusted, HugeDescriptorNumberCostsOneEntry) {
   TempDir tmp;
   TraceBuilder b;
