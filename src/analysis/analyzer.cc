@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/checked_math.h"
+#include "base/json_fields.h"
 #include "format/records.h"
 
 namespace iotwin::analysis {
@@ -153,31 +154,24 @@ Analyzer::~Analyzer() = default;
 
 void Analyzer::SetMeta(const nlohmann::json& meta) {
   meta_ = meta;
-  if (!meta.is_object()) return;
-  auto host = meta.find("host");
-  if (host != meta.end() && host->is_object()) {
-    if (auto ps = host->find("page_size"); ps != host->end() && ps->is_number_unsigned() &&
-                                           ps->get<uint64_t>() > 0)
-      page_size_ = ps->get<uint64_t>();
-    page_shift_ = (page_size_ & (page_size_ - 1)) == 0 ? Log2Floor(page_size_) : -1;
-    if (auto arch = host->find("arch"); arch != host->end() && arch->is_string()) {
-      std::string a = arch->get<std::string>();
-      // O_DIRECT differs between architectures (asm-generic vs x86 and friends).
-      if (a == "aarch64" || a == "arm64" || a == "arm" || a == "powerpc64" || a == "ppc64le")
-        o_direct_flag_ = 0200000;
-    }
-    if (auto clock = host->find("clock"); clock != host->end() && clock->is_string()) {
-      // Clocks whose start times resolve calls as finely as their durations: iotwin's own,
-      // and strace's -ttt (realtime) and -r (relative). Not -t/-tt (time_of_day: -t is whole
-      // seconds) nor imports without timestamps (synthetic: one microsecond per line).
-      const std::string c = clock->get<std::string>();
-      handover_rule_ = c == "monotonic" || c == "realtime" || c == "relative";
-    }
-    if (auto anchor = host->find("anchor"); anchor != host->end() && anchor->is_object()) {
-      if (auto m = anchor->find("monotonic_ns"); m != anchor->end() && m->is_number_unsigned())
-        anchor_ns_ = m->get<uint64_t>();
-    }
+  const nlohmann::json* host = json_fields::Object(meta, "host");
+  if (!host) return;
+  if (uint64_t ps = json_fields::GetUint(*host, "page_size", 0)) page_size_ = ps;
+  page_shift_ = (page_size_ & (page_size_ - 1)) == 0 ? Log2Floor(page_size_) : -1;
+  const std::string arch = json_fields::GetString(*host, "arch");
+  // O_DIRECT differs between architectures (asm-generic vs x86 and friends).
+  if (arch == "aarch64" || arch == "arm64" || arch == "arm" || arch == "powerpc64" ||
+      arch == "ppc64le")
+    o_direct_flag_ = 0200000;
+  if (const nlohmann::json* clock = json_fields::Find(*host, "clock");
+      clock && clock->is_string()) {
+    // Clocks whose start times resolve calls as finely as their durations: iotwin's own,
+    // and strace's -ttt (realtime) and -r (relative). Not -t/-tt (time_of_day: -t is whole
+    // seconds) nor imports without timestamps (synthetic: one microsecond per line).
+    const std::string c = clock->get<std::string>();
+    handover_rule_ = c == "monotonic" || c == "realtime" || c == "relative";
   }
+  anchor_ns_ = json_fields::GetUint(*host, "anchor/monotonic_ns", anchor_ns_);
 }
 
 bool Analyzer::StartAt(uint64_t ts) {

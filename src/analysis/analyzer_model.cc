@@ -8,6 +8,7 @@
 
 #include "analysis/analyzer.h"
 #include "base/checked_math.h"
+#include "base/json_fields.h"
 #include "format/records.h"
 
 namespace iotwin::analysis {
@@ -150,13 +151,13 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
     copy(*summary, "stop_reason", cap);
     copy(*summary, "exit_status", cap);
     copy(*summary, "events", cap);
-    if (summary->contains("duration_ns")) cap["duration_ns"] = (*summary)["duration_ns"];
+    cap["duration_ns"] = json_fields::GetUint(*summary, "duration_ns", span);
   }
   cap["complete"] = summary.has_value();
   // Losses: the footer's totals, else the LOST records' cumulative counts.
   json lost = json::object();
-  if (summary && summary->contains("lost") && (*summary)["lost"].is_object()) {
-    lost = (*summary)["lost"];
+  if (const json* footer_lost = summary ? json_fields::Object(*summary, "lost") : nullptr) {
+    lost = *footer_lost;
   } else {
     std::map<std::string, uint64_t> by_source;
     for (const auto& [k, v] : lost_) by_source[std::string(SourceName(k.first))] += v;

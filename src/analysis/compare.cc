@@ -11,6 +11,7 @@
 #include "analysis/report_text.h"
 #include "analysis/sequence.h"
 #include "analysis/trace_analysis.h"
+#include "base/json_fields.h"
 #include "format/records.h"
 #include "model/trace_model.h"
 
@@ -115,7 +116,7 @@ json Side(const std::string& path, const json& m) {
             {"span_ns", m["totals"]["span_ns"]},
             {"syscalls", m["totals"]["syscalls"]},
             {"complete", m["capture"]["complete"]}};
-  if (m["capture"].contains("replay")) s["replay"] = m["capture"]["replay"];
+  if (const json* replay = json_fields::Find(m, "capture/replay")) s["replay"] = *replay;
   return s;
 }
 
@@ -215,10 +216,7 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
                      : json{{"calls", "all"}};
 
   // Pacing: timing is judged for replays paced "original" or "gaps", and for non-replays.
-  std::string pace;
-  if (mb["capture"].contains("replay") && mb["capture"]["replay"].is_object() &&
-      mb["capture"]["replay"].contains("pace") && mb["capture"]["replay"]["pace"].is_string())
-    pace = mb["capture"]["replay"]["pace"].get<std::string>();
+  const std::string pace = json_fields::GetString(mb, "capture/replay/pace");
   bool timing_judged = pace.empty() || pace == "original" || pace == "gaps";
   out["pace"] = pace.empty() ? json(nullptr) : json(pace);
   out["timing_judged"] = timing_judged;
@@ -422,9 +420,10 @@ std::string RenderCompareText(const json& r) {
                                 FormatCount(U(s, "records")), FormatCount(U(s, "syscalls")),
                                 FormatDuration(static_cast<double>(U(s, "span_ns"))),
                                 s["complete"].get<bool>() ? "" : ", INCOMPLETE");
-    if (s.contains("replay") && s["replay"].is_object())
-      t += fmt::format("\n            replay of {}, pace {}", s["replay"].value("source", "?"),
-                       s["replay"].value("pace", "?"));
+    if (json_fields::Object(s, "replay"))
+      t += fmt::format("\n            replay of {}, pace {}",
+                       json_fields::GetString(s, "replay/source", "?"),
+                       json_fields::GetString(s, "replay/pace", "?"));
     return t;
   };
   line("iotwin compare");

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "base/checked_math.h"
+#include "base/json_fields.h"
+
 namespace iotwin::analysis {
 namespace {
 
@@ -14,17 +17,14 @@ using nlohmann::json;
 uint64_t U(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return 0;
-  return it->is_number_unsigned() ? it->get<uint64_t>()
-                                  : static_cast<uint64_t>(std::max(0.0, it->get<double>()));
+  if (it->is_number_unsigned()) return it->get<uint64_t>();
+  // Negative, fractional or huge numbers (a header's, say): clamped, never a cast out of range.
+  const double d = it->get<double>();
+  if (!(d > 0)) return 0;
+  return d >= 18446744073709551615.0 ? UINT64_MAX : static_cast<uint64_t>(d);
 }
-double D(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-std::string S(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+double D(const json& j, const char* key) { return json_fields::GetDouble(j, key, 0.0); }
+std::string S(const json& j, const char* key) { return json_fields::GetString(j, key); }
 bool Has(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && !it->is_null();
@@ -130,27 +130,27 @@ void CaptureSection(Out& out, const json& m) {
     if (Has(h, "page_size")) host += "  page " + FormatBytes(D(h, "page_size"));
     out.Line("  host       {}", host);
   }
-  if (Has(c, "command") && c["command"].is_array()) {
+  if (const json* command = json_fields::Array(c, "command")) {
     std::string cmd;
-    for (const json& a : c["command"]) {
+    for (const json& a : *command) {
       if (!cmd.empty()) cmd += ' ';
       cmd += a.is_string() ? a.get<std::string>() : a.dump();
     }
     out.Line("  command    {}", Truncate(cmd, 86));
   }
   std::string dur = FormatDuration(D(c, "duration_ns"));
-  if (c.value("complete", false)) {
+  if (json_fields::GetBool(c, "complete", false)) {
     std::string stop = S(c, "stop_reason");
     if (Has(c, "exit_status")) stop += fmt::format(", exit status {}", c["exit_status"].dump());
     out.Line("  duration   {}  (complete{}{})", dur, stop.empty() ? "" : "; stop: ", stop);
   } else {
     out.Line("  duration   {}  (INCOMPLETE: the trace has no footer)", dur);
   }
-  if (Has(c, "layers") && c["layers"].is_object()) {
+  if (const json* layers = json_fields::Object(c, "layers")) {
     std::vector<std::string> parts;
-    for (const auto& [name, l] : c["layers"].items()) {
-      bool on = l.is_object() && l.value("enabled", false);
-      std::string reason = l.is_object() ? S(l, "reason") : "";
+    for (const auto& [name, l] : layers->items()) {
+      bool on = json_fields::GetBool(l, "enabled", false);
+      std::string reason = json_fields::GetString(l, "reason");
       parts.push_back(on ? name + " on" : name + " off" + (reason.empty() ? "" : " (" + reason + ")"));
     }
     std::string line;
@@ -165,15 +165,18 @@ void CaptureSection(Out& out, const json& m) {
   }
   std::string lost;
   uint64_t lost_total = 0;
-  for (const auto& [src, n] : c["lost"].items()) {
-    uint64_t v = n.is_number() ? n.get<uint64_t>() : 0;
-    lost_total += v;
-    if (v) lost += fmt::format("{}{} {}", lost.empty() ? "" : ", ", src, FormatCount(v));
+  if (const json* lost_by_source = json_fields::Object(c, "lost")) {
+    for (const auto& [src, n] : lost_by_source->items()) {
+      uint64_t v = json_fields::AsUint(n, 0);
+      lost_total = SaturatingAdd(lost_total, v);
+      if (v) lost += fmt::format("{}{} {}", lost.empty() ? "" : ", ", src, FormatCount(v));
+    }
   }
   out.Line("  lost       {}", lost_total ? lost + "  (statistics undercount)" : "none");
-  if (Has(c, "replay") && c["replay"].is_object())
-    out.Line("  replay     of {}, pace {}", Truncate(S(c["replay"], "source"), 64),
-             S(c["replay"], "pace"));
+  if (json_fields::Object(c, "replay"))
+    out.Line("  replay     of {}, pace {}",
+             Truncate(json_fields::GetString(c, "replay/source"), 64),
+             json_fields::GetString(c, "replay/pace"));
   if (Has(m, "filter")) out.Line("  filter     {}", Truncate(m["filter"].dump(), 86));
   if (Has(t, "damage")) out.Line("  damage     {}", Truncate(S(t, "damage"), 86));
 }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/json_fields.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 
@@ -72,28 +73,13 @@ uint64_t Overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
   return hi > lo ? hi - lo : 0;
 }
 
-// The header's object for one layer (meta.layers.NAME); null when absent or not an object (the
-// header is the trace's, untrusted: nlohmann's value() throws on a type it did not expect).
-const nlohmann::json* LayerOf(const nlohmann::json& meta, const char* name) {
-  if (!meta.is_object()) return nullptr;
-  auto layers = meta.find("layers");
-  if (layers == meta.end() || !layers->is_object()) return nullptr;
-  auto layer = layers->find(name);
-  return layer != layers->end() && layer->is_object() ? &*layer : nullptr;
-}
-
 // Why the trace has no system calls when its header says so (imports of block traces); empty
 // when the syscall layer was recorded.
 std::string MissingSyscallLayer(const nlohmann::json& meta) {
-  const nlohmann::json* sys = LayerOf(meta, "syscall");
-  if (!sys) return {};
-  auto enabled = sys->find("enabled");
-  if (enabled == sys->end() || !enabled->is_boolean() || enabled->get<bool>()) return {};
-  auto reason = sys->find("reason");
-  if (reason == sys->end() || !reason->is_string() || reason->get<std::string>().empty()) {
-    return "disabled";
-  }
-  return reason->get<std::string>();
+  const nlohmann::json* sys = json_fields::Object(meta, "layers/syscall");
+  if (!sys || json_fields::GetBool(*sys, "enabled", true)) return {};
+  std::string reason = json_fields::GetString(*sys, "reason");
+  return reason.empty() ? "disabled" : reason;
 }
 
 }  // namespace
@@ -828,25 +814,13 @@ Correlation Correlator::Finish() {
   }
   std::stable_sort(c_.faults.begin(), c_.faults.end(),
                    [](const PageFault& a, const PageFault& b) { return a.ts < b.ts; });
-  if (c_.summary.is_object() && c_.summary.contains("lost") && c_.summary["lost"].is_object()) {
-    const auto& lost = c_.summary["lost"];
-    auto count = [&](const char* source) -> uint64_t {
-      auto it = lost.find(source);
-      return it != lost.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
-    };
-    c_.lost_block = count("block");
-    c_.lost_nvme = count("nvme");
-    c_.lost_sched = count("sched");
-  }
-  for (auto [name, flag] : {std::pair<const char*, bool*>{"block", &c_.block_layer},
-                            {"nvme", &c_.nvme_layer},
-                            {"sched", &c_.sched_layer},
-                            {"memory", &c_.memory_layer}}) {
-    const nlohmann::json* layer = LayerOf(c_.meta, name);
-    if (!layer) continue;
-    auto enabled = layer->find("enabled");
-    if (enabled != layer->end() && enabled->is_boolean() && enabled->get<bool>()) *flag = true;
-  }
+  c_.lost_block = json_fields::GetUint(c_.summary, "lost/block", c_.lost_block);
+  c_.lost_nvme = json_fields::GetUint(c_.summary, "lost/nvme", c_.lost_nvme);
+  c_.lost_sched = json_fields::GetUint(c_.summary, "lost/sched", c_.lost_sched);
+  c_.block_layer |= json_fields::GetBool(c_.meta, "layers/block/enabled", false);
+  c_.nvme_layer |= json_fields::GetBool(c_.meta, "layers/nvme/enabled", false);
+  c_.sched_layer |= json_fields::GetBool(c_.meta, "layers/sched/enabled", false);
+  c_.memory_layer |= json_fields::GetBool(c_.meta, "layers/memory/enabled", false);
   BuildBiosAndRequests();
   Attribute();
   ComputeLayers();

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/checked_math.h"
+#include "base/json_fields.h"
 #include "correlate/nvme_decode.h"
 #include "format/records.h"
 
@@ -122,16 +123,22 @@ struct DeviceLimits {
 };
 std::map<uint32_t, DeviceLimits> Limits(const json& meta) {
   std::map<uint32_t, DeviceLimits> out;
-  if (!meta.is_object() || !meta.contains("block_devices")) return out;
-  for (const auto& [name, d] : meta["block_devices"].items()) {
+  const json* devices = json_fields::Object(meta, "block_devices");
+  if (!devices) return out;
+  for (const auto& [name, d] : devices->items()) {
     unsigned major = 0, minor = 0;
-    if (sscanf(d.value("dev", "").c_str(), "%u:%u", &major, &minor) != 2) continue;
+    char tail = 0;
+    const std::string dev = json_fields::GetString(d, "dev");
+    // dev_t as the kernel packs it: 12 bits of major, 20 of minor.
+    if (sscanf(dev.c_str(), "%u:%u%c", &major, &minor, &tail) != 2 || major >= (1u << 12) ||
+        minor >= (1u << 20))
+      continue;
     DeviceLimits l;
     l.name = name;
-    l.max_sectors_kb = d.value("max_sectors_kb", 0u);
-    l.max_segments = d.value("max_segments", 0u);
-    l.max_segment_size = d.value("max_segment_size", 0u);
-    l.lbs = d.value("logical_block_size", 0u);
+    l.max_sectors_kb = json_fields::GetUint32(d, "max_sectors_kb", 0);
+    l.max_segments = json_fields::GetUint32(d, "max_segments", 0);
+    l.max_segment_size = json_fields::GetUint32(d, "max_segment_size", 0);
+    l.lbs = json_fields::GetUint32(d, "logical_block_size", 0);
     out[(major << 20) | minor] = l;
   }
   return out;
@@ -785,9 +792,8 @@ json InterferenceJson(const Correlation& c, const LayersOptions& o) {
   }
   j["top"] = tj;
   j["pmu"] = "unavailable unless the header's layers.pmu says otherwise";
-  if (c.meta.is_object() && c.meta.contains("layers") && c.meta["layers"].contains("pmu")) {
-    j["pmu"] = c.meta["layers"]["pmu"].value("reason", "");
-  }
+  if (json_fields::Object(c.meta, "layers/pmu"))
+    j["pmu"] = json_fields::GetString(c.meta, "layers/pmu/reason");
   return j;
 }
 
@@ -858,10 +864,9 @@ void LayerTable(std::string& out, const json& layers, const std::string& indent)
 json LayersReport(const Correlation& c, const LayersOptions& o) {
   json j;
   json layers = json::object();
-  if (c.meta.is_object() && c.meta.contains("layers")) {
-    for (const char* k : {"block", "nvme", "sched", "pmu", "memory"}) {
-      if (c.meta["layers"].contains(k)) layers[k] = c.meta["layers"][k];
-    }
+  for (const char* k : {"block", "nvme", "sched", "pmu", "memory"}) {
+    const json* layer = json_fields::Find(c.meta, std::string("layers/") + k);
+    if (layer) layers[k] = *layer;
   }
   j["layers"] = layers;
   j["coverage"] = Coverage(c);
@@ -890,8 +895,9 @@ std::string RenderLayersText(const json& r) {
   std::string out;
   out += "== Layers: what each application I/O became on the way down ==\n";
   for (const auto& [name, l] : r["layers"].items()) {
-    out += fmt::format("  {:<7} {:<3} {}\n", name, l.value("enabled", false) ? "on" : "off",
-                       l.value("reason", ""));
+    out += fmt::format("  {:<7} {:<3} {}\n", name,
+                       json_fields::GetBool(l, "enabled", false) ? "on" : "off",
+                       json_fields::GetString(l, "reason"));
   }
   const json& cov = r["coverage"];
   out += fmt::format("\nRequests: {} ({} linked to a cause, {} unattributed); {} bios, {} NVMe "
