@@ -3,6 +3,8 @@
 // All produce BLOCK records; sectors are 512-byte units whatever the device's LBA size.
 #include <algorithm>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <unordered_map>
 
 #include "base/checked_math.h"
@@ -338,13 +340,85 @@ void FillFromTail(iot_block* b, const BlockTail& t, bool bracket_is_error) {
   }
 }
 
+// Request identities of flushes without data in text traces. Their sector is meaningless (the
+// issue prints 0, the completion (sector_t)-1), so (dev, sector) cannot join them: a device's
+// flushes are taken to complete in the order they were issued, the usual case (the flush
+// machinery keeps one in flight per queue). Each flush is kept in RequestIds (which numbers all
+// requests) under a key sector of its own, from 2^63 up: no request of a valid trace starts
+// there (its byte offset would pass 2^64). Bounded like RequestIds.
+class FlushIds {
+ public:
+  static constexpr size_t kMaxInflightPerDevice = 1 << 12;
+
+  // A data-less flush request: the ones (dev, sector) cannot join.
+  static bool Applies(const iot_block& b) {
+    return (b.flags & (IOT_BLKF_FLUSH | IOT_BLKF_PREFLUSH)) && b.nr_sector == 0 && b.bytes == 0;
+  }
+
+  // Insert, issue or requeue: the id of the flush it continues, else of a new one.
+  uint64_t Start(uint32_t dev, uint16_t phase, RequestIds* rqs) {
+    std::deque<Entry>& q = inflight_[dev];
+    if (phase != IOT_BLK_INSERT) {
+      // An issue or requeue continues the oldest flush not issued yet (inserted or requeued);
+      // a requeue without one puts back the oldest issued flush.
+      Entry* e = Oldest(q, false);
+      if (!e && phase == IOT_BLK_REQUEUE) e = Oldest(q, true);
+      if (e) {
+        e->issued = phase == IOT_BLK_ISSUE;
+        return rqs->Begin(dev, e->key);
+      }
+    }
+    if (q.size() >= kMaxInflightPerDevice) {
+      for (const Entry& e : q) rqs->End(dev, e.key);  // completions went missing: forget them
+      q.clear();
+      forgotten_++;
+    }
+    q.push_back({next_key_++, phase == IOT_BLK_ISSUE});
+    return rqs->Begin(dev, q.back().key);
+  }
+
+  // A completion: the oldest issued flush of the device (else the oldest at all); 0 when none.
+  uint64_t Complete(uint32_t dev, RequestIds* rqs) {
+    auto it = inflight_.find(dev);
+    if (it == inflight_.end() || it->second.empty()) return 0;
+    std::deque<Entry>& q = it->second;
+    auto e = std::find_if(q.begin(), q.end(), [](const Entry& x) { return x.issued; });
+    if (e == q.end()) e = q.begin();
+    const uint64_t key = e->key;
+    q.erase(e);
+    return rqs->End(dev, key);
+  }
+
+  uint64_t forgotten() const { return forgotten_; }
+
+ private:
+  struct Entry {
+    uint64_t key;
+    bool issued;
+  };
+  static Entry* Oldest(std::deque<Entry>& q, bool issued) {
+    auto it = std::find_if(q.begin(), q.end(),
+                           [issued](const Entry& e) { return e.issued == issued; });
+    return it == q.end() ? nullptr : &*it;
+  }
+  std::map<uint32_t, std::deque<Entry>> inflight_;
+  uint64_t next_key_ = uint64_t{1} << 63;
+  uint64_t forgotten_ = 0;
+};
+
 // Request and bio identities for text traces, which print none (RequestIds, BioIds), and the
 // completion's "bytes left before" (aux), which they do not print either: each completion is
 // taken to finish its request, as the kernel's block_rq_complete does unless it is partial.
 void AssignIds(iot_block* b, const BlockTail& t, bool request_event, RequestIds* rqs,
-               BioIds* bios) {
+               BioIds* bios, FlushIds* flushes) {
   if (request_event) {
-    if (IsRequestStart(b->phase)) {
+    if (FlushIds::Applies(*b)) {
+      if (IsRequestStart(b->phase)) b->rq_id = flushes->Start(b->dev, b->phase, rqs);
+      if (b->phase == IOT_BLK_COMPLETE) {
+        b->rq_id = flushes->Complete(b->dev, rqs);
+        b->aux = b->bytes;
+      }
+    } else if (IsRequestStart(b->phase)) {
       b->rq_id = rqs->Begin(b->dev, b->sector);
     } else if (b->phase == IOT_BLK_COMPLETE) {
       b->rq_id = rqs->End(b->dev, b->sector);
@@ -477,7 +551,7 @@ class FtraceBlockImporter : public Importer {
     const bool request_event = ev->format == FtraceEvent::kRq ||
                                ev->format == FtraceEvent::kRqComplete ||
                                p->event == "block_rq_remap";
-    AssignIds(&b, *tail, request_event, &ids_, &bio_ids_);
+    AssignIds(&b, *tail, request_event, &ids_, &bio_ids_, &flush_ids_);
     if (p->event == "block_rq_error") stats_.counters["block_rq_error"]++;
     return sink_->Append(b);
   }
@@ -485,6 +559,7 @@ class FtraceBlockImporter : public Importer {
   Status Finish() override {
     if (ids_.forgotten()) stats_.counters["request_ids_forgotten"] += ids_.forgotten();
     if (bio_ids_.forgotten()) stats_.counters["bio_ids_forgotten"] += bio_ids_.forgotten();
+    if (flush_ids_.forgotten()) stats_.counters["flush_ids_forgotten"] += flush_ids_.forgotten();
     if (!clock_set_) sink_->SetClock({{"clock", "ftrace"}});
     return Status::Ok();
   }
@@ -574,6 +649,7 @@ class FtraceBlockImporter : public Importer {
 
   RequestIds ids_;
   BioIds bio_ids_;
+  FlushIds flush_ids_;
   std::unordered_map<uint16_t, uint64_t> lost_;
   uint64_t last_ts_ = 0;
   bool clock_set_ = false;
@@ -658,13 +734,14 @@ class BlkparseImporter : public Importer {
     if (tail->bytes && !tail->sector) b.nr_sector = 0;  // passthrough: "BYTES (CDB)"
     if (InSubmitterContext(phase)) b.tid = static_cast<uint32_t>(*pid);
     const bool request_event = IsRequestStart(phase) || phase == IOT_BLK_COMPLETE;
-    AssignIds(&b, *tail, request_event, &ids_, &bio_ids_);
+    AssignIds(&b, *tail, request_event, &ids_, &bio_ids_, &flush_ids_);
     return sink_->Append(b);
   }
 
   Status Finish() override {
     if (ids_.forgotten()) stats_.counters["request_ids_forgotten"] += ids_.forgotten();
     if (bio_ids_.forgotten()) stats_.counters["bio_ids_forgotten"] += bio_ids_.forgotten();
+    if (flush_ids_.forgotten()) stats_.counters["flush_ids_forgotten"] += flush_ids_.forgotten();
     if (!clock_set_) sink_->SetClock({{"clock", "relative"}});
     return Status::Ok();
   }
@@ -672,6 +749,7 @@ class BlkparseImporter : public Importer {
  private:
   RequestIds ids_;
   BioIds bio_ids_;
+  FlushIds flush_ids_;
   bool in_summary_ = false;
   bool clock_set_ = false;
 };
