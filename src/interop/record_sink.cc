@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -14,10 +15,24 @@
 
 namespace iotwin::interop {
 
+namespace {
+
+// Whether the record carries a time (RecordTimestamp reads 0 for those that do not; 0 is also a
+// real time: blkparse and strace -r start at 0).
+bool HasTimestamp(const iot_rec_hdr* rec) {
+  switch (rec->type) {
+    case IOT_REC_STRING: return false;
+    case IOT_REC_IOVEC: return rec->size >= offsetof(iot_iovec, ts) + sizeof(uint64_t);
+    default: return rec->size >= 16;
+  }
+}
+
+}  // namespace
+
 void RecordSink::Count(const iot_rec_hdr* rec) {
   counts_[std::string(RecordTypeName(rec->type))]++;
-  uint64_t ts = RecordTimestamp(rec);
-  if (ts != 0) {
+  if (HasTimestamp(rec)) {
+    uint64_t ts = RecordTimestamp(rec);
     min_ts_ = std::min(min_ts_, ts);
     max_ts_ = std::max(max_ts_, ts);
   }
