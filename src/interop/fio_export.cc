@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -49,6 +50,9 @@ namespace {
 constexpr size_t kMaxFioName = 255;
 // fio parses an iolog length as u32.
 constexpr uint64_t kMaxFioLength = 1ull << 30;
+// The largest offset a read, write or trim can reach: file offsets are off_t (signed 64 bits).
+constexpr uint64_t kMaxFileOffset = INT64_MAX;
+constexpr const char* kPastLargestOffset = "request ending past the largest file offset (2^63 - 1)";
 // Per-stream reorder window: records of one thread are nearly in time order already.
 constexpr size_t kReorderWindow = 512;
 
@@ -239,9 +243,14 @@ class Walker {
 
   Status Io(uint64_t stream, uint64_t ts, Act act, const OpenFile& f, uint64_t offset,
             uint64_t length) {
+    const bool data = act == Act::kRead || act == Act::kWrite || act == Act::kTrim;
+    if (data && (offset > kMaxFileOffset || length > kMaxFileOffset - offset)) {
+      Skip(options_.block_layer ? std::string("block: ") + kPastLargestOffset : kPastLargestOffset);
+      return Status::Ok();
+    }
     uint32_t file = FileFor(f.path);
     StreamStats& st = (*streams_)[stream];
-    if (act == Act::kRead || act == Act::kWrite || act == Act::kTrim) {
+    if (data) {
       if (count_) {
         st.io_lines++;
         if (f.flags & O_DIRECT) {
@@ -540,6 +549,14 @@ class Walker {
       return Status::Ok();
     }
     if (b.phase != IOT_BLK_ISSUE) return Status::Ok();
+    const uint64_t bytes = b.bytes ? b.bytes : uint64_t{b.nr_sector} * 512;
+    uint64_t offset = 0;
+    const bool past_offsets = __builtin_mul_overflow(b.sector, uint64_t{512}, &offset) ||
+                              offset > kMaxFileOffset || bytes > kMaxFileOffset - offset;
+    if (past_offsets && bytes > 0) {  // left out before it counts towards the queue depth
+      Skip(std::string("block: ") + kPastLargestOffset);
+      return Status::Ok();
+    }
     uint64_t stream = uint64_t{b.dev};
     auto& st = (*streams_)[stream];
     if (st.job.empty()) {
@@ -559,15 +576,15 @@ class Walker {
     }
     block_[key] = stream;
     if (block_.size() > (1u << 20)) block_.clear();
-    uint64_t offset = b.sector * 512;
-    uint64_t bytes = b.bytes ? b.bytes : uint64_t{b.nr_sector} * 512;
     if (b.flags & (IOT_BLKF_DISCARD | IOT_BLKF_SECURE_ERASE)) {
       return Io(stream, b.ts, Act::kTrim, dev, offset, bytes);
     }
+    const bool writes = bytes > 0 && (b.flags & (IOT_BLKF_WRITE | IOT_BLKF_WRITE_ZEROES));
     if (b.flags & (IOT_BLKF_PREFLUSH | IOT_BLKF_FLUSH)) {
+      // A flush is a sync; a preflush with data, a sync and then the write.
       IOTWIN_RETURN_IF_ERROR(Io(stream, b.ts, Act::kSync, dev, 0, 0));
+      if (!writes) return Status::Ok();
       if (b.flags & IOT_BLKF_PREFLUSH) Skip("block: preflush replayed as a sync before the write");
-      if (bytes == 0 || !(b.flags & (IOT_BLKF_WRITE | IOT_BLKF_WRITE_ZEROES))) return Status::Ok();
     }
     if (b.flags & IOT_BLKF_FUA) Skip("block: FUA not expressible (plain write)");
     if (b.flags & IOT_BLKF_WRITE_ZEROES) Skip("block: write-zeroes replayed as a write");
@@ -800,7 +817,10 @@ Result<FioExportResult> ExportFio(const std::string& trace, const FioExportOptio
     for (auto& [stream, wr] : writers) IOTWIN_RETURN_IF_ERROR(wr->Close(&result));
   }
   for (const auto& [stream, st] : streams) {
-    if (st.io_lines == 0) result.skipped["thread without reads, writes or trims (fio needs one)"]++;
+    if (st.io_lines == 0) {
+      result.skipped[fmt::format("{} without reads, writes or trims (fio needs one)",
+                                 options.block_layer ? "device" : "thread")]++;
+    }
   }
 
   // The job file: preparation jobs (files at their traced extent), then one job per stream.
