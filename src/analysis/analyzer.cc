@@ -942,7 +942,7 @@ void Analyzer::OnBlock(const iot_block& r) {
     case IOT_BLK_ISSUE: {
       ++d.issued;
       uint64_t bytes = r.bytes ? r.bytes : static_cast<uint64_t>(r.nr_sector) * 512;
-      if (r.flags & IOT_BLKF_FLUSH) ++d.flushes;
+      if (r.flags & (IOT_BLKF_FLUSH | IOT_BLKF_PREFLUSH)) ++d.flushes;  // each flushes the cache
       if (r.flags & (IOT_BLKF_DISCARD | IOT_BLKF_SECURE_ERASE | IOT_BLKF_WRITE_ZEROES)) ++d.discards;
       if (r.flags & IOT_BLKF_READAHEAD) ++d.readahead;
       if (r.flags & IOT_BLKF_SYNC) ++d.sync;

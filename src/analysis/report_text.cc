@@ -396,8 +396,10 @@ void BlockSection(Out& out, const json& m) {
   if (!Has(m, "block")) return;
   const json& b = m["block"];
   out.Section("BLOCK LAYER (requests as issued to the driver, D)");
-  out.Line("  requests     {}; reads are {} of requests, {} of bytes", FormatCount(U(b, "requests")),
-           FormatPercent(D(b["mix"], "read_ops_share")), FormatPercent(D(b["mix"], "read_bytes_share")));
+  // The shares are of reads and writes only: flushes and discards are requests too.
+  out.Line("  requests     {}; reads are {} of reads and writes, {} of their bytes",
+           FormatCount(U(b, "requests")), FormatPercent(D(b["mix"], "read_ops_share")),
+           FormatPercent(D(b["mix"], "read_bytes_share")));
   for (const char* dir : {"read", "write"}) {
     const json& z = b[dir];
     if (!U(z, "ops")) continue;

@@ -329,7 +329,7 @@
   if (model.block) {
     const b = model.block, s = section('Block layer');
     s.appendChild(facts([
-      ['requests', fmtCount(b.requests) + '; reads are ' + pct(b.mix.read_ops_share) + ' of requests, ' + pct(b.mix.read_bytes_share) + ' of bytes'],
+      ['requests', fmtCount(b.requests) + '; reads are ' + pct(b.mix.read_ops_share) + ' of reads and writes, ' + pct(b.mix.read_bytes_share) + ' of their bytes'],
       ['read', fmtCount(b.read.ops) + ' requests, ' + fmtBytes(b.read.bytes) + ', sequential ' + pct(b.read.pattern.sequential_share)],
       ['write', fmtCount(b.write.ops) + ' requests, ' + fmtBytes(b.write.bytes) + ', sequential ' + pct(b.write.pattern.sequential_share)]]));
     s.appendChild(table([{h: 'device', l: true}, {h: 'requests'}, {h: 'queued'}, {h: 'read'}, {h: 'written'}, {h: 'merges'}, {h: 'splits'}, {h: 'flushes'}, {h: 'errors'}],
