@@ -29,8 +29,9 @@ TEST(ReportText, BlockReadShareSaysItIsOfReadsAndWrites) {
   a.SetMeta(test::SyntheticMeta());
   t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
   const std::string text = RenderText(a.Model(nlohmann::json::object(), nlohmann::json::object()));
-  EXPECT_NE(text.find("  requests     4; reads are 50.0% of reads and writes, 50.0% of their bytes"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("  requests     4; reads are 50.0% of reads and writes, 50.0% of their bytes"),
+      std::string::npos)
       << text;
 }
 

@@ -18,7 +18,8 @@ using testing::ScratchDir;
 using testing::TraceBuilder;
 
 constexpr uint32_t Dev(uint32_t maj, uint32_t min) { return (maj << 20) | min; }
-constexpr const char* kPastOffsets = "block: request ending past the largest file offset (2^63 - 1)";
+constexpr const char* kPastOffsets =
+    "block: request ending past the largest file offset (2^63 - 1)";
 
 TEST(FioExport, BlockRequestPastTheLargestOffsetIsSkippedAndCounted) {
   ScratchDir dir;

@@ -15,11 +15,15 @@ constexpr const char* kTwoFlushes =
     "  kworker-1 [001] d.... 100.000010: block_rq_issue: 254,0 WS 4096 () 8 + 8 [kworker]\n"
     "  kworker-1 [001] d.... 100.000020: block_rq_issue: 254,0 FF 0 () 0 + 0 [kworker]\n"
     "  kworker-1 [001] d.... 100.000030: block_rq_issue: 254,1 FF 0 () 0 + 0 [kworker]\n"
-    "     <idle>-0 [000] d.h1. 100.000100: block_rq_complete: 254,0 FF () 18446744073709551615 + 0 [0]\n"
-    "     <idle>-0 [000] d.h1. 100.000110: block_rq_complete: 254,1 FF () 18446744073709551615 + 0 [0]\n"
+    "     <idle>-0 [000] d.h1. 100.000100: block_rq_complete: 254,0 FF () 18446744073709551615 + 0 "
+    "[0]\n"
+    "     <idle>-0 [000] d.h1. 100.000110: block_rq_complete: 254,1 FF () 18446744073709551615 + 0 "
+    "[0]\n"
     "     <idle>-0 [000] d.h1. 100.000120: block_rq_complete: 254,0 WS () 8 + 8 [0]\n"
-    "     <idle>-0 [000] d.h1. 100.000130: block_rq_complete: 254,0 FF () 18446744073709551615 + 0 [0]\n"
-    "     <idle>-0 [000] d.h1. 100.000140: block_rq_complete: 254,0 FF () 18446744073709551615 + 0 [0]\n";
+    "     <idle>-0 [000] d.h1. 100.000130: block_rq_complete: 254,0 FF () 18446744073709551615 + 0 "
+    "[0]\n"
+    "     <idle>-0 [000] d.h1. 100.000140: block_rq_complete: 254,0 FF () 18446744073709551615 + 0 "
+    "[0]\n";
 
 TEST(FtraceImport, FlushCompletionJoinsTheOldestOutstandingFlushOfItsDevice) {
   testing::ImportOutcome out;

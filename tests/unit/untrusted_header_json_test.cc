@@ -20,21 +20,27 @@ namespace {
 using nlohmann::json;
 
 TEST(JsonFields, PathsMissingKeysAndOtherTypesGiveTheDefault) {
-  const json j = {{"a", {{"b", true}, {"n", 7}, {"neg", -1}, {"big", 1ull << 40}, {"f", 1.5},
-                         {"s", "x"}, {"null", nullptr}}},
+  const json j = {{"a",
+                   {{"b", true},
+                    {"n", 7},
+                    {"neg", -1},
+                    {"big", 1ull << 40},
+                    {"f", 1.5},
+                    {"s", "x"},
+                    {"null", nullptr}}},
                   {"arr", {1, 2}}};
   EXPECT_TRUE(json_fields::GetBool(j, "a/b", false));
-  EXPECT_FALSE(json_fields::GetBool(j, "a/n", false));          // a number is not a bool
-  EXPECT_TRUE(json_fields::GetBool(j, "a/null", true));         // null is absent
-  EXPECT_FALSE(json_fields::GetBool(j, "a/b/c", false));        // parent not an object
-  EXPECT_FALSE(json_fields::GetBool(j, "arr/0", false));        // arrays are not paths
+  EXPECT_FALSE(json_fields::GetBool(j, "a/n", false));    // a number is not a bool
+  EXPECT_TRUE(json_fields::GetBool(j, "a/null", true));   // null is absent
+  EXPECT_FALSE(json_fields::GetBool(j, "a/b/c", false));  // parent not an object
+  EXPECT_FALSE(json_fields::GetBool(j, "arr/0", false));  // arrays are not paths
   EXPECT_EQ(json_fields::GetString(j, "a/s"), "x");
   EXPECT_EQ(json_fields::GetString(j, "a/n", "d"), "d");
   EXPECT_EQ(json_fields::GetUint(j, "a/n", 0), 7u);
-  EXPECT_EQ(json_fields::GetUint(j, "a/neg", 3), 3u);           // negative
-  EXPECT_EQ(json_fields::GetUint(j, "a/f", 3), 3u);             // not an integer
+  EXPECT_EQ(json_fields::GetUint(j, "a/neg", 3), 3u);  // negative
+  EXPECT_EQ(json_fields::GetUint(j, "a/f", 3), 3u);    // not an integer
   EXPECT_EQ(json_fields::GetUint(j, "a/s", 3), 3u);
-  EXPECT_EQ(json_fields::GetUint32(j, "a/big", 9), 9u);         // past 32 bits
+  EXPECT_EQ(json_fields::GetUint32(j, "a/big", 9), 9u);  // past 32 bits
   EXPECT_EQ(json_fields::GetUint32(j, "a/n", 9), 7u);
   EXPECT_EQ(json_fields::GetDouble(j, "a/f", 0), 1.5);
   EXPECT_EQ(json_fields::GetDouble(j, "a/s", 2), 2.0);
@@ -97,8 +103,11 @@ TEST(UntrustedHeader, LayersMetaLayerEnabledNotBoolIsOff) {
 TEST(UntrustedHeader, LayersBlockDevicesDevNotStringIsSkipped) {
   json meta = test::SyntheticMeta();
   meta["block_devices"] = {{"a", {{"dev", 259}}},
-                           {"b", {{"dev", "259:0"}, {"max_sectors_kb", "128"},
-                                  {"max_segments", -1}, {"logical_block_size", 1e30}}},
+                           {"b",
+                            {{"dev", "259:0"},
+                             {"max_sectors_kb", "128"},
+                             {"max_segments", -1},
+                             {"logical_block_size", 1e30}}},
                            {"c", "not an object"},
                            {"d", {{"dev", "99999:1"}}}};
   correlate::Correlation c = CorrelateWithMeta(meta);
