@@ -522,6 +522,7 @@ class FtraceBlockImporter : public Importer {
       sink_->SetClock({{"clock", "ftrace"}});
     }
     last_ts_ = p->ts;
+    if (!lost_before_events_.empty()) IOTWIN_RETURN_IF_ERROR(AppendLostBeforeEvents(p->ts));
     const FtraceEvent* ev = FindFtraceEvent(p->event);
     if (!ev || ev->phase == 0) {
       stats_.skipped[std::string(p->event)]++;
@@ -561,7 +562,7 @@ class FtraceBlockImporter : public Importer {
     if (bio_ids_.forgotten()) stats_.counters["bio_ids_forgotten"] += bio_ids_.forgotten();
     if (flush_ids_.forgotten()) stats_.counters["flush_ids_forgotten"] += flush_ids_.forgotten();
     if (!clock_set_) sink_->SetClock({{"clock", "ftrace"}});
-    return Status::Ok();
+    return AppendLostBeforeEvents(0);  // losses of a trace without events: at no known time
   }
 
  private:
@@ -644,13 +645,29 @@ class FtraceBlockImporter : public Importer {
     l.cpu = static_cast<uint16_t>(*cpu);
     l.ts = last_ts_;
     l.count = total;
+    if (!clock_set_) {
+      // No event yet, so no time: the loss takes the first event's (0 is a time, and would
+      // stretch the import back to the clock's origin). Counts are cumulative: one per CPU.
+      lost_before_events_[l.cpu] = l;
+      return Status::Ok();
+    }
     return sink_->Append(l);
+  }
+
+  Status AppendLostBeforeEvents(uint64_t ts) {
+    for (auto& [cpu, l] : lost_before_events_) {
+      l.ts = ts;
+      IOTWIN_RETURN_IF_ERROR(sink_->Append(l));
+    }
+    lost_before_events_.clear();
+    return Status::Ok();
   }
 
   RequestIds ids_;
   BioIds bio_ids_;
   FlushIds flush_ids_;
   std::unordered_map<uint16_t, uint64_t> lost_;
+  std::map<uint16_t, iot_lost> lost_before_events_;  // by CPU, until the first event's time
   uint64_t last_ts_ = 0;
   bool clock_set_ = false;
 };

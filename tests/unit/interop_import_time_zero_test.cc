@@ -50,5 +50,23 @@ TEST(BlkparseImport, DurationCountsTheEventAtTimeZero) {
   EXPECT_EQ(out.sink.max_ts() - out.sink.min_ts(), 503000u);
 }
 
+// A loss reported before the first event has no time of its own: it takes the first event's,
+// not 0 (which would stretch the import's range back to the epoch of the ftrace clock).
+TEST(FtraceImport, LostLineBeforeAnyEventTakesTheFirstEventsTime) {
+  testing::ImportOutcome out;
+  testing::ImportText(
+      &out, ImportFormat::kFtraceBlock,
+      "CPU:1 [LOST 12 EVENTS]\n"
+      "  bash-1 [001] d.... 1000.000100: block_rq_issue: 254,0 R 4096 () 8 + 8 [bash]\n"
+      "  <idle>-0 [000] d.h1. 1000.000900: block_rq_complete: 254,0 R () 8 + 8 [0]\n");
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  auto lost = out.sink.Of<iot_lost>(IOT_REC_LOST);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].ts, 1000000100000u);
+  EXPECT_EQ(lost[0].count, 12u);
+  EXPECT_EQ(out.sink.min_ts(), 1000000100000u);
+  EXPECT_EQ(out.sink.max_ts() - out.sink.min_ts(), 800000u);
+}
+
 }  // namespace
 }  // namespace iotwin::interop
