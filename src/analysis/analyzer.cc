@@ -176,8 +176,7 @@ void Analyzer::SetMeta(const nlohmann::json& meta) {
 
 bool Analyzer::StartAt(uint64_t ts) {
   if (started_) return true;
-  if (ts == 0) return false;
-  started_ = true;
+  started_ = true;  // at the first timed record, even at 0 (blkparse, strace -r, fio iologs)
   if (options_.start_ns_override) {
     start_ = options_.start_ns_override;
   } else if (anchor_ns_ != 0 && anchor_ns_ <= ts && ts - anchor_ns_ < 60'000'000'000ULL) {
