@@ -121,14 +121,6 @@ std::string Anonymizer::Component(std::string_view c) const {
 
 namespace {
 
-bool AllDigits(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
-}
-
 // Components of a normalised absolute path ("/a/b" -> {"a", "b"}; "/" -> {}).
 std::vector<std::string_view> Components(std::string_view normalized) {
   std::vector<std::string_view> out;

@@ -46,14 +46,6 @@ std::optional<ImportFormat> ImportFormatFromName(std::string_view name) {
 
 namespace {
 
-bool AllDigits(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
-}
-
 bool LooksLikeCsv(std::string_view line) {
   // nsecs, rwbs, bytes, sector, nr_sector
   std::vector<std::string_view> f;

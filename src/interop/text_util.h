@@ -15,6 +15,8 @@ std::string_view TrimLeft(std::string_view s);
 std::string_view TrimRight(std::string_view s);
 bool StartsWith(std::string_view s, std::string_view prefix);
 bool EndsWith(std::string_view s, std::string_view suffix);
+// True for a non-empty run of ASCII digits.
+bool AllDigits(std::string_view s);
 
 // Splits on runs of spaces/tabs; no empty tokens.
 std::vector<std::string_view> SplitWhitespace(std::string_view s);
