@@ -1,7 +1,7 @@
 // `iotwin export --chrome out.json`: Chrome trace-event JSON that Perfetto UI and chrome://tracing
 // open (docs/interop.md has the mapping).
 //
-// Nesting rules (reference §1.7): on one (pid, tid), X slices must nest strictly, so only system
+// Nesting rules (Trace Event Format; Perfetto's JSON importer, perfetto issue #4280): on one (pid, tid), X slices must nest strictly, so only system
 // calls, which never overlap on one thread, are X slices on thread tracks; a slice that would
 // overlap its predecessor (clock skew, interrupted calls) is shortened and marked "clipped".
 // Overlapping work is asynchronous: io_uring/libaio requests are nestable async b/e pairs with

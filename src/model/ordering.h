@@ -1,4 +1,5 @@
-// Resource-oriented ordering between threads (ARTC, SOSP'13, reference.md §3.2).
+// Resource-oriented ordering between threads (ARTC: Weiss et al., "ROOT: Replaying
+// Multithreaded Traces with Resource-Oriented Ordering", SOSP'13).
 //
 // Ops are presented in global recorded order (start time, then file order). Each declares the
 // resources it touches; an op depends on the earlier ops of *other* threads it conflicts with:

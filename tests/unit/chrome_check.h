@@ -1,4 +1,5 @@
-// Checks a Chrome trace-event JSON document against the rules Perfetto relies on (reference §1.7):
+// Checks a Chrome trace-event JSON document against the rules Perfetto relies on (the Trace
+// Event Format as Perfetto's JSON importer reads it; perfetto issue #4280):
 // X/B/E slices nest strictly per (pid, tid); async b/e pairs match by (pid, cat, name, id);
 // every v2 flow_in has a flow_out with the same bind_id, no later than it. Returns the problems.
 #pragma once
