@@ -9,13 +9,13 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <charconv>
 #include <optional>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "base/bytes_text.h"
 #include "base/fd.h"
 #include "base/page_cache.h"
 #include "model/path.h"
@@ -74,32 +74,13 @@ Status MakeDirs(const Sandbox& sb, const std::string& target, uint64_t* created)
   return Status::Ok();
 }
 
-// Names in the manifest are bytes: valid UTF-8 is kept as a JSON string, anything else is
-// written as {"hex": "..."} so that a later replay clears exactly the names it created.
-nlohmann::json NameToJson(const std::string& name) {
-  try {
-    (void)nlohmann::json(name).dump();
-    return name;
-  } catch (const nlohmann::json::type_error&) {
-    std::string hex;
-    for (unsigned char c : name) hex += fmt::format("{:02x}", c);
-    return {{"hex", hex}};
-  }
-}
+// Names in the manifest are bytes, written with the project's reversible escaping
+// (base/bytes_text.h), so that a later replay clears exactly the names it created.
+nlohmann::json NameToJson(const std::string& name) { return BytesToText(name); }
 
 std::optional<std::string> NameFromJson(const nlohmann::json& j) {
-  if (j.is_string()) return j.get<std::string>();
-  if (!j.is_object() || !j.contains("hex") || !j["hex"].is_string()) return std::nullopt;
-  const std::string& hex = j["hex"].get_ref<const std::string&>();
-  if (hex.size() % 2) return std::nullopt;
-  std::string out;
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    unsigned v = 0;
-    auto [p, ec] = std::from_chars(hex.data() + i, hex.data() + i + 2, v, 16);
-    if (ec != std::errc() || p != hex.data() + i + 2) return std::nullopt;
-    out += static_cast<char>(v);
-  }
-  return out;
+  if (!j.is_string()) return std::nullopt;
+  return TextToBytes(j.get_ref<const std::string&>());
 }
 
 nlohmann::json FileList(const std::vector<ReplayPlan>& plans) {
