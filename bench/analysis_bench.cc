@@ -1,7 +1,7 @@
 // Benchmarks of the analysis behind `iotwin report` / `compare`: the histogram and aggregation
 // kernels, the Analyzer over in-memory records (analysis cost alone), and the default text
 // report end to end over a trace file (zstd decompression and record framing included).
-// Target (issue 7): >= 10 million events/s per core for the default text report.
+// Target (docs/report.md): >= 10 million events/s per core for the default text report.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

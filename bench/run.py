@@ -369,7 +369,7 @@ def run_replay_bench(a, work, p):
                 "`--rt-priority 1`" if row["variant"] == "sync/rt" else "default",
                 "met" if ok else "**missed**", row["p50_ns"] / 1e3, row["p99_ns"] / 1e3))
     if verdicts:
-        p("Target at 10k ops/s, sync back end (issue 6: p50 < 20 µs, p99 < 200 µs): " +
+        p("Target at 10k ops/s, sync back end (p50 < 20 µs, p99 < 200 µs): " +
           "; ".join(verdicts) + ". Without a real-time class the p99 is the time the worker "
           "waits for a CPU on this loaded machine (docs/replay.md \"What the p99 measures\").")
     fv = r.get("fast_vs_fio", {})
@@ -677,12 +677,12 @@ def summarize_capture(cap):
                                       "%.2fx" % there if there else "-"))
         lines.append("| %s | %s |" % (name, " | ".join(cells)))
     lines.append("")
-    # Issue 3's targets: pread 1 thread <= 1.5x (beyond: 1.25x), fio page-cached >= 0.8x
+    # The capture's targets (docs/record.md, "Overhead"): pread 1 thread <= 1.5x (beyond: 1.25x), fio page-cached >= 0.8x
     # untraced IOPS, fio O_DIRECT >= 0.97x; zero loss.
     targets = [("W1", "pread 4 KiB cached, 1 thread", 1.5, "slowdown <= 1.50x"),
                ("W2", "fio 4 KiB randread, page cache", 1 / 0.8, "IOPS >= 0.80x untraced"),
                ("W3", "fio 4 KiB randread, O_DIRECT", 1 / 0.97, "IOPS >= 0.97x untraced")]
-    lines += ["**Against issue 3's targets** (zero loss in every case):", "",
+    lines += ["**Against the capture's targets** (docs/record.md; zero loss in every case):", "",
               "| workload | target | iotwin (defaults) | iotwin-syscall |", "|---|---|---|---|"]
     missed = []
     for w, title, limit, text in targets:
@@ -779,7 +779,7 @@ def summarize_analysis(an, inprocess=None):
         if b.get("name") == "BM_TextReportFromFile" and b.get("items_per_second"):
             report_in_process = b["items_per_second"] / 1e6
     above = lambda x: "above" if x >= 10 else "**below**"
-    text = ("Target (issue 7, docs/report.md): 10 M events/s per core for the default text "
+    text = ("Target (docs/report.md): 10 M events/s per core for the default text "
             "report. On the synthetic training-like mix, `iotwin report` ran at %.2f M events "
             "per CPU-second%s (%s 10 M)" % (
                 v, " (median of %d alternated runs; the single timed run: %.2f M)" % (runs, single)

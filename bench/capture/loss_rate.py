@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Events lost by `iotwin record` at the highest call rate this machine produces, and beyond.
 
-Issue 3's target: zero lost events at 500k captured calls/s, and an honest loss report when
-pushed beyond. The workload is the cached 4 KiB pread loop (tests/progs/pread_loop) with two
+The capture's target: zero lost events at 500k captured calls/s, and an honest loss report
+when pushed beyond. The workload is the cached 4 KiB pread loop (tests/progs/pread_loop) with two
 threads, one per core of the reference machine, as fast as they go. Runs:
 
   default      iotwin record with every default layer (64 MiB ring)
@@ -140,7 +140,7 @@ def main():
     else:
         verdicts.append("starved: the overflow was counted, every call is either in the trace or "
                         "in its loss count (%s lost records in the footers)" % "{:,}".format(starved))
-    p("Target (issue 3): zero lost events at 500k captured calls/s; counted, not silent, beyond. "
+    p("Target: zero lost events at 500k captured calls/s; counted, not silent, beyond. "
       + "; ".join(verdicts) + ".")
     p("")
     p("Commands (DIR = %s):" % args.dir)

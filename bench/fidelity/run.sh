@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fidelity validation (issue 8): record each iotwin-workload scenario, replay it into a fresh
+# Fidelity validation: record each iotwin-workload scenario, replay it into a fresh
 # sandbox with every pacing mode while recording the replay, compare the two traces, and write
 # the tables to docs/validation.md. Then replay one trace onto ext4 and XFS loop devices.
 #
