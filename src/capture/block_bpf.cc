@@ -17,21 +17,12 @@
 
 #include "block.skel.h"
 #include "block_wire.h"
-#include "capture/capture_bpf.h"
+#include "capture/libbpf_log.h"
 #include "nvme.skel.h"
 #include "sched.skel.h"
 
 namespace iotwin::capture {
 namespace {
-
-Status BpfError(int err, std::string_view what) {
-  if (err < 0) err = -err;
-  std::string msg = fmt::format("{}: {}", what, strerror(err));
-  std::string tail = LibbpfLogTail();
-  if (!tail.empty()) msg += "\nlibbpf said:\n" + tail;
-  if (err == EPERM || err == EACCES) return Status::Permission("{}", msg);
-  return Status::Error(Status::Code::kUnsupported, msg);
-}
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
@@ -67,7 +58,7 @@ Status ShareCaptureMaps(Skel* skel, const BlockSharedMaps& m) {
   };
   for (auto& s : shared) {
     int err = bpf_map__reuse_fd(s.map, s.fd);
-    if (err) return BpfError(err, fmt::format("sharing map {}", bpf_map__name(s.map)));
+    if (err) return LibbpfError(err, fmt::format("sharing map {}", bpf_map__name(s.map)));
   }
   return Status::Ok();
 }
@@ -90,7 +81,7 @@ Status ShareBlockMaps(Skel* skel, iotwin_block_bpf* owner) {
   };
   for (auto& s : shared) {
     int err = bpf_map__reuse_fd(s.map, bpf_map__fd(s.from));
-    if (err) return BpfError(err, fmt::format("sharing map {}", bpf_map__name(s.map)));
+    if (err) return LibbpfError(err, fmt::format("sharing map {}", bpf_map__name(s.map)));
   }
   return Status::Ok();
 }
@@ -256,14 +247,14 @@ Result<std::unique_ptr<BlockBpf>> BlockBpf::Load(const BlockOptions& options,
 Status BlockBpf::LoadBlock(const BlockOptions& options, const BlockSharedMaps& shared,
                            bool need_marker) {
   block_ = iotwin_block_bpf__open();
-  if (!block_) return BpfError(errno, "opening the block BPF object");
+  if (!block_) return LibbpfError(errno, "opening the block BPF object");
   SetCommonRodata(block_, shared);
   block_->rodata->iot_blk_emit_records = options.block ? 1 : 0;
   block_->rodata->iot_blk_track_threads = options.sched ? 1 : 0;
   IOTWIN_RETURN_IF_ERROR(ShareCaptureMaps(block_, shared));
   if (shared.inodes_fd >= 0) {
     int err = bpf_map__reuse_fd(block_->maps.iot_mem_inodes, shared.inodes_fd);
-    if (err) return BpfError(err, "sharing the memory layer's inode set");
+    if (err) return LibbpfError(err, "sharing the memory layer's inode set");
   }
   bpf_program__set_autoload(block_->progs.iot_blk_mark_dirty,
                             need_marker && ProbeTracepoint("writeback_mark_inode_dirty", {}).present);
@@ -278,14 +269,14 @@ Status BlockBpf::LoadBlock(const BlockOptions& options, const BlockSharedMaps& s
   if (err) {
     iotwin_block_bpf__destroy(block_);
     block_ = nullptr;
-    return BpfError(err, "loading the block BPF programs");
+    return LibbpfError(err, "loading the block BPF programs");
   }
   return Status::Ok();
 }
 
 Status BlockBpf::LoadNvme(const BlockSharedMaps& shared, bool with_sq) {
   nvme_ = iotwin_nvme_bpf__open();
-  if (!nvme_) return BpfError(errno, "opening the NVMe BPF object");
+  if (!nvme_) return LibbpfError(errno, "opening the NVMe BPF object");
   SetCommonRodata(nvme_, shared);
   nvme_->rodata->iot_blk_emit_records = emit_block_ ? 1 : 0;
   nvme_->rodata->iot_blk_track_threads = block_->rodata->iot_blk_track_threads;
@@ -294,7 +285,7 @@ Status BlockBpf::LoadNvme(const BlockSharedMaps& shared, bool with_sq) {
   if (st.ok()) {
     bpf_program__set_autoload(nvme_->progs.iot_nvme_sq, with_sq);
     int err = iotwin_nvme_bpf__load(nvme_);
-    if (err) st = BpfError(err, "loading the NVMe BPF programs");
+    if (err) st = LibbpfError(err, "loading the NVMe BPF programs");
   }
   if (!st.ok()) {
     iotwin_nvme_bpf__destroy(nvme_);
@@ -305,14 +296,14 @@ Status BlockBpf::LoadNvme(const BlockSharedMaps& shared, bool with_sq) {
 
 Status BlockBpf::LoadSched(const BlockSharedMaps& shared) {
   sched_ = iotwin_sched_bpf__open();
-  if (!sched_) return BpfError(errno, "opening the interference BPF object");
+  if (!sched_) return LibbpfError(errno, "opening the interference BPF object");
   SetCommonRodata(sched_, shared);
   sched_->rodata->iot_blk_track_threads = 1;
   Status st = ShareCaptureMaps(sched_, shared);
   if (st.ok()) st = ShareBlockMaps(sched_, block_);
   if (st.ok()) {
     int err = iotwin_sched_bpf__load(sched_);
-    if (err) st = BpfError(err, "loading the interference BPF programs");
+    if (err) st = LibbpfError(err, "loading the interference BPF programs");
   }
   if (!st.ok()) {
     iotwin_sched_bpf__destroy(sched_);
@@ -341,7 +332,7 @@ Status BlockBpf::Attach(std::vector<std::string>* notes, BlockLayerPlan* plan) {
   auto attach = [&](bpf_program* prog) -> Status {
     if (!bpf_program__autoload(prog)) return Status::Ok();
     bpf_link* link = bpf_program__attach(prog);
-    if (!link) return BpfError(errno, fmt::format("attaching {}", bpf_program__name(prog)));
+    if (!link) return LibbpfError(errno, fmt::format("attaching {}", bpf_program__name(prog)));
     links_.push_back(link);
     return Status::Ok();
   };

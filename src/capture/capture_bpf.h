@@ -116,8 +116,4 @@ class CaptureBpf {
   int ncpus_ = 1;
 };
 
-// Where libbpf's messages go: kept in memory and shown with a load failure (or on stderr when
-// IOTWIN_BPF_DEBUG=1), so a normal run prints nothing.
-std::string LibbpfLogTail();
-
 }  // namespace iotwin::capture
