@@ -1,5 +1,7 @@
 #include "format/records.h"
 
+#include "format/op_info.h"
+
 #include <array>
 #include <string>
 #include <unordered_map>
@@ -12,28 +14,6 @@
 
 namespace iotwin {
 namespace {
-
-constexpr std::array<std::string_view, IOT_OP_MAX + 1> kOpNames = {
-    "unknown",       "open",         "openat",        "openat2",     "creat",
-    "close",         "close_range",  "dup",           "dup2",        "dup3",
-    "fcntl",         "read",         "write",         "pread64",     "pwrite64",
-    "readv",         "writev",       "preadv",        "pwritev",     "preadv2",
-    "pwritev2",      "lseek",        "fsync",         "fdatasync",   "sync_file_range",
-    "syncfs",        "fallocate",    "ftruncate",     "truncate",    "fadvise64",
-    "readahead",     "copy_file_range", "sendfile",   "splice",      "mmap",
-    "munmap",        "mremap",       "msync",         "madvise",     "stat",
-    "lstat",         "fstat",        "newfstatat",    "statx",       "getdents64",
-    "mkdir",         "mkdirat",      "unlink",        "unlinkat",    "rmdir",
-    "rename",        "renameat",     "renameat2",     "link",        "linkat",
-    "symlink",       "symlinkat",    "chdir",         "fchdir",      "io_setup",
-    "io_submit",     "io_getevents", "io_destroy",    "io_uring_setup", "io_uring_enter",
-    "io_uring_register", "sync",     "io_pgetevents", "flock",
-};
-static_assert(kOpNames[IOT_OP_PREAD64] == "pread64");
-static_assert(kOpNames[IOT_OP_MMAP] == "mmap");
-static_assert(kOpNames[IOT_OP_IO_URING_REGISTER] == "io_uring_register");
-static_assert(kOpNames[IOT_OP_IO_PGETEVENTS] == "io_pgetevents");
-static_assert(kOpNames[IOT_OP_FLOCK] == "flock");
 
 struct TypeInfo {
   std::string_view name;
@@ -69,32 +49,25 @@ std::string_view RecordTypeName(uint16_t type) {
   return type <= IOT_REC_MAX ? kTypes[type].name : "unknown";
 }
 
-std::string_view OpName(uint16_t op) { return op <= IOT_OP_MAX ? kOpNames[op] : "unknown"; }
+std::string_view OpName(uint16_t op) { return GetOpInfo(op).name; }
 
 std::optional<uint16_t> OpFromName(std::string_view name) {
-  for (size_t i = 1; i < kOpNames.size(); i++) {
-    if (kOpNames[i] == name) return static_cast<uint16_t>(i);
+  for (uint16_t i = 1; i <= IOT_OP_MAX; i++) {
+    if (GetOpInfo(i).name == name) return i;
   }
   return std::nullopt;
 }
 
-bool OpIsRead(uint16_t op) {
-  return op == IOT_OP_READ || op == IOT_OP_PREAD64 || op == IOT_OP_READV ||
-         op == IOT_OP_PREADV || op == IOT_OP_PREADV2;
-}
+bool OpIsRead(uint16_t op) { return GetOpInfo(op).family == OpFamily::kRead; }
 
-bool OpIsWrite(uint16_t op) {
-  return op == IOT_OP_WRITE || op == IOT_OP_PWRITE64 || op == IOT_OP_WRITEV ||
-         op == IOT_OP_PWRITEV || op == IOT_OP_PWRITEV2;
-}
+bool OpIsWrite(uint16_t op) { return GetOpInfo(op).family == OpFamily::kWrite; }
 
-bool OpOpensFd(uint16_t op) {
-  return op == IOT_OP_OPEN || op == IOT_OP_OPENAT || op == IOT_OP_OPENAT2 || op == IOT_OP_CREAT;
-}
+bool OpOpensFd(uint16_t op) { return GetOpInfo(op).family == OpFamily::kOpen; }
 
 bool OpHasExplicitOffset(uint16_t op) {
-  return op == IOT_OP_PREAD64 || op == IOT_OP_PWRITE64 || op == IOT_OP_PREADV ||
-         op == IOT_OP_PWRITEV || op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2;
+  const OpInfo& i = GetOpInfo(op);
+  return (i.family == OpFamily::kRead || i.family == OpFamily::kWrite) &&
+         (i.offset == FieldUse::kFileOffset || i.offset == FieldUse::kOffsetOrCurrent);
 }
 
 std::string_view SourceName(uint16_t source) {

@@ -41,7 +41,7 @@ size_t RecordFixedSize(uint16_t type);
 // "syscall", "page_fault", ... ; "unknown" for types this build does not know.
 std::string_view RecordTypeName(uint16_t type);
 
-// "pread64", "openat", ...; "unknown" for out-of-range codes.
+// "pread64", "openat", ... (format/op_info.h); "unknown" for out-of-range codes.
 std::string_view OpName(uint16_t op);
 std::optional<uint16_t> OpFromName(std::string_view name);
 
