@@ -1,0 +1,751 @@
+#include "model/trace_state.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include "format/records.h"
+#include "model/op_fields.h"
+#include "model/path.h"
+
+namespace iotwin::model {
+namespace {
+
+uint64_t SatAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+// creat() is open(O_CREAT | O_WRONLY | O_TRUNC).
+uint32_t EffectiveOpenFlags(const iot_syscall& sc) {
+  if (sc.op == IOT_OP_CREAT) return O_CREAT | O_WRONLY | O_TRUNC | (sc.flags & O_CLOEXEC);
+  return sc.flags;
+}
+
+}  // namespace
+
+TraceState::TraceState(TraceStateOptions options) : options_(options) {}
+TraceState::~TraceState() = default;
+
+void TraceState::SetArch(std::string_view arch) {
+  // O_DIRECT: asm-generic and x86 040000; arm and arm64 0200000 (their O_DIRECTORY and
+  // O_NOFOLLOW take the generic O_DIRECT bits); powerpc 0400000. O_APPEND is 02000 on all three.
+  if (arch == "aarch64" || arch == "arm64" || arch == "arm" || arch.starts_with("armv")) {
+    o_direct_ = 0200000;
+  } else if (arch == "powerpc64" || arch == "ppc64le" || arch == "ppc64" || arch == "powerpc") {
+    o_direct_ = 0400000;
+  } else {
+    o_direct_ = 040000;
+  }
+  for (OpenFileDescription& d : descs_) Decode(d);
+}
+
+void TraceState::SetPageSize(uint64_t page_size) {
+  if (page_size >= 512 && (page_size & (page_size - 1)) == 0) page_size_ = page_size;
+}
+
+uint64_t TraceState::PageRound(uint64_t n) const {
+  return SatAdd(n, page_size_ - 1) & ~(page_size_ - 1);
+}
+
+void TraceState::Decode(OpenFileDescription& d) const {
+  d.access = static_cast<uint8_t>(d.flags & O_ACCMODE);
+  d.append = (d.flags & o_append_) != 0;
+  d.direct = (d.flags & o_direct_) != 0;
+}
+
+// ---- processes and threads -------------------------------------------------------------------
+
+TraceState::Process* TraceState::Find(uint32_t tgid) {
+  return const_cast<Process*>(std::as_const(*this).Find(tgid));
+}
+
+const TraceState::Process* TraceState::Find(uint32_t tgid) const {
+  if (last_proc_ && last_tgid_ == tgid) return last_proc_;
+  auto it = procs_.find(tgid);
+  if (it == procs_.end()) return nullptr;
+  last_tgid_ = tgid;
+  last_proc_ = const_cast<Process*>(&it->second);
+  return last_proc_;
+}
+
+TraceState::Process* TraceState::Get(uint32_t tgid) {
+  if (Process* p = Find(tgid)) return p;
+  if (procs_.size() >= options_.limits.processes) {
+    ++drops_.processes;
+    return nullptr;
+  }
+  Process* p = &procs_[tgid];
+  last_tgid_ = tgid;
+  last_proc_ = p;
+  return p;
+}
+
+void TraceState::NoteThread(uint32_t tid, uint32_t tgid) {
+  if (tid == 0 || (tid == last_tid_ && last_tid_ != 0)) return;
+  auto it = threads_.find(tid);
+  if (it != threads_.end() && it->second == tgid) {
+    last_tid_ = tid;
+    return;
+  }
+  Process* p = Get(tgid);
+  if (!p) return;
+  if (it != threads_.end()) {
+    // A reused tid: the thread it named is gone.
+    if (Process* old = Find(it->second); old && old->live_threads > 0) old->live_threads--;
+    it->second = tgid;
+    p = Find(tgid);
+  } else {
+    if (threads_.size() >= options_.limits.threads) {
+      ++drops_.threads;
+      return;
+    }
+    threads_.emplace(tid, tgid);
+  }
+  p->live_threads++;
+  last_tid_ = tid;
+}
+
+uint32_t TraceState::TgidOf(uint32_t tid) const {
+  auto it = threads_.find(tid);
+  return it == threads_.end() ? 0 : it->second;
+}
+
+void TraceState::DropProcess(uint32_t tgid) {
+  auto it = procs_.find(tgid);
+  if (it == procs_.end()) return;
+  Process& p = it->second;
+  for (size_t fd = 0; fd < p.low.size(); fd++) CloseIn(p, static_cast<int32_t>(fd));
+  while (!p.high.empty()) CloseIn(p, p.high.begin()->first);
+  UnmapIn(p, 0, UINT64_MAX);
+  for (auto a = aio_.begin(); a != aio_.end();) {
+    a = a->second.tgid == tgid ? aio_.erase(a) : std::next(a);
+  }
+  if (last_proc_ == &p) last_proc_ = nullptr;
+  procs_.erase(it);
+}
+
+void TraceState::RenameProcess(uint32_t from, uint32_t to) {
+  if (from == to) return;
+  auto it = procs_.find(from);
+  if (it == procs_.end()) return;
+  DropProcess(to);
+  auto node = procs_.extract(it);
+  node.key() = to;
+  procs_.insert(std::move(node));
+  last_proc_ = nullptr;
+  for (auto& [tid, tgid] : threads_) {
+    if (tgid == from) tgid = to;
+  }
+  for (auto& [ctx, a] : aio_) {
+    if (a.tgid == from) a.tgid = to;
+  }
+}
+
+void TraceState::Fork(uint32_t parent_tgid, uint32_t child_tgid) {
+  if (parent_tgid == child_tgid) return;
+  DropProcess(child_tgid);  // a stale process with the child's tgid (missed exit)
+  const Process* parent = Find(parent_tgid);
+  if (!parent) return;
+  const Process copy_from = *parent;  // Get may rehash procs_
+  Process* child = Get(child_tgid);
+  if (!child) return;
+  child->cwd = copy_from.cwd;
+  auto inherit = [&](int32_t fd, const Descriptor& d) {
+    if (descriptors_ >= options_.limits.descriptors) {
+      ++drops_.descriptors;
+      return;
+    }
+    *Slot(*child, fd) = d;
+    Ref(d.desc);
+    ++descriptors_;
+  };
+  for (size_t fd = 0; fd < copy_from.low.size(); fd++) {
+    if (copy_from.low[fd].desc != kNoDescription) inherit(static_cast<int32_t>(fd), copy_from.low[fd]);
+  }
+  for (const auto& [fd, d] : copy_from.high) inherit(fd, d);
+  for (const auto& [start, m] : copy_from.maps) {
+    if (mappings_ >= options_.limits.mappings) {
+      ++drops_.mappings;
+      break;
+    }
+    child->maps.emplace(start, m);
+    Ref(m.desc);
+    ++mappings_;
+  }
+}
+
+void TraceState::Exec(uint32_t tgid) {
+  Process* p = Find(tgid);
+  if (!p) return;
+  for (size_t fd = 0; fd < p->low.size(); fd++) {
+    if (p->low[fd].desc != kNoDescription && p->low[fd].cloexec) CloseIn(*p, static_cast<int32_t>(fd));
+  }
+  for (auto it = p->high.begin(); it != p->high.end();) {
+    const int32_t fd = it->first;
+    const bool close = it->second.cloexec;
+    ++it;
+    if (close) CloseIn(*p, fd);
+  }
+  UnmapIn(*p, 0, UINT64_MAX);
+  // The exec'ing thread is the only one left.
+  p->live_threads = 1;
+}
+
+void TraceState::OnExit(const iot_proc& p) {
+  auto it = threads_.find(p.tid);
+  bool last = false;
+  if (it != threads_.end()) {
+    if (Process* proc = Find(it->second); proc && proc->live_threads > 0) {
+      last = --proc->live_threads == 0;
+    }
+    threads_.erase(it);
+    if (last_tid_ == p.tid) last_tid_ = 0;
+  }
+  if ((p.flags & IOT_PROCF_GROUP_DEAD) || last) DropProcess(p.tgid);
+}
+
+void TraceState::OnProc(const iot_proc& p, std::optional<std::string_view> path) {
+  NextRecord();
+  switch (p.kind) {
+    case IOT_PROC_FORK:
+      NoteThread(p.tid, p.tgid);
+      Fork(p.tgid, p.child_tgid);
+      threads_.erase(p.child_tid);
+      if (last_tid_ == p.child_tid) last_tid_ = 0;
+      NoteThread(p.child_tid, p.child_tgid);
+      break;
+    case IOT_PROC_THREAD:
+      NoteThread(p.tid, p.tgid);
+      threads_.erase(p.child_tid);
+      if (last_tid_ == p.child_tid) last_tid_ = 0;
+      NoteThread(p.child_tid, p.tgid);
+      break;
+    case IOT_PROC_EXEC:
+      NoteThread(p.tid, p.tgid);
+      Exec(p.tgid);
+      break;
+    case IOT_PROC_EXIT:
+      OnExit(p);
+      break;
+    case IOT_PROC_ATTACH: case IOT_PROC_CWD: case IOT_PROC_START:
+      if (!Get(p.tgid)) break;
+      NoteThread(p.tid, p.tgid);
+      if (p.kind != IOT_PROC_START && path && !path->empty() && (*path)[0] == '/') {
+        SetCwd(p.tgid, NormalizePath(*path));
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+void TraceState::SetCwd(uint32_t tgid, std::string_view normalized) {
+  if (!options_.keep_paths) return;
+  if (Process* p = Get(tgid)) p->cwd.assign(normalized);
+}
+
+std::string_view TraceState::Cwd(uint32_t tgid) const {
+  const Process* p = Find(tgid);
+  return p ? std::string_view(p->cwd) : std::string_view();
+}
+
+std::optional<std::string> TraceState::Resolve(uint32_t tgid, int dirfd,
+                                               std::string_view path) const {
+  if (!path.empty() && path[0] == '/') return NormalizePath(path);
+  std::string_view base;
+  if (dirfd == kAtFdcwd) {
+    base = Cwd(tgid);
+  } else if (const OpenFileDescription* d = Description(DescriptionOf(tgid, dirfd))) {
+    base = d->path;
+  }
+  if (base.empty()) return std::nullopt;
+  return ResolvePath(base, path);
+}
+
+// ---- descriptions and descriptors ------------------------------------------------------------
+
+DescriptionId TraceState::NewDescription(uint32_t flags, std::string_view path) {
+  DescriptionId id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+    is_free_[id] = false;
+    descs_[id] = OpenFileDescription{};
+  } else {
+    if (descs_.size() >= options_.limits.descriptions) {
+      ++drops_.descriptions;
+      return kNoDescription;
+    }
+    id = static_cast<DescriptionId>(descs_.size());
+    descs_.emplace_back();
+    is_free_.push_back(false);
+  }
+  OpenFileDescription& d = descs_[id];
+  d.flags = flags;
+  if (options_.keep_paths) d.path.assign(path);
+  Decode(d);
+  // Unreferenced until bound: released at the next record unless something refers to it.
+  released_.push_back(id);
+  ++live_descs_;
+  return id;
+}
+
+void TraceState::Unref(DescriptionId id) {
+  OpenFileDescription& d = descs_[id];
+  if (d.refs > 0 && --d.refs == 0) released_.push_back(id);
+}
+
+void TraceState::NextRecord() {
+  for (DescriptionId id : released_) {
+    // Rebound since (a description made and bound in the same record), or listed twice.
+    if (descs_[id].refs != 0 || is_free_[id]) continue;
+    is_free_[id] = true;
+    free_.push_back(id);
+    if (live_descs_ > 0) --live_descs_;
+  }
+  released_.clear();
+}
+
+Descriptor* TraceState::Slot(Process& p, int32_t fd) {
+  if (fd < kDenseFds) {
+    if (static_cast<size_t>(fd) >= p.low.size()) p.low.resize(static_cast<size_t>(fd) + 1);
+    return &p.low[static_cast<size_t>(fd)];
+  }
+  return &p.high[fd];
+}
+
+const Descriptor* TraceState::Fd(uint32_t tgid, int32_t fd) const {
+  if (fd < 0) return nullptr;
+  const Process* p = Find(tgid);
+  if (!p) return nullptr;
+  if (fd < kDenseFds) {
+    if (static_cast<size_t>(fd) >= p->low.size()) return nullptr;
+    const Descriptor& d = p->low[static_cast<size_t>(fd)];
+    return d.desc == kNoDescription ? nullptr : &d;
+  }
+  auto it = p->high.find(fd);
+  return it == p->high.end() ? nullptr : &it->second;
+}
+
+bool TraceState::Bind(uint32_t tgid, int32_t fd, DescriptionId desc, bool cloexec) {
+  if (fd < 0) {
+    ++drops_.bad_fds;
+    return false;
+  }
+  if (desc >= descs_.size()) return false;
+  Process* p = Get(tgid);
+  if (!p) return false;
+  CloseIn(*p, fd);
+  if (descriptors_ >= options_.limits.descriptors) {
+    ++drops_.descriptors;
+    return false;
+  }
+  *Slot(*p, fd) = Descriptor{desc, cloexec};
+  Ref(desc);
+  ++descriptors_;
+  return true;
+}
+
+void TraceState::CloseIn(Process& p, int32_t fd) {
+  if (fd < 0) return;
+  DescriptionId desc = kNoDescription;
+  if (fd < kDenseFds) {
+    if (static_cast<size_t>(fd) >= p.low.size()) return;
+    desc = std::exchange(p.low[static_cast<size_t>(fd)].desc, kNoDescription);
+  } else {
+    auto it = p.high.find(fd);
+    if (it == p.high.end()) return;
+    desc = it->second.desc;
+    p.high.erase(it);
+  }
+  if (desc == kNoDescription) return;
+  --descriptors_;
+  Unref(desc);
+}
+
+void TraceState::Close(uint32_t tgid, int32_t fd) {
+  if (Process* p = Find(tgid)) CloseIn(*p, fd);
+}
+
+void TraceState::CloseRange(uint32_t tgid, uint32_t first, uint32_t last, bool cloexec_only) {
+  Process* p = Find(tgid);
+  if (!p || first > last) return;
+  auto act = [&](int32_t fd, Descriptor& d) {
+    if (cloexec_only) d.cloexec = true;
+    else CloseIn(*p, fd);
+  };
+  // Only the descriptors that exist are visited, whatever the bounds.
+  const uint64_t low_end = std::min<uint64_t>(p->low.size(), uint64_t{last} + 1);
+  for (uint64_t fd = first; fd < low_end; fd++) {
+    Descriptor& d = p->low[fd];
+    if (d.desc != kNoDescription) act(static_cast<int32_t>(fd), d);
+  }
+  if (last < static_cast<uint32_t>(kDenseFds)) return;
+  const int32_t from = static_cast<int32_t>(std::max<uint32_t>(first, kDenseFds));
+  for (auto it = p->high.lower_bound(from); it != p->high.end();) {
+    if (static_cast<uint32_t>(it->first) > last) break;
+    auto next = std::next(it);
+    act(it->first, it->second);
+    it = next;
+  }
+}
+
+void TraceState::Dup(uint32_t tgid, int32_t oldfd, int32_t newfd, bool cloexec) {
+  if (newfd == oldfd) return;
+  if (newfd < 0) {
+    ++drops_.bad_fds;
+    return;
+  }
+  const DescriptionId desc = DescriptionOf(tgid, oldfd);
+  if (desc == kNoDescription) {
+    Close(tgid, newfd);
+    return;
+  }
+  Bind(tgid, newfd, desc, cloexec);
+}
+
+void TraceState::SetCloexec(uint32_t tgid, int32_t fd, bool cloexec) {
+  if (fd < 0) return;
+  Process* p = Find(tgid);
+  if (!p) return;
+  if (Descriptor* d = const_cast<Descriptor*>(Fd(tgid, fd))) d->cloexec = cloexec;
+}
+
+bool TraceState::HasPath(uint32_t tgid, std::string_view path) const {
+  bool found = false;
+  ForEachFd(tgid, [&](int32_t, const Descriptor& d) {
+    if (!found && descs_[d.desc].path == path) found = true;
+  });
+  return found;
+}
+
+const AsyncContextState* TraceState::AsyncContext(uint64_t ctx) const {
+  auto it = aio_.find(ctx);
+  return it == aio_.end() ? nullptr : &it->second;
+}
+
+// ---- mappings ---------------------------------------------------------------------------------
+
+void TraceState::UnmapIn(Process& p, uint64_t start, uint64_t end) {
+  if (start >= end) return;
+  auto it = p.maps.upper_bound(start);
+  if (it != p.maps.begin()) --it;
+  std::vector<FileMapping> keep;
+  while (it != p.maps.end() && it->first < end) {
+    const FileMapping m = it->second;
+    if (m.end <= start) {
+      ++it;
+      continue;
+    }
+    if (m.start < start) {
+      FileMapping head = m;
+      head.end = start;
+      keep.push_back(head);
+    }
+    if (m.end > end) {
+      FileMapping tail = m;
+      tail.file_offset = SatAdd(m.file_offset, end - m.start);
+      tail.start = end;
+      keep.push_back(tail);
+    }
+    it = p.maps.erase(it);
+    --mappings_;
+    if (m.desc != kNoDescription) Unref(m.desc);
+  }
+  for (const FileMapping& k : keep) {
+    // The pieces of a split mapping: within the cap by construction (one out, at most two in,
+    // and the one that went was counted), but counted as drops when it is reached.
+    if (mappings_ >= options_.limits.mappings) {
+      ++drops_.mappings;
+      continue;
+    }
+    p.maps.emplace(k.start, k);
+    if (k.desc != kNoDescription) Ref(k.desc);
+    ++mappings_;
+  }
+}
+
+void TraceState::Unmap(uint32_t tgid, uint64_t start, uint64_t end) {
+  if (Process* p = Find(tgid)) UnmapIn(*p, start, end);
+}
+
+void TraceState::Map(uint32_t tgid, uint64_t start, uint64_t length, uint64_t file_offset,
+                     uint32_t prot, uint32_t flags, DescriptionId desc) {
+  Process* p = Get(tgid);
+  if (!p || length == 0) return;
+  const uint64_t end = SatAdd(start, length);
+  UnmapIn(*p, start, end);
+  if (desc >= descs_.size()) return;
+  if (mappings_ >= options_.limits.mappings) {
+    ++drops_.mappings;
+    return;
+  }
+  p->maps.emplace(start, FileMapping{start, end, file_offset, prot, flags, desc});
+  Ref(desc);
+  ++mappings_;
+}
+
+const FileMapping* TraceState::MappingAt(uint32_t tgid, uint64_t addr) const {
+  const Process* p = Find(tgid);
+  if (!p) return nullptr;
+  auto it = p->maps.upper_bound(addr);
+  if (it == p->maps.begin()) return nullptr;
+  --it;
+  return addr < it->second.end ? &it->second : nullptr;
+}
+
+// ---- records ----------------------------------------------------------------------------------
+
+DescriptionId TraceState::OnFdSnapshot(const iot_fd_snapshot& s,
+                                       std::optional<std::string_view> path) {
+  NextRecord();
+  std::string resolved;
+  if (path && !path->empty() && (*path)[0] == '/') resolved = NormalizePath(*path);
+  const DescriptionId id = NewDescription(s.flags, resolved);
+  if (id == kNoDescription) return id;
+  OpenFileDescription& d = descs_[id];
+  d.pos = s.pos;
+  d.pos_known = true;
+  d.ino = s.ino;
+  d.dev = s.dev;
+  d.ftype = s.ftype;
+  Bind(s.tgid, s.fd, id, (s.flags & O_CLOEXEC) != 0);
+  return id;
+}
+
+void TraceState::OnMapSnapshot(const iot_map_snapshot& s, std::optional<std::string_view> path) {
+  NextRecord();
+  if (s.end <= s.start) return;
+  std::string resolved;
+  if (path && !path->empty() && (*path)[0] == '/') resolved = NormalizePath(*path);
+  const DescriptionId id = NewDescription(O_RDONLY, resolved);
+  if (id == kNoDescription) return;
+  descs_[id].ino = s.ino;
+  descs_[id].dev = s.dev;
+  Map(s.tgid, s.start, s.end - s.start, s.pgoff, s.prot, s.flags, id);
+}
+
+void TraceState::LearnIdentity(OpenFileDescription& d, const iot_syscall& sc) const {
+  if (d.ino == 0 && sc.ino != 0 && !(sc.sflags & IOT_SCF_NO_FILE)) {
+    d.ino = sc.ino;
+    d.dev = sc.dev;
+    if (d.ftype == 0) d.ftype = sc.ftype;
+  }
+}
+
+SyscallEffect TraceState::OnOpen(const iot_syscall& sc, std::optional<std::string_view> path) {
+  SyscallEffect e;
+  if (sc.ret < 0 || (sc.sflags & IOT_SCF_INTERRUPTED)) return e;
+  const uint32_t flags = EffectiveOpenFlags(sc);
+  std::optional<std::string> resolved;
+  if (path && options_.keep_paths && !(sc.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT))) {
+    resolved = Resolve(sc.tgid, PathDirFd(sc), *path);
+  }
+  const DescriptionId id = NewDescription(flags, resolved ? *resolved : std::string_view());
+  if (id == kNoDescription) return e;
+  OpenFileDescription& d = descs_[id];
+  d.pos_known = true;
+  if (!(sc.sflags & IOT_SCF_NO_FILE)) {
+    d.ino = sc.ino;
+    d.dev = sc.dev;
+    d.ftype = sc.ftype;
+  }
+  const int32_t fd = static_cast<int32_t>(sc.ret);
+  if (sc.ret > INT32_MAX || !Bind(sc.tgid, fd, id, (flags & O_CLOEXEC) != 0)) return e;
+  e.new_fd = fd;
+  e.created = id;
+  return e;
+}
+
+void TraceState::Advance(DescriptionId id, uint64_t pos, uint64_t n) {
+  OpenFileDescription& d = descs_[id];
+  d.pos = SatAdd(pos, n);
+  d.pos_known = true;
+}
+
+void TraceState::OnDataPosition(const iot_syscall& sc, SyscallEffect& e) {
+  const bool ok = sc.ret >= 0 && !(sc.sflags & IOT_SCF_INTERRUPTED);
+  const uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
+  const uint16_t op = sc.op;
+  if (op == IOT_OP_LSEEK) {
+    if (ok && e.desc != kNoDescription) Advance(e.desc, n, 0);
+    return;
+  }
+  if (op == IOT_OP_COPY_FILE_RANGE || op == IOT_OP_SPLICE || op == IOT_OP_SENDFILE) {
+    // The input's position moves when its offset pointer was NULL; copy_file_range's and
+    // splice's output likewise (aux), sendfile's output always (its offset is the input's).
+    const int32_t in_fd = op == IOT_OP_SENDFILE ? sc.fd2 : sc.fd;
+    const int32_t out_fd = op == IOT_OP_SENDFILE ? sc.fd : sc.fd2;
+    const DescriptionId in = DescriptionOf(sc.tgid, in_fd);
+    const DescriptionId out = DescriptionOf(sc.tgid, out_fd);
+    if (!ok) return;
+    if (in != kNoDescription && sc.offset == kNoOffset && descs_[in].pos_known) {
+      Advance(in, descs_[in].pos, n);
+    }
+    const bool out_implicit = op == IOT_OP_SENDFILE || CopyOutOffset(sc) == kNoOffset;
+    if (out != kNoDescription && out_implicit && descs_[out].pos_known) {
+      Advance(out, descs_[out].pos, n);
+    }
+    return;
+  }
+  if (!OpIsRead(op) && !OpIsWrite(op)) return;
+  const bool positional =
+      OpHasExplicitOffset(op) &&
+      !((op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2) && sc.offset == kNoOffset);
+  if (positional) {
+    e.pos = sc.offset;
+    e.pos_known = true;
+    return;
+  }
+  e.pos = sc.offset;  // the recorded position, until the description knows better
+  if (e.desc == kNoDescription) return;
+  const OpenFileDescription& d = descs_[e.desc];
+  if (OpIsWrite(op) && d.append && ok && sc.fsize >= n) {
+    e.pos = sc.fsize - n;
+    e.pos_known = true;
+  } else if (d.pos_known) {
+    e.pos = d.pos;
+    e.pos_known = true;
+  }
+  if (ok) Advance(e.desc, e.pos, n);
+}
+
+void TraceState::OnFcntl(const iot_syscall& sc, SyscallEffect& e) {
+  const int cmd = FcntlCmd(sc);
+  if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+    if (sc.ret < 0 || sc.ret > INT32_MAX) return;
+    Dup(sc.tgid, sc.fd, static_cast<int32_t>(sc.ret), cmd == F_DUPFD_CLOEXEC);
+    e.new_fd = static_cast<int32_t>(sc.ret);
+  } else if (cmd == F_SETFD) {
+    SetCloexec(sc.tgid, sc.fd, (FcntlArg(sc) & FD_CLOEXEC) != 0);
+  } else if (cmd == F_SETFL && e.desc != kNoDescription) {
+    // F_SETFL changes only these; the access mode and creation flags stay.
+    const uint32_t settable = o_append_ | o_direct_ | O_ASYNC | O_NOATIME | O_NONBLOCK;
+    OpenFileDescription& d = descs_[e.desc];
+    d.flags = (d.flags & ~settable) | (static_cast<uint32_t>(FcntlArg(sc)) & settable);
+    Decode(d);
+  }
+}
+
+void TraceState::OnMemory(const iot_syscall& sc) {
+  const bool ok = sc.ret >= 0 && !(sc.sflags & IOT_SCF_INTERRUPTED);
+  if (!ok) return;
+  Process* p = Find(sc.tgid);
+  switch (sc.op) {
+    case IOT_OP_MMAP: {
+      const uint64_t start = static_cast<uint64_t>(sc.ret);
+      const uint64_t length = PageRound(sc.length);
+      const DescriptionId desc =
+          (sc.flags & MAP_ANONYMOUS) ? kNoDescription : DescriptionOf(sc.tgid, sc.fd);
+      if (desc != kNoDescription) LearnIdentity(descs_[desc], sc);
+      if (desc != kNoDescription || p) Map(sc.tgid, start, length, sc.offset, sc.mode, sc.flags, desc);
+      break;
+    }
+    case IOT_OP_MUNMAP:
+      if (p) UnmapIn(*p, MemAddr(sc), SatAdd(MemAddr(sc), PageRound(MemLength(sc))));
+      break;
+    case IOT_OP_MREMAP: {
+      if (!p) break;
+      const uint64_t addr = MemAddr(sc);
+      const FileMapping* old = MappingAt(sc.tgid, addr);
+      std::optional<FileMapping> moved;
+      if (old) moved = *old;
+      UnmapIn(*p, addr, SatAdd(addr, PageRound(MemLength(sc))));
+      if (moved) {
+        Map(sc.tgid, static_cast<uint64_t>(sc.ret), PageRound(MremapNewLength(sc)),
+            SatAdd(moved->file_offset, addr - moved->start), moved->prot, moved->flags,
+            moved->desc);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::string_view> path,
+                                    std::optional<std::string_view> path2) {
+  (void)path2;  // no state follows a second path (rename, link): the file set is the model's
+  NextRecord();
+  NoteThread(sc.tid, sc.tgid);
+  const uint16_t op = sc.op;
+  const bool ok = sc.ret >= 0 && !(sc.sflags & IOT_SCF_INTERRUPTED);
+  SyscallEffect e;
+  if (OpHasDataFd(sc)) {
+    const int fd = op == IOT_OP_SENDFILE ? sc.fd2 : DataFd(sc);
+    e.desc = DescriptionOf(sc.tgid, fd);
+    if (e.desc != kNoDescription && ok) LearnIdentity(descs_[e.desc], sc);
+  }
+  switch (op) {
+    case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:
+      return OnOpen(sc, path);
+    case IOT_OP_CLOSE:
+      e.desc = DescriptionOf(sc.tgid, sc.fd);
+      // close releases the number even when it fails later (EINTR, EIO); EBADF: nothing was open.
+      if (sc.ret != -EBADF) Close(sc.tgid, sc.fd);
+      break;
+    case IOT_OP_CLOSE_RANGE:
+      if (ok) {
+        CloseRange(sc.tgid, CloseRangeFirst(sc), CloseRangeLast(sc),
+                   (sc.flags & CLOSE_RANGE_CLOEXEC) != 0);
+      }
+      break;
+    case IOT_OP_DUP: case IOT_OP_DUP2: case IOT_OP_DUP3:
+      if (ok && sc.ret <= INT32_MAX) {
+        e.new_fd = static_cast<int32_t>(sc.ret);
+        Dup(sc.tgid, sc.fd, e.new_fd, OpResultCloexec(sc));
+      }
+      break;
+    case IOT_OP_FCNTL:
+      if (ok) OnFcntl(sc, e);
+      break;
+    case IOT_OP_CHDIR:
+      if (ok && path && !(sc.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT))) {
+        if (auto p = Resolve(sc.tgid, PathDirFd(sc), *path)) SetCwd(sc.tgid, *p);
+      }
+      break;
+    case IOT_OP_FCHDIR:
+      if (ok) {
+        const OpenFileDescription* d = Description(DescriptionOf(sc.tgid, sc.fd));
+        if (d && !d->path.empty()) SetCwd(sc.tgid, d->path);
+      }
+      break;
+    case IOT_OP_MMAP: case IOT_OP_MUNMAP: case IOT_OP_MREMAP:
+      OnMemory(sc);
+      break;
+    case IOT_OP_IO_SETUP:
+      // length = nr_events, aux = the context id written to *ctxp.
+      if (ok && sc.aux != 0) {
+        if (aio_.size() >= options_.limits.async_contexts && !aio_.count(sc.aux)) {
+          ++drops_.async_contexts;
+        } else {
+          aio_[sc.aux] = AsyncContextState{
+              sc.aux, sc.tgid, static_cast<uint32_t>(std::min<uint64_t>(sc.length, UINT32_MAX))};
+        }
+      }
+      break;
+    case IOT_OP_IO_DESTROY:
+      if (ok) aio_.erase(sc.aux);
+      break;
+    case IOT_OP_IO_URING_SETUP:
+      if (ok && sc.ret <= INT32_MAX) {
+        // The kernel returns the ring's descriptor O_RDWR | O_CLOEXEC.
+        const DescriptionId id = NewDescription(O_RDWR);
+        if (id == kNoDescription) break;
+        descs_[id].ring = true;
+        if (Bind(sc.tgid, static_cast<int32_t>(sc.ret), id, true)) {
+          e.new_fd = static_cast<int32_t>(sc.ret);
+          e.created = id;
+        }
+      }
+      break;
+    default:
+      OnDataPosition(sc, e);
+      break;
+  }
+  return e;
+}
+
+}  // namespace iotwin::model

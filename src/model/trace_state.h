@@ -1,0 +1,278 @@
+// TraceState: the meaning of a trace as the traced kernel held it, rebuilt one record at a time.
+//
+// What it models, per traced process (by tgid):
+// - threads (tid -> tgid) from IOT_REC_PROC records: fork copies the parent's descriptor table
+//   (the copies share open file descriptions), cwd and file mappings; a thread start adds a
+//   thread; exec closes the close-on-exec descriptors and drops the mappings; the last thread's
+//   exit (or IOT_PROCF_GROUP_DEAD) drops the process;
+// - the descriptor table: each descriptor points at a shared open file description and carries
+//   its own close-on-exec flag (open O_CLOEXEC, dup3 O_CLOEXEC, F_DUPFD_CLOEXEC and io_uring_setup
+//   set it; dup, dup2 and F_DUPFD clear it; F_SETFD and close_range CLOSE_RANGE_CLOEXEC change
+//   it); close, close_range, dup2/dup3 over an open number;
+// - open file descriptions: path (normalised, resolved against the cwd or dirfd), open flags,
+//   access mode, O_APPEND and O_DIRECT decoded for the trace's machine architecture (SetArch),
+//   the file position and whether it is known (implicit-offset reads and writes advance it,
+//   O_APPEND writes land at the end, lseek sets it, F_SETFL changes the settable flags), and the
+//   file identity (dev, ino, ftype). A description lives while a descriptor or mapping of any
+//   process refers to it;
+// - the cwd (chdir, fchdir, attach/cwd records) and the resolution of *at() paths;
+// - file mappings (mmap, munmap, mremap, map snapshots): address ranges -> description and
+//   file offset; a mapping keeps its description alive, as vm_file does;
+// - async contexts: libaio contexts from io_setup/io_destroy; io_uring instances are
+//   descriptions marked `ring`.
+//
+// What it does not model: descriptor tables shared between processes (CLONE_FILES without
+// CLONE_THREAD: each process gets a copy), fs structs shared by CLONE_FS, MREMAP_DONTUNMAP,
+// anonymous mappings (an anonymous or unknown-file mmap only removes what it replaces), file
+// contents, sizes, locks, the file set or any ordering between calls. The path text of a record
+// comes from the caller (each consumer has its own string table); paths are bytes.
+//
+// Consumers attach data of their own to a description through its id, stable while the
+// description lives, and the `user` slot (0 when the description is made). An id is reused only
+// after its description is gone and the next record has been fed, so a consumer can still read
+// the description a record just closed.
+//
+// Traces are untrusted: negative descriptor numbers are never stored, close_range walks the
+// descriptors that exist (not the range it is given), and the number of processes, threads,
+// descriptors, descriptions, mappings and async contexts is capped (TraceStateLimits); what a cap
+// turns away is counted in drops().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "iotwin_abi.h"
+
+namespace iotwin::model {
+
+using DescriptionId = uint32_t;
+inline constexpr DescriptionId kNoDescription = UINT32_MAX;
+
+struct OpenFileDescription {
+  std::string path;  // normalised absolute path; empty when unknown (or paths are not kept)
+  uint64_t pos = 0;  // file position
+  uint64_t ino = 0;
+  uint32_t dev = 0;
+  uint32_t flags = 0;  // open flags as recorded (the trace's architecture)
+  uint32_t user = 0;   // the consumer's slot
+  uint32_t refs = 0;   // descriptors and mappings that refer to it; 0: gone
+  uint16_t ftype = 0;  // S_IFMT >> 12, 0 unknown
+  uint8_t access = 0;  // flags & O_ACCMODE
+  bool pos_known = false;
+  bool append = false;
+  bool direct = false;
+  bool ring = false;  // an io_uring instance
+};
+
+struct Descriptor {
+  DescriptionId desc = kNoDescription;
+  bool cloexec = false;
+};
+
+struct FileMapping {
+  uint64_t start = 0, end = 0;  // [start, end), page-rounded
+  uint64_t file_offset = 0;     // file offset of `start`
+  uint32_t prot = 0, flags = 0;
+  DescriptionId desc = kNoDescription;
+};
+
+struct AsyncContextState {
+  uint64_t ctx = 0;  // the kernel's context id (libaio: the aio_context_t)
+  uint32_t tgid = 0;
+  uint32_t entries = 0;
+};
+
+struct TraceStateLimits {
+  size_t processes = size_t{1} << 20;
+  size_t threads = size_t{1} << 22;
+  size_t descriptors = size_t{1} << 24;  // over all processes
+  size_t descriptions = size_t{1} << 24;
+  size_t mappings = size_t{1} << 22;
+  size_t async_contexts = size_t{1} << 20;
+};
+
+struct TraceStateOptions {
+  TraceStateLimits limits;
+  // Paths of descriptions and cwds; a consumer that never asks for them saves the copies.
+  bool keep_paths = true;
+};
+
+// What the caps turned away, and records that named impossible values.
+struct TraceStateDrops {
+  uint64_t processes = 0, threads = 0, descriptors = 0, descriptions = 0, mappings = 0,
+           async_contexts = 0;
+  uint64_t bad_fds = 0;  // negative descriptor numbers a record tried to create
+};
+
+// The effect of one system call, as OnSyscall applied it.
+struct SyscallEffect {
+  // The description of the call's data descriptor (DataFd) before the call; kNoDescription
+  // when the call has none or it is unknown. For close it is the description just closed.
+  DescriptionId desc = kNoDescription;
+  // Reads and writes: the file offset the call used (the explicit offset, the description's
+  // position, the end of file for O_APPEND writes, or the recorded offset when the position is
+  // not known) and whether it was known rather than taken from the record.
+  uint64_t pos = 0;
+  bool pos_known = false;
+  // Opens, dups, io_uring_setup: the descriptor made and its description.
+  int32_t new_fd = -1;
+  DescriptionId created = kNoDescription;
+};
+
+class TraceState {
+ public:
+  explicit TraceState(TraceStateOptions options = {});
+  ~TraceState();
+  TraceState(const TraceState&) = delete;
+  TraceState& operator=(const TraceState&) = delete;
+
+  // The traced machine, from the header's host.arch and host.page_size: flag values that differ
+  // between architectures (O_DIRECT on arm, arm64 and powerpc) and mapping granularity.
+  void SetArch(std::string_view arch);
+  void SetPageSize(uint64_t page_size);
+  uint32_t o_append_flag() const { return o_append_; }
+  uint32_t o_direct_flag() const { return o_direct_; }
+
+  // ---- feeding records ----
+  // `path` and `path2` are the texts of sc.path_id and sc.path2_id (nullopt: unknown).
+  SyscallEffect OnSyscall(const iot_syscall& sc, std::optional<std::string_view> path = {},
+                          std::optional<std::string_view> path2 = {});
+  // `path`: the text of p.path_id (attach and cwd records carry the cwd).
+  void OnProc(const iot_proc& p, std::optional<std::string_view> path = {});
+  // Descriptors and mappings open before the capture attached.
+  DescriptionId OnFdSnapshot(const iot_fd_snapshot& s, std::optional<std::string_view> path);
+  void OnMapSnapshot(const iot_map_snapshot& s, std::optional<std::string_view> path);
+
+  // ---- primitives (what the records do; for consumers that interleave their own logic) ----
+  // Starts a record: the ids of descriptions gone during the previous one become reusable.
+  // The On* calls do it; a consumer that drives the primitives alone calls it per record.
+  void NextRecord();
+  // A description with no references: it lives once Bind or Map refers to it, and is reused
+  // after the next record otherwise. kNoDescription at the cap.
+  DescriptionId NewDescription(uint32_t flags, std::string_view path = {});
+  // Points descriptor `fd` of `tgid` at `desc` (closing what it held). False when refused
+  // (negative fd, unknown description, cap).
+  bool Bind(uint32_t tgid, int32_t fd, DescriptionId desc, bool cloexec);
+  void Close(uint32_t tgid, int32_t fd);
+  // close_range(first, last): closes, or with `cloexec_only` marks close-on-exec.
+  void CloseRange(uint32_t tgid, uint32_t first, uint32_t last, bool cloexec_only);
+  // newfd refers to oldfd's description; when oldfd is unknown newfd is closed (whatever it
+  // held is gone). Nothing when newfd == oldfd.
+  void Dup(uint32_t tgid, int32_t oldfd, int32_t newfd, bool cloexec);
+  void SetCloexec(uint32_t tgid, int32_t fd, bool cloexec);
+  void Fork(uint32_t parent_tgid, uint32_t child_tgid);
+  void Exec(uint32_t tgid);
+  void DropProcess(uint32_t tgid);
+  // Moves a process's state to another tgid (a placeholder pid resolved later).
+  void RenameProcess(uint32_t from, uint32_t to);
+  void SetCwd(uint32_t tgid, std::string_view normalized);
+  // Maps [start, start + length) of `tgid` to `desc` (kNoDescription: only unmaps the range).
+  void Map(uint32_t tgid, uint64_t start, uint64_t length, uint64_t file_offset, uint32_t prot,
+           uint32_t flags, DescriptionId desc);
+  void Unmap(uint32_t tgid, uint64_t start, uint64_t end);
+
+  // ---- queries ----
+  const Descriptor* Fd(uint32_t tgid, int32_t fd) const;
+  DescriptionId DescriptionOf(uint32_t tgid, int32_t fd) const {
+    const Descriptor* d = Fd(tgid, fd);
+    return d ? d->desc : kNoDescription;
+  }
+  // nullptr for kNoDescription or an id out of range; a gone description (refs 0) stays
+  // readable until the next record.
+  OpenFileDescription* Description(DescriptionId id) {
+    return id < descs_.size() ? &descs_[id] : nullptr;
+  }
+  const OpenFileDescription* Description(DescriptionId id) const {
+    return id < descs_.size() ? &descs_[id] : nullptr;
+  }
+  // The description behind a descriptor, or nullptr.
+  OpenFileDescription* FdDescription(uint32_t tgid, int32_t fd) {
+    return Description(DescriptionOf(tgid, fd));
+  }
+  // Empty when unknown.
+  std::string_view Cwd(uint32_t tgid) const;
+  // `path` as the traced kernel resolves it for an *at() call with `dirfd` (AT_FDCWD: the cwd);
+  // an empty path names the dirfd itself. nullopt when the base is unknown.
+  std::optional<std::string> Resolve(uint32_t tgid, int dirfd, std::string_view path) const;
+  const FileMapping* MappingAt(uint32_t tgid, uint64_t addr) const;
+  // Visits each open descriptor of `tgid` in ascending order: visit(int32_t fd, const Descriptor&).
+  template <typename F>
+  void ForEachFd(uint32_t tgid, F&& visit) const;
+  // Whether any descriptor of `tgid` refers to a description with this path.
+  bool HasPath(uint32_t tgid, std::string_view path) const;
+  const AsyncContextState* AsyncContext(uint64_t ctx) const;
+  // The thread's process, or 0 when the thread is unknown.
+  uint32_t TgidOf(uint32_t tid) const;
+  bool HasProcess(uint32_t tgid) const { return procs_.count(tgid) != 0; }
+
+  size_t process_count() const { return procs_.size(); }
+  size_t descriptor_count() const { return descriptors_; }
+  size_t description_count() const { return live_descs_; }
+  size_t mapping_count() const { return mappings_; }
+  const TraceStateDrops& drops() const { return drops_; }
+
+ private:
+  static constexpr int32_t kDenseFds = 1024;
+  struct Process {
+    std::vector<Descriptor> low;  // fd < kDenseFds; desc kNoDescription: closed
+    std::map<int32_t, Descriptor> high;
+    std::string cwd;
+    std::map<uint64_t, FileMapping> maps;  // by start
+    uint32_t live_threads = 0;
+  };
+
+  Process* Find(uint32_t tgid);
+  const Process* Find(uint32_t tgid) const;
+  Process* Get(uint32_t tgid);  // creates; nullptr at the cap
+  Descriptor* Slot(Process& p, int32_t fd);
+  void CloseIn(Process& p, int32_t fd);
+  void Ref(DescriptionId id) { descs_[id].refs++; }
+  void Unref(DescriptionId id);
+  void NoteThread(uint32_t tid, uint32_t tgid);
+  void UnmapIn(Process& p, uint64_t start, uint64_t end);
+  void Decode(OpenFileDescription& d) const;
+  void LearnIdentity(OpenFileDescription& d, const iot_syscall& sc) const;
+  uint64_t PageRound(uint64_t n) const;
+  void Advance(DescriptionId id, uint64_t pos, uint64_t n);
+
+  SyscallEffect OnOpen(const iot_syscall& sc, std::optional<std::string_view> path);
+  void OnDataPosition(const iot_syscall& sc, SyscallEffect& e);
+  void OnFcntl(const iot_syscall& sc, SyscallEffect& e);
+  void OnMemory(const iot_syscall& sc);
+  void OnExit(const iot_proc& p);
+
+  TraceStateOptions options_;
+  uint32_t o_append_ = 02000;
+  uint32_t o_direct_ = 040000;
+  uint64_t page_size_ = 4096;
+
+  std::unordered_map<uint32_t, Process> procs_;
+  mutable uint32_t last_tgid_ = 0;
+  mutable Process* last_proc_ = nullptr;
+  std::unordered_map<uint32_t, uint32_t> threads_;  // tid -> tgid
+  uint32_t last_tid_ = 0;
+  std::vector<OpenFileDescription> descs_;
+  std::vector<DescriptionId> free_, released_;
+  std::vector<bool> is_free_;  // parallel to descs_
+  std::unordered_map<uint64_t, AsyncContextState> aio_;
+  size_t descriptors_ = 0, live_descs_ = 0, mappings_ = 0;
+  TraceStateDrops drops_;
+};
+
+template <typename F>
+void TraceState::ForEachFd(uint32_t tgid, F&& visit) const {
+  const Process* p = Find(tgid);
+  if (!p) return;
+  for (size_t fd = 0; fd < p->low.size(); fd++) {
+    if (p->low[fd].desc != kNoDescription) visit(static_cast<int32_t>(fd), p->low[fd]);
+  }
+  for (const auto& [fd, d] : p->high) visit(fd, d);
+}
+
+}  // namespace iotwin::model
