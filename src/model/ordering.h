@@ -31,7 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "model/trace_model.h"
+#include "model/dependency.h"
 
 namespace iotwin::model {
 

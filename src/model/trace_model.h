@@ -39,11 +39,11 @@
 
 #include "base/status.h"
 #include "format/trace_reader.h"
+#include "model/dependency.h"
 #include "iotwin_abi.h"
 
 namespace iotwin::model {
 
-inline constexpr uint32_t kNone = UINT32_MAX;
 using PathId = uint32_t;  // index into TraceModel::paths()
 
 enum class OpKind : uint8_t {
@@ -74,13 +74,6 @@ enum class Skip : uint8_t {
   kUnsupported,    // an op replay does not reproduce (fcntl locks, splice, anonymous mmap, ...)
 };
 std::string_view SkipName(Skip skip);
-
-// A wait for another thread's progress: the op may start once thread `thread` has completed its
-// first `count` stream elements (ops are 0-based, so count = index + 1).
-struct Dep {
-  uint32_t thread = 0;
-  uint32_t count = 0;
-};
 
 struct Op {
   OpKind kind = OpKind::kSyscall;
