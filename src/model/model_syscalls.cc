@@ -1,0 +1,726 @@
+// ModelBuilder: system calls. HandleSyscall does what every call needs (its thread, iovec
+// layout, paths, descriptors, whether it can be replayed); one handler per family of calls
+// applies the call's effects to the model and declares the resources it touches.
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "format/records.h"
+#include "model/model_builder_impl.h"
+
+namespace iotwin::model {
+namespace {
+
+bool IsVectored(uint16_t op) {
+  return op == IOT_OP_READV || op == IOT_OP_WRITEV || op == IOT_OP_PREADV ||
+         op == IOT_OP_PWRITEV || op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2;
+}
+
+uint32_t EffectiveOpenFlags(const iot_syscall& sc) {
+  if (sc.op == IOT_OP_CREAT) return O_CREAT | O_WRONLY | O_TRUNC | (sc.flags & O_CLOEXEC);
+  return sc.flags;
+}
+
+}  // namespace
+
+void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
+  SyscallStep s(sc);
+  s.thread = ThreadFor(sc.tid, sc.tgid, sc.ts);
+  s.proc = m->threads_[s.thread].process;
+  cur_thread = s.thread;
+  cur_op = static_cast<uint32_t>(m->threads_[s.thread].ops.size());
+  Op& op = s.op;
+  op.kind = OpKind::kSyscall;
+  op.sc = sc;
+  op.process = s.proc;
+  op.ts = sc.ts;
+  op.interrupted = (sc.sflags & IOT_SCF_INTERRUPTED) != 0;
+  op.end = op.interrupted ? UINT64_MAX : Sum(sc.ts, sc.dur);
+  op.result = sc.ret;
+  s.ok = !op.interrupted && sc.ret >= 0;
+  const uint16_t code = sc.op;
+  if (code <= IOT_OP_MAX) m->stats_.ops_by_kind[code]++;
+  m->stats_.syscalls++;
+
+  if (IsVectored(code)) LayOutIovecs(s);
+  ResolvePaths(s);
+  ClassifyDescriptors(s);
+
+  s.index = static_cast<uint32_t>(m->threads_[s.thread].ops.size());
+  // The handler of the call's family applies it; other calls only have the effects above.
+  (void)(ApplyDescriptorOp(s) || ApplyDataOp(s) || ApplyCopyOp(s) || ApplyMemoryOp(s) ||
+         ApplyNamespaceOp(s) || ApplyAsyncSetupOp(s));
+
+  if (!s.extra.empty()) {
+    op.extra_begin = static_cast<uint32_t>(m->extra_.size());
+    op.extra_count = static_cast<uint32_t>(s.extra.size());
+    m->extra_.insert(m->extra_.end(), s.extra.begin(), s.extra.end());
+  }
+  if (code <= IOT_OP_MAX && op.skip == Skip::kReplayable) m->stats_.replayable_by_kind[code]++;
+  m->stats_.skipped_by_reason[static_cast<size_t>(op.skip)]++;
+  const uint32_t pushed = Push(s.thread, op, [&] {
+    for (auto& d : s.declare) d();
+  });
+  NoteAsyncSetup(s, pushed);
+}
+
+// The lengths of a vectored call's buffers: the IOVEC record's, and for those it could not
+// capture, equal shares of the rest of the call's length.
+void ModelBuilder::Impl::LayOutIovecs(SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  auto key = std::make_pair(sc.tid, sc.ts);
+  auto it = iovecs.find(key);
+  std::vector<uint64_t> lens;
+  uint64_t count = sc.aux;
+  if (it != iovecs.end()) {
+    lens = it->second;
+    count = std::max<uint64_t>(iovec_counts[key], lens.size());
+    iovecs.erase(it);
+  }
+  if (count == 0) count = 1;
+  count = std::min(count, kIovMax);
+  if (lens.size() > count) lens.resize(count);
+  uint64_t known = 0;
+  for (auto l : lens) known = Sum(known, l);
+  uint64_t missing = count - lens.size();
+  uint64_t rest = sc.length > known ? sc.length - known : 0;
+  for (uint64_t i = 0; i < missing; i++) {
+    uint64_t share = rest / missing + (i < rest % missing ? 1 : 0);
+    lens.push_back(share);
+  }
+  s.op.extra_begin = static_cast<uint32_t>(m->extra_.size());
+  s.op.extra_count = static_cast<uint32_t>(lens.size());
+  m->extra_.insert(m->extra_.end(), lens.begin(), lens.end());
+}
+
+void ModelBuilder::Impl::ResolvePaths(SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  const uint16_t code = sc.op;
+  Op& op = s.op;
+  bool empty = false;
+  if (OpTakesPath(code)) {
+    op.path = ResolveArg(s.proc, sc.path_id, sc.sflags, PathDirFd(sc), &op.skip, &empty);
+    if (empty) {
+      // AT_EMPTY_PATH: the op acts on the dirfd itself.
+      op.empty_path = true;
+      op.skip = Skip::kReplayable;
+      BindDataFd(PathDirFd(sc), &op);
+    }
+  } else if (code == IOT_OP_SYMLINK || code == IOT_OP_SYMLINKAT) {
+    std::optional<std::string_view> target = String(sc.path_id);
+    if (!target) op.skip = Skip::kUnknownPath;
+    else op.path = Intern(std::string(*target));  // the target, verbatim
+  }
+  if (OpTakesPath2(code)) {
+    Skip s2 = Skip::kReplayable;
+    bool e2 = false;
+    op.path2 = ResolveArg(s.proc, sc.path2_id, sc.sflags, Path2DirFd(sc), &s2, &e2);
+    if (s2 != Skip::kReplayable && op.skip == Skip::kReplayable) op.skip = s2;
+  }
+  if (op.skip == Skip::kReplayable && OpTakesPath(code) && op.path != kNone && Pseudo(op.path)) {
+    op.skip = Skip::kPseudoFs;
+  }
+  if (op.skip == Skip::kReplayable && op.path2 != kNone && Pseudo(op.path2)) {
+    op.skip = Skip::kPseudoFs;
+  }
+}
+
+// Binds the call's descriptors to the open files behind them, and says why a call that
+// resolved cannot be replayed all the same.
+void ModelBuilder::Impl::ClassifyDescriptors(SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  const uint16_t code = sc.op;
+  const uint32_t proc = s.proc;
+  Op& op = s.op;
+  if (OpHasDataFd(sc)) {
+    int dfd = DataFd(sc);
+    if (dfd >= 0) BindDataFd(dfd, &op);
+    else MarkUnknownFd(proc, dfd, &op);
+  }
+  if (code == IOT_OP_MMAP && (sc.flags & MAP_ANONYMOUS)) op.skip = Skip::kUnsupported;
+  int sfd = SecondFd(sc);
+  if (sfd != -1) {
+    const FdEntry* e = LookupFd(proc, sfd);
+    op.fd2_state = e ? FdState::kKnown : FdState::kUnknown;
+    if (!e) unknown_fds.insert({proc, sfd});
+    // sendfile to a socket is still a file read: replay sends to a sink instead.
+    if (!e && code == IOT_OP_COPY_FILE_RANGE && op.skip == Skip::kReplayable) {
+      op.skip = Skip::kUnknownFd;
+    }
+  }
+  if (code == IOT_OP_SPLICE || code == IOT_OP_UNKNOWN || code > IOT_OP_MAX) {
+    if (op.skip == Skip::kReplayable) op.skip = Skip::kUnsupported;
+  }
+  if (code == IOT_OP_FCNTL && op.skip == Skip::kReplayable) {
+    const int cmd = FcntlCmd(sc);
+    switch (cmd) {
+      case F_DUPFD: case F_DUPFD_CLOEXEC: case F_GETFD: case F_SETFD: case F_GETFL:
+      case F_SETFL: case F_GETLEASE:
+        break;
+      default:
+        // Record locks are replayed from their recorded struct flock, unless the capture could
+        // not read it. Leases are not: breaking one signals the holder (SIGIO would kill the
+        // replay). Owners, signals, seals and pipe sizes are not storage.
+        if (!FcntlIsLock(cmd) || LockType(sc) == -1) op.skip = Skip::kUnsupported;
+    }
+  }
+  if (op.ofd != kNone && ofds[op.ofd].ring &&
+      (code == IOT_OP_MMAP || code == IOT_OP_MUNMAP) && op.skip == Skip::kReplayable) {
+    op.skip = Skip::kUnsupported;  // ring memory, recreated by the async back end
+  }
+}
+
+bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  const uint16_t code = sc.op;
+  const uint32_t proc = s.proc;
+  const bool ok = s.ok;
+  const uint32_t file = s.op.file;
+  ProcState& ps = pstate[proc];
+  Op& op = s.op;
+  switch (code) {
+    case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT: {
+      uint32_t flags = EffectiveOpenFlags(sc);
+      bool creat = flags & O_CREAT, excl = flags & O_EXCL, trunc = flags & O_TRUNC;
+      PathId p = op.path;
+      uint32_t f = kNone;
+      if (p != kNone && !Pseudo(p)) {
+        if (ok) {
+          auto it = file_by_path.find(p);
+          bool dir = sc.ftype == kFtypeDir || (flags & O_DIRECTORY);
+          if (it != file_by_path.end()) {
+            f = Exists(p, dir, trunc ? 0 : sc.fsize, &sc);
+          } else if (creat && (excl || trunc || sc.fsize == 0)) {
+            f = Created(p, false);
+            FileInfo& fi = m->files_[f];
+            fi.ino = sc.ino;
+            fi.dev = sc.dev;
+            fi.ftype = sc.ftype;
+          } else {
+            f = Exists(p, dir, trunc ? 0 : sc.fsize, &sc);
+          }
+          if (trunc) {
+            Modified(f);
+            DataUse(f);
+          }
+        } else if (sc.ret == -ENOENT) {
+          if (!file_by_path.count(p)) absent.insert(p);
+        } else if (sc.ret == -EEXIST || sc.ret == -EISDIR) {
+          f = Exists(p, sc.ret == -EISDIR, 0, nullptr);
+        }
+      }
+      op.file = f;
+      if (ok) {
+        int32_t nfd = static_cast<int32_t>(sc.ret);
+        uint32_t o = NewOfd(op.skip == Skip::kUnknownPath ? kNone : p, f, flags,
+                            op.skip == Skip::kUnknownPath);
+        SetFd(proc, nfd, o, flags & O_CLOEXEC);
+        op.ofd = o;
+      }
+      s.declare.push_back([=, this] {
+        PathResources(p, creat || trunc);
+        if (ok) deps.Write(FdKey(proc, static_cast<int32_t>(sc.ret)));
+        if (trunc && f != kNone) deps.WriteRange(FileKey(f), 0, UINT64_MAX);
+      });
+      break;
+    }
+    case IOT_OP_CLOSE: {
+      if (op.fd_state == FdState::kKnown && sc.ret != -EBADF) {
+        // Closing an io_uring instance: the replay tears its engine down here, so the ring's
+        // close (and unmapping) happens where the original's did.
+        auto it = ps.fds.find(sc.fd);
+        if (ok && it != ps.fds.end()) RingClosed(proc, sc.fd, it->second.ofd, &op);
+        ps.fds.erase(sc.fd);
+      }
+      s.declare.push_back([=, this] { if (sc.fd >= 0) deps.Write(FdKey(proc, sc.fd)); });
+      break;
+    }
+    case IOT_OP_CLOSE_RANGE: {
+      uint32_t first = CloseRangeFirst(sc), last = CloseRangeLast(sc);
+      if (ok) {
+        std::vector<int32_t> hit;
+        for (auto& [fd, e] : ps.fds) {
+          if (static_cast<uint32_t>(fd) >= first && static_cast<uint32_t>(fd) <= last) {
+            hit.push_back(fd);
+          }
+        }
+        std::sort(hit.begin(), hit.end());
+        for (int32_t fd : hit) {
+          if (sc.flags & CLOSE_RANGE_CLOEXEC) ps.fds[fd].cloexec = true;
+          else ps.fds.erase(fd);
+          s.extra.push_back(static_cast<uint64_t>(fd));
+        }
+      }
+      op.fd_state = FdState::kKnown;
+      s.declare.push_back([this, proc, closed = s.extra] {
+        for (auto fd : closed) deps.Write(FdKey(proc, static_cast<int32_t>(fd)));
+      });
+      break;
+    }
+    case IOT_OP_DUP: case IOT_OP_DUP2: case IOT_OP_DUP3: case IOT_OP_FCNTL: {
+      int cmd = code == IOT_OP_FCNTL ? FcntlCmd(sc) : -1;
+      bool dupping = code != IOT_OP_FCNTL || cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
+      int32_t newfd = -1;
+      if (dupping && ok) newfd = static_cast<int32_t>(sc.ret);
+      if ((code == IOT_OP_DUP2 || code == IOT_OP_DUP3) && sc.fd2 >= 0) {
+        if (LookupFd(proc, sc.fd2)) op.fd2_state = FdState::kKnown;
+        NoteFd(proc, sc.fd2);
+      }
+      if (newfd >= 0 && newfd != sc.fd) {
+        const FdEntry* e = LookupFd(proc, sc.fd);
+        if (e) SetFd(proc, newfd, e->ofd, OpResultCloexec(sc));
+        else { ps.fds.erase(newfd); NoteFd(proc, newfd); }
+      }
+      if (code == IOT_OP_FCNTL && ok && op.fd_state == FdState::kKnown) {
+        if (cmd == F_SETFD) ps.fds[sc.fd].cloexec = (FcntlArg(sc) & FD_CLOEXEC) != 0;
+        if (cmd == F_SETFL && op.ofd != kNone) {
+          // F_SETFL changes only these; the access mode and creation flags stay.
+          constexpr uint32_t kSettable = O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME | O_NONBLOCK;
+          uint32_t& f = ofds[op.ofd].flags;
+          f = (f & ~kSettable) | (static_cast<uint32_t>(FcntlArg(sc)) & kSettable);
+        }
+      }
+      const bool locks = code == IOT_OP_FCNTL && (FcntlIsLock(cmd) || cmd == F_SETLEASE ||
+                                                  cmd == F_GETLEASE);
+      s.declare.push_back([=, this] {
+        DeclareFdUse(proc, sc.fd);
+        if (newfd >= 0) deps.Write(FdKey(proc, newfd));
+        if (locks && file != kNone) deps.UseInOrder(LockKey(file));
+      });
+      break;
+    }
+    case IOT_OP_FLOCK: {
+      s.declare.push_back([=, this] {
+        DeclareFdUse(proc, sc.fd);
+        if (file != kNone) deps.UseInOrder(LockKey(file));
+      });
+      break;
+    }
+    default:
+      return false;
+  }
+  return true;
+}
+
+bool ModelBuilder::Impl::ApplyDataOp(SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  const uint16_t code = sc.op;
+  const uint32_t proc = s.proc;
+  const bool ok = s.ok;
+  const bool ofd = s.op.ofd != kNone;  // the data descriptor's open file is known
+  const uint32_t file = s.op.file;
+  Op& op = s.op;
+  switch (code) {
+    case IOT_OP_READ: case IOT_OP_WRITE: case IOT_OP_READV: case IOT_OP_WRITEV:
+    case IOT_OP_PREAD64: case IOT_OP_PWRITE64: case IOT_OP_PREADV: case IOT_OP_PWRITEV:
+    case IOT_OP_PREADV2: case IOT_OP_PWRITEV2: {
+      bool positional = OpHasExplicitOffset(code) &&
+                        !((code == IOT_OP_PREADV2 || code == IOT_OP_PWRITEV2) &&
+                          sc.offset == kNoOffset);
+      bool is_write = OpIsWrite(code);
+      uint64_t pos = sc.offset;
+      if (!positional && ofd) {
+        pos = ofds[op.ofd].pos;
+        if (is_write && (ofds[op.ofd].flags & O_APPEND) && ok && sc.fsize >= uint64_t(sc.ret)) {
+          pos = sc.fsize - static_cast<uint64_t>(sc.ret);
+        }
+      }
+      op.pos = pos;
+      uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
+      if (ofd && ok && !positional) ofds[op.ofd].pos = Sum(pos, n);
+      if (ok && n > 0) DataUse(file);
+      if (file != kNone) {
+        if (is_write) {
+          if (ok && n > 0) Modified(file);
+        } else if (ok) {
+          GrowInitial(file, Sum(pos, n));
+          GrowInitial(file, sc.fsize);
+        }
+      }
+      uint32_t pos_ofd = positional ? kNone : op.ofd;
+      s.declare.push_back([=, this] {
+        DeclareFdUse(proc, sc.fd);
+        if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
+        if (file != kNone && n > 0) {
+          if (is_write) {
+            deps.WriteRange(FileKey(file), pos, Sum(pos, n));
+            deps.Read(FileKey(file));
+          } else {
+            deps.ReadRange(FileKey(file), pos, Sum(pos, n));
+          }
+        }
+      });
+      break;
+    }
+    case IOT_OP_LSEEK: {
+      if (ok && ofd) ofds[op.ofd].pos = static_cast<uint64_t>(sc.ret);
+      if (file != kNone && ok) GrowInitial(file, sc.fsize);
+      uint32_t pos_ofd = op.ofd;
+      s.declare.push_back([=, this] {
+        DeclareFdUse(proc, sc.fd);
+        if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
+      });
+      break;
+    }
+    case IOT_OP_FSYNC: case IOT_OP_FDATASYNC: case IOT_OP_SYNC_FILE_RANGE: {
+      s.declare.push_back([=, this] {
+        DeclareFdUse(proc, sc.fd);
+        if (file != kNone) deps.Write(FileKey(file));
+      });
+      break;
+    }
+    case IOT_OP_FALLOCATE: case IOT_OP_FTRUNCATE: {
+      if (ok) {
+        Modified(file);
+        DataUse(file);
+      }
+      uint64_t b = code == IOT_OP_FALLOCATE ? sc.offset : 0;
+      uint64_t e = code == IOT_OP_FALLOCATE ? Sum(sc.offset, sc.length) : UINT64_MAX;
+      s.declare.push_back([=, this] {
+        DeclareFdUse(proc, sc.fd);
+        if (file != kNone) deps.WriteRange(FileKey(file), b, e);
+      });
+      break;
+    }
+    case IOT_OP_FADVISE64: case IOT_OP_READAHEAD: case IOT_OP_FSTAT: case IOT_OP_GETDENTS64:
+    case IOT_OP_SYNCFS: {
+      if (ok && file != kNone) GrowInitial(file, sc.fsize);
+      if (ok && code == IOT_OP_GETDENTS64) MarkDir(file, kNone);
+      uint32_t pos_ofd = code == IOT_OP_GETDENTS64 ? op.ofd : kNone;  // directory position
+      s.declare.push_back([=, this] {
+        DeclareFdUse(proc, sc.fd);
+        if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
+      });
+      break;
+    }
+    default:
+      return false;
+  }
+  return true;
+}
+
+bool ModelBuilder::Impl::ApplyCopyOp(SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  const uint16_t code = sc.op;
+  const uint32_t proc = s.proc;
+  const bool ok = s.ok;
+  const bool ofd = s.op.ofd != kNone;  // the input descriptor's open file is known
+  const uint32_t file = s.op.file;
+  Op& op = s.op;
+  switch (code) {
+    case IOT_OP_COPY_FILE_RANGE: case IOT_OP_SENDFILE: {
+      uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
+      int in_fd = DataFd(sc), out_fd = SecondFd(sc);
+      uint64_t in_pos = sc.offset;
+      if (in_pos == kNoOffset && ofd) in_pos = ofds[op.ofd].pos;
+      if (sc.offset == kNoOffset && ofd && ok) ofds[op.ofd].pos = Sum(ofds[op.ofd].pos, n);
+      op.pos = in_pos;
+      if (file != kNone && ok) GrowInitial(file, Sum(in_pos, n));
+      if (ok && n > 0) DataUse(file);
+      uint32_t out_file = kNone;
+      uint64_t out_pos = 0;
+      if (const FdEntry* e = LookupFd(proc, out_fd)) {
+        Ofd& oo = ofds[e->ofd];
+        out_file = oo.file;
+        out_pos = code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset
+                      ? CopyOutOffset(sc) : oo.pos;
+        bool positional_out = code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset;
+        if (!positional_out && ok) oo.pos = Sum(oo.pos, n);
+        if (ok && n) {
+          Modified(out_file);
+          DataUse(out_file);
+        }
+      }
+      uint32_t in_pos_ofd = sc.offset == kNoOffset ? op.ofd : kNone;
+      const FdEntry* oe = LookupFd(proc, out_fd);
+      uint32_t out_pos_ofd =
+          oe && !(code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset) ? oe->ofd : kNone;
+      s.declare.push_back([=, this] {
+        DeclareFdUse(proc, in_fd);
+        DeclareFdUse(proc, out_fd);
+        if (in_pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, in_pos_ofd));
+        if (out_pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, out_pos_ofd));
+        if (file != kNone && n) deps.ReadRange(FileKey(file), in_pos, Sum(in_pos, n));
+        if (out_file != kNone && n) deps.WriteRange(FileKey(out_file), out_pos, Sum(out_pos, n));
+      });
+      break;
+    }
+    default:
+      return false;
+  }
+  return true;
+}
+
+bool ModelBuilder::Impl::ApplyMemoryOp(SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  const uint16_t code = sc.op;
+  const uint32_t proc = s.proc;
+  const uint32_t t = s.thread;
+  const bool ok = s.ok;
+  const uint32_t file = s.op.file;
+  Op& op = s.op;
+  switch (code) {
+    case IOT_OP_MMAP: {
+      if (ok && op.skip == Skip::kReplayable && (sc.flags & (MAP_FIXED | MAP_FIXED_NOREPLACE))) {
+        uint64_t start = static_cast<uint64_t>(sc.ret);
+        uint32_t in = CoveringMapping(proc, start, Sum(start, PageRound(sc.length)));
+        if (in != kNone) {
+          op.fixed_in = in;
+          op.map_offset = start - m->mappings_[in].start;
+        }
+      }
+      if (ok && op.skip == Skip::kReplayable) {
+        Mapping mp;
+        mp.process = proc;
+        mp.start = static_cast<uint64_t>(sc.ret);
+        mp.length = PageRound(sc.length);  // the kernel maps whole pages
+        mp.file_offset = sc.offset;
+        mp.prot = sc.mode;
+        mp.flags = sc.flags;
+        mp.path = op.path;
+        mp.file = file;
+        mp.ofd = op.ofd;
+        mp.thread = t;
+        mp.op = s.index;
+        mp.fd = sc.fd;
+        op.mapping = AddMapping(mp);
+        if (file != kNone) GrowInitial(file, sc.fsize);
+        DataUse(file);
+      } else if (ok) {
+        UnmapRange(proc, static_cast<uint64_t>(sc.ret),
+                   Sum(static_cast<uint64_t>(sc.ret), PageRound(sc.length)));
+      }
+      uint32_t mid = op.mapping;
+      s.declare.push_back([=, this] {
+        DeclareFdUse(proc, sc.fd);
+        if (mid != kNone) deps.Write(ResourceKey(ResourceTag::kMapping, mid));
+      });
+      break;
+    }
+    case IOT_OP_MUNMAP: case IOT_OP_MSYNC: case IOT_OP_MADVISE: case IOT_OP_MREMAP: {
+      uint64_t addr = MemAddr(sc);
+      op.mapping = FindMapping(proc, addr);
+      if (op.mapping == kNone) {
+        if (op.skip == Skip::kReplayable) op.skip = Skip::kUnknownMapping;
+      } else {
+        const Mapping& mp = m->mappings_[op.mapping];
+        op.map_offset = addr - mp.start;
+        op.path = mp.path;
+        op.file = mp.file;
+      }
+      uint32_t mid = op.mapping;
+      uint32_t new_mid = kNone;
+      uint64_t len = PageRound(MemLength(sc));
+      if (ok && code == IOT_OP_MUNMAP) UnmapRange(proc, addr, Sum(addr, len));
+      if (ok && code == IOT_OP_MREMAP && mid != kNone) {
+        Mapping mp = m->mappings_[mid];
+        UnmapRange(proc, addr, Sum(addr, len));
+        mp.file_offset += addr - mp.start;
+        mp.start = static_cast<uint64_t>(sc.ret);
+        mp.length = PageRound(MremapNewLength(sc));
+        mp.thread = t;
+        mp.op = s.index;
+        mp.inherited_from = kNone;
+        new_mid = AddMapping(mp);
+        // The op refers to the old mapping; the new one is recorded in extra.
+        s.extra.push_back(new_mid);
+      }
+      bool excl = code == IOT_OP_MUNMAP || code == IOT_OP_MREMAP;
+      s.declare.push_back([=, this] {
+        if (mid == kNone) return;
+        if (excl) deps.Write(ResourceKey(ResourceTag::kMapping, mid));
+        else deps.Read(ResourceKey(ResourceTag::kMapping, mid));
+        if (new_mid != kNone) deps.Write(ResourceKey(ResourceTag::kMapping, new_mid));
+        if (code == IOT_OP_MSYNC && m->mappings_[mid].file != kNone) {
+          deps.Write(FileKey(m->mappings_[mid].file));
+        }
+      });
+      break;
+    }
+    default:
+      return false;
+  }
+  return true;
+}
+
+bool ModelBuilder::Impl::ApplyNamespaceOp(SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  const uint16_t code = sc.op;
+  const uint32_t proc = s.proc;
+  const bool ok = s.ok;
+  const bool ofd = s.op.ofd != kNone;  // the descriptor's open file is known
+  const uint32_t file = s.op.file;
+  ProcState& ps = pstate[proc];
+  Op& op = s.op;
+  switch (code) {
+    case IOT_OP_TRUNCATE: {
+      uint32_t f = kNone;
+      if (op.path != kNone && op.skip == Skip::kReplayable) {
+        if (ok) f = Exists(op.path, false, 0, nullptr);
+        if (ok) {
+          Modified(f);
+          DataUse(f);
+        }
+      }
+      op.file = f;
+      PathId p = op.path;
+      s.declare.push_back([=, this] {
+        PathResources(p, false);
+        if (f != kNone) deps.WriteRange(FileKey(f), 0, UINT64_MAX);
+      });
+      break;
+    }
+    case IOT_OP_STAT: case IOT_OP_LSTAT: case IOT_OP_NEWFSTATAT: case IOT_OP_STATX: {
+      PathId p = op.path;
+      if (p != kNone && !op.empty_path && op.skip == Skip::kReplayable) {
+        if (ok) op.file = Exists(p, sc.ftype == kFtypeDir, sc.fsize, &sc);
+        else if (sc.ret == -ENOENT && !file_by_path.count(p)) absent.insert(p);
+      }
+      bool emp = op.empty_path;
+      int dirfd = PathDirFd(sc);
+      s.declare.push_back([=, this] {
+        if (emp) DeclareFdUse(proc, dirfd);
+        else PathResources(p, false);
+      });
+      break;
+    }
+    case IOT_OP_MKDIR: case IOT_OP_MKDIRAT: {
+      PathId p = op.path;
+      if (p != kNone && op.skip == Skip::kReplayable) {
+        if (ok) op.file = Created(p, true);
+        else if (sc.ret == -EEXIST) op.file = Exists(p, true, 0, nullptr);
+      }
+      s.declare.push_back([=, this] { PathResources(p, true); });
+      break;
+    }
+    case IOT_OP_UNLINK: case IOT_OP_UNLINKAT: case IOT_OP_RMDIR: {
+      PathId p = op.path;
+      bool dir = code == IOT_OP_RMDIR || (code == IOT_OP_UNLINKAT && (sc.flags & AT_REMOVEDIR));
+      if (p != kNone && op.skip == Skip::kReplayable) {
+        if (ok) {
+          op.file = Exists(p, dir, 0, nullptr);
+          Removed(p);
+        } else if (sc.ret == -ENOENT && !file_by_path.count(p)) {
+          absent.insert(p);
+        }
+      }
+      s.declare.push_back([=, this] { PathResources(p, true); });
+      break;
+    }
+    case IOT_OP_RENAME: case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2: {
+      PathId p = op.path, q = op.path2;
+      if (p != kNone && q != kNone && op.skip == Skip::kReplayable && ok) {
+        op.file = Exists(p, sc.ftype == kFtypeDir, 0, nullptr);
+        bool exchange = code == IOT_OP_RENAMEAT2 && (sc.flags & 2 /*RENAME_EXCHANGE*/);
+        if (exchange) Exists(q, false, 0, nullptr);
+        EnsureParentDirs(q);
+        Renamed(p, q, exchange);
+      }
+      s.declare.push_back([=, this] {
+        PathResources(p, true);
+        PathResources(q, true);
+      });
+      break;
+    }
+    case IOT_OP_LINK: case IOT_OP_LINKAT: {
+      PathId p = op.path, q = op.path2;
+      if (p != kNone && q != kNone && op.skip == Skip::kReplayable && ok) {
+        uint32_t f = Exists(p, false, 0, nullptr);
+        op.file = f;
+        EnsureParentDirs(q);
+        file_by_path[q] = f;
+        absent.erase(q);
+      }
+      s.declare.push_back([=, this] {
+        PathResources(p, false);
+        PathResources(q, true);
+      });
+      break;
+    }
+    case IOT_OP_SYMLINK: case IOT_OP_SYMLINKAT: {
+      PathId q = op.path2;
+      if (q != kNone && op.skip == Skip::kReplayable && ok) {
+        op.file = Created(q, false);
+        m->files_[op.file].ftype = S_IFLNK >> 12;
+      }
+      s.declare.push_back([=, this] { PathResources(q, true); });
+      break;
+    }
+    case IOT_OP_CHDIR: {
+      PathId p = op.path;
+      if (p != kNone && op.skip == Skip::kReplayable && ok) {
+        op.file = Exists(p, true, 0, nullptr);
+        ps.cwd = p;
+      }
+      s.declare.push_back([=, this] { PathResources(p, false); });
+      break;
+    }
+    case IOT_OP_FCHDIR: {
+      if (ok && ofd) ps.cwd = ofds[op.ofd].path;
+      if (ok) MarkDir(file, kNone);
+      s.declare.push_back([=, this] { DeclareFdUse(proc, sc.fd); });
+      break;
+    }
+    default:
+      return false;
+  }
+  return true;
+}
+
+bool ModelBuilder::Impl::ApplyAsyncSetupOp(SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  const uint16_t code = sc.op;
+  const uint32_t proc = s.proc;
+  const uint32_t t = s.thread;
+  const bool ok = s.ok;
+  Op& op = s.op;
+  switch (code) {
+    case IOT_OP_IO_SETUP: {
+      // length = nr_events, aux = the context address written to *ctxp (the async records' ctx)
+      if (ok && sc.length > 0) {
+        aio_setup_size[sc.aux] = static_cast<uint32_t>(std::min<uint64_t>(sc.length, UINT32_MAX));
+      }
+      break;
+    }
+    case IOT_OP_IO_URING_SETUP: {
+      if (ok && sc.length > 0) {
+        // The kernel takes no more entries (or clamps to this with IORING_SETUP_CLAMP).
+        uring_setup_size[t] = static_cast<uint32_t>(std::min<uint64_t>(sc.length, kUringMaxEntries));
+      }
+      if (ok) {
+        uint32_t o = NewOfd(kNone, kNone, O_RDWR, false);
+        ofds[o].ring = true;
+        SetFd(proc, static_cast<int32_t>(sc.ret), o, true);
+        op.ofd = o;
+      }
+      s.declare.push_back([=, this] {
+        if (ok) deps.Write(FdKey(proc, static_cast<int32_t>(sc.ret)));
+      });
+      break;
+    }
+    case IOT_OP_IO_URING_ENTER: case IOT_OP_IO_URING_REGISTER: {
+      s.declare.push_back([=, this] { DeclareFdUse(proc, sc.fd); });
+      break;
+    }
+    default:
+      return false;
+  }
+  return true;
+}
+
+void ModelBuilder::Impl::NoteAsyncSetup(const SyscallStep& s, uint32_t pushed) {
+  if (!s.ok) return;
+  if (s.sc.op == IOT_OP_IO_SETUP) aio_setup_op[s.sc.aux] = {s.thread, pushed};
+  if (s.sc.op == IOT_OP_IO_URING_SETUP) {
+    uring_setup_op[s.thread] = pushed;
+    uring_setups[s.thread]++;
+    ofds[s.op.ofd].ring_setup_thread = s.thread;
+    ofds[s.op.ofd].ring_setup_op = pushed;
+  }
+}
+
+}  // namespace iotwin::model
