@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <utility>
 
-#include "format/records.h"
+#include "format/op_info.h"
 #include "model/op_fields.h"
 #include "model/path.h"
 
@@ -16,6 +16,16 @@ namespace iotwin::model {
 namespace {
 
 uint64_t SatAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+// The descriptor whose description a call acts on: the one data are read from (copies read one
+// and write the other), else the one written to or used; -1 when the call names none.
+int32_t DataFdOf(const iot_syscall& sc, const OpInfo& info) {
+  for (FdRole role : {FdRole::kReadFrom, FdRole::kWriteTo, FdRole::kUsed, FdRole::kRing}) {
+    if (info.fd == role) return sc.fd;
+    if (info.fd2 == role) return sc.fd2;
+  }
+  return -1;
+}
 
 // creat() is open(O_CREAT | O_WRONLY | O_TRUNC).
 uint32_t EffectiveOpenFlags(const iot_syscall& sc) {
@@ -565,44 +575,42 @@ void TraceState::Advance(DescriptionId id, uint64_t pos, uint64_t n) {
   d.pos_known = true;
 }
 
-void TraceState::OnDataPosition(const iot_syscall& sc, SyscallEffect& e) {
+void TraceState::OnDataPosition(const iot_syscall& sc, const OpInfo& info, SyscallEffect& e) {
   const bool ok = sc.ret >= 0 && !(sc.sflags & IOT_SCF_INTERRUPTED);
   const uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
-  const uint16_t op = sc.op;
-  if (op == IOT_OP_LSEEK) {
+  if (info.family == OpFamily::kSeek) {
     if (ok && e.desc != kNoDescription) Advance(e.desc, n, 0);
     return;
   }
-  if (op == IOT_OP_COPY_FILE_RANGE || op == IOT_OP_SPLICE || op == IOT_OP_SENDFILE) {
-    // The input's position moves when its offset pointer was NULL; copy_file_range's and
-    // splice's output likewise (aux), sendfile's output always (its offset is the input's).
-    const int32_t in_fd = op == IOT_OP_SENDFILE ? sc.fd2 : sc.fd;
-    const int32_t out_fd = op == IOT_OP_SENDFILE ? sc.fd : sc.fd2;
-    const DescriptionId in = DescriptionOf(sc.tgid, in_fd);
-    const DescriptionId out = DescriptionOf(sc.tgid, out_fd);
+  if (info.family == OpFamily::kCopy) {
+    // A side's position moves when its offset pointer was NULL (or the call takes none: the
+    // output of sendfile).
     if (!ok) return;
-    if (in != kNoDescription && sc.offset == kNoOffset && descs_[in].pos_known) {
-      Advance(in, descs_[in].pos, n);
-    }
-    const bool out_implicit = op == IOT_OP_SENDFILE || CopyOutOffset(sc) == kNoOffset;
-    if (out != kNoDescription && out_implicit && descs_[out].pos_known) {
-      Advance(out, descs_[out].pos, n);
-    }
+    auto side = [&](FdRole role, FieldUse offset_use) {
+      const int32_t fd = info.fd == role ? sc.fd : info.fd2 == role ? sc.fd2 : -1;
+      const DescriptionId id = DescriptionOf(sc.tgid, fd);
+      if (id == kNoDescription || !descs_[id].pos_known) return;
+      const uint64_t offset = info.offset == offset_use ? sc.offset
+                              : info.aux == offset_use  ? sc.aux
+                                                        : kNoOffset;
+      if (offset == kNoOffset) Advance(id, descs_[id].pos, n);
+    };
+    side(FdRole::kReadFrom, FieldUse::kInOffset);
+    side(FdRole::kWriteTo, FieldUse::kOutOffset);
     return;
   }
-  if (!OpIsRead(op) && !OpIsWrite(op)) return;
-  const bool positional =
-      OpHasExplicitOffset(op) &&
-      !((op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2) && sc.offset == kNoOffset);
+  if (info.family != OpFamily::kRead && info.family != OpFamily::kWrite) return;
+  const bool positional = info.offset == FieldUse::kFileOffset ||
+                          (info.offset == FieldUse::kOffsetOrCurrent && sc.offset != kNoOffset);
   if (positional) {
     e.pos = sc.offset;
     e.pos_known = true;
     return;
   }
-  e.pos = sc.offset;  // the recorded position, until the description knows better
+  e.pos = info.offset == FieldUse::kPositionBefore ? sc.offset : 0;  // until the description knows
   if (e.desc == kNoDescription) return;
   const OpenFileDescription& d = descs_[e.desc];
-  if (OpIsWrite(op) && d.append && ok && sc.fsize >= n) {
+  if (info.family == OpFamily::kWrite && d.append && ok && sc.fsize >= n) {
     e.pos = sc.fsize - n;
     e.pos_known = true;
   } else if (d.pos_known) {
@@ -672,12 +680,10 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::st
   NoteThread(sc.tid, sc.tgid);
   const uint16_t op = sc.op;
   const bool ok = sc.ret >= 0 && !(sc.sflags & IOT_SCF_INTERRUPTED);
+  const OpInfo& info = GetOpInfo(op);
   SyscallEffect e;
-  if (OpHasDataFd(sc)) {
-    const int fd = op == IOT_OP_SENDFILE ? sc.fd2 : DataFd(sc);
-    e.desc = DescriptionOf(sc.tgid, fd);
-    if (e.desc != kNoDescription && ok) LearnIdentity(descs_[e.desc], sc);
-  }
+  e.desc = DescriptionOf(sc.tgid, DataFdOf(sc, info));
+  if (e.desc != kNoDescription && ok) LearnIdentity(descs_[e.desc], sc);
   switch (op) {
     case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:
       return OnOpen(sc, path);
@@ -742,7 +748,7 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::st
       }
       break;
     default:
-      OnDataPosition(sc, e);
+      OnDataPosition(sc, info, e);
       break;
   }
   return e;

@@ -47,6 +47,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "format/op_info.h"
 #include "iotwin_abi.h"
 
 namespace iotwin::model {
@@ -112,8 +113,9 @@ struct TraceStateDrops {
 
 // The effect of one system call, as OnSyscall applied it.
 struct SyscallEffect {
-  // The description of the call's data descriptor (DataFd) before the call; kNoDescription
-  // when the call has none or it is unknown. For close it is the description just closed.
+  // The description of the call's data descriptor before the call (by GetOpInfo: the one read
+  // from, else the one written to or used); kNoDescription when the call names none or it is
+  // unknown. For close it is the description just closed.
   DescriptionId desc = kNoDescription;
   // Reads and writes: the file offset the call used (the explicit offset, the description's
   // position, the end of file for O_APPEND writes, or the recorded offset when the position is
@@ -242,7 +244,7 @@ class TraceState {
   void Advance(DescriptionId id, uint64_t pos, uint64_t n);
 
   SyscallEffect OnOpen(const iot_syscall& sc, std::optional<std::string_view> path);
-  void OnDataPosition(const iot_syscall& sc, SyscallEffect& e);
+  void OnDataPosition(const iot_syscall& sc, const OpInfo& info, SyscallEffect& e);
   void OnFcntl(const iot_syscall& sc, SyscallEffect& e);
   void OnMemory(const iot_syscall& sc);
   void OnExit(const iot_proc& p);

@@ -118,6 +118,32 @@ TEST_F(TraceStateTest, DupSharesThePosition) {
   EXPECT_EQ(s.FdDescription(kPid, 3)->pos, 7u);
 }
 
+TEST_F(TraceStateTest, CopiesMoveThePositionsOfTheirImplicitSides) {
+  s.OnSyscall(OpenAt(kAtFdcwd, 3, O_RDONLY), "/in");
+  s.OnSyscall(OpenAt(kAtFdcwd, 4, O_WRONLY), "/out");
+  // sendfile(out_fd = 4, in_fd = 3, NULL, 100): fd = out_fd, fd2 = in_fd.
+  iot_syscall sf = Call(IOT_OP_SENDFILE, 4, 100);
+  sf.fd2 = 3;
+  sf.offset = kNoOffset;
+  SyscallEffect e = s.OnSyscall(sf);
+  EXPECT_EQ(e.desc, s.DescriptionOf(kPid, 3));  // the descriptor read from
+  EXPECT_EQ(s.FdDescription(kPid, 3)->pos, 100u);
+  EXPECT_EQ(s.FdDescription(kPid, 4)->pos, 100u);
+  // With an input offset, only the output moves.
+  sf.offset = 0;
+  s.OnSyscall(sf);
+  EXPECT_EQ(s.FdDescription(kPid, 3)->pos, 100u);
+  EXPECT_EQ(s.FdDescription(kPid, 4)->pos, 200u);
+  // copy_file_range(fd_in = 3, NULL, fd_out = 4, &off_out, 10): the input moves.
+  iot_syscall cfr = Call(IOT_OP_COPY_FILE_RANGE, 3, 10);
+  cfr.fd2 = 4;
+  cfr.offset = kNoOffset;
+  cfr.aux = 0;
+  s.OnSyscall(cfr);
+  EXPECT_EQ(s.FdDescription(kPid, 3)->pos, 110u);
+  EXPECT_EQ(s.FdDescription(kPid, 4)->pos, 200u);
+}
+
 TEST_F(TraceStateTest, AppendWritesLandAtTheEnd) {
   s.OnSyscall(OpenAt(kAtFdcwd, 3, O_WRONLY | O_APPEND), "/log");
   iot_syscall w = Rw(IOT_OP_WRITE, 3, 10);
