@@ -1,8 +1,16 @@
 // Analyzer::Model(): the aggregated state as the JSON report model that the text, JSON and HTML
 // outputs share (docs/report.md lists its fields).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -79,6 +87,411 @@ json SizesJson(const SizeHistogram& h, const TopValues& top, size_t top_rows) {
   return j;
 }
 
+
+using Strings = std::unordered_map<uint32_t, std::string>;
+using LostCounts = std::map<std::pair<uint16_t, uint16_t>, uint64_t>;
+
+// Up to `top` rows of `n` (0: all).
+size_t Limited(size_t n, size_t top) { return top == 0 ? n : std::min(n, top); }
+
+void CopyKey(const json& src, const char* key, json& dst) {
+  if (src.is_object() && src.contains(key)) dst[key] = src[key];
+}
+
+// The header's host and tool facts, the footer's end of capture, and the losses: the footer's
+// totals, else the LOST records' cumulative counts.
+json CaptureJson(const json& meta, const std::optional<json>& summary, uint64_t span,
+                 const LostCounts& lost_records) {
+  json cap = json::object();
+  for (const char* key : {"tool", "host", "command", "layers", "replay", "source"})
+    CopyKey(meta, key, cap);
+  cap["duration_ns"] = span;
+  if (summary) {
+    CopyKey(*summary, "stop_reason", cap);
+    CopyKey(*summary, "exit_status", cap);
+    CopyKey(*summary, "events", cap);
+    cap["duration_ns"] = json_fields::GetUint(*summary, "duration_ns", span);
+  }
+  cap["complete"] = summary.has_value();
+  json lost = json::object();
+  if (const json* footer_lost = summary ? json_fields::Object(*summary, "lost") : nullptr) {
+    lost = *footer_lost;
+  } else {
+    std::map<std::string, uint64_t> by_source;
+    for (const auto& [k, v] : lost_records) by_source[std::string(SourceName(k.first))] += v;
+    for (const auto& [k, v] : by_source) lost[k] = v;
+  }
+  cap["lost"] = lost;
+  return cap;
+}
+
+// The section builders below take Analyzer's private per-op, per-thread, per-file, ... tables
+// as `auto` parameters: their types are private to Analyzer, their members are not.
+
+// Ops that occurred, most frequent first.
+std::vector<uint16_t> OpsByCount(const auto& ops) {
+  std::vector<uint16_t> order;
+  for (uint16_t op = 0; op <= IOT_OP_MAX; op++)
+    if (ops[op].count) order.push_back(op);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint16_t a, uint16_t b) { return ops[a].count > ops[b].count; });
+  return order;
+}
+
+json OpsJson(const auto& ops, const std::vector<uint16_t>& order) {
+  json rows = json::array();
+  for (uint16_t op : order) {
+    const auto& s = ops[op];
+    json o = {{"op", std::string(OpName(op))}, {"count", s.count}, {"errors", s.errors},
+              {"bytes", s.bytes},              {"io_ns", s.io_ns}};
+    if (s.latency) o["latency_ns"] = LatencyJson(*s.latency);
+    rows.push_back(o);
+  }
+  return rows;
+}
+
+// Request sizes of the data ops among `order`.
+json OpSizesJson(const auto& ops, const std::vector<uint16_t>& order) {
+  json rows = json::array();
+  for (uint16_t op : order) {
+    const auto& s = ops[op];
+    if (!s.sizes || !s.sizes->total()) continue;
+    json z = SizesJson(*s.sizes, *s.top, 10);
+    z["op"] = std::string(OpName(op));
+    z["dir"] = OpIsRead(op) ? "read" : "write";
+    rows.push_back(z);
+  }
+  return rows;
+}
+
+json PatternJson(const std::array<std::array<uint64_t, kAccessKinds>, 2>& access,
+                 const std::array<SeekHistogram, 2>& seek, uint64_t streams_dropped) {
+  json pattern = json::object();
+  for (int dir = 0; dir < 2; dir++) {
+    json p = AccessJson(access[dir]);
+    p["seek_histogram"] = SeekJson(seek[dir]);
+    pattern[dir == 0 ? "read" : "write"] = p;
+  }
+  pattern["streams_dropped"] = streams_dropped;
+  return pattern;
+}
+
+// The series, without the block series of a trace without block records and without major
+// faults when there were none.
+json TimeSeriesJson(const TimeSeries& series, uint64_t start, bool have_block,
+                    bool have_major_faults) {
+  json ts = {{"start_ns", start}, {"bucket_ns", series.width_ns()}};
+  static const char* kNames[Analyzer::kSeriesCount] = {
+      "read_ops",        "write_ops",        "read_bytes",
+      "write_bytes",     "block_read_ops",   "block_write_ops",
+      "block_read_bytes", "block_write_bytes", "major_faults"};
+  for (size_t s = 0; s < Analyzer::kSeriesCount; s++) {
+    if (s >= Analyzer::kBlockReadOps && s <= Analyzer::kBlockWriteBytes && !have_block) continue;
+    if (s == Analyzer::kMajorFaults && !have_major_faults) continue;
+    ts[kNames[s]] = series.Series(s);
+  }
+  return ts;
+}
+
+// Processes by bytes moved, then operations; a process's operations are its threads' (only
+// system calls count them).
+json ProcessesJson(const auto& procs, const auto& threads, const Strings& strings, size_t top) {
+  using Proc = std::remove_cvref_t<decltype(procs[0])>;
+  struct ProcOps {
+    const Proc* proc = nullptr;
+    uint64_t ops = 0, io_ns = 0;
+    std::array<uint64_t, 2> data_ops{}, bytes{};
+  };
+  std::vector<ProcOps> totals(procs.size());
+  for (size_t i = 0; i < procs.size(); i++) totals[i].proc = &procs[i];
+  for (const auto& t : threads) {
+    ProcOps& o = totals[t.proc];
+    o.ops += t.ops;
+    o.io_ns += t.io_ns;
+    for (size_t d = 0; d < 2; d++) {
+      o.data_ops[d] += t.data_ops[d];
+      o.bytes[d] += t.bytes[d];
+    }
+  }
+  std::vector<const ProcOps*> ps;
+  for (const ProcOps& o : totals)
+    if (o.ops || o.proc->faults) ps.push_back(&o);
+  std::stable_sort(ps.begin(), ps.end(), [](const ProcOps* a, const ProcOps* b) {
+    uint64_t ba = a->bytes[0] + a->bytes[1], bb = b->bytes[0] + b->bytes[1];
+    return ba != bb ? ba > bb : a->ops > b->ops;
+  });
+  json rows = json::array();
+  for (size_t i = 0; i < Limited(ps.size(), top); i++) {
+    const ProcOps& o = *ps[i];
+    const Proc& p = *o.proc;
+    json r = {{"tgid", p.tgid},       {"comm", Comm(p.comm)},        {"threads", p.threads},
+              {"ops", o.ops},         {"read_ops", o.data_ops[0]},   {"write_ops", o.data_ops[1]},
+              {"read_bytes", o.bytes[0]}, {"write_bytes", o.bytes[1]}, {"io_ns", o.io_ns},
+              {"faults", p.faults},   {"parent", p.parent}};
+    if (p.exe_id) {
+      auto it = strings.find(p.exe_id);
+      if (it != strings.end()) r["exe"] = it->second;
+    }
+    if (p.exited) r["exit_code"] = p.exit_code;
+    rows.push_back(r);
+  }
+  return {{"total", ps.size()}, {"rows", rows}};
+}
+
+// Threads by bytes moved, then operations.
+json ThreadsJson(const auto& threads, uint64_t start, size_t top) {
+  using Thread = std::remove_cvref_t<decltype(threads[0])>;
+  std::vector<const Thread*> ts;
+  for (const Thread& t : threads)
+    if (t.ops || t.faults) ts.push_back(&t);
+  std::stable_sort(ts.begin(), ts.end(), [](const Thread* a, const Thread* b) {
+    uint64_t ba = a->bytes[0] + a->bytes[1], bb = b->bytes[0] + b->bytes[1];
+    return ba != bb ? ba > bb : a->ops > b->ops;
+  });
+  json rows = json::array();
+  for (size_t i = 0; i < Limited(ts.size(), top); i++) {
+    const Thread& t = *ts[i];
+    json r = {{"tid", t.tid},           {"tgid", t.tgid},
+              {"comm", Comm(t.comm)},   {"ops", t.ops},
+              {"read_ops", t.data_ops[0]}, {"write_ops", t.data_ops[1]},
+              {"read_bytes", t.bytes[0]},  {"write_bytes", t.bytes[1]},
+              {"io_ns", t.io_ns},       {"faults", t.faults},
+              {"first_op_ns", t.first_op_ts > start ? t.first_op_ts - start : 0}};
+    if (t.offcpu_ns) r["offcpu_ns"] = t.offcpu_ns;
+    rows.push_back(r);
+  }
+  return {{"total", ts.size()}, {"rows", rows}};
+}
+
+// Files with any activity by volume (bytes of system calls and async requests, faulted
+// pages), then operations; `file_json` renders one.
+json FilesJson(const auto& files, size_t top, const auto& file_json) {
+  using File = std::remove_cvref_t<decltype(files[0])>;
+  std::vector<const File*> fs;
+  for (const File& f : files)
+    if (f.ops || f.faults || f.async_ops[0] || f.async_ops[1] || f.pc_add || f.wb_written ||
+        f.wb_dirtied)
+      fs.push_back(&f);
+  auto volume = [](const File* f) {
+    uint64_t v = SaturatingMul(f->fault_pages, 4096);
+    for (uint64_t b : {f->bytes[0], f->bytes[1], f->async_bytes[0], f->async_bytes[1]}) {
+      v = SaturatingAdd(v, b);
+    }
+    return v;
+  };
+  std::stable_sort(fs.begin(), fs.end(), [&](const File* a, const File* b) {
+    uint64_t va = volume(a), vb = volume(b);
+    return va != vb ? va > vb : a->ops > b->ops;
+  });
+  json rows = json::array();
+  for (size_t i = 0; i < Limited(fs.size(), top); i++) rows.push_back(file_json(*fs[i]));
+  return {{"total", fs.size()}, {"rows", rows}};
+}
+
+// The memory layer's trace-wide counters.
+struct MemoryCounts {
+  uint64_t faults, faults_major, faults_write, fault_pages, faults_unattributed;
+  uint64_t pc_add, pc_delete, ra_windows, ra_pages;
+  uint64_t wb_dirtied, wb_written, wb_works, wb_waits;
+  uint64_t page_size;
+  bool have_page_cache;
+  uint64_t cache_state_files, cache_state_resident, cache_state_total;
+};
+
+json MemoryJson(const MemoryCounts& c, const auto& files) {
+  json mem = {{"faults", {{"total", c.faults}, {"major", c.faults_major},
+                          {"minor", c.faults - c.faults_major}, {"write", c.faults_write},
+                          {"pages", c.fault_pages}, {"unattributed", c.faults_unattributed}}},
+              {"page_cache", {{"added_pages", c.pc_add}, {"deleted_pages", c.pc_delete},
+                              {"readahead_windows", c.ra_windows}, {"readahead_pages", c.ra_pages}}},
+              {"writeback", {{"dirtied_pages", c.wb_dirtied}, {"written_pages", c.wb_written},
+                             {"flusher_works", c.wb_works}, {"waits", c.wb_waits}}},
+              {"page_size", c.page_size}};
+  if (c.faults) mem["fault_hit_ratio"] = Round4(Share(c.faults - c.faults_major, c.faults));
+  // Buffered-read hit ratio over files that were only read (see Analyzer::FileJson).
+  uint64_t accessed = 0, added = 0;
+  for (const auto& f : files) {
+    if (f.data_ops[1] || f.wb_dirtied) continue;
+    accessed += f.read_pages + f.fault_pages;
+    added += f.pc_add;
+  }
+  if (c.have_page_cache && accessed)
+    mem["read_hit_ratio"] = Round4(1.0 - std::min(1.0, Share(added, accessed)));
+  if (c.cache_state_files) {
+    mem["cache_at_start"] = {{"files", c.cache_state_files},
+                             {"resident_pages", c.cache_state_resident},
+                             {"total_pages", c.cache_state_total}};
+  }
+  return mem;
+}
+
+json BlockDeviceJson(uint32_t dev, const auto& d) {
+  json dj = {{"dev", dev},
+             {"name", fmt::format("{}:{}", dev >> 20, dev & 0xfffff)},
+             {"queued", d.queued},
+             {"requests", d.issued},
+             {"completed", d.completed},
+             {"merges", d.merges},
+             {"splits", d.splits},
+             {"requeues", d.requeues},
+             {"errors", d.errors},
+             {"flushes", d.flushes},
+             {"discards", d.discards},
+             {"readahead", d.readahead},
+             {"sync", d.sync},
+             {"fua", d.fua}};
+  for (int dir = 0; dir < 2; dir++) {
+    json z = SizesJson(d.sizes[dir], d.top[dir], 10);
+    z["pattern"] = AccessJson(d.access[dir]);
+    dj[dir == 0 ? "read" : "write"] = z;
+  }
+  dj["seek_histogram"] = SeekJson(d.seek);
+  if (d.q2q.total()) dj["q2q_ns"] = LatencyJson(d.q2q);
+  return dj;
+}
+
+// Block requests per device and over all devices; the bytes per direction go to `bytes`.
+json BlockJson(const auto& devices, uint64_t queued_dropped, std::array<uint64_t, 2>* bytes) {
+  json devs = json::array();
+  SizeHistogram all_sizes[2];
+  TopValues all_top[2];
+  uint64_t requests = 0, blk_ops[2] = {0, 0};
+  std::array<std::array<uint64_t, kAccessKinds>, 2> access{};
+  for (const auto& [dev, d] : devices) {
+    requests += d.issued;
+    for (int dir = 0; dir < 2; dir++) {
+      (*bytes)[dir] += d.bytes[dir];
+      blk_ops[dir] += d.ops[dir];
+      all_sizes[dir].Merge(d.sizes[dir]);
+      all_top[dir].Merge(d.top[dir]);
+      for (int a = 0; a < kAccessKinds; a++) access[dir][a] += d.access[dir][a];
+    }
+    devs.push_back(BlockDeviceJson(dev, d));
+  }
+  const std::array<uint64_t, 2>& blk_bytes = *bytes;
+  json b = {{"requests", requests},
+            {"devices", devs},
+            {"read", SizesJson(all_sizes[0], all_top[0], 10)},
+            {"write", SizesJson(all_sizes[1], all_top[1], 10)},
+            {"mix", {{"read_ops_share", Round4(Share(blk_ops[0], blk_ops[0] + blk_ops[1]))},
+                     {"read_bytes_share",
+                      Round4(Share(blk_bytes[0], blk_bytes[0] + blk_bytes[1]))}}},
+            {"queued_dropped", queued_dropped}};
+  b["read"]["pattern"] = AccessJson(access[0]);
+  b["write"]["pattern"] = AccessJson(access[1]);
+  return b;
+}
+
+// Latency terms of block requests (btt's Q2C, Q2D, I2D, D2C), those measured.
+json BlockLatencyJson(const LogLinearHistogram& q2c, const LogLinearHistogram& q2d,
+                      const LogLinearHistogram& i2d, const LogLinearHistogram& d2c) {
+  json lat = json::object();
+  if (q2c.total()) lat["Q2C"] = LatencyJson(q2c);
+  if (q2d.total()) lat["Q2D"] = LatencyJson(q2d);
+  if (i2d.total()) lat["I2D"] = LatencyJson(i2d);
+  if (d2c.total()) lat["D2C"] = LatencyJson(d2c);
+  return lat;
+}
+
+json BlockPhasesJson(const std::array<uint64_t, 16>& counts) {
+  json phases = json::object();
+  for (uint16_t p = 1; p < counts.size(); p++)
+    if (counts[p]) phases[std::string(BlockPhaseName(p))] = counts[p];
+  return phases;
+}
+
+// Bytes the block layer moved per byte the application asked for.
+json AmplificationJson(const std::array<uint64_t, 2>& app_bytes,
+                       const std::array<uint64_t, 2>& blk_bytes, uint64_t fault_read_bytes) {
+  json a = {{"app_read_bytes", app_bytes[0]},
+            {"app_write_bytes", app_bytes[1]},
+            {"fault_read_bytes", fault_read_bytes},
+            {"block_read_bytes", blk_bytes[0]},
+            {"block_write_bytes", blk_bytes[1]}};
+  if (app_bytes[0]) a["read"] = Round4(Share(blk_bytes[0], app_bytes[0]));
+  if (app_bytes[1]) a["write"] = Round4(Share(blk_bytes[1], app_bytes[1]));
+  if (fault_read_bytes)
+    a["read_incl_faults"] =
+        Round4(Share(blk_bytes[0], SaturatingAdd(app_bytes[0], fault_read_bytes)));
+  return a;
+}
+
+json AsyncJson(const auto& stats, uint64_t unpaired) {
+  json rows = json::array();
+  uint64_t total = 0;
+  for (const auto& [key, s] : stats) {
+    total += s.count;
+    json r = SizesJson(s.sizes, s.top, 5);
+    r["engine"] = s.engine == IOT_AIO_ENGINE_URING    ? "io_uring"
+                  : s.engine == IOT_AIO_ENGINE_LIBAIO ? "libaio"
+                                                      : "unknown";
+    r["opcode"] = s.opcode;
+    r["name"] = AsyncOpName(s.engine, s.opcode);
+    r["count"] = s.count;
+    r["errors"] = s.errors;
+    r["bytes_done"] = s.bytes;
+    r["latency_ns"] = LatencyJson(s.latency);
+    rows.push_back(r);
+  }
+  return {{"requests", total}, {"unpaired_completions", unpaired}, {"rows", rows}};
+}
+
+// Intent labels by total time inside them; `open` counts intervals never ended.
+json IntentsJson(const auto& labels, const auto& intent_stacks, uint64_t unmatched,
+                 const Strings& strings) {
+  using Label = std::remove_cvref_t<decltype(labels.begin()->second)>;
+  std::vector<std::pair<uint32_t, const Label*>> ls;
+  for (const auto& [id, l] : labels) ls.emplace_back(id, &l);
+  std::sort(ls.begin(), ls.end(), [](const auto& a, const auto& b) {
+    return a.second->total_ns != b.second->total_ns ? a.second->total_ns > b.second->total_ns
+                                                    : a.first < b.first;
+  });
+  std::map<uint32_t, uint64_t> open;
+  for (const auto& [tid, stack] : intent_stacks)
+    for (const auto& e : stack) open[e.first]++;
+  json rows = json::array();
+  for (const auto& [id, l] : ls) {
+    auto it = strings.find(id);
+    rows.push_back({{"label", it != strings.end() ? it->second : fmt::format("<{}>", id)},
+                    {"intervals", l->count},
+                    {"instants", l->instants},
+                    {"total_ns", l->total_ns},
+                    {"mean_ns", l->count ? l->total_ns / l->count : 0},
+                    {"max_ns", l->max_ns},
+                    {"open", open.count(id) ? open[id] : 0},
+                    {"ops", l->ops},
+                    {"bytes", l->bytes}});
+  }
+  return {{"rows", rows}, {"unmatched_ends", unmatched}};
+}
+
+json HeatmapJson(const auto& h, const auto& file, const Strings& strings, uint64_t span_ns) {
+  using Heatmap = std::remove_cvref_t<decltype(h)>;
+  json cells = json::array();
+  for (int t = 0; t < Heatmap::kTimeBins; t++)
+    for (int o = 0; o < Heatmap::kOffsetBins; o++) {
+      uint64_t n = h.ops[static_cast<size_t>(t * Heatmap::kOffsetBins + o)];
+      if (n) cells.push_back({t, o, n, h.bytes[static_cast<size_t>(t * Heatmap::kOffsetBins + o)]});
+    }
+  json points = json::array();
+  for (const auto& p : h.points) points.push_back({p.ts, p.offset, p.length, p.dir});
+  json names = json::array();
+  for (uint32_t i = 0; i < file.nnames; i++) {
+    auto it = strings.find(file.names[i]);
+    if (it != strings.end()) names.push_back(it->second);
+  }
+  return {{"dev", file.dev},
+          {"ino", file.ino},
+          {"names", names},
+          {"time_bins", Heatmap::kTimeBins},
+          {"offset_bins", Heatmap::kOffsetBins},
+          {"span_ns", span_ns},
+          {"max_offset", h.max_offset},
+          {"cells", cells},
+          {"points", points},
+          {"sample_every", h.sample_every}};
+}
+
 }  // namespace
 
 json Analyzer::FileJson(const FileStats& f) const {
@@ -132,39 +545,8 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
   m["model_version"] = 1;
   m["trace"] = trace_facts;
   const size_t top = options_.top;
-  auto limited = [top](size_t n) { return top == 0 ? n : std::min(n, top); };
-
-  // ---- capture facts
-  json cap = json::object();
-  auto copy = [&](const json& src, const char* key, json& dst) {
-    if (src.is_object() && src.contains(key)) dst[key] = src[key];
-  };
-  copy(meta_, "tool", cap);
-  copy(meta_, "host", cap);
-  copy(meta_, "command", cap);
-  copy(meta_, "layers", cap);
-  copy(meta_, "replay", cap);
-  copy(meta_, "source", cap);
-  uint64_t span = last_ts_ > start_ && first_ts_ != UINT64_MAX ? last_ts_ - start_ : 0;
-  cap["duration_ns"] = span;
-  if (summary) {
-    copy(*summary, "stop_reason", cap);
-    copy(*summary, "exit_status", cap);
-    copy(*summary, "events", cap);
-    cap["duration_ns"] = json_fields::GetUint(*summary, "duration_ns", span);
-  }
-  cap["complete"] = summary.has_value();
-  // Losses: the footer's totals, else the LOST records' cumulative counts.
-  json lost = json::object();
-  if (const json* footer_lost = summary ? json_fields::Object(*summary, "lost") : nullptr) {
-    lost = *footer_lost;
-  } else {
-    std::map<std::string, uint64_t> by_source;
-    for (const auto& [k, v] : lost_) by_source[std::string(SourceName(k.first))] += v;
-    for (const auto& [k, v] : by_source) lost[k] = v;
-  }
-  cap["lost"] = lost;
-  m["capture"] = cap;
+  const uint64_t span = last_ts_ > start_ && first_ts_ != UINT64_MAX ? last_ts_ - start_ : 0;
+  m["capture"] = CaptureJson(meta_, summary, span, lost_);
   m["filter"] = options_.filter.empty() ? json(nullptr) : options_.filter.ToJson();
 
   // ---- totals
@@ -179,10 +561,19 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
         records_by_type_[t];
   std::array<uint64_t, 2> dir_ops, dir_bytes, dir_requested;
   SyscallDirectionTotals(&dir_ops, &dir_bytes, &dir_requested);
-  uint64_t app_ops[2] = {dir_ops[0] + async_dir_ops_[0], dir_ops[1] + async_dir_ops_[1]};
-  uint64_t app_bytes[2] = {dir_bytes[0] + async_dir_bytes_[0], dir_bytes[1] + async_dir_bytes_[1]};
+  const std::array<uint64_t, 2> app_ops = {dir_ops[0] + async_dir_ops_[0],
+                                           dir_ops[1] + async_dir_ops_[1]};
+  const std::array<uint64_t, 2> app_bytes = {dir_bytes[0] + async_dir_bytes_[0],
+                                             dir_bytes[1] + async_dir_bytes_[1]};
   double span_s = static_cast<double>(span) / 1e9;
   auto rate = [span_s](uint64_t v) { return span_s > 0 ? static_cast<double>(v) / span_s : 0.0; };
+  auto direction = [&](int d) {
+    return json{{"ops", app_ops[d]},          {"bytes", app_bytes[d]},
+                {"syscall_ops", dir_ops[d]},  {"syscall_bytes", dir_bytes[d]},
+                {"requested", dir_requested[d]}, {"async_ops", async_dir_ops_[d]},
+                {"async_bytes", async_dir_bytes_[d]}, {"iops", Round4(rate(app_ops[d]))},
+                {"bytes_per_s", Round4(rate(app_bytes[d]))}};
+  };
   m["totals"] = {
       {"records", records_},
       {"records_by_type", records},
@@ -196,14 +587,8 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
       {"span_ns", span},
       {"syscalls", syscalls},
       {"errors", errors},
-      {"read", {{"ops", app_ops[0]}, {"bytes", app_bytes[0]}, {"syscall_ops", dir_ops[0]},
-                {"syscall_bytes", dir_bytes[0]}, {"requested", dir_requested[0]},
-                {"async_ops", async_dir_ops_[0]}, {"async_bytes", async_dir_bytes_[0]},
-                {"iops", Round4(rate(app_ops[0]))}, {"bytes_per_s", Round4(rate(app_bytes[0]))}}},
-      {"write", {{"ops", app_ops[1]}, {"bytes", app_bytes[1]}, {"syscall_ops", dir_ops[1]},
-                 {"syscall_bytes", dir_bytes[1]}, {"requested", dir_requested[1]},
-                 {"async_ops", async_dir_ops_[1]}, {"async_bytes", async_dir_bytes_[1]},
-                 {"iops", Round4(rate(app_ops[1]))}, {"bytes_per_s", Round4(rate(app_bytes[1]))}}},
+      {"read", direction(0)},
+      {"write", direction(1)},
       {"mix", {{"read_ops_share", Round4(Share(app_ops[0], app_ops[0] + app_ops[1]))},
                {"read_bytes_share", Round4(Share(app_bytes[0], app_bytes[0] + app_bytes[1]))}}},
       {"direct_ops", direct_ops_},
@@ -218,312 +603,70 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
                   {"tracked_vs_recorded_mismatch", offset_mismatch_},
                   {"previous_instance", previous_instance_calls_}};
 
-  // ---- per op
-  std::vector<uint16_t> op_order;
-  for (uint16_t op = 0; op <= IOT_OP_MAX; op++)
-    if (ops_[op].count) op_order.push_back(op);
-  std::stable_sort(op_order.begin(), op_order.end(),
-                   [&](uint16_t a, uint16_t b) { return ops_[a].count > ops_[b].count; });
-  json ops = json::array();
-  json sizes = json::array();
-  for (uint16_t op : op_order) {
-    const OpStats& s = ops_[op];
-    json o = {{"op", std::string(OpName(op))}, {"count", s.count}, {"errors", s.errors},
-              {"bytes", s.bytes},              {"io_ns", s.io_ns}};
-    if (s.latency) o["latency_ns"] = LatencyJson(*s.latency);
-    ops.push_back(o);
-    if (s.sizes && s.sizes->total()) {
-      json z = SizesJson(*s.sizes, *s.top, 10);
-      z["op"] = std::string(OpName(op));
-      z["dir"] = OpIsRead(op) ? "read" : "write";
-      sizes.push_back(z);
-    }
-  }
-  m["ops"] = ops;
-  m["sizes"] = sizes;
-
-  // ---- access pattern
-  m["pattern"] = json::object();
-  for (int dir = 0; dir < 2; dir++) {
-    json p = AccessJson(access_[dir]);
-    p["seek_histogram"] = SeekJson(seek_[dir]);
-    m["pattern"][dir == 0 ? "read" : "write"] = p;
-  }
-  m["pattern"]["streams_dropped"] = streams_dropped_;
-
-  // ---- time series
-  {
-    json ts = {{"start_ns", start_}, {"bucket_ns", series_.width_ns()}};
-    static const char* kNames[kSeriesCount] = {"read_ops",        "write_ops",       "read_bytes",
-                                               "write_bytes",     "block_read_ops",  "block_write_ops",
-                                               "block_read_bytes", "block_write_bytes", "major_faults"};
-    for (size_t s = 0; s < kSeriesCount; s++) {
-      if (s >= kBlockReadOps && s <= kBlockWriteBytes && !have_block_) continue;
-      if (s == kMajorFaults && faults_major_ == 0) continue;
-      ts[kNames[s]] = series_.Series(s);
-    }
-    m["timeseries"] = ts;
-  }
-
-  // ---- processes, threads, files
-  {
-    // A process's operations are its threads' (only system calls count them).
-    struct ProcOps {
-      const ProcStats* proc = nullptr;
-      uint64_t ops = 0, io_ns = 0;
-      std::array<uint64_t, 2> data_ops{}, bytes{};
-    };
-    std::vector<ProcOps> totals(procs_.size());
-    for (size_t i = 0; i < procs_.size(); i++) totals[i].proc = &procs_[i];
-    for (const ThreadStats& t : threads_) {
-      ProcOps& o = totals[t.proc];
-      o.ops += t.ops;
-      o.io_ns += t.io_ns;
-      for (size_t d = 0; d < 2; d++) {
-        o.data_ops[d] += t.data_ops[d];
-        o.bytes[d] += t.bytes[d];
-      }
-    }
-    std::vector<const ProcOps*> ps;
-    for (const ProcOps& o : totals)
-      if (o.ops || o.proc->faults) ps.push_back(&o);
-    std::stable_sort(ps.begin(), ps.end(), [](const ProcOps* a, const ProcOps* b) {
-      uint64_t ba = a->bytes[0] + a->bytes[1], bb = b->bytes[0] + b->bytes[1];
-      return ba != bb ? ba > bb : a->ops > b->ops;
-    });
-    json rows = json::array();
-    for (size_t i = 0; i < limited(ps.size()); i++) {
-      const ProcOps& o = *ps[i];
-      const ProcStats& p = *o.proc;
-      json r = {{"tgid", p.tgid},       {"comm", Comm(p.comm)},        {"threads", p.threads},
-                {"ops", o.ops},         {"read_ops", o.data_ops[0]},   {"write_ops", o.data_ops[1]},
-                {"read_bytes", o.bytes[0]}, {"write_bytes", o.bytes[1]}, {"io_ns", o.io_ns},
-                {"faults", p.faults},   {"parent", p.parent}};
-      if (p.exe_id) {
-        auto it = strings_.find(p.exe_id);
-        if (it != strings_.end()) r["exe"] = it->second;
-      }
-      if (p.exited) r["exit_code"] = p.exit_code;
-      rows.push_back(r);
-    }
-    m["processes"] = {{"total", ps.size()}, {"rows", rows}};
-  }
-  {
-    std::vector<const ThreadStats*> ts;
-    for (const ThreadStats& t : threads_)
-      if (t.ops || t.faults) ts.push_back(&t);
-    std::stable_sort(ts.begin(), ts.end(), [](const ThreadStats* a, const ThreadStats* b) {
-      uint64_t ba = a->bytes[0] + a->bytes[1], bb = b->bytes[0] + b->bytes[1];
-      return ba != bb ? ba > bb : a->ops > b->ops;
-    });
-    json rows = json::array();
-    for (size_t i = 0; i < limited(ts.size()); i++) {
-      const ThreadStats& t = *ts[i];
-      json r = {{"tid", t.tid},           {"tgid", t.tgid},
-                {"comm", Comm(t.comm)},   {"ops", t.ops},
-                {"read_ops", t.data_ops[0]}, {"write_ops", t.data_ops[1]},
-                {"read_bytes", t.bytes[0]},  {"write_bytes", t.bytes[1]},
-                {"io_ns", t.io_ns},       {"faults", t.faults},
-                {"first_op_ns", t.first_op_ts > start_ ? t.first_op_ts - start_ : 0}};
-      if (t.offcpu_ns) r["offcpu_ns"] = t.offcpu_ns;
-      rows.push_back(r);
-    }
-    m["threads"] = {{"total", ts.size()}, {"rows", rows}};
-  }
-  {
-    std::vector<const FileStats*> fs;
-    for (const FileStats& f : files_)
-      if (f.ops || f.faults || f.async_ops[0] || f.async_ops[1] || f.pc_add || f.wb_written ||
-          f.wb_dirtied)
-        fs.push_back(&f);
-    auto volume = [](const FileStats* f) {
-      uint64_t v = SaturatingMul(f->fault_pages, 4096);
-      for (uint64_t b : {f->bytes[0], f->bytes[1], f->async_bytes[0], f->async_bytes[1]}) {
-        v = SaturatingAdd(v, b);
-      }
-      return v;
-    };
-    std::stable_sort(fs.begin(), fs.end(), [&](const FileStats* a, const FileStats* b) {
-      uint64_t va = volume(a), vb = volume(b);
-      return va != vb ? va > vb : a->ops > b->ops;
-    });
-    json rows = json::array();
-    for (size_t i = 0; i < limited(fs.size()); i++) rows.push_back(FileJson(*fs[i]));
-    m["files"] = {{"total", fs.size()}, {"rows", rows}};
-  }
+  // ---- application layer
+  const std::vector<uint16_t> op_order = OpsByCount(ops_);
+  m["ops"] = OpsJson(ops_, op_order);
+  m["sizes"] = OpSizesJson(ops_, op_order);
+  m["pattern"] = PatternJson(access_, seek_, streams_dropped_);
+  m["timeseries"] = TimeSeriesJson(series_, start_, have_block_, faults_major_ != 0);
+  m["processes"] = ProcessesJson(procs_, threads_, strings_, top);
+  m["threads"] = ThreadsJson(threads_, start_, top);
+  m["files"] = FilesJson(files_, top, [this](const FileStats& f) { return FileJson(f); });
 
   // ---- memory layer
+  m["memory"] = nullptr;
   if (faults_ || have_page_cache_ || wb_dirtied_ || wb_written_ || cache_state_files_) {
-    json mem = {{"faults", {{"total", faults_}, {"major", faults_major_},
-                            {"minor", faults_ - faults_major_}, {"write", faults_write_},
-                            {"pages", fault_pages_}, {"unattributed", faults_unattributed_}}},
-                {"page_cache", {{"added_pages", pc_add_}, {"deleted_pages", pc_delete_},
-                                {"readahead_windows", ra_windows_}, {"readahead_pages", ra_pages_}}},
-                {"writeback", {{"dirtied_pages", wb_dirtied_}, {"written_pages", wb_written_},
-                               {"flusher_works", wb_works_}, {"waits", wb_waits_}}},
-                {"page_size", page_size_}};
-    if (faults_) mem["fault_hit_ratio"] = Round4(Share(faults_ - faults_major_, faults_));
-    // Buffered-read hit ratio over files that were only read (see FileJson).
-    uint64_t accessed = 0, added = 0;
-    for (const FileStats& f : files_) {
-      if (f.data_ops[1] || f.wb_dirtied) continue;
-      accessed += f.read_pages + f.fault_pages;
-      added += f.pc_add;
-    }
-    if (have_page_cache_ && accessed)
-      mem["read_hit_ratio"] = Round4(1.0 - std::min(1.0, Share(added, accessed)));
-    if (cache_state_files_) {
-      mem["cache_at_start"] = {{"files", cache_state_files_},
-                               {"resident_pages", cache_state_resident_},
-                               {"total_pages", cache_state_total_}};
-    }
-    m["memory"] = mem;
-  } else {
-    m["memory"] = nullptr;
+    const MemoryCounts counts = {.faults = faults_,
+                                 .faults_major = faults_major_,
+                                 .faults_write = faults_write_,
+                                 .fault_pages = fault_pages_,
+                                 .faults_unattributed = faults_unattributed_,
+                                 .pc_add = pc_add_,
+                                 .pc_delete = pc_delete_,
+                                 .ra_windows = ra_windows_,
+                                 .ra_pages = ra_pages_,
+                                 .wb_dirtied = wb_dirtied_,
+                                 .wb_written = wb_written_,
+                                 .wb_works = wb_works_,
+                                 .wb_waits = wb_waits_,
+                                 .page_size = page_size_,
+                                 .have_page_cache = have_page_cache_,
+                                 .cache_state_files = cache_state_files_,
+                                 .cache_state_resident = cache_state_resident_,
+                                 .cache_state_total = cache_state_total_};
+    m["memory"] = MemoryJson(counts, files_);
   }
 
-  // ---- block layer
-  uint64_t blk_bytes[2] = {0, 0};
+  // ---- block layer and NVMe
+  std::array<uint64_t, 2> blk_bytes = {0, 0};
+  m["block"] = nullptr;
   if (have_block_) {
-    json devs = json::array();
-    SizeHistogram all_sizes[2];
-    TopValues all_top[2];
-    uint64_t requests = 0, blk_ops[2] = {0, 0};
-    std::array<std::array<uint64_t, kAccessKinds>, 2> access{};
-    for (const auto& [dev, d] : block_devs_) {
-      requests += d.issued;
-      json dj = {{"dev", dev},
-                 {"name", fmt::format("{}:{}", dev >> 20, dev & 0xfffff)},
-                 {"queued", d.queued},
-                 {"requests", d.issued},
-                 {"completed", d.completed},
-                 {"merges", d.merges},
-                 {"splits", d.splits},
-                 {"requeues", d.requeues},
-                 {"errors", d.errors},
-                 {"flushes", d.flushes},
-                 {"discards", d.discards},
-                 {"readahead", d.readahead},
-                 {"sync", d.sync},
-                 {"fua", d.fua}};
-      for (int dir = 0; dir < 2; dir++) {
-        blk_bytes[dir] += d.bytes[dir];
-        blk_ops[dir] += d.ops[dir];
-        all_sizes[dir].Merge(d.sizes[dir]);
-        all_top[dir].Merge(d.top[dir]);
-        for (int a = 0; a < kAccessKinds; a++) access[dir][a] += d.access[dir][a];
-        json z = SizesJson(d.sizes[dir], d.top[dir], 10);
-        z["pattern"] = AccessJson(d.access[dir]);
-        dj[dir == 0 ? "read" : "write"] = z;
-      }
-      dj["seek_histogram"] = SeekJson(d.seek);
-      if (d.q2q.total()) dj["q2q_ns"] = LatencyJson(d.q2q);
-      devs.push_back(dj);
-    }
-    json b = {{"requests", requests},
-              {"devices", devs},
-              {"read", SizesJson(all_sizes[0], all_top[0], 10)},
-              {"write", SizesJson(all_sizes[1], all_top[1], 10)},
-              {"mix", {{"read_ops_share", Round4(Share(blk_ops[0], blk_ops[0] + blk_ops[1]))},
-                       {"read_bytes_share",
-                        Round4(Share(blk_bytes[0], blk_bytes[0] + blk_bytes[1]))}}},
-              {"queued_dropped", blk_queue_dropped_}};
-    b["read"]["pattern"] = AccessJson(access[0]);
-    b["write"]["pattern"] = AccessJson(access[1]);
-    json lat = json::object();
-    if (q2c_.total()) lat["Q2C"] = LatencyJson(q2c_);
-    if (q2d_.total()) lat["Q2D"] = LatencyJson(q2d_);
-    if (i2d_.total()) lat["I2D"] = LatencyJson(i2d_);
-    if (d2c_.total()) lat["D2C"] = LatencyJson(d2c_);
-    b["latency_ns"] = lat;
-    json phases = json::object();
-    for (uint16_t p = 1; p < blk_phase_counts_.size(); p++)
-      if (blk_phase_counts_[p]) phases[std::string(BlockPhaseName(p))] = blk_phase_counts_[p];
-    b["phases"] = phases;
+    json b = BlockJson(block_devs_, blk_queue_dropped_, &blk_bytes);
+    b["latency_ns"] = BlockLatencyJson(q2c_, q2d_, i2d_, d2c_);
+    b["phases"] = BlockPhasesJson(blk_phase_counts_);
     m["block"] = b;
-  } else {
-    m["block"] = nullptr;
   }
-
+  m["nvme"] = nullptr;
   if (have_nvme_) {
     m["nvme"] = {{"commands", nvme_cmds_}, {"bytes", nvme_bytes_}, {"errors", nvme_errors_},
                  {"latency_ns", LatencyJson(nvme_latency_)}};
-  } else {
-    m["nvme"] = nullptr;
   }
 
   // ---- amplification between layers
+  m["amplification"] = nullptr;
   if (have_block_ && (app_bytes[0] || app_bytes[1] || faults_)) {
     // Reads through mappings: read faults on file pages (write faults and anonymous memory are
     // not reads the device serves for the application).
-    const uint64_t fault_read_bytes = SaturatingMul(fault_read_pages_, page_size_);
-    json a = {{"app_read_bytes", app_bytes[0]},
-              {"app_write_bytes", app_bytes[1]},
-              {"fault_read_bytes", fault_read_bytes},
-              {"block_read_bytes", blk_bytes[0]},
-              {"block_write_bytes", blk_bytes[1]}};
-    if (app_bytes[0]) a["read"] = Round4(Share(blk_bytes[0], app_bytes[0]));
-    if (app_bytes[1]) a["write"] = Round4(Share(blk_bytes[1], app_bytes[1]));
-    if (fault_read_bytes)
-      a["read_incl_faults"] =
-          Round4(Share(blk_bytes[0], SaturatingAdd(app_bytes[0], fault_read_bytes)));
-    m["amplification"] = a;
-  } else {
-    m["amplification"] = nullptr;
+    m["amplification"] =
+        AmplificationJson(app_bytes, blk_bytes, SaturatingMul(fault_read_pages_, page_size_));
   }
 
-  // ---- async I/O
-  if (!async_stats_.empty() || async_unpaired_) {
-    json rows = json::array();
-    uint64_t total = 0;
-    for (const auto& [key, s] : async_stats_) {
-      total += s.count;
-      json r = SizesJson(s.sizes, s.top, 5);
-      r["engine"] = s.engine == IOT_AIO_ENGINE_URING    ? "io_uring"
-                    : s.engine == IOT_AIO_ENGINE_LIBAIO ? "libaio"
-                                                        : "unknown";
-      r["opcode"] = s.opcode;
-      r["name"] = AsyncOpName(s.engine, s.opcode);
-      r["count"] = s.count;
-      r["errors"] = s.errors;
-      r["bytes_done"] = s.bytes;
-      r["latency_ns"] = LatencyJson(s.latency);
-      rows.push_back(r);
-    }
-    m["async"] = {{"requests", total}, {"unpaired_completions", async_unpaired_}, {"rows", rows}};
-  } else {
-    m["async"] = nullptr;
-  }
-
-  // ---- intent markers
-  if (!labels_.empty() || intents_unmatched_) {
-    std::vector<std::pair<uint32_t, const LabelStats*>> ls;
-    for (const auto& [id, l] : labels_) ls.emplace_back(id, &l);
-    std::sort(ls.begin(), ls.end(), [](const auto& a, const auto& b) {
-      return a.second->total_ns != b.second->total_ns ? a.second->total_ns > b.second->total_ns
-                                                      : a.first < b.first;
-    });
-    std::map<uint32_t, uint64_t> open;
-    for (const auto& [tid, stack] : intent_stacks_)
-      for (const auto& e : stack) open[e.first]++;
-    json rows = json::array();
-    for (const auto& [id, l] : ls) {
-      auto it = strings_.find(id);
-      rows.push_back({{"label", it != strings_.end() ? it->second : fmt::format("<{}>", id)},
-                      {"intervals", l->count},
-                      {"instants", l->instants},
-                      {"total_ns", l->total_ns},
-                      {"mean_ns", l->count ? l->total_ns / l->count : 0},
-                      {"max_ns", l->max_ns},
-                      {"open", open.count(id) ? open[id] : 0},
-                      {"ops", l->ops},
-                      {"bytes", l->bytes}});
-    }
-    m["intents"] = {{"rows", rows}, {"unmatched_ends", intents_unmatched_}};
-  } else {
-    m["intents"] = nullptr;
-  }
-
+  // ---- async I/O, intent markers, scheduling
+  m["async"] = nullptr;
+  if (!async_stats_.empty() || async_unpaired_) m["async"] = AsyncJson(async_stats_, async_unpaired_);
+  m["intents"] = nullptr;
+  if (!labels_.empty() || intents_unmatched_)
+    m["intents"] = IntentsJson(labels_, intent_stacks_, intents_unmatched_, strings_);
   if (offcpu_intervals_ || irq_ns_) {
     m["sched"] = {{"offcpu_ns", offcpu_ns_}, {"offcpu_intervals", offcpu_intervals_},
                   {"irq_ns", irq_ns_}};
@@ -533,31 +676,8 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
   if (!heatmaps_.empty()) {
     json hm = json::array();
     for (const Heatmap& h : heatmaps_) {
-      const FileStats& f = files_[static_cast<size_t>(h.file)];
-      json cells = json::array();
-      for (int t = 0; t < Heatmap::kTimeBins; t++)
-        for (int o = 0; o < Heatmap::kOffsetBins; o++) {
-          uint64_t n = h.ops[static_cast<size_t>(t * Heatmap::kOffsetBins + o)];
-          if (n)
-            cells.push_back({t, o, n, h.bytes[static_cast<size_t>(t * Heatmap::kOffsetBins + o)]});
-        }
-      json points = json::array();
-      for (const auto& p : h.points) points.push_back({p.ts, p.offset, p.length, p.dir});
-      json names = json::array();
-      for (uint32_t i = 0; i < f.nnames; i++) {
-        auto it = strings_.find(f.names[i]);
-        if (it != strings_.end()) names.push_back(it->second);
-      }
-      hm.push_back({{"dev", f.dev},
-                    {"ino", f.ino},
-                    {"names", names},
-                    {"time_bins", Heatmap::kTimeBins},
-                    {"offset_bins", Heatmap::kOffsetBins},
-                    {"span_ns", options_.heatmap_span_ns},
-                    {"max_offset", h.max_offset},
-                    {"cells", cells},
-                    {"points", points},
-                    {"sample_every", h.sample_every}});
+      hm.push_back(HeatmapJson(h, files_[static_cast<size_t>(h.file)], strings_,
+                               options_.heatmap_span_ns));
     }
     m["heatmaps"] = hm;
   }
