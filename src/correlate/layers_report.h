@@ -4,8 +4,9 @@
 // interference; write-back attribution; and how many requests are linked to a cause.
 //
 // LayersReport() builds the JSON model (the --json output, stable keys documented in
-// docs/block-layer.md); RenderLayersText() prints it as text tables. `iotwin layers TRACE` uses
-// both; `iotwin report` can add the same section by calling them (see docs/block-layer.md).
+// docs/block-layer.md); RenderLayersText() (layers_text.cc) prints it as text tables. `iotwin
+// layers TRACE` uses both; `iotwin report` can add the same section by calling them (see
+// docs/block-layer.md).
 #pragma once
 
 #include <cstddef>
