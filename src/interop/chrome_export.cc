@@ -29,8 +29,8 @@
 #include "format/trace_reader.h"
 #include "interop/block_text.h"
 #include "interop/exporters.h"
-#include "interop/fd_tables.h"
 #include "interop/text_util.h"
+#include "model/trace_state.h"
 
 namespace iotwin::interop {
 namespace {
@@ -345,13 +345,12 @@ class ChromeWriter {
           break;
         case IOT_REC_FD_SNAPSHOT: {
           const auto& s = As<iot_fd_snapshot>(h);
-          auto f = std::make_shared<OpenFile>();
-          f->path = std::string(r.String(s.path_id));
-          fds_.Set(s.tgid, s.fd, f);
+          const model::DescriptionId d = fds_.OnFdSnapshot(s, std::nullopt);
+          if (auto* desc = fds_.Description(d)) desc->user = s.path_id;
           break;
         }
         case IOT_REC_ASYNC_IO:
-          IOTWIN_RETURN_IF_ERROR(Async(As<iot_async_io>(h)));
+          IOTWIN_RETURN_IF_ERROR(Async(As<iot_async_io>(h), r));
           break;
         case IOT_REC_BLOCK:
           IOTWIN_RETURN_IF_ERROR(Block(As<iot_block>(h)));
@@ -393,10 +392,12 @@ class ChromeWriter {
     return out_->Event(ev);
   }
 
-  void Proc(const iot_proc& p) {
-    if (p.kind == IOT_PROC_FORK) fds_.Fork(p.tgid, p.child_tgid);
-    if (p.kind == IOT_PROC_EXEC) fds_.Exec(p.tgid);
-    if (p.kind == IOT_PROC_EXIT && (p.flags & IOT_PROCF_GROUP_DEAD)) fds_.Drop(p.tgid);
+  void Proc(const iot_proc& p) { fds_.OnProc(p); }
+
+  // The path a descriptor was opened with, as the program passed it ("" when unknown).
+  std::string_view FilePath(uint32_t tgid, int32_t fd, TraceReader& r) const {
+    const model::OpenFileDescription* d = fds_.Description(fds_.DescriptionOf(tgid, fd));
+    return d && d->user != 0 ? r.String(d->user) : std::string_view();
   }
 
   Status Syscall(const iot_syscall& sc, TraceReader& r) {
@@ -426,27 +427,19 @@ class ChromeWriter {
     if (sc.path_id) e.ArgS("path", r.String(sc.path_id));
     if (sc.path2_id) e.ArgS("path2", r.String(sc.path2_id));
     if (!sc.path_id && sc.fd >= 0) {
-      if (auto f = fds_.Get(sc.tgid, sc.fd); f && !f->path.empty()) e.ArgS("file", f->path);
+      if (std::string_view f = FilePath(sc.tgid, sc.fd, r); !f.empty()) e.ArgS("file", f);
     }
     if (clipped) e.Arg("clipped", 1);
-    // Descriptor bookkeeping for the "file" argument of later calls.
-    if (OpOpensFd(sc.op) && sc.ret >= 0) {
-      auto f = std::make_shared<OpenFile>();
-      f->path = std::string(r.String(sc.path_id));
-      f->flags = sc.flags;
-      fds_.Set(sc.tgid, static_cast<int32_t>(sc.ret), f);
-    } else if (sc.op == IOT_OP_CLOSE && sc.ret == 0) {
-      fds_.Close(sc.tgid, sc.fd);
-    } else if (sc.op == IOT_OP_DUP && sc.ret >= 0) {
-      fds_.Dup(sc.tgid, sc.fd, static_cast<int32_t>(sc.ret));
-    } else if ((sc.op == IOT_OP_DUP2 || sc.op == IOT_OP_DUP3) && sc.ret >= 0) {
-      fds_.Dup(sc.tgid, sc.fd, sc.fd2);
+    // Descriptor bookkeeping for the "file" argument of later calls: the path as passed.
+    const model::SyscallEffect effect = fds_.OnSyscall(sc);
+    if (OpOpensFd(sc.op)) {
+      if (auto* d = fds_.Description(effect.created)) d->user = sc.path_id;
     }
     res_->slices++;
     return out_->Event(e.Done());
   }
 
-  Status Async(const iot_async_io& io) {
+  Status Async(const iot_async_io& io, TraceReader& r) {
     std::pair<uint64_t, uint64_t> key{(uint64_t{io.engine} << 56) ^ io.ctx ^ (uint64_t{io.tgid} << 32),
                                       io.req_id ? io.req_id : io.user_data};
     if (io.phase == IOT_AIO_SUBMIT) {
@@ -460,7 +453,7 @@ class ChromeWriter {
       e.Id2(a.id).Arg("fd", io.fd).ArgU("offset", io.offset).ArgU("length", io.length)
           .ArgU("user_data", io.user_data)
           .ArgS("engine", io.engine == IOT_AIO_ENGINE_URING ? "io_uring" : "libaio");
-      if (auto f = fds_.Get(io.tgid, io.fd); f && !f->path.empty()) e.ArgS("file", f->path);
+      if (std::string_view f = FilePath(io.tgid, io.fd, r); !f.empty()) e.ArgS("file", f);
       async_.emplace(key, a);
       if (async_.size() > (1u << 20)) {
         // Completions lost: close the oldest half rather than grow without bound.
@@ -697,7 +690,8 @@ class ChromeWriter {
   uint64_t sys_ord_ = 0, blk_ord_ = 0;
   uint64_t last_ts_ = 0;
   uint64_t next_async_id_ = 1;
-  FdTables fds_;
+  // Descriptor tables; a description's `user` is the id of the path it was opened with.
+  model::TraceState fds_{model::TraceStateOptions{.keep_paths = false}};
   std::unordered_map<uint64_t, uint64_t> thread_end_;
   std::unordered_map<std::pair<uint64_t, uint64_t>, AsyncOpen, PairHash> async_;
   std::map<uint32_t, DeviceTrack> block_tracks_, nvme_tracks_;
