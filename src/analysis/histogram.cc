@@ -1,7 +1,6 @@
 #include "analysis/histogram.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace iotwin::analysis {
 
@@ -11,37 +10,6 @@ void SizeHistogram::Merge(const SizeHistogram& o) {
     sums_[b] += o.sums_[b];
   }
   total_ += o.total_;
-}
-
-void LogLinearHistogram::Merge(const LogLinearHistogram& o) {
-  for (int b = 0; b < kBuckets; b++) counts_[b] += o.counts_[b];
-  total_ += o.total_;
-  AddToSum(o.sum_low_);
-  sum_high_ += o.sum_high_;
-  min_ = std::min(min_, o.min_);
-  max_ = std::max(max_, o.max_);
-}
-
-uint64_t LogLinearHistogram::Percentile(double p) const {
-  if (total_ == 0) return 0;
-  p = std::clamp(p, 0.0, 100.0);
-  uint64_t rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(total_)));
-  if (rank < 1) rank = 1;
-  if (rank >= total_) return max_;
-  uint64_t seen = 0;
-  for (int b = 0; b < kBuckets; b++) {
-    seen += counts_[b];
-    if (seen >= rank) return std::clamp(BucketHigh(b), min_, max_);
-  }
-  return max_;
-}
-
-double LogLinearHistogram::CdfAt(uint64_t v) const {
-  if (total_ == 0) return 0;
-  uint64_t below = 0;
-  int last = BucketOf(v);
-  for (int b = 0; b <= last; b++) below += counts_[b];
-  return static_cast<double>(below) / static_cast<double>(total_);
 }
 
 void TopValues::AddSlow(uint64_t value, uint64_t n) {

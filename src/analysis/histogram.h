@@ -2,7 +2,7 @@
 //
 //  - SizeHistogram: power-of-two buckets labelled by their upper bound (bucket "≤128K" holds
 //    (64 KiB, 128 KiB]), so the usual power-of-two request sizes land alone in a bucket.
-//  - LogLinearHistogram: HDR-style buckets (exact below 64, then 64 sub-buckets per power of
+//  - LogLinearHistogram: HDR-style buckets (exact below 128, then 64 sub-buckets per power of
 //    two: relative bucket width ≤ 1/64 = 1.6%) for percentiles and distribution distances.
 //  - TopValues: the most frequent exact values (Space-Saving); exact while the number of
 //    distinct values stays within capacity, with a known error bound beyond.
@@ -16,10 +16,9 @@
 #include <vector>
 
 #include "analysis/flat_map.h"
+#include "base/hdr_histogram.h"
 
 namespace iotwin::analysis {
-
-inline int Log2Floor(uint64_t v) { return 63 - __builtin_clzll(v); }  // v > 0
 
 class SizeHistogram {
  public:
@@ -55,74 +54,9 @@ class SizeHistogram {
   uint64_t total_ = 0;
 };
 
-class LogLinearHistogram {
- public:
-  static constexpr int kSubBits = 6;
-  static constexpr uint64_t kSub = uint64_t{1} << kSubBits;  // 64
-  static constexpr int kBuckets = static_cast<int>(kSub + (64 - kSubBits) * kSub);
-
-  static int BucketOf(uint64_t v) {
-    if (v < kSub) return static_cast<int>(v);
-    int e = Log2Floor(v);
-    int shift = e - kSubBits;
-    uint64_t mant = (v >> shift) - kSub;  // in [0, kSub)
-    return static_cast<int>(kSub + static_cast<uint64_t>(shift) * kSub + mant);
-  }
-  // Smallest and largest value of bucket b.
-  static uint64_t BucketLow(int b) {
-    if (b < static_cast<int>(kSub)) return static_cast<uint64_t>(b);
-    uint64_t shift = (static_cast<uint64_t>(b) - kSub) / kSub;
-    uint64_t mant = (static_cast<uint64_t>(b) - kSub) % kSub;
-    return (kSub + mant) << shift;
-  }
-  static uint64_t BucketHigh(int b) {
-    if (b < static_cast<int>(kSub)) return static_cast<uint64_t>(b);
-    uint64_t shift = (static_cast<uint64_t>(b) - kSub) / kSub;
-    return BucketLow(b) + ((uint64_t{1} << shift) - 1);
-  }
-
-  LogLinearHistogram() : counts_(kBuckets, 0) {}
-
-  void Add(uint64_t v) {
-    counts_[BucketOf(v)] += 1;
-    total_ += 1;
-    AddToSum(v);
-    if (v < min_) min_ = v;
-    if (v > max_) max_ = v;
-  }
-  void Merge(const LogLinearHistogram& o);
-
-  uint64_t total() const { return total_; }
-  uint64_t min() const { return total_ ? min_ : 0; }
-  uint64_t max() const { return max_; }
-  double mean() const {
-    if (!total_) return 0.0;
-    return (static_cast<double>(sum_high_) * 0x1p64 + static_cast<double>(sum_low_)) /
-           static_cast<double>(total_);
-  }
-  uint64_t count(int b) const { return counts_[b]; }
-  const std::vector<uint64_t>& counts() const { return counts_; }
-
-  // Nearest-rank percentile (p in [0, 100]): the value of the ceil(p/100 * N)-th smallest
-  // sample, reported as the highest value of its bucket clamped to the observed [min, max]
-  // (HdrHistogram's convention: never below the true value, at most 1/64 above it; exact for
-  // values below 64 and for the extremes). 0 for an empty histogram.
-  uint64_t Percentile(double p) const;
-
-  // Fraction of samples ≤ v (bucket resolution: a bucket counts as ≤ v when its low end is).
-  double CdfAt(uint64_t v) const;
-
- private:
-  // The exact sum of the values, in 128 bits (an integer add per sample, where a double costs
-  // a conversion and rounds).
-  void AddToSum(uint64_t v) { sum_high_ += __builtin_add_overflow(sum_low_, v, &sum_low_); }
-
-  std::vector<uint64_t> counts_;
-  uint64_t total_ = 0;
-  uint64_t sum_low_ = 0, sum_high_ = 0;
-  uint64_t min_ = UINT64_MAX;
-  uint64_t max_ = 0;
-};
+// HDR-style buckets, 64 per power of two (base/hdr_histogram.h): relative bucket width at most
+// 1/64 = 1.6%.
+using LogLinearHistogram = HdrHistogram<6>;
 
 class TopValues {
  public:
