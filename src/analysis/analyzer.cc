@@ -1,6 +1,8 @@
 #include "analysis/analyzer.h"
 
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <linux/close_range.h>
 
 #include <algorithm>
 #include <cstring>
@@ -10,7 +12,9 @@
 
 #include "base/checked_math.h"
 #include "base/json_fields.h"
+#include "format/op_info.h"
 #include "format/records.h"
+#include "model/op_fields.h"
 
 namespace iotwin::analysis {
 namespace {
@@ -34,8 +38,6 @@ struct OpClassTable {
 };
 constexpr OpClassTable kOpClass;
 
-constexpr uint32_t kFcntlDupfd = 0;
-constexpr uint32_t kFcntlDupfdCloexec = 1030;
 constexpr size_t kMaxStreams = 4u << 20;
 // Bounds of the threads' direct stream tables (files and threads by index, in the order the trace
 // first names them): at most 16 KiB per thread, 4 MiB in all.
@@ -44,50 +46,28 @@ constexpr size_t kDirectStreamThreads = 256;
 constexpr size_t kMaxQueuedBios = 1u << 20;
 constexpr size_t kMaxPending = 1u << 20;
 
+// The report follows descriptors by number and files by identity: no paths. A runaway table
+// (lost closes) stops growing at four times kMaxPending descriptors.
+model::TraceStateOptions DescriptorStateOptions() {
+  model::TraceStateOptions o;
+  o.keep_paths = false;
+  o.limits.descriptors = kMaxPending * 4;
+  return o;
+}
+
 }  // namespace
 
 int AsyncDirection(uint8_t engine, uint8_t opcode) {
-  if (engine == IOT_AIO_ENGINE_URING) {
-    switch (opcode) {
-      case 1: case 4: case 22: return 0;   // READV, READ_FIXED, READ
-      case 2: case 5: case 23: return 1;   // WRITEV, WRITE_FIXED, WRITE
-      default: return -1;
-    }
+  switch (AsyncOp(engine, opcode).kind) {
+    case AsyncKind::kRead: return 0;
+    case AsyncKind::kWrite: return 1;
+    default: return -1;
   }
-  if (engine == IOT_AIO_ENGINE_LIBAIO) {
-    switch (opcode) {
-      case 0: case 7: return 0;  // IOCB_CMD_PREAD, PREADV
-      case 1: case 8: return 1;  // IOCB_CMD_PWRITE, PWRITEV
-      default: return -1;
-    }
-  }
-  return -1;
 }
 
 std::string AsyncOpName(uint8_t engine, uint8_t opcode) {
-  static const char* kUring[] = {
-      "NOP",         "READV",          "WRITEV",        "FSYNC",       "READ_FIXED",
-      "WRITE_FIXED", "POLL_ADD",       "POLL_REMOVE",   "SYNC_FILE_RANGE", "SENDMSG",
-      "RECVMSG",     "TIMEOUT",        "TIMEOUT_REMOVE", "ACCEPT",     "ASYNC_CANCEL",
-      "LINK_TIMEOUT", "CONNECT",       "FALLOCATE",     "OPENAT",      "CLOSE",
-      "FILES_UPDATE", "STATX",         "READ",          "WRITE",       "FADVISE",
-      "MADVISE",     "SEND",           "RECV",          "OPENAT2",     "EPOLL_CTL",
-      "SPLICE",      "PROVIDE_BUFFERS", "REMOVE_BUFFERS", "TEE",       "SHUTDOWN",
-      "RENAMEAT",    "UNLINKAT",       "MKDIRAT",       "SYMLINKAT",   "LINKAT"};
-  if (engine == IOT_AIO_ENGINE_URING && opcode < std::size(kUring)) return kUring[opcode];
-  if (engine == IOT_AIO_ENGINE_LIBAIO) {
-    switch (opcode) {
-      case 0: return "PREAD";
-      case 1: return "PWRITE";
-      case 2: return "FSYNC";
-      case 3: return "FDSYNC";
-      case 5: return "POLL";
-      case 6: return "NOOP";
-      case 7: return "PREADV";
-      case 8: return "PWRITEV";
-      default: break;
-    }
-  }
+  const std::string_view name = AsyncOp(engine, opcode).name;
+  if (!name.empty()) return std::string(name);
   return fmt::format("op{}", opcode);
 }
 
@@ -134,7 +114,10 @@ nlohmann::json AnalysisFilter::ToJson() const {
 }
 
 Analyzer::Analyzer(AnalyzerOptions options)
-    : options_(std::move(options)), ops_(IOT_OP_MAX + 1), series_(kSeriesCount) {
+    : options_(std::move(options)),
+      ops_(IOT_OP_MAX + 1),
+      fd_state_(DescriptorStateOptions()),
+      series_(kSeriesCount) {
   task_filter_ = !options_.filter.tgids.empty() || !options_.filter.tids.empty();
   filtering_ = !options_.filter.empty();
   for (const HeatmapTarget& t : options_.heatmaps) {
@@ -159,10 +142,7 @@ void Analyzer::SetMeta(const nlohmann::json& meta) {
   if (uint64_t ps = json_fields::GetUint(*host, "page_size", 0)) page_size_ = ps;
   page_shift_ = (page_size_ & (page_size_ - 1)) == 0 ? Log2Floor(page_size_) : -1;
   const std::string arch = json_fields::GetString(*host, "arch");
-  // O_DIRECT differs between architectures (asm-generic vs x86 and friends).
-  if (arch == "aarch64" || arch == "arm64" || arch == "arm" || arch == "powerpc64" ||
-      arch == "ppc64le")
-    o_direct_flag_ = 0200000;
+  fd_state_.SetArch(arch);  // O_DIRECT differs between architectures
   if (const nlohmann::json* clock = json_fields::Find(*host, "clock");
       clock && clock->is_string()) {
     // Clocks whose start times resolve calls as finely as their durations: iotwin's own,
@@ -338,146 +318,81 @@ void Analyzer::AddFileName(int32_t file_index, uint32_t path_id) {
 
 // ---- descriptors -------------------------------------------------------------------------
 
-static uint64_t FdKey(uint32_t tgid, int32_t fd) {
-  return (static_cast<uint64_t>(tgid) << 32) | static_cast<uint32_t>(fd);
-}
-
-uint32_t Analyzer::NewDescription(int32_t file_index, uint64_t pos, bool pos_known,
-                                  uint32_t open_flags) {
-  Description d;
-  d.file = file_index;
+model::DescriptionId Analyzer::NewDescription(int32_t file_index, uint64_t pos, bool pos_known,
+                                              uint32_t open_flags) {
+  const model::DescriptionId id = fd_state_.NewDescription(open_flags);
+  if (id == model::kNoDescription) return id;
+  model::OpenFileDescription& d = *fd_state_.Description(id);
   d.pos = pos;
   d.pos_known = pos_known;
-  d.append = (open_flags & o_append_flag_) != 0;
-  d.direct = (open_flags & o_direct_flag_) != 0;
-  d.refs = 0;
-  if (!free_descs_.empty()) {
-    uint32_t i = free_descs_.back();
-    free_descs_.pop_back();
-    descs_[i] = d;
-    return i;
-  }
-  descs_.push_back(d);
-  return static_cast<uint32_t>(descs_.size() - 1);
-}
-
-void Analyzer::BindFd(uint32_t tgid, int32_t fd, uint32_t desc) {
-  if (fd < 0) return;
-  ReleaseFd(tgid, fd);
-  if (fds_.size() >= kMaxPending * 4) return;  // runaway tables (lost closes): stop tracking
-  const uint64_t key = FdKey(tgid, fd);
-  fds_.FindOrInsert(key) = desc;
-  fd_cache_[KeyCacheSlot(key)] = KeySlot{key, desc};
-  descs_[desc].refs++;
-}
-
-uint32_t* Analyzer::FdLookup(uint64_t key) {
-  KeySlot& slot = fd_cache_[KeyCacheSlot(key)];
-  if (slot.key == key && slot.value != UINT32_MAX) return &slot.value;
-  uint32_t* d = fds_.Find(key);
-  if (d) slot = KeySlot{key, *d};
-  return d;
-}
-
-void Analyzer::ReleaseFd(uint32_t tgid, int32_t fd) {
-  uint64_t key = FdKey(tgid, fd);
-  KeySlot& slot = fd_cache_[KeyCacheSlot(key)];
-  if (slot.key == key) slot.value = UINT32_MAX;
-  uint32_t* d = fds_.Find(key);
-  if (!d) return;
-  uint32_t desc = *d;
-  fds_.Erase(key);
-  if (--descs_[desc].refs == 0) free_descs_.push_back(desc);
-}
-
-
-void Analyzer::ForkFds(uint32_t parent_tgid, uint32_t child_tgid) {
-  std::vector<std::pair<int32_t, uint32_t>> inherited;
-  fds_.ForEach([&](uint64_t key, uint32_t desc) {
-    if (static_cast<uint32_t>(key >> 32) == parent_tgid)
-      inherited.emplace_back(static_cast<int32_t>(static_cast<uint32_t>(key)), desc);
-  });
-  for (auto [fd, desc] : inherited) BindFd(child_tgid, fd, desc);
-}
-
-void Analyzer::DropProcessFds(uint32_t tgid) {
-  std::vector<int32_t> fds;
-  fds_.ForEach([&](uint64_t key, uint32_t) {
-    if (static_cast<uint32_t>(key >> 32) == tgid)
-      fds.push_back(static_cast<int32_t>(static_cast<uint32_t>(key)));
-  });
-  for (int32_t fd : fds) ReleaseFd(tgid, fd);
+  if (id >= desc_notes_.size()) desc_notes_.resize(static_cast<size_t>(id) + 1);
+  desc_notes_[id] = DescriptionNote{file_index, 0, 0};
+  return id;
 }
 
 // ---- system calls ---------------------------------------------------------------------------
 
-void Analyzer::OnSyscall(const iot_syscall& r) {
-  ensure_start(r.ts);
-  const uint16_t op = r.op <= IOT_OP_MAX ? r.op : IOT_OP_UNKNOWN;
-  const bool ok = r.ret >= 0 && !(r.sflags & IOT_SCF_INTERRUPTED);
-  const uint64_t ret = ok ? static_cast<uint64_t>(r.ret) : 0;
+Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t op, int dir,
+                                                bool ok, uint64_t ret) {
+  fd_state_.NextRecord();
   const bool has_file = r.ino != 0 && !(r.sflags & IOT_SCF_NO_FILE);
-  int32_t file = -1;
-  const int dir = kOpClass.dir[op];
+  CallTarget c;
+  int32_t& file = c.file;
+  c.offset = r.offset;
   if (dir < 0 && has_file) file = FileIndex(r.dev, r.ino, true);
-
-  // Descriptor state first: it must follow every call, counted or filtered out.
-  uint64_t offset = r.offset;
-  Description* desc = nullptr;
   if (dir >= 0) {
-    Description* d = FdDescription(r.tgid, r.fd);
-    const bool previous_instance = d && ok && UsesPreviousInstance(*d, r);
+    DescriptionNote* note = nullptr;
+    model::OpenFileDescription* d = FdDescription(r.tgid, r.fd, &note);
+    const bool previous_instance = d && ok && UsesPreviousInstance(*note, r);
     if (previous_instance) {
       // The old file's description is gone: its recorded position and file serve this call.
       ++previous_instance_calls_;
       d = nullptr;
     }
-    if (d) {
-      // The descriptor usually knows its file already: skip the file-table lookup.
-      if (d->file >= 0) {
-        const FileStats& known = files_[static_cast<size_t>(d->file)];
-        if (!has_file || (known.ino == r.ino && known.dev == r.dev)) file = d->file;
-      }
+    // The descriptor usually knows its file already: skip the file-table lookup.
+    if (d && note->file >= 0) {
+      const FileStats& known = files_[static_cast<size_t>(note->file)];
+      if (!has_file || (known.ino == r.ino && known.dev == r.dev)) file = note->file;
     }
     if (file < 0 && has_file) file = FileIndex(r.dev, r.ino, true);
-    if (d && d->file < 0) d->file = file;
+    if (d && note->file < 0) note->file = file;
     bool implicit = !kOpClass.explicit_offset[op] ||
                     ((op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2) && r.offset == UINT64_MAX);
     if (implicit) {
       if (dir == 1 && d && d->append && ok && r.fsize >= ret) {
-        offset = r.fsize - ret;
+        c.offset = r.fsize - ret;
         ++offset_tracked_;
       } else if (d && d->pos_known) {
-        offset = d->pos;
+        c.offset = d->pos;
         ++offset_tracked_;
         if (r.offset != 0 && r.offset != d->pos) ++offset_mismatch_;
       } else {
-        offset = r.offset;
+        c.offset = r.offset;
         ++offset_recorded_;
       }
       if (ok) {
         if (!d && r.fd >= 0 && !previous_instance) {
           // Opened before the capture attached: start tracking from the recorded position.
-          uint32_t di = NewDescription(file, 0, false, 0);
-          BindFd(r.tgid, r.fd, di);
+          fd_state_.Bind(r.tgid, r.fd, NewDescription(file, 0, false, 0), false);
           d = FdDescription(r.tgid, r.fd);
         }
         if (d) {
-          d->pos = SaturatingAdd(offset, ret);
+          d->pos = SaturatingAdd(c.offset, ret);
           d->pos_known = true;
         }
       }
     } else {
       ++offset_explicit_;
     }
-    desc = d;
+    c.direct = d && d->direct;
   } else if (op == IOT_OP_LSEEK) {
-    Description* d = ok ? FdDescription(r.tgid, r.fd) : nullptr;
-    if (d && UsesPreviousInstance(*d, r)) {
+    DescriptionNote* note = nullptr;
+    model::OpenFileDescription* d = ok ? FdDescription(r.tgid, r.fd, &note) : nullptr;
+    if (d && UsesPreviousInstance(*note, r)) {
       ++previous_instance_calls_;
     } else if (ok) {
       if (!d && r.fd >= 0) {
-        BindFd(r.tgid, r.fd, NewDescription(file, 0, false, 0));
+        fd_state_.Bind(r.tgid, r.fd, NewDescription(file, 0, false, 0), false);
         d = FdDescription(r.tgid, r.fd);
       }
       if (d) {
@@ -487,48 +402,63 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     }
   } else if (kOpClass.opens[op]) {
     if (ok) {
-      const uint32_t di = NewDescription(file, 0, true, r.flags);
-      if (handover_rule_ && r.dur > 0) {
-        descs_[di].open_tid = r.tid;
-        descs_[di].open_end = SaturatingAdd(r.ts, r.dur);
+      const model::DescriptionId di = NewDescription(file, 0, true, r.flags);
+      if (di != model::kNoDescription && handover_rule_ && r.dur > 0) {
+        desc_notes_[di].open_tid = r.tid;
+        desc_notes_[di].open_end = SaturatingAdd(r.ts, r.dur);
       }
-      BindFd(r.tgid, static_cast<int32_t>(r.ret), di);
+      fd_state_.Bind(r.tgid, static_cast<int32_t>(r.ret), di, model::OpResultCloexec(r));
       AddFileName(file, r.path_id);
     }
   } else if (op == IOT_OP_CLOSE) {
     if (ok) {
       // Closing the previous instance, which the open's binding already replaced.
-      const Description* d = FdDescription(r.tgid, r.fd);
-      if (d && UsesPreviousInstance(*d, r))
+      DescriptionNote* note = nullptr;
+      if (FdDescription(r.tgid, r.fd, &note) && UsesPreviousInstance(*note, r))
         ++previous_instance_calls_;
       else
-        ReleaseFd(r.tgid, r.fd);
+        fd_state_.Close(r.tgid, r.fd);
     }
   } else if (op == IOT_OP_CLOSE_RANGE) {
-    // close_range(first = fd, last = fd2, flags); CLOSE_RANGE_CLOEXEC (4) closes nothing now.
-    if (ok && !(r.flags & 4)) {
-      uint32_t first = static_cast<uint32_t>(r.fd), last = static_cast<uint32_t>(r.fd2);
+    // CLOSE_RANGE_CLOEXEC closes nothing now.
+    if (ok && !(r.flags & CLOSE_RANGE_CLOEXEC)) {
+      const uint32_t first = model::CloseRangeFirst(r), last = model::CloseRangeLast(r);
       std::vector<int32_t> closing;
-      fds_.ForEach([&](uint64_t key, uint32_t di) {
-        uint32_t fd = static_cast<uint32_t>(key);
-        if (static_cast<uint32_t>(key >> 32) != r.tgid || fd < first || fd > last) return;
-        if (UsesPreviousInstance(descs_[di], r))
+      fd_state_.ForEachFd(r.tgid, [&](int32_t fd, const model::Descriptor& d) {
+        if (static_cast<uint32_t>(fd) < first || static_cast<uint32_t>(fd) > last) return;
+        if (UsesPreviousInstance(desc_notes_[d.desc], r))
           ++previous_instance_calls_;
         else
-          closing.push_back(static_cast<int32_t>(fd));
+          closing.push_back(fd);
       });
-      for (int32_t fd : closing) ReleaseFd(r.tgid, fd);
+      for (int32_t fd : closing) fd_state_.Close(r.tgid, fd);
     }
   } else if (op == IOT_OP_DUP || op == IOT_OP_DUP2 || op == IOT_OP_DUP3 ||
-             (op == IOT_OP_FCNTL && (r.mode == kFcntlDupfd || r.mode == kFcntlDupfdCloexec))) {
+             (op == IOT_OP_FCNTL &&
+              (model::FcntlCmd(r) == F_DUPFD || model::FcntlCmd(r) == F_DUPFD_CLOEXEC))) {
     if (ok) {
-      uint32_t* src = fds_.Find(FdKey(r.tgid, r.fd));
-      if (src && static_cast<int32_t>(r.ret) != r.fd) BindFd(r.tgid, static_cast<int32_t>(r.ret), *src);
+      const model::DescriptionId src = fd_state_.DescriptionOf(r.tgid, r.fd);
+      if (src != model::kNoDescription && static_cast<int32_t>(r.ret) != r.fd)
+        fd_state_.Bind(r.tgid, static_cast<int32_t>(r.ret), src, model::OpResultCloexec(r));
     }
   } else if (op == IOT_OP_CREAT || op == IOT_OP_TRUNCATE || op == IOT_OP_STAT ||
              op == IOT_OP_LSTAT || op == IOT_OP_NEWFSTATAT || op == IOT_OP_STATX) {
     AddFileName(file, r.path_id);
   }
+  return c;
+}
+
+void Analyzer::OnSyscall(const iot_syscall& r) {
+  ensure_start(r.ts);
+  const uint16_t op = r.op <= IOT_OP_MAX ? r.op : IOT_OP_UNKNOWN;
+  const bool ok = r.ret >= 0 && !(r.sflags & IOT_SCF_INTERRUPTED);
+  const uint64_t ret = ok ? static_cast<uint64_t>(r.ret) : 0;
+  const int dir = kOpClass.dir[op];
+
+  // Descriptor state first: it must follow every call, counted or filtered out.
+  const CallTarget target = TrackDescriptors(r, op, dir, ok, ret);
+  const int32_t file = target.file;
+  const uint64_t offset = target.offset;
 
   // Statistics, for calls the filter lets through.
   if (filtering_) {
@@ -576,7 +506,7 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
   }
 
   if (dir >= 0) {
-    if (ok) DataOp(r, t, dir, offset, ret, file, desc);
+    if (ok) DataOp(r, t, dir, offset, ret, file, target.direct);
   } else if (ok && (op == IOT_OP_SENDFILE || op == IOT_OP_COPY_FILE_RANGE ||
                     op == IOT_OP_SPLICE)) {
     s.bytes = SaturatingAdd(s.bytes, ret);
@@ -656,8 +586,7 @@ void Analyzer::SyscallDirectionTotals(std::array<uint64_t, 2>* ops, std::array<u
 }
 
 void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t offset,
-                      uint64_t bytes, int32_t file, Description* desc) {
-  const bool direct = desc && desc->direct;
+                      uint64_t bytes, int32_t file, bool direct) {
   OpStats& s = ops_[r.op];
   s.bytes = SaturatingAdd(s.bytes, bytes);
   s.requested = SaturatingAdd(s.requested, r.length);
@@ -731,6 +660,7 @@ void Analyzer::Heat(int32_t file_index, uint64_t ts, uint64_t offset, uint64_t b
 
 void Analyzer::OnProc(const iot_proc& r) {
   ensure_start(r.ts);
+  fd_state_.NextRecord();
   auto set_comm = [&](std::array<char, 16>& dst) {
     if (r.comm[0] != '\0') std::memcpy(dst.data(), r.comm, 16);
   };
@@ -741,7 +671,7 @@ void Analyzer::OnProc(const iot_proc& r) {
       ProcStats& p = procs_[t.proc];
       set_comm(p.comm);
       p.parent = r.tgid;
-      ForkFds(r.tgid, r.child_tgid);
+      fd_state_.Fork(r.tgid, r.child_tgid);
       break;
     }
     case IOT_PROC_THREAD: {
@@ -762,7 +692,7 @@ void Analyzer::OnProc(const iot_proc& r) {
         ProcStats& p = Proc(r.tgid, r.ts);
         p.exited = true;
         p.exit_code = r.exit_code;
-        DropProcessFds(r.tgid);
+        fd_state_.DropProcess(r.tgid);
       }
       break;
     }
@@ -782,7 +712,9 @@ void Analyzer::OnFdSnapshot(const iot_fd_snapshot& r) {
   ensure_start(r.ts);
   int32_t file = r.ino ? FileIndex(r.dev, r.ino, true) : -1;
   AddFileName(file, r.path_id);
-  BindFd(r.tgid, r.fd, NewDescription(file, r.pos, true, r.flags));
+  fd_state_.NextRecord();
+  fd_state_.Bind(r.tgid, r.fd, NewDescription(file, r.pos, true, r.flags),
+                 (r.flags & O_CLOEXEC) != 0);
   if (file >= 0 && r.fsize > files_[static_cast<size_t>(file)].fsize)
     files_[static_cast<size_t>(file)].fsize = r.fsize;
 }
@@ -1032,8 +964,9 @@ void Analyzer::OnAsync(const iot_async_io& r) {
     p.tid = r.tid;
     p.engine = r.engine;
     p.opcode = r.opcode;
-    Description* d = FdDescription(r.tgid, r.fd);
-    p.file = d ? d->file : -1;
+    DescriptionNote* note = nullptr;
+    const model::OpenFileDescription* d = FdDescription(r.tgid, r.fd, &note);
+    p.file = d ? note->file : -1;
     p.direct = d && d->direct;
     // Access pattern at submission, where the application chose the offset.
     int dir = AsyncDirection(r.engine, r.opcode);

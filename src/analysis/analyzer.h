@@ -29,6 +29,7 @@
 #include "analysis/histogram.h"
 #include "analysis/pattern.h"
 #include "iotwin_abi.h"
+#include "model/trace_state.h"
 
 namespace iotwin::analysis {
 
@@ -192,16 +193,21 @@ class Analyzer {
     uint64_t wb_dirtied = 0, wb_written = 0;
     int64_t cache_resident = -1, cache_total = -1;
   };
-  struct Description {
+  // What the report keeps of an open file description (the interpreter, fd_state_, holds the
+  // description itself: position, flags): the file it was seen on, and the open that created it
+  // (its thread, and its end: start + duration), see UsesPreviousInstance. Zero for
+  // descriptions from snapshots or found in use, and on clocks too coarse for the rule.
+  struct DescriptionNote {
     int32_t file = -1;
-    uint32_t refs = 0;
-    uint64_t pos = 0;
-    bool pos_known = false, append = false, direct = false;
-    // The open that created it (its thread, and its end: start + duration): see
-    // UsesPreviousInstance. Zero for descriptions from snapshots or found in use, and on clocks
-    // too coarse for the rule.
     uint32_t open_tid = 0;
     uint64_t open_end = 0;
+  };
+  // What OnSyscall's descriptor step found: the file, the offset the call used, and whether
+  // its descriptor is O_DIRECT.
+  struct CallTarget {
+    int32_t file = -1;
+    uint64_t offset = 0;
+    bool direct = false;
   };
   struct AsyncPending {
     uint64_t ts = 0, offset = 0, length = 0, ctx = 0;
@@ -294,33 +300,35 @@ class Analyzer {
   int32_t FileIndex(uint32_t dev, uint64_t ino, bool create);
   void AddFileName(int32_t file_index, uint32_t path_id);
 
-  // Open file descriptions (positions), shared by dup'ed and inherited descriptors.
-  uint32_t NewDescription(int32_t file_index, uint64_t pos, bool pos_known, uint32_t open_flags);
-  void BindFd(uint32_t tgid, int32_t fd, uint32_t desc);
-  void ReleaseFd(uint32_t tgid, int32_t fd);
-  Description* FdDescription(uint32_t tgid, int32_t fd) {
-    const uint64_t key = (static_cast<uint64_t>(tgid) << 32) | static_cast<uint32_t>(fd);
-    const KeySlot& slot = fd_cache_[KeyCacheSlot(key)];
-    if (slot.key == key && slot.value != UINT32_MAX) return &descs_[slot.value];
-    uint32_t* d = FdLookup(key);
-    return d ? &descs_[*d] : nullptr;
+  // Open file descriptions, shared by dup'ed and inherited descriptors: the interpreter's,
+  // with a DescriptionNote each.
+  model::DescriptionId NewDescription(int32_t file_index, uint64_t pos, bool pos_known,
+                                      uint32_t open_flags);
+  // The description behind `fd` of `tgid` and its note; nullptr when the descriptor is unknown.
+  model::OpenFileDescription* FdDescription(uint32_t tgid, int32_t fd,
+                                            DescriptionNote** note = nullptr) {
+    const model::DescriptionId id = fd_state_.DescriptionOf(tgid, fd);
+    if (id == model::kNoDescription) return nullptr;
+    if (note) *note = &desc_notes_[id];
+    return fd_state_.Description(id);
   }
+  // Follows the descriptor table through call `r` and finds the file and offset it used.
+  [[gnu::always_inline]] inline CallTarget TrackDescriptors(const iot_syscall& r, uint16_t op,
+                                                            int dir, bool ok, uint64_t ret);
   // Whether call `r`, on a number bound to `d` and read after the open that created `d`, used
   // the number's previous instance: a call of another thread that began before that open
   // returned cannot have been handed the new number. Records come in the order the capture
   // wrote them (at exit, stamped with their start), so the close that freed the number, or an
   // old-file call before it, can arrive after the open that reused it; the replay model sorts
   // by start and corrects the same case in PostponeDescriptorHandovers.
-  static bool UsesPreviousInstance(const Description& d, const iot_syscall& r) {
+  static bool UsesPreviousInstance(const DescriptionNote& d, const iot_syscall& r) {
     return r.ts < d.open_end && r.tid != d.open_tid;
   }
-  void ForkFds(uint32_t parent_tgid, uint32_t child_tgid);
-  void DropProcessFds(uint32_t tgid);
 
   // Inlined into OnSyscall, its only caller (saves a call per data operation).
   [[gnu::always_inline]] inline void DataOp(const iot_syscall& r, ThreadStats& t, int dir,
                                             uint64_t offset, uint64_t bytes, int32_t file_index,
-                                            Description* desc);
+                                            bool direct);
   // The pattern stream of thread `t`'s requests to `file` in direction `dir` (0 read, 1 write),
   // its system calls' or (`async`) its asynchronous submissions', created on first use; nullptr
   // when kMaxStreams exist (counted in streams_dropped_). A thread's streams on files of low
@@ -345,8 +353,6 @@ class Analyzer {
   nlohmann::json meta_;
   uint64_t page_size_ = 4096;
   int page_shift_ = 12;  // log2(page_size_) when a power of two, else -1 (divide)
-  uint32_t o_direct_flag_ = 040000;
-  uint32_t o_append_flag_ = 02000;
   uint64_t anchor_ns_ = 0;
   uint64_t start_ = 0;
   bool started_ = false;
@@ -374,9 +380,8 @@ class Analyzer {
   std::map<FileKey, uint32_t> file_index_wide_;  // keys that do not pack
   std::vector<uint32_t> devs_;                   // device numbers, for packing file keys
   uint32_t last_dev_ = UINT32_MAX, last_dev_index_ = 0;
-  // Direct-mapped caches in front of thread_index_ and fds_ (per-record lookups: a multiply and
-  // a compare instead of a hash-table probe). Thread indices never change once assigned; an fd
-  // slot is refreshed or dropped whenever that fd is bound or released.
+  // Direct-mapped cache in front of thread_index_ (per-record lookups: a multiply and a compare
+  // instead of a hash-table probe). Thread indices never change once assigned.
   struct KeySlot {
     uint64_t key = 0;
     uint32_t value = UINT32_MAX;  // UINT32_MAX: empty
@@ -388,12 +393,11 @@ class Analyzer {
     return static_cast<size_t>((key * 0x9e3779b97f4a7c15ULL) >> (64 - kKeyCacheBits));
   }
   std::array<KeySlot, size_t{1} << kKeyCacheBits> thread_cache_{};
-  std::array<KeySlot, size_t{1} << kKeyCacheBits> fd_cache_{};
-  uint32_t* FdLookup(uint64_t key);
 
-  std::vector<Description> descs_;
-  std::vector<uint32_t> free_descs_;
-  FlatMap<uint32_t> fds_;  // (tgid << 32 | fd) -> description index
+  // Descriptor tables and open file descriptions (the one trace interpreter, without paths:
+  // files are known by identity here), with a note per description id.
+  model::TraceState fd_state_;
+  std::vector<DescriptionNote> desc_notes_;  // by model::DescriptionId
 
   std::vector<StreamState> stream_states_;
   // (thread index, file, async, dir) -> index in stream_states_, for streams the threads' own
