@@ -1,99 +1,74 @@
 #include "model/op_fields.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+
+#include "format/op_info.h"
 
 namespace iotwin::model {
 
 namespace {
-bool OpIsAtCall(uint16_t op) {
-  switch (op) {
-    case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_NEWFSTATAT: case IOT_OP_STATX:
-    case IOT_OP_MKDIRAT: case IOT_OP_UNLINKAT: case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2:
-    case IOT_OP_LINKAT: case IOT_OP_SYMLINKAT:
-      return true;
-    default:
-      return false;
+
+int BaseFd(const iot_syscall& sc, PathBase base) {
+  switch (base) {
+    case PathBase::kFd: return sc.fd;
+    case PathBase::kFd2: return sc.fd2;
+    case PathBase::kCwd: break;
   }
+  return kAtFdcwd;
 }
+
+// The scalar field (offset, length, aux) the table gives `use` in this op's row; 0 if none.
+uint64_t FieldFor(const iot_syscall& sc, FieldUse use) {
+  const OpInfo& i = GetOpInfo(sc.op);
+  if (i.offset == use) return sc.offset;
+  if (i.length == use) return sc.length;
+  if (i.aux == use) return sc.aux;
+  return 0;
+}
+
+bool IsDataRole(FdRole r) {
+  return r == FdRole::kReadFrom || r == FdRole::kWriteTo || r == FdRole::kUsed;
+}
+
+// Ops whose descriptors replay needs: those it issues (splice's pipes are never looked up).
+bool Replayed(const OpInfo& i) { return i.replay == OpReplay::kReissued; }
+
 }  // namespace
 
 int PathDirFd(const iot_syscall& sc) {
-  if (!OpIsAtCall(sc.op) || sc.op == IOT_OP_SYMLINKAT) return kAtFdcwd;
-  if (sc.op == IOT_OP_RENAMEAT || sc.op == IOT_OP_RENAMEAT2 || sc.op == IOT_OP_LINKAT) return sc.fd;
-  // Single-dirfd calls: the ABI says fd; accept fd2 when fd is unset.
-  if (sc.fd == -1 && sc.fd2 != -1) return sc.fd2;
-  return sc.fd;
+  const OpInfo& i = GetOpInfo(sc.op);
+  return i.path == PathRole::kResolved ? BaseFd(sc, i.path_base) : kAtFdcwd;
 }
 
 int Path2DirFd(const iot_syscall& sc) {
-  switch (sc.op) {
-    case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2: case IOT_OP_LINKAT:
-      return sc.fd2;
-    case IOT_OP_SYMLINKAT:
-      return sc.fd2 != -1 ? sc.fd2 : sc.fd;
-    default:
-      return kAtFdcwd;
-  }
+  const OpInfo& i = GetOpInfo(sc.op);
+  return i.path2 == PathRole::kResolved ? BaseFd(sc, i.path2_base) : kAtFdcwd;
 }
 
-bool OpTakesPath(uint16_t op) {
-  switch (op) {
-    case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:
-    case IOT_OP_TRUNCATE: case IOT_OP_STAT: case IOT_OP_LSTAT: case IOT_OP_NEWFSTATAT:
-    case IOT_OP_STATX: case IOT_OP_MKDIR: case IOT_OP_MKDIRAT: case IOT_OP_UNLINK:
-    case IOT_OP_UNLINKAT: case IOT_OP_RMDIR: case IOT_OP_RENAME: case IOT_OP_RENAMEAT:
-    case IOT_OP_RENAMEAT2: case IOT_OP_LINK: case IOT_OP_LINKAT: case IOT_OP_CHDIR:
-      return true;
-    default:
-      return false;  // symlink's first string is its target, kept verbatim
-  }
-}
+bool OpTakesPath(uint16_t op) { return GetOpInfo(op).path == PathRole::kResolved; }
 
-bool OpTakesPath2(uint16_t op) {
-  switch (op) {
-    case IOT_OP_RENAME: case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2: case IOT_OP_LINK:
-    case IOT_OP_LINKAT: case IOT_OP_SYMLINK: case IOT_OP_SYMLINKAT:
-      return true;
-    default:
-      return false;
-  }
-}
+bool OpTakesPath2(uint16_t op) { return GetOpInfo(op).path2 == PathRole::kResolved; }
 
 bool OpHasDataFd(const iot_syscall& sc) {
-  switch (sc.op) {
-    case IOT_OP_CLOSE: case IOT_OP_DUP: case IOT_OP_DUP2: case IOT_OP_DUP3: case IOT_OP_FCNTL:
-    case IOT_OP_READ: case IOT_OP_WRITE: case IOT_OP_PREAD64: case IOT_OP_PWRITE64:
-    case IOT_OP_READV: case IOT_OP_WRITEV: case IOT_OP_PREADV: case IOT_OP_PWRITEV:
-    case IOT_OP_PREADV2: case IOT_OP_PWRITEV2: case IOT_OP_LSEEK: case IOT_OP_FSYNC:
-    case IOT_OP_FDATASYNC: case IOT_OP_SYNC_FILE_RANGE: case IOT_OP_SYNCFS:
-    case IOT_OP_FALLOCATE: case IOT_OP_FTRUNCATE: case IOT_OP_FADVISE64: case IOT_OP_READAHEAD:
-    case IOT_OP_COPY_FILE_RANGE: case IOT_OP_FSTAT: case IOT_OP_GETDENTS64: case IOT_OP_FCHDIR:
-    case IOT_OP_SENDFILE: case IOT_OP_FLOCK:
-      return true;
-    case IOT_OP_MMAP:
-      return !(sc.flags & 0x20 /* MAP_ANONYMOUS */);
-    default:
-      return false;
-  }
+  const OpInfo& i = GetOpInfo(sc.op);
+  if (!Replayed(i) || !(IsDataRole(i.fd) || IsDataRole(i.fd2))) return false;
+  // An anonymous mapping names no file (its fd is -1 or ignored).
+  return !(sc.op == IOT_OP_MMAP && (sc.flags & MAP_ANONYMOUS));
 }
 
 int DataFd(const iot_syscall& sc) {
   if (!OpHasDataFd(sc)) return -1;
-  switch (sc.op) {
-    case IOT_OP_CLOSE: case IOT_OP_DUP: case IOT_OP_DUP2: case IOT_OP_DUP3: case IOT_OP_FCNTL:
-    case IOT_OP_READ: case IOT_OP_WRITE: case IOT_OP_PREAD64: case IOT_OP_PWRITE64:
-    case IOT_OP_READV: case IOT_OP_WRITEV: case IOT_OP_PREADV: case IOT_OP_PWRITEV:
-    case IOT_OP_PREADV2: case IOT_OP_PWRITEV2: case IOT_OP_LSEEK: case IOT_OP_FSYNC:
-    case IOT_OP_FDATASYNC: case IOT_OP_SYNC_FILE_RANGE: case IOT_OP_SYNCFS:
-    case IOT_OP_FALLOCATE: case IOT_OP_FTRUNCATE: case IOT_OP_FADVISE64: case IOT_OP_READAHEAD:
-    case IOT_OP_COPY_FILE_RANGE: case IOT_OP_FSTAT: case IOT_OP_GETDENTS64: case IOT_OP_FCHDIR:
-    case IOT_OP_FLOCK:
-      return sc.fd;
-    case IOT_OP_MMAP:
-      return (sc.flags & 0x20 /* MAP_ANONYMOUS */) ? -1 : sc.fd;
-    default:
-      return -1;
-  }
+  const OpInfo& i = GetOpInfo(sc.op);
+  // The source of a copy; otherwise the one descriptor the op acts on.
+  if (i.fd2 == FdRole::kReadFrom) return sc.fd2;
+  return IsDataRole(i.fd) ? sc.fd : sc.fd2;
+}
+
+int SecondFd(const iot_syscall& sc) {
+  const OpInfo& i = GetOpInfo(sc.op);
+  if (!Replayed(i) || i.direction != OpDirection::kCopy) return -1;
+  return i.fd == FdRole::kWriteTo ? sc.fd : sc.fd2;
 }
 
 bool FcntlIsLock(int cmd) {
@@ -110,85 +85,43 @@ bool FcntlIsLockQuery(int cmd) { return cmd == F_GETLK || cmd == F_OFD_GETLK; }
 
 bool FcntlLockWaits(int cmd) { return cmd == F_SETLKW || cmd == F_OFD_SETLKW; }
 
-int SecondFd(const iot_syscall& sc) {
-  switch (sc.op) {
-    case IOT_OP_COPY_FILE_RANGE: return sc.fd2;
-    case IOT_OP_SENDFILE: return sc.fd2;  // out_fd
-    default: return -1;
-  }
-}
-
-uint32_t FallocateMode(const iot_syscall& sc) {
-  return sc.mode != 0 ? sc.mode : static_cast<uint32_t>(sc.aux);
-}
-
-uint64_t TruncateLength(const iot_syscall& sc) {
-  return sc.length != 0 ? sc.length : sc.offset;
-}
-
-namespace {
-// mremap: the format doc stores (offset = old address, length = old length, aux = new length),
-// the capture (aux = old address, offset = old length, length = new length). User-space
-// addresses of mappings sit far above any plausible mapping length.
-bool MremapCaptureLayout(const iot_syscall& sc) {
-  return sc.aux >= (1ull << 32) && sc.offset < (1ull << 32);
-}
-}  // namespace
+uint64_t TruncateLength(const iot_syscall& sc) { return FieldFor(sc, FieldUse::kNewLength); }
 
 uint64_t MemAddr(const iot_syscall& sc) {
   if (sc.op == IOT_OP_MMAP) return static_cast<uint64_t>(sc.ret);
-  if (sc.op == IOT_OP_MREMAP) return MremapCaptureLayout(sc) ? sc.aux : sc.offset;
-  return sc.offset != 0 ? sc.offset : sc.aux;
+  return sc.op == IOT_OP_MREMAP ? FieldFor(sc, FieldUse::kOldAddress)
+                                : FieldFor(sc, FieldUse::kAddress);
 }
 
 uint64_t MemLength(const iot_syscall& sc) {
-  if (sc.op == IOT_OP_MREMAP) return MremapCaptureLayout(sc) ? sc.offset : sc.length;
-  return sc.length;
+  return sc.op == IOT_OP_MREMAP ? FieldFor(sc, FieldUse::kOldLength)
+                                : FieldFor(sc, FieldUse::kMapLength);
 }
 
 int MadviseAdvice(const iot_syscall& sc) {
-  return static_cast<int>(sc.offset != 0 ? sc.aux : sc.mode);
+  return static_cast<int>(FieldFor(sc, FieldUse::kAdvice));
 }
 
-uint64_t MremapNewLength(const iot_syscall& sc) {
-  return MremapCaptureLayout(sc) ? sc.length : sc.aux;
-}
+uint64_t MremapNewLength(const iot_syscall& sc) { return FieldFor(sc, FieldUse::kNewLength); }
 
 bool OpReturnsFd(const iot_syscall& sc) {
-  switch (sc.op) {
-    case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:
-    case IOT_OP_DUP: case IOT_OP_DUP2: case IOT_OP_DUP3:
-      return true;
-    case IOT_OP_FCNTL:
-      return FcntlCmd(sc) == F_DUPFD || FcntlCmd(sc) == F_DUPFD_CLOEXEC;
-    default:
-      return false;
-  }
+  if (sc.op == IOT_OP_FCNTL) return FcntlCmd(sc) == F_DUPFD || FcntlCmd(sc) == F_DUPFD_CLOEXEC;
+  const OpInfo& i = GetOpInfo(sc.op);
+  // io_uring_setup's ring descriptor belongs to the async back end.
+  return i.result == OpResult::kNewFd && Replayed(i);
 }
 
 bool OpResultIsCount(uint16_t op) {
-  switch (op) {
-    case IOT_OP_READ: case IOT_OP_WRITE: case IOT_OP_PREAD64: case IOT_OP_PWRITE64:
-    case IOT_OP_READV: case IOT_OP_WRITEV: case IOT_OP_PREADV: case IOT_OP_PWRITEV:
-    case IOT_OP_PREADV2: case IOT_OP_PWRITEV2: case IOT_OP_LSEEK: case IOT_OP_COPY_FILE_RANGE:
-    case IOT_OP_SENDFILE:
-      return true;
-    default:
-      return false;
-  }
+  const OpInfo& i = GetOpInfo(op);
+  return Replayed(i) && (i.result == OpResult::kByteCount || i.result == OpResult::kPosition);
 }
 
 bool OpResultCloexec(const iot_syscall& sc) {
-  switch (sc.op) {
-    case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:
-      return (sc.flags & O_CLOEXEC) != 0;
-    case IOT_OP_DUP3:
-      return (sc.flags & O_CLOEXEC) != 0;
-    case IOT_OP_FCNTL:
-      return FcntlCmd(sc) == F_DUPFD_CLOEXEC;
-    default:
-      return false;  // dup, dup2 clear the flag
+  if (GetOpInfo(sc.op).family == OpFamily::kOpen || sc.op == IOT_OP_DUP3) {
+    return (sc.flags & O_CLOEXEC) != 0;
   }
+  if (sc.op == IOT_OP_FCNTL) return FcntlCmd(sc) == F_DUPFD_CLOEXEC;
+  return false;  // dup, dup2 clear the flag
 }
 
 }  // namespace iotwin::model

@@ -1,9 +1,8 @@
 // How the fields of an iot_syscall record are read for each operation. The record is generic
-// (fd, fd2, offset, length, aux, flags, mode); this header is the one place that says which field
-// carries which argument, so the model, replay, export and analysis all agree. It follows
-// docs/trace-format.md ("Per-op use of the argument fields"); where the capture code
-// (bpf/syscall.bpf.c) spells a row differently, both spellings are accepted when the values tell
-// them apart (docs/replay.md, "Field conventions", lists each case).
+// (fd, fd2, offset, length, aux, flags, mode); the op table (format/op_info.h) says which field
+// carries which argument, and these accessors read it, so the model, replay, export and analysis
+// all agree. Each op has one layout, the one docs/trace-format.md ("Per-op use of the argument
+// fields") describes and the capture (bpf/syscall.bpf.c) and the strace importer write.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +16,7 @@ inline constexpr int kAtFdcwd = -100;
 inline constexpr uint64_t kNoOffset = UINT64_MAX;
 
 // Directory descriptor used to resolve the first path of an *at() call (AT_FDCWD when the call
-// takes no dirfd). The ABI puts it in `fd`; a capture that stores it in `fd2` (with fd = -1) is
-// read the same way.
+// takes no dirfd).
 int PathDirFd(const iot_syscall& sc);
 // Directory descriptor of the second path (renameat*, linkat: newdirfd; symlink(at): the link
 // path's dirfd, fd2).
@@ -31,17 +29,18 @@ bool OpTakesPath2(uint16_t op);
 
 // True when the op operates on a descriptor (reads, writes, fsync, file mmap, ...).
 bool OpHasDataFd(const iot_syscall& sc);
-// That descriptor (as recorded, possibly invalid such as -1). copy_file_range, splice and
-// sendfile: the source (fd_in / in_fd, stored in `fd` by the capture). -1 when OpHasDataFd is
+// That descriptor (as recorded, possibly invalid such as -1). copy_file_range and sendfile: the
+// source (copy_file_range's fd_in in `fd`, sendfile's in_fd in `fd2`). -1 when OpHasDataFd is
 // false.
 int DataFd(const iot_syscall& sc);
 // The second descriptor that must be known to replay the op (dup2/dup3 newfd is created, not
-// used, so it is not listed): copy_file_range fd_out, sendfile out_fd (fd2). -1 if none.
+// used, so it is not listed): the destination of a copy, copy_file_range's fd_out (`fd2`),
+// sendfile's out_fd (`fd`). -1 if none.
 int SecondFd(const iot_syscall& sc);
 
-// fallocate mode: `mode`, or `aux` when mode is 0 (the ABI comment put it in aux).
-uint32_t FallocateMode(const iot_syscall& sc);
-// truncate/ftruncate new length: `length`, or `offset` when length is 0.
+// fallocate mode (`mode`).
+inline uint32_t FallocateMode(const iot_syscall& sc) { return sc.mode; }
+// truncate/ftruncate new length (`length`).
 uint64_t TruncateLength(const iot_syscall& sc);
 // fcntl command and argument (the argument of commands that take an integer; record-lock
 // commands keep their struct flock in the fields below instead).
@@ -67,20 +66,18 @@ inline int FlockOperation(const iot_syscall& sc) { return static_cast<int>(sc.fl
 inline int Whence(const iot_syscall& sc) { return static_cast<int>(sc.aux); }
 // fadvise advice (aux).
 inline int Advice(const iot_syscall& sc) { return static_cast<int>(sc.aux); }
-// Address argument of munmap/msync/madvise (format doc: offset; capture: aux, offset 0);
-// mremap: old address; mmap: the returned address.
+// Address argument of munmap/msync/madvise (`offset`); mremap: old address (`offset`); mmap: the
+// returned address.
 uint64_t MemAddr(const iot_syscall& sc);
-// Length argument of munmap/msync/madvise; mremap: old length.
+// Length argument of munmap/msync/madvise; mremap: old length (`length`).
 uint64_t MemLength(const iot_syscall& sc);
-// madvise advice (format doc: aux; capture: mode).
+// madvise advice (`aux`).
 int MadviseAdvice(const iot_syscall& sc);
-// mremap new length.
+// mremap new length (`aux`).
 uint64_t MremapNewLength(const iot_syscall& sc);
-// close_range bounds: first = fd; last = fd2 (format doc) or aux (capture); fd2 = -1 is ~0U.
+// close_range bounds: first = fd, last = fd2 (~0U reads as -1).
 inline uint32_t CloseRangeFirst(const iot_syscall& sc) { return static_cast<uint32_t>(sc.fd); }
-inline uint32_t CloseRangeLast(const iot_syscall& sc) {
-  return sc.aux != 0 ? static_cast<uint32_t>(sc.aux) : static_cast<uint32_t>(sc.fd2);
-}
+inline uint32_t CloseRangeLast(const iot_syscall& sc) { return static_cast<uint32_t>(sc.fd2); }
 // copy_file_range output offset (aux; kNoOffset when NULL).
 inline uint64_t CopyOutOffset(const iot_syscall& sc) { return sc.aux; }
 // openat2 resolve flags (aux).

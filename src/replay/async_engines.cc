@@ -10,36 +10,29 @@
 #include <deque>
 #include <vector>
 
+#include "format/op_info.h"
 #include "replay/backend.h"
 
 namespace iotwin::replay {
 
 namespace {
 
-// Opcode families shared by both engines' recorded codes.
-enum class AsyncOp { kRead, kWrite, kReadv, kWritev, kFsync, kFdsync, kNop, kOther };
+// What the engines issue for a recorded request (format/op_info.h classifies the opcode;
+// replay::AsyncKind is the engine kind, iotwin::AsyncKind the request kind).
+enum class Issue { kRead, kWrite, kReadv, kWritev, kFsync, kFdsync, kNop, kOther };
 
-AsyncOp Classify(const AsyncRequest& r) {
-  if (r.engine == IOT_AIO_ENGINE_LIBAIO) {
-    switch (r.opcode) {
-      case 0: return AsyncOp::kRead;    // IOCB_CMD_PREAD
-      case 1: return AsyncOp::kWrite;   // IOCB_CMD_PWRITE
-      case 2: return AsyncOp::kFsync;   // IOCB_CMD_FSYNC
-      case 3: return AsyncOp::kFdsync;  // IOCB_CMD_FDSYNC
-      case 7: return AsyncOp::kReadv;   // IOCB_CMD_PREADV
-      case 8: return AsyncOp::kWritev;  // IOCB_CMD_PWRITEV
-      default: return AsyncOp::kOther;
-    }
+Issue Classify(const AsyncRequest& r) {
+  // An engine code other than libaio's is replayed on io_uring (SyncBackend::NewAsyncEngine).
+  const uint8_t engine =
+      r.engine == IOT_AIO_ENGINE_LIBAIO ? IOT_AIO_ENGINE_LIBAIO : IOT_AIO_ENGINE_URING;
+  const AsyncOpInfo op = AsyncOp(engine, r.opcode);
+  switch (op.kind) {
+    case iotwin::AsyncKind::kRead: return op.vectored ? Issue::kReadv : Issue::kRead;
+    case iotwin::AsyncKind::kWrite: return op.vectored ? Issue::kWritev : Issue::kWrite;
+    case iotwin::AsyncKind::kFsync: return op.datasync ? Issue::kFdsync : Issue::kFsync;
+    case iotwin::AsyncKind::kOther: break;
   }
-  switch (r.opcode) {
-    case IORING_OP_NOP: return AsyncOp::kNop;
-    case IORING_OP_READV: return AsyncOp::kReadv;
-    case IORING_OP_WRITEV: return AsyncOp::kWritev;
-    case IORING_OP_FSYNC: return AsyncOp::kFsync;
-    case IORING_OP_READ_FIXED: case IORING_OP_READ: return AsyncOp::kRead;
-    case IORING_OP_WRITE_FIXED: case IORING_OP_WRITE: return AsyncOp::kWrite;
-    default: return AsyncOp::kOther;
-  }
+  return op.nop ? Issue::kNop : Issue::kOther;
 }
 
 // Requests in flight need stable iovecs (vectored opcodes get one iovec over the buffer: the
@@ -71,12 +64,12 @@ class UringEngine final : public AsyncEngine {
     if (iovs_.size() > 4096) iovs_.pop_front();  // submitted long ago: the kernel copied them
     iovec* iov = &iovs_.back();
     switch (Classify(req)) {
-      case AsyncOp::kRead: io_uring_prep_read(sqe, req.fd, req.buf, req.len, req.offset); break;
-      case AsyncOp::kWrite: io_uring_prep_write(sqe, req.fd, req.buf, req.len, req.offset); break;
-      case AsyncOp::kReadv: io_uring_prep_readv(sqe, req.fd, iov, 1, req.offset); break;
-      case AsyncOp::kWritev: io_uring_prep_writev(sqe, req.fd, iov, 1, req.offset); break;
-      case AsyncOp::kFsync: io_uring_prep_fsync(sqe, req.fd, 0); break;
-      case AsyncOp::kFdsync: io_uring_prep_fsync(sqe, req.fd, IORING_FSYNC_DATASYNC); break;
+      case Issue::kRead: io_uring_prep_read(sqe, req.fd, req.buf, req.len, req.offset); break;
+      case Issue::kWrite: io_uring_prep_write(sqe, req.fd, req.buf, req.len, req.offset); break;
+      case Issue::kReadv: io_uring_prep_readv(sqe, req.fd, iov, 1, req.offset); break;
+      case Issue::kWritev: io_uring_prep_writev(sqe, req.fd, iov, 1, req.offset); break;
+      case Issue::kFsync: io_uring_prep_fsync(sqe, req.fd, 0); break;
+      case Issue::kFdsync: io_uring_prep_fsync(sqe, req.fd, IORING_FSYNC_DATASYNC); break;
       default: io_uring_prep_nop(sqe); break;
     }
     sqe->rw_flags = static_cast<__kernel_rwf_t>(req.rw_flags);
@@ -161,12 +154,12 @@ class LibaioEngine final : public AsyncEngine {
     s.iov = iovec{req.buf, req.len};
     iocb* cb = &s.cb;
     switch (Classify(req)) {
-      case AsyncOp::kRead: io_prep_pread(cb, req.fd, req.buf, req.len, static_cast<long long>(req.offset)); break;
-      case AsyncOp::kWrite: io_prep_pwrite(cb, req.fd, req.buf, req.len, static_cast<long long>(req.offset)); break;
-      case AsyncOp::kReadv: io_prep_preadv(cb, req.fd, &s.iov, 1, static_cast<long long>(req.offset)); break;
-      case AsyncOp::kWritev: io_prep_pwritev(cb, req.fd, &s.iov, 1, static_cast<long long>(req.offset)); break;
-      case AsyncOp::kFsync: io_prep_fsync(cb, req.fd); break;
-      case AsyncOp::kFdsync: io_prep_fdsync(cb, req.fd); break;
+      case Issue::kRead: io_prep_pread(cb, req.fd, req.buf, req.len, static_cast<long long>(req.offset)); break;
+      case Issue::kWrite: io_prep_pwrite(cb, req.fd, req.buf, req.len, static_cast<long long>(req.offset)); break;
+      case Issue::kReadv: io_prep_preadv(cb, req.fd, &s.iov, 1, static_cast<long long>(req.offset)); break;
+      case Issue::kWritev: io_prep_pwritev(cb, req.fd, &s.iov, 1, static_cast<long long>(req.offset)); break;
+      case Issue::kFsync: io_prep_fsync(cb, req.fd); break;
+      case Issue::kFdsync: io_prep_fdsync(cb, req.fd); break;
       default: io_prep_fsync(cb, req.fd); break;
     }
     cb->aio_rw_flags = req.rw_flags;
@@ -260,14 +253,14 @@ class SyncAsyncEngine final : public AsyncEngine {
     for (const auto& r : pending_) {
       long res;
       switch (Classify(r)) {
-        case AsyncOp::kRead: case AsyncOp::kReadv:
+        case Issue::kRead: case Issue::kReadv:
           res = pread(r.fd, r.buf, r.len, static_cast<off_t>(r.offset));
           break;
-        case AsyncOp::kWrite: case AsyncOp::kWritev:
+        case Issue::kWrite: case Issue::kWritev:
           res = pwrite(r.fd, r.buf, r.len, static_cast<off_t>(r.offset));
           break;
-        case AsyncOp::kFsync: res = fsync(r.fd); break;
-        case AsyncOp::kFdsync: res = fdatasync(r.fd); break;
+        case Issue::kFsync: res = fsync(r.fd); break;
+        case Issue::kFdsync: res = fdatasync(r.fd); break;
         default: res = 0; break;
       }
       done_.push_back(AsyncCompletion{r.token, res < 0 ? -static_cast<int64_t>(errno) : res});

@@ -3,10 +3,12 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
 #include "base/checked_math.h"
+#include "format/op_info.h"
 #include "format/records.h"
 #include "model/path.h"
 #include "replay/pacer.h"
@@ -17,41 +19,20 @@ using model::Op;
 using model::OpKind;
 
 namespace {
-const char* UringOpName(uint8_t op) {
-  switch (op) {
-    case 0: return "nop";
-    case 1: return "readv";
-    case 2: return "writev";
-    case 3: return "fsync";
-    case 4: return "read_fixed";
-    case 5: return "write_fixed";
-    case 22: return "read";
-    case 23: return "write";
-    default: return "other";
-  }
-}
-const char* AioOpName(uint8_t op) {
-  switch (op) {
-    case 0: return "pread";
-    case 1: return "pwrite";
-    case 2: return "fsync";
-    case 3: return "fdsync";
-    case 7: return "preadv";
-    case 8: return "pwritev";
-    default: return "other";
-  }
+// Labels name the requests the async engines issue (async_engines.cc): reads, writes, syncs and
+// io_uring's NOP; any other request is "other".
+std::string AsyncLabel(uint8_t engine, uint8_t opcode) {
+  const AsyncOpInfo i = AsyncOp(engine, opcode);
+  const bool issued = i.kind != iotwin::AsyncKind::kOther || (i.nop && engine == IOT_AIO_ENGINE_URING);
+  std::string label = issued ? std::string(i.name) : std::string("other");
+  for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return label;
 }
 
 bool CreatesName(const Op& op) {
   if (op.kind != OpKind::kSyscall) return false;
-  switch (op.sc.op) {
-    case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2:
-      return (op.sc.flags & O_CREAT) != 0;
-    case IOT_OP_CREAT: case IOT_OP_MKDIR: case IOT_OP_MKDIRAT:
-      return true;
-    default:
-      return false;
-  }
+  if (op.sc.op == IOT_OP_CREAT || op.sc.op == IOT_OP_MKDIR || op.sc.op == IOT_OP_MKDIRAT) return true;
+  return GetOpInfo(op.sc.op).family == OpFamily::kOpen && (op.sc.flags & O_CREAT) != 0;
 }
 }  // namespace
 
@@ -60,8 +41,10 @@ std::string OpLabel(const Op& op) {
     case OpKind::kSyscall: return std::string(OpName(op.sc.op));
     case OpKind::kPageFault: return (op.pf.flags & IOT_PFF_WRITE) ? "page_fault_write" : "page_fault";
     case OpKind::kAsyncSubmit:
-      if (op.aio.engine == IOT_AIO_ENGINE_LIBAIO) return std::string("libaio:") + AioOpName(op.aio.opcode);
-      return std::string("uring:") + UringOpName(op.aio.opcode);
+      if (op.aio.engine == IOT_AIO_ENGINE_LIBAIO) {
+        return "libaio:" + AsyncLabel(IOT_AIO_ENGINE_LIBAIO, op.aio.opcode);
+      }
+      return "uring:" + AsyncLabel(IOT_AIO_ENGINE_URING, op.aio.opcode);
     default: return std::string(model::OpKindName(op.kind));
   }
 }
@@ -123,15 +106,10 @@ Result<ReplayPlan> BuildPlan(const model::TraceModel& m, const PathMapper& mappe
       if (op.kind == OpKind::kSyscall) busy = SaturatingAdd(busy, end - op.ts);
       prev_end = std::max(prev_end, end);
       if (CreatesName(op) && op.path != model::kNone) created.insert(plan.targets[op.path]);
-      if (op.kind == OpKind::kSyscall && op.path2 != model::kNone) {
-        switch (op.sc.op) {
-          case IOT_OP_RENAME: case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2: case IOT_OP_LINK:
-          case IOT_OP_LINKAT: case IOT_OP_SYMLINK: case IOT_OP_SYMLINKAT:
-            created.insert(plan.targets[op.path2]);
-            break;
-          default:
-            break;
-        }
+      // The second path of rename, link and symlink is the name they make.
+      if (op.kind == OpKind::kSyscall && op.path2 != model::kNone &&
+          GetOpInfo(op.sc.op).path2 == PathRole::kResolved) {
+        created.insert(plan.targets[op.path2]);
       }
     }
     if (any) plan.threads_with_ops++;

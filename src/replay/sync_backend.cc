@@ -20,6 +20,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "format/op_info.h"
 #include "model/op_fields.h"
 #include "replay/backend.h"
 #include "replay/sandbox.h"
@@ -350,6 +351,8 @@ class SyncBackend final : public Backend {
       return Touch(a.addr, (op.pf.flags & IOT_PFF_WRITE) != 0);
     }
     const iot_syscall& sc = op.sc;
+    // Async set-up and reaping belong to the async engines; splice is not replayed.
+    if (GetOpInfo(sc.op).replay != OpReplay::kReissued) return -ENOSYS;
     switch (sc.op) {
       case IOT_OP_OPEN:
       case IOT_OP_OPENAT:
@@ -426,6 +429,7 @@ class SyncBackend final : public Backend {
         return Ret(syscall(SYS_copy_file_range, a.fd, pin, a.fd2, pout, sc.length, sc.flags));
       }
       case IOT_OP_SENDFILE: {
+        // sendfile(out_fd, in_fd, ...): fd is the source it reads (DataFd), fd2 the destination.
         loff_t off;
         const void* p = Off(sc.offset, &off);
         return Ret(syscall(SYS_sendfile, a.fd2, a.fd, p, sc.length));
