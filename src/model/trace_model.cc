@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "format/op_info.h"
 #include "format/records.h"
 #include "model/model_builder_impl.h"
 
@@ -59,14 +60,12 @@ namespace {
 
 bool IsSubmitCall(uint16_t op) { return op == IOT_OP_IO_URING_ENTER || op == IOT_OP_IO_SUBMIT; }
 
-// Async opcodes: reads and writes of io_uring (IORING_OP_*) and libaio (IOCB_CMD_*).
-bool AsyncIsRead(const iot_async_io& a) {
-  if (a.engine == IOT_AIO_ENGINE_LIBAIO) return a.opcode == 0 /*PREAD*/ || a.opcode == 7 /*PREADV*/;
-  return a.opcode == 1 /*READV*/ || a.opcode == 4 /*READ_FIXED*/ || a.opcode == 22 /*READ*/;
-}
-bool AsyncIsWrite(const iot_async_io& a) {
-  if (a.engine == IOT_AIO_ENGINE_LIBAIO) return a.opcode == 1 /*PWRITE*/ || a.opcode == 8;
-  return a.opcode == 2 /*WRITEV*/ || a.opcode == 5 /*WRITE_FIXED*/ || a.opcode == 23 /*WRITE*/;
+// What request `a` does. The replay's back end runs every engine but libaio as io_uring, so the
+// model reads the opcodes of any other engine as io_uring's.
+AsyncKind AsyncRequestKind(const iot_async_io& a) {
+  const uint8_t engine =
+      a.engine == IOT_AIO_ENGINE_LIBAIO ? IOT_AIO_ENGINE_LIBAIO : IOT_AIO_ENGINE_URING;
+  return AsyncOp(engine, a.opcode).kind;
 }
 
 }  // namespace
@@ -376,12 +375,12 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
   op.async_ctx = ci;
   op.pos = a.offset;
   BindDataFd(a.fd, &op);
-  bool is_read = AsyncIsRead(a), is_write = AsyncIsWrite(a);
-  if (!is_read && !is_write && a.opcode != 3 /*FSYNC*/ && op.skip == Skip::kReplayable) {
-    // io_uring: NOP(0) and fsync(3) are replayable; libaio: fsync(2)/fdsync(3)
-    bool ok_nop = a.engine == IOT_AIO_ENGINE_URING ? a.opcode == 0 : (a.opcode == 2 || a.opcode == 3);
-    if (!ok_nop) op.skip = Skip::kUnsupported;
-  }
+  const AsyncKind kind = AsyncRequestKind(a);
+  const bool is_read = kind == AsyncKind::kRead, is_write = kind == AsyncKind::kWrite;
+  // Reads, writes and syncs replay, and io_uring's NOP; nothing else (libaio's NOOP neither).
+  const bool replayed = kind != AsyncKind::kOther ||
+                        (a.engine == IOT_AIO_ENGINE_URING && AsyncOp(a.engine, a.opcode).nop);
+  if (!replayed && op.skip == Skip::kReplayable) op.skip = Skip::kUnsupported;
   uint32_t file = op.file;
   if (is_read || is_write) DataUse(file);
   if (file != kNone) {
