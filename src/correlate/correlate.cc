@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <string>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -196,68 +201,121 @@ void Correlator::Add(const iot_rec_hdr* rec) {
   }
 }
 
-void Correlator::BuildBiosAndRequests() {
-  std::stable_sort(blocks_.begin(), blocks_.end(),
-                   [](const iot_block& a, const iot_block& b) { return a.ts < b.ts; });
+namespace {
+
+// Bios by id, for walking from a split piece up to the bio that was queued.
+class BioTree {
+ public:
+  explicit BioTree(const std::vector<Bio>& bios) : bios_(bios) {
+    for (size_t i = 0; i < bios.size(); i++) by_id_[bios[i].id] = i;
+  }
+  // The queued bio that bio `bi` was split from (itself when queued or its parent is unknown);
+  // at most 64 hops, as a damaged trace may link parents in a cycle.
+  size_t RootOf(size_t bi) const {
+    for (int hops = 0; hops < 64; hops++) {
+      const Bio& b = bios_[bi];
+      if (b.queued || !b.parent_id) return bi;
+      auto it = by_id_.find(b.parent_id);
+      if (it == by_id_.end()) return bi;
+      bi = it->second;
+    }
+    return bi;
+  }
+
+ private:
+  const std::vector<Bio>& bios_;
+  std::unordered_map<uint64_t, size_t> by_id_;
+};
+
+// A bio queued (Q) or split off (X) by record `r`. A split piece shortens its parent's rest: the
+// parent goes on at the split point (aux).
+void AddBio(const iot_block& r, std::vector<Bio>& bios,
+            std::unordered_map<uint64_t, size_t>& bio_at) {
+  Bio b;
+  b.id = r.bio_id;
+  b.parent_id = r.parent_id;
+  b.queued = r.phase == IOT_BLK_QUEUE;
+  (b.queued ? b.q_ts : b.x_ts) = r.ts;
+  b.dev = r.dev;
+  b.sector = r.sector;
+  b.bytes = r.bytes;
+  b.flags = r.flags;
+  b.tgid = r.tgid;
+  b.tid = r.tid;
+  b.ino = r.ino;
+  b.pgoff = r.pgoff;
+  b.ino_dev = r.ino_dev;
+  b.comm = CommOf(r.comm);
+  b.rest_sector = b.sector;
+  b.rest_bytes = b.bytes;
+  if (!b.queued && b.parent_id) {
+    if (auto p = bio_at.find(b.parent_id); p != bio_at.end()) {
+      Bio& parent = bios[p->second];
+      const uint64_t rest_end = SaturatingAdd(parent.rest_sector, parent.rest_bytes / kSectorBytes);
+      if (r.aux > parent.rest_sector && r.aux < rest_end) {
+        parent.rest_bytes = static_cast<uint32_t>((rest_end - r.aux) * kSectorBytes);
+        parent.rest_sector = r.aux;
+      }
+    }
+  }
+  bio_at[b.id] = bios.size();
+  bios.push_back(std::move(b));
+}
+
+Request NewRequest(const iot_block& r) {
+  Request q;
+  q.id = r.rq_id;
+  q.dev = r.dev;
+  q.sector = r.sector;
+  q.bytes = r.bytes;
+  q.flags = r.flags;
+  q.ino = r.ino;
+  q.pgoff = r.pgoff;
+  q.ino_dev = r.ino_dev;
+  return q;
+}
+
+// What an insert, issue, requeue, merge or completion record says about its request.
+void ApplyRequestPhase(const iot_block& r, Request& q) {
+  if (r.phase == IOT_BLK_INSERT) {
+    if (!q.i_ts) q.i_ts = r.ts;
+    q.sector = r.sector;
+    q.bytes = r.bytes;
+  } else if (r.phase == IOT_BLK_ISSUE) {
+    q.d_ts = r.ts;  // the last issue counts (after a requeue)
+    q.sector = r.sector;
+    q.bytes = r.bytes;
+    q.flags = r.flags;
+  } else if (r.phase == IOT_BLK_REQUEUE) {
+    q.requeues++;
+  } else if (r.phase == IOT_BLK_RQ_MERGE) {
+    q.merged_away = true;
+    q.merged_ts = r.ts;
+  } else {
+    if (!q.d_ts && !q.completed_bytes) q.bytes = r.aux;  // never issued: its size
+    q.completed_bytes += r.bytes;
+    if (r.error && !q.error) q.error = r.error;
+    if (r.bytes >= r.aux) {
+      q.completed = true;
+      q.c_ts = r.ts;
+    }
+  }
+}
+
+// Bios and requests from the block records (sorted by time); returns request id -> index.
+std::unordered_map<uint64_t, size_t> ReadBlockRecords(const std::vector<iot_block>& blocks,
+                                                      Correlation& c) {
   std::unordered_map<uint64_t, size_t> bio_at, rq_at;
   auto bio = [&](const iot_block& r) -> Bio* {
     auto it = bio_at.find(r.bio_id);
-    return it == bio_at.end() ? nullptr : &c_.bios[it->second];
+    return it == bio_at.end() ? nullptr : &c.bios[it->second];
   };
-  auto request = [&](const iot_block& r) -> Request& {
-    auto [it, fresh] = rq_at.try_emplace(r.rq_id, c_.requests.size());
-    if (fresh) {
-      Request q;
-      q.id = r.rq_id;
-      q.dev = r.dev;
-      q.sector = r.sector;
-      q.bytes = r.bytes;
-      q.flags = r.flags;
-      q.ino = r.ino;
-      q.pgoff = r.pgoff;
-      q.ino_dev = r.ino_dev;
-      c_.requests.push_back(std::move(q));
-    }
-    return c_.requests[it->second];
-  };
-  for (const iot_block& r : blocks_) {
+  for (const iot_block& r : blocks) {
     switch (r.phase) {
       case IOT_BLK_QUEUE:
-      case IOT_BLK_SPLIT: {
-        if (!r.bio_id) break;
-        Bio b;
-        b.id = r.bio_id;
-        b.parent_id = r.parent_id;
-        b.queued = r.phase == IOT_BLK_QUEUE;
-        (b.queued ? b.q_ts : b.x_ts) = r.ts;
-        b.dev = r.dev;
-        b.sector = r.sector;
-        b.bytes = r.bytes;
-        b.flags = r.flags;
-        b.tgid = r.tgid;
-        b.tid = r.tid;
-        b.ino = r.ino;
-        b.pgoff = r.pgoff;
-        b.ino_dev = r.ino_dev;
-        b.comm = CommOf(r.comm);
-        b.rest_sector = b.sector;
-        b.rest_bytes = b.bytes;
-        if (!b.queued && b.parent_id) {
-          // The parent goes on at the split point (aux): its rest starts there.
-          if (auto p = bio_at.find(b.parent_id); p != bio_at.end()) {
-            Bio& parent = c_.bios[p->second];
-            const uint64_t rest_end =
-                SaturatingAdd(parent.rest_sector, parent.rest_bytes / kSectorBytes);
-            if (r.aux > parent.rest_sector && r.aux < rest_end) {
-              parent.rest_bytes = static_cast<uint32_t>((rest_end - r.aux) * kSectorBytes);
-              parent.rest_sector = r.aux;
-            }
-          }
-        }
-        bio_at[b.id] = c_.bios.size();
-        c_.bios.push_back(std::move(b));
+      case IOT_BLK_SPLIT:
+        if (r.bio_id) AddBio(r, c.bios, bio_at);
         break;
-      }
       case IOT_BLK_BACKMERGE:
       case IOT_BLK_FRONTMERGE:
         if (Bio* b = bio(r)) {
@@ -279,8 +337,10 @@ void Correlator::BuildBiosAndRequests() {
       case IOT_BLK_REQUEUE:
       case IOT_BLK_RQ_MERGE: {
         if (!r.rq_id) break;
-        Request& q = request(r);
-        size_t qi = rq_at[r.rq_id];
+        auto [at, fresh] = rq_at.try_emplace(r.rq_id, c.requests.size());
+        if (fresh) c.requests.push_back(NewRequest(r));
+        const size_t qi = at->second;
+        Request& q = c.requests[qi];
         if (r.tid && !q.tid) {
           q.tgid = r.tgid;
           q.tid = r.tid;
@@ -289,61 +349,42 @@ void Correlator::BuildBiosAndRequests() {
         if (r.bio_id) {
           if (Bio* b = bio(r); b && b->request == kNone) {
             b->request = qi;
-            q.bios.push_back(static_cast<size_t>(b - c_.bios.data()));
+            q.bios.push_back(static_cast<size_t>(b - c.bios.data()));
           }
         }
-        if (r.phase == IOT_BLK_INSERT) {
-          if (!q.i_ts) q.i_ts = r.ts;
-          q.sector = r.sector;
-          q.bytes = r.bytes;
-        } else if (r.phase == IOT_BLK_ISSUE) {
-          q.d_ts = r.ts;  // the last issue counts (after a requeue)
-          q.sector = r.sector;
-          q.bytes = r.bytes;
-          q.flags = r.flags;
-        } else if (r.phase == IOT_BLK_REQUEUE) {
-          q.requeues++;
-        } else if (r.phase == IOT_BLK_RQ_MERGE) {
-          q.merged_away = true;
-          q.merged_ts = r.ts;
-        } else {
-          if (!q.d_ts && !q.completed_bytes) q.bytes = r.aux;  // never issued: its size
-          q.completed_bytes += r.bytes;
-          if (r.error && !q.error) q.error = r.error;
-          if (r.bytes >= r.aux) {
-            q.completed = true;
-            q.c_ts = r.ts;
-          }
-        }
+        ApplyRequestPhase(r, q);
         break;
       }
       default:
         break;
     }
   }
+  return rq_at;
+}
 
-  // Merged bios (and any bio no request record named) joined their request by position: the
-  // request on the same device, issued after the merge, whose sectors contain the bio's.
+// Merged bios (and any bio no request record named) join their request by position: the
+// request on the same device, issued after the merge, whose sectors contain the bio's.
+void JoinBiosByPosition(Correlation& c) {
   std::unordered_map<uint32_t, std::vector<size_t>> by_dev;
   auto issue_ts = [&](const Request& q) { return q.d_ts ? q.d_ts : q.c_ts; };
-  for (size_t i = 0; i < c_.requests.size(); i++) by_dev[c_.requests[i].dev].push_back(i);
+  for (size_t i = 0; i < c.requests.size(); i++) by_dev[c.requests[i].dev].push_back(i);
   for (auto& [dev, v] : by_dev) {
     std::sort(v.begin(), v.end(), [&](size_t a, size_t b) {
-      return issue_ts(c_.requests[a]) < issue_ts(c_.requests[b]);
+      return issue_ts(c.requests[a]) < issue_ts(c.requests[b]);
     });
   }
-  for (size_t bi = 0; bi < c_.bios.size(); bi++) {
-    Bio& b = c_.bios[bi];
+  for (size_t bi = 0; bi < c.bios.size(); bi++) {
+    Bio& b = c.bios[bi];
     if (b.request != kNone || !b.rest_bytes) continue;
     auto it = by_dev.find(b.dev);
     if (it == by_dev.end()) continue;
     uint64_t since = std::max({b.q_ts, b.x_ts, b.m_ts});
     const auto& v = it->second;
     auto pos = std::lower_bound(v.begin(), v.end(), since, [&](size_t i, uint64_t t) {
-      return issue_ts(c_.requests[i]) < t;
+      return issue_ts(c.requests[i]) < t;
     });
     for (int n = 0; pos != v.end() && n < 256; ++pos, ++n) {
-      Request& q = c_.requests[*pos];
+      Request& q = c.requests[*pos];
       // Sector ends saturate: a range reaching past 2^64 sectors ends at the last one.
       const uint64_t end = SaturatingAdd(q.sector, q.bytes / kSectorBytes);
       if (b.rest_sector >= q.sector &&
@@ -354,17 +395,19 @@ void Correlator::BuildBiosAndRequests() {
       }
     }
   }
+}
 
-  // NVMe commands by request identity; a completion closes the last open command of its id.
-  std::stable_sort(nvmes_.begin(), nvmes_.end(),
-                   [](const iot_nvme& a, const iot_nvme& b) { return a.ts < b.ts; });
-  for (const iot_nvme& n : nvmes_) {
+// NVMe commands (sorted by time) join their request by its identity; a completion closes the
+// last open command of its id.
+void JoinNvmeCommands(const std::vector<iot_nvme>& nvmes,
+                      const std::unordered_map<uint64_t, size_t>& rq_at, Correlation& c) {
+  for (const iot_nvme& n : nvmes) {
     auto it = rq_at.find(n.rq_id);
     if (it == rq_at.end()) {
-      c_.nvme_unjoined++;
+      c.nvme_unjoined++;
       continue;
     }
-    Request& q = c_.requests[it->second];
+    Request& q = c.requests[it->second];
     if (n.phase == IOT_NVME_SETUP) {
       NvmeCommand cmd;
       cmd.setup_ts = n.ts;
@@ -383,20 +426,22 @@ void Correlator::BuildBiosAndRequests() {
       q.nvme.push_back(cmd);
     } else if (n.phase == IOT_NVME_COMPLETE) {
       bool done = false;
-      for (auto c = q.nvme.rbegin(); c != q.nvme.rend(); ++c) {
-        if (!c->complete_ts && (c->cid == n.cid || !n.cid)) {
-          c->complete_ts = n.ts;
-          c->status = n.status;
+      for (auto cmd = q.nvme.rbegin(); cmd != q.nvme.rend(); ++cmd) {
+        if (!cmd->complete_ts && (cmd->cid == n.cid || !n.cid)) {
+          cmd->complete_ts = n.ts;
+          cmd->status = n.status;
           done = true;
           break;
         }
       }
-      if (!done) c_.nvme_unjoined++;
+      if (!done) c.nvme_unjoined++;
     }
   }
+}
 
-  // Order requests by their first event and fix the indexes that point at them.
-  std::vector<size_t> order(c_.requests.size());
+// Orders requests by their first event and fixes the bios' indexes of them.
+void SortRequestsByFirstEvent(Correlation& c) {
+  std::vector<size_t> order(c.requests.size());
   for (size_t i = 0; i < order.size(); i++) order[i] = i;
   auto first = [&](const Request& q) {
     uint64_t t = UINT64_MAX;
@@ -406,38 +451,30 @@ void Correlator::BuildBiosAndRequests() {
     return t;
   };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return first(c_.requests[a]) < first(c_.requests[b]);
+    return first(c.requests[a]) < first(c.requests[b]);
   });
   std::vector<size_t> new_index(order.size());
   std::vector<Request> sorted;
   sorted.reserve(order.size());
   for (size_t i = 0; i < order.size(); i++) {
     new_index[order[i]] = i;
-    sorted.push_back(std::move(c_.requests[order[i]]));
+    sorted.push_back(std::move(c.requests[order[i]]));
   }
-  c_.requests = std::move(sorted);
-  for (Bio& b : c_.bios) {
+  c.requests = std::move(sorted);
+  for (Bio& b : c.bios) {
     if (b.request != kNone) b.request = new_index[b.request];
   }
+}
 
-  // Each request's Q time and submitter: those of the queued bio its earliest bio came from.
-  std::unordered_map<uint64_t, size_t> by_id;
-  for (size_t i = 0; i < c_.bios.size(); i++) by_id[c_.bios[i].id] = i;
-  auto root = [&](size_t bi) {
-    for (int hops = 0; hops < 64; hops++) {
-      const Bio& b = c_.bios[bi];
-      if (b.queued || !b.parent_id) return bi;
-      auto it = by_id.find(b.parent_id);
-      if (it == by_id.end()) return bi;
-      bi = it->second;
-    }
-    return bi;
-  };
-  for (Request& q : c_.requests) {
+// Each request's Q time, submitter and first page: those of the queued bio its earliest bio
+// came from.
+void SetRequestOrigins(Correlation& c) {
+  const BioTree tree(c.bios);
+  for (Request& q : c.requests) {
     std::sort(q.bios.begin(), q.bios.end());
     for (size_t bi : q.bios) {
-      const Bio& r = c_.bios[root(bi)];
-      uint64_t t = r.q_ts ? r.q_ts : std::max(r.x_ts, c_.bios[bi].x_ts);
+      const Bio& r = c.bios[tree.RootOf(bi)];
+      uint64_t t = r.q_ts ? r.q_ts : std::max(r.x_ts, c.bios[bi].x_ts);
       if (t && (!q.q_ts || t < q.q_ts)) {
         q.q_ts = t;
         if (r.tid) {
@@ -452,50 +489,39 @@ void Correlator::BuildBiosAndRequests() {
           const uint64_t r_end = SaturatingAdd(r.sector, r.bytes / kSectorBytes);
           uint64_t into = q.sector >= r.sector && q.sector < r_end
                               ? q.sector - r.sector
-                              : (c_.bios[bi].sector >= r.sector ? c_.bios[bi].sector - r.sector
-                                                                  : 0);
+                              : (c.bios[bi].sector >= r.sector ? c.bios[bi].sector - r.sector
+                                                                 : 0);
           q.pgoff = SaturatingAdd(r.pgoff, into / (4096 / kSectorBytes));
         }
       }
-      if (!q.g_ts && c_.bios[bi].g_ts) q.g_ts = c_.bios[bi].g_ts;
+      if (!q.g_ts && c.bios[bi].g_ts) q.g_ts = c.bios[bi].g_ts;
     }
   }
 }
 
-void Correlator::Attribute() {
-  const std::string no_syscall_layer = MissingSyscallLayer(c_.meta);
-  ByThread<Syscall> calls;
-  calls.Build(c_.syscalls, SyscallTs, SyscallTid);
-  ByThread<PageFault> faults;
-  faults.Build(c_.faults, FaultTs, FaultTid);
-  auto call_at = [&](uint32_t tid, uint64_t t) -> size_t {
-    size_t i = calls.LastAtOrBefore(tid, t);
-    if (i == kNone) return kNone;
-    return t <= c_.syscalls[i].end() ? i : kNone;
-  };
-  // Sync calls of traced threads, by start, for journal and flush attribution.
-  std::vector<size_t> sync_calls;
-  for (size_t i = 0; i < c_.syscalls.size(); i++) {
-    if (IsSyncCall(c_.syscalls[i].op)) sync_calls.push_back(i);
-  }
-  // The latest-started sync call running at t (of that file, when one is given).
-  auto sync_call_at = [&](uint64_t t, uint32_t dev, uint64_t ino) -> size_t {
-    auto pos = std::upper_bound(sync_calls.begin(), sync_calls.end(), t,
-                                [&](uint64_t x, size_t i) { return x < c_.syscalls[i].ts; });
-    for (int n = 0; pos != sync_calls.begin() && n < 4096; n++) {
-      const Syscall& s = c_.syscalls[*--pos];
-      if (t > s.end()) continue;
-      if (ino && s.ino && (s.ino != ino || s.dev != dev)) continue;
-      return *pos;
-    }
-    return kNone;
-  };
+}  // namespace
 
-  // Async requests: pair submissions with completions by (engine, context, identity).
-  std::stable_sort(async_recs_.begin(), async_recs_.end(),
+void Correlator::BuildBiosAndRequests() {
+  std::stable_sort(blocks_.begin(), blocks_.end(),
+                   [](const iot_block& a, const iot_block& b) { return a.ts < b.ts; });
+  const std::unordered_map<uint64_t, size_t> rq_at = ReadBlockRecords(blocks_, c_);
+  JoinBiosByPosition(c_);
+  std::stable_sort(nvmes_.begin(), nvmes_.end(),
+                   [](const iot_nvme& a, const iot_nvme& b) { return a.ts < b.ts; });
+  JoinNvmeCommands(nvmes_, rq_at, c_);
+  SortRequestsByFirstEvent(c_);
+  SetRequestOrigins(c_);
+}
+
+namespace {
+
+// Async requests from their records (sorted by time here): submissions paired with completions
+// by (engine, context, identity).
+void PairAsyncRequests(std::vector<iot_async_io>& recs, Correlation& c) {
+  std::stable_sort(recs.begin(), recs.end(),
                    [](const iot_async_io& a, const iot_async_io& b) { return a.ts < b.ts; });
   std::map<std::tuple<uint8_t, uint64_t, uint64_t>, size_t> open;
-  for (const iot_async_io& a : async_recs_) {
+  for (const iot_async_io& a : recs) {
     auto key = std::make_tuple(a.engine, a.ctx, a.req_id);
     if (a.phase == IOT_AIO_SUBMIT) {
       AsyncRequest r;
@@ -509,49 +535,93 @@ void Correlator::Attribute() {
       r.offset = a.offset;
       r.length = a.length;
       r.fd = a.fd;
-      open[key] = c_.asyncs.size();
-      c_.asyncs.push_back(r);
+      open[key] = c.asyncs.size();
+      c.asyncs.push_back(r);
     } else {
       auto it = open.find(key);
       if (it == open.end()) continue;
-      c_.asyncs[it->second].complete_ts = a.ts;
-      c_.asyncs[it->second].res = a.res;
+      c.asyncs[it->second].complete_ts = a.ts;
+      c.asyncs[it->second].res = a.res;
       open.erase(it);
     }
   }
-  // Inside one submitting call, requests are issued in submission order: hand the call's bios
-  // to its submissions in order, each taking bios until its length is covered.
-  std::unordered_map<uint64_t, size_t> async_of_bio;  // root bio id -> async request
-  {
-    std::map<size_t, std::vector<size_t>> bios_in_call, subs_in_call;
-    for (size_t i = 0; i < c_.asyncs.size(); i++) {
-      size_t s = call_at(c_.asyncs[i].tid, c_.asyncs[i].submit_ts);
-      if (s != kNone && IsAsyncSubmitCall(c_.syscalls[s].op)) subs_in_call[s].push_back(i);
+}
+
+// The cause of a request, from the evidence around its first queued bio: the call of its thread
+// running then, an async request, a page fault, a sync call, or the calls and faults that
+// dirtied its pages. Holds the indexes it looks these up in.
+class Attribution {
+ public:
+  Attribution(const Correlation& c, const CorrelateOptions& options)
+      : c_(c), options_(options), no_syscall_layer_(MissingSyscallLayer(c.meta)), tree_(c.bios) {
+    calls_.Build(c.syscalls, SyscallTs, SyscallTid);
+    faults_.Build(c.faults, FaultTs, FaultTid);
+    for (size_t i = 0; i < c.syscalls.size(); i++) {
+      if (IsSyncCall(c.syscalls[i].op)) sync_calls_.push_back(i);
     }
-    for (size_t bi = 0; bi < c_.bios.size(); bi++) {
-      const Bio& b = c_.bios[bi];
-      if (!b.queued || !b.tid) continue;
-      size_t s = call_at(b.tid, b.q_ts);
-      if (s != kNone && subs_in_call.count(s)) bios_in_call[s].push_back(bi);
+    MapAsyncBios();
+    for (size_t i = 0; i < c.syscalls.size(); i++) {
+      const Syscall& s = c.syscalls[i];
+      if (IsWriteCall(s.op) && s.ino && s.ret > 0) writes_of_file_[{s.dev, s.ino}].push_back(i);
     }
-    for (auto& [s, bios] : bios_in_call) {
-      const auto& subs = subs_in_call[s];
-      size_t k = 0;
-      uint64_t acc = 0;
-      for (size_t bi : bios) {
-        if (k >= subs.size()) break;
-        async_of_bio[c_.bios[bi].id] = subs[k];
-        acc += c_.bios[bi].bytes;
-        if (acc >= c_.asyncs[subs[k]].length) {
-          k++;
-          acc = 0;
-        }
-      }
+    for (size_t i = 0; i < c.faults.size(); i++) {
+      const PageFault& f = c.faults[i];
+      if ((f.flags & IOT_PFF_WRITE) && f.ino) faults_of_file_[{f.dev, f.ino}].push_back(i);
     }
   }
+
+  // Sets the cause of request `q` (not merged away) and what it links to, or why it has none.
+  void FindCause(Request& q) const {
+    size_t root = kNone;
+    for (size_t bi : q.bios) {
+      size_t r = tree_.RootOf(bi);
+      if (root == kNone || c_.bios[r].q_ts < c_.bios[root].q_ts) root = r;
+    }
+    if (root == kNone) {
+      WithoutBios(q);
+    } else {
+      const Bio& r = c_.bios[root];
+      if (r.tid && c_.traced_tgids.count(r.tgid)) {
+        OfTracedThread(q, r);
+      } else if (r.ino) {
+        OfFile(q, r);
+      } else {
+        OfKernel(q, r);
+      }
+    }
+    if (q.cause == Cause::kUnattributed && !no_syscall_layer_.empty()) {
+      // An imported block trace: what the reasons above blame (no call found) is a given.
+      q.why = fmt::format("the trace has no system-call layer ({}): no call to attribute it to",
+                          no_syscall_layer_);
+    }
+  }
+
+ private:
+  using FileKey = std::pair<uint32_t, uint64_t>;
+
+  // The call of `tid` running at `t`.
+  size_t CallAt(uint32_t tid, uint64_t t) const {
+    size_t i = calls_.LastAtOrBefore(tid, t);
+    if (i == kNone) return kNone;
+    return t <= c_.syscalls[i].end() ? i : kNone;
+  }
+
+  // The latest-started sync call running at t (of that file, when one is given).
+  size_t SyncCallAt(uint64_t t, uint32_t dev, uint64_t ino) const {
+    auto pos = std::upper_bound(sync_calls_.begin(), sync_calls_.end(), t,
+                                [&](uint64_t x, size_t i) { return x < c_.syscalls[i].ts; });
+    for (int n = 0; pos != sync_calls_.begin() && n < 4096; n++) {
+      const Syscall& s = c_.syscalls[*--pos];
+      if (t > s.end()) continue;
+      if (ino && s.ino && (s.ino != ino || s.dev != dev)) continue;
+      return *pos;
+    }
+    return kNone;
+  }
+
   // io-wq workers of the process: the request of that process in flight when the bio came.
   // (asyncs are in submission order; look back from t over a bounded number of requests)
-  auto pending_async = [&](uint32_t tgid, uint64_t t) -> size_t {
+  size_t PendingAsync(uint32_t tgid, uint64_t t) const {
     auto pos = std::upper_bound(c_.asyncs.begin(), c_.asyncs.end(), t,
                                 [](uint64_t x, const AsyncRequest& a) { return x < a.submit_ts; });
     for (int n = 0; pos != c_.asyncs.begin() && n < 4096; n++) {
@@ -560,33 +630,159 @@ void Correlator::Attribute() {
       return static_cast<size_t>(pos - c_.asyncs.begin());
     }
     return kNone;
-  };
-
-  // Write-back attribution: calls and dirtying records of each file, by start.
-  std::map<std::pair<uint32_t, uint64_t>, std::vector<size_t>> writes_of_file;
-  for (size_t i = 0; i < c_.syscalls.size(); i++) {
-    const Syscall& s = c_.syscalls[i];
-    if (IsWriteCall(s.op) && s.ino && s.ret > 0) writes_of_file[{s.dev, s.ino}].push_back(i);
-  }
-  std::map<std::pair<uint32_t, uint64_t>, std::vector<size_t>> faults_of_file;
-  for (size_t i = 0; i < c_.faults.size(); i++) {
-    const PageFault& f = c_.faults[i];
-    if ((f.flags & IOT_PFF_WRITE) && f.ino) faults_of_file[{f.dev, f.ino}].push_back(i);
   }
 
-  std::unordered_map<uint64_t, size_t> bio_index;
-  for (size_t i = 0; i < c_.bios.size(); i++) bio_index[c_.bios[i].id] = i;
-  auto root_of = [&](size_t bi) {
-    for (int hops = 0; hops < 64; hops++) {
-      const Bio& b = c_.bios[bi];
-      if (b.queued || !b.parent_id) return bi;
-      auto it = bio_index.find(b.parent_id);
-      if (it == bio_index.end()) return bi;
-      bi = it->second;
+  // Inside one submitting call, requests are issued in submission order: hand the call's bios
+  // to its submissions in order, each taking bios until its length is covered.
+  void MapAsyncBios() {
+    std::map<size_t, std::vector<size_t>> bios_in_call, subs_in_call;
+    for (size_t i = 0; i < c_.asyncs.size(); i++) {
+      size_t s = CallAt(c_.asyncs[i].tid, c_.asyncs[i].submit_ts);
+      if (s != kNone && IsAsyncSubmitCall(c_.syscalls[s].op)) subs_in_call[s].push_back(i);
     }
-    return bi;
-  };
+    for (size_t bi = 0; bi < c_.bios.size(); bi++) {
+      const Bio& b = c_.bios[bi];
+      if (!b.queued || !b.tid) continue;
+      size_t s = CallAt(b.tid, b.q_ts);
+      if (s != kNone && subs_in_call.count(s)) bios_in_call[s].push_back(bi);
+    }
+    for (auto& [s, bios] : bios_in_call) {
+      const auto& subs = subs_in_call[s];
+      size_t k = 0;
+      uint64_t acc = 0;
+      for (size_t bi : bios) {
+        if (k >= subs.size()) break;
+        async_of_bio_[c_.bios[bi].id] = subs[k];
+        acc += c_.bios[bi].bytes;
+        if (acc >= c_.asyncs[subs[k]].length) {
+          k++;
+          acc = 0;
+        }
+      }
+    }
+  }
 
+  // No bio seen: a flush during a sync call, or a passthrough request inside a call.
+  void WithoutBios(Request& q) const {
+    const uint64_t t_event = q.d_ts ? q.d_ts : q.c_ts;
+    if (q.flags & IOT_BLKF_FLUSH) {
+      size_t s = SyncCallAt(t_event, 0, 0);
+      if (s != kNone) {
+        q.cause = Cause::kSyncInduced;
+        q.syscall = s;
+        q.why = "cache flush during the call";
+      } else {
+        q.why = "flush request with no traced fsync or sync call in progress";
+      }
+    } else if (q.tid) {
+      size_t s = CallAt(q.tid, t_event);
+      if (s != kNone) {
+        q.cause = Cause::kSyscall;
+        q.syscall = s;
+        q.why = "request without bios (passthrough) issued inside the call";
+      } else {
+        q.why = "request without bios issued by a traced thread outside any recorded call";
+      }
+    } else {
+      q.why = "none of its bios was seen (queued before the capture started?)";
+    }
+  }
+
+  // Queued by a traced thread: its call, an async request, or a page fault just before.
+  void OfTracedThread(Request& q, const Bio& r) const {
+    size_t s = CallAt(r.tid, r.q_ts);
+    auto a = async_of_bio_.find(r.id);
+    if (s != kNone && a != async_of_bio_.end()) {
+      q.cause = Cause::kAsync;
+      q.async = a->second;
+      q.syscall = s;
+    } else if (s != kNone && !IsAsyncSubmitCall(c_.syscalls[s].op)) {
+      q.cause = Cause::kSyscall;
+      q.syscall = s;
+    } else if (size_t pa = PendingAsync(r.tgid, r.q_ts); pa != kNone) {
+      q.cause = Cause::kAsync;
+      q.async = pa;
+      q.why = s == kNone ? "issued by an io-wq worker of the process" : "";
+    } else if (s != kNone) {
+      q.cause = Cause::kSyscall;
+      q.syscall = s;
+    } else {
+      size_t f = faults_.LastAtOrBefore(r.tid, r.q_ts);
+      if (f != kNone && r.q_ts - c_.faults[f].ts <= options_.fault_window_ns) {
+        q.cause = Cause::kPageFault;
+        q.fault = f;
+      } else {
+        q.why = fmt::format("queued by traced thread {} outside any recorded system call{}",
+                            r.tid,
+                            c_.memory_layer ? ""
+                                            : " (page faults are not recorded without the "
+                                              "memory layer)");
+      }
+    }
+  }
+
+  // File pages queued by another thread: readahead, or write-back of pages that the calls and
+  // faults before it dirtied.
+  void OfFile(Request& q, const Bio& r) const {
+    q.cause = (q.flags & IOT_BLKF_READAHEAD) ? Cause::kReadahead : Cause::kWriteback;
+    q.syscall = SyncCallAt(r.q_ts, r.ino_dev, r.ino);
+    if (q.cause != Cause::kWriteback) return;
+    const uint64_t first = q.pgoff;
+    const uint64_t last = SaturatingAdd(q.pgoff, DivCeil(q.bytes, 4096));
+    if (auto it = writes_of_file_.find({r.ino_dev, r.ino}); it != writes_of_file_.end()) {
+      for (size_t si : it->second) {
+        const Syscall& s = c_.syscalls[si];
+        if (s.ts > r.q_ts) break;
+        const uint64_t p0 = s.offset / 4096;
+        const uint64_t p1 = DivCeil(SaturatingAdd(s.offset, static_cast<uint64_t>(s.ret)), 4096);
+        if (p0 < last && p1 > first) q.dirtied_by_calls.push_back(si);
+      }
+    }
+    if (auto it = faults_of_file_.find({r.ino_dev, r.ino}); it != faults_of_file_.end()) {
+      for (size_t fi : it->second) {
+        const PageFault& f = c_.faults[fi];
+        if (f.ts > r.q_ts) continue;
+        if (f.pgoff >= first && f.pgoff < last) q.dirtied_by_faults.push_back(fi);
+      }
+    }
+    if (q.dirtied_by_calls.empty() && q.dirtied_by_faults.empty()) {
+      q.why = c_.memory_layer ? "no recorded call or fault dirtied these pages"
+                              : "dirtier unknown: write calls on other pages, stores "
+                                "through mappings need the memory layer";
+    }
+  }
+
+  // Kernel I/O without a file: journal or metadata during a sync call.
+  void OfKernel(Request& q, const Bio& r) const {
+    size_t s = SyncCallAt(r.q_ts, 0, 0);
+    if (s != kNone) {
+      q.cause = Cause::kSyncInduced;
+      q.syscall = s;
+      q.why = fmt::format("journal or metadata I/O by {} during the call", r.comm);
+    } else {
+      q.why = fmt::format("kernel I/O by {} with no file and no traced fsync in progress",
+                          r.comm.empty() ? "a kernel thread" : r.comm);
+    }
+  }
+
+  const Correlation& c_;
+  const CorrelateOptions& options_;
+  const std::string no_syscall_layer_;
+  const BioTree tree_;
+  ByThread<Syscall> calls_;
+  ByThread<PageFault> faults_;
+  std::vector<size_t> sync_calls_;  // sync calls of traced threads, by start
+  std::unordered_map<uint64_t, size_t> async_of_bio_;  // root bio id -> async request
+  // Write-back attribution: calls and dirtying faults of each file, by start.
+  std::map<FileKey, std::vector<size_t>> writes_of_file_;
+  std::map<FileKey, std::vector<size_t>> faults_of_file_;
+};
+
+}  // namespace
+
+void Correlator::Attribute() {
+  PairAsyncRequests(async_recs_, c_);
+  const Attribution attribution(c_, options_);
   for (size_t ri = 0; ri < c_.requests.size(); ri++) {
     Request& q = c_.requests[ri];
     if (q.merged_away && !q.completed) {
@@ -594,114 +790,7 @@ void Correlator::Attribute() {
       q.why = "merged into another request (its bios are counted there)";
       continue;
     }
-    size_t root = kNone;
-    for (size_t bi : q.bios) {
-      size_t r = root_of(bi);
-      if (root == kNone || c_.bios[r].q_ts < c_.bios[root].q_ts) root = r;
-    }
-    const uint64_t t_event = q.d_ts ? q.d_ts : q.c_ts;
-    if (root == kNone) {
-      if (q.flags & IOT_BLKF_FLUSH) {
-        size_t s = sync_call_at(t_event, 0, 0);
-        if (s != kNone) {
-          q.cause = Cause::kSyncInduced;
-          q.syscall = s;
-          q.why = "cache flush during the call";
-        } else {
-          q.why = "flush request with no traced fsync or sync call in progress";
-        }
-      } else if (q.tid) {
-        size_t s = call_at(q.tid, t_event);
-        if (s != kNone) {
-          q.cause = Cause::kSyscall;
-          q.syscall = s;
-          q.why = "request without bios (passthrough) issued inside the call";
-        } else {
-          q.why = "request without bios issued by a traced thread outside any recorded call";
-        }
-      } else {
-        q.why = "none of its bios was seen (queued before the capture started?)";
-      }
-    } else {
-      const Bio& r = c_.bios[root];
-      bool traced = r.tid && c_.traced_tgids.count(r.tgid);
-      if (traced) {
-        size_t s = call_at(r.tid, r.q_ts);
-        auto a = async_of_bio.find(r.id);
-        if (s != kNone && a != async_of_bio.end()) {
-          q.cause = Cause::kAsync;
-          q.async = a->second;
-          q.syscall = s;
-        } else if (s != kNone && !IsAsyncSubmitCall(c_.syscalls[s].op)) {
-          q.cause = Cause::kSyscall;
-          q.syscall = s;
-        } else if (size_t pa = pending_async(r.tgid, r.q_ts); pa != kNone) {
-          q.cause = Cause::kAsync;
-          q.async = pa;
-          q.why = s == kNone ? "issued by an io-wq worker of the process" : "";
-        } else if (s != kNone) {
-          q.cause = Cause::kSyscall;
-          q.syscall = s;
-        } else {
-          size_t f = faults.LastAtOrBefore(r.tid, r.q_ts);
-          if (f != kNone && r.q_ts - c_.faults[f].ts <= options_.fault_window_ns) {
-            q.cause = Cause::kPageFault;
-            q.fault = f;
-          } else {
-            q.why = fmt::format("queued by traced thread {} outside any recorded system call{}",
-                                r.tid,
-                                c_.memory_layer ? ""
-                                                : " (page faults are not recorded without the "
-                                                  "memory layer)");
-          }
-        }
-      } else if (r.ino) {
-        q.cause = (q.flags & IOT_BLKF_READAHEAD) ? Cause::kReadahead : Cause::kWriteback;
-        q.syscall = sync_call_at(r.q_ts, r.ino_dev, r.ino);
-        if (q.cause == Cause::kWriteback) {
-          const uint64_t first = q.pgoff;
-          const uint64_t last = SaturatingAdd(q.pgoff, DivCeil(q.bytes, 4096));
-          if (auto it = writes_of_file.find({r.ino_dev, r.ino}); it != writes_of_file.end()) {
-            for (size_t si : it->second) {
-              const Syscall& s = c_.syscalls[si];
-              if (s.ts > r.q_ts) break;
-              const uint64_t p0 = s.offset / 4096;
-              const uint64_t p1 =
-                  DivCeil(SaturatingAdd(s.offset, static_cast<uint64_t>(s.ret)), 4096);
-              if (p0 < last && p1 > first) q.dirtied_by_calls.push_back(si);
-            }
-          }
-          if (auto it = faults_of_file.find({r.ino_dev, r.ino}); it != faults_of_file.end()) {
-            for (size_t fi : it->second) {
-              const PageFault& f = c_.faults[fi];
-              if (f.ts > r.q_ts) continue;
-              if (f.pgoff >= first && f.pgoff < last) q.dirtied_by_faults.push_back(fi);
-            }
-          }
-          if (q.dirtied_by_calls.empty() && q.dirtied_by_faults.empty()) {
-            q.why = c_.memory_layer ? "no recorded call or fault dirtied these pages"
-                                    : "dirtier unknown: write calls on other pages, stores "
-                                      "through mappings need the memory layer";
-          }
-        }
-      } else {
-        size_t s = sync_call_at(r.q_ts, 0, 0);
-        if (s != kNone) {
-          q.cause = Cause::kSyncInduced;
-          q.syscall = s;
-          q.why = fmt::format("journal or metadata I/O by {} during the call", r.comm);
-        } else {
-          q.why = fmt::format("kernel I/O by {} with no file and no traced fsync in progress",
-                              r.comm.empty() ? "a kernel thread" : r.comm);
-        }
-      }
-    }
-    if (q.cause == Cause::kUnattributed && !no_syscall_layer.empty() &&
-        !(q.merged_away && !q.completed)) {
-      // An imported block trace: what the reasons above blame (no call found) is a given.
-      q.why = fmt::format("the trace has no system-call layer ({}): no call to attribute it to",
-                          no_syscall_layer);
-    }
+    attribution.FindCause(q);
     if (q.syscall != kNone && q.cause != Cause::kWriteback && q.cause != Cause::kReadahead) {
       c_.syscalls[q.syscall].requests.push_back(ri);
     }
