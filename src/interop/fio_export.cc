@@ -25,8 +25,8 @@
 #include "format/trace_reader.h"
 #include "interop/block_text.h"
 #include "interop/exporters.h"
-#include "interop/fd_tables.h"
 #include "interop/text_util.h"
+#include "model/trace_state.h"
 
 namespace iotwin::interop {
 
@@ -101,6 +101,15 @@ bool PseudoPath(std::string_view p) {
 
 enum class Act { kOpen, kClose, kRead, kWrite, kTrim, kSync, kDatasync };
 
+// What an iolog line needs to know of a file.
+struct FileRef {
+  std::string_view path;
+  uint16_t ftype = 0;  // S_IFMT >> 12, 0 unknown
+  bool direct = false;
+};
+
+FileRef RefOf(const model::OpenFileDescription& d) { return FileRef{d.path, d.ftype, d.direct}; }
+
 struct Event {
   uint64_t ts = 0;
   Act act = Act::kRead;
@@ -150,6 +159,11 @@ class Walker {
 
   Status Run(TraceReader& r, const Sink& sink) {
     sink_ = &sink;
+    if (const auto host = r.meta().find("host"); host != r.meta().end() && host->is_object()) {
+      if (auto arch = host->find("arch"); arch != host->end() && arch->is_string()) {
+        fds_.SetArch(arch->get<std::string>());
+      }
+    }
     for (;;) {
       IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* h, r.Next());
       if (!h) break;
@@ -195,12 +209,12 @@ class Walker {
     return key;
   }
 
-  uint32_t FileFor(const std::string& path) {
-    auto it = file_index_->find(path);
+  uint32_t FileFor(std::string_view path) {
+    auto it = file_index_->find(std::string(path));
     if (it != file_index_->end()) return it->second;
     auto idx = static_cast<uint32_t>(files_->size());
     FileInfo f;
-    f.original = path;
+    f.original = std::string(path);
     std::string tail = SafeName(path);
     while (!tail.empty() && tail[0] == '_') tail.erase(0, 1);
     std::string prefix = options_.fio_root + fmt::format("/f{:05}_", idx);
@@ -208,24 +222,25 @@ class Walker {
     if (tail.size() > room) tail = tail.substr(tail.size() - room);
     f.name = prefix + tail;
     files_->push_back(f);
-    file_index_->emplace(path, idx);
+    file_index_->emplace(std::string(path), idx);
     return idx;
   }
 
+  // Paths as fio names them: a relative path whose base is unknown is kept relative.
   std::string Resolve(uint32_t tgid, int32_t dirfd, std::string_view path) {
     if (!path.empty() && path[0] == '/') return NormalizePath(path);
-    std::string base;
+    std::string_view base;
     if (dirfd >= 0) {
-      if (auto f = fds_.Get(tgid, dirfd)) base = f->path;
-    } else if (auto c = cwd_.find(tgid); c != cwd_.end()) {
-      base = c->second;
+      if (const model::OpenFileDescription* d = fds_.FdDescription(tgid, dirfd)) base = d->path;
+    } else {
+      base = fds_.Cwd(tgid);
     }
-    if (base.empty()) return NormalizePath(path);  // relative, base unknown: kept relative
-    return NormalizePath(base + "/" + std::string(path));
+    if (base.empty()) return NormalizePath(path);
+    return NormalizePath(std::string(base) + "/" + std::string(path));
   }
 
   // A file fio can replay: regular (or unknown type) and not a pseudo-file.
-  bool Replayable(const OpenFile& f, const char** why) {
+  bool Replayable(const FileRef& f, const char** why) {
     if (f.path.empty()) {
       *why = "no path known for the descriptor";
       return false;
@@ -241,7 +256,7 @@ class Walker {
     return true;
   }
 
-  Status Io(uint64_t stream, uint64_t ts, Act act, const OpenFile& f, uint64_t offset,
+  Status Io(uint64_t stream, uint64_t ts, Act act, const FileRef& f, uint64_t offset,
             uint64_t length) {
     const bool data = act == Act::kRead || act == Act::kWrite || act == Act::kTrim;
     if (data && (offset > kMaxFileOffset || length > kMaxFileOffset - offset)) {
@@ -253,7 +268,7 @@ class Walker {
     if (data) {
       if (count_) {
         st.io_lines++;
-        if (f.flags & O_DIRECT) {
+        if (f.direct) {
           st.direct_ios++;
         } else {
           st.buffered_ios++;
@@ -273,97 +288,46 @@ class Walker {
   }
 
   Status Syscall(const iot_syscall& sc, TraceReader& r) {
-    uint16_t op = sc.op;
-    bool ok = sc.ret >= 0;
-    if (OpOpensFd(op)) {
-      if (sc.ret < 0) return Status::Ok();
-      auto file = std::make_shared<OpenFile>();
-      file->path = Resolve(sc.tgid, op == IOT_OP_OPENAT || op == IOT_OP_OPENAT2 ? sc.fd : -1,
-                           r.String(sc.path_id));
-      file->flags = sc.flags;
-      file->ino = sc.ino;
-      file->dev = sc.dev;
-      file->ftype = sc.ftype;
-      if (sc.flags & O_APPEND) {
-        file->pos = sc.fsize;
-        file->pos_known = sc.fsize != 0;
-      } else {
-        file->pos_known = true;
-      }
-      if (sc.flags & O_DIRECTORY) file->ftype = 4;
-      fds_.Set(sc.tgid, static_cast<int32_t>(sc.ret), file);
-      if (sc.ino != 0) by_inode_[{sc.dev, sc.ino}] = file->path;
-      const char* why = nullptr;
-      if (!Replayable(*file, &why)) return Status::Ok();
-      return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kOpen, *file, 0, 0);
-    }
+    const uint16_t op = sc.op;
+    const bool ok = sc.ret >= 0;
+    // The descriptor tables follow every call; fio names paths itself (Resolve).
+    const model::SyscallEffect e = fds_.OnSyscall(sc);
+    if (OpOpensFd(op)) return Opened(sc, e, r);
     switch (op) {
-      case IOT_OP_CLOSE: {
-        auto f = fds_.Get(sc.tgid, sc.fd);
-        fds_.Close(sc.tgid, sc.fd);
-        const char* why = nullptr;
-        if (f && Replayable(*f, &why) && !StillOpen(sc.tgid, f->path)) {
-          return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kClose, *f, 0, 0);
-        }
-        return Status::Ok();
-      }
-      case IOT_OP_CLOSE_RANGE:
-        fds_.CloseRange(sc.tgid, static_cast<uint32_t>(sc.fd), static_cast<uint32_t>(sc.fd2));
-        return Status::Ok();
-      case IOT_OP_DUP:
-        if (ok) fds_.Dup(sc.tgid, sc.fd, static_cast<int32_t>(sc.ret));
-        return Status::Ok();
-      case IOT_OP_DUP2:
-      case IOT_OP_DUP3:
-        if (ok) fds_.Dup(sc.tgid, sc.fd, sc.fd2);
-        return Status::Ok();
-      case IOT_OP_FCNTL:
-        if (ok && (sc.mode == F_DUPFD || sc.mode == F_DUPFD_CLOEXEC)) {
-          fds_.Dup(sc.tgid, sc.fd, static_cast<int32_t>(sc.ret));
-        }
-        return Status::Ok();
-      case IOT_OP_LSEEK:
-        if (ok) {
-          if (auto f = fds_.Get(sc.tgid, sc.fd)) {
-            f->pos = static_cast<uint64_t>(sc.ret);
-            f->pos_known = true;
-          }
-        }
-        return Status::Ok();
+      case IOT_OP_CLOSE:
+        return Closed(sc, e);
       case IOT_OP_CHDIR:
-        if (ok) cwd_[sc.tgid] = Resolve(sc.tgid, -1, r.String(sc.path_id));
+        if (ok) fds_.SetCwd(sc.tgid, Resolve(sc.tgid, -1, r.String(sc.path_id)));
         return Status::Ok();
-      case IOT_OP_FCHDIR:
-        if (ok) {
-          if (auto f = fds_.Get(sc.tgid, sc.fd)) cwd_[sc.tgid] = f->path;
-        }
+      case IOT_OP_CLOSE_RANGE: case IOT_OP_DUP: case IOT_OP_DUP2: case IOT_OP_DUP3:
+      case IOT_OP_FCNTL: case IOT_OP_LSEEK: case IOT_OP_FCHDIR:
         return Status::Ok();
       default:
         break;
     }
-    if (OpIsRead(op) || OpIsWrite(op)) return ReadWrite(sc);
+    if (OpIsRead(op) || OpIsWrite(op)) return ReadWrite(sc, e);
+    const model::OpenFileDescription* f = fds_.Description(e.desc);
     if (op == IOT_OP_FSYNC || op == IOT_OP_FDATASYNC || op == IOT_OP_SYNC_FILE_RANGE) {
       if (!ok) return SkipFailed(op);
-      auto f = fds_.Get(sc.tgid, sc.fd);
       const char* why = nullptr;
-      if (!f || !Replayable(*f, &why)) {
+      if (!f || !Replayable(RefOf(*f), &why)) {
         Skip(std::string(OpName(op)) + ": " + (f ? why : "descriptor not known"));
         return Status::Ok();
       }
       // fio's iolog reader has no sync_file_range: the closest is a data sync.
       if (op == IOT_OP_SYNC_FILE_RANGE) Skip("sync_file_range replayed as datasync");
       return Io(ThreadStream(sc.tgid, sc.tid), sc.ts,
-                op == IOT_OP_FSYNC ? Act::kSync : Act::kDatasync, *f, 0, 0);
+                op == IOT_OP_FSYNC ? Act::kSync : Act::kDatasync, RefOf(*f), 0, 0);
     }
     if (op == IOT_OP_FALLOCATE && (sc.mode & FALLOC_FL_PUNCH_HOLE)) {
       if (!ok) return SkipFailed(op);
-      auto f = fds_.Get(sc.tgid, sc.fd);
       const char* why = nullptr;
-      if (!f || !Replayable(*f, &why)) {
+      if (!f || !Replayable(RefOf(*f), &why)) {
         Skip("fallocate: descriptor not known or not a regular file");
         return Status::Ok();
       }
-      return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kTrim, *f, sc.offset, sc.length);
+      return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kTrim, RefOf(*f), sc.offset,
+                sc.length);
     }
     switch (op) {
       case IOT_OP_FALLOCATE:
@@ -394,84 +358,72 @@ class Walker {
     return Status::Ok();
   }
 
+  Status Opened(const iot_syscall& sc, const model::SyscallEffect& e, TraceReader& r) {
+    model::OpenFileDescription* d = fds_.Description(e.created);
+    if (!d) return Status::Ok();
+    const uint16_t op = sc.op;
+    d->path = Resolve(sc.tgid, op == IOT_OP_OPENAT || op == IOT_OP_OPENAT2 ? sc.fd : -1,
+                      r.String(sc.path_id));
+    if (d->directory) d->ftype = 4;
+    if (sc.ino != 0) by_inode_[{sc.dev, sc.ino}] = d->path;
+    const char* why = nullptr;
+    if (!Replayable(RefOf(*d), &why)) return Status::Ok();
+    return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kOpen, RefOf(*d), 0, 0);
+  }
+
+  // A close ends fio's use of the file once no other descriptor of the process names it.
+  Status Closed(const iot_syscall& sc, const model::SyscallEffect& e) {
+    const model::OpenFileDescription* f = fds_.Description(e.desc);
+    const char* why = nullptr;
+    if (f && Replayable(RefOf(*f), &why) && !StillOpen(sc.tgid, f->path)) {
+      return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kClose, RefOf(*f), 0, 0);
+    }
+    return Status::Ok();
+  }
+
   Status SkipFailed(uint16_t op) {
     Skip(std::string(OpName(op)) + ": failed call");
     return Status::Ok();
   }
 
   // Another descriptor of the process still names the file: fio keeps one open per name.
-  bool StillOpen(uint32_t tgid, const std::string& path) { return fds_.HasPath(tgid, path); }
+  bool StillOpen(uint32_t tgid, std::string_view path) { return fds_.HasPath(tgid, path); }
 
-  Status ReadWrite(const iot_syscall& sc) {
+  Status ReadWrite(const iot_syscall& sc, const model::SyscallEffect& e) {
     if (sc.ret <= 0) {
       Skip(sc.ret < 0 ? std::string(OpName(sc.op)) + ": failed call"
                       : std::string(OpName(sc.op)) + ": zero bytes transferred");
       return Status::Ok();
     }
-    auto f = fds_.Get(sc.tgid, sc.fd);
+    const model::OpenFileDescription* f = fds_.Description(e.desc);
     if (!f) {
       Skip(std::string(OpName(sc.op)) + ": descriptor opened before the trace, not known");
       return Status::Ok();
     }
     const char* why = nullptr;
-    bool replayable = Replayable(*f, &why);
-    auto done = static_cast<uint64_t>(sc.ret);
-    uint64_t offset = sc.offset;
-    bool positional = OpHasExplicitOffset(sc.op) &&
-                      !((sc.op == IOT_OP_PREADV2 || sc.op == IOT_OP_PWRITEV2) &&
-                        static_cast<int64_t>(sc.offset) == -1);
-    if (!positional) {
-      if (f->flags & O_APPEND && OpIsWrite(sc.op) && sc.fsize >= done) {
-        offset = sc.fsize - done;  // appends land at the end: the size after minus the count
-      } else if (f->pos_known) {
-        offset = f->pos;
-      }
-      f->pos = offset + done;
-      f->pos_known = true;
-    }
-    if (!replayable) {
+    if (!Replayable(RefOf(*f), &why)) {
       Skip(std::string(OpName(sc.op)) + ": " + why);
       return Status::Ok();
     }
+    // e.pos: the explicit offset, the tracked position, the end of file for appends, or the
+    // recorded position where none is tracked.
     return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, OpIsRead(sc.op) ? Act::kRead : Act::kWrite,
-              *f, offset, done);
+              RefOf(*f), e.pos, static_cast<uint64_t>(sc.ret));
   }
 
   void Proc(const iot_proc& p, TraceReader& r) {
-    switch (p.kind) {
-      case IOT_PROC_FORK:
-        fds_.Fork(p.tgid, p.child_tgid);
-        if (auto c = cwd_.find(p.tgid); c != cwd_.end()) {
-          std::string cwd = c->second;
-          cwd_[p.child_tgid] = cwd;
-        }
-        break;
-      case IOT_PROC_EXEC:
-        fds_.Exec(p.tgid);
-        break;
-      case IOT_PROC_ATTACH:
-      case IOT_PROC_CWD:
-        if (p.path_id) cwd_[p.tgid] = std::string(r.String(p.path_id));
-        break;
-      case IOT_PROC_EXIT:
-        if (p.flags & IOT_PROCF_GROUP_DEAD) fds_.Drop(p.tgid);
-        break;
-      default:
-        break;
+    if (p.path_id == 0) {
+      fds_.OnProc(p);
+    } else {
+      fds_.OnProc(p, r.String(p.path_id));
     }
   }
 
   void FdSnapshot(const iot_fd_snapshot& s, TraceReader& r) {
-    auto file = std::make_shared<OpenFile>();
-    file->path = Resolve(s.tgid, -1, r.String(s.path_id));
-    file->pos = s.pos;
-    file->pos_known = true;
-    file->flags = s.flags;
-    file->ino = s.ino;
-    file->dev = s.dev;
-    file->ftype = s.ftype;
-    fds_.Set(s.tgid, s.fd, file);
-    if (s.ino) by_inode_[{s.dev, s.ino}] = file->path;
+    model::OpenFileDescription* d = fds_.Description(fds_.OnFdSnapshot(s, std::nullopt));
+    if (!d) return;
+    d->path = Resolve(s.tgid, -1, r.String(s.path_id));
+    if (s.ino) by_inode_[{s.dev, s.ino}] = d->path;
   }
 
   Status Async(const iot_async_io& io) {
@@ -505,9 +457,9 @@ class Walker {
         default: Skip("async request: opcode without fio equivalent"); return Status::Ok();
       }
     }
-    auto f = fds_.Get(io.tgid, io.fd);
+    const model::OpenFileDescription* f = fds_.FdDescription(io.tgid, io.fd);
     const char* why = nullptr;
-    if (!f || !Replayable(*f, &why)) {
+    if (!f || !Replayable(RefOf(*f), &why)) {
       Skip("async request: descriptor not known or not a regular file");
       return Status::Ok();
     }
@@ -520,7 +472,7 @@ class Walker {
     }
     async_[key] = stream;
     if (async_.size() > (1u << 20)) async_.clear();  // completions lost: do not grow forever
-    return Io(stream, io.ts, act, *f, sync ? 0 : io.offset, sync ? 0 : io.length);
+    return Io(stream, io.ts, act, RefOf(*f), sync ? 0 : io.offset, sync ? 0 : io.length);
   }
 
   Status Fault(const iot_page_fault& pf) {
@@ -531,9 +483,7 @@ class Walker {
       Skip("page fault: file not opened in the trace");
       return Status::Ok();
     }
-    OpenFile f;
-    f.path = it->second;
-    f.ftype = 8;
+    const FileRef f{it->second, 8, false};
     uint64_t pages = pf.nr_pages ? pf.nr_pages : 1;
     return Io(ThreadStream(pf.tgid, pf.tid), pf.ts, Act::kRead, f, pf.pgoff * 4096, pages * 4096);
   }
@@ -563,13 +513,11 @@ class Walker {
       st.job = fmt::format("dev-{}-{}", b.dev >> 20, b.dev & 0xfffff);
       st.dev = b.dev;
     }
-    OpenFile dev;
     auto mapped = options_.device_paths.find(b.dev);
-    dev.path = mapped != options_.device_paths.end()
-                   ? mapped->second
-                   : fmt::format("/dev/block/{}:{}", b.dev >> 20, b.dev & 0xfffff);
-    dev.ftype = 6;
-    dev.flags = O_DIRECT;
+    const std::string dev_path = mapped != options_.device_paths.end()
+                                     ? mapped->second
+                                     : fmt::format("/dev/block/{}:{}", b.dev >> 20, b.dev & 0xfffff);
+    const FileRef dev{dev_path, 6, true};
     if (count_) {
       st.inflight++;
       st.max_inflight = std::max(st.max_inflight, st.inflight);
@@ -603,8 +551,7 @@ class Walker {
   std::map<std::string, uint64_t>* skipped_;
   bool count_;
   const Sink* sink_ = nullptr;
-  FdTables fds_;
-  std::unordered_map<uint32_t, std::string> cwd_;
+  model::TraceState fds_;
   std::map<std::pair<uint32_t, uint64_t>, std::string> by_inode_;
   std::unordered_map<std::pair<uint64_t, uint64_t>, uint64_t, PairHash> async_;
   std::unordered_map<std::pair<uint64_t, uint64_t>, uint64_t, PairHash> block_;

@@ -39,14 +39,18 @@ TraceState::TraceState(TraceStateOptions options) : options_(options) {}
 TraceState::~TraceState() = default;
 
 void TraceState::SetArch(std::string_view arch) {
-  // O_DIRECT: asm-generic and x86 040000; arm and arm64 0200000 (their O_DIRECTORY and
-  // O_NOFOLLOW take the generic O_DIRECT bits); powerpc 0400000. O_APPEND is 02000 on all three.
+  // asm-generic and x86: O_DIRECT 040000, O_DIRECTORY 0200000. arm and arm64 swap them
+  // (O_DIRECTORY 040000, O_DIRECT 0200000); powerpc has O_DIRECTORY 040000, O_DIRECT 0400000.
+  // O_APPEND is 02000 on all of them.
   if (arch == "aarch64" || arch == "arm64" || arch == "arm" || arch.starts_with("armv")) {
     o_direct_ = 0200000;
+    o_directory_ = 040000;
   } else if (arch == "powerpc64" || arch == "ppc64le" || arch == "ppc64" || arch == "powerpc") {
     o_direct_ = 0400000;
+    o_directory_ = 040000;
   } else {
     o_direct_ = 040000;
+    o_directory_ = 0200000;
   }
   for (OpenFileDescription& d : descs_) Decode(d);
 }
@@ -63,6 +67,7 @@ void TraceState::Decode(OpenFileDescription& d) const {
   d.access = static_cast<uint8_t>(d.flags & O_ACCMODE);
   d.append = (d.flags & o_append_) != 0;
   d.direct = (d.flags & o_direct_) != 0;
+  d.directory = (d.flags & o_directory_) != 0;
 }
 
 // ---- processes and threads -------------------------------------------------------------------

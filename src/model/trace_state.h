@@ -68,7 +68,8 @@ struct OpenFileDescription {
   bool pos_known = false;
   bool append = false;
   bool direct = false;
-  bool ring = false;  // an io_uring instance
+  bool directory = false;  // opened O_DIRECTORY
+  bool ring = false;       // an io_uring instance
 };
 
 struct Descriptor {
@@ -135,11 +136,13 @@ class TraceState {
   TraceState& operator=(const TraceState&) = delete;
 
   // The traced machine, from the header's host.arch and host.page_size: flag values that differ
-  // between architectures (O_DIRECT on arm, arm64 and powerpc) and mapping granularity.
+  // between architectures (O_DIRECT and O_DIRECTORY on arm, arm64 and powerpc) and mapping
+  // granularity.
   void SetArch(std::string_view arch);
   void SetPageSize(uint64_t page_size);
   uint32_t o_append_flag() const { return o_append_; }
   uint32_t o_direct_flag() const { return o_direct_; }
+  uint32_t o_directory_flag() const { return o_directory_; }
 
   // ---- feeding records ----
   // `path` and `path2` are the texts of sc.path_id and sc.path2_id (nullopt: unknown).
@@ -252,6 +255,7 @@ class TraceState {
   TraceStateOptions options_;
   uint32_t o_append_ = 02000;
   uint32_t o_direct_ = 040000;
+  uint32_t o_directory_ = 0200000;
   uint64_t page_size_ = 4096;
 
   std::unordered_map<uint32_t, Process> procs_;

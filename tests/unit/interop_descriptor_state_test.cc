@@ -1,6 +1,7 @@
 // Exporters follow the traced kernel's descriptor tables (model::TraceState): the "file" of a
 // call made through a descriptor that survived exec, close_range or fcntl.
 #include <fcntl.h>
+#include <linux/close_range.h>
 
 #include <string>
 
@@ -59,6 +60,60 @@ TEST(ChromeExportDescriptors, CloseRangeAndFcntlDupfd) {
   b.Read(kPid, 10, 10, 10);
   b.Read(kPid, 3, 10, -EBADF);
   EXPECT_EQ(ExportChromeFiles(b, "read"), (std::vector<std::string>{"/data/a", ""}));
+}
+
+struct FioRun {
+  FioExportResult result;
+  std::string job;
+};
+
+FioRun RunFio(const test::TraceBuilder& b) {
+  ScratchDir dir;
+  FioRun run;
+  EXPECT_TRUE(b.WriteFile(dir / "t.iotwin").ok());
+  FioExportOptions o;
+  o.dir = dir / "fio";
+  auto r = ExportFio(dir / "t.iotwin", o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (r.ok()) run.result = *r;
+  run.job = ReadFile(dir / "fio/replay.fio");
+  return run;
+}
+
+TEST(FioExportDescriptors, ExecKeepsDupOfCloexecDescriptor) {
+  test::TraceBuilder b;
+  b.Openat(kPid, "/data/a", O_RDONLY | O_CLOEXEC, 3);
+  b.Dup(kPid, 3, 4);
+  b.Exec(kPid, "/bin/next");
+  b.Read(kPid, 4, 10, 10);
+  FioRun run = RunFio(b);
+  EXPECT_EQ(run.result.reads, 1u);
+  EXPECT_EQ(run.result.skipped.count("read: descriptor opened before the trace, not known"), 0u);
+}
+
+TEST(FioExportDescriptors, CloseRangeClosesTheRangeItNames) {
+  test::TraceBuilder b;
+  b.Openat(kPid, "/data/a", O_RDONLY, 3);
+  b.Openat(kPid, "/data/b", O_RDONLY, 4);
+  b.CloseRange(kPid, 4, 4, CLOSE_RANGE_CLOEXEC);  // marks, closes nothing
+  b.Read(kPid, 4, 10, 10);
+  b.CloseRange(kPid, 3, 3);
+  b.Read(kPid, 3, 10, 10);  // gone
+  FioRun run = RunFio(b);
+  EXPECT_EQ(run.result.reads, 1u);
+  EXPECT_EQ(run.result.skipped.count("read: descriptor opened before the trace, not known"), 1u);
+}
+
+// O_DIRECT is 0200000 on arm64 (040000 there is O_DIRECTORY): the job is direct by the traced
+// machine's flag values.
+TEST(FioExportDescriptors, DirectFollowsTheTracedArchitecture) {
+  test::TraceBuilder b;
+  b.meta()["host"]["arch"] = "aarch64";
+  b.Openat(kPid, "/data/a", O_RDONLY | 0200000, 3).ftype = 8;  // O_DIRECTORY on x86
+  b.Read(kPid, 3, 4096, 4096);
+  FioRun run = RunFio(b);
+  EXPECT_EQ(run.result.reads, 1u);
+  EXPECT_NE(run.job.find("direct=1"), std::string::npos) << run.job;
 }
 
 }  // namespace

@@ -340,7 +340,9 @@ TEST(TraceStateArch, ODirectFollowsTheTracedMachine) {
   arm.OnSyscall(OpenAt(kAtFdcwd, 3, O_RDONLY | 040000), "/f");  // O_DIRECTORY on arm64
   arm.OnSyscall(OpenAt(kAtFdcwd, 4, O_RDONLY | 0200000), "/f");
   EXPECT_FALSE(arm.FdDescription(kPid, 3)->direct);
+  EXPECT_TRUE(arm.FdDescription(kPid, 3)->directory);
   EXPECT_TRUE(arm.FdDescription(kPid, 4)->direct);
+  EXPECT_FALSE(arm.FdDescription(kPid, 4)->directory);
   // F_SETFL toggles the architecture's bit.
   arm.OnSyscall(Fcntl(4, F_SETFL, O_APPEND, 0));
   EXPECT_FALSE(arm.FdDescription(kPid, 4)->direct);
