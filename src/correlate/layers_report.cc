@@ -4,7 +4,6 @@
 #include <cmath>
 #include <map>
 #include <set>
-#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,6 +11,7 @@
 #include "base/checked_math.h"
 #include "base/json_fields.h"
 #include "correlate/nvme_decode.h"
+#include "format/op_info.h"
 #include "format/records.h"
 
 namespace iotwin::correlate {
@@ -430,8 +430,6 @@ json Splits(const Correlation& c, const LayersOptions& o) {
   // kernel splits: X pieces, and why
   std::map<std::string, uint64_t> reasons;
   uint64_t pieces = 0;
-  std::unordered_map<uint64_t, size_t> by_id;
-  for (size_t i = 0; i < c.bios.size(); i++) by_id[c.bios[i].id] = i;
   for (const Bio& b : c.bios) {
     if (b.queued) continue;
     pieces++;
@@ -571,16 +569,9 @@ json Amplification(const Correlation& c) {
   }
   for (const AsyncRequest& a : c.asyncs) {
     if (a.res <= 0) continue;
-    bool read, write;
-    if (a.engine == IOT_AIO_ENGINE_URING) {
-      read = a.opcode == 1 || a.opcode == 4 || a.opcode == 22;
-      write = a.opcode == 2 || a.opcode == 5 || a.opcode == 23;
-    } else {
-      read = a.opcode == 0 || a.opcode == 7;
-      write = a.opcode == 1 || a.opcode == 8;
-    }
-    if (read) app_r = SaturatingAdd(app_r, static_cast<uint64_t>(a.res));
-    if (write) app_w = SaturatingAdd(app_w, static_cast<uint64_t>(a.res));
+    const AsyncKind kind = AsyncOp(a.engine, a.opcode).kind;
+    if (kind == AsyncKind::kRead) app_r = SaturatingAdd(app_r, static_cast<uint64_t>(a.res));
+    if (kind == AsyncKind::kWrite) app_w = SaturatingAdd(app_w, static_cast<uint64_t>(a.res));
   }
   uint64_t bio_r = 0, bio_w = 0;
   for (const Bio& b : c.bios) {
