@@ -3,19 +3,21 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <set>
-#include <tuple>
-#include <unordered_map>
 #include <thread>
+#include <tuple>
 
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
+#include "model/trace_state.h"
 
 namespace iotwin::replay {
 
@@ -119,6 +121,143 @@ std::unique_ptr<ReplayRecorder> MakeSubprocessRecorder(const std::string& iotwin
   return std::make_unique<SubprocessRecorder>(iotwin_bin, output);
 }
 
+namespace {
+
+// The thread a record belongs to; nullopt for records of no thread (strings, clocks, losses,
+// snapshots, memory and device layers, and the process-wide attach/cwd/start records).
+std::optional<uint32_t> RecordThread(const iot_rec_hdr* rec) {
+  switch (rec->type) {
+    case IOT_REC_SYSCALL: return As<iot_syscall>(rec).tid;
+    case IOT_REC_IOVEC: return As<iot_iovec>(rec).tid;
+    case IOT_REC_PAGE_FAULT: return As<iot_page_fault>(rec).tid;
+    case IOT_REC_ASYNC_IO: return As<iot_async_io>(rec).tid;
+    case IOT_REC_INTENT: return As<iot_intent>(rec).tid;
+    case IOT_REC_SCHED: return As<iot_sched>(rec).tid;
+    case IOT_REC_PROC: {
+      const auto& p = As<iot_proc>(rec);
+      if (p.kind == IOT_PROC_ATTACH || p.kind == IOT_PROC_CWD || p.kind == IOT_PROC_START) {
+        return std::nullopt;
+      }
+      return p.tid;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+using RequestKey = std::tuple<uint8_t, uint64_t, uint64_t>;  // (engine, context, request)
+RequestKey AsyncRequestKey(const iot_async_io& a) {
+  return std::make_tuple(a.engine, a.ctx, a.req_id != 0 ? a.req_id : a.user_data);
+}
+
+// Async requests the workers submitted. Their completions are often posted by another task
+// (io_uring's io-wq workers for punted buffered writes, an interrupt's context) and belong with
+// the submission. A pass of its own: records from different CPUs are not in time order.
+Result<std::set<RequestKey>> KeptRequests(const std::string& in, const TraceReaderOptions& ro,
+                                          const std::set<uint32_t>& keep) {
+  std::set<RequestKey> kept;
+  IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(in, ro));
+  while (true) {
+    IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* rec, reader->Next());
+    if (!rec) break;
+    if (rec->type != IOT_REC_ASYNC_IO) continue;
+    const auto& a = As<iot_async_io>(rec);
+    if (a.phase == IOT_AIO_SUBMIT && keep.count(a.tid)) kept.insert(AsyncRequestKey(a));
+  }
+  return kept;
+}
+
+// The replaying process's descriptor tables, from every thread's records, so that descriptors
+// and mappings the bookkeeping threads make (copies at fork, mappings of inherited files) are
+// described to readers of the filtered trace as snapshots instead of vanishing.
+class BookkeeperSnapshots {
+ public:
+  BookkeeperSnapshots(TraceWriter* writer, const std::set<uint32_t>* keep)
+      : writer_(writer), keep_(keep) {}
+
+  Status OnRecord(const iot_rec_hdr* rec) {
+    switch (rec->type) {
+      case IOT_REC_SYSCALL:
+        return OnSyscall(As<iot_syscall>(rec));
+      case IOT_REC_PROC:
+        fds_.OnProc(As<iot_proc>(rec));
+        return Status::Ok();
+      case IOT_REC_FD_SNAPSHOT: {
+        const auto& s = As<iot_fd_snapshot>(rec);
+        if (auto* d = fds_.Description(fds_.OnFdSnapshot(s, std::nullopt))) d->user = s.path_id;
+        return Status::Ok();
+      }
+      default:
+        return Status::Ok();
+    }
+  }
+  uint64_t written() const { return written_; }
+
+ private:
+  Status OnSyscall(const iot_syscall& sc) {
+    const model::SyscallEffect e = fds_.OnSyscall(sc);
+    if (OpOpensFd(sc.op)) {
+      if (auto* d = fds_.Description(e.created)) d->user = sc.path_id;
+      return Status::Ok();
+    }
+    if (keep_->count(sc.tid) || sc.ret < 0) return Status::Ok();
+    if (e.new_fd >= 0) return DescribeFd(sc, e.new_fd);
+    if (sc.op == IOT_OP_MMAP && !(sc.flags & MAP_ANONYMOUS)) return DescribeMapping(sc);
+    return Status::Ok();
+  }
+
+  // The description behind `fd` of `tgid` when the path it was opened with is known.
+  const model::OpenFileDescription* Known(uint32_t tgid, int32_t fd) {
+    const model::OpenFileDescription* d = fds_.FdDescription(tgid, fd);
+    return d && d->user != 0 ? d : nullptr;
+  }
+
+  Status DescribeFd(const iot_syscall& sc, int32_t fd) {
+    const model::OpenFileDescription* d = Known(sc.tgid, fd);
+    if (!d) return Status::Ok();
+    iot_fd_snapshot snap{};
+    InitRecord(&snap, IOT_REC_FD_SNAPSHOT);
+    snap.tgid = sc.tgid;
+    snap.ts = sc.ts;
+    snap.ino = sc.ino;
+    snap.fsize = sc.fsize;
+    snap.fd = fd;
+    snap.flags = d->flags;
+    snap.dev = sc.dev;
+    snap.path_id = d->user;
+    snap.ftype = sc.ftype;
+    written_++;
+    return writer_->Append(snap);
+  }
+
+  Status DescribeMapping(const iot_syscall& sc) {
+    const model::OpenFileDescription* d = Known(sc.tgid, sc.fd);
+    if (!d) return Status::Ok();
+    iot_map_snapshot ms{};
+    InitRecord(&ms, IOT_REC_MAP_SNAPSHOT);
+    ms.tgid = sc.tgid;
+    ms.ts = sc.ts;
+    ms.start = static_cast<uint64_t>(sc.ret);
+    ms.end = ms.start + sc.length;
+    ms.pgoff = sc.offset;
+    ms.ino = sc.ino;
+    ms.dev = sc.dev;
+    ms.path_id = d->user;
+    ms.prot = sc.mode;
+    ms.flags = sc.flags;
+    written_++;
+    return writer_->Append(ms);
+  }
+
+  TraceWriter* writer_;
+  const std::set<uint32_t>* keep_;
+  // A description's `user` is the string id of the path it was opened with.
+  model::TraceState fds_{model::TraceStateOptions{.keep_paths = false}};
+  uint64_t written_ = 0;
+};
+
+}  // namespace
+
 Status FilterTraceToThreads(const std::string& in, const std::string& out,
                             const std::vector<pid_t>& tids, const nlohmann::json& replay_meta) {
   TraceReaderOptions ro;
@@ -127,132 +266,25 @@ Status FilterTraceToThreads(const std::string& in, const std::string& out,
   nlohmann::json meta = reader->meta();
   meta["replay"] = replay_meta;
   IOTWIN_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(out, meta));
-  std::set<uint32_t> keep(tids.begin(), tids.end());
-  uint64_t kept = 0, dropped = 0, snapshots = 0;
-  // Descriptors of the replaying process (one table: it is one process), from every thread, so
-  // that descriptors the bookkeeper creates (copies at fork, mappings of inherited files) can be
-  // described to readers of the filtered trace as snapshots instead of vanishing.
-  struct FdInfo {
-    uint32_t path_id = 0;
-    uint32_t flags = 0;
-  };
-  std::unordered_map<int32_t, FdInfo> fds;
-  auto track = [&](const iot_syscall& sc) {
-    if (sc.ret < 0) return;
-    switch (sc.op) {
-      case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:
-        fds[static_cast<int32_t>(sc.ret)] = FdInfo{sc.path_id, sc.flags};
-        break;
-      case IOT_OP_DUP: case IOT_OP_DUP2: case IOT_OP_DUP3: case IOT_OP_FCNTL: {
-        if (sc.op == IOT_OP_FCNTL && sc.mode != F_DUPFD && sc.mode != F_DUPFD_CLOEXEC) break;
-        auto it = fds.find(sc.fd);
-        if (it != fds.end()) fds[static_cast<int32_t>(sc.ret)] = it->second;
-        else fds.erase(static_cast<int32_t>(sc.ret));
-        break;
-      }
-      case IOT_OP_CLOSE:
-        fds.erase(sc.fd);
-        break;
-      default:
-        break;
-    }
-  };
-  // Async requests the workers submitted, by (engine, context, request): their completions are
-  // often posted by another task (io_uring's io-wq workers for punted buffered writes, an
-  // interrupt's context), and belong with the submission, not with that task.
-  // A first pass collects them: records from different CPUs are not in time order in the file.
-  std::set<std::tuple<uint8_t, uint64_t, uint64_t>> kept_requests;
-  auto request_key = [](const iot_async_io& a) {
-    return std::make_tuple(a.engine, a.ctx, a.req_id != 0 ? a.req_id : a.user_data);
-  };
-  {
-    IOTWIN_ASSIGN_OR_RETURN(auto first, TraceReader::Open(in, ro));
-    while (true) {
-      IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* rec, first->Next());
-      if (!rec) break;
-      if (rec->type != IOT_REC_ASYNC_IO) continue;
-      const auto& a = As<iot_async_io>(rec);
-      if (a.phase == IOT_AIO_SUBMIT && keep.count(a.tid)) kept_requests.insert(request_key(a));
-    }
-  }
+  const std::set<uint32_t> keep(tids.begin(), tids.end());
+  IOTWIN_ASSIGN_OR_RETURN(const std::set<RequestKey> kept_requests, KeptRequests(in, ro, keep));
+  BookkeeperSnapshots snapshots(writer.get(), &keep);
+  uint64_t kept = 0, dropped = 0;
   while (true) {
     IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* rec, reader->Next());
     if (!rec) break;
-    uint32_t tid = 0;
-    bool per_thread = true;
     if (rec->type == IOT_REC_ASYNC_IO) {
       const auto& a = As<iot_async_io>(rec);
-      if (a.phase == IOT_AIO_COMPLETE && !keep.count(a.tid) && kept_requests.count(request_key(a))) {
+      if (a.phase == IOT_AIO_COMPLETE && !keep.count(a.tid) &&
+          kept_requests.count(AsyncRequestKey(a))) {
         IOTWIN_RETURN_IF_ERROR(writer->Append(rec));
         kept++;
         continue;
       }
     }
-    switch (rec->type) {
-      case IOT_REC_SYSCALL: tid = As<iot_syscall>(rec).tid; break;
-      case IOT_REC_IOVEC: tid = As<iot_iovec>(rec).tid; break;
-      case IOT_REC_PAGE_FAULT: tid = As<iot_page_fault>(rec).tid; break;
-      case IOT_REC_ASYNC_IO: tid = As<iot_async_io>(rec).tid; break;
-      case IOT_REC_INTENT: tid = As<iot_intent>(rec).tid; break;
-      case IOT_REC_SCHED: tid = As<iot_sched>(rec).tid; break;
-      case IOT_REC_PROC: {
-        const auto& p = As<iot_proc>(rec);
-        if (p.kind == IOT_PROC_ATTACH || p.kind == IOT_PROC_CWD || p.kind == IOT_PROC_START) {
-          per_thread = false;
-        } else {
-          tid = p.tid;
-        }
-        break;
-      }
-      default:
-        per_thread = false;  // strings, clocks, losses, snapshots, memory and device layers
-    }
-    if (rec->type == IOT_REC_SYSCALL) {
-      const auto& sc = As<iot_syscall>(rec);
-      int32_t before = -1;
-      if (!keep.count(sc.tid) && sc.ret >= 0) {
-        bool dup = sc.op == IOT_OP_DUP || sc.op == IOT_OP_DUP2 || sc.op == IOT_OP_DUP3 ||
-                   (sc.op == IOT_OP_FCNTL && (sc.mode == F_DUPFD || sc.mode == F_DUPFD_CLOEXEC));
-        if (dup) before = sc.fd;
-      }
-      track(sc);
-      auto it = before >= 0 ? fds.find(static_cast<int32_t>(sc.ret)) : fds.end();
-      if (it != fds.end() && it->second.path_id != 0) {
-        iot_fd_snapshot snap{};
-        InitRecord(&snap, IOT_REC_FD_SNAPSHOT);
-        snap.tgid = sc.tgid;
-        snap.ts = sc.ts;
-        snap.ino = sc.ino;
-        snap.fsize = sc.fsize;
-        snap.fd = static_cast<int32_t>(sc.ret);
-        snap.flags = it->second.flags;
-        snap.dev = sc.dev;
-        snap.path_id = it->second.path_id;
-        snap.ftype = sc.ftype;
-        IOTWIN_RETURN_IF_ERROR(writer->Append(snap));
-        snapshots++;
-      }
-      if (!keep.count(sc.tid) && sc.op == IOT_OP_MMAP && sc.ret >= 0 && !(sc.flags & 0x20)) {
-        auto f = fds.find(sc.fd);
-        if (f != fds.end() && f->second.path_id != 0) {
-          iot_map_snapshot ms{};
-          InitRecord(&ms, IOT_REC_MAP_SNAPSHOT);
-          ms.tgid = sc.tgid;
-          ms.ts = sc.ts;
-          ms.start = static_cast<uint64_t>(sc.ret);
-          ms.end = ms.start + sc.length;
-          ms.pgoff = sc.offset;
-          ms.ino = sc.ino;
-          ms.dev = sc.dev;
-          ms.path_id = f->second.path_id;
-          ms.prot = sc.mode;
-          ms.flags = sc.flags;
-          IOTWIN_RETURN_IF_ERROR(writer->Append(ms));
-          snapshots++;
-        }
-      }
-    }
-    if (per_thread && !keep.count(tid)) {
+    IOTWIN_RETURN_IF_ERROR(snapshots.OnRecord(rec));
+    const std::optional<uint32_t> tid = RecordThread(rec);
+    if (tid && !keep.count(*tid)) {
       dropped++;
       continue;
     }
@@ -260,8 +292,8 @@ Status FilterTraceToThreads(const std::string& in, const std::string& out,
     kept++;
   }
   nlohmann::json summary = reader->summary().value_or(nlohmann::json::object());
-  summary["replay_filter"] = {{"kept", kept}, {"dropped", dropped}, {"snapshots", snapshots},
-                              {"threads", tids.size()}};
+  summary["replay_filter"] = {{"kept", kept}, {"dropped", dropped},
+                              {"snapshots", snapshots.written()}, {"threads", tids.size()}};
   return writer->Finish(summary);
 }
 
