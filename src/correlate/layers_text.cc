@@ -1,9 +1,9 @@
 // RenderLayersText(): the layers report model (LayersReport()) as text tables, one section per
 // part of the model. Every value is read with a default: the model may come from a damaged trace.
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "base/json_fields.h"
 #include "correlate/layers_report.h"
@@ -48,13 +48,12 @@ void LayersAndCoverageText(std::string& out, const json& r) {
                        json_fields::GetString(l, "reason"));
   }
   const json& cov = r["coverage"];
-  out += fmt::format("\nRequests: {} ({} linked to a cause, {} unattributed); {} bios, {} NVMe "
-                     "commands ({} not joined); lost: block {}, nvme {}, sched {}\n",
-                     cov.value("requests", 0), cov.value("linked", 0),
-                     cov.value("unattributed", 0), cov.value("bios", 0),
-                     cov.value("nvme_commands", 0), cov.value("nvme_unjoined", 0),
-                     cov["lost"].value("block", 0), cov["lost"].value("nvme", 0),
-                     cov["lost"].value("sched", 0));
+  out += fmt::format(
+      "\nRequests: {} ({} linked to a cause, {} unattributed); {} bios, {} NVMe "
+      "commands ({} not joined); lost: block {}, nvme {}, sched {}\n",
+      cov.value("requests", 0), cov.value("linked", 0), cov.value("unattributed", 0),
+      cov.value("bios", 0), cov.value("nvme_commands", 0), cov.value("nvme_unjoined", 0),
+      cov["lost"].value("block", 0), cov["lost"].value("nvme", 0), cov["lost"].value("sched", 0));
   for (const auto& [cause, n] : cov["by_cause"].items()) {
     out += fmt::format("  {:<14} {}\n", cause, n.get<uint64_t>());
   }
@@ -64,13 +63,12 @@ void LayersAndCoverageText(std::string& out, const json& r) {
 }
 
 void LatencyText(std::string& out, const json& lat) {
-  out += fmt::format("\nPer-request latency by layer ({} requests of calls and async requests; "
-                     "each row's parts sum to its call's duration: {} within max({} ns, {}%), "
-                     "largest deviation {})\n",
-                     lat.value("requests", 0), lat.value("within_tolerance", 0),
-                     lat["tolerance"].value("ns", 0),
-                     lat["tolerance"].value("fraction", 0.0) * 100,
-                     Ns(lat.value("max_deviation_ns", json())));
+  out += fmt::format(
+      "\nPer-request latency by layer ({} requests of calls and async requests; "
+      "each row's parts sum to its call's duration: {} within max({} ns, {}%), "
+      "largest deviation {})\n",
+      lat.value("requests", 0), lat.value("within_tolerance", 0), lat["tolerance"].value("ns", 0),
+      lat["tolerance"].value("fraction", 0.0) * 100, Ns(lat.value("max_deviation_ns", json())));
   LayerTable(out, lat["layers"], "  ");
   for (const auto& [op, t] : lat["by_op"].items()) {
     out += fmt::format("  -- {}\n", op);
@@ -84,33 +82,34 @@ void LatencyText(std::string& out, const json& lat) {
 
 void BttText(std::string& out, const json& btt) {
   out += "\nBlock layer in btt terms (all followed requests)\n";
-  out += fmt::format("  {:<6} {:>7} {:>9} {:>9} {:>9} {:>8}\n", "metric", "n", "min", "avg",
-                     "max", "% Q2C");
+  out += fmt::format("  {:<6} {:>7} {:>9} {:>9} {:>9} {:>8}\n", "metric", "n", "min", "avg", "max",
+                     "% Q2C");
   for (const json& b : btt) {
-    out += fmt::format("  {:<6} {:>7} {:>9} {:>9} {:>9} {:>8}\n", b.value("metric", ""),
-                       b.value("n", 0), Ns(b.value("min_ns", json())),
-                       Ns(b.value("mean_ns", json())), Ns(b.value("max_ns", json())),
-                       b.contains("pct_of_q2c") ? fmt::format("{:.1f}", b["pct_of_q2c"].get<double>())
-                                                : "");
+    out += fmt::format(
+        "  {:<6} {:>7} {:>9} {:>9} {:>9} {:>8}\n", b.value("metric", ""), b.value("n", 0),
+        Ns(b.value("min_ns", json())), Ns(b.value("mean_ns", json())),
+        Ns(b.value("max_ns", json())),
+        b.contains("pct_of_q2c") ? fmt::format("{:.1f}", b["pct_of_q2c"].get<double>()) : "");
   }
 }
 
 void SplitsAndMergesText(std::string& out, const json& sp) {
-  out += fmt::format("\nSplits and merges: {} calls became several requests (at most {}); {} "
-                     "pieces split by the block layer\n",
-                     sp.value("calls_split", 0), sp.value("max_requests_per_call", 0),
-                     sp.value("kernel_split_pieces", 0));
+  out += fmt::format(
+      "\nSplits and merges: {} calls became several requests (at most {}); {} "
+      "pieces split by the block layer\n",
+      sp.value("calls_split", 0), sp.value("max_requests_per_call", 0),
+      sp.value("kernel_split_pieces", 0));
   for (const auto& [why, n] : sp["kernel_split_reasons"].items()) {
     out += fmt::format("  split because of {}: {} pieces\n", why, n.get<uint64_t>());
   }
   for (const json& cj : sp["calls"]) {
-    out += fmt::format("  {} tid {} {} bytes at {} -> {} bios from the file system, {} split "
-                       "pieces, {} requests of {}..{}\n",
-                       cj.value("op", ""), cj.value("tid", 0), cj.value("length", 0),
-                       cj.value("offset", 0), cj.value("bios_built_by_fs", 0),
-                       cj.value("kernel_split_pieces", 0), cj.value("requests", 0),
-                       Bytes(cj.value("request_bytes_min", 0ull)),
-                       Bytes(cj.value("request_bytes_max", 0ull)));
+    out += fmt::format(
+        "  {} tid {} {} bytes at {} -> {} bios from the file system, {} split "
+        "pieces, {} requests of {}..{}\n",
+        cj.value("op", ""), cj.value("tid", 0), cj.value("length", 0), cj.value("offset", 0),
+        cj.value("bios_built_by_fs", 0), cj.value("kernel_split_pieces", 0),
+        cj.value("requests", 0), Bytes(cj.value("request_bytes_min", 0ull)),
+        Bytes(cj.value("request_bytes_max", 0ull)));
   }
   out += fmt::format("  application-side pre-split: {} runs ({} calls)\n",
                      sp.value("app_presplit_runs", 0), sp.value("app_presplit_calls", 0));
@@ -119,19 +118,20 @@ void SplitsAndMergesText(std::string& out, const json& sp) {
                        run.value("suggestion", ""));
   }
   const json& m = sp["merges"];
-  out += fmt::format("  merges: {} bios merged into requests, {} requests of several bios, {} "
-                     "requests merged into others\n",
-                     m.value("bios_merged", 0), m.value("requests_with_several_bios", 0),
-                     m.value("requests_merged_into_others", 0));
+  out += fmt::format(
+      "  merges: {} bios merged into requests, {} requests of several bios, {} "
+      "requests merged into others\n",
+      m.value("bios_merged", 0), m.value("requests_with_several_bios", 0),
+      m.value("requests_merged_into_others", 0));
 }
 
 void AmplificationText(std::string& out, const json& amp) {
   auto amp_line = [&](const char* dir) {
     const json& d = amp[dir];
-    std::string s = fmt::format("  {:<5} application {}  block bios {}  device requests {}", dir,
-                                Bytes(d.value("application", 0ull)),
-                                Bytes(d.value("block_bios", 0ull)),
-                                Bytes(d.value("device_requests", 0ull)));
+    std::string s =
+        fmt::format("  {:<5} application {}  block bios {}  device requests {}", dir,
+                    Bytes(d.value("application", 0ull)), Bytes(d.value("block_bios", 0ull)),
+                    Bytes(d.value("device_requests", 0ull)));
     if (d.contains("nvme_commands")) s += "  NVMe " + Bytes(d["nvme_commands"].get<uint64_t>());
     if (d.contains("page_cache_inserted")) {
       s += "  page cache " + Bytes(d["page_cache_inserted"].get<uint64_t>());
@@ -156,9 +156,9 @@ void SoftwareShareText(std::string& out, const json& sw) {
     return;
   }
   const json& d = sw["distribution"];
-  out += fmt::format(", mean {:.1f}%, p50 {:.1f}%, p90 {:.1f}% ({})\n",
-                     sw["mean_pct"].get<double>(), d.value("p50_pct", 0.0),
-                     d.value("p90_pct", 0.0), sw.value("device_time", ""));
+  out +=
+      fmt::format(", mean {:.1f}%, p50 {:.1f}%, p90 {:.1f}% ({})\n", sw["mean_pct"].get<double>(),
+                  d.value("p50_pct", 0.0), d.value("p90_pct", 0.0), sw.value("device_time", ""));
   for (const auto& [k, v] : sw["by_size"].items()) {
     out += fmt::format("  {:<8} {} calls, mean {:.1f}%\n", k, v.value("calls", 0),
                        v.value("mean_pct", 0.0));
@@ -167,13 +167,14 @@ void SoftwareShareText(std::string& out, const json& sw) {
 }
 
 void DependentChainsText(std::string& out, const json& dc) {
-  out += fmt::format("\nDependent read chains (next read within {} after the previous returned, "
-                     "at least {} reads): {} chains, {} reads",
-                     Ns(dc.value("gap_threshold_ns", json())), dc.value("min_reads", 0),
-                     dc.value("chains", 0), dc.value("reads_in_chains", 0));
+  out += fmt::format(
+      "\nDependent read chains (next read within {} after the previous returned, "
+      "at least {} reads): {} chains, {} reads",
+      Ns(dc.value("gap_threshold_ns", json())), dc.value("min_reads", 0), dc.value("chains", 0),
+      dc.value("reads_in_chains", 0));
   if (dc.contains("estimated_speedup")) {
-    out += fmt::format("; {} -> {} with in-kernel resubmission (x{:.2f})\n",
-                       Ns(dc["span_ns"]), Ns(dc["estimated_with_driver_resubmission_ns"]),
+    out += fmt::format("; {} -> {} with in-kernel resubmission (x{:.2f})\n", Ns(dc["span_ns"]),
+                       Ns(dc["estimated_with_driver_resubmission_ns"]),
                        dc["estimated_speedup"].get<double>());
   } else {
     out += "\n";
@@ -181,14 +182,14 @@ void DependentChainsText(std::string& out, const json& dc) {
 }
 
 void InterferenceText(std::string& out, const json& in) {
-  out += fmt::format("\nInterference while I/O was in flight: {} of {} requests of traced threads "
-                     "disturbed; summed over requests: preempted {}, hard irq {}, soft irq {} "
-                     "(blocked waiting {})\n",
-                     in.value("requests_disturbed", 0), in.value("requests_of_traced_threads", 0),
-                     Ns(in["total_ns"].value("preempted", json())),
-                     Ns(in["total_ns"].value("hardirq", json())),
-                     Ns(in["total_ns"].value("softirq", json())),
-                     Ns(in["total_ns"].value("blocked_waiting", json())));
+  out += fmt::format(
+      "\nInterference while I/O was in flight: {} of {} requests of traced threads "
+      "disturbed; summed over requests: preempted {}, hard irq {}, soft irq {} "
+      "(blocked waiting {})\n",
+      in.value("requests_disturbed", 0), in.value("requests_of_traced_threads", 0),
+      Ns(in["total_ns"].value("preempted", json())), Ns(in["total_ns"].value("hardirq", json())),
+      Ns(in["total_ns"].value("softirq", json())),
+      Ns(in["total_ns"].value("blocked_waiting", json())));
   out += "  hardware counters: " + in.value("pmu", "") + "\n";
 }
 
@@ -196,12 +197,12 @@ void WritebackText(std::string& out, const json& wb) {
   if (wb.empty()) return;
   out += "\nWrite-back and readahead by other threads, per file\n";
   for (const json& w : wb) {
-    out += fmt::format("  {}: {} requests, {}; dirtied by {} calls and {} faults; {} during a "
-                       "traced sync call; {} with unknown dirtier\n",
-                       w.value("file", ""), w.value("requests", 0),
-                       Bytes(w.value("bytes", 0ull)), w.value("dirtying_calls", 0),
-                       w.value("dirtying_faults", 0), w.value("during_traced_sync_call", 0),
-                       w.value("requests_with_unknown_dirtier", 0));
+    out += fmt::format(
+        "  {}: {} requests, {}; dirtied by {} calls and {} faults; {} during a "
+        "traced sync call; {} with unknown dirtier\n",
+        w.value("file", ""), w.value("requests", 0), Bytes(w.value("bytes", 0ull)),
+        w.value("dirtying_calls", 0), w.value("dirtying_faults", 0),
+        w.value("during_traced_sync_call", 0), w.value("requests_with_unknown_dirtier", 0));
   }
 }
 
@@ -217,21 +218,21 @@ void RequestRowText(std::string& out, const json& q) {
   }
   if (q.contains("file")) what += " " + q["file"].get<std::string>();
   if (q.contains("why")) what += " [" + q["why"].get<std::string>() + "]";
-  out += fmt::format("  #{:x} {} {:<4} {:>9} @{:<10} {}\n", q.value("id", 0ull),
-                     q.value("dev", ""), q.value("rwbs", ""), Bytes(q.value("bytes", 0ull)),
-                     q.value("sector", 0ull), what);
+  out += fmt::format("  #{:x} {} {:<4} {:>9} @{:<10} {}\n", q.value("id", 0ull), q.value("dev", ""),
+                     q.value("rwbs", ""), Bytes(q.value("bytes", 0ull)), q.value("sector", 0ull),
+                     what);
   std::string parts = l.contains("Q2D") || !l.contains("Q2C")
                           ? fmt::format("      Q2D {} D2C {}", Ns(l.value("Q2D", json())),
                                         Ns(l.value("D2C", json())))
-                          : fmt::format("      Q2C {} (never issued: completed by the flush "
-                                        "machinery)",
-                                        Ns(l["Q2C"]));
+                          : fmt::format(
+                                "      Q2C {} (never issued: completed by the flush "
+                                "machinery)",
+                                Ns(l["Q2C"]));
   if (l.contains("nvme")) parts += " NVMe " + Ns(l["nvme"]);
   if (l.contains("total")) {
     parts += l.contains("Q2D")
-                 ? fmt::format("  | {} | {} | {} | {} = {}", Ns(l["syscall_fs"]),
-                               Ns(l["Q2D"]), Ns(l.value("D2C", json())), Ns(l["completion"]),
-                               Ns(l["total"]))
+                 ? fmt::format("  | {} | {} | {} | {} = {}", Ns(l["syscall_fs"]), Ns(l["Q2D"]),
+                               Ns(l.value("D2C", json())), Ns(l["completion"]), Ns(l["total"]))
                  : fmt::format("  | {} | {} | {} = {}", Ns(l["syscall_fs"]),
                                Ns(l.value("Q2C", json())), Ns(l["completion"]), Ns(l["total"]));
   }
@@ -243,18 +244,19 @@ void RequestRowText(std::string& out, const json& q) {
   out += parts + "\n";
   if (q.contains("nvme")) {
     for (const json& n : q["nvme"]) {
-      out += fmt::format("      nvme {} qid {} cid {} {} lba {} status {:#x}\n",
-                         n.value("op", ""), n.value("qid", 0), n.value("cid", 0),
-                         n.value("detail", ""), n.value("lba_size", 0), n.value("status", 0));
+      out += fmt::format("      nvme {} qid {} cid {} {} lba {} status {:#x}\n", n.value("op", ""),
+                         n.value("qid", 0), n.value("cid", 0), n.value("detail", ""),
+                         n.value("lba_size", 0), n.value("status", 0));
     }
   }
 }
 
 void RequestsText(std::string& out, const json& r) {
   const json& rows = r["requests"];
-  out += fmt::format("\nRequests ({} of {}): cause, then Q2D / D2C / NVMe and the call's split "
-                     "(syscall+fs | block | device | completion = total)\n",
-                     rows.size(), r.value("requests_total", 0));
+  out += fmt::format(
+      "\nRequests ({} of {}): cause, then Q2D / D2C / NVMe and the call's split "
+      "(syscall+fs | block | device | completion = total)\n",
+      rows.size(), r.value("requests_total", 0));
   for (const json& q : rows) RequestRowText(out, q);
 }
 

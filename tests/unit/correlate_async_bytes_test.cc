@@ -35,12 +35,12 @@ uint64_t AppBytes(const nlohmann::json& report, const char* dir) {
 
 TEST(LayersAsyncBytes, ReadsAndWritesOfBothEnginesCount) {
   Correlator c;
-  AddAsync(c, IOT_AIO_ENGINE_URING, 22, 1, 4096);   // IORING_OP_READ
-  AddAsync(c, IOT_AIO_ENGINE_URING, 1, 2, 512);     // IORING_OP_READV
-  AddAsync(c, IOT_AIO_ENGINE_URING, 23, 3, 8192);   // IORING_OP_WRITE
-  AddAsync(c, IOT_AIO_ENGINE_URING, 3, 4, 100);     // IORING_OP_FSYNC: no data
-  AddAsync(c, IOT_AIO_ENGINE_LIBAIO, 0, 5, 1024);   // IOCB_CMD_PREAD
-  AddAsync(c, IOT_AIO_ENGINE_LIBAIO, 8, 6, 2048);   // IOCB_CMD_PWRITEV
+  AddAsync(c, IOT_AIO_ENGINE_URING, 22, 1, 4096);  // IORING_OP_READ
+  AddAsync(c, IOT_AIO_ENGINE_URING, 1, 2, 512);    // IORING_OP_READV
+  AddAsync(c, IOT_AIO_ENGINE_URING, 23, 3, 8192);  // IORING_OP_WRITE
+  AddAsync(c, IOT_AIO_ENGINE_URING, 3, 4, 100);    // IORING_OP_FSYNC: no data
+  AddAsync(c, IOT_AIO_ENGINE_LIBAIO, 0, 5, 1024);  // IOCB_CMD_PREAD
+  AddAsync(c, IOT_AIO_ENGINE_LIBAIO, 8, 6, 2048);  // IOCB_CMD_PWRITEV
   const nlohmann::json r = LayersReport(c.Finish());
   EXPECT_EQ(AppBytes(r, "read"), 4096u + 512 + 1024);
   EXPECT_EQ(AppBytes(r, "write"), 8192u + 2048);
