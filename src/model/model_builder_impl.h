@@ -25,6 +25,7 @@
 #include "model/ordering.h"
 #include "model/path.h"
 #include "model/trace_model.h"
+#include "model/trace_state.h"
 
 namespace iotwin::model {
 
@@ -39,7 +40,9 @@ struct ModelBuilder::Impl {
   // Offsets, lengths and times come from the trace: sums saturate instead of wrapping.
   static uint64_t Sum(uint64_t a, uint64_t b) { return SaturatingAdd(a, b); }
 
-  enum EvType : uint8_t { kEvSyscall, kEvProc, kEvFdSnap, kEvMapSnap, kEvFault, kEvAsync, kEvCache };
+  enum EvType : uint8_t {
+    kEvSyscall, kEvProc, kEvFdSnap, kEvMapSnap, kEvFault, kEvAsync, kEvCache
+  };
 
   struct Event {
     uint64_t ts;
@@ -60,12 +63,11 @@ struct ModelBuilder::Impl {
     return a.orig < b.orig;
   }
 
-  struct FdEntry {
-    uint32_t ofd;
-    bool cloexec;
-  };
-
+  // The model's open file description: its identity (index in `ofds`, kept for good: ops and
+  // mappings name it) and what the model knows of it. The descriptors that refer to it are
+  // `fd_table`'s, whose description carries the index in its `user` slot.
   struct Ofd {
+    DescriptionId desc = kNoDescription;  // fd_table's description, while it lives
     PathId path = kNone;
     uint32_t file = kNone;
     uint32_t flags = 0;
@@ -115,7 +117,6 @@ struct ModelBuilder::Impl {
   };
 
   struct ProcState {
-    std::unordered_map<int32_t, FdEntry> fds;
     // Numbers named as descriptor resources so far (ordering), and each thread's latest fork of
     // this process: a number named for the first time after a fork was not in the copied table.
     FdSlots slots;
@@ -222,11 +223,9 @@ struct ModelBuilder::Impl {
   void RingClosed(uint32_t proc, int32_t fd, uint32_t ofd, Op* op) {
     const Ofd& o = ofds[ofd];
     if (!o.ring || o.ring_setup_thread == kNone || uring_setups[o.ring_setup_thread] != 1) return;
-    for (uint32_t p = 0; p < pstate.size(); p++) {
-      for (const auto& [other_fd, e] : pstate[p].fds) {
-        if (e.ofd == ofd && !(p == proc && other_fd == fd)) return;
-      }
-    }
+    // Another descriptor of any process still refers to it.
+    const OpenFileDescription* d = fd_table.FdDescription(proc, fd);
+    if (d == nullptr || d->refs != 1) return;
     const uint32_t ci = m->threads_[o.ring_setup_thread].ops[o.ring_setup_op].async_ctx;
     if (ci == kNone) return;
     op->async_ctx = ci;
@@ -463,8 +462,8 @@ struct ModelBuilder::Impl {
     if (dirfd == kAtFdcwd) {
       base = ps.cwd;
     } else {
-      auto fit = ps.fds.find(dirfd);
-      if (fit != ps.fds.end()) base = ofds[fit->second.ofd].path;
+      const uint32_t o = OfdOf(process, dirfd);
+      if (o != kNone) base = ofds[o].path;
     }
     if (s.empty()) *empty = true;
     if (base == kNone) {
@@ -475,10 +474,20 @@ struct ModelBuilder::Impl {
   }
 
   // ---- descriptors ------------------------------------------------------------------------
-  const FdEntry* LookupFd(uint32_t process, int32_t fd) {
-    auto& fds = pstate[process].fds;
-    auto it = fds.find(fd);
-    return it == fds.end() ? nullptr : &it->second;
+  // The descriptor tables: the one trace interpreter's, driven through its primitives. Its
+  // processes are keyed by the model's process index, not the tgid: a tgid reused while threads
+  // of its old process still show up is a new process to the model, with a table of its own.
+  // No paths: the model resolves them itself, following renamed directories (Renamed).
+  static TraceStateOptions FdTableOptions() {
+    TraceStateOptions o;
+    o.keep_paths = false;
+    return o;
+  }
+  TraceState fd_table{FdTableOptions()};
+  // The model's open file description behind `fd` of `process`, kNone when none is open.
+  uint32_t OfdOf(uint32_t process, int32_t fd) const {
+    const OpenFileDescription* d = fd_table.Description(fd_table.DescriptionOf(process, fd));
+    return d ? d->user : kNone;
   }
 
   void MarkUnknownFd(uint32_t process, int32_t fd, Op* op) {
@@ -489,14 +498,14 @@ struct ModelBuilder::Impl {
 
   // Binds descriptor `fd` of op->process to the op's data descriptor state.
   void BindDataFd(int32_t fd, Op* op) {
-    const FdEntry* e = LookupFd(op->process, fd);
-    if (e == nullptr) {
+    const uint32_t ofd = OfdOf(op->process, fd);
+    if (ofd == kNone) {
       MarkUnknownFd(op->process, fd, op);
       return;
     }
     op->fd_state = FdState::kKnown;
-    op->ofd = e->ofd;
-    const Ofd& o = ofds[e->ofd];
+    op->ofd = ofd;
+    const Ofd& o = ofds[ofd];
     op->file = o.file;
     if (op->path == kNone) op->path = o.path;
     if (op->skip == Skip::kReplayable) {
@@ -505,8 +514,9 @@ struct ModelBuilder::Impl {
     }
   }
 
+  // Opens descriptor `fd` of `process` on `ofd`, just made by NewOfd.
   void SetFd(uint32_t process, int32_t fd, uint32_t ofd, bool cloexec) {
-    pstate[process].fds[fd] = FdEntry{ofd, cloexec};
+    fd_table.Bind(process, fd, ofds[ofd].desc, cloexec);
     NoteFd(process, fd);
   }
 
@@ -517,8 +527,11 @@ struct ModelBuilder::Impl {
     o.flags = flags;
     o.path_unknown = path_unknown;
     o.pseudo = path != kNone && Pseudo(path);
+    const auto id = static_cast<uint32_t>(ofds.size());
+    o.desc = fd_table.NewDescription(flags);
+    if (OpenFileDescription* d = fd_table.Description(o.desc)) d->user = id;
     ofds.push_back(o);
-    return static_cast<uint32_t>(ofds.size() - 1);
+    return id;
   }
 
   uint64_t FileKey(uint32_t file) { return ResourceKey(ResourceTag::kFile, file); }

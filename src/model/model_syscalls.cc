@@ -144,11 +144,11 @@ void ModelBuilder::Impl::ClassifyDescriptors(SyscallStep& s) {
   if (code == IOT_OP_MMAP && (sc.flags & MAP_ANONYMOUS)) op.skip = Skip::kUnsupported;
   int sfd = SecondFd(sc);
   if (sfd != -1) {
-    const FdEntry* e = LookupFd(proc, sfd);
-    op.fd2_state = e ? FdState::kKnown : FdState::kUnknown;
-    if (!e) unknown_fds.insert({proc, sfd});
+    const bool known = OfdOf(proc, sfd) != kNone;
+    op.fd2_state = known ? FdState::kKnown : FdState::kUnknown;
+    if (!known) unknown_fds.insert({proc, sfd});
     // sendfile to a socket is still a file read: replay sends to a sink instead.
-    if (!e && code == IOT_OP_COPY_FILE_RANGE && op.skip == Skip::kReplayable) {
+    if (!known && code == IOT_OP_COPY_FILE_RANGE && op.skip == Skip::kReplayable) {
       op.skip = Skip::kUnknownFd;
     }
   }
@@ -180,7 +180,6 @@ bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
   const uint32_t proc = s.proc;
   const bool ok = s.ok;
   const uint32_t file = s.op.file;
-  ProcState& ps = pstate[proc];
   Op& op = s.op;
   switch (code) {
     case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT: {
@@ -232,9 +231,9 @@ bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
       if (op.fd_state == FdState::kKnown && sc.ret != -EBADF) {
         // Closing an io_uring instance: the replay tears its engine down here, so the ring's
         // close (and unmapping) happens where the original's did.
-        auto it = ps.fds.find(sc.fd);
-        if (ok && it != ps.fds.end()) RingClosed(proc, sc.fd, it->second.ofd, &op);
-        ps.fds.erase(sc.fd);
+        const uint32_t closed = OfdOf(proc, sc.fd);
+        if (ok && closed != kNone) RingClosed(proc, sc.fd, closed, &op);
+        fd_table.Close(proc, sc.fd);
       }
       s.declare.push_back([=, this] { if (sc.fd >= 0) deps.Write(FdKey(proc, sc.fd)); });
       break;
@@ -242,17 +241,17 @@ bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
     case IOT_OP_CLOSE_RANGE: {
       uint32_t first = CloseRangeFirst(sc), last = CloseRangeLast(sc);
       if (ok) {
-        std::vector<int32_t> hit;
-        for (auto& [fd, e] : ps.fds) {
+        // The descriptors it closes (or marks close-on-exec), in ascending order.
+        fd_table.ForEachFd(proc, [&](int32_t fd, const Descriptor&) {
           if (static_cast<uint32_t>(fd) >= first && static_cast<uint32_t>(fd) <= last) {
-            hit.push_back(fd);
+            s.extra.push_back(static_cast<uint64_t>(fd));
           }
-        }
-        std::sort(hit.begin(), hit.end());
-        for (int32_t fd : hit) {
-          if (sc.flags & CLOSE_RANGE_CLOEXEC) ps.fds[fd].cloexec = true;
-          else ps.fds.erase(fd);
-          s.extra.push_back(static_cast<uint64_t>(fd));
+        });
+        // The listed ones, one by one: the op records exactly these.
+        for (uint64_t listed : s.extra) {
+          const auto fd = static_cast<int32_t>(listed);
+          if (sc.flags & CLOSE_RANGE_CLOEXEC) fd_table.SetCloexec(proc, fd, true);
+          else fd_table.Close(proc, fd);
         }
       }
       op.fd_state = FdState::kKnown;
@@ -267,16 +266,16 @@ bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
       int32_t newfd = -1;
       if (dupping && ok) newfd = static_cast<int32_t>(sc.ret);
       if ((code == IOT_OP_DUP2 || code == IOT_OP_DUP3) && sc.fd2 >= 0) {
-        if (LookupFd(proc, sc.fd2)) op.fd2_state = FdState::kKnown;
+        if (OfdOf(proc, sc.fd2) != kNone) op.fd2_state = FdState::kKnown;
         NoteFd(proc, sc.fd2);
       }
       if (newfd >= 0 && newfd != sc.fd) {
-        const FdEntry* e = LookupFd(proc, sc.fd);
-        if (e) SetFd(proc, newfd, e->ofd, OpResultCloexec(sc));
-        else { ps.fds.erase(newfd); NoteFd(proc, newfd); }
+        // An unknown old descriptor closes whatever newfd held.
+        fd_table.Dup(proc, sc.fd, newfd, OpResultCloexec(sc));
+        NoteFd(proc, newfd);
       }
       if (code == IOT_OP_FCNTL && ok && op.fd_state == FdState::kKnown) {
-        if (cmd == F_SETFD) ps.fds[sc.fd].cloexec = (FcntlArg(sc) & FD_CLOEXEC) != 0;
+        if (cmd == F_SETFD) fd_table.SetCloexec(proc, sc.fd, (FcntlArg(sc) & FD_CLOEXEC) != 0);
         if (cmd == F_SETFL && op.ofd != kNone) {
           // F_SETFL changes only these; the access mode and creation flags stay.
           constexpr uint32_t kSettable = O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME | O_NONBLOCK;
@@ -423,8 +422,9 @@ bool ModelBuilder::Impl::ApplyCopyOp(SyscallStep& s) {
       if (ok && n > 0) DataUse(file);
       uint32_t out_file = kNone;
       uint64_t out_pos = 0;
-      if (const FdEntry* e = LookupFd(proc, out_fd)) {
-        Ofd& oo = ofds[e->ofd];
+      const uint32_t out_ofd = OfdOf(proc, out_fd);
+      if (out_ofd != kNone) {
+        Ofd& oo = ofds[out_ofd];
         out_file = oo.file;
         out_pos = code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset
                       ? CopyOutOffset(sc) : oo.pos;
@@ -436,9 +436,8 @@ bool ModelBuilder::Impl::ApplyCopyOp(SyscallStep& s) {
         }
       }
       uint32_t in_pos_ofd = sc.offset == kNoOffset ? op.ofd : kNone;
-      const FdEntry* oe = LookupFd(proc, out_fd);
       uint32_t out_pos_ofd =
-          oe && !(code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset) ? oe->ofd : kNone;
+          !(code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset) ? out_ofd : kNone;
       s.declare.push_back([=, this] {
         DeclareFdUse(proc, in_fd);
         DeclareFdUse(proc, out_fd);
@@ -689,7 +688,8 @@ bool ModelBuilder::Impl::ApplyAsyncSetupOp(SyscallStep& s) {
     case IOT_OP_IO_URING_SETUP: {
       if (ok && sc.length > 0) {
         // The kernel takes no more entries (or clamps to this with IORING_SETUP_CLAMP).
-        uring_setup_size[t] = static_cast<uint32_t>(std::min<uint64_t>(sc.length, kUringMaxEntries));
+        uring_setup_size[t] =
+            static_cast<uint32_t>(std::min<uint64_t>(sc.length, kUringMaxEntries));
       }
       if (ok) {
         uint32_t o = NewOfd(kNone, kNone, O_RDWR, false);

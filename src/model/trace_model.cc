@@ -83,7 +83,7 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       proc_by_tgid.erase(p.child_tgid);
       uint32_t child = ProcessFor(p.child_tgid);
       m->processes_[child].parent = parent;
-      pstate[child].fds = pstate[parent].fds;
+      fd_table.Fork(parent, child);
       pstate[child].cwd = pstate[parent].cwd;
       m->processes_[child].initial_cwd = pstate[parent].cwd;
       m->processes_[child].max_fd = m->processes_[parent].max_fd;
@@ -130,16 +130,11 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       uint32_t t = ThreadFor(p.tid, p.tgid, p.ts);
       uint32_t proc = m->threads_[t].process;
       ProcState& ps = pstate[proc];
-      std::vector<uint64_t> closed;
-      for (auto it = ps.fds.begin(); it != ps.fds.end();) {
-        if (it->second.cloexec) {
-          closed.push_back(static_cast<uint64_t>(it->first));
-          it = ps.fds.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      std::sort(closed.begin(), closed.end());
+      std::vector<uint64_t> closed;  // in ascending order
+      fd_table.ForEachFd(proc, [&](int32_t fd, const Descriptor& d) {
+        if (d.cloexec) closed.push_back(static_cast<uint64_t>(fd));
+      });
+      fd_table.Exec(proc);
       ps.maps.clear();
       op.kind = OpKind::kExec;
       op.process = proc;
@@ -169,7 +164,7 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       });
       thread_by_tid.erase(it);
       if (op.process_exit) {
-        ps.fds.clear();
+        fd_table.DropProcess(proc);
         ps.maps.clear();
         auto pit = proc_by_tgid.find(p.tgid);
         if (pit != proc_by_tgid.end() && pit->second == proc) proc_by_tgid.erase(pit);
@@ -564,6 +559,7 @@ Status ModelBuilder::Impl::Finish() {
   }
   for (const auto& e : events) {
     cur_thread = cur_op = kNone;  // the handlers of ops set them
+    fd_table.NextRecord();
     switch (e.type) {
       case kEvSyscall: HandleSyscall(syscalls[e.index]); break;
       case kEvProc: HandleProc(procs[e.index]); break;
