@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* proc.bpf.c: the process tree of the traced workload.
  *
- * Attach: tp_btf/sched_process_fork, tp_btf/sched_process_exec and
- * tp_btf/sched_process_exit. Fork runs in the parent before the child is
+ * Attach: sched_process_fork, sched_process_exec and sched_process_exit, as
+ * tp_btf or, where that cannot load or attach, as raw_tp (the same bodies:
+ * every task field is read with BPF_CORE_READ, which works on the typed
+ * arguments of tp_btf and the untyped ones of raw_tp alike; these events are
+ * rare, so the probes cost nothing that matters). Fork runs in the parent before the child is
  * first scheduled, so a child of a traced process is in iot_traced_tgids
  * before it can make its first system call: nothing is missed at start-up.
  * A process leaves the set when its last thread exits.
@@ -37,17 +40,16 @@ static __always_inline void iot_proc_init(struct iot_proc *r, __u16 kind, struct
 	r->hdr.size = sizeof(*r);
 	r->kind = kind;
 	r->ts = bpf_ktime_get_ns();
-	r->tgid = t->tgid;
-	r->tid = t->pid;
+	r->tgid = BPF_CORE_READ(t, tgid);
+	r->tid = BPF_CORE_READ(t, pid);
 }
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(iot_proc_fork, struct task_struct *parent, struct task_struct *child)
+static __always_inline int iot_proc_forked(struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = parent->tgid;
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	if (!iot_tgid_traced(ptgid))
 		return 0;
-	__u32 ctgid = child->tgid;
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	bool thread = ctgid == ptgid;
 	if (!thread) {
 		__u8 one = 1;
@@ -60,26 +62,38 @@ int BPF_PROG(iot_proc_fork, struct task_struct *parent, struct task_struct *chil
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	r.tid = (__u32)pid_tgid;
 	r.child_tgid = ctgid;
-	r.child_tid = child->pid;
+	r.child_tid = BPF_CORE_READ(child, pid);
 	__u64 flags = 0;
-	if (child->mm == parent->mm)
+	if (BPF_CORE_READ(child, mm) == BPF_CORE_READ(parent, mm))
 		flags |= IOT_CLONE_VM;
-	if (child->files == parent->files)
+	if (BPF_CORE_READ(child, files) == BPF_CORE_READ(parent, files))
 		flags |= IOT_CLONE_FILES;
-	if (child->fs == parent->fs)
+	if (BPF_CORE_READ(child, fs) == BPF_CORE_READ(parent, fs))
 		flags |= IOT_CLONE_FS;
 	if (thread)
 		flags |= IOT_CLONE_THREAD;
 	r.clone_flags = flags;
-	bpf_probe_read_kernel_str(r.comm, sizeof(r.comm), child->comm);
+	bpf_core_read_str(r.comm, sizeof(r.comm), &child->comm);
 	iot_output(&r, sizeof(r), IOT_SRC_PROC);
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(iot_proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(iot_proc_fork, struct task_struct *parent, struct task_struct *child)
 {
-	if (!iot_tgid_traced(p->tgid))
+	return iot_proc_forked(parent, child);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(iot_proc_fork_raw, struct task_struct *parent, struct task_struct *child)
+{
+	return iot_proc_forked(parent, child);
+}
+
+static __always_inline int iot_proc_execed(struct task_struct *p, pid_t old_pid,
+					   struct linux_binprm *bprm)
+{
+	if (!iot_tgid_traced(BPF_CORE_READ(p, tgid)))
 		return 0;
 	__u32 zero = 0;
 	struct iot_exec_scratch *s = bpf_map_lookup_elem(&iot_exec_scratch, &zero);
@@ -88,7 +102,8 @@ int BPF_PROG(iot_proc_exec, struct task_struct *p, pid_t old_pid, struct linux_b
 	iot_proc_init(&s->ex.proc, IOT_PROC_EXEC, p);
 	s->ex.proc.child_tid = old_pid; /* the thread that called exec */
 	bpf_get_current_comm(s->ex.proc.comm, sizeof(s->ex.proc.comm));
-	long n = bpf_probe_read_kernel_str(s->filename, sizeof(s->filename), bprm->filename);
+	long n = bpf_probe_read_kernel_str(s->filename, sizeof(s->filename),
+					   BPF_CORE_READ(bprm, filename));
 	__u32 len = 0;
 	s->ex.filename_flags = 0;
 	if (n > IOT_STRING_MAX) {
@@ -108,19 +123,32 @@ int BPF_PROG(iot_proc_exec, struct task_struct *p, pid_t old_pid, struct linux_b
 	return 0;
 }
 
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(iot_proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	return iot_proc_execed(p, old_pid, bprm);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(iot_proc_exec_raw, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	return iot_proc_execed(p, old_pid, bprm);
+}
+
 static __always_inline void iot_proc_exited(struct task_struct *p, bool group_dead)
 {
-	__u32 tgid = p->tgid;
+	__u32 tgid = BPF_CORE_READ(p, tgid);
 	if (!iot_tgid_traced(tgid))
 		return;
 	struct iot_proc r;
 	iot_proc_init(&r, IOT_PROC_EXIT, p);
-	r.exit_code = p->exit_code;
+	int exit_code = BPF_CORE_READ(p, exit_code);
+	r.exit_code = exit_code;
 	if (group_dead)
 		r.flags |= IOT_PROCF_GROUP_DEAD;
-	if (p->exit_code & 0x7f)
+	if (exit_code & 0x7f)
 		r.flags |= IOT_PROCF_KILLED;
-	bpf_probe_read_kernel_str(r.comm, sizeof(r.comm), p->comm);
+	bpf_core_read_str(r.comm, sizeof(r.comm), &p->comm);
 	iot_output(&r, sizeof(r), IOT_SRC_PROC);
 	if (group_dead)
 		bpf_map_delete_elem(&iot_traced_tgids, &tgid);
@@ -134,11 +162,30 @@ int BPF_PROG(iot_proc_exit, struct task_struct *p, bool group_dead)
 	return 0;
 }
 
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(iot_proc_exit_raw, struct task_struct *p, bool group_dead)
+{
+	iot_proc_exited(p, group_dead);
+	return 0;
+}
+
 /* Older kernels: the group is dead once its live count reached zero, which
  * do_exit() decrements before the tracepoint. */
+static __always_inline bool iot_proc_group_dead(struct task_struct *p)
+{
+	return BPF_CORE_READ(p, signal, live.counter) == 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(iot_proc_exit_legacy, struct task_struct *p)
 {
-	iot_proc_exited(p, BPF_CORE_READ(p, signal, live.counter) == 0);
+	iot_proc_exited(p, iot_proc_group_dead(p));
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(iot_proc_exit_legacy_raw, struct task_struct *p)
+{
+	iot_proc_exited(p, iot_proc_group_dead(p));
 	return 0;
 }

@@ -39,6 +39,31 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #error "syscall.bpf.c: define the syscall register layout of this architecture"
 #endif
 
+/* Each program is written once, as an always-inline body, and attached three
+ * ways (src/capture/attach_table.cc says which user space picks): tp_btf,
+ * where the tracepoint's arguments are typed BTF pointers read as plain loads;
+ * raw_tp, where the same arguments are untyped and read with probes; and the
+ * classic raw_syscalls tracepoint, whose record holds the number and the six
+ * arguments (or the result) as values. `how` is a constant in each wrapper,
+ * so each compiles to its own straight code. */
+#define IOT_HOW_BTF 0
+#define IOT_HOW_PROBE 1
+#define IOT_HOW_TP 2
+
+static __always_inline __u64 iot_probe_u64(const void *p)
+{
+	__u64 v = 0;
+	bpf_probe_read_kernel(&v, sizeof(v), p);
+	return v;
+}
+
+/* Register FIELD of the syscall's saved registers, or argument n of a classic
+ * tracepoint record. */
+#define IOT_SC_REG(how, regs, tp_args, n, FIELD)                                  \
+	((how) == IOT_HOW_TP ? (__u64)(tp_args)[n]                               \
+	 : (how) == IOT_HOW_BTF ? (__u64)FIELD(regs)                             \
+				: iot_probe_u64(&FIELD(regs)))
+
 /* fcntl commands worth a record: descriptor copies and flags, record locks
  * and leases (the rest, owners and signals, pipe sizes, seals, do no storage
  * I/O and change no descriptor). Values of the generic 64-bit ABI (x86-64,
@@ -257,8 +282,8 @@ static __always_inline void iot_read_flock(struct iot_join *j, __u64 uptr)
 	j->lk_read = 1;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(iot_sys_enter, struct pt_regs *regs, long id)
+static __always_inline int iot_sys_enter_body(long id, struct pt_regs *regs,
+					      const unsigned long *tp_args, const int how)
 {
 	if ((__u64)id >= IOT_NR_MAX)
 		return 0;
@@ -274,7 +299,7 @@ int BPF_PROG(iot_sys_enter, struct pt_regs *regs, long id)
 		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 		if (op == IOT_OP_WRITE && iot_calib_tgid && tgid == iot_calib_tgid) {
 			struct iot_ident ident = {};
-			iot_file_ident(iot_fd_file((int)IOT_SC_A0(regs)), &ident);
+			iot_file_ident(iot_fd_file((int)IOT_SC_REG(how, regs, tp_args, 0, IOT_SC_A0)), &ident);
 			if (ident.ok) {
 				iot_marker_dev = ident.dev;
 				iot_marker_ino = ident.ino;
@@ -290,12 +315,12 @@ int BPF_PROG(iot_sys_enter, struct pt_regs *regs, long id)
 		}
 	}
 	j->ts = bpf_ktime_get_ns();
-	j->args[0] = IOT_SC_A0(regs);
-	j->args[1] = IOT_SC_A1(regs);
-	j->args[2] = IOT_SC_A2(regs);
-	j->args[3] = IOT_SC_A3(regs);
-	j->args[4] = IOT_SC_A4(regs);
-	j->args[5] = IOT_SC_A5(regs);
+	j->args[0] = IOT_SC_REG(how, regs, tp_args, 0, IOT_SC_A0);
+	j->args[1] = IOT_SC_REG(how, regs, tp_args, 1, IOT_SC_A1);
+	j->args[2] = IOT_SC_REG(how, regs, tp_args, 2, IOT_SC_A2);
+	j->args[3] = IOT_SC_REG(how, regs, tp_args, 3, IOT_SC_A3);
+	j->args[4] = IOT_SC_REG(how, regs, tp_args, 4, IOT_SC_A4);
+	j->args[5] = IOT_SC_REG(how, regs, tp_args, 5, IOT_SC_A5);
 
 	switch (op) {
 	case IOT_OP_FCNTL:
@@ -327,6 +352,33 @@ int BPF_PROG(iot_sys_enter, struct pt_regs *regs, long id)
 	}
 	j->op = op; /* last: the entry is complete */
 	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(iot_sys_enter, struct pt_regs *regs, long id)
+{
+	return iot_sys_enter_body(id, regs, NULL, IOT_HOW_BTF);
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(iot_sys_enter_raw, struct pt_regs *regs, long id)
+{
+	return iot_sys_enter_body(id, regs, NULL, IOT_HOW_PROBE);
+}
+
+SEC("tp/raw_syscalls/sys_enter")
+int iot_sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
+{
+	/* Copied at fixed offsets: the verifier refuses loads through a pointer
+	 * derived from ctx (ctx->args passed on). */
+	unsigned long args[6];
+	args[0] = ctx->args[0];
+	args[1] = ctx->args[1];
+	args[2] = ctx->args[2];
+	args[3] = ctx->args[3];
+	args[4] = ctx->args[4];
+	args[5] = ctx->args[5];
+	return iot_sys_enter_body(ctx->id, NULL, args, IOT_HOW_TP);
 }
 
 /* ---- libaio: one ASYNC_IO record per iocb / io_event ---------------------- */
@@ -1006,10 +1058,8 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 	iot_output(s, size, IOT_SRC_SYSCALL);
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(iot_sys_exit, struct pt_regs *regs, long ret)
+static __always_inline int iot_sys_exit_body(long nr, long ret)
 {
-	long nr = IOT_SC_NR(regs);
 	if ((__u64)nr >= IOT_NR_MAX)
 		return 0;
 	if (!iot_nr_to_op[nr])
@@ -1022,15 +1072,52 @@ int BPF_PROG(iot_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-/* A thread that dies inside a traced call never reaches sys_exit: count the
- * call as lost (the storage itself goes with the thread). */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(iot_sys_thread_exit, struct task_struct *p)
+SEC("tp_btf/sys_exit")
+int BPF_PROG(iot_sys_exit, struct pt_regs *regs, long ret)
 {
-	struct iot_join *j = bpf_task_storage_get(&iot_join, p, NULL, 0);
+	return iot_sys_exit_body(IOT_SC_NR(regs), ret);
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(iot_sys_exit_raw, struct pt_regs *regs, long ret)
+{
+	return iot_sys_exit_body((long)iot_probe_u64(&IOT_SC_NR(regs)), ret);
+}
+
+SEC("tp/raw_syscalls/sys_exit")
+int iot_sys_exit_tp(struct trace_event_raw_sys_exit *ctx)
+{
+	return iot_sys_exit_body(ctx->id, ctx->ret);
+}
+
+/* A thread that dies inside a traced call never reaches sys_exit: count the
+ * call as lost (the storage itself goes with the thread). The tracepoint runs
+ * in the exiting task (do_exit), so the task is the current one in every
+ * attach method. */
+static __always_inline int iot_sys_thread_exit_body(void)
+{
+	struct iot_join *j = bpf_task_storage_get(&iot_join, bpf_get_current_task_btf(), NULL, 0);
 	if (j && j->op) {
 		j->op = 0;
 		iot_count_drop(IOT_SRC_JOIN);
 	}
 	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(iot_sys_thread_exit)
+{
+	return iot_sys_thread_exit_body();
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(iot_sys_thread_exit_raw)
+{
+	return iot_sys_thread_exit_body();
+}
+
+SEC("tp/sched/sched_process_exit")
+int iot_sys_thread_exit_tp(void *ctx)
+{
+	return iot_sys_thread_exit_body();
 }

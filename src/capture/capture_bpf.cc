@@ -6,13 +6,17 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <string_view>
 
 #include "async.skel.h"
+#include "capture/attach_table.h"
 #include "capture/features.h"
 #include "capture/libbpf_log.h"
 #include "capture/syscall_table.h"
@@ -30,10 +34,11 @@ namespace iotwin::capture {
 // whichever loaded, so nothing else needs to know which.
 struct SyscallObject {
   std::function<void()> destroy;
+  bpf_object* obj = nullptr;
   bpf_map* events = nullptr;
   bpf_map* traced_tgids = nullptr;
   bpf_map* drops = nullptr;
-  bpf_program* sys_enter = nullptr;
+  bpf_program* sys_enter = nullptr;  // the variants the attach plan chose
   bpf_program* sys_exit = nullptr;
   bpf_program* thread_exit = nullptr;
   // .bss globals of the marker-file calibration (written by the kernel, hence volatile).
@@ -68,6 +73,64 @@ bool ExitTracepointHasGroupDead() {
   return has;
 }
 
+// How each program of one BPF object attaches (tp_btf program name -> method), from the attach
+// table and the probed features.
+using AttachPlan = std::map<std::string, AttachMethod, std::less<>>;
+
+AttachPlan PlanObject(std::string_view object, AttachMethod forced) {
+  const Features& features = Features::Get();
+  AttachPlan plan;
+  for (const ProgramAttach& row : AttachTable()) {
+    if (row.object != object) continue;
+    AttachMethod m = features.ChooseAttach(row, forced);
+    // None the probe approves: try the best one anyway; the load or attach error then explains.
+    plan[std::string(row.program)] = m == AttachMethod::kNone ? row.methods[0] : m;
+  }
+  return plan;
+}
+
+// Moves every program of `plan` to its row's next method; false when none has one left.
+bool DemotePlan(std::string_view object, AttachPlan* plan) {
+  bool moved = false;
+  for (auto& [program, method] : *plan) {
+    const ProgramAttach* row = FindAttach(object, program);
+    if (!row) continue;
+    for (size_t i = 0; i + 1 < row->methods.size(); i++) {
+      if (row->methods[i] == method && row->methods[i + 1] != AttachMethod::kNone) {
+        method = row->methods[i + 1];
+        moved = true;
+        break;
+      }
+    }
+  }
+  return moved;
+}
+
+// Loads only the chosen variant of each planned program: `base` names the program family (the
+// table's tp_btf name, or a sibling such as iot_proc_exit_legacy that shares its row's method).
+void SelectVariant(bpf_object* obj, std::string_view base, AttachMethod chosen) {
+  for (AttachMethod m : {AttachMethod::kTpBtf, AttachMethod::kRawTp, AttachMethod::kTracepoint}) {
+    bpf_program* prog = bpf_object__find_program_by_name(obj, ProgramVariant(base, m).c_str());
+    if (prog) bpf_program__set_autoload(prog, m == chosen);
+  }
+}
+
+bpf_program* FindVariant(bpf_object* obj, std::string_view base, AttachMethod m) {
+  return bpf_object__find_program_by_name(obj, ProgramVariant(base, m).c_str());
+}
+
+// "tp_btf", or "tp_btf, raw_tp" when the programs of the plan attach in more than one way.
+std::string DescribePlan(const AttachPlan& plan) {
+  std::vector<std::string> kinds;
+  for (const auto& [program, method] : plan) {
+    std::string name(AttachMethodName(method));
+    if (std::find(kinds.begin(), kinds.end(), name) == kinds.end()) kinds.push_back(name);
+  }
+  std::string out;
+  for (const auto& k : kinds) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
 template <typename Rodata>
 void SetCommonRodata(Rodata* ro, const CaptureBpfConfig& c) {
   ro->iot_filter_cgroup_id = c.cgroup_id;
@@ -100,11 +163,14 @@ Result<std::unique_ptr<SyscallObject>> LoadSyscallSkeleton(Skel* (*open_skel)(),
                                                            int (*load_skel)(Skel*),
                                                            void (*destroy_skel)(Skel*),
                                                            const CaptureBpfConfig& config,
+                                                           const AttachPlan& plan,
                                                            std::string_view what) {
   Skel* skel = open_skel();
   if (!skel) return LibbpfError(errno, fmt::format("opening the {} BPF object", what));
   auto obj = std::make_unique<SyscallObject>();
   obj->destroy = [skel, destroy_skel] { destroy_skel(skel); };
+  obj->obj = skel->obj;
+  for (const auto& [program, method] : plan) SelectVariant(skel->obj, program, method);
   SetCommonRodata(skel->rodata, config);
   std::vector<uint8_t> table = SyscallNrToOp(IOT_NR_MAX);
   static_assert(sizeof(skel->rodata->iot_nr_to_op) == IOT_NR_MAX);
@@ -116,9 +182,13 @@ Result<std::unique_ptr<SyscallObject>> LoadSyscallSkeleton(Skel* (*open_skel)(),
   obj->events = skel->maps.iot_events;
   obj->traced_tgids = skel->maps.iot_traced_tgids;
   obj->drops = skel->maps.iot_drops;
-  obj->sys_enter = skel->progs.iot_sys_enter;
-  obj->sys_exit = skel->progs.iot_sys_exit;
-  obj->thread_exit = skel->progs.iot_sys_thread_exit;
+  obj->sys_enter = FindVariant(skel->obj, "iot_sys_enter", plan.at("iot_sys_enter"));
+  obj->sys_exit = FindVariant(skel->obj, "iot_sys_exit", plan.at("iot_sys_exit"));
+  obj->thread_exit =
+      FindVariant(skel->obj, "iot_sys_thread_exit", plan.at("iot_sys_thread_exit"));
+  if (!obj->sys_enter || !obj->sys_exit || !obj->thread_exit) {
+    return Status::Internal("the {} BPF object lacks a program of its attach plan", what);
+  }
   static_assert(sizeof(skel->bss->iot_calib_tgid) == sizeof(uint32_t));
   static_assert(sizeof(skel->bss->iot_marker_ino) == sizeof(uint64_t));
   static_assert(sizeof(skel->bss->iot_marker_dev) == sizeof(uint32_t));
@@ -128,14 +198,16 @@ Result<std::unique_ptr<SyscallObject>> LoadSyscallSkeleton(Skel* (*open_skel)(),
   return obj;
 }
 
-Result<std::unique_ptr<SyscallObject>> LoadFastSyscall(const CaptureBpfConfig& config) {
+Result<std::unique_ptr<SyscallObject>> LoadFastSyscall(const CaptureBpfConfig& config,
+                                                       const AttachPlan& plan) {
   return LoadSyscallSkeleton(iotwin_syscall_bpf__open, iotwin_syscall_bpf__load,
-                             iotwin_syscall_bpf__destroy, config, "syscall");
+                             iotwin_syscall_bpf__destroy, config, plan, "syscall");
 }
 
-Result<std::unique_ptr<SyscallObject>> LoadCompatSyscall(const CaptureBpfConfig& config) {
+Result<std::unique_ptr<SyscallObject>> LoadCompatSyscall(const CaptureBpfConfig& config,
+                                                         const AttachPlan& plan) {
   return LoadSyscallSkeleton(iotwin_syscall_compat_bpf__open, iotwin_syscall_compat_bpf__load,
-                             iotwin_syscall_compat_bpf__destroy, config, "compat syscall");
+                             iotwin_syscall_compat_bpf__destroy, config, plan, "compat syscall");
 }
 
 }  // namespace
@@ -181,42 +253,84 @@ Result<std::unique_ptr<CaptureBpf>> CaptureBpf::Load(const CaptureBpfConfig& con
 }
 
 Status CaptureBpf::LoadSyscall(const CaptureBpfConfig& config) {
+  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
+  AttachPlan plan = PlanObject("syscall", forced);
   Attempt kfunc = ProbeKfuncRdonlyCast();
   SyscallObjectChoice choice = ChooseSyscallObject(kfunc.ok, SyscallCompatForced());
-  if (!choice.compat) {
-    auto fast = LoadFastSyscall(config);
-    if (fast.ok()) {
-      syscall_ = std::move(fast).value();
-    } else {
-      // The kfunc is in the BTF but the fast object still did not load (say, a kernel that does
-      // not allow it in tracing programs): the compat object needs nothing more than 6.1 has.
-      // When that fails too, the fast object's error is the one worth showing.
-      auto compat = LoadCompatSyscall(config);
-      if (!compat.ok()) return fast.status();
-      syscall_ = std::move(compat).value();
-      const std::string& why = fast.status().message();
-      choice = {true, "compat syscall object: the fast one did not load (" +
-                          why.substr(0, why.find('\n')) + ")"};
-    }
-  } else {
-    IOTWIN_ASSIGN_OR_RETURN(syscall_, LoadCompatSyscall(config));
+  // A plan whose programs do not load (tp_btf refused for this tracepoint, say) is retried with
+  // each program's next method; the first error is the one worth showing.
+  Status first_error = Status::Ok();
+  while (true) {
+    Status st = LoadSyscallBuild(config, plan, &choice);
+    if (st.ok()) break;
+    if (first_error.ok()) first_error = st;
+    if (!DemotePlan("syscall", &plan)) return first_error;
   }
   syscall_compat_ = choice.compat;
-  syscall_reason_ = "tp_btf raw_syscalls sys_enter/sys_exit, joined in the kernel; " + choice.reason;
+  attach_kind_ = std::string(AttachMethodName(plan.at("iot_sys_enter")));
+  syscall_reason_ = fmt::format("{} raw_syscalls sys_enter/sys_exit, joined in the kernel; {}",
+                                attach_kind_, choice.reason);
   if (choice.compat) notes_.push_back("syscall: " + choice.reason);
+  if (!first_error.ok()) {
+    notes_.push_back("syscall: attached as " + DescribePlan(plan) + " after: " +
+                     first_error.message().substr(0, first_error.message().find('\n')));
+  }
+  return Status::Ok();
+}
+
+// The fast build of the syscall object, or the compat one (see ChooseSyscallObject).
+Status CaptureBpf::LoadSyscallBuild(const CaptureBpfConfig& config, const AttachPlan& plan,
+                                    SyscallObjectChoice* choice) {
+  if (choice->compat) {
+    IOTWIN_ASSIGN_OR_RETURN(syscall_, LoadCompatSyscall(config, plan));
+    return Status::Ok();
+  }
+  auto fast = LoadFastSyscall(config, plan);
+  if (fast.ok()) {
+    syscall_ = std::move(fast).value();
+    return Status::Ok();
+  }
+  // The kfunc is in the BTF but the fast object still did not load (say, a kernel that does
+  // not allow it in tracing programs): the compat object needs nothing more than 6.1 has.
+  // When that fails too, the fast object's error is the one worth showing.
+  auto compat = LoadCompatSyscall(config, plan);
+  if (!compat.ok()) return fast.status();
+  syscall_ = std::move(compat).value();
+  const std::string& why = fast.status().message();
+  *choice = {true, "compat syscall object: the fast one did not load (" +
+                       why.substr(0, why.find('\n')) + ")"};
   return Status::Ok();
 }
 
 Status CaptureBpf::LoadProc(const CaptureBpfConfig& config) {
-  proc_ = iotwin_proc_bpf__open();
-  if (!proc_) return LibbpfError(errno, "opening the process BPF object");
-  SetCommonRodata(proc_->rodata, config);
-  IOTWIN_RETURN_IF_ERROR(ShareMaps(proc_, *syscall_));
+  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
+  AttachPlan plan = PlanObject("proc", forced);
   bool group_dead = ExitTracepointHasGroupDead();
-  bpf_program__set_autoload(proc_->progs.iot_proc_exit, group_dead);
-  bpf_program__set_autoload(proc_->progs.iot_proc_exit_legacy, !group_dead);
-  int err = iotwin_proc_bpf__load(proc_);
-  if (err) return LibbpfError(err, "loading the process BPF programs");
+  Status first_error = Status::Ok();
+  while (true) {
+    proc_ = iotwin_proc_bpf__open();
+    if (!proc_) return LibbpfError(errno, "opening the process BPF object");
+    SetCommonRodata(proc_->rodata, config);
+    IOTWIN_RETURN_IF_ERROR(ShareMaps(proc_, *syscall_));
+    for (const auto& [program, method] : plan) SelectVariant(proc_->obj, program, method);
+    // The exit program that matches this kernel's prototype, by the exit row's method.
+    AttachMethod exit_method = plan.at("iot_proc_exit");
+    SelectVariant(proc_->obj, "iot_proc_exit", group_dead ? exit_method : AttachMethod::kNone);
+    SelectVariant(proc_->obj, "iot_proc_exit_legacy",
+                  group_dead ? AttachMethod::kNone : exit_method);
+    int err = iotwin_proc_bpf__load(proc_);
+    if (!err) break;
+    Status st = LibbpfError(err, "loading the process BPF programs");
+    iotwin_proc_bpf__destroy(proc_);
+    proc_ = nullptr;
+    if (first_error.ok()) first_error = st;
+    if (!DemotePlan("proc", &plan)) return first_error;
+  }
+  proc_attach_kind_ = DescribePlan(plan);
+  if (!first_error.ok()) {
+    notes_.push_back("process: attached as " + DescribePlan(plan) + " after: " +
+                     first_error.message().substr(0, first_error.message().find('\n')));
+  }
   return Status::Ok();
 }
 
@@ -322,10 +436,10 @@ Status CaptureBpf::Attach() {
   };
   // Process tracking first, so a fork racing with the attach is not missed by the syscall
   // programs' filter.
-  IOTWIN_RETURN_IF_ERROR(attach(proc_->progs.iot_proc_fork, true));
-  IOTWIN_RETURN_IF_ERROR(attach(proc_->progs.iot_proc_exec, true));
-  IOTWIN_RETURN_IF_ERROR(attach(proc_->progs.iot_proc_exit, true));
-  IOTWIN_RETURN_IF_ERROR(attach(proc_->progs.iot_proc_exit_legacy, true));
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, proc_->obj) {
+    IOTWIN_RETURN_IF_ERROR(attach(prog, true));  // the variants not loaded are skipped
+  }
   IOTWIN_RETURN_IF_ERROR(attach(syscall_->sys_enter, true));
   IOTWIN_RETURN_IF_ERROR(attach(syscall_->sys_exit, true));
   IOTWIN_RETURN_IF_ERROR(attach(syscall_->thread_exit, true));

@@ -4,17 +4,22 @@
 // the compat build of the same source; features.h ChooseSyscallObject); its ring buffer, traced-process set and drop counters are then
 // shared with the other objects (proc, async, intent) through bpf_map__reuse_fd, so every
 // program feeds the same ring. Optional parts (io_uring tracepoints, uprobes) that fail to load
-// or attach are reported in notes() instead of failing the capture.
+// or attach are reported in notes() instead of failing the capture. The syscall and process
+// programs attach as the attach table (attach_table.h) and Features::Get() choose: tp_btf where
+// it works, else raw_tp, else (syscall programs) the classic tracepoint; IOTWIN_ATTACH forces one.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "capture/attach_table.h"
 #include "capture/block_bpf.h"
 #include "capture/memory_bpf.h"
 #include "capture/memory_options.h"
@@ -28,6 +33,7 @@ namespace iotwin::capture {
 
 // The syscall object's maps, programs and globals, from whichever skeleton loaded (capture_bpf.cc).
 struct SyscallObject;
+struct SyscallObjectChoice;
 
 struct CaptureBpfConfig {
   uint64_t ring_bytes = 64ull << 20;   // power of two, multiple of the page size
@@ -82,7 +88,10 @@ class CaptureBpf {
   // The block side: null when none of block/nvme/sched runs; block_plan() says why.
   BlockBpf* block() const { return block_.get(); }
   const BlockLayerPlan& block_plan() const { return block_plan_; }
+  // How the syscall programs attach: "tp_btf", "raw_tp" or "tracepoint" (attach_table.h).
   const std::string& attach_kind() const { return attach_kind_; }
+  // How the process programs attach ("tp_btf", "raw_tp").
+  const std::string& proc_attach_kind() const { return proc_attach_kind_; }
   // Which syscall object loaded: true for the compat build (syscall_compat.bpf.o).
   bool syscall_compat() const { return syscall_compat_; }
   // For the trace header's layers.syscall: how it is attached and which object reads the files.
@@ -93,6 +102,9 @@ class CaptureBpf {
  private:
   CaptureBpf() = default;
   Status LoadSyscall(const CaptureBpfConfig& config);
+  Status LoadSyscallBuild(const CaptureBpfConfig& config,
+                          const std::map<std::string, AttachMethod, std::less<>>& plan,
+                          SyscallObjectChoice* choice);
   Status LoadProc(const CaptureBpfConfig& config);
   Status LoadAsync(const CaptureBpfConfig& config);
   Status LoadIntent(const CaptureBpfConfig& config);
@@ -112,6 +124,7 @@ class CaptureBpf {
   BlockLayerPlan block_plan_;
   bool async_attached_ = false;
   std::string attach_kind_ = "tp_btf";
+  std::string proc_attach_kind_ = "tp_btf";
   std::vector<std::string> notes_;
   int ncpus_ = 1;
 };

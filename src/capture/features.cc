@@ -65,19 +65,22 @@ constexpr FeatureInfo kFeatureInfo[kFeatureCount] = {
     {Feature::kPrivileges, "privileges", "root or CAP_BPF+CAP_PERFMON", "all capture layers",
      "nothing can be recorded; import, report, replay and compare still work"},
     {Feature::kBtf, "btf", "kernel BTF (/sys/kernel/btf/vmlinux)", "all capture layers (CO-RE)",
-     "classic tracepoints with fixed fields; no CO-RE reads (no file of a page fault)"},
-    {Feature::kTracefsMounted, "tracefs_mounted", "tracefs mounted", "classic tracepoints",
+     "none: every capture program is a CO-RE object that needs the kernel's BTF"},
+    {Feature::kTracefsMounted, "tracefs_mounted", "tracefs mounted",
+     "syscall (classic tracepoint fallback)",
      "tp_btf/raw_tp, which need no tracefs; or mount it: iotwin check --mount-tracefs"},
-    {Feature::kTracefsMountable, "tracefs_mountable", "tracefs mountable", "classic tracepoints",
-     "tp_btf/raw_tp only"},
+    {Feature::kTracefsMountable, "tracefs_mountable", "tracefs mountable",
+     "iotwin check --mount-tracefs", "tp_btf/raw_tp only"},
     {Feature::kRawSyscallsTp, "raw_syscalls", "raw_syscalls:sys_enter/sys_exit", "syscall",
-     "per-syscall tracepoints (syscalls:sys_enter_*)"},
-    {Feature::kSyscallTps, "syscall_tracepoints", "per-syscall tracepoints (syscalls:*)", "syscall",
-     "raw_syscalls:sys_enter/sys_exit"},
+     "none: the syscall layer attaches to raw_syscalls only"},
+    {Feature::kSyscallTps, "syscall_tracepoints", "per-syscall tracepoints (syscalls:*)",
+     "nothing (listed for reference; the capture uses raw_syscalls)", "not needed"},
     {Feature::kTpBtf, "tp_btf", "BTF-typed raw tracepoints (tp_btf)", "all capture layers",
-     "raw_tp, then classic tracepoints"},
-    {Feature::kRawTp, "raw_tp", "raw tracepoints (raw_tp)", "all capture layers",
-     "classic tracepoints (need tracefs)"},
+     "raw_tp for the syscall and process programs (a classic tracepoint for the syscall ones); "
+     "the io_uring, memory, block, nvme and sched programs are tp_btf only"},
+    {Feature::kRawTp, "raw_tp", "raw tracepoints (raw_tp)", "syscall (when tp_btf cannot)",
+     "classic raw_syscalls and sched tracepoints for the syscall programs (need tracefs "
+     "mounted)"},
     {Feature::kFentry, "fentry", "fentry/fexit trampolines", "memory (page-cache hits), io_uring",
      "tracepoints only: io_uring offsets from the SQE, no page-cache hit events"},
     {Feature::kKprobes, "kprobes", "kprobes", "memory (page-cache hits)",
@@ -165,32 +168,6 @@ const std::vector<TracepointGroupSpec>& TracepointGroups() {
   return kGroups;
 }
 
-// Capture layers and the tracepoints each attaches to ("group:event", "a|b" alternatives).
-struct LayerSpec {
-  std::string_view name;
-  std::vector<std::string_view> required;
-  std::vector<std::string_view> optional;
-};
-
-const std::vector<LayerSpec>& LayerSpecs() {
-  static const std::vector<LayerSpec> kLayers = {
-      {"syscall",
-       {"raw_syscalls:sys_enter", "raw_syscalls:sys_exit"},
-       {"io_uring:io_uring_submit_req|io_uring_submit_sqe", "io_uring:io_uring_complete"}},
-      {"memory",
-       {"filemap:mm_filemap_add_to_page_cache", "filemap:mm_filemap_delete_from_page_cache"},
-       {"exceptions:page_fault_user", "writeback:writeback_dirty_folio|writeback_dirty_page",
-        "writeback:writeback_single_inode"}},
-      {"block", {"block:block_rq_issue", "block:block_rq_complete"}, {"block:block_rq_insert"}},
-      {"nvme", {"nvme:nvme_setup_cmd", "nvme:nvme_complete_rq"}, {}},
-      {"sched",
-       {"sched:sched_switch", "sched:sched_process_fork", "sched:sched_process_exec",
-        "sched:sched_process_exit"},
-       {"irq:irq_handler_entry", "irq:softirq_entry"}},
-  };
-  return kLayers;
-}
-
 std::vector<std::string_view> SplitAlternatives(std::string_view names) {
   std::vector<std::string_view> out;
   size_t start = 0;
@@ -240,20 +217,6 @@ bool HasCap(const KernelFacts& f, int cap) {
 std::string ErrnoText(int err) {
   const char* name = strerrorname_np(err);
   return fmt::format("{} ({})", name ? name : std::to_string(err), std::strerror(err));
-}
-
-std::string_view AttachMethodName(AttachMethod m) {
-  switch (m) {
-    case AttachMethod::kTpBtf:
-      return "tp_btf";
-    case AttachMethod::kRawTp:
-      return "raw_tp";
-    case AttachMethod::kTracepoint:
-      return "tracepoint";
-    case AttachMethod::kNone:
-      break;
-  }
-  return "none";
 }
 
 // ---- pure helpers ----
@@ -347,6 +310,30 @@ AttachMethod Features::BestAttach(std::string_view group, std::string_view event
   if (in_btf && facts_.raw_tp.ok) return AttachMethod::kRawTp;
   if (InTracefs(facts_, group, event) && (Has(Feature::kTracefsMounted) || Has(Feature::kTracefsMountable))) {
     return AttachMethod::kTracepoint;
+  }
+  return AttachMethod::kNone;
+}
+
+bool Features::CanAttach(AttachMethod m, std::string_view group, std::string_view event) const {
+  switch (m) {
+    case AttachMethod::kTpBtf:
+      return InBtf(facts_, event) && facts_.tp_btf.ok;
+    case AttachMethod::kRawTp:
+      // Attached by name: the event must exist, typed or not.
+      return (InBtf(facts_, event) || InTracefs(facts_, group, event)) && facts_.raw_tp.ok;
+    case AttachMethod::kTracepoint:
+      // libbpf looks the event id up in tracefs; the capture does not mount it.
+      return InTracefs(facts_, group, event) && Has(Feature::kTracefsMounted);
+    case AttachMethod::kNone:
+      break;
+  }
+  return false;
+}
+
+AttachMethod Features::ChooseAttach(const ProgramAttach& row, AttachMethod forced) const {
+  if (row.Offers(forced) && CanAttach(forced, row.group(), row.event())) return forced;
+  for (AttachMethod m : row.methods) {
+    if (m != AttachMethod::kNone && CanAttach(m, row.group(), row.event())) return m;
   }
   return AttachMethod::kNone;
 }
@@ -450,153 +437,172 @@ void EvaluateProbe(const Attempt& a, FeatureStatus& st) {
 
 }  // namespace
 
+namespace {
+
+FeatureStatus& At(std::vector<FeatureStatus>& status, Feature id) {
+  return status[static_cast<int>(id)];
+}
+
+// Capabilities decide (root in a user namespace may lack them).
+void EvaluatePrivileges(const KernelFacts& f, FeatureStatus& st) {
+  std::vector<std::string> have, lack;
+  for (auto [cap, name] : {std::pair{kCapBpf, "CAP_BPF"}, std::pair{kCapPerfmon, "CAP_PERFMON"},
+                           std::pair{kCapSysAdmin, "CAP_SYS_ADMIN"}}) {
+    (HasCap(f, cap) ? have : lack).push_back(name);
+  }
+  if (f.cap_eff) {
+    st.supported = (HasCap(f, kCapBpf) && HasCap(f, kCapPerfmon)) || HasCap(f, kCapSysAdmin);
+    st.detail = fmt::format("euid {}; effective: {}", f.euid, have.empty() ? "none" : Join(have, " "));
+    if (!st.supported) st.detail += "; run as root (needs CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN)";
+  } else {
+    st.supported = f.euid == 0;
+    st.detail = fmt::format("euid {}; capabilities unknown (no CapEff in /proc/self/status)",
+                            f.euid);
+  }
+}
+
+void EvaluateBtf(const KernelFacts& f, FeatureStatus& st) {
+  st.supported = f.btf_parse.ok;
+  if (f.btf_parse.ok) {
+    st.detail = fmt::format("{} parsed: {} tracepoints have btf_trace_ typedefs",
+                            f.btf_present ? kVmlinuxBtf : "kernel BTF", f.btf_tracepoints.size());
+    if (!f.btf_modules.empty()) st.detail += "; module BTF read: " + Join(f.btf_modules, ", ");
+  } else if (!f.btf_present) {
+    st.detail = fmt::format("no {}", kVmlinuxBtf);
+    std::string config = ConfigNote(f, "CONFIG_DEBUG_INFO_BTF");
+    if (!config.empty()) st.detail += "; " + config;
+  } else {
+    st.error = f.btf_parse.error;
+    st.detail = "present but libbpf cannot parse it: " + AttemptFailure(f.btf_parse);
+  }
+}
+
+void EvaluateTracefs(const KernelFacts& f, FeatureStatus& mounted, FeatureStatus& mountable) {
+  mounted.supported = !f.tracefs_mount.empty();
+  if (mounted.supported) {
+    mounted.detail = fmt::format("at {}{}", f.tracefs_mount,
+                                 f.tracefs_mount_try.ok ? " (mounted now by --mount-tracefs)" : "");
+  } else {
+    mounted.detail = fmt::format("not mounted (nothing at {} in /proc/mounts)", kTracefsDir);
+  }
+  if (!f.tracefs_mount.empty() && !f.tracefs_mount_try.ok) {
+    mountable.supported = true;
+    mountable.detail = "already mounted";
+  } else {
+    EvaluateProbe(f.tracefs_mount_try, mountable);
+  }
+}
+
+// kprobes and uprobes: a PMU, a tracefs events file, or both config options say yes.
+void EvaluateProbeEvents(const KernelFacts& f, bool is_kprobe, FeatureStatus& st) {
+  const char* kind = is_kprobe ? "KPROBE" : "UPROBE";
+  bool pmu = is_kprobe ? f.kprobe_pmu : f.uprobe_pmu;
+  bool events = is_kprobe ? f.kprobe_events_file : f.uprobe_events_file;
+  std::string lower = is_kprobe ? "kprobe" : "uprobe";
+  std::string config = fmt::format("CONFIG_{}S", kind);
+  std::string config_events = fmt::format("CONFIG_{}_EVENTS", kind);
+  st.supported = pmu || events || (ConfigEnabled(f, config) && ConfigEnabled(f, config_events));
+  std::vector<std::string> evidence;
+  std::string note = ConfigNote(f, config);
+  if (!note.empty()) evidence.push_back(note);
+  evidence.push_back(pmu ? fmt::format("{} PMU present", lower)
+                         : fmt::format("no {} PMU in {}", lower, kPmuDir));
+  if (f.tracefs_listed) {
+    evidence.push_back(events ? fmt::format("{}_events in tracefs", lower)
+                              : fmt::format("no {}_events in tracefs", lower));
+  }
+  st.detail = Join(evidence, "; ");
+}
+
+void EvaluateLbaSizes(const KernelFacts& f, FeatureStatus& st) {
+  std::vector<std::string> nvme, other;
+  for (const auto& [dev, size] : f.lba_sizes) {
+    if (dev.starts_with("nvme")) {
+      nvme.push_back(fmt::format("{} {} B", dev, size));
+    } else if (!dev.starts_with("loop") && !dev.starts_with("ram")) {
+      other.push_back(fmt::format("{} {} B", dev, size));
+    }
+  }
+  st.supported = !nvme.empty();
+  st.detail = st.supported ? Join(nvme, ", ")
+                           : "no NVMe namespaces in /sys/block" +
+                                 (other.empty() ? std::string() : "; others: " + Join(other, ", "));
+}
+
+}  // namespace
+
 Features Features::Evaluate(KernelFacts facts) {
   Features out;
   out.facts_ = std::move(facts);
-  const KernelFacts& f = out.facts_;
   out.status_.resize(kFeatureCount);
   for (const FeatureInfo& info : kFeatureInfo) {
-    FeatureStatus& st = out.status_[static_cast<int>(info.id)];
+    FeatureStatus& st = At(out.status_, info.id);
     st.id = info.id;
     st.key = info.key;
     st.title = info.title;
     st.needed_by = info.needed_by;
     st.fallback = info.fallback;
   }
-  auto at = [&](Feature id) -> FeatureStatus& { return out.status_[static_cast<int>(id)]; };
+  out.EvaluateFeatures();
+  out.PlanLayers();
+  return out;
+}
 
-  {  // Privileges: capabilities decide (root in a user namespace may lack them).
-    FeatureStatus& st = at(Feature::kPrivileges);
-    std::vector<std::string> have, lack;
-    for (auto [cap, name] : {std::pair{kCapBpf, "CAP_BPF"}, std::pair{kCapPerfmon, "CAP_PERFMON"},
-                             std::pair{kCapSysAdmin, "CAP_SYS_ADMIN"}}) {
-      (HasCap(f, cap) ? have : lack).push_back(name);
-    }
-    if (f.cap_eff) {
-      st.supported = (HasCap(f, kCapBpf) && HasCap(f, kCapPerfmon)) || HasCap(f, kCapSysAdmin);
-      st.detail = fmt::format("euid {}; effective: {}", f.euid, have.empty() ? "none" : Join(have, " "));
-      if (!st.supported) st.detail += "; run as root (needs CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN)";
-    } else {
-      st.supported = f.euid == 0;
-      st.detail = fmt::format("euid {}; capabilities unknown (no CapEff in /proc/self/status)",
-                              f.euid);
-    }
+void Features::EvaluateFeatures() {
+  const KernelFacts& f = facts_;
+  EvaluatePrivileges(f, At(status_, Feature::kPrivileges));
+  EvaluateBtf(f, At(status_, Feature::kBtf));
+  EvaluateTracefs(f, At(status_, Feature::kTracefsMounted),
+                  At(status_, Feature::kTracefsMountable));
+  for (const auto& spec : TracepointGroups()) {
+    EvaluateTracepointGroup(spec, f, At(status_, spec.feature));
   }
-  {
-    FeatureStatus& st = at(Feature::kBtf);
-    st.supported = f.btf_parse.ok;
-    if (f.btf_parse.ok) {
-      st.detail = fmt::format("{} parsed: {} tracepoints have btf_trace_ typedefs",
-                              f.btf_present ? kVmlinuxBtf : "kernel BTF", f.btf_tracepoints.size());
-      if (!f.btf_modules.empty()) st.detail += "; module BTF read: " + Join(f.btf_modules, ", ");
-    } else if (!f.btf_present) {
-      st.detail = fmt::format("no {}", kVmlinuxBtf);
-      std::string config = ConfigNote(f, "CONFIG_DEBUG_INFO_BTF");
-      if (!config.empty()) st.detail += "; " + config;
-    } else {
-      st.error = f.btf_parse.error;
-      st.detail = "present but libbpf cannot parse it: " + AttemptFailure(f.btf_parse);
-    }
-  }
-  {
-    FeatureStatus& st = at(Feature::kTracefsMounted);
-    st.supported = !f.tracefs_mount.empty();
-    if (st.supported) {
-      st.detail = fmt::format("at {}{}", f.tracefs_mount,
-                              f.tracefs_mount_try.ok ? " (mounted now by --mount-tracefs)" : "");
-    } else {
-      st.detail = fmt::format("not mounted (nothing at {} in /proc/mounts)", kTracefsDir);
-    }
-  }
-  {
-    FeatureStatus& st = at(Feature::kTracefsMountable);
-    if (!f.tracefs_mount.empty() && !f.tracefs_mount_try.ok) {
-      st.supported = true;
-      st.detail = "already mounted";
-    } else {
-      EvaluateProbe(f.tracefs_mount_try, st);
-    }
-  }
-  for (const auto& spec : TracepointGroups()) EvaluateTracepointGroup(spec, f, at(spec.feature));
-  EvaluateSyscallTracepoints(f, at(Feature::kSyscallTps));
-  EvaluateProbe(f.tp_btf, at(Feature::kTpBtf));
-  EvaluateProbe(f.raw_tp, at(Feature::kRawTp));
-  EvaluateProbe(f.fentry, at(Feature::kFentry));
-  for (auto [id, kind] : {std::pair{Feature::kKprobes, "KPROBE"}, std::pair{Feature::kUprobes, "UPROBE"}}) {
-    FeatureStatus& st = at(id);
-    bool is_k = id == Feature::kKprobes;
-    bool pmu = is_k ? f.kprobe_pmu : f.uprobe_pmu;
-    bool events = is_k ? f.kprobe_events_file : f.uprobe_events_file;
-    std::string lower = is_k ? "kprobe" : "uprobe";
-    std::string config = fmt::format("CONFIG_{}S", kind);
-    std::string config_events = fmt::format("CONFIG_{}_EVENTS", kind);
-    st.supported = pmu || events || (ConfigEnabled(f, config) && ConfigEnabled(f, config_events));
-    std::vector<std::string> evidence;
-    std::string note = ConfigNote(f, config);
-    if (!note.empty()) evidence.push_back(note);
-    evidence.push_back(pmu ? fmt::format("{} PMU present", lower)
-                           : fmt::format("no {} PMU in {}", lower, kPmuDir));
-    if (f.tracefs_listed) {
-      evidence.push_back(events ? fmt::format("{}_events in tracefs", lower)
-                                : fmt::format("no {}_events in tracefs", lower));
-    }
-    st.detail = Join(evidence, "; ");
-  }
-  EvaluateProbe(f.ringbuf, at(Feature::kRingbuf));
-  EvaluateProbe(f.find_vma, at(Feature::kFindVma));
-  EvaluateProbe(f.rdonly_cast, at(Feature::kKfuncRdonlyCast));
-  EvaluateProbe(f.cachestat, at(Feature::kCachestat));
-  EvaluateProbe(f.pmu, at(Feature::kHardwarePmu));
-  {
-    FeatureStatus& st = at(Feature::kNvmeLbaSizes);
-    std::vector<std::string> nvme, other;
-    for (const auto& [dev, size] : f.lba_sizes) {
-      if (dev.starts_with("nvme")) {
-        nvme.push_back(fmt::format("{} {} B", dev, size));
-      } else if (!dev.starts_with("loop") && !dev.starts_with("ram")) {
-        other.push_back(fmt::format("{} {} B", dev, size));
-      }
-    }
-    st.supported = !nvme.empty();
-    st.detail = st.supported ? Join(nvme, ", ")
-                             : "no NVMe namespaces in /sys/block" +
-                                   (other.empty() ? std::string() : "; others: " + Join(other, ", "));
-  }
+  EvaluateSyscallTracepoints(f, At(status_, Feature::kSyscallTps));
+  EvaluateProbe(f.tp_btf, At(status_, Feature::kTpBtf));
+  EvaluateProbe(f.raw_tp, At(status_, Feature::kRawTp));
+  EvaluateProbe(f.fentry, At(status_, Feature::kFentry));
+  EvaluateProbeEvents(f, true, At(status_, Feature::kKprobes));
+  EvaluateProbeEvents(f, false, At(status_, Feature::kUprobes));
+  EvaluateProbe(f.ringbuf, At(status_, Feature::kRingbuf));
+  EvaluateProbe(f.find_vma, At(status_, Feature::kFindVma));
+  EvaluateProbe(f.rdonly_cast, At(status_, Feature::kKfuncRdonlyCast));
+  EvaluateProbe(f.cachestat, At(status_, Feature::kCachestat));
+  EvaluateProbe(f.pmu, At(status_, Feature::kHardwarePmu));
+  EvaluateLbaSizes(f, At(status_, Feature::kNvmeLbaSizes));
+}
 
-  // Layers: what capture can attach here, and how.
-  for (const LayerSpec& spec : LayerSpecs()) {
+// Layers: what the capture can attach here, and how, program by program from the attach table.
+void Features::PlanLayers() {
+  for (std::string_view layer : AttachLayers()) {
     LayerPlan plan;
-    plan.name = std::string(spec.name);
+    plan.name = std::string(layer);
     std::vector<std::string> attached, missing, optional_missing;
-    auto plan_event = [&](std::string_view entry) -> bool {
-      size_t colon = entry.find(':');
-      std::string_view group = entry.substr(0, colon);
-      for (std::string_view event : SplitAlternatives(entry.substr(colon + 1))) {
-        AttachMethod m = out.BestAttach(group, event);
-        if (m == AttachMethod::kNone) continue;
-        attached.push_back(fmt::format("{}:{} ({})", group, event, AttachMethodName(m)));
-        return true;
+    for (const ProgramAttach& row : AttachTable()) {
+      if (row.layer != layer) continue;
+      AttachMethod m = ChooseAttach(row);
+      std::string entry(row.tracepoint);
+      if (m != AttachMethod::kNone) {
+        std::string item = fmt::format("{} ({})", entry, AttachMethodName(m));
+        if (std::find(attached.begin(), attached.end(), item) == attached.end()) {
+          attached.push_back(std::move(item));
+        }
+        continue;
       }
-      return false;
-    };
-    for (std::string_view entry : spec.required) {
-      if (!plan_event(entry)) missing.push_back(std::string(entry));
-    }
-    for (std::string_view entry : spec.optional) {
-      if (!plan_event(entry)) optional_missing.push_back(std::string(entry));
-    }
-    if (spec.name == "syscall" && !missing.empty() && out.Has(Feature::kSyscallTps) &&
-        (out.Has(Feature::kTracefsMounted) || out.Has(Feature::kTracefsMountable))) {
-      // No raw_syscalls: one classic tracepoint per syscall instead.
-      missing.clear();
-      attached.insert(attached.begin(), "syscalls:sys_enter_*/sys_exit_* (tracepoint)");
+      // Say which methods were possible, so a missing fallback is not mistaken for a gap.
+      bool single = row.methods[1] == AttachMethod::kNone;
+      entry += fmt::format(" ({}{})", row.MethodList(), single ? " only" : "");
+      if (std::find(missing.begin(), missing.end(), entry) == missing.end() &&
+          std::find(optional_missing.begin(), optional_missing.end(), entry) ==
+              optional_missing.end()) {
+        (row.required ? missing : optional_missing).push_back(std::move(entry));
+      }
     }
     std::vector<std::string> gaps;
-    if (!out.Has(Feature::kPrivileges)) gaps.push_back("needs root (CAP_BPF+CAP_PERFMON)");
-    if (!out.Has(Feature::kRingbuf)) gaps.push_back("no BPF ring buffer");
+    if (!Has(Feature::kPrivileges)) gaps.push_back("needs root (CAP_BPF+CAP_PERFMON)");
+    if (!Has(Feature::kRingbuf)) gaps.push_back("no BPF ring buffer");
     if (!missing.empty()) {
-      if (spec.name == "nvme" && !out.Has(Feature::kNvmeTps)) {
-        gaps.push_back(out.status(Feature::kNvmeTps).detail);
+      if (layer == "nvme" && !Has(Feature::kNvmeTps)) {
+        gaps.push_back(status(Feature::kNvmeTps).detail);
       } else {
         gaps.push_back("cannot attach " + Join(missing, ", "));
       }
@@ -604,20 +610,19 @@ Features Features::Evaluate(KernelFacts facts) {
     plan.available = gaps.empty();
     if (plan.available) {
       if (!optional_missing.empty()) gaps.push_back("without " + Join(optional_missing, ", "));
-      if (spec.name == "syscall") {
-        gaps.push_back(ChooseSyscallObject(out.Has(Feature::kKfuncRdonlyCast),
-                                           f.syscall_compat_forced)
-                           .reason);
+      if (layer == "syscall") {
+        gaps.push_back(
+            ChooseSyscallObject(Has(Feature::kKfuncRdonlyCast), facts_.syscall_compat_forced)
+                .reason);
       }
-      if (spec.name == "memory" && !out.Has(Feature::kFindVma)) {
+      if (layer == "memory" && !Has(Feature::kFindVma)) {
         gaps.push_back("no bpf_find_vma: fault files from mmap records");
       }
       plan.method = Join(attached, ", ");
     }
     plan.reason = Join(gaps, "; ");
-    out.layers_.push_back(std::move(plan));
+    layers_.push_back(std::move(plan));
   }
-  return out;
 }
 
 nlohmann::json Features::ToJson() const {

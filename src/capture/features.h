@@ -1,8 +1,9 @@
 // Features: what this kernel and this process can do for capture, found by probing (loading and
 // attaching trivial programs, reading BTF, tracefs, sysfs), never by comparing kernel versions.
 // Probing gathers raw KernelFacts; Features::Evaluate turns them into per-feature verdicts and
-// per-layer attach plans without touching the system, so the decision rules are unit-testable.
-// `iotwin check` prints the result; the capture code asks Features::Get() how to attach.
+// per-layer attach plans (from the attach table, attach_table.h) without touching the system, so
+// the decision rules are unit-testable. `iotwin check` prints the result; the loaders ask
+// Features::Get().ChooseAttach how to attach each program.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "capture/attach_table.h"
 
 struct btf;
 
@@ -112,15 +114,11 @@ struct FeatureStatus {
   int error = 0;       // errno of the failed probe, 0 when none
 };
 
-// How to attach a program to a tracepoint, best first.
-enum class AttachMethod { kNone, kTpBtf, kRawTp, kTracepoint };
-std::string_view AttachMethodName(AttachMethod m);
-
 // One capture layer (as in the trace header's "layers"): can it run, and how.
 struct LayerPlan {
   std::string name;  // "syscall", "memory", "block", "nvme", "sched"
   bool available = false;
-  std::string method;  // how each event will be attached, e.g. "tp_btf raw_syscalls:sys_enter"
+  std::string method;  // how each program will be attached, e.g. "raw_syscalls:sys_enter (tp_btf)"
   std::string reason;  // why not, when !available; known gaps otherwise
 };
 
@@ -148,13 +146,25 @@ class Features {
 
   // True when the tracepoint exists (in BTF or tracefs).
   bool HasTracepoint(std::string_view group, std::string_view event) const;
-  // The best way to attach to a tracepoint here: tp_btf, then raw_tp (both need the event's
-  // btf_trace_ typedef), then a classic tracepoint (needs tracefs mounted or mountable).
+  // The best way the kernel offers to attach to a tracepoint: tp_btf, then raw_tp (both need the
+  // event's btf_trace_ typedef), then a classic tracepoint (needs tracefs mounted or mountable).
+  // What the capture uses is ChooseAttach's answer.
   AttachMethod BestAttach(std::string_view group, std::string_view event) const;
+  // Whether the capture can attach to group:event by method `m` here: tp_btf needs the event in
+  // BTF and the tp_btf probe to have worked, raw_tp the event (in BTF or tracefs) and the raw_tp
+  // probe, a classic tracepoint the event listed in a mounted tracefs.
+  bool CanAttach(AttachMethod m, std::string_view group, std::string_view event) const;
+  // How the capture attaches `row`'s program: `forced` when the row offers it and CanAttach,
+  // else the first of the row's methods that CanAttach; kNone when none can.
+  AttachMethod ChooseAttach(const ProgramAttach& row,
+                            AttachMethod forced = AttachMethod::kNone) const;
 
   nlohmann::json ToJson() const;
 
  private:
+  void EvaluateFeatures();
+  void PlanLayers();
+
   KernelFacts facts_;
   std::vector<FeatureStatus> status_;
   std::vector<LayerPlan> layers_;

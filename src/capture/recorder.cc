@@ -365,7 +365,8 @@ Status Capture::Setup() {
   meta["command"] = opt_.command;
   json layers;
   layers["syscall"] = {{"enabled", true}, {"reason", bpf_->syscall_reason()}};
-  layers["process"] = {{"enabled", true}, {"reason", "tp_btf sched_process_fork/exec/exit"}};
+  layers["process"] = {{"enabled", true},
+                       {"reason", bpf_->proc_attach_kind() + " sched_process_fork/exec/exit"}};
   std::string async_reason =
       "io_uring_submit_req/io_uring_complete tracepoints; libaio from io_submit/io_getevents";
   for (const auto& n : bpf_->notes()) {

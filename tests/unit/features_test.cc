@@ -184,21 +184,95 @@ TEST(FeaturesEvaluate, FallsBackToRawTpThenClassicTracepoints) {
   EXPECT_EQ(Features::Evaluate(f).BestAttach("block", "block_rq_issue"), AttachMethod::kNone);
 }
 
-TEST(FeaturesEvaluate, SyscallLayerUsesPerSyscallTracepointsWithoutRawSyscalls) {
+// The capture attaches to raw_syscalls only: per-syscall tracepoints are no fallback it has, so
+// check does not offer them (it once printed "syscalls:sys_enter_* (tracepoint)").
+TEST(FeaturesEvaluate, SyscallLayerOffersOnlyWhatTheCaptureCanAttach) {
   KernelFacts f = VmLikeFacts();
   f.btf_tracepoints.erase("sys_enter");
   f.btf_tracepoints.erase("sys_exit");
   Features features = Features::Evaluate(f);
   EXPECT_FALSE(features.Has(Feature::kRawSyscallsTp));
+  EXPECT_TRUE(features.Has(Feature::kSyscallTps));
   const LayerPlan& syscall = Layer(features, "syscall");
-  EXPECT_TRUE(syscall.available);
-  EXPECT_NE(syscall.method.find("syscalls:sys_enter_*"), std::string::npos);
+  EXPECT_FALSE(syscall.available);
+  EXPECT_EQ(syscall.method.find("syscalls:sys_enter_*"), std::string::npos) << syscall.method;
+  EXPECT_NE(syscall.reason.find("raw_syscalls:sys_enter (tp_btf, raw_tp, tracepoint)"),
+            std::string::npos)
+      << syscall.reason;
+}
 
-  f.tracefs_events.clear();  // and no per-syscall events either
-  Features without = Features::Evaluate(f);
-  const LayerPlan& none = Layer(without, "syscall");
-  EXPECT_FALSE(none.available);
-  EXPECT_NE(none.reason.find("raw_syscalls:sys_enter"), std::string::npos);
+// Without tp_btf the syscall and process programs attach as raw_tp; the layers whose programs
+// are tp_btf only say so instead of offering a fallback.
+TEST(FeaturesEvaluate, WithoutTpBtfSyscallAndProcessProgramsUseRawTp) {
+  KernelFacts f = VmLikeFacts();
+  f.tp_btf = {false, EINVAL, "load failed"};
+  Features features = Features::Evaluate(f);
+  const LayerPlan& syscall = Layer(features, "syscall");
+  EXPECT_TRUE(syscall.available) << syscall.reason;
+  EXPECT_NE(syscall.method.find("raw_syscalls:sys_enter (raw_tp)"), std::string::npos)
+      << syscall.method;
+  EXPECT_NE(syscall.method.find("sched:sched_process_fork (raw_tp)"), std::string::npos)
+      << syscall.method;
+  EXPECT_EQ(syscall.method.find("tp_btf"), std::string::npos) << syscall.method;
+  EXPECT_NE(syscall.reason.find("io_uring:io_uring_submit_req (tp_btf only)"), std::string::npos)
+      << syscall.reason;
+  const LayerPlan& block = Layer(features, "block");
+  EXPECT_FALSE(block.available);
+  EXPECT_NE(block.reason.find("block:block_rq_issue (tp_btf only)"), std::string::npos)
+      << block.reason;
+}
+
+// The classic tracepoint needs a mounted tracefs (the capture does not mount it), and only the
+// syscall programs have that variant.
+TEST(FeaturesEvaluate, ClassicTracepointOnlyForTheSyscallProgramsWithTracefsMounted) {
+  KernelFacts f = VmLikeFacts();
+  f.tracefs_events.insert("raw_syscalls/sys_enter");
+  const ProgramAttach* enter = FindAttach("syscall", "iot_sys_enter");
+  const ProgramAttach* fork = FindAttach("proc", "iot_proc_fork");
+  ASSERT_NE(enter, nullptr);
+  ASSERT_NE(fork, nullptr);
+  f.tp_btf = {false, EINVAL, "load failed"};
+  f.raw_tp = {false, EINVAL, "load failed"};
+  EXPECT_EQ(Features::Evaluate(f).ChooseAttach(*enter), AttachMethod::kNone);  // not mounted
+  f.tracefs_mount = "/sys/kernel/tracing";
+  Features mounted = Features::Evaluate(f);
+  EXPECT_EQ(mounted.ChooseAttach(*enter), AttachMethod::kTracepoint);
+  EXPECT_EQ(mounted.ChooseAttach(*fork), AttachMethod::kNone);
+  EXPECT_FALSE(Layer(mounted, "syscall").available);
+}
+
+// IOTWIN_ATTACH's method is used where the row offers it and the kernel allows it.
+TEST(FeaturesEvaluate, ForcedMethodOnlyWhereTheRowOffersIt) {
+  KernelFacts f = VmLikeFacts();
+  f.tracefs_mount = "/sys/kernel/tracing";
+  f.tracefs_events.insert("raw_syscalls/sys_enter");
+  Features features = Features::Evaluate(f);
+  const ProgramAttach* enter = FindAttach("syscall", "iot_sys_enter");
+  const ProgramAttach* fork = FindAttach("proc", "iot_proc_fork");
+  const ProgramAttach* issue = FindAttach("block", "iot_blk_rq_issue");
+  ASSERT_TRUE(enter && fork && issue);
+  EXPECT_EQ(features.ChooseAttach(*enter), AttachMethod::kTpBtf);
+  EXPECT_EQ(features.ChooseAttach(*enter, AttachMethod::kRawTp), AttachMethod::kRawTp);
+  EXPECT_EQ(features.ChooseAttach(*enter, AttachMethod::kTracepoint), AttachMethod::kTracepoint);
+  EXPECT_EQ(features.ChooseAttach(*fork, AttachMethod::kTracepoint), AttachMethod::kTpBtf);
+  EXPECT_EQ(features.ChooseAttach(*issue, AttachMethod::kRawTp), AttachMethod::kTpBtf);
+}
+
+TEST(AttachTable, RowsAreWellFormedAndGroupedByLayer) {
+  std::vector<std::string_view> layers = AttachLayers();
+  EXPECT_EQ(layers, (std::vector<std::string_view>{"syscall", "memory", "block", "nvme", "sched"}));
+  for (const ProgramAttach& row : AttachTable()) {
+    EXPECT_NE(row.tracepoint.find(':'), std::string_view::npos) << row.program;
+    EXPECT_FALSE(row.group().empty()) << row.program;
+    EXPECT_FALSE(row.event().empty()) << row.program;
+    EXPECT_EQ(row.methods[0], AttachMethod::kTpBtf) << row.program;
+    EXPECT_EQ(FindAttach(row.object, row.program), &row) << row.program;
+  }
+  EXPECT_EQ(ProgramVariant("iot_sys_enter", AttachMethod::kTpBtf), "iot_sys_enter");
+  EXPECT_EQ(ProgramVariant("iot_sys_enter", AttachMethod::kRawTp), "iot_sys_enter_raw");
+  EXPECT_EQ(ProgramVariant("iot_sys_enter", AttachMethod::kTracepoint), "iot_sys_enter_tp");
+  EXPECT_EQ(ParseAttachMethod("raw_tp"), AttachMethod::kRawTp);
+  EXPECT_EQ(ParseAttachMethod("kprobe"), AttachMethod::kNone);
 }
 
 TEST(FeaturesEvaluate, RenamedTracepointsCount) {
