@@ -17,10 +17,10 @@ using Res = OpResult;
 using Fam = OpFamily;
 using Rep = OpReplay;
 
-constexpr OpInfo Row(std::string_view name, Fam family, D dir, Res result, R fd, R fd2,
-                     F offset, F length, F aux, Rep replay = Rep::kReissued) {
-  return OpInfo{name, family, dir, result, fd, fd2, P::kNone, B::kCwd, P::kNone, B::kCwd,
-                offset, length, aux, false, replay};
+constexpr OpInfo Row(std::string_view name, Fam family, D dir, Res result, R fd, R fd2, F offset,
+                     F length, F aux, Rep replay = Rep::kReissued) {
+  return OpInfo{name,     family,  dir,    result, fd,  fd2,   P::kNone, B::kCwd,
+                P::kNone, B::kCwd, offset, length, aux, false, replay};
 }
 // A call on one descriptor.
 constexpr OpInfo FdRow(std::string_view name, Fam family, D dir, Res result, R role,
@@ -29,8 +29,8 @@ constexpr OpInfo FdRow(std::string_view name, Fam family, D dir, Res result, R r
 }
 // A vectored read or write.
 constexpr OpInfo VecRow(std::string_view name, Fam family, D dir, R role, F offset) {
-  OpInfo r = Row(name, family, dir, Res::kByteCount, role, R::kNone, offset, F::kIovecTotal,
-                 F::kIovcnt);
+  OpInfo r =
+      Row(name, family, dir, Res::kByteCount, role, R::kNone, offset, F::kIovecTotal, F::kIovcnt);
   r.vectored = true;
   return r;
 }
@@ -45,9 +45,9 @@ constexpr OpInfo PathRow(std::string_view name, Fam family, Res result, B base,
 }
 // A call naming two paths: rename(at/2), link(at), symlink(at) (first path verbatim).
 constexpr OpInfo TwoPathRow(std::string_view name, P first, B base, B base2) {
-  OpInfo r = Row(name, Fam::kDirectory, D::kNone, Res::kStatus,
-                 base == B::kFd ? R::kDirFd : R::kNone, base2 == B::kFd2 ? R::kDirFd : R::kNone,
-                 F::kUnused, F::kUnused, F::kUnused);
+  OpInfo r =
+      Row(name, Fam::kDirectory, D::kNone, Res::kStatus, base == B::kFd ? R::kDirFd : R::kNone,
+          base2 == B::kFd2 ? R::kDirFd : R::kNone, F::kUnused, F::kUnused, F::kUnused);
   r.path = first;
   r.path_base = first == P::kVerbatim ? B::kCwd : base;
   r.path2 = P::kResolved;
@@ -67,8 +67,8 @@ constexpr std::array<OpInfo, IOT_OP_MAX + 1> MakeTable() {
   // Opens.
   t[IOT_OP_OPEN] = PathRow("open", Fam::kOpen, Res::kNewFd, B::kCwd);
   t[IOT_OP_OPENAT] = PathRow("openat", Fam::kOpen, Res::kNewFd, B::kFd);
-  t[IOT_OP_OPENAT2] = PathRow("openat2", Fam::kOpen, Res::kNewFd, B::kFd, F::kUnused,
-                              F::kResolveFlags);
+  t[IOT_OP_OPENAT2] =
+      PathRow("openat2", Fam::kOpen, Res::kNewFd, B::kFd, F::kUnused, F::kResolveFlags);
   t[IOT_OP_CREAT] = PathRow("creat", Fam::kOpen, Res::kNewFd, B::kCwd);
   // Descriptor table.
   t[IOT_OP_CLOSE] = FdRow("close", Fam::kDescriptor, D::kNone, Res::kStatus, R::kUsed);
@@ -81,8 +81,8 @@ constexpr std::array<OpInfo, IOT_OP_MAX + 1> MakeTable() {
                        F::kUnused, F::kUnused, F::kUnused);
   // fcntl: F_DUPFD* return a descriptor, record locks keep l_start, l_len, l_whence in
   // offset, length, aux (model/op_fields.h reads them by command).
-  t[IOT_OP_FCNTL] = FdRow("fcntl", Fam::kDescriptor, D::kNone, Res::kValue, R::kUsed,
-                          F::kFcntlArg, F::kFcntlArg, F::kFcntlArg);
+  t[IOT_OP_FCNTL] = FdRow("fcntl", Fam::kDescriptor, D::kNone, Res::kValue, R::kUsed, F::kFcntlArg,
+                          F::kFcntlArg, F::kFcntlArg);
   t[IOT_OP_FLOCK] = FdRow("flock", Fam::kDescriptor, D::kNone, Res::kStatus, R::kUsed);
   // Reads and writes.
   t[IOT_OP_READ] = FdRow("read", Fam::kRead, D::kRead, Res::kByteCount, R::kReadFrom,
@@ -98,23 +98,22 @@ constexpr std::array<OpInfo, IOT_OP_MAX + 1> MakeTable() {
   t[IOT_OP_PREADV] = VecRow("preadv", Fam::kRead, D::kRead, R::kReadFrom, F::kFileOffset);
   t[IOT_OP_PWRITEV] = VecRow("pwritev", Fam::kWrite, D::kWrite, R::kWriteTo, F::kFileOffset);
   t[IOT_OP_PREADV2] = VecRow("preadv2", Fam::kRead, D::kRead, R::kReadFrom, F::kOffsetOrCurrent);
-  t[IOT_OP_PWRITEV2] =
-      VecRow("pwritev2", Fam::kWrite, D::kWrite, R::kWriteTo, F::kOffsetOrCurrent);
-  t[IOT_OP_LSEEK] = FdRow("lseek", Fam::kSeek, D::kNone, Res::kPosition, R::kUsed,
-                          F::kFileOffset, F::kUnused, F::kWhence);
+  t[IOT_OP_PWRITEV2] = VecRow("pwritev2", Fam::kWrite, D::kWrite, R::kWriteTo, F::kOffsetOrCurrent);
+  t[IOT_OP_LSEEK] = FdRow("lseek", Fam::kSeek, D::kNone, Res::kPosition, R::kUsed, F::kFileOffset,
+                          F::kUnused, F::kWhence);
   // Syncs.
   t[IOT_OP_FSYNC] = FdRow("fsync", Fam::kSync, D::kNone, Res::kStatus, R::kUsed);
   t[IOT_OP_FDATASYNC] = FdRow("fdatasync", Fam::kSync, D::kNone, Res::kStatus, R::kUsed);
-  t[IOT_OP_SYNC_FILE_RANGE] = FdRow("sync_file_range", Fam::kSync, D::kNone, Res::kStatus,
-                                    R::kUsed, F::kFileOffset, F::kByteCount);
+  t[IOT_OP_SYNC_FILE_RANGE] = FdRow("sync_file_range", Fam::kSync, D::kNone, Res::kStatus, R::kUsed,
+                                    F::kFileOffset, F::kByteCount);
   t[IOT_OP_SYNCFS] = FdRow("syncfs", Fam::kSync, D::kNone, Res::kStatus, R::kUsed);
-  t[IOT_OP_SYNC] = Row("sync", Fam::kSync, D::kNone, Res::kStatus, R::kNone, R::kNone,
-                       F::kUnused, F::kUnused, F::kUnused);
+  t[IOT_OP_SYNC] = Row("sync", Fam::kSync, D::kNone, Res::kStatus, R::kNone, R::kNone, F::kUnused,
+                       F::kUnused, F::kUnused);
   // Space and size.
   t[IOT_OP_FALLOCATE] = FdRow("fallocate", Fam::kSpace, D::kNone, Res::kStatus, R::kUsed,
                               F::kFileOffset, F::kByteCount);
-  t[IOT_OP_FTRUNCATE] = FdRow("ftruncate", Fam::kSpace, D::kNone, Res::kStatus, R::kUsed,
-                              F::kUnused, F::kNewLength);
+  t[IOT_OP_FTRUNCATE] =
+      FdRow("ftruncate", Fam::kSpace, D::kNone, Res::kStatus, R::kUsed, F::kUnused, F::kNewLength);
   t[IOT_OP_TRUNCATE] = PathRow("truncate", Fam::kSpace, Res::kStatus, B::kCwd, F::kNewLength);
   // Advice.
   t[IOT_OP_FADVISE64] = FdRow("fadvise64", Fam::kAdvice, D::kNone, Res::kStatus, R::kUsed,
@@ -128,12 +127,11 @@ constexpr std::array<OpInfo, IOT_OP_MAX + 1> MakeTable() {
           F::kInOffset, F::kByteCount, F::kOutOffset);
   t[IOT_OP_SENDFILE] = Row("sendfile", Fam::kCopy, D::kCopy, Res::kByteCount, R::kWriteTo,
                            R::kReadFrom, F::kInOffset, F::kByteCount, F::kUnused);
-  t[IOT_OP_SPLICE] = Row("splice", Fam::kCopy, D::kCopy, Res::kByteCount, R::kReadFrom,
-                         R::kWriteTo, F::kInOffset, F::kByteCount, F::kOutOffset,
-                         Rep::kNotReplayed);
+  t[IOT_OP_SPLICE] = Row("splice", Fam::kCopy, D::kCopy, Res::kByteCount, R::kReadFrom, R::kWriteTo,
+                         F::kInOffset, F::kByteCount, F::kOutOffset, Rep::kNotReplayed);
   // Mappings (mmap's fd is used unless MAP_ANONYMOUS).
-  t[IOT_OP_MMAP] = FdRow("mmap", Fam::kMemory, D::kNone, Res::kAddress, R::kUsed,
-                         F::kFileOffset, F::kMapLength, F::kAddressHint);
+  t[IOT_OP_MMAP] = FdRow("mmap", Fam::kMemory, D::kNone, Res::kAddress, R::kUsed, F::kFileOffset,
+                         F::kMapLength, F::kAddressHint);
   t[IOT_OP_MUNMAP] = Row("munmap", Fam::kMemory, D::kNone, Res::kStatus, R::kNone, R::kNone,
                          F::kAddress, F::kMapLength, F::kUnused);
   t[IOT_OP_MREMAP] = Row("mremap", Fam::kMemory, D::kNone, Res::kAddress, R::kNone, R::kNone,
@@ -166,22 +164,22 @@ constexpr std::array<OpInfo, IOT_OP_MAX + 1> MakeTable() {
   t[IOT_OP_CHDIR] = PathRow("chdir", Fam::kCwd, Res::kStatus, B::kCwd);
   t[IOT_OP_FCHDIR] = FdRow("fchdir", Fam::kCwd, D::kNone, Res::kStatus, R::kUsed);
   // Asynchronous I/O set-up and reaping; the requests are ASYNC_IO records.
-  t[IOT_OP_IO_SETUP] = AsyncRow("io_setup", Fam::kAio, Res::kStatus, R::kNone, F::kCommand,
-                                F::kCommand);
-  t[IOT_OP_IO_SUBMIT] = AsyncRow("io_submit", Fam::kAio, Res::kCount, R::kNone, F::kUnused,
-                                 F::kCommand);
-  t[IOT_OP_IO_GETEVENTS] = AsyncRow("io_getevents", Fam::kAio, Res::kCount, R::kNone,
-                                    F::kCommand, F::kCommand);
-  t[IOT_OP_IO_DESTROY] = AsyncRow("io_destroy", Fam::kAio, Res::kStatus, R::kNone, F::kUnused,
-                                  F::kCommand);
-  t[IOT_OP_IO_PGETEVENTS] = AsyncRow("io_pgetevents", Fam::kAio, Res::kCount, R::kNone,
-                                     F::kCommand, F::kCommand);
-  t[IOT_OP_IO_URING_SETUP] = AsyncRow("io_uring_setup", Fam::kUring, Res::kNewFd, R::kNone,
-                                      F::kCommand, F::kUnused);
-  t[IOT_OP_IO_URING_ENTER] = AsyncRow("io_uring_enter", Fam::kUring, Res::kCount, R::kRing,
-                                      F::kUnused, F::kCommand);
-  t[IOT_OP_IO_URING_REGISTER] = AsyncRow("io_uring_register", Fam::kUring, Res::kValue,
-                                         R::kRing, F::kCommand, F::kUnused);
+  t[IOT_OP_IO_SETUP] =
+      AsyncRow("io_setup", Fam::kAio, Res::kStatus, R::kNone, F::kCommand, F::kCommand);
+  t[IOT_OP_IO_SUBMIT] =
+      AsyncRow("io_submit", Fam::kAio, Res::kCount, R::kNone, F::kUnused, F::kCommand);
+  t[IOT_OP_IO_GETEVENTS] =
+      AsyncRow("io_getevents", Fam::kAio, Res::kCount, R::kNone, F::kCommand, F::kCommand);
+  t[IOT_OP_IO_DESTROY] =
+      AsyncRow("io_destroy", Fam::kAio, Res::kStatus, R::kNone, F::kUnused, F::kCommand);
+  t[IOT_OP_IO_PGETEVENTS] =
+      AsyncRow("io_pgetevents", Fam::kAio, Res::kCount, R::kNone, F::kCommand, F::kCommand);
+  t[IOT_OP_IO_URING_SETUP] =
+      AsyncRow("io_uring_setup", Fam::kUring, Res::kNewFd, R::kNone, F::kCommand, F::kUnused);
+  t[IOT_OP_IO_URING_ENTER] =
+      AsyncRow("io_uring_enter", Fam::kUring, Res::kCount, R::kRing, F::kUnused, F::kCommand);
+  t[IOT_OP_IO_URING_REGISTER] =
+      AsyncRow("io_uring_register", Fam::kUring, Res::kValue, R::kRing, F::kCommand, F::kUnused);
   return t;
 }
 
@@ -250,15 +248,36 @@ AsyncOpInfo UringOp(uint8_t opcode) {
   AsyncOpInfo i{AsyncKind::kOther, {}, false, false, false, false};
   if (opcode < kUringNamed) i.name = kUringNames[opcode];
   switch (opcode) {
-    case IORING_OP_NOP: i.nop = true; break;
-    case IORING_OP_READV: i.kind = AsyncKind::kRead; i.vectored = true; break;
-    case IORING_OP_WRITEV: i.kind = AsyncKind::kWrite; i.vectored = true; break;
-    case IORING_OP_READ_FIXED: i.kind = AsyncKind::kRead; i.fixed = true; break;
-    case IORING_OP_WRITE_FIXED: i.kind = AsyncKind::kWrite; i.fixed = true; break;
-    case IORING_OP_READ: i.kind = AsyncKind::kRead; break;
-    case IORING_OP_WRITE: i.kind = AsyncKind::kWrite; break;
-    case IORING_OP_FSYNC: i.kind = AsyncKind::kFsync; break;
-    default: break;
+    case IORING_OP_NOP:
+      i.nop = true;
+      break;
+    case IORING_OP_READV:
+      i.kind = AsyncKind::kRead;
+      i.vectored = true;
+      break;
+    case IORING_OP_WRITEV:
+      i.kind = AsyncKind::kWrite;
+      i.vectored = true;
+      break;
+    case IORING_OP_READ_FIXED:
+      i.kind = AsyncKind::kRead;
+      i.fixed = true;
+      break;
+    case IORING_OP_WRITE_FIXED:
+      i.kind = AsyncKind::kWrite;
+      i.fixed = true;
+      break;
+    case IORING_OP_READ:
+      i.kind = AsyncKind::kRead;
+      break;
+    case IORING_OP_WRITE:
+      i.kind = AsyncKind::kWrite;
+      break;
+    case IORING_OP_FSYNC:
+      i.kind = AsyncKind::kFsync;
+      break;
+    default:
+      break;
   }
   return i;
 }
@@ -266,15 +285,33 @@ AsyncOpInfo UringOp(uint8_t opcode) {
 AsyncOpInfo LibaioOp(uint8_t opcode) {
   AsyncOpInfo i{AsyncKind::kOther, {}, false, false, false, false};
   switch (opcode) {
-    case IOCB_CMD_PREAD: i = {AsyncKind::kRead, "PREAD", false, false, false, false}; break;
-    case IOCB_CMD_PWRITE: i = {AsyncKind::kWrite, "PWRITE", false, false, false, false}; break;
-    case IOCB_CMD_FSYNC: i = {AsyncKind::kFsync, "FSYNC", false, false, false, false}; break;
-    case IOCB_CMD_FDSYNC: i = {AsyncKind::kFsync, "FDSYNC", false, false, true, false}; break;
-    case IOCB_CMD_POLL: i.name = "POLL"; break;
-    case IOCB_CMD_NOOP: i.name = "NOOP"; i.nop = true; break;
-    case IOCB_CMD_PREADV: i = {AsyncKind::kRead, "PREADV", true, false, false, false}; break;
-    case IOCB_CMD_PWRITEV: i = {AsyncKind::kWrite, "PWRITEV", true, false, false, false}; break;
-    default: break;
+    case IOCB_CMD_PREAD:
+      i = {AsyncKind::kRead, "PREAD", false, false, false, false};
+      break;
+    case IOCB_CMD_PWRITE:
+      i = {AsyncKind::kWrite, "PWRITE", false, false, false, false};
+      break;
+    case IOCB_CMD_FSYNC:
+      i = {AsyncKind::kFsync, "FSYNC", false, false, false, false};
+      break;
+    case IOCB_CMD_FDSYNC:
+      i = {AsyncKind::kFsync, "FDSYNC", false, false, true, false};
+      break;
+    case IOCB_CMD_POLL:
+      i.name = "POLL";
+      break;
+    case IOCB_CMD_NOOP:
+      i.name = "NOOP";
+      i.nop = true;
+      break;
+    case IOCB_CMD_PREADV:
+      i = {AsyncKind::kRead, "PREADV", true, false, false, false};
+      break;
+    case IOCB_CMD_PWRITEV:
+      i = {AsyncKind::kWrite, "PWRITEV", true, false, false, false};
+      break;
+    default:
+      break;
   }
   return i;
 }

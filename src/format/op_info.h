@@ -19,21 +19,21 @@ namespace iotwin {
 
 enum class OpFamily : uint8_t {
   kUnknown,
-  kOpen,       // open, openat, openat2, creat
-  kDescriptor, // close, close_range, dup*, fcntl, flock
-  kRead,       // read, pread64, readv, preadv, preadv2
-  kWrite,      // write, pwrite64, writev, pwritev, pwritev2
-  kSeek,       // lseek
-  kSync,       // fsync, fdatasync, sync_file_range, syncfs, sync
-  kSpace,      // fallocate, ftruncate, truncate
-  kAdvice,     // fadvise64, readahead
-  kCopy,       // copy_file_range, sendfile, splice
-  kMemory,     // mmap, munmap, mremap, msync, madvise
-  kStat,       // stat, lstat, fstat, newfstatat, statx
-  kDirectory,  // getdents64, mkdir(at), unlink(at), rmdir, rename*, link*, symlink*
-  kCwd,        // chdir, fchdir
-  kAio,        // io_setup, io_submit, io_getevents, io_pgetevents, io_destroy
-  kUring,      // io_uring_setup, io_uring_enter, io_uring_register
+  kOpen,        // open, openat, openat2, creat
+  kDescriptor,  // close, close_range, dup*, fcntl, flock
+  kRead,        // read, pread64, readv, preadv, preadv2
+  kWrite,       // write, pwrite64, writev, pwritev, pwritev2
+  kSeek,        // lseek
+  kSync,        // fsync, fdatasync, sync_file_range, syncfs, sync
+  kSpace,       // fallocate, ftruncate, truncate
+  kAdvice,      // fadvise64, readahead
+  kCopy,        // copy_file_range, sendfile, splice
+  kMemory,      // mmap, munmap, mremap, msync, madvise
+  kStat,        // stat, lstat, fstat, newfstatat, statx
+  kDirectory,   // getdents64, mkdir(at), unlink(at), rmdir, rename*, link*, symlink*
+  kCwd,         // chdir, fchdir
+  kAio,         // io_setup, io_submit, io_getevents, io_pgetevents, io_destroy
+  kUring,       // io_uring_setup, io_uring_enter, io_uring_register
 };
 
 // Data moved by the call, as seen from the files it names.
@@ -46,13 +46,13 @@ enum class OpDirection : uint8_t {
 
 // What a successful (non-negative) `ret` means.
 enum class OpResult : uint8_t {
-  kStatus,      // 0 on success; nothing else to reproduce
-  kByteCount,   // bytes moved: replay must move as many
-  kPosition,    // the new file position (lseek)
-  kNewFd,       // a new descriptor (opens, dup*, io_uring_setup; fcntl F_DUPFD* by command)
-  kAddress,     // a mapping address (mmap, mremap)
-  kCount,       // a count of something other than bytes (io_submit requests, events, entries)
-  kValue,       // a value that depends on the command (fcntl F_GETFD, F_GETFL, ...)
+  kStatus,     // 0 on success; nothing else to reproduce
+  kByteCount,  // bytes moved: replay must move as many
+  kPosition,   // the new file position (lseek)
+  kNewFd,      // a new descriptor (opens, dup*, io_uring_setup; fcntl F_DUPFD* by command)
+  kAddress,    // a mapping address (mmap, mremap)
+  kCount,      // a count of something other than bytes (io_submit requests, events, entries)
+  kValue,      // a value that depends on the command (fcntl F_GETFD, F_GETFL, ...)
 };
 
 // Role of a descriptor field (`fd` or `fd2`) of the record.
@@ -84,25 +84,25 @@ enum class PathBase : uint8_t {
 // Meaning of a scalar field (`offset`, `length`, `aux`).
 enum class FieldUse : uint8_t {
   kUnused,
-  kFileOffset,      // the call's offset argument
-  kPositionBefore,  // the file position the call used, where known (informational)
-  kOffsetOrCurrent, // preadv2/pwritev2: offset, or -1 for the current position
-  kInOffset,        // *off_in (copy_file_range, splice, sendfile); UINT64_MAX when NULL
-  kOutOffset,       // *off_out; UINT64_MAX when NULL
-  kByteCount,       // a byte count argument
-  kIovecTotal,      // sum of the iovec lengths (the IOVEC record has each)
+  kFileOffset,       // the call's offset argument
+  kPositionBefore,   // the file position the call used, where known (informational)
+  kOffsetOrCurrent,  // preadv2/pwritev2: offset, or -1 for the current position
+  kInOffset,         // *off_in (copy_file_range, splice, sendfile); UINT64_MAX when NULL
+  kOutOffset,        // *off_out; UINT64_MAX when NULL
+  kByteCount,        // a byte count argument
+  kIovecTotal,       // sum of the iovec lengths (the IOVEC record has each)
   kIovcnt,
-  kWhence,          // lseek's whence
-  kAdvice,          // fadvise64, madvise
-  kNewLength,       // truncate, ftruncate: the new file length; mremap: the new mapping length
-  kAddress,         // munmap, msync, madvise: the address argument
-  kAddressHint,     // mmap's address argument
-  kOldAddress,      // mremap
-  kOldLength,       // mremap
-  kMapLength,       // mmap, munmap, msync, madvise: length of the range
-  kResolveFlags,    // openat2's how.resolve
-  kFcntlArg,        // fcntl: the integer argument, or l_* of a record lock (by command)
-  kCommand,         // other per-op values: entries, min_nr, ring contexts (docs/trace-format.md)
+  kWhence,        // lseek's whence
+  kAdvice,        // fadvise64, madvise
+  kNewLength,     // truncate, ftruncate: the new file length; mremap: the new mapping length
+  kAddress,       // munmap, msync, madvise: the address argument
+  kAddressHint,   // mmap's address argument
+  kOldAddress,    // mremap
+  kOldLength,     // mremap
+  kMapLength,     // mmap, munmap, msync, madvise: length of the range
+  kResolveFlags,  // openat2's how.resolve
+  kFcntlArg,      // fcntl: the integer argument, or l_* of a record lock (by command)
+  kCommand,       // other per-op values: entries, min_nr, ring contexts (docs/trace-format.md)
 };
 
 // Whether replay issues the recorded call.

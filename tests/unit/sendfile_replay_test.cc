@@ -3,10 +3,9 @@
 // destination from fd, keep the call replayable, and the sync back end must issue
 // sendfile(out, in, ...) with the descriptors in that order.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <string>
