@@ -1,6 +1,7 @@
 // Importer for strace logs: `strace -f -ttt -T -y` and its variants (-yy, -s N, -tt, -t, -r, no
 // timestamps, pid prefixes of -o files and of stderr, -ff files). See docs/interop.md.
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <sys/file.h>
 #include <xxhash.h>
 
@@ -17,11 +18,12 @@
 #include <vector>
 
 #include "format/records.h"
-#include "interop/fd_tables.h"
 #include "interop/importer.h"
 #include "interop/strace_text.h"
 #include "interop/symbols.h"
 #include "interop/text_util.h"
+#include "model/op_fields.h"
+#include "model/trace_state.h"
 
 namespace iotwin::interop {
 namespace {
@@ -457,7 +459,7 @@ class StraceImporter : public Importer {
       for (auto& [child, tgid] : child_tgid_) {
         if (tgid == 0) tgid = pid;
       }
-      fds_.Rename(0, pid);
+      fds_.RenameProcess(0, pid);
       if (auto c = cwd_.find(0); c != cwd_.end()) {
         cwd_[pid] = c->second;
         cwd_.erase(0);
@@ -580,7 +582,7 @@ class StraceImporter : public Importer {
     }
     if (!others) {
       p.flags |= IOT_PROCF_GROUP_DEAD;
-      fds_.Drop(task.tgid);
+      fds_.DropProcess(task.tgid);
     }
     return Emit(p);
   }
@@ -759,17 +761,18 @@ class StraceImporter : public Importer {
       if (fd.decorated) IOTWIN_RETURN_IF_ERROR(NoteCwd(pid, task, fd.target, ts));
       return fd;
     }
-    if (fd.decorated && n >= 0 && !fds_.Get(task.tgid, n)) {
-      auto file = std::make_shared<OpenFile>();
-      file->path = fd.target;
-      file->ino = PathIdentity(fd.target);
-      file->ftype = fd.ftype;
-      fds_.Set(task.tgid, n, file);
+    if (fd.decorated && n >= 0 && !fds_.Fd(task.tgid, n)) {
+      const model::DescriptionId id = fds_.NewDescription(0);
+      if (model::OpenFileDescription* file = fds_.Description(id)) {
+        file->ino = PathIdentity(fd.target);
+        file->ftype = fd.ftype;
+        fds_.Bind(task.tgid, n, id, false);
+      }
       iot_fd_snapshot s{};
       InitRecord(&s, IOT_REC_FD_SNAPSHOT);
       s.tgid = task.tgid;
       s.ts = ts;
-      s.ino = file->ino;
+      s.ino = PathIdentity(fd.target);
       s.fd = n;
       s.ftype = fd.ftype;
       IOTWIN_ASSIGN_OR_RETURN(s.path_id, sink_->InternString(fd.target));
@@ -926,13 +929,13 @@ class StraceImporter : public Importer {
 
   // Position-dependent calls: the offset is the tracked file position where known.
   uint64_t PositionOf(uint32_t tgid, int32_t fd) {
-    auto f = fds_.Get(tgid, fd);
+    const model::OpenFileDescription* f = fds_.FdDescription(tgid, fd);
     if (f && f->pos_known) return f->pos;
     stats_.counters["io_at_unknown_position"]++;
     return 0;
   }
   void Advance(uint32_t tgid, int32_t fd, int64_t ret) {
-    auto f = fds_.Get(tgid, fd);
+    model::OpenFileDescription* f = fds_.FdDescription(tgid, fd);
     if (f && f->pos_known && ret > 0) f->pos += static_cast<uint64_t>(ret);
   }
 
@@ -940,6 +943,7 @@ class StraceImporter : public Importer {
                  const std::vector<std::string_view>& a, const RetInfo& r, uint64_t ts,
                  uint64_t dur, bool interrupted, const LinePos& pos) {
     (void)pos;
+    fds_.NextRecord();
     iot_syscall sc{};
     InitRecord(&sc, IOT_REC_SYSCALL);
     sc.op = op;
@@ -986,13 +990,14 @@ class StraceImporter : public Importer {
         SetIdentity(&sc, r.fd);
         if (sc.flags & O_DIRECTORY) sc.ftype = 4;
         if (ok) {
-          auto file = std::make_shared<OpenFile>();
-          file->path = r.fd.decorated ? r.fd.target : path;
-          file->flags = sc.flags;
-          file->pos_known = (sc.flags & O_APPEND) == 0;
-          file->ino = sc.ino;
-          file->ftype = sc.ftype;
-          fds_.Set(task.tgid, static_cast<int32_t>(r.ret), file);
+          // An O_APPEND descriptor writes at the end of a file whose size strace does not show.
+          const model::DescriptionId id = fds_.NewDescription(sc.flags);
+          if (model::OpenFileDescription* file = fds_.Description(id)) {
+            file->pos_known = (sc.flags & O_APPEND) == 0;
+            file->ino = sc.ino;
+            file->ftype = sc.ftype;
+            fds_.Bind(task.tgid, static_cast<int32_t>(r.ret), id, (sc.flags & O_CLOEXEC) != 0);
+          }
         }
         break;
       }
@@ -1008,7 +1013,10 @@ class StraceImporter : public Importer {
         sc.fd2 = static_cast<int32_t>(UArg(a, 1));
         sc.flags = FlagsArg(a, 2);
         sc.sflags |= IOT_SCF_NO_FILE;
-        if (ok) fds_.CloseRange(task.tgid, static_cast<uint32_t>(sc.fd), static_cast<uint32_t>(sc.fd2));
+        if (ok) {
+          fds_.CloseRange(task.tgid, static_cast<uint32_t>(sc.fd), static_cast<uint32_t>(sc.fd2),
+                          (sc.flags & CLOSE_RANGE_CLOEXEC) != 0);
+        }
         break;
       case IOT_OP_DUP:
       case IOT_OP_DUP2:
@@ -1018,7 +1026,7 @@ class StraceImporter : public Importer {
         if (op != IOT_OP_DUP) sc.fd2 = static_cast<int32_t>(strace::ParseFd(a.size() > 1 ? a[1] : "").number.value_or(-1));
         if (op == IOT_OP_DUP3) sc.flags = FlagsArg(a, 2);
         SetIdentity(&sc, fd.decorated ? fd : r.fd);
-        if (ok) fds_.Dup(task.tgid, sc.fd, static_cast<int32_t>(r.ret));
+        if (ok) fds_.Dup(task.tgid, sc.fd, static_cast<int32_t>(r.ret), model::OpResultCloexec(sc));
         break;
       }
       case IOT_OP_FCNTL: {
@@ -1032,8 +1040,9 @@ class StraceImporter : public Importer {
         }
         SetIdentity(&sc, fd);
         if (ok && (sc.mode == F_DUPFD || sc.mode == F_DUPFD_CLOEXEC)) {
-          fds_.Dup(task.tgid, sc.fd, static_cast<int32_t>(r.ret));
+          fds_.Dup(task.tgid, sc.fd, static_cast<int32_t>(r.ret), sc.mode == F_DUPFD_CLOEXEC);
         }
+        if (ok && sc.mode == F_SETFD) fds_.SetCloexec(task.tgid, sc.fd, (sc.aux & FD_CLOEXEC) != 0);
         break;
       }
       case IOT_OP_FLOCK: {
@@ -1103,7 +1112,7 @@ class StraceImporter : public Importer {
           sc.aux = UArg(a, 4);
         }
         if (ok) {
-          if (auto f = fds_.Get(task.tgid, sc.fd)) {
+          if (model::OpenFileDescription* f = fds_.FdDescription(task.tgid, sc.fd)) {
             f->pos = static_cast<uint64_t>(r.ret);
             f->pos_known = true;
           }
@@ -1412,7 +1421,8 @@ class StraceImporter : public Importer {
   bool placeholder_used_ = false;
   bool holding_ = false;
   std::vector<std::vector<uint8_t>> held_;
-  FdTables fds_;
+  // Descriptor tables of the traced processes (positions: PositionOf, Advance).
+  model::TraceState fds_{model::TraceStateOptions{.keep_paths = false}};
   std::unordered_map<uint32_t, std::string> cwd_;
   std::unordered_map<uint32_t,
                      std::unordered_map<std::pair<uint64_t, uint64_t>, AioRequest, PairHash>>
