@@ -19,24 +19,24 @@
 namespace iotwin::analysis {
 namespace {
 
-// Direction of a data op: 0 read, 1 write, -1 neither (a table: this runs per record).
+// What OnSyscall asks of every record's op, read once from the op table (format/op_info.h):
+// direction of a data op (0 read, 1 write, -1 neither), whether that data op takes an explicit
+// offset, whether it opens a file.
 struct OpClassTable {
   std::array<int8_t, IOT_OP_MAX + 1> dir{};
   std::array<bool, IOT_OP_MAX + 1> explicit_offset{};
   std::array<bool, IOT_OP_MAX + 1> opens{};
-  constexpr OpClassTable() {
-    for (auto& d : dir) d = -1;
-    for (int op : {IOT_OP_READ, IOT_OP_PREAD64, IOT_OP_READV, IOT_OP_PREADV, IOT_OP_PREADV2})
-      dir[op] = 0;
-    for (int op : {IOT_OP_WRITE, IOT_OP_PWRITE64, IOT_OP_WRITEV, IOT_OP_PWRITEV, IOT_OP_PWRITEV2})
-      dir[op] = 1;
-    for (int op : {IOT_OP_PREAD64, IOT_OP_PWRITE64, IOT_OP_PREADV, IOT_OP_PWRITEV, IOT_OP_PREADV2,
-                   IOT_OP_PWRITEV2})
-      explicit_offset[op] = true;
-    for (int op : {IOT_OP_OPEN, IOT_OP_OPENAT, IOT_OP_OPENAT2, IOT_OP_CREAT}) opens[op] = true;
+  OpClassTable() {
+    for (uint16_t op = 0; op <= IOT_OP_MAX; op++) {
+      const OpInfo& info = GetOpInfo(op);
+      dir[op] = info.family == OpFamily::kRead ? 0 : info.family == OpFamily::kWrite ? 1 : -1;
+      explicit_offset[op] = dir[op] >= 0 && (info.offset == FieldUse::kFileOffset ||
+                                             info.offset == FieldUse::kOffsetOrCurrent);
+      opens[op] = info.family == OpFamily::kOpen;
+    }
   }
 };
-constexpr OpClassTable kOpClass;
+const OpClassTable kOpClass;
 
 constexpr size_t kMaxStreams = 4u << 20;
 // Bounds of the threads' direct stream tables (files and threads by index, in the order the trace

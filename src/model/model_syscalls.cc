@@ -9,16 +9,12 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "format/op_info.h"
 #include "format/records.h"
 #include "model/model_builder_impl.h"
 
 namespace iotwin::model {
 namespace {
-
-bool IsVectored(uint16_t op) {
-  return op == IOT_OP_READV || op == IOT_OP_WRITEV || op == IOT_OP_PREADV ||
-         op == IOT_OP_PWRITEV || op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2;
-}
 
 uint32_t EffectiveOpenFlags(const iot_syscall& sc) {
   if (sc.op == IOT_OP_CREAT) return O_CREAT | O_WRONLY | O_TRUNC | (sc.flags & O_CLOEXEC);
@@ -46,7 +42,7 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
   if (code <= IOT_OP_MAX) m->stats_.ops_by_kind[code]++;
   m->stats_.syscalls++;
 
-  if (IsVectored(code)) LayOutIovecs(s);
+  if (GetOpInfo(code).vectored) LayOutIovecs(s);
   ResolvePaths(s);
   ClassifyDescriptors(s);
 
