@@ -17,6 +17,7 @@
 
 #include "block.skel.h"
 #include "block_wire.h"
+#include "capture/features.h"
 #include "capture/libbpf_log.h"
 #include "nvme.skel.h"
 #include "sched.skel.h"
@@ -25,6 +26,12 @@ namespace iotwin::capture {
 namespace {
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// Where this kernel's BTF has the tracepoint `event` ("vmlinux", "nvme_core"), "" when nowhere:
+// from the one probe of this process (Features::Get), which reads vmlinux and module BTF.
+std::string TracepointSource(std::string_view event) {
+  return Features::Get().TracepointBtfSource(event);
+}
 
 std::string ReadLine(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -86,10 +93,6 @@ Status ShareBlockMaps(Skel* skel, iotwin_block_bpf* owner) {
   return Status::Ok();
 }
 
-bool HasTypedef(const struct btf* btf, const std::string& name) {
-  return btf && btf__find_by_name_kind(btf, name.c_str(), BTF_KIND_TYPEDEF) > 0;
-}
-
 }  // namespace
 
 nlohmann::json BlockDeviceInfo::ToJson() const {
@@ -133,31 +136,6 @@ std::vector<BlockDeviceInfo> ReadBlockDevices(const std::string& sysfs_block) {
   return out;
 }
 
-TracepointProbe ProbeTracepoint(const std::string& name, const std::vector<std::string>& modules) {
-  TracepointProbe p;
-  struct btf* vmlinux = btf__load_vmlinux_btf();
-  if (!vmlinux) return p;
-  const std::string type = "btf_trace_" + name;
-  if (HasTypedef(vmlinux, type)) {
-    p.present = true;
-    p.where = "vmlinux";
-  }
-  for (const std::string& m : modules) {
-    if (p.present) break;
-    std::string path = "/sys/kernel/btf/" + m;
-    if (access(path.c_str(), R_OK) != 0) continue;
-    struct btf* mod = btf__parse_split(path.c_str(), vmlinux);
-    if (!mod) continue;
-    if (HasTypedef(mod, type)) {
-      p.present = true;
-      p.where = m;
-    }
-    btf__free(mod);
-  }
-  btf__free(vmlinux);
-  return p;
-}
-
 LayerState ProbePmu() {
   struct perf_event_attr attr;
   memset(&attr, 0, sizeof attr);
@@ -187,9 +165,9 @@ Result<std::unique_ptr<BlockBpf>> BlockBpf::Load(const BlockOptions& options,
   plan->nvme = {false, "switched off by --no-nvme"};
   plan->sched = {false, "switched off by --no-sched"};
 
-  TracepointProbe nvme_tp = ProbeTracepoint("nvme_setup_cmd", {"nvme_core", "nvme"});
-  bool nvme = options.nvme && nvme_tp.present;
-  if (options.nvme && !nvme_tp.present) {
+  std::string nvme_source = TracepointSource("nvme_setup_cmd");
+  bool nvme = options.nvme && !nvme_source.empty();
+  if (options.nvme && nvme_source.empty()) {
     plan->nvme = {false,
                   "no NVMe driver loaded: the kernel has no nvme_setup_cmd tracepoint (neither "
                   "built in nor from a loaded nvme_core module)"};
@@ -219,12 +197,12 @@ Result<std::unique_ptr<BlockBpf>> BlockBpf::Load(const BlockOptions& options,
     if (!need_marker) plan->block.reason += "; files of interest shared with the memory layer";
   }
   if (nvme) {
-    bool with_sq = ProbeTracepoint("nvme_sq", {"nvme_core", "nvme"}).present;
+    bool with_sq = !TracepointSource("nvme_sq").empty();
     Status ns = b->LoadNvme(shared, with_sq);
     if (ns.ok()) {
       plan->nvme = {true, fmt::format("tp_btf nvme_setup_cmd/nvme_complete_rq{} ({}) for the "
                                       "requests the block layer follows",
-                                      with_sq ? "/nvme_sq" : "", nvme_tp.where)};
+                                      with_sq ? "/nvme_sq" : "", nvme_source)};
     } else {
       plan->nvme = {false, "the NVMe BPF programs failed to load: " + FirstLine(ns.message())};
     }
@@ -257,12 +235,12 @@ Status BlockBpf::LoadBlock(const BlockOptions& options, const BlockSharedMaps& s
     if (err) return LibbpfError(err, "sharing the memory layer's inode set");
   }
   bpf_program__set_autoload(block_->progs.iot_blk_mark_dirty,
-                            need_marker && ProbeTracepoint("writeback_mark_inode_dirty", {}).present);
+                            need_marker && !TracepointSource("writeback_mark_inode_dirty").empty());
   // block_bio_complete, block_bio_remap and block_rq_remap exist on every kernel this supports;
   // the request merge event was added in 5.x. Probe the optional ones.
   bpf_program__set_autoload(block_->progs.iot_blk_rq_merge,
-                            ProbeTracepoint("block_rq_merge", {}).present);
-  bool ext4 = ProbeTracepoint("ext4_sync_file_enter", {"ext4"}).present;
+                            !TracepointSource("block_rq_merge").empty());
+  bool ext4 = !TracepointSource("ext4_sync_file_enter").empty();
   bpf_program__set_autoload(block_->progs.iot_blk_fsync_enter, ext4);
   bpf_program__set_autoload(block_->progs.iot_blk_fsync_exit, ext4);
   int err = iotwin_block_bpf__load(block_);

@@ -70,14 +70,6 @@ struct BlockDeviceInfo {
 // issued to whole disks).
 std::vector<BlockDeviceInfo> ReadBlockDevices(const std::string& sysfs_block = "/sys/block");
 
-// Whether this kernel has the tracepoint `name` (its btf_trace_ type is in vmlinux's BTF or in
-// the BTF of one of `modules`), and where it was found ("vmlinux", "nvme_core").
-struct TracepointProbe {
-  bool present = false;
-  std::string where;
-};
-TracepointProbe ProbeTracepoint(const std::string& name, const std::vector<std::string>& modules);
-
 // Whether this machine has a hardware PMU (perf_event_open of CPU cycles succeeds).
 LayerState ProbePmu();
 

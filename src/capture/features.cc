@@ -35,8 +35,9 @@ namespace fs = std::filesystem;
 constexpr const char* kTracefsDir = "/sys/kernel/tracing";
 constexpr const char* kVmlinuxBtf = "/sys/kernel/btf/vmlinux";
 constexpr const char* kPmuDir = "/sys/bus/event_source/devices";
-// Modules whose own BTF holds tracepoints iotwin uses (NVMe tracepoints live in nvme-core).
-constexpr const char* kTracepointModules[] = {"nvme_core", "nvme"};
+// Modules whose own BTF holds tracepoints iotwin uses (NVMe tracepoints live in nvme-core; ext4's
+// in ext4 when it is a module).
+constexpr const char* kTracepointModules[] = {"nvme_core", "nvme", "ext4"};
 // A function every kernel has, for the fentry probe (first one found in BTF is used).
 constexpr const char* kFentryTargets[] = {"vfs_read", "ksys_read"};
 
@@ -300,6 +301,12 @@ bool InTracefs(const KernelFacts& f, std::string_view group, std::string_view ev
 
 bool Features::HasTracepoint(std::string_view group, std::string_view event) const {
   return InBtf(facts_, event) || InTracefs(facts_, group, event);
+}
+
+std::string Features::TracepointBtfSource(std::string_view event) const {
+  if (!InBtf(facts_, event)) return "";
+  auto it = facts_.btf_tracepoint_modules.find(event);
+  return it == facts_.btf_tracepoint_modules.end() ? "vmlinux" : it->second;
 }
 
 AttachMethod Features::BestAttach(std::string_view group, std::string_view event) const {
@@ -698,15 +705,18 @@ std::string LastLogLine(const char* log) {
   return std::string(nl == std::string_view::npos ? text : text.substr(nl + 1));
 }
 
-void CollectBtfTracepoints(const btf* b, uint32_t first_id,
-                           std::set<std::string, std::less<>>& out) {
+// The btf_trace_ typedefs of `b` from type `first_id` on; `module` (null for vmlinux) is noted
+// as the source of those vmlinux lacks.
+void CollectBtfTracepoints(const btf* b, uint32_t first_id, const char* module, KernelFacts& f) {
   constexpr std::string_view kPrefix = "btf_trace_";
   uint32_t count = btf__type_cnt(b);
   for (uint32_t id = first_id; id < count; id++) {
     const btf_type* t = btf__type_by_id(b, id);
     if (!t || btf_kind(t) != BTF_KIND_TYPEDEF) continue;
     std::string_view name = btf__name_by_offset(b, t->name_off);
-    if (name.starts_with(kPrefix)) out.emplace(name.substr(kPrefix.size()));
+    if (!name.starts_with(kPrefix)) continue;
+    auto [it, added] = f.btf_tracepoints.emplace(name.substr(kPrefix.size()));
+    if (added && module) f.btf_tracepoint_modules.emplace(*it, module);
   }
 }
 
@@ -824,12 +834,12 @@ void ProbeBtfAndPrograms(KernelFacts& f) {
     f.btf_parse = Failed(err, "btf__load_vmlinux_btf: " + ErrnoText(err));
   } else {
     f.btf_parse = Attempt{true, 0, "parsed"};
-    CollectBtfTracepoints(vmlinux.get(), 1, f.btf_tracepoints);
+    CollectBtfTracepoints(vmlinux.get(), 1, nullptr, f);
     for (const char* module : kTracepointModules) {
       if (!fs::exists(fmt::format("/sys/kernel/btf/{}", module), ec)) continue;
       BtfPtr mod(btf__load_module_btf(module, vmlinux.get()));
       if (!mod) continue;
-      CollectBtfTracepoints(mod.get(), btf__type_cnt(vmlinux.get()), f.btf_tracepoints);
+      CollectBtfTracepoints(mod.get(), btf__type_cnt(vmlinux.get()), module, f);
       f.btf_modules.push_back(module);
     }
   }

@@ -74,6 +74,8 @@ struct KernelFacts {
   // tracepoints tp_btf and raw_tp can attach to, known without tracefs.
   std::set<std::string, std::less<>> btf_tracepoints;
   std::vector<std::string> btf_modules;  // module BTFs that were read (e.g. nvme_core)
+  // The tracepoints above that only a module's BTF has, and that module.
+  std::map<std::string, std::string, std::less<>> btf_tracepoint_modules;
 
   std::string tracefs_mount;  // where tracefs is mounted in our namespace, "" when it is not
   Attempt tracefs_mount_try;  // the mount attempt when it was not mounted (private or real)
@@ -146,6 +148,9 @@ class Features {
 
   // True when the tracepoint exists (in BTF or tracefs).
   bool HasTracepoint(std::string_view group, std::string_view event) const;
+  // Where the tracepoint's btf_trace_ typedef is: "vmlinux", a module ("nvme_core"), or "" when
+  // it has none.
+  std::string TracepointBtfSource(std::string_view event) const;
   // The best way the kernel offers to attach to a tracepoint: tp_btf, then raw_tp (both need the
   // event's btf_trace_ typedef), then a classic tracepoint (needs tracefs mounted or mountable).
   // What the capture uses is ChooseAttach's answer.

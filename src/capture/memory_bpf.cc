@@ -13,6 +13,8 @@
 #include <unordered_set>
 
 #include "base/page_cache.h"
+#include "capture/attach_table.h"
+#include "capture/features.h"
 #include "capture/proc_snapshot.h"
 #include "format/records.h"
 #include "memory.skel.h"
@@ -20,26 +22,6 @@
 
 namespace iotwin::capture {
 namespace {
-
-// Every tp_btf target of memory.bpf.c, as vmlinux BTF names it (btf_trace_<name>).
-constexpr const char* kTracepoints[] = {
-    "page_fault_user",
-    "mm_filemap_map_pages",
-    "mm_filemap_add_to_page_cache",
-    "mm_filemap_delete_from_page_cache",
-    "mm_filemap_get_pages",
-    "page_cache_ra_unbounded",
-    "page_cache_ra_order",
-    "writeback_dirty_folio",
-    "writeback_mark_inode_dirty",
-    "writeback_single_inode_start",
-    "writeback_single_inode",
-    "writeback_start",
-    "writeback_written",
-    "folio_wait_writeback",
-    "ext4_writepages",
-    "ext4_writepages_result",
-};
 
 std::string Missing(const MemoryKernelSupport& k, std::initializer_list<const char*> tps) {
   std::string out;
@@ -66,17 +48,17 @@ bool MemoryKernelSupport::Has(std::string_view tracepoint) const {
 }
 
 MemoryKernelSupport ProbeMemorySupport() {
+  // The one probe of this process (Features::Get) and the memory rows of the attach table.
+  const Features& features = Features::Get();
   MemoryKernelSupport k;
   k.page_size = sysconf(_SC_PAGESIZE);
   k.cachestat = CachestatAvailable();
-  struct btf* vmlinux = btf__load_vmlinux_btf();
-  k.btf = vmlinux != nullptr;
-  for (const char* tp : kTracepoints) {
-    bool present = vmlinux && btf__find_by_name_kind(vmlinux, fmt::format("btf_trace_{}", tp).c_str(),
-                                                     BTF_KIND_TYPEDEF) > 0;
-    k.tracepoints.emplace_back(tp, present);
+  k.btf = features.Has(Feature::kBtf);
+  for (const ProgramAttach& row : AttachTable()) {
+    if (row.object != "memory") continue;
+    k.tracepoints.emplace_back(std::string(row.event()),
+                               !features.TracepointBtfSource(row.event()).empty());
   }
-  if (vmlinux) btf__free(vmlinux);
   return k;
 }
 

@@ -258,6 +258,17 @@ TEST(FeaturesEvaluate, ForcedMethodOnlyWhereTheRowOffersIt) {
   EXPECT_EQ(features.ChooseAttach(*issue, AttachMethod::kRawTp), AttachMethod::kTpBtf);
 }
 
+// The loaders learn from the one probe where a tracepoint's BTF is (the NVMe layer names it).
+TEST(FeaturesEvaluate, TracepointBtfSourceNamesTheModule) {
+  KernelFacts f = VmLikeFacts();
+  f.btf_tracepoints.insert("nvme_setup_cmd");
+  f.btf_tracepoint_modules["nvme_setup_cmd"] = "nvme_core";
+  Features features = Features::Evaluate(f);
+  EXPECT_EQ(features.TracepointBtfSource("nvme_setup_cmd"), "nvme_core");
+  EXPECT_EQ(features.TracepointBtfSource("sys_enter"), "vmlinux");
+  EXPECT_EQ(features.TracepointBtfSource("nvme_sq"), "");
+}
+
 TEST(AttachTable, RowsAreWellFormedAndGroupedByLayer) {
   std::vector<std::string_view> layers = AttachLayers();
   EXPECT_EQ(layers, (std::vector<std::string_view>{"syscall", "memory", "block", "nvme", "sched"}));
