@@ -121,7 +121,6 @@ struct ModelBuilder::Impl {
     // this process: a number named for the first time after a fork was not in the copied table.
     FdSlots slots;
     std::unordered_map<uint32_t, uint32_t> last_fork;  // thread -> op index
-    PathId cwd = kNone;
     std::map<uint64_t, MapPiece> maps;  // recorded address ranges -> mapping
     uint32_t live_threads = 0;
   };
@@ -457,33 +456,37 @@ struct ModelBuilder::Impl {
     }
     const std::string_view s = *str;
     if (!s.empty() && s[0] == '/') return Intern(NormalizePath(s));
-    PathId base = kNone;
-    ProcState& ps = pstate[process];
+    // The cwd is fd_table's; a dirfd's path is the model's, which follows renamed directories.
+    std::string_view base;
     if (dirfd == kAtFdcwd) {
-      base = ps.cwd;
+      base = fd_table.Cwd(process);
     } else {
       const uint32_t o = OfdOf(process, dirfd);
-      if (o != kNone) base = ofds[o].path;
+      if (o != kNone && ofds[o].path != kNone) base = m->paths_[ofds[o].path];
     }
     if (s.empty()) *empty = true;
-    if (base == kNone) {
+    if (base.empty()) {
       *skip = Skip::kUnknownPath;
       return kNone;
     }
-    return Intern(ResolvePath(m->paths_[base], s));
+    return Intern(ResolvePath(base, s));
   }
 
   // ---- descriptors ------------------------------------------------------------------------
   // The descriptor tables: the one trace interpreter's, driven through its primitives. Its
   // processes are keyed by the model's process index, not the tgid: a tgid reused while threads
   // of its old process still show up is a new process to the model, with a table of its own.
-  // No paths: the model resolves them itself, following renamed directories (Renamed).
-  static TraceStateOptions FdTableOptions() {
-    TraceStateOptions o;
-    o.keep_paths = false;
-    return o;
+  // Descriptions carry no paths: the model's Ofd has them, following renamed directories.
+  // It holds the cwds too: the model sets them from its own resolved paths.
+  TraceState fd_table;
+  // `process`'s cwd (kNone unknown): a path the model interned when it set it.
+  PathId Cwd(uint32_t process) {
+    const std::string_view cwd = fd_table.Cwd(process);
+    return cwd.empty() ? kNone : Intern(std::string(cwd));
   }
-  TraceState fd_table{FdTableOptions()};
+  void SetCwd(uint32_t process, PathId cwd) {
+    fd_table.SetCwd(process, cwd == kNone ? std::string_view() : m->paths_[cwd]);
+  }
   // The model's open file description behind `fd` of `process`, kNone when none is open.
   uint32_t OfdOf(uint32_t process, int32_t fd) const {
     const OpenFileDescription* d = fd_table.Description(fd_table.DescriptionOf(process, fd));

@@ -549,7 +549,6 @@ bool ModelBuilder::Impl::ApplyNamespaceOp(SyscallStep& s) {
   const bool ok = s.ok;
   const bool ofd = s.op.ofd != kNone;  // the descriptor's open file is known
   const uint32_t file = s.op.file;
-  ProcState& ps = pstate[proc];
   Op& op = s.op;
   switch (code) {
     case IOT_OP_TRUNCATE: {
@@ -649,13 +648,13 @@ bool ModelBuilder::Impl::ApplyNamespaceOp(SyscallStep& s) {
       PathId p = op.path;
       if (p != kNone && op.skip == Skip::kReplayable && ok) {
         op.file = Exists(p, true, 0, nullptr);
-        ps.cwd = p;
+        SetCwd(proc, p);
       }
       s.declare.push_back([=, this] { PathResources(p, false); });
       break;
     }
     case IOT_OP_FCHDIR: {
-      if (ok && ofd) ps.cwd = ofds[op.ofd].path;
+      if (ok && ofd) SetCwd(proc, ofds[op.ofd].path);
       if (ok) MarkDir(file, kNone);
       s.declare.push_back([=, this] { DeclareFdUse(proc, sc.fd); });
       break;

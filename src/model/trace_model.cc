@@ -84,8 +84,7 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       uint32_t child = ProcessFor(p.child_tgid);
       m->processes_[child].parent = parent;
       fd_table.Fork(parent, child);
-      pstate[child].cwd = pstate[parent].cwd;
-      m->processes_[child].initial_cwd = pstate[parent].cwd;
+      m->processes_[child].initial_cwd = Cwd(parent);
       m->processes_[child].max_fd = m->processes_[parent].max_fd;
       // Mappings are inherited: the child gets its own copies.
       auto parent_maps = pstate[parent].maps;
@@ -164,7 +163,8 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       });
       thread_by_tid.erase(it);
       if (op.process_exit) {
-        fd_table.DropProcess(proc);
+        // Every descriptor closes; the cwd stays for threads of the process still seen.
+        fd_table.CloseRange(proc, 0, INT32_MAX, false);
         ps.maps.clear();
         auto pit = proc_by_tgid.find(p.tgid);
         if (pit != proc_by_tgid.end() && pit->second == proc) proc_by_tgid.erase(pit);
@@ -179,7 +179,7 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
         std::optional<std::string_view> s = String(p.path_id);
         if (s && !s->empty() && (*s)[0] == '/') {
           PathId cwd = Intern(NormalizePath(*s));
-          pstate[proc].cwd = cwd;
+          SetCwd(proc, cwd);
           if (m->processes_[proc].initial_cwd == kNone) m->processes_[proc].initial_cwd = cwd;
           if (!Pseudo(cwd)) Exists(cwd, true, 0, nullptr);
         }
