@@ -52,8 +52,9 @@ enum class OpResult : uint8_t {
   kNewFd,      // a new descriptor (opens, dup*, io_uring_setup; fcntl F_DUPFD* by command)
   kAddress,    // a mapping address (mmap, mremap)
   kCount,      // a count of something other than bytes (io_submit requests, events, entries)
-  kValue,      // a value replay need not reproduce: by command (fcntl F_GETFL, io_uring_register)
-              // or by state (getdents64's bytes of entries depend on the directory)
+  // A value replay need not reproduce: it depends on the command (fcntl F_GETFL,
+  // io_uring_register) or on state (getdents64's bytes of entries).
+  kValue,
 };
 
 // Role of a descriptor field (`fd` or `fd2`) of the record.
