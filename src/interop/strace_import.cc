@@ -939,6 +939,18 @@ class StraceImporter : public Importer {
     if (f && f->pos_known && ret > 0) f->pos += static_cast<uint64_t>(ret);
   }
 
+  // One call line being turned into a SYSCALL record.
+  struct CallText {
+    uint32_t pid;
+    Task& task;
+    uint16_t op;
+    std::string_view raw_name;
+    const std::vector<std::string_view>& a;
+    const RetInfo& r;
+    uint64_t ts;
+    bool ok;
+  };
+
   Status Syscall(uint32_t pid, Task& task, uint16_t op, std::string_view raw_name,
                  const std::vector<std::string_view>& a, const RetInfo& r, uint64_t ts,
                  uint64_t dur, bool interrupted, const LinePos& pos) {
@@ -954,13 +966,66 @@ class StraceImporter : public Importer {
     sc.ret = r.known ? r.ret : 0;
     sc.fd2 = -1;
     if (interrupted || !r.known) sc.sflags |= IOT_SCF_INTERRUPTED;
-    bool ok = r.known && r.ret >= 0;
+    const bool ok = r.known && r.ret >= 0;
+    const CallText c{pid, task, op, raw_name, a, r, ts, ok};
     std::vector<uint64_t> iov_lens;
-    bool vectored = false;
+    IOTWIN_RETURN_IF_ERROR(FillCall(c, sc, &iov_lens));
+    IOTWIN_RETURN_IF_ERROR(Emit(sc));
+    if (!iov_lens.empty()) IOTWIN_RETURN_IF_ERROR(EmitIovec(pid, ts, sc.aux, iov_lens));
+    if (op == IOT_OP_IO_SUBMIT && ok) IOTWIN_RETURN_IF_ERROR(AioSubmit(pid, task, a, r.ret, ts));
+    if ((op == IOT_OP_IO_GETEVENTS || op == IOT_OP_IO_PGETEVENTS) && ok && r.ret > 0) {
+      IOTWIN_RETURN_IF_ERROR(AioComplete(pid, task, a, ts + dur));
+    }
+    return Status::Ok();
+  }
+
+  // The record's fields from the call's arguments, by the family of the call.
+  Status FillCall(const CallText& c, iot_syscall& sc, std::vector<uint64_t>* iov_lens) {
+    switch (c.op) {
+      case IOT_OP_OPEN: case IOT_OP_CREAT: case IOT_OP_OPENAT: case IOT_OP_OPENAT2:
+        return OpenCall(c, sc);
+      case IOT_OP_CLOSE: case IOT_OP_CLOSE_RANGE: case IOT_OP_DUP: case IOT_OP_DUP2:
+      case IOT_OP_DUP3: case IOT_OP_FCNTL: case IOT_OP_FLOCK:
+        return DescriptorCall(c, sc);
+      case IOT_OP_READ: case IOT_OP_WRITE: case IOT_OP_READV: case IOT_OP_WRITEV:
+      case IOT_OP_PREAD64: case IOT_OP_PWRITE64: case IOT_OP_PREADV: case IOT_OP_PWRITEV:
+      case IOT_OP_PREADV2: case IOT_OP_PWRITEV2:
+        return ReadWriteCall(c, sc, iov_lens);
+      case IOT_OP_LSEEK: case IOT_OP_FSYNC: case IOT_OP_FDATASYNC: case IOT_OP_SYNCFS:
+      case IOT_OP_FCHDIR: case IOT_OP_FSTAT: case IOT_OP_GETDENTS64: case IOT_OP_SYNC_FILE_RANGE:
+      case IOT_OP_FADVISE64: case IOT_OP_READAHEAD: case IOT_OP_FALLOCATE: case IOT_OP_FTRUNCATE:
+        return FdCall(c, sc);
+      case IOT_OP_COPY_FILE_RANGE: case IOT_OP_SPLICE: case IOT_OP_SENDFILE:
+        return CopyCall(c, sc);
+      case IOT_OP_MMAP: case IOT_OP_MUNMAP: case IOT_OP_MSYNC: case IOT_OP_MADVISE:
+      case IOT_OP_MREMAP:
+        return MemoryCall(c, sc);
+      case IOT_OP_TRUNCATE: case IOT_OP_STAT: case IOT_OP_LSTAT: case IOT_OP_MKDIR:
+      case IOT_OP_UNLINK: case IOT_OP_RMDIR: case IOT_OP_CHDIR: case IOT_OP_NEWFSTATAT:
+      case IOT_OP_STATX: case IOT_OP_MKDIRAT: case IOT_OP_UNLINKAT: case IOT_OP_RENAME:
+      case IOT_OP_LINK: case IOT_OP_SYMLINK: case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2:
+      case IOT_OP_LINKAT: case IOT_OP_SYMLINKAT:
+        return PathCall(c, sc);
+      case IOT_OP_IO_SETUP: case IOT_OP_IO_URING_SETUP: case IOT_OP_IO_SUBMIT:
+      case IOT_OP_IO_GETEVENTS: case IOT_OP_IO_PGETEVENTS: case IOT_OP_IO_URING_ENTER:
+      case IOT_OP_IO_URING_REGISTER:
+        return AsyncCall(c, sc);
+      default:
+        return Status::Ok();
+    }
+  }
+
+  // Opens: the new descriptor's description (position, close-on-exec) is tracked.
+  Status OpenCall(const CallText& c, iot_syscall& sc) {
+    const uint32_t pid = c.pid;
+    Task& task = c.task;
+    const uint16_t op = c.op;
+    const std::vector<std::string_view>& a = c.a;
+    const RetInfo& r = c.r;
+    const uint64_t ts = c.ts;
+    const bool ok = c.ok;
     std::string path;
-
     auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
-
     switch (op) {
       case IOT_OP_OPEN:
       case IOT_OP_CREAT:
@@ -1001,6 +1066,24 @@ class StraceImporter : public Importer {
         }
         break;
       }
+      default:
+        break;
+    }
+    return Status::Ok();
+  }
+
+  // close, close_range, dup*, fcntl, flock: the descriptor tables follow.
+  Status DescriptorCall(const CallText& c, iot_syscall& sc) {
+    const uint32_t pid = c.pid;
+    Task& task = c.task;
+    const uint16_t op = c.op;
+    const std::vector<std::string_view>& a = c.a;
+    const RetInfo& r = c.r;
+    const uint64_t ts = c.ts;
+    const bool ok = c.ok;
+    std::string path;
+    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
+    switch (op) {
       case IOT_OP_CLOSE: {
         IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
@@ -1053,6 +1136,23 @@ class StraceImporter : public Importer {
         SetIdentity(&sc, fd);
         break;
       }
+      default:
+        break;
+    }
+    return Status::Ok();
+  }
+
+  // Reads and writes; vectored calls fill `iov_lens` (an IOVEC record follows).
+  Status ReadWriteCall(const CallText& c, iot_syscall& sc, std::vector<uint64_t>* iov_lens) {
+    const uint32_t pid = c.pid;
+    Task& task = c.task;
+    const uint16_t op = c.op;
+    const std::vector<std::string_view>& a = c.a;
+    const RetInfo& r = c.r;
+    const uint64_t ts = c.ts;
+    const bool ok = c.ok;
+    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
+    switch (op) {
       case IOT_OP_READ:
       case IOT_OP_WRITE:
       case IOT_OP_READV:
@@ -1066,11 +1166,11 @@ class StraceImporter : public Importer {
         IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         SetIdentity(&sc, fd);
-        vectored = op == IOT_OP_READV || op == IOT_OP_WRITEV || op == IOT_OP_PREADV ||
+        const bool vectored = op == IOT_OP_READV || op == IOT_OP_WRITEV || op == IOT_OP_PREADV ||
                    op == IOT_OP_PWRITEV || op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2;
         if (vectored) {
           bool complete = false;
-          sc.length = IovTotal(a.size() > 1 ? a[1] : "", &iov_lens, &complete);
+          sc.length = IovTotal(a.size() > 1 ? a[1] : "", iov_lens, &complete);
           sc.aux = UArg(a, 2);
           if (!complete) {
             // strace -s 0 prints the array as "[...]": the request is not known. A successful
@@ -1100,6 +1200,24 @@ class StraceImporter : public Importer {
         }
         break;
       }
+      default:
+        break;
+    }
+    return Status::Ok();
+  }
+
+  // Calls on one descriptor: lseek, syncs, advice, space, fstat, getdents64.
+  Status FdCall(const CallText& c, iot_syscall& sc) {
+    const uint32_t pid = c.pid;
+    Task& task = c.task;
+    const uint16_t op = c.op;
+    const std::string_view raw_name = c.raw_name;
+    const std::vector<std::string_view>& a = c.a;
+    const RetInfo& r = c.r;
+    const uint64_t ts = c.ts;
+    const bool ok = c.ok;
+    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
+    switch (op) {
       case IOT_OP_LSEEK: {
         IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
@@ -1153,11 +1271,23 @@ class StraceImporter : public Importer {
         }
         break;
       }
-      case IOT_OP_TRUNCATE:
-        sc.fd = AT_FDCWD;
-        IOTWIN_RETURN_IF_ERROR(PathArg(a, 0, &sc.path_id, &sc.sflags));
-        sc.length = UArg(a, 1);
+      default:
         break;
+    }
+    return Status::Ok();
+  }
+
+  // copy_file_range, splice, sendfile: the sides read or written at their position move.
+  Status CopyCall(const CallText& c, iot_syscall& sc) {
+    const uint32_t pid = c.pid;
+    Task& task = c.task;
+    const uint16_t op = c.op;
+    const std::vector<std::string_view>& a = c.a;
+    const RetInfo& r = c.r;
+    const uint64_t ts = c.ts;
+    const bool ok = c.ok;
+    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
+    switch (op) {
       case IOT_OP_COPY_FILE_RANGE:
       case IOT_OP_SPLICE: {
         IOTWIN_ASSIGN_OR_RETURN(FdText in, fd_at(0));
@@ -1189,6 +1319,22 @@ class StraceImporter : public Importer {
         }
         break;
       }
+      default:
+        break;
+    }
+    return Status::Ok();
+  }
+
+  // Mappings.
+  Status MemoryCall(const CallText& c, iot_syscall& sc) {
+    const uint32_t pid = c.pid;
+    Task& task = c.task;
+    const uint16_t op = c.op;
+    const std::string_view raw_name = c.raw_name;
+    const std::vector<std::string_view>& a = c.a;
+    const uint64_t ts = c.ts;
+    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
+    switch (op) {
       case IOT_OP_MMAP: {
         sc.aux = UArg(a, 0);
         sc.length = UArg(a, 1);
@@ -1214,6 +1360,28 @@ class StraceImporter : public Importer {
           sc.flags = FlagsArg(a, 3);
         }
         sc.sflags |= IOT_SCF_NO_FILE;
+        break;
+      default:
+        break;
+    }
+    return Status::Ok();
+  }
+
+  // Calls naming paths: stat family, directories, renames, links, truncate, chdir.
+  Status PathCall(const CallText& c, iot_syscall& sc) {
+    const uint32_t pid = c.pid;
+    Task& task = c.task;
+    const uint16_t op = c.op;
+    const std::vector<std::string_view>& a = c.a;
+    const uint64_t ts = c.ts;
+    const bool ok = c.ok;
+    std::string path;
+    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
+    switch (op) {
+      case IOT_OP_TRUNCATE:
+        sc.fd = AT_FDCWD;
+        IOTWIN_RETURN_IF_ERROR(PathArg(a, 0, &sc.path_id, &sc.sflags));
+        sc.length = UArg(a, 1);
         break;
       case IOT_OP_STAT:
       case IOT_OP_LSTAT:
@@ -1277,6 +1445,21 @@ class StraceImporter : public Importer {
         IOTWIN_RETURN_IF_ERROR(PathArg(a, 2, &sc.path2_id, &sc.sflags));
         break;
       }
+      default:
+        break;
+    }
+    return Status::Ok();
+  }
+
+  // libaio and io_uring system calls (their requests are ASYNC_IO records).
+  Status AsyncCall(const CallText& c, iot_syscall& sc) {
+    const uint32_t pid = c.pid;
+    Task& task = c.task;
+    const uint16_t op = c.op;
+    const std::vector<std::string_view>& a = c.a;
+    const uint64_t ts = c.ts;
+    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
+    switch (op) {
       case IOT_OP_IO_SETUP:
       case IOT_OP_IO_URING_SETUP:
         sc.aux = UArg(a, 0);
@@ -1301,12 +1484,6 @@ class StraceImporter : public Importer {
       }
       default:
         break;
-    }
-    IOTWIN_RETURN_IF_ERROR(Emit(sc));
-    if (vectored && !iov_lens.empty()) IOTWIN_RETURN_IF_ERROR(EmitIovec(pid, ts, sc.aux, iov_lens));
-    if (op == IOT_OP_IO_SUBMIT && ok) IOTWIN_RETURN_IF_ERROR(AioSubmit(pid, task, a, r.ret, ts));
-    if ((op == IOT_OP_IO_GETEVENTS || op == IOT_OP_IO_PGETEVENTS) && ok && r.ret > 0) {
-      IOTWIN_RETURN_IF_ERROR(AioComplete(pid, task, a, ts + dur));
     }
     return Status::Ok();
   }
