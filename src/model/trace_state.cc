@@ -98,10 +98,11 @@ TraceState::Process* TraceState::Get(uint32_t tgid) {
 }
 
 void TraceState::NoteThread(uint32_t tid, uint32_t tgid) {
-  if (tid == 0 || (tid == last_tid_ && last_tid_ != 0)) return;
+  if (tid == 0 || (tid == last_tid_ && tgid == last_tid_tgid_)) return;
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second == tgid) {
     last_tid_ = tid;
+    last_tid_tgid_ = tgid;
     return;
   }
   Process* p = Get(tgid);
@@ -120,6 +121,7 @@ void TraceState::NoteThread(uint32_t tid, uint32_t tgid) {
   }
   p->live_threads++;
   last_tid_ = tid;
+  last_tid_tgid_ = tgid;
 }
 
 uint32_t TraceState::TgidOf(uint32_t tid) const {
@@ -163,7 +165,7 @@ void TraceState::Fork(uint32_t parent_tgid, uint32_t child_tgid) {
   DropProcess(child_tgid);  // a stale process with the child's tgid (missed exit)
   const Process* parent = Find(parent_tgid);
   if (!parent) return;
-  const Process copy_from = *parent;  // Get may rehash procs_
+  const Process& copy_from = *parent;  // procs_ keeps its elements in place when it grows
   Process* child = Get(child_tgid);
   if (!child) return;
   child->cwd = copy_from.cwd;
@@ -204,8 +206,6 @@ void TraceState::Exec(uint32_t tgid) {
     if (close) CloseIn(*p, fd);
   }
   UnmapIn(*p, 0, UINT64_MAX);
-  // The exec'ing thread is the only one left.
-  p->live_threads = 1;
 }
 
 void TraceState::OnExit(const iot_proc& p) {
@@ -227,14 +227,10 @@ void TraceState::OnProc(const iot_proc& p, std::optional<std::string_view> path)
     case IOT_PROC_FORK:
       NoteThread(p.tid, p.tgid);
       Fork(p.tgid, p.child_tgid);
-      threads_.erase(p.child_tid);
-      if (last_tid_ == p.child_tid) last_tid_ = 0;
-      NoteThread(p.child_tid, p.child_tgid);
+      NoteThread(p.child_tid, p.child_tgid);  // a stale thread with the child's tid is gone
       break;
     case IOT_PROC_THREAD:
       NoteThread(p.tid, p.tgid);
-      threads_.erase(p.child_tid);
-      if (last_tid_ == p.child_tid) last_tid_ = 0;
       NoteThread(p.child_tid, p.tgid);
       break;
     case IOT_PROC_EXEC:

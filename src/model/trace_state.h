@@ -262,7 +262,7 @@ class TraceState {
   mutable uint32_t last_tgid_ = 0;
   mutable Process* last_proc_ = nullptr;
   std::unordered_map<uint32_t, uint32_t> threads_;  // tid -> tgid
-  uint32_t last_tid_ = 0;
+  uint32_t last_tid_ = 0, last_tid_tgid_ = 0;  // the last thread noted
   std::vector<OpenFileDescription> descs_;
   std::vector<DescriptionId> free_, released_;
   std::vector<bool> is_free_;  // parallel to descs_

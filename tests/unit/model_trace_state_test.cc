@@ -216,6 +216,21 @@ TEST_F(TraceStateTest, ForkSharesDescriptionsAndCopiesTheTable) {
   EXPECT_FALSE(s.HasProcess(200));
 }
 
+// A fork whose child reuses the tid of a thread that died unseen: the old process loses that
+// thread, and the child's own exit drops only the child.
+TEST_F(TraceStateTest, ForkIntoAReusedTid) {
+  iot_proc thread = Proc(IOT_PROC_THREAD, kPid);
+  thread.child_tid = 300;
+  s.OnProc(thread);  // kPid: threads 100 and 300
+  s.OnProc(Proc(IOT_PROC_FORK, kPid, 300));  // tid 300 is now process 300's
+  EXPECT_EQ(s.TgidOf(300), 300u);
+  s.OnProc(Proc(IOT_PROC_EXIT, 300));
+  EXPECT_FALSE(s.HasProcess(300));
+  EXPECT_TRUE(s.HasProcess(kPid));
+  s.OnProc(Proc(IOT_PROC_EXIT, kPid));  // 100 was kPid's last thread
+  EXPECT_FALSE(s.HasProcess(kPid));
+}
+
 TEST_F(TraceStateTest, ChdirAndFchdirResolution) {
   iot_syscall cd = Call(IOT_OP_CHDIR, kAtFdcwd, 0);
   s.OnSyscall(cd, "src/./lib");
