@@ -1,0 +1,272 @@
+// Benchmarks of the replay scheduler alone: ReplayEngine over the null back end (nothing is
+// executed, results are the recorded ones), so a figure is the engine's own cost per op —
+// dependency waits, argument translation, live-table effects, result checks, statistics —
+// with `--pace fast`. Also how much two independent threads overlap over a back end that takes
+// a fixed time per call (2.0: fully concurrent, 1.0: serialised).
+#include <fcntl.h>
+#include <sys/uio.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "../tests/unit/trace_builder.h"
+#include "model/trace_model.h"
+#include "replay/backend.h"
+#include "replay/engine.h"
+#include "replay/pacer.h"
+#include "replay/path_mapper.h"
+#include "replay/plan.h"
+
+namespace iotwin::replay {
+namespace {
+
+using test::TraceBuilder;
+
+std::unique_ptr<model::TraceModel> BuildModel(const TraceBuilder& b) {
+  model::ModelBuilder mb;
+  mb.SetMeta(nlohmann::json::object());
+  if (!b.Feed(mb).ok()) return nullptr;
+  auto r = mb.Finish();
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+// A model and its plan, built once per workload.
+struct Prepared {
+  std::unique_ptr<model::TraceModel> model;
+  std::unique_ptr<ReplayPlan> plan;
+  uint64_t ops = 0;
+};
+
+bool Prepare(const TraceBuilder& b, Prepared* p) {
+  p->model = BuildModel(b);
+  if (!p->model) return false;
+  auto mapper = PathMapper::Create("/nonexistent-sandbox", {});
+  if (!mapper.ok()) return false;
+  auto plan = BuildPlan(*p->model, *mapper, 1.0);
+  if (!plan.ok()) return false;
+  p->plan = std::make_unique<ReplayPlan>(std::move(plan).value());
+  return true;
+}
+
+// CPU time the threads `tids` of this process have run, ns (the kernel's schedstat): unlike wall
+// time it hardly moves when other processes compete for the CPUs.
+uint64_t ThreadsCpuNs(const std::vector<pid_t>& tids) {
+  uint64_t total = 0;
+  for (pid_t tid : tids) {
+    std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/schedstat");
+    uint64_t ns = 0;
+    if (f >> ns) total += ns;
+  }
+  return total;
+}
+
+// Replays `p` once per iteration (setup and teardown untimed); items are replayed ops. Counter
+// `worker_cpu_ns_per_op`: the workers' CPU time between the start gate and the end of their ops,
+// per op.
+void RunEngine(benchmark::State& state, const Prepared& p, Backend* backend) {
+  ReplayOptions options;
+  options.backend = BackendKind::kNull;
+  options.pace = PaceMode::kFast;
+  uint64_t ops = 0, skipped = 0, mismatches = 0, worker_cpu = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto engine = std::make_unique<ReplayEngine>(*p.plan, options, backend);
+    if (Status st = engine->Setup(); !st.ok()) {
+      state.SkipWithError(st.ToString().c_str());
+      return;
+    }
+    const std::vector<pid_t> tids = engine->WorkerTids();
+    const uint64_t cpu0 = ThreadsCpuNs(tids);
+    state.ResumeTiming();
+    engine->Start(NowNs());
+    engine->Wait();
+    state.PauseTiming();
+    // The workers stay parked, alive, until the engine releases them.
+    worker_cpu += ThreadsCpuNs(tids) - cpu0;
+    ops += engine->ops_done();
+    skipped += engine->stats().skipped();
+    mismatches += engine->stats().mismatches();
+    engine.reset();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(ops));
+  // Both should be 0: a skipped op or a mismatch means the workload is not what it measures.
+  state.counters["skipped"] = static_cast<double>(skipped);
+  state.counters["mismatches"] = static_cast<double>(mismatches);
+  state.counters["worker_cpu_ns_per_op"] = ops ? static_cast<double>(worker_cpu) / ops : 0;
+}
+
+// One thread: reads, writes, vectored reads, seeks, stats by path and open/close pairs.
+void BM_ReplayEngineSyscalls(benchmark::State& state) {
+  static Prepared p;
+  if (!p.model) {
+    TraceBuilder b;
+    b.step = 1000;
+    b.Openat(100, "/d/a", O_RDWR | O_CREAT, 3, 1 << 20);
+    for (int i = 0; i < 20000; i++) {
+      uint64_t off = static_cast<uint64_t>(i % 256) * 4096;
+      b.Pread(100, 3, off, 4096, 4096, 1 << 20);
+      b.Pwrite(100, 3, off, 4096, 4096);
+      b.Vectored(100, IOT_OP_PREADV, 3, off, {2048, 2048}, 4096);
+      b.Lseek(100, 3, static_cast<int64_t>(off), SEEK_SET, static_cast<int64_t>(off));
+      b.PathOp(100, IOT_OP_NEWFSTATAT, "/d/a", 0);
+      if (i % 16 == 0) {
+        b.Openat(100, "/d/b", O_RDONLY | O_CREAT, 4, 4096);
+        b.Close(100, 4);
+      }
+    }
+    b.Close(100, 3);
+    if (!Prepare(b, &p)) {
+      state.SkipWithError("cannot build the model");
+      return;
+    }
+  }
+  auto backend = MakeNullBackend();
+  RunEngine(state, p, backend.get());
+}
+BENCHMARK(BM_ReplayEngineSyscalls)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Two threads of one process taking turns on one range: every read waits for the other
+// thread's write (cross-thread dependencies on the hot path).
+void BM_ReplayEngineDependentThreads(benchmark::State& state) {
+  static Prepared p;
+  if (!p.model) {
+    TraceBuilder b;
+    b.step = 1000;
+    b.Thread(100, 101);
+    b.NewThread(100, 101);
+    b.Openat(100, "/d/a", O_RDWR | O_CREAT, 3, 1 << 20);
+    for (int i = 0; i < 20000; i++) {
+      uint64_t off = static_cast<uint64_t>(i % 256) * 4096;
+      uint32_t writer = i % 2 ? 101 : 100, reader = i % 2 ? 100 : 101;
+      b.Pwrite(writer, 3, off, 4096, 4096);
+      b.Pread(reader, 3, off, 4096, 4096, 1 << 20);
+    }
+    b.Close(100, 3);
+    if (!Prepare(b, &p)) {
+      state.SkipWithError("cannot build the model");
+      return;
+    }
+  }
+  auto backend = MakeNullBackend();
+  RunEngine(state, p, backend.get());
+}
+BENCHMARK(BM_ReplayEngineDependentThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// io_uring batches of 8 reads, each submitted and waited for by one io_uring_enter.
+void BM_ReplayEngineAsyncBatches(benchmark::State& state) {
+  static Prepared p;
+  if (!p.model) {
+    TraceBuilder b;
+    b.Syscall(100, IOT_OP_IO_URING_SETUP, 5).length = 64;
+    b.Openat(100, "/d/f", O_RDONLY | O_DIRECT, 3, 1 << 20);
+    constexpr uint8_t kUringRead = 22;  // IORING_OP_READ
+    uint64_t req = 1;
+    for (int batch = 0; batch < 5000; batch++) {
+      uint64_t t = b.now() + 100'000;
+      for (int k = 0; k < 8; k++) {
+        b.SetTime(t + 1'000 + k * 100);
+        b.Async(100, IOT_AIO_ENGINE_URING, IOT_AIO_SUBMIT, kUringRead, 9, req + k, 3, k * 4096,
+                4096);
+      }
+      for (int k = 0; k < 8; k++) {
+        b.SetTime(t + 20'000 + k * 100);
+        b.Async(100, IOT_AIO_ENGINE_URING, IOT_AIO_COMPLETE, kUringRead, 9, req + k, 3,
+                k * 4096, 4096, 4096);
+      }
+      req += 8;
+      b.dur = 50'000;
+      b.SetTime(t);
+      auto& enter = b.Syscall(100, IOT_OP_IO_URING_ENTER, 8);
+      enter.fd = 5;
+      enter.flags = 1;  // IORING_ENTER_GETEVENTS
+      b.dur = 1'000;
+      b.SetTime(t + 100'000);
+    }
+    b.Close(100, 3);
+    if (!Prepare(b, &p)) {
+      state.SkipWithError("cannot build the model");
+      return;
+    }
+  }
+  auto backend = MakeNullBackend();
+  RunEngine(state, p, backend.get());
+}
+BENCHMARK(BM_ReplayEngineAsyncBatches)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The null back end with a fixed time per call, spent sleeping like a device would.
+class DelayBackend final : public Backend {
+ public:
+  explicit DelayBackend(uint64_t delay_ns) : delay_ns_(delay_ns), null_(MakeNullBackend()) {}
+  const char* name() const override { return "delay"; }
+  int64_t Execute(const LiveArgs& a) override {
+    WaitUntil(NowNs() + delay_ns_, 0);
+    return a.recorded;
+  }
+  int CloneFd(int fd) override { return null_->CloneFd(fd); }
+  void CloseFd(int fd) override { null_->CloseFd(fd); }
+  uint8_t* MapFile(const Sandbox* s, const std::string& path, uint64_t length, uint32_t prot,
+                   uint32_t flags, uint64_t offset) override {
+    return null_->MapFile(s, path, length, prot, flags, offset);
+  }
+  void Unmap(uint8_t* addr, uint64_t length) override { null_->Unmap(addr, length); }
+  Result<std::unique_ptr<AsyncEngine>> NewAsyncEngine(uint8_t engine, unsigned depth,
+                                                      AsyncKind kind) override {
+    return null_->NewAsyncEngine(engine, depth, kind);
+  }
+
+ private:
+  uint64_t delay_ns_;
+  std::unique_ptr<Backend> null_;
+};
+
+// Two independent threads of 21 calls of 1 ms each. Counter `overlap`: the time the calls
+// would take one after the other over the time the replay took (2.0: fully concurrent, 1.0:
+// serialised).
+void BM_ReplayEngineIndependentThreadsOverlap(benchmark::State& state) {
+  static Prepared p;
+  constexpr uint64_t kDelayNs = 1'000'000;
+  if (!p.model) {
+    TraceBuilder b;
+    b.Thread(100, 101);
+    b.NewThread(100, 101);
+    b.Openat(100, "/d/a", O_RDONLY, 3, 1 << 20);
+    b.Openat(101, "/d/b", O_RDONLY, 4, 1 << 20);
+    for (int i = 0; i < 20; i++) {
+      b.Pread(100, 3, i * 4096, 4096, 4096);
+      b.Pread(101, 4, i * 4096, 4096, 4096);
+    }
+    if (!Prepare(b, &p)) {
+      state.SkipWithError("cannot build the model");
+      return;
+    }
+  }
+  DelayBackend backend(kDelayNs);
+  ReplayOptions options;
+  options.backend = BackendKind::kNull;
+  options.pace = PaceMode::kFast;
+  double overlap_sum = 0;
+  int runs = 0;
+  for (auto _ : state) {
+    ReplayEngine engine(*p.plan, options, &backend);
+    if (Status st = engine.Setup(); !st.ok()) {
+      state.SkipWithError(st.ToString().c_str());
+      return;
+    }
+    uint64_t t0 = NowNs();
+    engine.Start(t0);
+    engine.Wait();
+    uint64_t elapsed = NowNs() - t0;
+    overlap_sum += static_cast<double>(engine.ops_done() * kDelayNs) / static_cast<double>(elapsed);
+    runs++;
+  }
+  state.counters["overlap"] = runs ? overlap_sum / runs : 0;
+}
+BENCHMARK(BM_ReplayEngineIndependentThreadsOverlap)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace iotwin::replay
