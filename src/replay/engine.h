@@ -72,14 +72,22 @@ class ReplayEngine {
   int64_t lag_ns() const;  // latest lateness seen by any worker
   uint64_t mismatches_so_far() const { return mismatch_count_.load(std::memory_order_relaxed); }
 
-  struct Worker;  // engine.cc
+  struct Worker;  // worker.h
 
  private:
   // --rt-priority: puts `th` in SCHED_FIFO at that priority (nothing without the option).
   Status MakeRealtime(std::thread& th, const std::string& what);
   struct Progress;
   struct LiveTable;
-  void RunWorker(Worker* w);
+  // For the workers: the start gate, the end of their ops, the exit gate.
+  void WaitForStart();
+  void ReportFinished();
+  void WaitForRelease();
+  // Publishes `thread` as `count` ops done, waking anyone waiting (its end, or an abort).
+  void PublishAllDone(uint32_t thread, uint32_t count);
+  // The kernel's implicit work at a fork, exec or exit marker of `process`, done by the
+  // bookkeeper.
+  void ApplyProcessMarker(uint32_t process, const model::Op& op);
   void Bookkeep(std::function<void()> fn);
   void BookkeeperLoop();
   void WaitFor(uint32_t thread, uint32_t count);

@@ -1,0 +1,758 @@
+#include "replay/worker.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "format/records.h"
+#include "model/op_fields.h"
+#include "model/path.h"
+#include "replay/sandbox.h"
+
+namespace iotwin::replay {
+
+using model::FdState;
+using model::Op;
+using model::OpKind;
+
+namespace {
+
+// Physical memory of all workers' I/O buffers together (each between 1 and 64 MiB; see
+// AlignedBuffer::Aliased).
+constexpr size_t kBuffersPhysicalBytes = size_t{1} << 30;
+
+// Whether [offset, offset + length) lies inside the live twin of `mp` (its recorded length,
+// rounded up to pages as the kernel rounds munmap/madvise/msync). A trace's lengths are not
+// trusted: the replay only unmaps, advises, syncs, remaps or touches memory it mapped itself.
+bool WithinMapping(const model::Mapping& mp, uint64_t offset, uint64_t length) {
+  constexpr uint64_t kPage = 4096;
+  if (mp.length > UINT64_MAX - kPage) return false;
+  const uint64_t live = (mp.length + kPage - 1) / kPage * kPage;
+  return offset <= live && length <= live - offset;
+}
+
+const char* LiveSkipName(LiveSkip why) {
+  switch (why) {
+    case LiveSkip::kLiveFdMissing: return "live_fd_missing";
+    case LiveSkip::kMappingMissing: return "mapping_missing";
+    case LiveSkip::kAsyncEngine: return "async_engine";
+    case LiveSkip::kCount: break;
+  }
+  return "live_fd_missing";
+}
+
+bool IsAsyncSyscall(uint16_t op) {
+  switch (op) {
+    case IOT_OP_IO_SETUP: case IOT_OP_IO_SUBMIT: case IOT_OP_IO_GETEVENTS:
+    case IOT_OP_IO_DESTROY: case IOT_OP_IO_URING_SETUP: case IOT_OP_IO_URING_ENTER:
+    case IOT_OP_IO_URING_REGISTER: case IOT_OP_IO_PGETEVENTS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsDataTransfer(uint16_t op) {
+  return OpIsRead(op) || OpIsWrite(op) || op == IOT_OP_COPY_FILE_RANGE || op == IOT_OP_SENDFILE;
+}
+
+bool AsyncIsWriteOp(const iot_async_io& a) {
+  if (a.engine == IOT_AIO_ENGINE_LIBAIO) return a.opcode == 1 || a.opcode == 8;
+  return a.opcode == 2 || a.opcode == 5 || a.opcode == 23;
+}
+bool AsyncMovesData(const iot_async_io& a) {
+  if (a.engine == IOT_AIO_ENGINE_LIBAIO) return a.opcode <= 1 || a.opcode == 7 || a.opcode == 8;
+  return a.opcode == 1 || a.opcode == 2 || a.opcode == 4 || a.opcode == 5 || a.opcode == 22 ||
+         a.opcode == 23;
+}
+
+bool IsReplayableKind(OpKind kind) {
+  return kind == OpKind::kSyscall || kind == OpKind::kPageFault || kind == OpKind::kAsyncSubmit;
+}
+
+}  // namespace
+
+const char* ReplayEngine::Worker::Translation::SkipReason() const {
+  if (live_ok) return nullptr;
+  if (bad_name) return "unrepresentable_path";
+  if (outside_mapping) return "outside_mapping";
+  return LiveSkipName(why);
+}
+
+ReplayEngine::Worker::Worker(ReplayEngine& engine, uint32_t thread)
+    : thread(thread),
+      engine_(engine),
+      model_(engine.model_),
+      th_(engine.model_.threads()[thread]),
+      backend_(engine.backend_),
+      null_backend_(engine.options_.backend == BackendKind::kNull),
+      paced_(engine.options_.pace != PaceMode::kFast),
+      pacer_(engine.options_.pace, engine.options_.speed, 0, 0) {
+  engines_.resize(model_.async_contexts().size());
+  engine_failed_.resize(model_.async_contexts().size(), false);
+}
+
+Status ReplayEngine::Worker::Allocate(size_t thread_count, uint64_t* ops_total) {
+  uint64_t rmax = 0, wmax = 0;
+  for (const auto& op : th_.ops) {
+    if (op.kind == OpKind::kSyscall) {
+      const auto& sc = op.sc;
+      uint64_t len = sc.length;
+      if (op.extra_count && (OpIsRead(sc.op) || OpIsWrite(sc.op))) {
+        len = 0;
+        for (uint32_t k = 0; k < op.extra_count; k++) {
+          len = std::min(len + std::min(model_.ExtraBegin(op)[k], kMaxIoBytes), kMaxIoBytes);
+        }
+      }
+      if (OpIsRead(sc.op) || sc.op == IOT_OP_GETDENTS64) rmax = std::max(rmax, len);
+      if (OpIsWrite(sc.op)) wmax = std::max(wmax, len);
+      ++*ops_total;
+    } else if (op.kind == OpKind::kAsyncSubmit) {
+      if (AsyncIsWriteOp(op.aio)) wmax = std::max(wmax, op.aio.length);
+      else rmax = std::max(rmax, op.aio.length);
+      ++*ops_total;
+    } else if (op.kind == OpKind::kPageFault) {
+      ++*ops_total;
+    }
+  }
+  if (null_backend_) return Status::Ok();
+  // Lengths are the trace's word: buffers alias their pages past a physical share, so memory
+  // stays bounded whatever a call claims (and the kernel moves at most kMaxIoBytes a call).
+  const size_t physical = std::clamp<size_t>(kBuffersPhysicalBytes / (2 * thread_count),
+                                             size_t{1} << 20, size_t{64} << 20);
+  rbuf_ = AlignedBuffer::Aliased(std::max<uint64_t>(rmax, 4096), physical);
+  wbuf_ = AlignedBuffer::Aliased(std::max<uint64_t>(wmax, 4096), physical);
+  if (!rbuf_.data() || !wbuf_.data()) {
+    return Status::Io("cannot allocate replay buffers for thread {} ({} / {} bytes)", th_.tid, rmax,
+                      wmax);
+  }
+  FillPattern(wbuf_.data(), wbuf_.physical_size(), engine_.options_.fill, thread + 7);
+  return Status::Ok();
+}
+
+void ReplayEngine::Worker::Run() {
+  Prepare();
+  // Confined before its tid is published, so before a --record tracer attaches.
+  if (!null_backend_ && engine_.plan_.sandbox) {
+    Status st = Sandbox::ConfineThread(engine_.plan_.mapper);
+    in_root = st.ok();
+    if (!st.ok()) confine_error = st.ToString();
+  }
+  tid.store(gettid(), std::memory_order_release);
+  prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
+  engine_.WaitForStart();
+  if (engine_.abort_.load()) {
+    finish_ns = NowNs();
+    engine_.ReportFinished();
+    return;
+  }
+  ReplayOps();
+  // Requests still in flight complete before the thread ends.
+  DrainOutstanding();
+  // Anything left unfinished counts as done for threads waiting on it (abort path).
+  engine_.PublishAllDone(thread, static_cast<uint32_t>(th_.ops.size()));
+  engines_.clear();
+  finish_ns = NowNs();
+  engine_.ReportFinished();
+  // Stay alive until released: a thread's exit makes calls of its own (glibc returns the stack
+  // with madvise) that a recording of the replay must not see.
+  engine_.WaitForRelease();
+}
+
+// Everything that allocates is done before the gate: the first malloc of a thread maps an
+// arena, which must not appear among the replayed calls of a recorded replay.
+void ReplayEngine::Worker::Prepare() {
+  for (const auto& op : th_.ops) {
+    if (op.kind == OpKind::kSyscall || op.kind == OpKind::kPageFault ||
+        op.kind == OpKind::kAsyncSubmit) {
+      StatsFor(op);
+    }
+    if (op.extra_count > iov_.size()) iov_.resize(op.extra_count);
+    if (op.kind == OpKind::kSyscall && op.sc.op == IOT_OP_CLOSE_RANGE) {
+      fds_.reserve(std::max<size_t>(fds_.capacity(), op.extra_count));
+    }
+  }
+  scratch_.reserve(4096);
+  outstanding_.reserve(1024);
+  for (const auto& reason : {"unknown_fd", "unknown_path", "pseudo_fs", "unknown_mapping",
+                             "unsupported", "live_fd_missing", "mapping_missing",
+                             "outside_mapping", "unrepresentable_path", "async_engine"}) {
+    stats.AddSkip(reason, "");  // creates the map nodes; the "" entries are dropped later
+  }
+}
+
+void ReplayEngine::Worker::ReplayOps() {
+  const uint64_t trace_start = model_.start_ts();
+  pacer_ = Pacer(engine_.options_.pace, engine_.options_.speed, trace_start, engine_.live_start_);
+  prev_rec_end_ = th_.start_ts;
+  prev_live_done_ = engine_.live_start_;
+  if (engine_.options_.pace != PaceMode::kOriginal && th_.start_ts > trace_start) {
+    // Threads that start later begin from their creation point (waited on below).
+    prev_live_done_ = 0;
+  }
+  first_ = true;
+
+  for (uint32_t i = 0; i < th_.ops.size(); i++) {
+    if (engine_.abort_.load(std::memory_order_relaxed)) break;
+    const Op& op = th_.ops[i];
+    const bool replayable_kind = IsReplayableKind(op.kind);
+    // Dependencies first, even for an op that is skipped: the model reduces waits, so later ops
+    // of this thread rely on the ones made here.
+    WaitForDependencies(op);
+    if (replayable_kind && op.skip != model::Skip::kReplayable) {
+      Skip(model::SkipName(op.skip), op, i);
+      continue;
+    }
+    const uint64_t issued = Pace(op);
+    if (!replayable_kind) {
+      // Markers: the kernel's implicit work, done by the bookkeeper.
+      engine_.ApplyProcessMarker(th_.process, op);
+      MarkDone(i);
+      continue;
+    }
+    if (paced_) stats.AddSchedule(static_cast<uint64_t>(late_));
+    if (op.kind == OpKind::kAsyncSubmit) {
+      SubmitAsync(op, i);
+    } else if (op.kind == OpKind::kSyscall && IsAsyncSyscall(op.sc.op)) {
+      ReplayAsyncSyscall(op, i);
+    } else if (op.kind == OpKind::kSyscall && op.sc.op == IOT_OP_CLOSE &&
+               op.async_ctx != model::kNone && op.async_ctx < engines_.size() &&
+               engines_[op.async_ctx]) {
+      CloseRing(op, i);
+    } else {
+      ReplaySyncOp(op, i, issued);
+    }
+  }
+}
+
+void ReplayEngine::Worker::WaitForDependencies(const Op& op) {
+  for (uint32_t k = 0; k < op.dep_count; k++) {
+    const model::Dep& d = model_.DepsBegin(op)[k];
+    engine_.WaitFor(d.thread, d.count);
+  }
+}
+
+uint64_t ReplayEngine::Worker::Pace(const Op& op) {
+  if (!paced_) {
+    if (!outstanding_.empty()) ReapAvailable();
+    return 0;
+  }
+  uint64_t now = NowNs();
+  if (first_) {
+    if (prev_live_done_ == 0) prev_live_done_ = now;
+    first_ = false;
+  }
+  uint64_t due = pacer_.Due(op.ts, prev_rec_end_, prev_live_done_, now);
+  if (!outstanding_.empty()) ReapAvailable();
+  WaitUntil(due, engine_.options_.spin_ns);
+  const uint64_t issued = NowNs();
+  pacer_.Issued(due, issued);
+  late_ = static_cast<int64_t>(issued > due ? issued - due : 0);
+  lateness.store(late_, std::memory_order_relaxed);
+  return issued;
+}
+
+void ReplayEngine::Worker::Skip(std::string_view reason, const Op& op, uint32_t index) {
+  stats.AddSkip(std::string(reason), OpLabel(op));
+  done_ops.store(done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  MarkDone(index);
+}
+
+void ReplayEngine::Worker::MarkDone(uint32_t index) { engine_.MarkDone(thread, index + 1); }
+
+// A system call or page touch: translated, issued, its effects applied, its result checked.
+void ReplayEngine::Worker::ReplaySyncOp(const Op& op, uint32_t index, uint64_t issued) {
+  Translation t = Translate(op);
+  if (const char* reason = t.SkipReason()) {
+    Skip(reason, op, index);
+    return;
+  }
+  // Issued just now when paced (the clock read is reused); otherwise read it here.
+  const uint64_t t0 = paced_ ? issued : NowNs();
+  const int64_t result = backend_->Execute(args_);
+  const uint64_t t1 = NowNs();
+  if (op.kind == OpKind::kSyscall) ApplyEffects(op, result);
+  OpStats& s = StatsFor(op);
+  s.count++;
+  s.latency.Add(t1 - t0);
+  if (result < 0) s.errors++;
+  else if (op.kind == OpKind::kSyscall && IsDataTransfer(op.sc.op)) {
+    s.bytes += static_cast<uint64_t>(result);
+  }
+  if (!op.interrupted) CheckResult(op, index, result);
+  Complete(op, index, t1);
+}
+
+void ReplayEngine::Worker::Complete(const Op& op, uint32_t index, uint64_t live_done) {
+  done_ops.store(done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  prev_rec_end_ = op.end == UINT64_MAX ? op.ts : op.end;
+  prev_live_done_ = live_done;
+  MarkDone(index);
+}
+
+// ---- translation: recorded arguments -> live ones ----------------------------------------
+
+ReplayEngine::Worker::Translation ReplayEngine::Worker::Translate(const Op& op) {
+  args_ = LiveArgs{};
+  args_.op = &op;
+  args_.sandbox = engine_.plan_.sandbox.get();
+  args_.in_root = in_root;
+  args_.recorded = op.result;
+  Translation t;
+  if (op.kind == OpKind::kPageFault) {
+    TranslateFault(op, &t);
+    return t;
+  }
+  // Every part is translated even once one has failed: the parts' side effects (a reserved
+  // dup2 target) do not depend on the others. Each part is entered only by the ops it concerns.
+  const uint16_t code = op.sc.op;
+  TranslateDescriptors(op, &t);
+  TranslatePaths(op, &t);
+  if (code == IOT_OP_SYMLINK || code == IOT_OP_SYMLINKAT) TranslateSymlinkText(op, &t);
+  if (code == IOT_OP_COPY_FILE_RANGE || code == IOT_OP_SENDFILE || code == IOT_OP_DUP2 ||
+      code == IOT_OP_DUP3) {
+    TranslateSecondFd(op, &t);
+  }
+  if (OpIsRead(code) || OpIsWrite(code) || code == IOT_OP_GETDENTS64) TranslateBuffers(op);
+  if (code == IOT_OP_MUNMAP || code == IOT_OP_MSYNC || code == IOT_OP_MADVISE ||
+      code == IOT_OP_MREMAP || code == IOT_OP_MMAP) {
+    TranslateMemory(op, &t);
+  }
+  if (code == IOT_OP_CLOSE_RANGE) TranslateCloseRange(op, &t);
+  return t;
+}
+
+void ReplayEngine::Worker::TranslateFault(const Op& op, Translation* t) {
+  uint64_t base = engine_.maps_[op.mapping].load(std::memory_order_acquire);
+  if (base == 0) {
+    t->live_ok = false;
+    t->why = LiveSkip::kMappingMissing;
+  } else if (!WithinMapping(model_.mappings()[op.mapping], op.map_offset, 1)) {
+    t->live_ok = false;
+    t->outside_mapping = true;
+  }
+  args_.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
+}
+
+void ReplayEngine::Worker::TranslateDescriptors(const Op& op, Translation* t) {
+  const uint32_t proc = th_.process;
+  if (op.fd_state == FdState::kKnown && model::OpHasDataFd(op.sc)) {
+    args_.fd = engine_.LiveFd(proc, model::DataFd(op.sc));
+    if (args_.fd < 0) t->live_ok = false;
+  }
+  if (op.empty_path) {
+    args_.dirfd = engine_.LiveFd(proc, model::PathDirFd(op.sc));
+    if (args_.dirfd < 0) t->live_ok = false;
+    args_.path = "";
+  }
+}
+
+void ReplayEngine::Worker::TranslatePaths(const Op& op, Translation* t) {
+  const iot_syscall& sc = op.sc;
+  const uint32_t proc = th_.process;
+  const std::vector<std::string>& names =
+      in_root ? engine_.plan_.confined : engine_.plan_.targets;
+  if (model::OpTakesPath(sc.op) && !op.empty_path) {
+    const std::string& target = names[op.path];
+    if (target.empty()) {
+      t->live_ok = false;
+      t->bad_name |= model_.path(op.path).find('\0') != std::string::npos;
+    }
+    args_.path = target.c_str();
+    int dfd = model::PathDirFd(sc);
+    if (dfd != model::kAtFdcwd) {
+      int live = engine_.LiveFd(proc, dfd);
+      args_.dirfd = live >= 0 ? live : AT_FDCWD;
+    }
+  }
+  if (model::OpTakesPath2(sc.op)) {
+    const std::string& target = names[op.path2];
+    if (target.empty()) {
+      t->live_ok = false;
+      t->bad_name |= model_.path(op.path2).find('\0') != std::string::npos;
+    }
+    args_.path2 = target.c_str();
+    int dfd = model::Path2DirFd(sc);
+    if (dfd != model::kAtFdcwd) {
+      int live = engine_.LiveFd(proc, dfd);
+      args_.dirfd2 = live >= 0 ? live : AT_FDCWD;
+    }
+  }
+}
+
+// A symlink's text, re-rooted; a NUL in it would cut the name the kernel sees.
+void ReplayEngine::Worker::TranslateSymlinkText(const Op& op, Translation* t) {
+  const std::string& text = model_.path(op.path);
+  if (text.find('\0') != std::string::npos) {
+    t->live_ok = false;
+    t->bad_name = true;
+  }
+  if (in_root) {
+    // Relative from the link's directory, so that it also resolves inside the sandbox for
+    // anyone walking it from outside.
+    const std::string link = model::NormalizePath(model_.path(op.path2));
+    std::string_view dir = model::ParentPath(link);
+    scratch_ = model::RelativePath(dir, model::ResolvePath(dir, text));
+  } else {
+    scratch_ = engine_.plan_.mapper.MapSymlinkTarget(model_.path(op.path2), text);
+  }
+  args_.path = scratch_.c_str();
+}
+
+void ReplayEngine::Worker::TranslateSecondFd(const Op& op, Translation* t) {
+  const iot_syscall& sc = op.sc;
+  const uint32_t proc = th_.process;
+  if (sc.op == IOT_OP_COPY_FILE_RANGE) {
+    args_.fd2 = engine_.LiveFd(proc, sc.fd2);
+    if (args_.fd2 < 0) t->live_ok = false;
+  } else if (sc.op == IOT_OP_SENDFILE) {
+    args_.fd2 = op.fd2_state == FdState::kKnown ? engine_.LiveFd(proc, sc.fd2) : engine_.sink_fd_;
+    if (args_.fd2 < 0) args_.fd2 = engine_.sink_fd_;
+  } else if (sc.op == IOT_OP_DUP2 || sc.op == IOT_OP_DUP3) {
+    args_.fd2 = engine_.LiveFd(proc, sc.fd2);
+    if (args_.fd2 < 0) args_.fd2 = null_backend_ ? sc.fd2 : engine_.reserved_next_.fetch_add(1);
+  }
+}
+
+void ReplayEngine::Worker::TranslateBuffers(const Op& op) {
+  const uint16_t code = op.sc.op;
+  const AlignedBuffer& buf = OpIsWrite(code) ? wbuf_ : rbuf_;
+  uint8_t* base = buf.data();
+  args_.buf = base;
+  // Never past the buffer: the kernel would cut the call to kMaxIoBytes anyway.
+  args_.len = std::min<uint64_t>(op.sc.length, buf.size());
+  if (!op.extra_count) return;
+  if (iov_.size() < op.extra_count) iov_.resize(op.extra_count);
+  uint64_t off = 0;
+  for (uint32_t k = 0; k < op.extra_count; k++) {
+    uint64_t l = std::min<uint64_t>(model_.ExtraBegin(op)[k], buf.size() - off);
+    iov_[k] = iovec{base + off, l};
+    off += l;
+  }
+  args_.iov = iov_.data();
+  args_.iovcnt = static_cast<int>(op.extra_count);
+}
+
+void ReplayEngine::Worker::TranslateMemory(const Op& op, Translation* t) {
+  const iot_syscall& sc = op.sc;
+  const uint16_t code = sc.op;
+  if (code == IOT_OP_MUNMAP || code == IOT_OP_MSYNC || code == IOT_OP_MADVISE ||
+      code == IOT_OP_MREMAP) {
+    uint64_t base = engine_.maps_[op.mapping].load(std::memory_order_acquire);
+    if (base == 0) {
+      t->live_ok = false;
+      t->why = LiveSkip::kMappingMissing;
+    }
+    args_.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
+    args_.mem_len = model::MemLength(sc);
+    if (base != 0 && !WithinMapping(model_.mappings()[op.mapping], op.map_offset, args_.mem_len)) {
+      t->live_ok = false;
+      t->outside_mapping = true;
+    }
+  }
+  if (code == IOT_OP_MMAP && op.fixed_in != model::kNone) {
+    // MAP_FIXED inside a mapping this replay made: the same place of its live twin.
+    // Only wholly inside it: MAP_FIXED replaces whatever else lies in its range.
+    uint64_t base = engine_.maps_[op.fixed_in].load(std::memory_order_acquire);
+    if (base != 0 && WithinMapping(model_.mappings()[op.fixed_in], op.map_offset, sc.length)) {
+      args_.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
+    }
+  }
+}
+
+void ReplayEngine::Worker::TranslateCloseRange(const Op& op, Translation* t) {
+  fds_.clear();
+  for (uint32_t k = 0; k < op.extra_count; k++) {
+    int live = engine_.LiveFd(th_.process, static_cast<int>(model_.ExtraBegin(op)[k]));
+    if (live >= 0) fds_.push_back(live);
+  }
+  args_.fds = fds_.data();
+  args_.nfds = static_cast<int>(fds_.size());
+  if (fds_.empty() && op.extra_count) t->live_ok = false;
+}
+
+// ---- effects and results -----------------------------------------------------------------
+
+// The live tables follow what the call did: descriptors it made or closed, mappings it made,
+// removed or moved.
+void ReplayEngine::Worker::ApplyEffects(const Op& op, int64_t result) {
+  const iot_syscall& sc = op.sc;
+  const uint16_t code = sc.op;
+  const uint32_t proc = th_.process;
+  if (model::OpReturnsFd(sc)) {
+    if (op.result >= 0 && result >= 0) {
+      int recorded_fd = static_cast<int>(op.result);
+      int old = engine_.LiveFd(proc, recorded_fd);
+      bool replaced_by_kernel = (code == IOT_OP_DUP2 || code == IOT_OP_DUP3) && old == args_.fd2;
+      // A stale live descriptor (its close failed or was skipped) is released by the
+      // bookkeeper: the worker issues only recorded calls.
+      if (old >= 0 && old != result && !replaced_by_kernel) {
+        engine_.Bookkeep([&] { backend_->CloseFd(old); });
+      }
+      engine_.SetLiveFd(proc, recorded_fd, static_cast<int>(result));
+    } else if (result >= 0 && !null_backend_) {
+      int leaked = static_cast<int>(result);  // failed in the trace: do not leak it
+      engine_.Bookkeep([&] { backend_->CloseFd(leaked); });
+    }
+  } else if (code == IOT_OP_CLOSE) {
+    engine_.SetLiveFd(proc, sc.fd, -1);
+  } else if (code == IOT_OP_CLOSE_RANGE && !(sc.flags & CLOSE_RANGE_CLOEXEC)) {
+    for (uint32_t k = 0; k < op.extra_count; k++) {
+      engine_.SetLiveFd(proc, static_cast<int>(model_.ExtraBegin(op)[k]), -1);
+    }
+  } else if (code == IOT_OP_MMAP) {
+    if (result >= 0 && op.mapping != model::kNone) {
+      engine_.maps_[op.mapping].store(static_cast<uint64_t>(result), std::memory_order_release);
+    } else if (result >= 0 && !null_backend_) {
+      uint8_t* extra = reinterpret_cast<uint8_t*>(result);
+      uint64_t len = sc.length;
+      engine_.Bookkeep([&] { backend_->Unmap(extra, len); });
+    }
+  } else if (code == IOT_OP_MUNMAP && result == 0) {
+    const model::Mapping& mp = model_.mappings()[op.mapping];
+    if (op.map_offset == 0 && args_.mem_len >= mp.length) engine_.maps_[op.mapping].store(0);
+  } else if (code == IOT_OP_MREMAP && result >= 0 && op.extra_count) {
+    uint32_t nm = static_cast<uint32_t>(model_.ExtraBegin(op)[0]);
+    engine_.maps_[nm].store(static_cast<uint64_t>(result));
+    engine_.maps_[op.mapping].store(0);
+  }
+}
+
+void ReplayEngine::Worker::CheckResult(const Op& op, uint32_t index, int64_t result) {
+  Mismatch mk;
+  bool count = op.kind == OpKind::kSyscall && model::OpResultIsCount(op.sc.op);
+  int64_t recorded = op.kind == OpKind::kPageFault ? 0 : op.result;
+  if (result == -EFAULT && op.kind == OpKind::kPageFault) {
+    RecordMismatch(op, index, recorded, result, Mismatch::kFault);
+  } else if (CompareResult(recorded, result, count, &mk)) {
+    RecordMismatch(op, index, recorded, result, mk);
+  }
+}
+
+OpStats& ReplayEngine::Worker::StatsFor(const Op& op) {
+  OpStats** slot;
+  if (op.kind == OpKind::kSyscall) {
+    slot = &fast_[op.sc.op <= IOT_OP_MAX ? op.sc.op : 0];
+  } else if (op.kind == OpKind::kPageFault) {
+    slot = &fast_[IOT_OP_MAX + 1 + ((op.pf.flags & IOT_PFF_WRITE) ? 1 : 0)];
+  } else {
+    slot = &async_stats_[(static_cast<uint32_t>(op.aio.engine) << 8) | op.aio.opcode];
+  }
+  if (!*slot) *slot = &stats.Op(OpLabel(op));
+  return **slot;
+}
+
+void ReplayEngine::Worker::RecordMismatch(const Op& op, uint32_t index, int64_t recorded,
+                                          int64_t live, Mismatch kind) {
+  MismatchExample ex;
+  ex.op = OpLabel(op);
+  ex.tid = th_.tid;
+  ex.index = index;
+  ex.path = op.path != model::kNone ? model_.path(op.path) : "";
+  ex.recorded = recorded;
+  ex.live = live;
+  stats.AddMismatch(kind, ex.op, ex, engine_.options_.max_examples);
+  engine_.mismatch_count_.fetch_add(1, std::memory_order_relaxed);
+  if (engine_.options_.strict) {
+    engine_.Abort(fmt::format("--strict: {} of thread {} (op {}, {}) returned {} in the replay, "
+                              "{} in the trace",
+                              ex.op, th_.tid, index, ex.path, live, recorded));
+  }
+}
+
+// ---- async requests ------------------------------------------------------------------------
+
+void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
+  EnsureEngine(op.async_ctx);
+  AsyncEngine* e = engines_[op.async_ctx].get();
+  if (!e) {
+    Skip(LiveSkipName(LiveSkip::kAsyncEngine), op, index);
+    return;
+  }
+  const bool write = AsyncIsWriteOp(op.aio);
+  AsyncRequest req;
+  req.token = index;
+  req.engine = op.aio.engine;
+  req.opcode = op.aio.opcode;
+  req.fd = engine_.LiveFd(th_.process, op.aio.fd);
+  req.offset = op.aio.offset;
+  req.len = std::min<uint64_t>(op.aio.length, write ? wbuf_.size() : rbuf_.size());
+  req.rw_flags = op.aio.rw_flags;
+  req.recorded = op.result;
+  req.buf = write ? wbuf_.data() : rbuf_.data();
+  if (req.fd < 0 && !null_backend_) {
+    Skip(LiveSkipName(LiveSkip::kLiveFdMissing), op, index);
+    return;
+  }
+  while (!e->Queue(req)) {
+    e->Flush();
+    int n = e->Reap(comps_, 64, 1);
+    if (n <= 0) break;
+    HandleCompletions(e, n);
+  }
+  outstanding_.push_back(Outstanding{index, op.end, NowNs(), e});
+  if (!NextOpCarries(index)) e->Flush();
+  prev_rec_end_ = std::max(prev_rec_end_, op.ts);
+  prev_live_done_ = NowNs();
+  MarkDone(index);
+}
+
+// Whether the op after request `index` carries it (another request of its context, or the
+// submitting call); otherwise the request ends its recorded batch and is flushed at once.
+bool ReplayEngine::Worker::NextOpCarries(uint32_t index) const {
+  if (index + 1 >= th_.ops.size()) return false;
+  const Op& op = th_.ops[index];
+  const Op& next = th_.ops[index + 1];
+  // Requests queued before a submitting call are all carried by it, whatever their recorded
+  // instants (the model's batches follow submission timestamps).
+  return (next.kind == OpKind::kAsyncSubmit && next.async_ctx == op.async_ctx) ||
+         (next.kind == OpKind::kSyscall &&
+          (next.sc.op == IOT_OP_IO_URING_ENTER || next.sc.op == IOT_OP_IO_SUBMIT));
+}
+
+// Setup/teardown: engines are created at the recorded setup when the model linked the call to
+// its context, else at the first request. Submitting and waiting calls flush and reap as the
+// original did.
+void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
+  uint64_t t0 = NowNs();
+  uint16_t code = op.sc.op;
+  if ((code == IOT_OP_IO_SETUP || code == IOT_OP_IO_URING_SETUP) && op.async_ctx != model::kNone &&
+      op.async_ctx < engines_.size()) {
+    EnsureEngine(op.async_ctx);
+  }
+  bool waits = code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS ||
+               (code == IOT_OP_IO_URING_ENTER && (op.sc.flags & 1 /*GETEVENTS*/));
+  // io_uring_enter submits and waits in one call: the wait submits what it waits for, and
+  // what is left queued (nothing due) is submitted after.
+  // io_getevents(ctx, min_nr, nr): the recorded nr (length) bounds one call, as it did.
+  int max_events = 64;
+  if (code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS) {
+    max_events = static_cast<int>(std::clamp<uint64_t>(op.sc.length, 1, 64));
+  }
+  if (waits) WaitCompletionsUntil(op.end, max_events);
+  if (code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_SUBMIT) FlushAll();
+  FinishEngineCall(op, index, t0);
+}
+
+// The close of an io_uring instance: this worker's engine for it is torn down here, so the ring
+// is closed and unmapped where the original closed it (the live table never held the ring's
+// descriptor: the engine owns it). Its requests complete first.
+void ReplayEngine::Worker::CloseRing(const Op& op, uint32_t index) {
+  uint64_t t0 = NowNs();
+  AsyncEngine* e = engines_[op.async_ctx].get();
+  // A failed submission leaves nothing to wait for: its requests are dropped below.
+  const bool submitted = !e->queued() || e->Flush() >= 0;
+  auto mine = [&](const Outstanding& o) { return o.engine == e; };
+  while (submitted && std::any_of(outstanding_.begin(), outstanding_.end(), mine) &&
+         !engine_.abort_.load(std::memory_order_relaxed)) {
+    int n = e->Reap(comps_, 64, 1);
+    if (n <= 0) break;
+    HandleCompletions(e, n);
+  }
+  // Requests that never completed are dropped with the engine, never left pointing at it.
+  outstanding_.erase(std::remove_if(outstanding_.begin(), outstanding_.end(), mine),
+                     outstanding_.end());
+  engines_[op.async_ctx].reset();  // a later request of the context sets up a new one
+  FinishEngineCall(op, index, t0);
+}
+
+void ReplayEngine::Worker::EnsureEngine(uint32_t context) {
+  if (engines_[context] || engine_failed_[context]) return;
+  const auto& ctx = model_.async_contexts()[context];
+  // The recorded setup size (io_setup nr_events, io_uring_setup entries), so the replayed
+  // setup call is the recorded one; never less than the requests seen in flight.
+  auto e = backend_->NewAsyncEngine(ctx.engine, std::max({ctx.max_inflight, ctx.setup_size, 1u}),
+                                    engine_.options_.async);
+  if (e.ok()) engines_[context] = std::move(e).value();
+  else engine_failed_[context] = true;
+}
+
+// The end of a call the async engines carry out (setup, submit, wait, a ring's close):
+// counted, timed from `t0`, and the thread's pacing moved past it.
+void ReplayEngine::Worker::FinishEngineCall(const Op& op, uint32_t index, uint64_t t0) {
+  OpStats& s = StatsFor(op);
+  s.count++;
+  s.latency.Add(NowNs() - t0);
+  Complete(op, index, NowNs());
+}
+
+// Completions of async requests: result check and latency.
+void ReplayEngine::Worker::HandleCompletions(AsyncEngine* e, int n) {
+  uint64_t now = NowNs();
+  for (int i = 0; i < n; i++) {
+    uint32_t index = static_cast<uint32_t>(comps_[i].token);
+    auto it = std::find_if(outstanding_.begin(), outstanding_.end(),
+                           [&](const Outstanding& o) { return o.index == index && o.engine == e; });
+    if (it == outstanding_.end()) continue;
+    const Op& op = th_.ops[index];
+    OpStats& s = StatsFor(op);
+    s.count++;
+    s.latency.Add(now - it->submitted);
+    if (comps_[i].res < 0) s.errors++;
+    else if (AsyncMovesData(op.aio)) s.bytes += static_cast<uint64_t>(comps_[i].res);
+    if (!op.interrupted) {
+      Mismatch mk;
+      if (CompareResult(op.result, comps_[i].res, true, &mk)) {
+        RecordMismatch(op, index, op.result, comps_[i].res, mk);
+      }
+    }
+    outstanding_.erase(it);
+    done_ops.store(done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+}
+
+void ReplayEngine::Worker::ReapAvailable() {
+  for (auto& e : engines_) {
+    if (!e) continue;
+    int n;
+    while ((n = e->Reap(comps_, 64, 0)) > 0) HandleCompletions(e.get(), n);
+  }
+}
+
+// Waits for the requests the original had completed by `rec_time` (its waiting call returned),
+// all of an engine's at once: the original's io_getevents(ctx, n, n) or
+// io_uring_enter(fd, n, n, GETEVENTS) is one call, so waiting for them one by one would add
+// system calls the original did not make. Requests still queued are submitted by the same call.
+void ReplayEngine::Worker::WaitCompletionsUntil(uint64_t rec_time, int max_events) {
+  while (!engine_.abort_.load(std::memory_order_relaxed)) {
+    AsyncEngine* e = nullptr;
+    int due = 0;
+    for (const auto& o : outstanding_) {
+      if (o.rec_end > rec_time) continue;
+      if (!e) e = o.engine;
+      if (o.engine == e) due++;
+    }
+    if (!e) break;
+    int n = e->SubmitAndReap(comps_, max_events, std::min(due, max_events));
+    if (n <= 0) break;
+    HandleCompletions(e, n);
+  }
+}
+
+int ReplayEngine::Worker::FlushAll() {
+  int total = 0;
+  for (auto& e : engines_) {
+    if (e && e->queued()) {
+      int r = e->Flush();
+      if (r < 0) return r;
+      total += r;
+    }
+  }
+  return total;
+}
+
+void ReplayEngine::Worker::DrainOutstanding() {
+  FlushAll();
+  while (!outstanding_.empty() && !engine_.abort_.load()) {
+    AsyncEngine* e = outstanding_.front().engine;
+    int n = e->Reap(comps_, 64, 1);
+    if (n <= 0) break;
+    HandleCompletions(e, n);
+  }
+}
+
+}  // namespace iotwin::replay

@@ -1,0 +1,144 @@
+// ReplayEngine::Worker: replays one traced thread's operations in recorded order (engine.h).
+//
+// Each op goes through the same steps: wait for its cross-thread dependencies, wait for its
+// due time (pacing), translate its recorded arguments into live ones (descriptors, paths,
+// buffers, addresses), issue it through the back end, apply its effects on the live tables
+// (new descriptors, closes, mappings), and check its result against the recorded one.
+// Process markers (fork, exec, exit) are handed to the engine's bookkeeper; async requests go
+// to one AsyncEngine per recorded context, their completions reaped where the original reaped
+// them.
+//
+// Only the worker's own thread touches its state between the start gate and the end of its
+// ops, except the progress counters (done_ops, lateness), which others read.
+#pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "replay/backend.h"
+#include "replay/engine.h"
+#include "replay/fill.h"
+#include "replay/pacer.h"
+#include "replay/stats.h"
+
+namespace iotwin::replay {
+
+// An async request in flight.
+struct Outstanding {
+  uint32_t index;      // op index in the thread
+  uint64_t rec_end;    // recorded completion
+  uint64_t submitted;  // live submission time
+  AsyncEngine* engine;
+};
+
+struct ReplayEngine::Worker {
+  Worker(ReplayEngine& engine, uint32_t thread);
+
+  // On the engine's thread, during Setup: sizes the I/O buffers for the thread's largest calls
+  // (none for the null back end) among `thread_count` workers; adds the thread's replayed ops
+  // to `*ops_total`.
+  Status Allocate(size_t thread_count, uint64_t* ops_total);
+  // The thread body: prepares, parks at the start gate, replays, parks until released.
+  void Run();
+
+  const uint32_t thread;
+  std::thread th;
+  std::atomic<pid_t> tid{0};
+  bool in_root = false;       // confined to its base (Sandbox::ConfineThread)
+  std::string confine_error;  // why not, when the back end is real
+  ReplayStats stats;
+  alignas(64) std::atomic<uint64_t> done_ops{0};
+  std::atomic<int64_t> lateness{0};
+  uint64_t finish_ns = 0;
+
+ private:
+  // Why an op's live arguments cannot be built: nullptr when they can.
+  struct Translation {
+    bool live_ok = true;
+    LiveSkip why = LiveSkip::kLiveFdMissing;
+    bool outside_mapping = false;  // a length or offset past the replay's own mapping
+    bool bad_name = false;         // a recorded name no system call can carry (a NUL inside)
+    const char* SkipReason() const;
+  };
+
+  // ---- before the gate ----
+  void Prepare();
+
+  // ---- steps of one op ----
+  void ReplayOps();
+  void WaitForDependencies(const model::Op& op);
+  // Waits until the op is due; returns the live issue time (0 when not paced).
+  uint64_t Pace(const model::Op& op);
+  void Skip(std::string_view reason, const model::Op& op, uint32_t index);
+  void ReplaySyncOp(const model::Op& op, uint32_t index, uint64_t issued);
+  Translation Translate(const model::Op& op);
+  void TranslateFault(const model::Op& op, Translation* t);
+  void TranslateDescriptors(const model::Op& op, Translation* t);
+  void TranslatePaths(const model::Op& op, Translation* t);
+  void TranslateSymlinkText(const model::Op& op, Translation* t);
+  void TranslateSecondFd(const model::Op& op, Translation* t);
+  void TranslateBuffers(const model::Op& op);
+  void TranslateMemory(const model::Op& op, Translation* t);
+  void TranslateCloseRange(const model::Op& op, Translation* t);
+  void ApplyEffects(const model::Op& op, int64_t result);
+  void CheckResult(const model::Op& op, uint32_t index, int64_t result);
+  // The op is over: counted, and the thread's pacing and published progress moved past it.
+  void Complete(const model::Op& op, uint32_t index, uint64_t live_done);
+  void MarkDone(uint32_t index);
+  OpStats& StatsFor(const model::Op& op);
+  void RecordMismatch(const model::Op& op, uint32_t index, int64_t recorded, int64_t live,
+                      Mismatch kind);
+
+  // ---- async requests and the calls that carry them ----
+  void SubmitAsync(const model::Op& op, uint32_t index);
+  bool NextOpCarries(uint32_t index) const;
+  void ReplayAsyncSyscall(const model::Op& op, uint32_t index);
+  void CloseRing(const model::Op& op, uint32_t index);
+  void EnsureEngine(uint32_t context);
+  void FinishEngineCall(const model::Op& op, uint32_t index, uint64_t t0);
+  void HandleCompletions(AsyncEngine* e, int n);
+  void ReapAvailable();
+  void WaitCompletionsUntil(uint64_t rec_time, int max_events);
+  int FlushAll();
+  void DrainOutstanding();
+
+  ReplayEngine& engine_;
+  const model::TraceModel& model_;
+  const model::Thread& th_;
+  Backend* const backend_;
+  const bool null_backend_;
+  const bool paced_;
+
+  AlignedBuffer rbuf_, wbuf_;
+  std::vector<iovec> iov_;
+  std::vector<int> fds_;
+  std::string scratch_;
+  std::array<OpStats*, IOT_OP_MAX + 3> fast_{};  // syscalls by code, then faults (read, write)
+  std::unordered_map<uint32_t, OpStats*> async_stats_;
+  std::vector<std::unique_ptr<AsyncEngine>> engines_;  // per async context
+  std::vector<bool> engine_failed_;
+  std::vector<Outstanding> outstanding_;
+  AsyncCompletion comps_[64];
+
+  // Pacing state of the current run.
+  Pacer pacer_;
+  uint64_t prev_rec_end_ = 0;    // recorded completion of the previous replayed op
+  uint64_t prev_live_done_ = 0;  // its live completion
+  bool first_ = true;
+  int64_t late_ = 0;  // lateness of the op being issued
+
+  LiveArgs args_;  // of the op being issued
+};
+
+}  // namespace iotwin::replay
