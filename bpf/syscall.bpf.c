@@ -544,86 +544,63 @@ static __always_inline void iot_emit_marker(struct iot_scratch *s, struct iot_sy
 #define IOT_ID_STAT 4   /* from the struct stat the call filled */
 #define IOT_ID_STATX 5  /* from the struct statx the call filled */
 
-static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 pid_tgid)
+/* How a finished call's record is filled in, decided per op by iot_sc_decode:
+ * where the file identity comes from, which arguments are paths, whether the
+ * call is vectored. */
+struct iot_decode {
+	int id_kind;
+	long id_fd;
+	bool pos_offset; /* offset = file position the call used */
+	bool vectored;
+	__u64 path1, path2;
+	__u64 user_buf; /* stat buffer */
+};
+
+/* The record's fields from the call's arguments, per op (a table in code
+ * form: one case per IOT_OP, each naming its argument layout). */
+static __always_inline void iot_sc_decode(__u16 op, struct iot_join *j, long ret,
+					  struct iot_syscall *sc, struct iot_decode *d)
 {
-	__u32 zero = 0;
-	struct iot_scratch *s = bpf_map_lookup_elem(&iot_scratch, &zero);
-	if (!s)
-		return;
-	struct iot_syscall *sc = &s->ext.sc;
-	__u64 now = bpf_ktime_get_ns();
-	__u16 op = j->op;
 	__u64 a0 = j->args[0], a1 = j->args[1], a2 = j->args[2], a3 = j->args[3],
 	      a4 = j->args[4], a5 = j->args[5];
-
-	sc->hdr.type = IOT_REC_SYSCALL;
-	sc->hdr.size = sizeof(*sc);
-	sc->op = op;
-	sc->cpu = bpf_get_smp_processor_id();
-	sc->ts = j->ts;
-	sc->dur = now - j->ts;
-	sc->tgid = pid_tgid >> 32;
-	sc->tid = (__u32)pid_tgid;
-	sc->ret = ret;
-	sc->fd = -1;
-	sc->fd2 = -1;
-	sc->offset = 0;
-	sc->length = 0;
-	sc->aux = 0;
-	sc->flags = 0;
-	sc->mode = 0;
-	sc->ino = 0;
-	sc->fsize = 0;
-	sc->dev = 0;
-	sc->path_id = 0;
-	sc->path2_id = 0;
-	sc->ftype = 0;
-	sc->sflags = 0;
-
-	int id_kind = IOT_ID_NONE;
-	long id_fd = -1;
-	bool pos_offset = false; /* offset = file position the call used */
-	__u64 path1 = 0, path2 = 0;
-	bool vectored = false;
-	__u64 user_buf = 0; /* stat buffer */
 
 	switch (op) {
 	/* opens: identity of the returned fd */
 	case IOT_OP_OPEN:
 		sc->fd = -100;
-		path1 = a0;
+		d->path1 = a0;
 		sc->flags = a1;
 		sc->mode = a2;
-		id_kind = IOT_ID_RET;
+		d->id_kind = IOT_ID_RET;
 		break;
 	case IOT_OP_CREAT:
 		sc->fd = -100;
-		path1 = a0;
+		d->path1 = a0;
 		sc->flags = 01 | 0100 | 01000; /* O_WRONLY|O_CREAT|O_TRUNC */
 		sc->mode = a1;
-		id_kind = IOT_ID_RET;
+		d->id_kind = IOT_ID_RET;
 		break;
 	case IOT_OP_OPENAT:
 		sc->fd = a0;
-		path1 = a1;
+		d->path1 = a1;
 		sc->flags = a2;
 		sc->mode = a3;
-		id_kind = IOT_ID_RET;
+		d->id_kind = IOT_ID_RET;
 		break;
 	case IOT_OP_OPENAT2: {
 		struct open_how how = {};
 		bpf_probe_read_user(&how, sizeof(how), (void *)a2);
 		sc->fd = a0;
-		path1 = a1;
+		d->path1 = a1;
 		sc->flags = how.flags;
 		sc->mode = how.mode;
 		sc->aux = how.resolve;
-		id_kind = IOT_ID_RET;
+		d->id_kind = IOT_ID_RET;
 		break;
 	}
 	case IOT_OP_CLOSE:
 		sc->fd = a0;
-		id_kind = IOT_ID_JOIN;
+		d->id_kind = IOT_ID_JOIN;
 		break;
 	case IOT_OP_CLOSE_RANGE:
 		sc->fd = a0;
@@ -632,16 +609,16 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		break;
 	case IOT_OP_DUP:
 		sc->fd = a0;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_DUP2:
 	case IOT_OP_DUP3:
 		sc->fd = a0;
 		sc->fd2 = a1;
 		sc->flags = op == IOT_OP_DUP3 ? a2 : 0;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_FCNTL:
 		sc->fd = a0;
@@ -660,40 +637,40 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		} else {
 			sc->aux = a2;
 		}
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_FLOCK:
 		sc->fd = a0;
 		sc->flags = a1; /* LOCK_SH / LOCK_EX / LOCK_UN, | LOCK_NB */
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	/* data transfer */
 	case IOT_OP_READ:
 	case IOT_OP_WRITE:
 		sc->fd = a0;
 		sc->length = a2;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
-		pos_offset = true;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
+		d->pos_offset = true;
 		break;
 	case IOT_OP_PREAD64:
 	case IOT_OP_PWRITE64:
 		sc->fd = a0;
 		sc->length = a2;
 		sc->offset = a3;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_READV:
 	case IOT_OP_WRITEV:
 		sc->fd = a0;
 		sc->aux = a2;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
-		pos_offset = true;
-		vectored = true;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
+		d->pos_offset = true;
+		d->vectored = true;
 		break;
 	case IOT_OP_PREADV:
 	case IOT_OP_PWRITEV:
@@ -704,16 +681,16 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		sc->offset = a3; /* pos_l: the whole 64-bit offset on 64-bit ABIs */
 		if (op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2)
 			sc->flags = a5;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
-		vectored = true;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
+		d->vectored = true;
 		break;
 	case IOT_OP_LSEEK:
 		sc->fd = a0;
 		sc->offset = a1;
 		sc->aux = a2;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_FSYNC:
 	case IOT_OP_FDATASYNC:
@@ -721,8 +698,8 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 	case IOT_OP_FSTAT:
 	case IOT_OP_FCHDIR:
 		sc->fd = a0;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_SYNC:
 		break;
@@ -731,26 +708,26 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		sc->offset = a1;
 		sc->length = a2;
 		sc->flags = a3;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_FALLOCATE:
 		sc->fd = a0;
 		sc->mode = a1;
 		sc->offset = a2;
 		sc->length = a3;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_FTRUNCATE:
 		sc->fd = a0;
 		sc->length = a1;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_TRUNCATE:
 		sc->fd = -100;
-		path1 = a0;
+		d->path1 = a0;
 		sc->length = a1;
 		break;
 	case IOT_OP_FADVISE64:
@@ -758,15 +735,15 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		sc->offset = a1;
 		sc->length = a2;
 		sc->aux = a3;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_READAHEAD:
 		sc->fd = a0;
 		sc->offset = a1;
 		sc->length = a2;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_COPY_FILE_RANGE:
 		/* (fd_in, *off_in, fd_out, *off_out, len, flags) */
@@ -776,8 +753,8 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		sc->aux = j->pre[1];
 		sc->length = a4;
 		sc->flags = a5;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_SPLICE:
 		sc->fd = a0;
@@ -786,8 +763,8 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		sc->aux = j->pre[1];
 		sc->length = a4;
 		sc->flags = a5;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_SENDFILE:
 		/* (out_fd, in_fd, *offset, count); offset applies to in_fd */
@@ -795,8 +772,8 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		sc->fd2 = a1;
 		sc->offset = j->pre[0];
 		sc->length = a3;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	/* memory mappings */
 	case IOT_OP_MMAP:
@@ -807,8 +784,8 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		sc->fd = a4;
 		sc->offset = a5;
 		if (!(a3 & IOT_MAP_ANONYMOUS)) {
-			id_kind = IOT_ID_FD;
-			id_fd = (int)a4;
+			d->id_kind = IOT_ID_FD;
+			d->id_fd = (int)a4;
 		}
 		break;
 	case IOT_OP_MUNMAP:
@@ -836,79 +813,79 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 	case IOT_OP_STAT:
 	case IOT_OP_LSTAT:
 		sc->fd = -100;
-		path1 = a0;
-		user_buf = a1;
-		id_kind = IOT_ID_STAT;
+		d->path1 = a0;
+		d->user_buf = a1;
+		d->id_kind = IOT_ID_STAT;
 		break;
 	case IOT_OP_NEWFSTATAT:
 		sc->fd = a0;
-		path1 = a1;
-		user_buf = a2;
+		d->path1 = a1;
+		d->user_buf = a2;
 		sc->flags = a3;
-		id_kind = IOT_ID_STAT;
+		d->id_kind = IOT_ID_STAT;
 		break;
 	case IOT_OP_STATX:
 		sc->fd = a0;
-		path1 = a1;
+		d->path1 = a1;
 		sc->flags = a2;
 		sc->mode = a3;
-		user_buf = a4;
-		id_kind = IOT_ID_STATX;
+		d->user_buf = a4;
+		d->id_kind = IOT_ID_STATX;
 		break;
 	case IOT_OP_GETDENTS64:
 		sc->fd = a0;
 		sc->length = a2;
-		id_kind = IOT_ID_FD;
-		id_fd = a0;
+		d->id_kind = IOT_ID_FD;
+		d->id_fd = a0;
 		break;
 	case IOT_OP_MKDIR:
 		sc->fd = -100;
-		path1 = a0;
+		d->path1 = a0;
 		sc->mode = a1;
 		break;
 	case IOT_OP_MKDIRAT:
 		sc->fd = a0;
-		path1 = a1;
+		d->path1 = a1;
 		sc->mode = a2;
 		break;
 	case IOT_OP_UNLINK:
 	case IOT_OP_RMDIR:
 	case IOT_OP_CHDIR:
 		sc->fd = -100;
-		path1 = a0;
+		d->path1 = a0;
 		break;
 	case IOT_OP_UNLINKAT:
 		sc->fd = a0;
-		path1 = a1;
+		d->path1 = a1;
 		sc->flags = a2;
 		break;
 	case IOT_OP_RENAME:
 	case IOT_OP_LINK:
 		sc->fd = -100;
 		sc->fd2 = -100;
-		path1 = a0;
-		path2 = a1;
+		d->path1 = a0;
+		d->path2 = a1;
 		break;
 	case IOT_OP_RENAMEAT:
 	case IOT_OP_RENAMEAT2:
 	case IOT_OP_LINKAT:
 		/* (olddirfd, old, newdirfd, new, flags) */
 		sc->fd = a0;
-		path1 = a1;
+		d->path1 = a1;
 		sc->fd2 = a2;
-		path2 = a3;
+		d->path2 = a3;
 		sc->flags = op == IOT_OP_RENAMEAT ? 0 : a4;
 		break;
 	case IOT_OP_SYMLINK:
 		/* the target is stored, not resolved: only the link has a dirfd */
-		path1 = a0;
+		d->path1 = a0;
 		sc->fd2 = -100;
-		path2 = a1;
+		d->path2 = a1;
 		break;
 	case IOT_OP_SYMLINKAT:
-		path1 = a0;
+		d->path1 = a0;
 		sc->fd2 = a1;
-		path2 = a2;
+		d->path2 = a2;
 		break;
 	/* asynchronous I/O */
 	case IOT_OP_IO_SETUP:
@@ -948,83 +925,77 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		sc->length = a3;
 		break;
 	}
+}
 
-	/* file identity */
-	struct iot_ident ident = {};
-	if (id_kind == IOT_ID_FD) {
-		iot_file_ident(iot_fd_file(id_fd), &ident);
-	} else if (id_kind == IOT_ID_RET) {
+/* The file the call was on (or returned), by the decoded identity source;
+ * NO_FILE when one was expected but none could be read. */
+static __always_inline void iot_sc_identity(struct iot_join *j, long ret, struct iot_syscall *sc,
+					    const struct iot_decode *d, struct iot_ident *ident)
+{
+	if (d->id_kind == IOT_ID_FD) {
+		iot_file_ident(iot_fd_file(d->id_fd), ident);
+	} else if (d->id_kind == IOT_ID_RET) {
 		if (ret >= 0)
-			iot_file_ident(iot_fd_file(ret), &ident);
-	} else if (id_kind == IOT_ID_JOIN) {
-		ident.ino = j->ino;
-		ident.fsize = j->fsize;
-		ident.dev = j->dev;
-		ident.ftype = j->ftype;
-		ident.ok = j->ino != 0;
-	} else if (id_kind == IOT_ID_STAT) {
+			iot_file_ident(iot_fd_file(ret), ident);
+	} else if (d->id_kind == IOT_ID_JOIN) {
+		ident->ino = j->ino;
+		ident->fsize = j->fsize;
+		ident->dev = j->dev;
+		ident->ftype = j->ftype;
+		ident->ok = j->ino != 0;
+	} else if (d->id_kind == IOT_ID_STAT) {
 		if (ret == 0) {
 			struct stat st = {};
-			if (!bpf_probe_read_user(&st, sizeof(st), (void *)user_buf)) {
-				ident.ino = st.st_ino;
-				ident.fsize = st.st_size;
-				ident.dev = iot_kdev_from_user(st.st_dev);
-				ident.ftype = (st.st_mode & IOT_S_IFMT) >> 12;
-				ident.ok = 1;
+			if (!bpf_probe_read_user(&st, sizeof(st), (void *)d->user_buf)) {
+				ident->ino = st.st_ino;
+				ident->fsize = st.st_size;
+				ident->dev = iot_kdev_from_user(st.st_dev);
+				ident->ftype = (st.st_mode & IOT_S_IFMT) >> 12;
+				ident->ok = 1;
 			}
 		}
-	} else if (id_kind == IOT_ID_STATX) {
+	} else if (d->id_kind == IOT_ID_STATX) {
 		if (ret == 0) {
 			struct statx stx = {};
-			if (!bpf_probe_read_user(&stx, sizeof(stx), (void *)user_buf)) {
-				ident.ino = stx.stx_ino;
-				ident.fsize = stx.stx_size;
-				ident.dev = (stx.stx_dev_major << 20) | stx.stx_dev_minor;
-				ident.ftype = (stx.stx_mode & IOT_S_IFMT) >> 12;
-				ident.ok = 1;
+			if (!bpf_probe_read_user(&stx, sizeof(stx), (void *)d->user_buf)) {
+				ident->ino = stx.stx_ino;
+				ident->fsize = stx.stx_size;
+				ident->dev = (stx.stx_dev_major << 20) | stx.stx_dev_minor;
+				ident->ftype = (stx.stx_mode & IOT_S_IFMT) >> 12;
+				ident->ok = 1;
 			}
 		}
 	}
-	if (ident.ok) {
-		sc->ino = ident.ino;
-		sc->fsize = ident.fsize;
-		sc->dev = ident.dev;
-		sc->ftype = ident.ftype;
-		if (pos_offset) {
+	if (ident->ok) {
+		sc->ino = ident->ino;
+		sc->fsize = ident->fsize;
+		sc->dev = ident->dev;
+		sc->ftype = ident->ftype;
+		if (d->pos_offset) {
 			/* The position after the call minus what it moved: where
 			 * the call read or wrote (O_APPEND included). Only
 			 * seekable files have positions. */
-			__u16 mode = ident.ftype << 12;
+			__u16 mode = ident->ftype << 12;
 			if (mode == IOT_S_IFREG || mode == IOT_S_IFBLK)
-				sc->offset = ret > 0 ? ident.pos - ret : ident.pos;
+				sc->offset = ret > 0 ? ident->pos - ret : ident->pos;
 		}
-	} else if (id_kind != IOT_ID_NONE && !(id_kind == IOT_ID_RET && ret < 0) &&
-		   !((id_kind == IOT_ID_STAT || id_kind == IOT_ID_STATX) && ret != 0)) {
+	} else if (d->id_kind != IOT_ID_NONE && !(d->id_kind == IOT_ID_RET && ret < 0) &&
+		   !((d->id_kind == IOT_ID_STAT || d->id_kind == IOT_ID_STATX) && ret != 0)) {
 		sc->sflags |= IOT_SCF_NO_FILE;
 	}
+}
 
-	if (op == IOT_OP_WRITE && iot_marker_ino && ident.ok && ident.ino == iot_marker_ino &&
-	    ident.dev == iot_marker_dev) {
-		iot_emit_marker(s, sc, a1);
-		return;
-	}
-
-	if (!path1 && !vectored) {
-		iot_output(sc, sizeof(*sc), IOT_SRC_SYSCALL);
-		if (op == IOT_OP_IO_SUBMIT)
-			iot_aio_records(op, sc, a0, a2, now);
-		else if (op == IOT_OP_IO_GETEVENTS || op == IOT_OP_IO_PGETEVENTS)
-			iot_aio_records(op, sc, a0, a3, now);
-		return;
-	}
-
+/* A record with a tail: the iovec lengths of a vectored call, or the paths. */
+static __always_inline void iot_sc_emit_tail(struct iot_scratch *s, struct iot_syscall *sc,
+					     const struct iot_decode *d, __u64 a1, __u64 a2)
+{
 	/* record with a tail */
 	__u32 tail = 0;
 	s->ext.path_len[0] = IOT_WIRE_NO_PATH;
 	s->ext.path_len[1] = IOT_WIRE_NO_PATH;
 	s->ext.iov_count = 0;
 	s->ext.iov_captured = 0;
-	if (vectored) {
+	if (d->vectored) {
 		__u64 cnt = a2;
 		__u32 n = cnt > IOT_IOVEC_MAX ? IOT_IOVEC_MAX : cnt;
 		__u64 total = 0;
@@ -1044,18 +1015,77 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		}
 		sc->length = total;
 	} else {
-		__u32 l1 = iot_read_path(s->tail, path1, &sc->sflags);
+		__u32 l1 = iot_read_path(s->tail, d->path1, &sc->sflags);
 		__u32 l2 = 0;
-		if (path2)
-			l2 = iot_read_path(&s->tail[l1 & 8191], path2, &sc->sflags);
+		if (d->path2)
+			l2 = iot_read_path(&s->tail[l1 & 8191], d->path2, &sc->sflags);
 		s->ext.path_len[0] = l1;
-		s->ext.path_len[1] = path2 ? l2 : IOT_WIRE_NO_PATH;
+		s->ext.path_len[1] = d->path2 ? l2 : IOT_WIRE_NO_PATH;
 		tail = (l1 & 8191) + (l2 & 8191);
 	}
 	__u32 size = IOT_WIRE_SYSCALL_EXT_TAIL + (tail & 16383);
 	s->ext.sc.hdr.type = IOT_WIRE_SYSCALL_EXT;
 	s->ext.sc.hdr.size = size;
 	iot_output(s, size, IOT_SRC_SYSCALL);
+}
+
+static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 pid_tgid)
+{
+	__u32 zero = 0;
+	struct iot_scratch *s = bpf_map_lookup_elem(&iot_scratch, &zero);
+	if (!s)
+		return;
+	struct iot_syscall *sc = &s->ext.sc;
+	__u64 now = bpf_ktime_get_ns();
+	__u16 op = j->op;
+	__u64 a0 = j->args[0], a1 = j->args[1], a2 = j->args[2], a3 = j->args[3];
+
+	sc->hdr.type = IOT_REC_SYSCALL;
+	sc->hdr.size = sizeof(*sc);
+	sc->op = op;
+	sc->cpu = bpf_get_smp_processor_id();
+	sc->ts = j->ts;
+	sc->dur = now - j->ts;
+	sc->tgid = pid_tgid >> 32;
+	sc->tid = (__u32)pid_tgid;
+	sc->ret = ret;
+	sc->fd = -1;
+	sc->fd2 = -1;
+	sc->offset = 0;
+	sc->length = 0;
+	sc->aux = 0;
+	sc->flags = 0;
+	sc->mode = 0;
+	sc->ino = 0;
+	sc->fsize = 0;
+	sc->dev = 0;
+	sc->path_id = 0;
+	sc->path2_id = 0;
+	sc->ftype = 0;
+	sc->sflags = 0;
+
+	struct iot_decode dec = {.id_kind = IOT_ID_NONE, .id_fd = -1};
+	struct iot_decode *d = &dec;
+	iot_sc_decode(op, j, ret, sc, d);
+	struct iot_ident ident = {};
+	iot_sc_identity(j, ret, sc, d, &ident);
+
+	if (op == IOT_OP_WRITE && iot_marker_ino && ident.ok && ident.ino == iot_marker_ino &&
+	    ident.dev == iot_marker_dev) {
+		iot_emit_marker(s, sc, a1);
+		return;
+	}
+
+	if (!d->path1 && !d->vectored) {
+		iot_output(sc, sizeof(*sc), IOT_SRC_SYSCALL);
+		if (op == IOT_OP_IO_SUBMIT)
+			iot_aio_records(op, sc, a0, a2, now);
+		else if (op == IOT_OP_IO_GETEVENTS || op == IOT_OP_IO_PGETEVENTS)
+			iot_aio_records(op, sc, a0, a3, now);
+		return;
+	}
+
+	iot_sc_emit_tail(s, sc, d, a1, a2);
 }
 
 static __always_inline int iot_sys_exit_body(long nr, long ret)
