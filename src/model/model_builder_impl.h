@@ -64,14 +64,13 @@ struct ModelBuilder::Impl {
   }
 
   // The model's open file description: its identity (index in `ofds`, kept for good: ops and
-  // mappings name it) and what the model knows of it. The descriptors that refer to it are
-  // `fd_table`'s, whose description carries the index in its `user` slot.
+  // mappings name it) and what the model knows of it. The descriptors that refer to it, its
+  // flags and its position are `fd_table`'s description's, which carries the index in its
+  // `user` slot.
   struct Ofd {
     DescriptionId desc = kNoDescription;  // fd_table's description, while it lives
     PathId path = kNone;
     uint32_t file = kNone;
-    uint32_t flags = 0;
-    uint64_t pos = 0;
     bool pseudo = false;
     bool path_unknown = false;
     bool ring = false;  // an io_uring instance
@@ -487,6 +486,8 @@ struct ModelBuilder::Impl {
   void SetCwd(uint32_t process, PathId cwd) {
     fd_table.SetCwd(process, cwd == kNone ? std::string_view() : m->paths_[cwd]);
   }
+  // The flags and position of `ofd`, which a descriptor still refers to (its description lives).
+  OpenFileDescription& Desc(uint32_t ofd) { return *fd_table.Description(ofds[ofd].desc); }
   // The model's open file description behind `fd` of `process`, kNone when none is open.
   uint32_t OfdOf(uint32_t process, int32_t fd) const {
     const OpenFileDescription* d = fd_table.Description(fd_table.DescriptionOf(process, fd));
@@ -527,12 +528,14 @@ struct ModelBuilder::Impl {
     Ofd o;
     o.path = path;
     o.file = file;
-    o.flags = flags;
     o.path_unknown = path_unknown;
     o.pseudo = path != kNone && Pseudo(path);
     const auto id = static_cast<uint32_t>(ofds.size());
     o.desc = fd_table.NewDescription(flags);
-    if (OpenFileDescription* d = fd_table.Description(o.desc)) d->user = id;
+    if (OpenFileDescription* d = fd_table.Description(o.desc)) {
+      d->user = id;
+      d->pos_known = true;  // 0 after an open
+    }
     ofds.push_back(o);
     return id;
   }

@@ -273,9 +273,10 @@ bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
       if (code == IOT_OP_FCNTL && ok && op.fd_state == FdState::kKnown) {
         if (cmd == F_SETFD) fd_table.SetCloexec(proc, sc.fd, (FcntlArg(sc) & FD_CLOEXEC) != 0);
         if (cmd == F_SETFL && op.ofd != kNone) {
-          // F_SETFL changes only these; the access mode and creation flags stay.
+          // F_SETFL changes only these; the access mode and creation flags stay. (Only `flags`:
+          // the model reads O_APPEND from them, not the description's decoded `append`.)
           constexpr uint32_t kSettable = O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME | O_NONBLOCK;
-          uint32_t& f = ofds[op.ofd].flags;
+          uint32_t& f = Desc(op.ofd).flags;
           f = (f & ~kSettable) | (static_cast<uint32_t>(FcntlArg(sc)) & kSettable);
         }
       }
@@ -319,14 +320,14 @@ bool ModelBuilder::Impl::ApplyDataOp(SyscallStep& s) {
       bool is_write = OpIsWrite(code);
       uint64_t pos = sc.offset;
       if (!positional && ofd) {
-        pos = ofds[op.ofd].pos;
-        if (is_write && (ofds[op.ofd].flags & O_APPEND) && ok && sc.fsize >= uint64_t(sc.ret)) {
+        pos = Desc(op.ofd).pos;
+        if (is_write && (Desc(op.ofd).flags & O_APPEND) && ok && sc.fsize >= uint64_t(sc.ret)) {
           pos = sc.fsize - static_cast<uint64_t>(sc.ret);
         }
       }
       op.pos = pos;
       uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
-      if (ofd && ok && !positional) ofds[op.ofd].pos = Sum(pos, n);
+      if (ofd && ok && !positional) Desc(op.ofd).pos = Sum(pos, n);
       if (ok && n > 0) DataUse(file);
       if (file != kNone) {
         if (is_write) {
@@ -352,7 +353,7 @@ bool ModelBuilder::Impl::ApplyDataOp(SyscallStep& s) {
       break;
     }
     case IOT_OP_LSEEK: {
-      if (ok && ofd) ofds[op.ofd].pos = static_cast<uint64_t>(sc.ret);
+      if (ok && ofd) Desc(op.ofd).pos = static_cast<uint64_t>(sc.ret);
       if (file != kNone && ok) GrowInitial(file, sc.fsize);
       uint32_t pos_ofd = op.ofd;
       s.declare.push_back([=, this] {
@@ -411,8 +412,8 @@ bool ModelBuilder::Impl::ApplyCopyOp(SyscallStep& s) {
       uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
       int in_fd = DataFd(sc), out_fd = SecondFd(sc);
       uint64_t in_pos = sc.offset;
-      if (in_pos == kNoOffset && ofd) in_pos = ofds[op.ofd].pos;
-      if (sc.offset == kNoOffset && ofd && ok) ofds[op.ofd].pos = Sum(ofds[op.ofd].pos, n);
+      if (in_pos == kNoOffset && ofd) in_pos = Desc(op.ofd).pos;
+      if (sc.offset == kNoOffset && ofd && ok) Desc(op.ofd).pos = Sum(Desc(op.ofd).pos, n);
       op.pos = in_pos;
       if (file != kNone && ok) GrowInitial(file, Sum(in_pos, n));
       if (ok && n > 0) DataUse(file);
@@ -420,8 +421,8 @@ bool ModelBuilder::Impl::ApplyCopyOp(SyscallStep& s) {
       uint64_t out_pos = 0;
       const uint32_t out_ofd = OfdOf(proc, out_fd);
       if (out_ofd != kNone) {
-        Ofd& oo = ofds[out_ofd];
-        out_file = oo.file;
+        OpenFileDescription& oo = Desc(out_ofd);
+        out_file = ofds[out_ofd].file;
         out_pos = code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset
                       ? CopyOutOffset(sc) : oo.pos;
         bool positional_out = code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset;

@@ -215,7 +215,7 @@ void ModelBuilder::Impl::HandleFdSnapshot(const iot_fd_snapshot& s) {
     f = Exists(p, s.ftype == kFtypeDir, s.fsize, &fake);
   }
   uint32_t o = NewOfd(p, f, s.flags, false);
-  ofds[o].pos = s.pos;
+  if (OpenFileDescription* d = fd_table.Description(ofds[o].desc)) d->pos = s.pos;
   SetFd(proc, s.fd, o, s.flags & O_CLOEXEC);
   ifd.path = p;
   ifd.file = f;
