@@ -256,7 +256,10 @@ Result<bool> DeviceIsMounted(dev_t dev) {
   return false;
 }
 
-Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const ReplayOptions& o) {
+namespace {
+
+// The target must be named, allowed, a block device, and neither mounted nor held.
+Status CheckTargetDevice(const ReplayOptions& o) {
   if (o.device.empty()) return Status::Invalid("--layer block needs --device /dev/X");
   if (!o.allow_device) {
     return Status::Permission("replaying onto {} overwrites it: add --allow-device to confirm",
@@ -270,8 +273,12 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
     return Status::Permission("{} (or a partition of it) is mounted or in use: refusing to "
                               "replay onto it", o.device);
   }
+  return Status::Ok();
+}
 
-  // The recorded device with the most requests is the one replayed.
+// The requests of the recorded device with the most of them: the one replayed.
+std::vector<const model::BlockRequest*> BusiestDeviceRequests(const model::TraceModel& m,
+                                                              std::vector<std::string>* warnings) {
   std::map<uint32_t, uint64_t> per_dev;
   for (const auto& r : m.block_requests()) per_dev[r.dev]++;
   uint32_t src_dev = 0;
@@ -286,13 +293,211 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
   for (const auto& r : m.block_requests()) {
     if (r.dev == src_dev) reqs.push_back(&r);
   }
-  if (reqs.empty()) return Status::Invalid("the trace holds no issued block requests");
-  std::vector<std::string> warnings;
-  if (per_dev.size() > 1) {
-    warnings.push_back(fmt::format("the trace covers {} devices; replaying the busiest ({}:{}, "
-                                   "{} requests)", per_dev.size(), src_dev >> 20,
-                                   src_dev & 0xfffff, best));
+  if (!reqs.empty() && per_dev.size() > 1) {
+    warnings->push_back(fmt::format("the trace covers {} devices; replaying the busiest ({}:{}, "
+                                    "{} requests)", per_dev.size(), src_dev >> 20,
+                                    src_dev & 0xfffff, best));
   }
+  return reqs;
+}
+
+// Issues placed requests onto the opened device through one io_uring, at their due times and
+// recorded queue depths, and tallies what they did.
+class BlockReplayer {
+ public:
+  BlockReplayer(const std::vector<const model::BlockRequest*>& reqs, const BlockLayout& layout,
+                const ReplayOptions& o, int fd)
+      : reqs_(reqs), layout_(layout), o_(o), fd_(fd), live_(reqs.size()) {}
+  ~BlockReplayer() {
+    if (ring_ready_) io_uring_queue_exit(&ring_);
+  }
+  BlockReplayer(const BlockReplayer&) = delete;
+  BlockReplayer& operator=(const BlockReplayer&) = delete;
+
+  Status Init(uint32_t max_qd);
+  // Replays every request that was placed; returns the seconds the replay took.
+  double Run();
+  const BlockTally& tally() const { return tally_; }
+
+ private:
+  struct Live {
+    uint64_t submitted = 0;
+    BlockOp op;
+    int32_t recorded_error = 0;
+  };
+
+  uint64_t Due(const model::BlockRequest& r);
+  void WaitForDue(uint64_t due);
+  void NoteIssued(const model::BlockRequest& r, uint64_t due, uint64_t issued);
+  void IssueIoctl(const model::BlockRequest& r, BlockOp op, uint64_t off, uint64_t issued);
+  void Submit(size_t i, BlockOp op, uint64_t off);
+  int Reap(bool wait_one);
+
+  const std::vector<const model::BlockRequest*>& reqs_;
+  const BlockLayout& layout_;
+  const ReplayOptions& o_;
+  const int fd_;
+  io_uring ring_;
+  bool ring_ready_ = false;
+  AlignedBuffer rbuf_, wbuf_;
+  std::vector<Live> live_;
+  BlockTally tally_;
+  unsigned inflight_ = 0;
+  // Pacing.
+  uint64_t live_start_ = 0, trace_start_ = 0;
+  uint64_t prev_rec_ = 0, prev_issue_ = 0;
+  uint64_t carry_ = 0;
+  uint64_t first_issue_ = 0;  // the replay's real start: a fast replay does not wait for live_start
+};
+
+Status BlockReplayer::Init(uint32_t max_qd) {
+  unsigned entries = 1;
+  while (entries < std::max(max_qd * 2, 8u)) entries <<= 1;
+  int rc = io_uring_queue_init(entries, &ring_, 0);
+  if (rc < 0) return Status::FromErrno(-rc, "io_uring_queue_init");
+  ring_ready_ = true;
+  rbuf_ = AlignedBuffer(layout_.max_transfer);
+  wbuf_ = AlignedBuffer(layout_.max_transfer);
+  FillPattern(wbuf_.data(), wbuf_.size(), o_.fill, 99);
+  return Status::Ok();
+}
+
+double BlockReplayer::Run() {
+  live_start_ = NowNs() + 1'000'000;
+  trace_start_ = reqs_.front()->ts;
+  prev_rec_ = trace_start_;
+  prev_issue_ = live_start_;
+  for (size_t i = 0; i < reqs_.size(); i++) {
+    const auto& r = *reqs_[i];
+    const BlockLayout::Placement& place = layout_.placements[i];
+    if (place.refused != BlockRefusal::kNone) continue;
+    // Queue depth as recorded: no more in flight than the device had when this one was issued.
+    while (inflight_ >= std::max<uint32_t>(r.inflight, 1)) Reap(true);
+    const uint64_t due = Due(r);
+    WaitForDue(due);
+    const uint64_t issued = NowNs();
+    NoteIssued(r, due, issued);
+
+    BlockOp op = Classify(r);
+    Live& l = live_[i];
+    l.op = op;
+    l.recorded_error = r.error;
+    l.submitted = issued;
+    if (op == BlockOp::kDiscard || op == BlockOp::kWriteZeroes) {
+      IssueIoctl(r, op, place.offset, issued);
+    } else {
+      Submit(i, op, place.offset);
+    }
+  }
+  while (inflight_ > 0) Reap(true);
+  uint64_t end = NowNs();
+  return ElapsedSeconds(first_issue_ ? std::min(first_issue_, live_start_) : end, end);
+}
+
+uint64_t BlockReplayer::Due(const model::BlockRequest& r) {
+  // Requests are in issue-time order (the model sorts them); the guards keep it so regardless.
+  if (o_.pace == PaceMode::kOriginal) {
+    return ScaledDue(live_start_, r.ts > trace_start_ ? r.ts - trace_start_ : 0, o_.speed);
+  }
+  if (o_.pace == PaceMode::kGaps) {
+    uint64_t gap = ScaledDue(0, r.ts > prev_rec_ ? r.ts - prev_rec_ : 0, o_.speed);
+    uint64_t absorbed = std::min(carry_, gap);
+    carry_ -= absorbed;
+    return SaturatingAdd(prev_issue_, gap - absorbed);
+  }
+  return NowNs();
+}
+
+// Reaps while waiting so latencies are measured when they happen.
+void BlockReplayer::WaitForDue(uint64_t due) {
+  while (true) {
+    Reap(false);
+    uint64_t now = NowNs();
+    if (now + o_.spin_ns >= due || inflight_ == 0) break;
+    __kernel_timespec ts{
+        0, static_cast<long long>(std::min<uint64_t>(due - now - o_.spin_ns, 1'000'000))};
+    io_uring_cqe* cqe;
+    io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
+  }
+  WaitUntil(due, o_.spin_ns);
+}
+
+void BlockReplayer::NoteIssued(const model::BlockRequest& r, uint64_t due, uint64_t issued) {
+  if (first_issue_ == 0) first_issue_ = issued;
+  if (issued > due) {
+    if (o_.pace == PaceMode::kGaps) carry_ += issued - due;
+    if (o_.pace != PaceMode::kFast) tally_.sched.Add(issued - due);
+  } else if (o_.pace != PaceMode::kFast) {
+    tally_.sched.Add(0);
+  }
+  prev_rec_ = r.ts;
+  prev_issue_ = issued;
+}
+
+// Synchronous ioctls: the block layer has no async discard interface for user space.
+void BlockReplayer::IssueIoctl(const model::BlockRequest& r, BlockOp op, uint64_t off,
+                               uint64_t issued) {
+  uint64_t range[2] = {off, r.bytes};
+  int res = ioctl(fd_, op == BlockOp::kDiscard ? BLKDISCARD : BLKZEROOUT, range);
+  const char* name = BlockOpName(op);
+  tally_.lat[name].Add(NowNs() - issued);
+  tally_.count[name]++;
+  if (res != 0) tally_.errors[name]++;
+  if ((res != 0) != (r.error != 0)) tally_.mismatches++;
+}
+
+void BlockReplayer::Submit(size_t i, BlockOp op, uint64_t off) {
+  const auto& r = *reqs_[i];
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  while (!sqe) {
+    io_uring_submit(&ring_);
+    Reap(true);
+    sqe = io_uring_get_sqe(&ring_);
+  }
+  switch (op) {
+    case BlockOp::kRead: io_uring_prep_read(sqe, fd_, rbuf_.data(), r.bytes, off); break;
+    case BlockOp::kWrite:
+      io_uring_prep_write(sqe, fd_, wbuf_.data(), r.bytes, off);
+      if (r.flags & IOT_BLKF_FUA) sqe->rw_flags = RWF_DSYNC;
+      break;
+    default: io_uring_prep_fsync(sqe, fd_, IORING_FSYNC_DATASYNC); break;
+  }
+  io_uring_sqe_set_data64(sqe, i);
+  inflight_++;
+  io_uring_submit(&ring_);
+}
+
+// Collects completions: all that are ready, waiting for the first when `wait_one`.
+int BlockReplayer::Reap(bool wait_one) {
+  io_uring_cqe* cqe;
+  int n = 0;
+  while (true) {
+    int r = (wait_one && n == 0) ? io_uring_wait_cqe(&ring_, &cqe) : io_uring_peek_cqe(&ring_, &cqe);
+    if (r == -EINTR) continue;
+    if (r < 0 || !cqe) break;
+    size_t i = io_uring_cqe_get_data64(cqe);
+    Live& l = live_[i];
+    const char* name = BlockOpName(l.op);
+    tally_.lat[name].Add(NowNs() - l.submitted);
+    tally_.count[name]++;
+    if (cqe->res < 0) tally_.errors[name]++;
+    else if (l.op == BlockOp::kRead || l.op == BlockOp::kWrite) tally_.bytes[name] += cqe->res;
+    bool live_err = cqe->res < 0, rec_err = l.recorded_error != 0;
+    if (live_err != rec_err) tally_.mismatches++;
+    io_uring_cqe_seen(&ring_, cqe);
+    inflight_--;
+    n++;
+  }
+  return n;
+}
+
+}  // namespace
+
+Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const ReplayOptions& o) {
+  if (Status st = CheckTargetDevice(o); !st.ok()) return st;
+  std::vector<std::string> warnings;
+  std::vector<const model::BlockRequest*> reqs = BusiestDeviceRequests(m, &warnings);
+  if (reqs.empty()) return Status::Invalid("the trace holds no issued block requests");
 
   UniqueFd fd(open(o.device.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC | O_EXCL));
   if (!fd.valid()) return Status::FromErrno(errno, "open " + o.device + " (O_DIRECT, O_EXCL)");
@@ -307,142 +512,11 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
   uint32_t max_qd = 1;
   for (const auto* r : reqs) max_qd = std::max(max_qd, r->inflight);
   if (layout.refused_total() > 0) warnings.push_back(RefusalWarning(reqs, layout, o, dev_size));
-  const uint64_t max_bytes = layout.max_transfer;
 
-  unsigned entries = 1;
-  while (entries < std::max(max_qd * 2, 8u)) entries <<= 1;
-  io_uring ring;
-  int rc = io_uring_queue_init(entries, &ring, 0);
-  if (rc < 0) return Status::FromErrno(-rc, "io_uring_queue_init");
-  AlignedBuffer rbuf(max_bytes), wbuf(max_bytes);
-  FillPattern(wbuf.data(), wbuf.size(), o.fill, 99);
-
-  struct Live {
-    uint64_t submitted = 0;
-    BlockOp op;
-    int32_t recorded_error = 0;
-    uint64_t range[2] = {0, 0};
-  };
-  std::vector<Live> live(reqs.size());
-  BlockTally tally;
-  // Named references, not a structured binding: lambdas below capture them (clang before 16
-  // cannot capture structured bindings).
-  auto& lat = tally.lat;
-  auto& count = tally.count;
-  auto& errors = tally.errors;
-  auto& bytes = tally.bytes;
-  auto& sched = tally.sched;
-  auto& mismatches = tally.mismatches;
-  unsigned inflight = 0;
-
-  auto reap = [&](bool wait_one) {
-    io_uring_cqe* cqe;
-    int n = 0;
-    while (true) {
-      int r = (wait_one && n == 0) ? io_uring_wait_cqe(&ring, &cqe) : io_uring_peek_cqe(&ring, &cqe);
-      if (r == -EINTR) continue;
-      if (r < 0 || !cqe) break;
-      size_t i = io_uring_cqe_get_data64(cqe);
-      Live& l = live[i];
-      const char* name = BlockOpName(l.op);
-      lat[name].Add(NowNs() - l.submitted);
-      count[name]++;
-      if (cqe->res < 0) errors[name]++;
-      else if (l.op == BlockOp::kRead || l.op == BlockOp::kWrite) bytes[name] += cqe->res;
-      bool live_err = cqe->res < 0, rec_err = l.recorded_error != 0;
-      if (live_err != rec_err) mismatches++;
-      io_uring_cqe_seen(&ring, cqe);
-      inflight--;
-      n++;
-    }
-    return n;
-  };
-
-  uint64_t live_start = NowNs() + 1'000'000;
-  uint64_t trace_start = reqs.front()->ts;
-  uint64_t prev_rec = trace_start, prev_issue = live_start;
-  uint64_t carry = 0;
-  uint64_t first_issue = 0;  // the replay's real start: a fast replay does not wait for live_start
-  for (size_t i = 0; i < reqs.size(); i++) {
-    const auto& r = *reqs[i];
-    const BlockLayout::Placement& place = layout.placements[i];
-    if (place.refused != BlockRefusal::kNone) continue;
-    // Queue depth as recorded: no more in flight than the device had when this one was issued.
-    while (inflight >= std::max<uint32_t>(r.inflight, 1)) reap(true);
-    uint64_t due = live_start;
-    // Requests are in issue-time order (the model sorts them); the guards keep it so regardless.
-    if (o.pace == PaceMode::kOriginal) {
-      due = ScaledDue(live_start, r.ts > trace_start ? r.ts - trace_start : 0, o.speed);
-    } else if (o.pace == PaceMode::kGaps) {
-      uint64_t gap = ScaledDue(0, r.ts > prev_rec ? r.ts - prev_rec : 0, o.speed);
-      uint64_t absorbed = std::min(carry, gap);
-      carry -= absorbed;
-      due = SaturatingAdd(prev_issue, gap - absorbed);
-    } else {
-      due = NowNs();
-    }
-    // Reap while waiting so latencies are measured when they happen.
-    while (true) {
-      reap(false);
-      uint64_t now = NowNs();
-      if (now + o.spin_ns >= due || inflight == 0) break;
-      __kernel_timespec ts{0, static_cast<long long>(std::min<uint64_t>(due - now - o.spin_ns, 1'000'000))};
-      io_uring_cqe* cqe;
-      io_uring_wait_cqe_timeout(&ring, &cqe, &ts);
-    }
-    WaitUntil(due, o.spin_ns);
-    uint64_t issued = NowNs();
-    if (first_issue == 0) first_issue = issued;
-    if (issued > due) {
-      if (o.pace == PaceMode::kGaps) carry += issued - due;
-      if (o.pace != PaceMode::kFast) sched.Add(issued - due);
-    } else if (o.pace != PaceMode::kFast) {
-      sched.Add(0);
-    }
-    prev_rec = r.ts;
-    prev_issue = issued;
-
-    BlockOp op = Classify(r);
-    Live& l = live[i];
-    l.op = op;
-    l.recorded_error = r.error;
-    l.submitted = issued;
-    const uint64_t off = place.offset;
-    if (op == BlockOp::kDiscard || op == BlockOp::kWriteZeroes) {
-      // Synchronous ioctls: the block layer has no async discard interface for user space.
-      uint64_t range[2] = {off, r.bytes};
-      int res = ioctl(fd.get(), op == BlockOp::kDiscard ? BLKDISCARD : BLKZEROOUT, range);
-      const char* name = BlockOpName(op);
-      lat[name].Add(NowNs() - issued);
-      count[name]++;
-      if (res != 0) errors[name]++;
-      if ((res != 0) != (r.error != 0)) mismatches++;
-      continue;
-    }
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring);
-    while (!sqe) {
-      io_uring_submit(&ring);
-      reap(true);
-      sqe = io_uring_get_sqe(&ring);
-    }
-    switch (op) {
-      case BlockOp::kRead: io_uring_prep_read(sqe, fd.get(), rbuf.data(), r.bytes, off); break;
-      case BlockOp::kWrite:
-        io_uring_prep_write(sqe, fd.get(), wbuf.data(), r.bytes, off);
-        if (r.flags & IOT_BLKF_FUA) sqe->rw_flags = RWF_DSYNC;
-        break;
-      default: io_uring_prep_fsync(sqe, fd.get(), IORING_FSYNC_DATASYNC); break;
-    }
-    io_uring_sqe_set_data64(sqe, i);
-    inflight++;
-    io_uring_submit(&ring);
-  }
-  while (inflight > 0) reap(true);
-  uint64_t end = NowNs();
-  io_uring_queue_exit(&ring);
-
-  const double secs = ElapsedSeconds(first_issue ? std::min(first_issue, live_start) : end, end);
-  return Summarize(tally, layout, o, reqs.size(), max_qd, warnings, secs);
+  BlockReplayer replayer(reqs, layout, o, fd.get());
+  if (Status st = replayer.Init(max_qd); !st.ok()) return st;
+  const double secs = replayer.Run();
+  return Summarize(replayer.tally(), layout, o, reqs.size(), max_qd, warnings, secs);
 }
 
 }  // namespace iotwin::replay

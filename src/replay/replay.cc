@@ -147,77 +147,135 @@ std::string SummaryText(const nlohmann::json& s) {
   return t;
 }
 
-}  // namespace
-
-Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
-  ReplayOptions o = in;
-  ReplayOutcome out;
-  if (o.amplify < 1 || o.amplify > 1024) return Status::Invalid("--amplify must be 1..1024");
-  if (!(o.speed > 0)) return Status::Invalid("--speed must be positive");
-
-  TraceDamage damage;
-  model::ModelOptions mo;
-  mo.compute_dependencies = o.layer == Layer::kSyscall;
-  IOTWIN_ASSIGN_OR_RETURN(auto model, model::LoadTraceModel(o.trace, mo, &damage));
-  IOTWIN_RETURN_IF_ERROR(CheckTrace(*model, damage, o, &out.warnings));
-  // What the model had to assume (a name used both as a file and as a directory, ...).
-  for (const auto& w : model->warnings()) out.warnings.push_back(w.message);
-
-  if (o.layer == Layer::kBlock) {
-    IOTWIN_ASSIGN_OR_RETURN(auto block, RunBlockReplay(*model, o));
-    out.summary = block.summary;
-    out.text = block.text;
-    out.exit_code = block.exit_code;
-    if (block.summary.contains("warnings") && block.summary["warnings"].is_array()) {
-      for (const auto& w : block.summary["warnings"]) {
-        if (w.is_string()) out.warnings.push_back(w.get<std::string>());
-      }
+// --layer block: the device replay's outcome, its warnings after the trace's.
+ReplayOutcome BlockOutcome(const BlockReplayOutcome& block, ReplayOutcome out) {
+  out.summary = block.summary;
+  out.text = block.text;
+  out.exit_code = block.exit_code;
+  if (block.summary.contains("warnings") && block.summary["warnings"].is_array()) {
+    for (const auto& w : block.summary["warnings"]) {
+      if (w.is_string()) out.warnings.push_back(w.get<std::string>());
     }
-    out.summary["warnings"] = out.warnings;
-    return out;
   }
+  out.summary["warnings"] = out.warnings;
+  return out;
+}
 
-  // The sandbox root: canonical and existing (except for a dry run, which writes nothing).
-  if (o.dry_run) {
-    if (o.root.empty()) o.root = "/nonexistent-dry-run-root";
-    if (o.root[0] != '/') {
+// The sandbox root: canonical and existing (except for a dry run, which writes nothing).
+Status ResolveRoot(ReplayOptions* o) {
+  if (o->dry_run) {
+    if (o->root.empty()) o->root = "/nonexistent-dry-run-root";
+    if (o->root[0] != '/') {
       char cwd[4096];
-      if (getcwd(cwd, sizeof cwd)) o.root = std::string(cwd) + "/" + o.root;
+      if (getcwd(cwd, sizeof cwd)) o->root = std::string(cwd) + "/" + o->root;
     }
-  } else {
-    IOTWIN_ASSIGN_OR_RETURN(o.root, CanonicalRoot(o.root));
+    return Status::Ok();
   }
+  IOTWIN_ASSIGN_OR_RETURN(o->root, CanonicalRoot(o->root));
+  return Status::Ok();
+}
+
+// One plan per --amplify copy, each under its own suffix of the root.
+Result<std::vector<ReplayPlan>> BuildPlans(const model::TraceModel& model, const ReplayOptions& o) {
   IOTWIN_ASSIGN_OR_RETURN(PathMapper mapper, PathMapper::Create(o.root, o.maps));
   std::vector<ReplayPlan> plans;
   for (int k = 0; k < o.amplify; k++) {
     PathMapper m = o.amplify > 1 ? mapper.WithSuffix(fmt::format("/copy-{}", k)) : mapper;
-    IOTWIN_ASSIGN_OR_RETURN(ReplayPlan plan, BuildPlan(*model, m, o.speed));
+    IOTWIN_ASSIGN_OR_RETURN(ReplayPlan plan, BuildPlan(model, m, o.speed));
     plans.push_back(std::move(plan));
   }
-  if (o.dry_run) {
-    out.summary = PlanToJson(plans[0], o);
-    out.summary["warnings"] = out.warnings;
-    out.text = PlanToText(plans[0], o);
-    return out;
-  }
+  return plans;
+}
 
-  IOTWIN_ASSIGN_OR_RETURN(PrepareReport prep, PrepareSandbox(plans, o));
-  for (const auto& n : prep.notes) out.warnings.push_back(n);
-  if (o.prepare_only) {
-    out.summary = {{"trace", o.trace}, {"root", o.root}, {"prepare", prep.ToJson()},
-                   {"files", plans[0].initial_files * o.amplify},
-                   {"bytes", plans[0].initial_bytes * o.amplify}, {"warnings", out.warnings}};
-    out.text = fmt::format(
-        "prepared {} for {}: {} files written ({} bytes), {} reused, {} directories created, {} "
-        "names cleared; cache {}\n",
-        o.root, o.trace, prep.files_written, prep.bytes_written, prep.files_reused,
-        prep.dirs_created, prep.names_cleared, CacheName(o.cache));
-    return out;
-  }
+// --prepare-only: what was written.
+ReplayOutcome PreparedOutcome(const ReplayPlan& plan, const PrepareReport& prep,
+                              const ReplayOptions& o, ReplayOutcome out) {
+  out.summary = {{"trace", o.trace}, {"root", o.root}, {"prepare", prep.ToJson()},
+                 {"files", plan.initial_files * o.amplify},
+                 {"bytes", plan.initial_bytes * o.amplify}, {"warnings", out.warnings}};
+  out.text = fmt::format(
+      "prepared {} for {}: {} files written ({} bytes), {} reused, {} directories created, {} "
+      "names cleared; cache {}\n",
+      o.root, o.trace, prep.files_written, prep.bytes_written, prep.files_reused,
+      prep.dirs_created, prep.names_cleared, CacheName(o.cache));
+  return out;
+}
 
+using Engines = std::vector<std::unique_ptr<ReplayEngine>>;
+
+// A progress line on stderr, redrawn until `finished`.
+std::thread StartProgress(const Engines& engines, const std::atomic<bool>& finished) {
+  return std::thread([&engines, &finished] {
+    uint64_t total = 0;
+    for (auto& e : engines) total += e->ops_total();
+    while (!finished.load()) {
+      uint64_t done = 0, mism = 0;
+      int64_t lag = 0;
+      for (auto& e : engines) {
+        done += e->ops_done();
+        mism += e->mismatches_so_far();
+        lag = std::max(lag, e->lag_ns());
+      }
+      std::fprintf(stderr, "\r[iotwin replay] %llu/%llu ops  lag %.1f ms  mismatches %llu   ",
+                   static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                   static_cast<double>(lag) / 1e6, static_cast<unsigned long long>(mism));
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    std::fprintf(stderr, "\r%*s\r", 70, "");
+  });
+}
+
+// Which worker replayed which traced thread (for comparing a recorded replay op by op).
+nlohmann::json ThreadMap(const model::TraceModel& model, const Engines& engines) {
+  nlohmann::json tmap = nlohmann::json::array();
+  for (size_t k = 0; k < engines.size(); k++) {
+    auto wt = engines[k]->WorkerTids();
+    for (size_t i = 0; i < wt.size() && i < model.threads().size(); i++) {
+      const auto& th = model.threads()[i];
+      tmap.push_back({{"copy", k}, {"recorded_tid", th.tid}, {"recorded_tgid", th.tgid},
+                      {"worker_tid", wt[i]}});
+    }
+  }
+  return tmap;
+}
+
+// What the replay measured, as --json prints it.
+nlohmann::json StatsJson(const ReplayStats& stats, double secs, const ReplayOptions& o) {
+  nlohmann::json s;
+  s["duration_s"] = secs;
+  s["ops"] = stats.ops();
+  s["iops"] = secs > 0 ? static_cast<double>(stats.ops()) / secs : 0.0;
+  s["bytes"] = stats.bytes();
+  s["throughput_mb_s"] = secs > 0 ? static_cast<double>(stats.bytes()) / secs / 1e6 : 0.0;
+  if (o.pace != PaceMode::kFast) s["schedule_error_ns"] = HistJson(stats.schedule());
+  nlohmann::json per_op = nlohmann::json::object();
+  for (const auto& [name, os] : stats.by_op()) {
+    per_op[name] = {{"count", os.count}, {"errors", os.errors}, {"bytes", os.bytes},
+                    {"latency_ns", HistJson(os.latency)}};
+  }
+  s["per_op"] = per_op;
+  s["skipped"] = {{"total", stats.skipped()}, {"by_reason", stats.skipped_by_reason()}};
+  nlohmann::json examples = nlohmann::json::object();
+  for (const auto& [kind, exs] : stats.all_examples()) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& e : exs) {
+      arr.push_back({{"op", e.op}, {"tid", e.tid}, {"index", e.index}, {"path", e.path},
+                     {"recorded", e.recorded}, {"live", e.live}});
+    }
+    examples[kind] = arr;
+  }
+  s["mismatches"] = {{"total", stats.mismatches()}, {"by_kind", stats.mismatch_counts()},
+                     {"examples", examples}};
+  return s;
+}
+
+// Sets up one engine per plan, records them when asked, runs them to the end and reports.
+Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<ReplayPlan>& plans,
+                                 const PrepareReport& prep, const ReplayOptions& o,
+                                 ReplayOutcome out) {
   std::unique_ptr<Backend> backend =
       o.backend == BackendKind::kNull ? MakeNullBackend() : MakeSyncBackend();
-  std::vector<std::unique_ptr<ReplayEngine>> engines;
+  Engines engines;
   for (auto& plan : plans) {
     engines.push_back(std::make_unique<ReplayEngine>(plan, o, backend.get()));
     IOTWIN_RETURN_IF_ERROR(engines.back()->Setup());
@@ -246,29 +304,9 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
   // Start slightly in the future so every worker is waiting when time 0 arrives.
   uint64_t live_start = NowNs() + 2'000'000;
   for (auto& e : engines) e->Start(live_start);
-
   std::atomic<bool> finished{false};
   std::thread progress;
-  if (o.progress && !o.json && isatty(STDERR_FILENO)) {
-    progress = std::thread([&] {
-      uint64_t total = 0;
-      for (auto& e : engines) total += e->ops_total();
-      while (!finished.load()) {
-        uint64_t done = 0, mism = 0;
-        int64_t lag = 0;
-        for (auto& e : engines) {
-          done += e->ops_done();
-          mism += e->mismatches_so_far();
-          lag = std::max(lag, e->lag_ns());
-        }
-        std::fprintf(stderr, "\r[iotwin replay] %llu/%llu ops  lag %.1f ms  mismatches %llu   ",
-                     static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
-                     static_cast<double>(lag) / 1e6, static_cast<unsigned long long>(mism));
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-      }
-      std::fprintf(stderr, "\r%*s\r", 70, "");
-    });
-  }
+  if (o.progress && !o.json && isatty(STDERR_FILENO)) progress = StartProgress(engines, finished);
   for (auto& e : engines) e->Wait();
   finished.store(true);
   if (progress.joinable()) progress.join();
@@ -276,63 +314,27 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
   ReplayStats stats;
   uint64_t end = live_start;
   std::string abort_reason;
+  uint32_t fifo_workers = 0;
   for (auto& e : engines) {
     stats.Merge(e->stats(), o.max_examples);
     end = std::max(end, e->live_end());
     if (e->aborted() && abort_reason.empty()) abort_reason = e->abort_reason();
+    fifo_workers += e->fifo_workers();
   }
-  double secs = static_cast<double>(end - live_start) / 1e9;
-
-  nlohmann::json s;
+  nlohmann::json s = StatsJson(stats, static_cast<double>(end - live_start) / 1e9, o);
   s["trace"] = o.trace;
   s["root"] = o.root;
   s["pace"] = PaceName(o.pace);
   s["rt_priority"] = o.rt_priority;
-  uint32_t fifo_workers = 0;
-  for (const auto& e : engines) fifo_workers += e->fifo_workers();
   s["fifo_threads"] = fifo_workers;
   s["speed"] = o.speed;
   s["amplify"] = o.amplify;
   s["backend"] = backend->name();
   s["threads"] = tids.size();
-  // Which worker replayed which traced thread (for comparing a recorded replay op by op).
-  nlohmann::json tmap = nlohmann::json::array();
-  for (size_t k = 0; k < engines.size(); k++) {
-    auto wt = engines[k]->WorkerTids();
-    for (size_t i = 0; i < wt.size() && i < model->threads().size(); i++) {
-      const auto& th = model->threads()[i];
-      tmap.push_back({{"copy", k}, {"recorded_tid", th.tid}, {"recorded_tgid", th.tgid},
-                      {"worker_tid", wt[i]}});
-    }
-  }
-  s["thread_map"] = tmap;
-  s["duration_s"] = secs;
-  s["ops"] = stats.ops();
-  s["iops"] = secs > 0 ? static_cast<double>(stats.ops()) / secs : 0.0;
-  s["bytes"] = stats.bytes();
-  s["throughput_mb_s"] = secs > 0 ? static_cast<double>(stats.bytes()) / secs / 1e6 : 0.0;
-  if (o.pace != PaceMode::kFast) s["schedule_error_ns"] = HistJson(stats.schedule());
-  nlohmann::json per_op = nlohmann::json::object();
-  for (const auto& [name, os] : stats.by_op()) {
-    per_op[name] = {{"count", os.count}, {"errors", os.errors}, {"bytes", os.bytes},
-                    {"latency_ns", HistJson(os.latency)}};
-  }
-  s["per_op"] = per_op;
-  s["skipped"] = {{"total", stats.skipped()}, {"by_reason", stats.skipped_by_reason()}};
-  nlohmann::json examples = nlohmann::json::object();
-  for (const auto& [kind, exs] : stats.all_examples()) {
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& e : exs) {
-      arr.push_back({{"op", e.op}, {"tid", e.tid}, {"index", e.index}, {"path", e.path},
-                     {"recorded", e.recorded}, {"live", e.live}});
-    }
-    examples[kind] = arr;
-  }
-  s["mismatches"] = {{"total", stats.mismatches()}, {"by_kind", stats.mismatch_counts()},
-                     {"examples", examples}};
-  s["model"] = {{"unknown_fds", model->stats().unknown_fds},
-                {"lost_events", model->stats().lost_events},
-                {"dependencies", model->stats().deps}};
+  s["thread_map"] = ThreadMap(model, engines);
+  s["model"] = {{"unknown_fds", model.stats().unknown_fds},
+                {"lost_events", model.stats().lost_events},
+                {"dependencies", model.stats().deps}};
   s["prepare"] = prep.ToJson();
 
   if (recorder) {
@@ -356,6 +358,40 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
   out.text = SummaryText(s);
   if (!abort_reason.empty()) out.text += "  stopped: " + abort_reason + "\n";
   return out;
+}
+
+}  // namespace
+
+Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
+  ReplayOptions o = in;
+  ReplayOutcome out;
+  if (o.amplify < 1 || o.amplify > 1024) return Status::Invalid("--amplify must be 1..1024");
+  if (!(o.speed > 0)) return Status::Invalid("--speed must be positive");
+
+  TraceDamage damage;
+  model::ModelOptions mo;
+  mo.compute_dependencies = o.layer == Layer::kSyscall;
+  IOTWIN_ASSIGN_OR_RETURN(auto model, model::LoadTraceModel(o.trace, mo, &damage));
+  IOTWIN_RETURN_IF_ERROR(CheckTrace(*model, damage, o, &out.warnings));
+  // What the model had to assume (a name used both as a file and as a directory, ...).
+  for (const auto& w : model->warnings()) out.warnings.push_back(w.message);
+
+  if (o.layer == Layer::kBlock) {
+    IOTWIN_ASSIGN_OR_RETURN(auto block, RunBlockReplay(*model, o));
+    return BlockOutcome(block, std::move(out));
+  }
+  IOTWIN_RETURN_IF_ERROR(ResolveRoot(&o));
+  IOTWIN_ASSIGN_OR_RETURN(std::vector<ReplayPlan> plans, BuildPlans(*model, o));
+  if (o.dry_run) {
+    out.summary = PlanToJson(plans[0], o);
+    out.summary["warnings"] = out.warnings;
+    out.text = PlanToText(plans[0], o);
+    return out;
+  }
+  IOTWIN_ASSIGN_OR_RETURN(PrepareReport prep, PrepareSandbox(plans, o));
+  for (const auto& n : prep.notes) out.warnings.push_back(n);
+  if (o.prepare_only) return PreparedOutcome(plans[0], prep, o, std::move(out));
+  return RunEngines(*model, plans, prep, o, std::move(out));
 }
 
 }  // namespace iotwin::replay
