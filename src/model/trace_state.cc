@@ -482,20 +482,22 @@ void TraceState::Unmap(uint32_t tgid, uint64_t start, uint64_t end) {
   if (Process* p = Find(tgid)) UnmapIn(*p, start, end);
 }
 
-void TraceState::Map(uint32_t tgid, uint64_t start, uint64_t length, uint64_t file_offset,
-                     uint32_t prot, uint32_t flags, DescriptionId desc) {
+FileMapping* TraceState::Map(uint32_t tgid, uint64_t start, uint64_t length,
+                             uint64_t file_offset, uint32_t prot, uint32_t flags,
+                             DescriptionId desc) {
   Process* p = Get(tgid);
-  if (!p || length == 0) return;
+  if (!p || length == 0) return nullptr;
   const uint64_t end = SatAdd(start, length);
   UnmapIn(*p, start, end);
-  if (desc >= descs_.size()) return;
+  if (desc >= descs_.size()) return nullptr;
   if (mappings_ >= options_.limits.mappings) {
     ++drops_.mappings;
-    return;
+    return nullptr;
   }
-  p->maps.emplace(start, FileMapping{start, end, file_offset, prot, flags, desc});
+  auto [it, inserted] = p->maps.emplace(start, FileMapping{start, end, file_offset, prot, flags, desc});
   Ref(desc);
   ++mappings_;
+  return &it->second;
 }
 
 const FileMapping* TraceState::MappingAt(uint32_t tgid, uint64_t addr) const {
@@ -663,9 +665,11 @@ void TraceState::OnMemory(const iot_syscall& sc) {
       if (old) moved = *old;
       UnmapIn(*p, addr, SatAdd(addr, PageRound(MemLength(sc))));
       if (moved) {
-        Map(sc.tgid, static_cast<uint64_t>(sc.ret), PageRound(MremapNewLength(sc)),
-            SatAdd(moved->file_offset, addr - moved->start), moved->prot, moved->flags,
-            moved->desc);
+        FileMapping* m = Map(sc.tgid, static_cast<uint64_t>(sc.ret),
+                             PageRound(MremapNewLength(sc)),
+                             SatAdd(moved->file_offset, addr - moved->start), moved->prot,
+                             moved->flags, moved->desc);
+        if (m) m->user = moved->user;
       }
       break;
     }

@@ -45,6 +45,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "format/op_info.h"
@@ -82,6 +83,9 @@ struct FileMapping {
   uint64_t file_offset = 0;     // file offset of `start`
   uint32_t prot = 0, flags = 0;
   DescriptionId desc = kNoDescription;
+  // The consumer's slot: kept by the pieces an unmap leaves, by the copies fork makes and by
+  // the move of mremap; 0 for a new mapping.
+  uint32_t user = 0;
 };
 
 struct AsyncContextState {
@@ -178,8 +182,9 @@ class TraceState {
   void RenameProcess(uint32_t from, uint32_t to);
   void SetCwd(uint32_t tgid, std::string_view normalized);
   // Maps [start, start + length) of `tgid` to `desc` (kNoDescription: only unmaps the range).
-  void Map(uint32_t tgid, uint64_t start, uint64_t length, uint64_t file_offset, uint32_t prot,
-           uint32_t flags, DescriptionId desc);
+  // The new mapping, or nullptr when none was made (no description, cap).
+  FileMapping* Map(uint32_t tgid, uint64_t start, uint64_t length, uint64_t file_offset,
+                   uint32_t prot, uint32_t flags, DescriptionId desc);
   void Unmap(uint32_t tgid, uint64_t start, uint64_t end);
 
   // ---- queries ----
@@ -205,7 +210,14 @@ class TraceState {
   // `path` as the traced kernel resolves it for an *at() call with `dirfd` (AT_FDCWD: the cwd);
   // an empty path names the dirfd itself. nullopt when the base is unknown.
   std::optional<std::string> Resolve(uint32_t tgid, int dirfd, std::string_view path) const;
+  // The mapping containing `addr` (after OnSyscall of an mmap: MappingAt(tgid, sc.ret)).
   const FileMapping* MappingAt(uint32_t tgid, uint64_t addr) const;
+  FileMapping* MappingAt(uint32_t tgid, uint64_t addr) {
+    return const_cast<FileMapping*>(std::as_const(*this).MappingAt(tgid, addr));
+  }
+  // Visits the mappings of `tgid` by address: visit(FileMapping&).
+  template <typename F>
+  void ForEachMapping(uint32_t tgid, F&& visit);
   // Visits each open descriptor of `tgid` in ascending order: visit(int32_t fd, const Descriptor&).
   template <typename F>
   void ForEachFd(uint32_t tgid, F&& visit) const;
@@ -270,6 +282,13 @@ class TraceState {
   size_t descriptors_ = 0, live_descs_ = 0, mappings_ = 0;
   TraceStateDrops drops_;
 };
+
+template <typename F>
+void TraceState::ForEachMapping(uint32_t tgid, F&& visit) {
+  Process* p = Find(tgid);
+  if (!p) return;
+  for (auto& [start, m] : p->maps) visit(m);
+}
 
 template <typename F>
 void TraceState::ForEachFd(uint32_t tgid, F&& visit) const {

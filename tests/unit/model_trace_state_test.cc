@@ -259,9 +259,10 @@ TEST_F(TraceStateTest, MappingLookupsSplitAndMove) {
   s.OnSyscall(mm);
   s.OnSyscall(Call(IOT_OP_CLOSE, 3, 0));
   // The mapping keeps the description alive.
-  const FileMapping* m = s.MappingAt(kPid, 0x11234);
+  FileMapping* m = s.MappingAt(kPid, 0x11234);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(s.Description(m->desc)->path, "/lib.so");
+  m->user = 7;  // the consumer's id travels with the pieces and the move
   EXPECT_EQ(s.MappingAt(kPid, 0x13000), nullptr);
   EXPECT_EQ(s.MappingAt(kPid, 0xffff), nullptr);
   // munmap of the middle page leaves two pieces with their file offsets.
@@ -282,6 +283,8 @@ TEST_F(TraceStateTest, MappingLookupsSplitAndMove) {
   EXPECT_EQ(s.MappingAt(kPid, 0x12000), nullptr);
   ASSERT_NE(s.MappingAt(kPid, 0x41000), nullptr);
   EXPECT_EQ(s.MappingAt(kPid, 0x41000)->file_offset, 0x3000u);
+  EXPECT_EQ(s.MappingAt(kPid, 0x41000)->user, 7u);
+  EXPECT_EQ(s.MappingAt(kPid, 0x10000)->user, 7u);
   // exec drops the mappings, and with them the last reference to the description.
   s.OnProc(Proc(IOT_PROC_EXEC, kPid));
   EXPECT_EQ(s.MappingAt(kPid, 0x10000), nullptr);
