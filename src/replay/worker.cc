@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "format/op_info.h"
 #include "format/records.h"
 #include "model/op_fields.h"
 #include "model/path.h"
@@ -45,29 +46,24 @@ const char* LiveSkipName(LiveSkip why) {
   return "live_fd_missing";
 }
 
-bool IsAsyncSyscall(uint16_t op) {
-  switch (op) {
-    case IOT_OP_IO_SETUP: case IOT_OP_IO_SUBMIT: case IOT_OP_IO_GETEVENTS:
-    case IOT_OP_IO_DESTROY: case IOT_OP_IO_URING_SETUP: case IOT_OP_IO_URING_ENTER:
-    case IOT_OP_IO_URING_REGISTER: case IOT_OP_IO_PGETEVENTS:
-      return true;
-    default:
-      return false;
-  }
-}
+// Calls the async engines carry out instead of issuing them (setup, submission, waiting).
+bool IsAsyncEngineCall(uint16_t op) { return GetOpInfo(op).replay == OpReplay::kAsyncEngine; }
 
 bool IsDataTransfer(uint16_t op) {
   return OpIsRead(op) || OpIsWrite(op) || op == IOT_OP_COPY_FILE_RANGE || op == IOT_OP_SENDFILE;
 }
 
-bool AsyncIsWriteOp(const iot_async_io& a) {
-  if (a.engine == IOT_AIO_ENGINE_LIBAIO) return a.opcode == 1 || a.opcode == 8;
-  return a.opcode == 2 || a.opcode == 5 || a.opcode == 23;
+// What request `a` does. The back end runs every engine but libaio as io_uring, so the opcodes
+// of any other engine are read as io_uring's, as the model reads them.
+iotwin::AsyncKind RequestKind(const iot_async_io& a) {
+  const uint8_t engine =
+      a.engine == IOT_AIO_ENGINE_LIBAIO ? IOT_AIO_ENGINE_LIBAIO : IOT_AIO_ENGINE_URING;
+  return AsyncOp(engine, a.opcode).kind;
 }
+bool AsyncIsWriteOp(const iot_async_io& a) { return RequestKind(a) == iotwin::AsyncKind::kWrite; }
 bool AsyncMovesData(const iot_async_io& a) {
-  if (a.engine == IOT_AIO_ENGINE_LIBAIO) return a.opcode <= 1 || a.opcode == 7 || a.opcode == 8;
-  return a.opcode == 1 || a.opcode == 2 || a.opcode == 4 || a.opcode == 5 || a.opcode == 22 ||
-         a.opcode == 23;
+  const iotwin::AsyncKind kind = RequestKind(a);
+  return kind == iotwin::AsyncKind::kRead || kind == iotwin::AsyncKind::kWrite;
 }
 
 bool IsReplayableKind(OpKind kind) {
@@ -217,7 +213,7 @@ void ReplayEngine::Worker::ReplayOps() {
     if (paced_) stats.AddSchedule(static_cast<uint64_t>(late_));
     if (op.kind == OpKind::kAsyncSubmit) {
       SubmitAsync(op, i);
-    } else if (op.kind == OpKind::kSyscall && IsAsyncSyscall(op.sc.op)) {
+    } else if (op.kind == OpKind::kSyscall && IsAsyncEngineCall(op.sc.op)) {
       ReplayAsyncSyscall(op, i);
     } else if (op.kind == OpKind::kSyscall && op.sc.op == IOT_OP_CLOSE &&
                op.async_ctx != model::kNone && op.async_ctx < engines_.size() &&

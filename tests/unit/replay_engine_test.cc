@@ -480,5 +480,26 @@ TEST(ReplayEngine, ClosingADupOfTheRingKeepsTheEngine) {
   EXPECT_EQ(std::count(be.calls.begin(), be.calls.end(), "teardown"), 1);
 }
 
+TEST(ReplayEngine, AsyncRequestsMovingDataCountTheirBytes) {
+  // Reads of both engines move data (their completions count bytes); the classification of
+  // request opcodes is the format's one (AsyncOp).
+  for (uint8_t engine : {uint8_t{IOT_AIO_ENGINE_URING}, uint8_t{IOT_AIO_ENGINE_LIBAIO}}) {
+    TraceBuilder b;
+    if (engine == IOT_AIO_ENGINE_URING) {
+      AsyncBatch(b, engine, IOT_OP_IO_URING_ENTER, IOT_OP_IO_URING_ENTER);
+    } else {
+      AsyncBatch(b, engine, IOT_OP_IO_SUBMIT, IOT_OP_IO_GETEVENTS);
+    }
+    AsyncLoggingBackend be;
+    Harness h;
+    h.Run(b, &be, PaceMode::kFast);
+    const auto& by_op = h.engine->stats().by_op();
+    const char* label = engine == IOT_AIO_ENGINE_URING ? "uring:read" : "libaio:pread";
+    ASSERT_TRUE(by_op.count(label)) << label;
+    EXPECT_EQ(by_op.at(label).count, 4u) << label;
+    EXPECT_EQ(by_op.at(label).bytes, 4u * 4096) << label;
+  }
+}
+
 }  // namespace
 }  // namespace iotwin::replay
