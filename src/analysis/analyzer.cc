@@ -441,6 +441,10 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
       if (src != model::kNoDescription && static_cast<int32_t>(r.ret) != r.fd)
         fd_state_.Bind(r.tgid, static_cast<int32_t>(r.ret), src, model::OpResultCloexec(r));
     }
+  } else if (op == IOT_OP_FCNTL && ok && model::FcntlCmd(r) == F_SETFD) {
+    fd_state_.SetCloexec(r.tgid, r.fd, (model::FcntlArg(r) & FD_CLOEXEC) != 0);
+  } else if (op == IOT_OP_FCNTL && ok && model::FcntlCmd(r) == F_SETFL) {
+    fd_state_.OnSyscall(r);  // the interpreter's F_SETFL: O_APPEND and O_DIRECT may change
   } else if (op == IOT_OP_CREAT || op == IOT_OP_TRUNCATE || op == IOT_OP_STAT ||
              op == IOT_OP_LSTAT || op == IOT_OP_NEWFSTATAT || op == IOT_OP_STATX) {
     AddFileName(file, r.path_id);
@@ -685,6 +689,7 @@ void Analyzer::OnProc(const iot_proc& r) {
       ProcStats& p = procs_[t.proc];
       set_comm(p.comm);
       if (r.path_id) p.exe_id = r.path_id;
+      fd_state_.Exec(r.tgid);  // close-on-exec descriptors close
       break;
     }
     case IOT_PROC_EXIT: {
