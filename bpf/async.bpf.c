@@ -38,8 +38,9 @@ static __always_inline bool iot_is_rw_opcode(__u8 op)
 	       op == IOT_IORING_OP_READ || op == IOT_IORING_OP_WRITE;
 }
 
-SEC("tp_btf/io_uring_submit_req")
-int BPF_PROG(iot_uring_submit, struct io_kiocb *req)
+/* The bodies read every field with BPF_CORE_READ, so the same code serves the
+ * tp_btf program (typed arguments) and its raw_tp twin (untyped ones). */
+static __always_inline int iot_uring_submitted(struct io_kiocb *req)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
@@ -75,8 +76,20 @@ int BPF_PROG(iot_uring_submit, struct io_kiocb *req)
 	return 0;
 }
 
-SEC("tp_btf/io_uring_complete")
-int BPF_PROG(iot_uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(iot_uring_submit, struct io_kiocb *req)
+{
+	return iot_uring_submitted(req);
+}
+
+SEC("raw_tp/io_uring_submit_req")
+int BPF_PROG(iot_uring_submit_raw, struct io_kiocb *req)
+{
+	return iot_uring_submitted(req);
+}
+
+static __always_inline int iot_uring_completed(struct io_ring_ctx *ring, void *req,
+					       struct io_uring_cqe *cqe)
 {
 	__u64 key = (__u64)ring;
 	__u32 *owner = bpf_map_lookup_elem(&iot_uring_ctxs, &key);
@@ -101,4 +114,16 @@ int BPF_PROG(iot_uring_complete, struct io_ring_ctx *ring, void *req, struct io_
 	a.cpu = bpf_get_smp_processor_id();
 	iot_output(&a, sizeof(a), IOT_SRC_ASYNC);
 	return 0;
+}
+
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(iot_uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+{
+	return iot_uring_completed(ring, req, cqe);
+}
+
+SEC("raw_tp/io_uring_complete")
+int BPF_PROG(iot_uring_complete_raw, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+{
+	return iot_uring_completed(ring, req, cqe);
 }

@@ -48,11 +48,12 @@ static __always_inline void iot_sched_emit(__u16 kind, __u64 ts, __u64 dur, __u3
 	iot_output(&r, sizeof(r), IOT_SRC_SCHED);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(iot_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+/* Each program is written once and wrapped as tp_btf and as raw_tp (the _raw
+ * twin): task fields are read with BPF_CORE_READ, which serves both. */
+static __always_inline int iot_sched_switched(bool preempt, struct task_struct *prev,
+					      struct task_struct *next, unsigned int prev_state)
 {
-	__u32 prev_tid = prev->pid;
+	__u32 prev_tid = BPF_CORE_READ(prev, pid);
 	struct iot_blk_thread *t = bpf_map_lookup_elem(&iot_blk_threads, &prev_tid);
 	__u64 now = 0;
 	if (t && t->inflight > 0) {
@@ -61,7 +62,7 @@ int BPF_PROG(iot_sched_switch, bool preempt, struct task_struct *prev, struct ta
 		/* preempted: runnable whatever state it was about to enter */
 		t->prev_state = preempt ? 0 : prev_state;
 	}
-	__u32 next_tid = next->pid;
+	__u32 next_tid = BPF_CORE_READ(next, pid);
 	t = bpf_map_lookup_elem(&iot_blk_threads, &next_tid);
 	if (t && t->off_ts) {
 		if (!now)
@@ -73,6 +74,20 @@ int BPF_PROG(iot_sched_switch, bool preempt, struct task_struct *prev, struct ta
 			bpf_map_delete_elem(&iot_blk_threads, &next_tid);
 	}
 	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(iot_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	return iot_sched_switched(preempt, prev, next, prev_state);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(iot_sched_switch_raw, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	return iot_sched_switched(preempt, prev, next, prev_state);
 }
 
 static __always_inline void iot_irq_enter(__u32 slot, __u32 vec)
@@ -110,8 +125,22 @@ int BPF_PROG(iot_irq_entry, int irq, struct irqaction *action)
 	return 0;
 }
 
+SEC("raw_tp/irq_handler_entry")
+int BPF_PROG(iot_irq_entry_raw, int irq, struct irqaction *action)
+{
+	iot_irq_enter(0, irq);
+	return 0;
+}
+
 SEC("tp_btf/irq_handler_exit")
 int BPF_PROG(iot_irq_exit_prog, int irq, struct irqaction *action, int ret)
+{
+	iot_irq_exit(0, IOT_SCHED_HARDIRQ);
+	return 0;
+}
+
+SEC("raw_tp/irq_handler_exit")
+int BPF_PROG(iot_irq_exit_prog_raw, int irq, struct irqaction *action, int ret)
 {
 	iot_irq_exit(0, IOT_SCHED_HARDIRQ);
 	return 0;
@@ -124,8 +153,22 @@ int BPF_PROG(iot_softirq_entry, unsigned int vec)
 	return 0;
 }
 
+SEC("raw_tp/softirq_entry")
+int BPF_PROG(iot_softirq_entry_raw, unsigned int vec)
+{
+	iot_irq_enter(1, vec);
+	return 0;
+}
+
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(iot_softirq_exit, unsigned int vec)
+{
+	iot_irq_exit(1, IOT_SCHED_SOFTIRQ);
+	return 0;
+}
+
+SEC("raw_tp/softirq_exit")
+int BPF_PROG(iot_softirq_exit_raw, unsigned int vec)
 {
 	iot_irq_exit(1, IOT_SCHED_SOFTIRQ);
 	return 0;

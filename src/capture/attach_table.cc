@@ -55,9 +55,9 @@ std::string ProgramAttach::MethodList() const {
 }
 
 const std::vector<ProgramAttach>& AttachTable() {
-  // The syscall and process programs have raw_tp variants (and the syscall ones classic
-  // raw_syscalls / sched tracepoint variants): without them nothing is captured. The other
-  // layers' programs read typed tracepoint arguments throughout and are tp_btf only.
+  // The syscall, process, io_uring and sched programs have raw_tp variants (and the syscall
+  // ones classic raw_syscalls / sched tracepoint variants). The memory, block and NVMe programs
+  // read typed tracepoint arguments throughout and are tp_btf only.
   static const std::vector<ProgramAttach> kTable = {
       {"syscall", "syscall", "iot_sys_enter", "raw_syscalls:sys_enter", true, kAllThree},
       {"syscall", "syscall", "iot_sys_exit", "raw_syscalls:sys_exit", true, kAllThree},
@@ -65,8 +65,8 @@ const std::vector<ProgramAttach>& AttachTable() {
       {"syscall", "proc", "iot_proc_fork", "sched:sched_process_fork", true, kBtfOrRaw},
       {"syscall", "proc", "iot_proc_exec", "sched:sched_process_exec", true, kBtfOrRaw},
       {"syscall", "proc", "iot_proc_exit", "sched:sched_process_exit", true, kBtfOrRaw},
-      {"syscall", "async", "iot_uring_submit", "io_uring:io_uring_submit_req", false, kBtfOnly},
-      {"syscall", "async", "iot_uring_complete", "io_uring:io_uring_complete", false, kBtfOnly},
+      {"syscall", "async", "iot_uring_submit", "io_uring:io_uring_submit_req", false, kBtfOrRaw},
+      {"syscall", "async", "iot_uring_complete", "io_uring:io_uring_complete", false, kBtfOrRaw},
 
       {"memory", "memory", "iot_mem_pc_add", "filemap:mm_filemap_add_to_page_cache", true,
        kBtfOnly},
@@ -115,11 +115,11 @@ const std::vector<ProgramAttach>& AttachTable() {
       {"nvme", "nvme", "iot_nvme_complete", "nvme:nvme_complete_rq", true, kBtfOnly},
       {"nvme", "nvme", "iot_nvme_sq", "nvme:nvme_sq", false, kBtfOnly},
 
-      {"sched", "sched", "iot_sched_switch", "sched:sched_switch", true, kBtfOnly},
-      {"sched", "sched", "iot_irq_entry", "irq:irq_handler_entry", false, kBtfOnly},
-      {"sched", "sched", "iot_irq_exit_prog", "irq:irq_handler_exit", false, kBtfOnly},
-      {"sched", "sched", "iot_softirq_entry", "irq:softirq_entry", false, kBtfOnly},
-      {"sched", "sched", "iot_softirq_exit", "irq:softirq_exit", false, kBtfOnly},
+      {"sched", "sched", "iot_sched_switch", "sched:sched_switch", true, kBtfOrRaw},
+      {"sched", "sched", "iot_irq_entry", "irq:irq_handler_entry", false, kBtfOrRaw},
+      {"sched", "sched", "iot_irq_exit_prog", "irq:irq_handler_exit", false, kBtfOrRaw},
+      {"sched", "sched", "iot_softirq_entry", "irq:softirq_entry", false, kBtfOrRaw},
+      {"sched", "sched", "iot_softirq_exit", "irq:softirq_exit", false, kBtfOrRaw},
   };
   return kTable;
 }

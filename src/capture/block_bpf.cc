@@ -17,6 +17,7 @@
 
 #include "block.skel.h"
 #include "block_wire.h"
+#include "capture/attach_plan.h"
 #include "capture/features.h"
 #include "capture/libbpf_log.h"
 #include "nvme.skel.h"
@@ -210,9 +211,10 @@ Result<std::unique_ptr<BlockBpf>> BlockBpf::Load(const BlockOptions& options,
   if (options.sched) {
     Status ss = b->LoadSched(shared);
     if (ss.ok()) {
-      plan->sched = {true,
-                     "tp_btf sched_switch, irq_handler_entry/exit, softirq_entry/exit: off-CPU and "
-                     "interrupt intervals of traced threads while their block I/O is in flight"};
+      plan->sched = {true, b->sched_attach_kind_ +
+                               " sched_switch, irq_handler_entry/exit, softirq_entry/exit: "
+                               "off-CPU and interrupt intervals of traced threads while their "
+                               "block I/O is in flight"};
     } else {
       plan->sched = {false, "the interference BPF programs failed to load: " +
                                 FirstLine(ss.message())};
@@ -273,21 +275,29 @@ Status BlockBpf::LoadNvme(const BlockSharedMaps& shared, bool with_sq) {
 }
 
 Status BlockBpf::LoadSched(const BlockSharedMaps& shared) {
-  sched_ = iotwin_sched_bpf__open();
-  if (!sched_) return LibbpfError(errno, "opening the interference BPF object");
-  SetCommonRodata(sched_, shared);
-  sched_->rodata->iot_blk_track_threads = 1;
-  Status st = ShareCaptureMaps(sched_, shared);
-  if (st.ok()) st = ShareBlockMaps(sched_, block_);
-  if (st.ok()) {
-    int err = iotwin_sched_bpf__load(sched_);
-    if (err) st = LibbpfError(err, "loading the interference BPF programs");
-  }
-  if (!st.ok()) {
+  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
+  AttachPlan plan = PlanObject("sched", forced);
+  Status first_error = Status::Ok();
+  while (true) {
+    sched_ = iotwin_sched_bpf__open();
+    if (!sched_) return LibbpfError(errno, "opening the interference BPF object");
+    SetCommonRodata(sched_, shared);
+    sched_->rodata->iot_blk_track_threads = 1;
+    SelectPlan(sched_->obj, plan);
+    Status st = ShareCaptureMaps(sched_, shared);
+    if (st.ok()) st = ShareBlockMaps(sched_, block_);
+    if (st.ok()) {
+      int err = iotwin_sched_bpf__load(sched_);
+      if (!err) break;
+      st = LibbpfError(err, "loading the interference BPF programs");
+    }
     iotwin_sched_bpf__destroy(sched_);
     sched_ = nullptr;
+    if (first_error.ok()) first_error = st;
+    if (!DemotePlan("sched", &plan)) return first_error;
   }
-  return st;
+  sched_attach_kind_ = DescribePlan(plan);
+  return Status::Ok();
 }
 
 // A device missing from the table (hot-plugged later) falls back to the queue limits the
@@ -350,10 +360,9 @@ Status BlockBpf::Attach(std::vector<std::string>* notes, BlockLayerPlan* plan) {
   }
   if (sched_) {
     Status st = Status::Ok();
-    for (bpf_program* p : {sched_->progs.iot_sched_switch, sched_->progs.iot_irq_entry,
-                           sched_->progs.iot_irq_exit_prog, sched_->progs.iot_softirq_entry,
-                           sched_->progs.iot_softirq_exit}) {
-      if (st.ok()) st = attach(p);
+    bpf_program* p = nullptr;
+    bpf_object__for_each_program(p, sched_->obj) {
+      if (st.ok()) st = attach(p);  // the variants not loaded are skipped
     }
     if (!st.ok()) {
       plan->sched = {false, "attaching the interference tracepoints failed: " +

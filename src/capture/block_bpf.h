@@ -106,6 +106,7 @@ class BlockBpf {
   iotwin_sched_bpf* sched_ = nullptr;
   std::vector<bpf_link*> links_;
   bool emit_block_ = true;
+  std::string sched_attach_kind_ = "tp_btf";  // how the sched programs attach (attach_table.h)
   int ncpus_ = 1;
 };
 

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "async.skel.h"
+#include "capture/attach_plan.h"
 #include "capture/attach_table.h"
 #include "capture/features.h"
 #include "capture/libbpf_log.h"
@@ -73,64 +74,6 @@ bool ExitTracepointHasGroupDead() {
   return has;
 }
 
-// How each program of one BPF object attaches (tp_btf program name -> method), from the attach
-// table and the probed features.
-using AttachPlan = std::map<std::string, AttachMethod, std::less<>>;
-
-AttachPlan PlanObject(std::string_view object, AttachMethod forced) {
-  const Features& features = Features::Get();
-  AttachPlan plan;
-  for (const ProgramAttach& row : AttachTable()) {
-    if (row.object != object) continue;
-    AttachMethod m = features.ChooseAttach(row, forced);
-    // None the probe approves: try the best one anyway; the load or attach error then explains.
-    plan[std::string(row.program)] = m == AttachMethod::kNone ? row.methods[0] : m;
-  }
-  return plan;
-}
-
-// Moves every program of `plan` to its row's next method; false when none has one left.
-bool DemotePlan(std::string_view object, AttachPlan* plan) {
-  bool moved = false;
-  for (auto& [program, method] : *plan) {
-    const ProgramAttach* row = FindAttach(object, program);
-    if (!row) continue;
-    for (size_t i = 0; i + 1 < row->methods.size(); i++) {
-      if (row->methods[i] == method && row->methods[i + 1] != AttachMethod::kNone) {
-        method = row->methods[i + 1];
-        moved = true;
-        break;
-      }
-    }
-  }
-  return moved;
-}
-
-// Loads only the chosen variant of each planned program: `base` names the program family (the
-// table's tp_btf name, or a sibling such as iot_proc_exit_legacy that shares its row's method).
-void SelectVariant(bpf_object* obj, std::string_view base, AttachMethod chosen) {
-  for (AttachMethod m : {AttachMethod::kTpBtf, AttachMethod::kRawTp, AttachMethod::kTracepoint}) {
-    bpf_program* prog = bpf_object__find_program_by_name(obj, ProgramVariant(base, m).c_str());
-    if (prog) bpf_program__set_autoload(prog, m == chosen);
-  }
-}
-
-bpf_program* FindVariant(bpf_object* obj, std::string_view base, AttachMethod m) {
-  return bpf_object__find_program_by_name(obj, ProgramVariant(base, m).c_str());
-}
-
-// "tp_btf", or "tp_btf, raw_tp" when the programs of the plan attach in more than one way.
-std::string DescribePlan(const AttachPlan& plan) {
-  std::vector<std::string> kinds;
-  for (const auto& [program, method] : plan) {
-    std::string name(AttachMethodName(method));
-    if (std::find(kinds.begin(), kinds.end(), name) == kinds.end()) kinds.push_back(name);
-  }
-  std::string out;
-  for (const auto& k : kinds) out += (out.empty() ? "" : ", ") + k;
-  return out;
-}
-
 template <typename Rodata>
 void SetCommonRodata(Rodata* ro, const CaptureBpfConfig& c) {
   ro->iot_filter_cgroup_id = c.cgroup_id;
@@ -170,7 +113,7 @@ Result<std::unique_ptr<SyscallObject>> LoadSyscallSkeleton(Skel* (*open_skel)(),
   auto obj = std::make_unique<SyscallObject>();
   obj->destroy = [skel, destroy_skel] { destroy_skel(skel); };
   obj->obj = skel->obj;
-  for (const auto& [program, method] : plan) SelectVariant(skel->obj, program, method);
+  SelectPlan(skel->obj, plan);
   SetCommonRodata(skel->rodata, config);
   std::vector<uint8_t> table = SyscallNrToOp(IOT_NR_MAX);
   static_assert(sizeof(skel->rodata->iot_nr_to_op) == IOT_NR_MAX);
@@ -312,7 +255,7 @@ Status CaptureBpf::LoadProc(const CaptureBpfConfig& config) {
     if (!proc_) return LibbpfError(errno, "opening the process BPF object");
     SetCommonRodata(proc_->rodata, config);
     IOTWIN_RETURN_IF_ERROR(ShareMaps(proc_, *syscall_));
-    for (const auto& [program, method] : plan) SelectVariant(proc_->obj, program, method);
+    SelectPlan(proc_->obj, plan);
     // The exit program that matches this kernel's prototype, by the exit row's method.
     AttachMethod exit_method = plan.at("iot_proc_exit");
     SelectVariant(proc_->obj, "iot_proc_exit", group_dead ? exit_method : AttachMethod::kNone);
@@ -335,16 +278,25 @@ Status CaptureBpf::LoadProc(const CaptureBpfConfig& config) {
 }
 
 Status CaptureBpf::LoadAsync(const CaptureBpfConfig& config) {
-  async_ = iotwin_async_bpf__open();
-  if (!async_) return LibbpfError(errno, "opening the async BPF object");
-  SetCommonRodata(async_->rodata, config);
-  IOTWIN_RETURN_IF_ERROR(ShareMaps(async_, *syscall_));
-  int err = iotwin_async_bpf__load(async_);
-  if (err) {
+  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
+  AttachPlan plan = PlanObject("async", forced);
+  Status first_error = Status::Ok();
+  while (true) {
+    async_ = iotwin_async_bpf__open();
+    if (!async_) return LibbpfError(errno, "opening the async BPF object");
+    SetCommonRodata(async_->rodata, config);
+    IOTWIN_RETURN_IF_ERROR(ShareMaps(async_, *syscall_));
+    SelectPlan(async_->obj, plan);
+    int err = iotwin_async_bpf__load(async_);
+    if (!err) break;
+    Status st = LibbpfError(err, "loading the io_uring BPF programs");
     iotwin_async_bpf__destroy(async_);
     async_ = nullptr;
-    return LibbpfError(err, "loading the io_uring BPF programs");
+    if (first_error.ok()) first_error = st;
+    if (!DemotePlan("async", &plan)) return first_error;
   }
+  async_submit_ = FindVariant(async_->obj, "iot_uring_submit", plan.at("iot_uring_submit"));
+  async_complete_ = FindVariant(async_->obj, "iot_uring_complete", plan.at("iot_uring_complete"));
   return Status::Ok();
 }
 
@@ -444,8 +396,7 @@ Status CaptureBpf::Attach() {
   IOTWIN_RETURN_IF_ERROR(attach(syscall_->sys_exit, true));
   IOTWIN_RETURN_IF_ERROR(attach(syscall_->thread_exit, true));
   if (async_) {
-    async_attached_ = attach(async_->progs.iot_uring_submit, false).ok() &&
-                      attach(async_->progs.iot_uring_complete, false).ok();
+    async_attached_ = attach(async_submit_, false).ok() && attach(async_complete_, false).ok();
   }
   if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->Attach(&notes_));
   if (block_) IOTWIN_RETURN_IF_ERROR(block_->Attach(&notes_, &block_plan_));

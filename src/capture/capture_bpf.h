@@ -25,6 +25,7 @@
 #include "capture/memory_options.h"
 
 struct bpf_link;
+struct bpf_program;
 struct iotwin_proc_bpf;
 struct iotwin_async_bpf;
 struct iotwin_intent_bpf;
@@ -116,6 +117,8 @@ class CaptureBpf {
   std::string syscall_reason_;
   iotwin_proc_bpf* proc_ = nullptr;
   iotwin_async_bpf* async_ = nullptr;
+  bpf_program* async_submit_ = nullptr;  // the variants the async object's plan chose
+  bpf_program* async_complete_ = nullptr;
   iotwin_intent_bpf* intent_ = nullptr;
   std::vector<bpf_link*> links_;
   std::unique_ptr<MemoryBpf> memory_;

@@ -1,11 +1,14 @@
 // iotwin record with the attach fallbacks of the attach table (src/capture/attach_table.cc),
-// forced with IOTWIN_ATTACH: the syscall and process programs attached as raw_tp, or the syscall
-// programs as classic raw_syscalls tracepoints, record the same calls as tp_btf, exactly as the
-// test program logged them, and the trace header says how they were attached.
+// forced with IOTWIN_ATTACH: the syscall, process, io_uring and sched programs attached as
+// raw_tp, or the syscall programs as classic raw_syscalls tracepoints, record the same calls and
+// requests as tp_btf, exactly as the test program logged them, and the trace header says how
+// they were attached.
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "record_check.h"
@@ -129,6 +132,39 @@ TEST(RecordAttach, RawTpFollowsForkExecAndExit) {
   EXPECT_TRUE(fork);
   EXPECT_TRUE(exec);
   EXPECT_TRUE(exited);
+}
+
+// What the io_uring programs recorded of each request, without addresses and times.
+std::vector<std::tuple<int, int, int, uint64_t, uint64_t, uint64_t, int64_t>> UringRequests(
+    const LoadedTrace& t) {
+  std::vector<std::tuple<int, int, int, uint64_t, uint64_t, uint64_t, int64_t>> out;
+  for (const auto& a : t.asyncs) {
+    if (a.engine != IOT_AIO_ENGINE_URING) continue;
+    out.emplace_back(a.phase, a.opcode, a.fd, a.user_data, a.offset, a.length, a.res);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The io_uring programs have raw_tp twins: the same requests, with the same fields; and the
+// interference layer (sched) attaches as raw_tp too.
+TEST(RecordAttach, RawTpRecordsTheSameIoUringRequestsAndRunsTheSchedLayer) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir dir;
+  Recorded btf = RecordWith(dir, "tp_btf", "io_uring_rw", {});
+  if (btf.run.exit_code == 4) GTEST_SKIP() << "io_uring unavailable: " << btf.run.err;
+  Recorded raw = RecordWith(dir, "raw_tp", "io_uring_rw", {"IOTWIN_ATTACH=raw_tp"});
+  ASSERT_EQ(btf.run.exit_code, 0) << btf.run.err;
+  ASSERT_EQ(raw.run.exit_code, 0) << raw.run.err;
+  ASSERT_TRUE(raw.trace.meta["layers"]["async"]["enabled"].get<bool>())
+      << raw.trace.meta["layers"]["async"].dump();
+  auto btf_requests = UringRequests(btf.trace);
+  EXPECT_EQ(btf_requests.size(), 16u);  // 8 submitted, 8 completed
+  EXPECT_EQ(UringRequests(raw.trace), btf_requests);
+  EXPECT_EQ(LayerReason(btf.trace, "sched").rfind("tp_btf ", 0), 0u)
+      << LayerReason(btf.trace, "sched");
+  EXPECT_EQ(LayerReason(raw.trace, "sched").rfind("raw_tp ", 0), 0u)
+      << LayerReason(raw.trace, "sched");
 }
 
 TEST(RecordAttach, UnknownMethodIsRefused) {

@@ -201,9 +201,9 @@ TEST(FeaturesEvaluate, SyscallLayerOffersOnlyWhatTheCaptureCanAttach) {
       << syscall.reason;
 }
 
-// Without tp_btf the syscall and process programs attach as raw_tp; the layers whose programs
-// are tp_btf only say so instead of offering a fallback.
-TEST(FeaturesEvaluate, WithoutTpBtfSyscallAndProcessProgramsUseRawTp) {
+// Without tp_btf the syscall, process, io_uring and sched programs attach as raw_tp; the layers
+// whose programs are tp_btf only say so instead of offering a fallback.
+TEST(FeaturesEvaluate, WithoutTpBtfTheProgramsWithRawTpTwinsUseThem) {
   KernelFacts f = VmLikeFacts();
   f.tp_btf = {false, EINVAL, "load failed"};
   Features features = Features::Evaluate(f);
@@ -214,8 +214,9 @@ TEST(FeaturesEvaluate, WithoutTpBtfSyscallAndProcessProgramsUseRawTp) {
   EXPECT_NE(syscall.method.find("sched:sched_process_fork (raw_tp)"), std::string::npos)
       << syscall.method;
   EXPECT_EQ(syscall.method.find("tp_btf"), std::string::npos) << syscall.method;
-  EXPECT_NE(syscall.reason.find("io_uring:io_uring_submit_req (tp_btf only)"), std::string::npos)
-      << syscall.reason;
+  EXPECT_NE(syscall.method.find("io_uring:io_uring_submit_req (raw_tp)"), std::string::npos)
+      << syscall.method;
+  EXPECT_TRUE(Layer(features, "sched").available);
   const LayerPlan& block = Layer(features, "block");
   EXPECT_FALSE(block.available);
   EXPECT_NE(block.reason.find("block:block_rq_issue (tp_btf only)"), std::string::npos)
