@@ -548,16 +548,16 @@ void TraceState::LearnIdentity(OpenFileDescription& d, const iot_syscall& sc) co
   }
 }
 
-SyscallEffect TraceState::OnOpen(const iot_syscall& sc, std::optional<std::string_view> path) {
-  SyscallEffect e;
-  if (sc.ret < 0 || (sc.sflags & IOT_SCF_INTERRUPTED)) return e;
+void TraceState::OnOpen(const iot_syscall& sc, std::optional<std::string_view> path,
+                        SyscallEffect& e) {
+  if (sc.ret < 0 || (sc.sflags & IOT_SCF_INTERRUPTED)) return;
   const uint32_t flags = EffectiveOpenFlags(sc);
   std::optional<std::string> resolved;
   if (path && options_.keep_paths && !(sc.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT))) {
     resolved = Resolve(sc.tgid, PathDirFd(sc), *path);
   }
   const DescriptionId id = NewDescription(flags, resolved ? *resolved : std::string_view());
-  if (id == kNoDescription) return e;
+  if (id == kNoDescription) return;
   OpenFileDescription& d = descs_[id];
   d.pos_known = true;
   if (!(sc.sflags & IOT_SCF_NO_FILE)) {
@@ -566,10 +566,9 @@ SyscallEffect TraceState::OnOpen(const iot_syscall& sc, std::optional<std::strin
     d.ftype = sc.ftype;
   }
   const int32_t fd = static_cast<int32_t>(sc.ret);
-  if (sc.ret > INT32_MAX || !Bind(sc.tgid, fd, id, (flags & O_CLOEXEC) != 0)) return e;
+  if (sc.ret > INT32_MAX || !Bind(sc.tgid, fd, id, (flags & O_CLOEXEC) != 0)) return;
   e.new_fd = fd;
   e.created = id;
-  return e;
 }
 
 void TraceState::Advance(DescriptionId id, uint64_t pos, uint64_t n) {
@@ -691,7 +690,10 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::st
   if (e.desc != kNoDescription && ok) LearnIdentity(descs_[e.desc], sc);
   switch (op) {
     case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:
-      return OnOpen(sc, path);
+      // Every path returns `e` itself: the result is built in place (a hot path).
+      e.desc = kNoDescription;
+      OnOpen(sc, path, e);
+      break;
     case IOT_OP_CLOSE:
       e.desc = DescriptionOf(sc.tgid, sc.fd);
       // close releases the number even when it fails later (EINTR, EIO); EBADF: nothing was open.

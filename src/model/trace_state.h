@@ -258,7 +258,7 @@ class TraceState {
   uint64_t PageRound(uint64_t n) const;
   void Advance(DescriptionId id, uint64_t pos, uint64_t n);
 
-  SyscallEffect OnOpen(const iot_syscall& sc, std::optional<std::string_view> path);
+  void OnOpen(const iot_syscall& sc, std::optional<std::string_view> path, SyscallEffect& e);
   void OnDataPosition(const iot_syscall& sc, const OpInfo& info, SyscallEffect& e);
   void OnFcntl(const iot_syscall& sc, SyscallEffect& e);
   void OnMemory(const iot_syscall& sc);
