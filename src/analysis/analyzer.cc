@@ -5,6 +5,7 @@
 #include <linux/close_range.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <iterator>
 
@@ -411,7 +412,8 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
       AddFileName(file, r.path_id);
     }
   } else if (op == IOT_OP_CLOSE) {
-    if (ok) {
+    // close releases the number even when it fails later (EINTR, EIO); EBADF: nothing was open.
+    if (r.ret != -EBADF) {
       // Closing the previous instance, which the open's binding already replaced.
       DescriptionNote* note = nullptr;
       if (FdDescription(r.tgid, r.fd, &note) && UsesPreviousInstance(*note, r))
@@ -436,11 +438,9 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
   } else if (op == IOT_OP_DUP || op == IOT_OP_DUP2 || op == IOT_OP_DUP3 ||
              (op == IOT_OP_FCNTL &&
               (model::FcntlCmd(r) == F_DUPFD || model::FcntlCmd(r) == F_DUPFD_CLOEXEC))) {
-    if (ok) {
-      const model::DescriptionId src = fd_state_.DescriptionOf(r.tgid, r.fd);
-      if (src != model::kNoDescription && static_cast<int32_t>(r.ret) != r.fd)
-        fd_state_.Bind(r.tgid, static_cast<int32_t>(r.ret), src, model::OpResultCloexec(r));
-    }
+    // newfd shares oldfd's description; an unknown oldfd leaves newfd unknown too.
+    if (ok && r.ret <= INT32_MAX)
+      fd_state_.Dup(r.tgid, r.fd, static_cast<int32_t>(r.ret), model::OpResultCloexec(r));
   } else if (op == IOT_OP_FCNTL && ok && model::FcntlCmd(r) == F_SETFD) {
     fd_state_.SetCloexec(r.tgid, r.fd, (model::FcntlArg(r) & FD_CLOEXEC) != 0);
   } else if (op == IOT_OP_FCNTL && ok && model::FcntlCmd(r) == F_SETFL) {

@@ -1,8 +1,12 @@
 // The report follows what changes a descriptor's open file after the open: F_SETFL turns O_DIRECT
 // (and O_APPEND) on and off for every descriptor of the description, and exec closes the
 // close-on-exec descriptors (O_CLOEXEC at open, FD_CLOEXEC by F_SETFD), after which a call on the
-// number uses its recorded offset, not the closed file's position.
+// number uses its recorded offset, not the closed file's position. A close that fails otherwise
+// than with EBADF still releases the number, and dup2 from a descriptor the trace never opened
+// leaves the target unknown.
 #include <fcntl.h>
+
+#include <cerrno>
 
 #include <gtest/gtest.h>
 
@@ -63,6 +67,35 @@ TEST(AnalyzerDescriptorFlags, ExecClosesCloexecDescriptors) {
   json m = Analyze(t);
   EXPECT_EQ(m["offsets"]["tracked"], 4);   // three before the exec, fd 5 after
   EXPECT_EQ(m["offsets"]["recorded"], 2);  // fds 3 and 4 after the exec
+}
+
+TEST(AnalyzerDescriptorFlags, FailedCloseStillReleasesTheNumber) {
+  SyntheticTrace t;
+  t.Open(100, kStart + 1000, "/data/a", 3, kDev, 42, O_RDONLY);
+  t.Io(IOT_OP_READ, 100, kStart + 10'000, 1000, 3, kDev, 42, 0, 4096, 4096);
+  iot_syscall c = SyntheticTrace::Sys(IOT_OP_CLOSE, 100, kStart + 20'000);
+  c.fd = 3;
+  c.ret = -EIO;
+  t.Add(c);
+  t.Io(IOT_OP_READ, 100, kStart + 30'000, 1000, 3, kDev, 42, 0, 4096, 4096);
+  json m = Analyze(t);
+  EXPECT_EQ(m["offsets"]["tracked"], 1);
+  EXPECT_EQ(m["offsets"]["recorded"], 1);  // the read after the close
+}
+
+TEST(AnalyzerDescriptorFlags, Dup2FromAnUnknownDescriptorForgetsTheTarget) {
+  SyntheticTrace t;
+  t.Open(100, kStart + 1000, "/data/a", 3, kDev, 42, O_RDONLY);
+  t.Io(IOT_OP_READ, 100, kStart + 10'000, 1000, 3, kDev, 42, 0, 4096, 4096);
+  iot_syscall d = SyntheticTrace::Sys(IOT_OP_DUP2, 100, kStart + 20'000);
+  d.fd = 9;  // never opened in the trace (inherited, say)
+  d.fd2 = 3;
+  d.ret = 3;
+  t.Add(d);
+  t.Io(IOT_OP_READ, 100, kStart + 30'000, 1000, 3, kDev, 42, 0, 4096, 4096);
+  json m = Analyze(t);
+  EXPECT_EQ(m["offsets"]["tracked"], 1);
+  EXPECT_EQ(m["offsets"]["recorded"], 1);  // fd 3 now refers to fd 9's unknown file
 }
 
 }  // namespace
