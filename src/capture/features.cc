@@ -77,8 +77,7 @@ constexpr FeatureInfo kFeatureInfo[kFeatureCount] = {
     {Feature::kSyscallTps, "syscall_tracepoints", "per-syscall tracepoints (syscalls:*)",
      "nothing (listed for reference; the capture uses raw_syscalls)", "not needed"},
     {Feature::kTpBtf, "tp_btf", "BTF-typed raw tracepoints (tp_btf)", "all capture layers",
-     "raw_tp for the syscall and process programs (a classic tracepoint for the syscall ones); "
-     "the io_uring, memory, block, nvme and sched programs are tp_btf only"},
+     "" /* from the attach table: TpBtfFallback() */},
     {Feature::kRawTp, "raw_tp", "raw tracepoints (raw_tp)", "syscall (when tp_btf cannot)",
      "classic raw_syscalls and sched tracepoints for the syscall programs (need tracefs "
      "mounted)"},
@@ -126,6 +125,33 @@ constexpr bool FeatureInfoInEnumOrder() {
   return true;
 }
 static_assert(FeatureInfoInEnumOrder(), "kFeatureInfo must list every Feature in enum order");
+
+// What the capture does without tp_btf, from the attach table: which objects' programs have a
+// raw_tp (or classic tracepoint) twin and which are tp_btf only.
+const std::string& TpBtfFallback() {
+  static const std::string kText = [] {
+    std::vector<std::string> raw, tracepoint, only;
+    auto add = [](std::vector<std::string>& list, std::string_view object) {
+      if (std::find(list.begin(), list.end(), object) == list.end()) list.emplace_back(object);
+    };
+    for (const ProgramAttach& row : AttachTable()) {
+      if (row.Offers(AttachMethod::kRawTp)) add(raw, row.object);
+      if (row.Offers(AttachMethod::kTracepoint)) add(tracepoint, row.object);
+      if (!row.Offers(AttachMethod::kRawTp) && !row.Offers(AttachMethod::kTracepoint)) {
+        add(only, row.object);
+      }
+    }
+    auto join = [](const std::vector<std::string>& items) {
+      std::string out;
+      for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+      return out;
+    };
+    return fmt::format("raw_tp for the {} programs (a classic tracepoint for the {} ones); the {} "
+                       "programs are tp_btf only",
+                       join(raw), join(tracepoint), join(only));
+  }();
+  return kText;
+}
 
 // Tracepoint groups probed for existence. "a|b" means either name (renamed across kernels).
 struct TracepointGroupSpec {
@@ -548,7 +574,7 @@ Features Features::Evaluate(KernelFacts facts) {
     st.key = info.key;
     st.title = info.title;
     st.needed_by = info.needed_by;
-    st.fallback = info.fallback;
+    st.fallback = info.id == Feature::kTpBtf ? std::string_view(TpBtfFallback()) : info.fallback;
   }
   out.EvaluateFeatures();
   out.PlanLayers();

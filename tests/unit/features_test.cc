@@ -270,6 +270,16 @@ TEST(FeaturesEvaluate, TracepointBtfSourceNamesTheModule) {
   EXPECT_EQ(features.TracepointBtfSource("nvme_sq"), "");
 }
 
+// check's "instead" for a missing tp_btf is the attach table's verdict, not a text of its own.
+TEST(FeaturesEvaluate, TpBtfFallbackComesFromTheAttachTable) {
+  KernelFacts f = VmLikeFacts();
+  f.tp_btf = {false, EINVAL, "load failed"};
+  std::string fallback(Features::Evaluate(f).status(Feature::kTpBtf).fallback);
+  EXPECT_EQ(fallback,
+            "raw_tp for the syscall, proc, async, sched programs (a classic tracepoint for the "
+            "syscall ones); the memory, block, nvme programs are tp_btf only");
+}
+
 TEST(AttachTable, RowsAreWellFormedAndGroupedByLayer) {
   std::vector<std::string_view> layers = AttachLayers();
   EXPECT_EQ(layers, (std::vector<std::string_view>{"syscall", "memory", "block", "nvme", "sched"}));
