@@ -136,8 +136,14 @@ void TraceState::DropProcess(uint32_t tgid) {
   for (size_t fd = 0; fd < p.low.size(); fd++) CloseIn(p, static_cast<int32_t>(fd));
   while (!p.high.empty()) CloseIn(p, p.high.begin()->first);
   UnmapIn(p, 0, UINT64_MAX);
-  for (auto a = aio_.begin(); a != aio_.end();) {
-    a = a->second.tgid == tgid ? aio_.erase(a) : std::next(a);
+  // Only a process that set contexts up pays for the walk over them.
+  for (auto a = aio_.begin(); p.async_contexts > 0 && a != aio_.end();) {
+    if (a->second.tgid == tgid) {
+      a = aio_.erase(a);
+      p.async_contexts--;
+    } else {
+      ++a;
+    }
   }
   if (last_proc_ == &p) last_proc_ = nullptr;
   procs_.erase(it);
@@ -152,11 +158,14 @@ void TraceState::RenameProcess(uint32_t from, uint32_t to) {
   node.key() = to;
   procs_.insert(std::move(node));
   last_proc_ = nullptr;
+  last_tid_ = 0;
   for (auto& [tid, tgid] : threads_) {
     if (tgid == from) tgid = to;
   }
-  for (auto& [ctx, a] : aio_) {
-    if (a.tgid == from) a.tgid = to;
+  if (Find(to)->async_contexts > 0) {
+    for (auto& [ctx, a] : aio_) {
+      if (a.tgid == from) a.tgid = to;
+    }
   }
 }
 
@@ -430,6 +439,27 @@ bool TraceState::HasPath(uint32_t tgid, std::string_view path) const {
     if (!found && descs_[d.desc].path == path) found = true;
   });
   return found;
+}
+
+void TraceState::AddAsyncContext(uint32_t tgid, uint64_t ctx, uint32_t entries) {
+  if (aio_.size() >= options_.limits.async_contexts && !aio_.count(ctx)) {
+    ++drops_.async_contexts;
+    return;
+  }
+  Process* p = Get(tgid);
+  if (!p) return;
+  RemoveAsyncContext(ctx);  // a context id reused without its io_destroy seen
+  aio_[ctx] = AsyncContextState{ctx, tgid, entries};
+  p->async_contexts++;
+}
+
+void TraceState::RemoveAsyncContext(uint64_t ctx) {
+  auto it = aio_.find(ctx);
+  if (it == aio_.end()) return;
+  if (Process* owner = Find(it->second.tgid); owner && owner->async_contexts > 0) {
+    owner->async_contexts--;
+  }
+  aio_.erase(it);
 }
 
 const AsyncContextState* TraceState::AsyncContext(uint64_t ctx) const {
@@ -731,16 +761,12 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::st
     case IOT_OP_IO_SETUP:
       // length = nr_events, aux = the context id written to *ctxp.
       if (ok && sc.aux != 0) {
-        if (aio_.size() >= options_.limits.async_contexts && !aio_.count(sc.aux)) {
-          ++drops_.async_contexts;
-        } else {
-          aio_[sc.aux] = AsyncContextState{
-              sc.aux, sc.tgid, static_cast<uint32_t>(std::min<uint64_t>(sc.length, UINT32_MAX))};
-        }
+        AddAsyncContext(sc.tgid, sc.aux,
+                        static_cast<uint32_t>(std::min<uint64_t>(sc.length, UINT32_MAX)));
       }
       break;
     case IOT_OP_IO_DESTROY:
-      if (ok) aio_.erase(sc.aux);
+      if (ok) RemoveAsyncContext(sc.aux);
       break;
     case IOT_OP_IO_URING_SETUP:
       if (ok && sc.ret <= INT32_MAX) {

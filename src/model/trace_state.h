@@ -242,6 +242,7 @@ class TraceState {
     std::string cwd;
     std::map<uint64_t, FileMapping> maps;  // by start
     uint32_t live_threads = 0;
+    uint32_t async_contexts = 0;  // libaio contexts it set up (entries of aio_)
   };
 
   Process* Find(uint32_t tgid);
@@ -263,6 +264,8 @@ class TraceState {
   void OnFcntl(const iot_syscall& sc, SyscallEffect& e);
   void OnMemory(const iot_syscall& sc);
   void OnExit(const iot_proc& p);
+  void AddAsyncContext(uint32_t tgid, uint64_t ctx, uint32_t entries);
+  void RemoveAsyncContext(uint64_t ctx);
 
   TraceStateOptions options_;
   uint32_t o_append_ = 02000;

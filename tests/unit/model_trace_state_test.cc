@@ -380,6 +380,14 @@ TEST(TraceStateAsync, ContextsAndRings) {
   destroy.aux = 0x7f0000;
   s.OnSyscall(destroy);
   EXPECT_EQ(s.AsyncContext(0x7f0000), nullptr);
+  // A context goes with its process, even when its id was set up twice.
+  s.OnSyscall(setup);
+  s.OnSyscall(setup);
+  s.RenameProcess(kPid, 300);
+  ASSERT_NE(s.AsyncContext(0x7f0000), nullptr);
+  EXPECT_EQ(s.AsyncContext(0x7f0000)->tgid, 300u);
+  s.DropProcess(300);
+  EXPECT_EQ(s.AsyncContext(0x7f0000), nullptr);
   SyscallEffect ring = s.OnSyscall(Call(IOT_OP_IO_URING_SETUP, -1, 5));
   ASSERT_EQ(ring.new_fd, 5);
   EXPECT_TRUE(s.FdDescription(kPid, 5)->ring);
