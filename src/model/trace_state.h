@@ -10,11 +10,13 @@
 //   set it; dup, dup2 and F_DUPFD clear it; F_SETFD and close_range CLOSE_RANGE_CLOEXEC change
 //   it); close, close_range, dup2/dup3 over an open number;
 // - open file descriptions: path (normalised, resolved against the cwd or dirfd), open flags,
-//   access mode, O_APPEND and O_DIRECT decoded for the trace's machine architecture (SetArch),
-//   the file position and whether it is known (implicit-offset reads and writes advance it,
-//   O_APPEND writes land at the end, lseek sets it, F_SETFL changes the settable flags), and the
-//   file identity (dev, ino, ftype). A description lives while a descriptor or mapping of any
-//   process refers to it;
+//   access mode, O_APPEND, O_DIRECT and O_DIRECTORY decoded for the trace's machine
+//   architecture (SetArch), the file position and whether it is known (implicit-offset reads,
+//   writes and copies advance it, O_APPEND writes land at the end the record's file size shows,
+//   lseek sets it, F_SETFL changes the settable flags; a position not known is learnt from the
+//   first call that records one), and the file identity (dev, ino, ftype). Which descriptor a
+//   call reads, writes or uses, and which offset field is whose, come from GetOpInfo. A
+//   description lives while a descriptor or mapping of any process refers to it;
 // - the cwd (chdir, fchdir, attach/cwd records) and the resolution of *at() paths;
 // - file mappings (mmap, munmap, mremap, map snapshots): address ranges -> description and
 //   file offset; a mapping keeps its description alive, as vm_file does;
@@ -28,9 +30,10 @@
 // comes from the caller (each consumer has its own string table); paths are bytes.
 //
 // Consumers attach data of their own to a description through its id, stable while the
-// description lives, and the `user` slot (0 when the description is made). An id is reused only
-// after its description is gone and the next record has been fed, so a consumer can still read
-// the description a record just closed.
+// description lives, and the `user` slot (0 when the description is made); mappings have a
+// `user` slot too. An id is reused only after its description is gone and the next record has
+// been fed, so a consumer can still read the description a record just closed. OnSyscall
+// returns what the call did (SyscallEffect) so that a hot consumer looks nothing up twice.
 //
 // Traces are untrusted: negative descriptor numbers are never stored, close_range walks the
 // descriptors that exist (not the range it is given), and the number of processes, threads,
