@@ -649,7 +649,9 @@ void TraceState::OnDataPosition(const iot_syscall& sc, const OpInfo& info, Sysca
     e.pos = d.pos;
     e.pos_known = true;
   }
-  if (ok) Advance(e.desc, e.pos, n);
+  // A position not known is learnt from a call that records one (read, write, readv, writev);
+  // preadv2/pwritev2 at the current position record none.
+  if (ok && (e.pos_known || info.offset == FieldUse::kPositionBefore)) Advance(e.desc, e.pos, n);
 }
 
 void TraceState::OnFcntl(const iot_syscall& sc, SyscallEffect& e) {

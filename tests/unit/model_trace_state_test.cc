@@ -144,6 +144,23 @@ TEST_F(TraceStateTest, CopiesMoveThePositionsOfTheirImplicitSides) {
   EXPECT_EQ(s.FdDescription(kPid, 4)->pos, 200u);
 }
 
+// A descriptor open before the trace (its position unknown) learns it from a read that records
+// the position it used, not from a preadv2 at the current position, which records none.
+TEST_F(TraceStateTest, UnknownPositionIsLearntFromARecordedOne) {
+  const DescriptionId id = s.NewDescription(O_RDONLY, "/old");
+  ASSERT_TRUE(s.Bind(kPid, 5, id, false));
+  iot_syscall pv = Rw(IOT_OP_PREADV2, 5, 10, kNoOffset);
+  SyscallEffect e = s.OnSyscall(pv);
+  EXPECT_FALSE(e.pos_known);
+  EXPECT_FALSE(s.FdDescription(kPid, 5)->pos_known);
+  e = s.OnSyscall(Rw(IOT_OP_READ, 5, 10, 700));  // the capture recorded position 700
+  EXPECT_FALSE(e.pos_known);
+  EXPECT_EQ(e.pos, 700u);
+  e = s.OnSyscall(Rw(IOT_OP_READ, 5, 10, 0));
+  EXPECT_TRUE(e.pos_known);
+  EXPECT_EQ(e.pos, 710u);
+}
+
 TEST_F(TraceStateTest, AppendWritesLandAtTheEnd) {
   s.OnSyscall(OpenAt(kAtFdcwd, 3, O_WRONLY | O_APPEND), "/log");
   iot_syscall w = Rw(IOT_OP_WRITE, 3, 10);
