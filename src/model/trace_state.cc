@@ -402,10 +402,12 @@ void TraceState::CloseRange(uint32_t tgid, uint32_t first, uint32_t last, bool c
     Descriptor& d = p->low[fd];
     if (d.desc != kNoDescription) act(static_cast<int32_t>(fd), d);
   }
-  if (last < static_cast<uint32_t>(kDenseFds)) return;
+  // Descriptors are int32_t: no number past INT32_MAX exists, so a range starting there names
+  // none, and the bounds are compared as 64-bit numbers, never cast to int32_t.
+  if (last < static_cast<uint32_t>(kDenseFds) || first > static_cast<uint32_t>(INT32_MAX)) return;
   const int32_t from = static_cast<int32_t>(std::max<uint32_t>(first, kDenseFds));
   for (auto it = p->high.lower_bound(from); it != p->high.end();) {
-    if (static_cast<uint32_t>(it->first) > last) break;
+    if (static_cast<int64_t>(it->first) > int64_t{last}) break;
     auto next = std::next(it);
     act(it->first, it->second);
     it = next;

@@ -349,6 +349,20 @@ TEST_F(TraceStateTest, HostileDescriptorNumbers) {
   EXPECT_EQ(s.drops().bad_fds, 1u);
 }
 
+TEST_F(TraceStateTest, CloseRangeFromPastInt32MaxClosesNothing) {
+  // No descriptor has a number past INT32_MAX: a range that starts there names none of them.
+  s.Bind(kPid, 151552, s.NewDescription(O_RDONLY, "/high"), false);
+  s.Bind(kPid, 2000, s.NewDescription(O_RDONLY, "/mid"), false);
+  s.CloseRange(kPid, UINT32_MAX, UINT32_MAX, false);
+  s.CloseRange(kPid, 0x80000000u, UINT32_MAX, false);
+  s.CloseRange(kPid, 0x80000000u, UINT32_MAX, true);
+  ASSERT_NE(s.Fd(kPid, 151552), nullptr);
+  ASSERT_NE(s.Fd(kPid, 2000), nullptr);
+  EXPECT_FALSE(s.Fd(kPid, 151552)->cloexec);
+  EXPECT_FALSE(s.Fd(kPid, 2000)->cloexec);
+  EXPECT_EQ(s.descriptor_count(), 2u);
+}
+
 TEST(TraceStateLimits, TablesStopAtTheirCapsAndCountDrops) {
   TraceStateOptions o;
   o.limits.descriptors = 4;
