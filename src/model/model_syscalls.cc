@@ -235,20 +235,10 @@ bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
       break;
     }
     case IOT_OP_CLOSE_RANGE: {
-      uint32_t first = CloseRangeFirst(sc), last = CloseRangeLast(sc);
+      // The op records the descriptors it closed (or marked close-on-exec), ascending.
       if (ok) {
-        // The descriptors it closes (or marks close-on-exec), in ascending order.
-        fd_table.ForEachFd(proc, [&](int32_t fd, const Descriptor&) {
-          if (static_cast<uint32_t>(fd) >= first && static_cast<uint32_t>(fd) <= last) {
-            s.extra.push_back(static_cast<uint64_t>(fd));
-          }
-        });
-        // The listed ones, one by one: the op records exactly these.
-        for (uint64_t listed : s.extra) {
-          const auto fd = static_cast<int32_t>(listed);
-          if (sc.flags & CLOSE_RANGE_CLOEXEC) fd_table.SetCloexec(proc, fd, true);
-          else fd_table.Close(proc, fd);
-        }
+        fd_table.CloseRange(proc, CloseRangeFirst(sc), CloseRangeLast(sc),
+                            (sc.flags & CLOSE_RANGE_CLOEXEC) != 0, &s.extra);
       }
       op.fd_state = FdState::kKnown;
       s.declare.push_back([this, proc, closed = s.extra] {

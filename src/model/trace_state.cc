@@ -389,10 +389,12 @@ void TraceState::Close(uint32_t tgid, int32_t fd) {
   if (Process* p = Find(tgid)) CloseIn(*p, fd);
 }
 
-void TraceState::CloseRange(uint32_t tgid, uint32_t first, uint32_t last, bool cloexec_only) {
+void TraceState::CloseRange(uint32_t tgid, uint32_t first, uint32_t last, bool cloexec_only,
+                            std::vector<uint64_t>* acted_on) {
   Process* p = Find(tgid);
   if (!p || first > last) return;
   auto act = [&](int32_t fd, Descriptor& d) {
+    if (acted_on) acted_on->push_back(static_cast<uint64_t>(fd));
     if (cloexec_only) d.cloexec = true;
     else CloseIn(*p, fd);
   };

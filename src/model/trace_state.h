@@ -172,8 +172,10 @@ class TraceState {
   // (negative fd, unknown description, cap).
   bool Bind(uint32_t tgid, int32_t fd, DescriptionId desc, bool cloexec);
   void Close(uint32_t tgid, int32_t fd);
-  // close_range(first, last): closes, or with `cloexec_only` marks close-on-exec.
-  void CloseRange(uint32_t tgid, uint32_t first, uint32_t last, bool cloexec_only);
+  // close_range(first, last): closes, or with `cloexec_only` marks close-on-exec. `acted_on`
+  // (when given) receives the descriptors it closed or marked, in ascending order.
+  void CloseRange(uint32_t tgid, uint32_t first, uint32_t last, bool cloexec_only,
+                  std::vector<uint64_t>* acted_on = nullptr);
   // newfd refers to oldfd's description; when oldfd is unknown newfd is closed (whatever it
   // held is gone). Nothing when newfd == oldfd.
   void Dup(uint32_t tgid, int32_t oldfd, int32_t newfd, bool cloexec);

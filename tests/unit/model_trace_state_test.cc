@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -355,12 +356,18 @@ TEST_F(TraceStateTest, CloseRangeFromPastInt32MaxClosesNothing) {
   s.Bind(kPid, 2000, s.NewDescription(O_RDONLY, "/mid"), false);
   s.CloseRange(kPid, UINT32_MAX, UINT32_MAX, false);
   s.CloseRange(kPid, 0x80000000u, UINT32_MAX, false);
-  s.CloseRange(kPid, 0x80000000u, UINT32_MAX, true);
+  std::vector<uint64_t> acted_on;
+  s.CloseRange(kPid, 0x80000000u, UINT32_MAX, true, &acted_on);
+  EXPECT_TRUE(acted_on.empty());
   ASSERT_NE(s.Fd(kPid, 151552), nullptr);
   ASSERT_NE(s.Fd(kPid, 2000), nullptr);
   EXPECT_FALSE(s.Fd(kPid, 151552)->cloexec);
   EXPECT_FALSE(s.Fd(kPid, 2000)->cloexec);
   EXPECT_EQ(s.descriptor_count(), 2u);
+  s.Bind(kPid, 5, s.NewDescription(O_RDONLY, "/low"), false);
+  s.CloseRange(kPid, 5, 151552, true, &acted_on);
+  EXPECT_EQ(acted_on, (std::vector<uint64_t>{5, 2000, 151552}));
+  EXPECT_TRUE(s.Fd(kPid, 151552)->cloexec);
 }
 
 TEST(TraceStateLimits, TablesStopAtTheirCapsAndCountDrops) {
