@@ -16,6 +16,10 @@
  */
 #include "block_common.bpf.h"
 
+/* Each program is written once (NAME_body) and wrapped as tp_btf and as raw_tp
+ * (NAME_raw): arguments are read with BPF_CORE_READ, which serves both the
+ * typed pointers of tp_btf and the untyped ones of raw_tp. */
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define IOT_S_IFREG_BITS 0100000
@@ -123,8 +127,7 @@ static __always_inline bool iot_sync_window(struct bio *bio)
 	return n && *n > 0;
 }
 
-SEC("tp_btf/block_bio_queue")
-int BPF_PROG(iot_blk_bio_queue, struct bio *bio)
+static __always_inline int iot_blk_bio_queue_body(struct bio *bio)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	bool traced = iot_tgid_traced(pid_tgid >> 32);
@@ -178,6 +181,18 @@ int BPF_PROG(iot_blk_bio_queue, struct bio *bio)
 	return 0;
 }
 
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(iot_blk_bio_queue, struct bio *bio)
+{
+	return iot_blk_bio_queue_body(bio);
+}
+
+SEC("raw_tp/block_bio_queue")
+int BPF_PROG(iot_blk_bio_queue_raw, struct bio *bio)
+{
+	return iot_blk_bio_queue_body(bio);
+}
+
 static __always_inline struct iot_blk_bio *iot_bio_followed(struct bio *bio)
 {
 	__u64 key = (__u64)bio;
@@ -205,28 +220,60 @@ static __always_inline int iot_blk_bio_phase(struct bio *bio, __u16 phase)
 	return 0;
 }
 
+static __always_inline int iot_blk_backmerge_body(struct bio *bio)
+{
+	return iot_blk_bio_phase(bio, IOT_BLK_BACKMERGE);
+}
+
 SEC("tp_btf/block_bio_backmerge")
 int BPF_PROG(iot_blk_backmerge, struct bio *bio)
 {
-	return iot_blk_bio_phase(bio, IOT_BLK_BACKMERGE);
+	return iot_blk_backmerge_body(bio);
+}
+
+SEC("raw_tp/block_bio_backmerge")
+int BPF_PROG(iot_blk_backmerge_raw, struct bio *bio)
+{
+	return iot_blk_backmerge_body(bio);
+}
+
+static __always_inline int iot_blk_frontmerge_body(struct bio *bio)
+{
+	return iot_blk_bio_phase(bio, IOT_BLK_FRONTMERGE);
 }
 
 SEC("tp_btf/block_bio_frontmerge")
 int BPF_PROG(iot_blk_frontmerge, struct bio *bio)
 {
-	return iot_blk_bio_phase(bio, IOT_BLK_FRONTMERGE);
+	return iot_blk_frontmerge_body(bio);
+}
+
+SEC("raw_tp/block_bio_frontmerge")
+int BPF_PROG(iot_blk_frontmerge_raw, struct bio *bio)
+{
+	return iot_blk_frontmerge_body(bio);
+}
+
+static __always_inline int iot_blk_getrq_body(struct bio *bio)
+{
+	return iot_blk_bio_phase(bio, IOT_BLK_GETRQ);
 }
 
 SEC("tp_btf/block_getrq")
 int BPF_PROG(iot_blk_getrq, struct bio *bio)
 {
-	return iot_blk_bio_phase(bio, IOT_BLK_GETRQ);
+	return iot_blk_getrq_body(bio);
+}
+
+SEC("raw_tp/block_getrq")
+int BPF_PROG(iot_blk_getrq_raw, struct bio *bio)
+{
+	return iot_blk_getrq_body(bio);
 }
 
 /* `split` is the new front part; the bio it was cut from continues at
  * new_sector and is its bi_private (bio_chain). */
-SEC("tp_btf/block_split")
-int BPF_PROG(iot_blk_split, struct bio *split, unsigned int new_sector)
+static __always_inline int iot_blk_split_body(struct bio *split, unsigned int new_sector)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 parent_key = (__u64)BPF_CORE_READ(split, bi_private);
@@ -266,9 +313,20 @@ int BPF_PROG(iot_blk_split, struct bio *split, unsigned int new_sector)
 	return 0;
 }
 
+SEC("tp_btf/block_split")
+int BPF_PROG(iot_blk_split, struct bio *split, unsigned int new_sector)
+{
+	return iot_blk_split_body(split, new_sector);
+}
+
+SEC("raw_tp/block_split")
+int BPF_PROG(iot_blk_split_raw, struct bio *split, unsigned int new_sector)
+{
+	return iot_blk_split_body(split, new_sector);
+}
+
 /* A partition (or stacked device) remapped the bio: from `from` on `dev`. */
-SEC("tp_btf/block_bio_remap")
-int BPF_PROG(iot_blk_bio_remap, struct bio *bio, dev_t dev, sector_t from)
+static __always_inline int iot_blk_bio_remap_body(struct bio *bio, dev_t dev, sector_t from)
 {
 	__u64 key = (__u64)bio;
 	struct iot_blk_bio *b = bpf_map_lookup_elem(&iot_blk_bios, &key);
@@ -287,10 +345,21 @@ int BPF_PROG(iot_blk_bio_remap, struct bio *bio, dev_t dev, sector_t from)
 	return 0;
 }
 
+SEC("tp_btf/block_bio_remap")
+int BPF_PROG(iot_blk_bio_remap, struct bio *bio, dev_t dev, sector_t from)
+{
+	return iot_blk_bio_remap_body(bio, dev, from);
+}
+
+SEC("raw_tp/block_bio_remap")
+int BPF_PROG(iot_blk_bio_remap_raw, struct bio *bio, dev_t dev, sector_t from)
+{
+	return iot_blk_bio_remap_body(bio, dev, from);
+}
+
 /* Bio completion: reported by the kernel only for bio-based devices (dm, md,
  * zram...); request-based completions are C. */
-SEC("tp_btf/block_bio_complete")
-int BPF_PROG(iot_blk_bio_complete, struct request_queue *q, struct bio *bio)
+static __always_inline int iot_blk_bio_complete_body(struct request_queue *q, struct bio *bio)
 {
 	struct iot_blk_bio *b = iot_bio_followed(bio);
 	if (!b)
@@ -304,6 +373,18 @@ int BPF_PROG(iot_blk_bio_complete, struct request_queue *q, struct bio *bio)
 	__u64 key = (__u64)bio;
 	bpf_map_delete_elem(&iot_blk_bios, &key);
 	return 0;
+}
+
+SEC("tp_btf/block_bio_complete")
+int BPF_PROG(iot_blk_bio_complete, struct request_queue *q, struct bio *bio)
+{
+	return iot_blk_bio_complete_body(q, bio);
+}
+
+SEC("raw_tp/block_bio_complete")
+int BPF_PROG(iot_blk_bio_complete_raw, struct request_queue *q, struct bio *bio)
+{
+	return iot_blk_bio_complete_body(q, bio);
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -340,26 +421,58 @@ static __always_inline int iot_blk_rq_phase(struct request *rq, __u16 phase, boo
 	return 0;
 }
 
+static __always_inline int iot_blk_rq_insert_body(struct request *rq)
+{
+	return iot_blk_rq_phase(rq, IOT_BLK_INSERT, true);
+}
+
 SEC("tp_btf/block_rq_insert")
 int BPF_PROG(iot_blk_rq_insert, struct request *rq)
 {
-	return iot_blk_rq_phase(rq, IOT_BLK_INSERT, true);
+	return iot_blk_rq_insert_body(rq);
+}
+
+SEC("raw_tp/block_rq_insert")
+int BPF_PROG(iot_blk_rq_insert_raw, struct request *rq)
+{
+	return iot_blk_rq_insert_body(rq);
+}
+
+static __always_inline int iot_blk_rq_issue_body(struct request *rq)
+{
+	return iot_blk_rq_phase(rq, IOT_BLK_ISSUE, true);
 }
 
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(iot_blk_rq_issue, struct request *rq)
 {
-	return iot_blk_rq_phase(rq, IOT_BLK_ISSUE, true);
+	return iot_blk_rq_issue_body(rq);
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(iot_blk_rq_issue_raw, struct request *rq)
+{
+	return iot_blk_rq_issue_body(rq);
+}
+
+static __always_inline int iot_blk_rq_requeue_body(struct request *rq)
+{
+	return iot_blk_rq_phase(rq, IOT_BLK_REQUEUE, false);
 }
 
 SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(iot_blk_rq_requeue, struct request *rq)
 {
-	return iot_blk_rq_phase(rq, IOT_BLK_REQUEUE, false);
+	return iot_blk_rq_requeue_body(rq);
 }
 
-SEC("tp_btf/block_rq_remap")
-int BPF_PROG(iot_blk_rq_remap, struct request *rq, dev_t dev, sector_t from)
+SEC("raw_tp/block_rq_requeue")
+int BPF_PROG(iot_blk_rq_requeue_raw, struct request *rq)
+{
+	return iot_blk_rq_requeue_body(rq);
+}
+
+static __always_inline int iot_blk_rq_remap_body(struct request *rq, dev_t dev, sector_t from)
 {
 	struct iot_blk_rq *f = iot_rq_follow(rq, false);
 	if (!f)
@@ -370,6 +483,18 @@ int BPF_PROG(iot_blk_rq_remap, struct request *rq, dev_t dev, sector_t from)
 	r.aux = from;
 	iot_blk_emit(&r);
 	return 0;
+}
+
+SEC("tp_btf/block_rq_remap")
+int BPF_PROG(iot_blk_rq_remap, struct request *rq, dev_t dev, sector_t from)
+{
+	return iot_blk_rq_remap_body(rq, dev, from);
+}
+
+SEC("raw_tp/block_rq_remap")
+int BPF_PROG(iot_blk_rq_remap_raw, struct request *rq, dev_t dev, sector_t from)
+{
+	return iot_blk_rq_remap_body(rq, dev, from);
 }
 
 /* Forgets a request and its bios (they complete with it). */
@@ -391,8 +516,7 @@ static __always_inline void iot_rq_forget(struct request *rq, struct iot_blk_rq 
 
 /* `rq` was merged into another request and is freed without completing; its
  * bios now belong to the other one, which is followed for them. */
-SEC("tp_btf/block_rq_merge")
-int BPF_PROG(iot_blk_rq_merge, struct request *rq)
+static __always_inline int iot_blk_rq_merge_body(struct request *rq)
 {
 	struct iot_blk_rq *f = iot_rq_follow(rq, false);
 	if (!f)
@@ -406,6 +530,18 @@ int BPF_PROG(iot_blk_rq_merge, struct request *rq)
 	__u64 key = (__u64)rq;
 	bpf_map_delete_elem(&iot_blk_rqs, &key);
 	return 0;
+}
+
+SEC("tp_btf/block_rq_merge")
+int BPF_PROG(iot_blk_rq_merge, struct request *rq)
+{
+	return iot_blk_rq_merge_body(rq);
+}
+
+SEC("raw_tp/block_rq_merge")
+int BPF_PROG(iot_blk_rq_merge_raw, struct request *rq)
+{
+	return iot_blk_rq_merge_body(rq);
 }
 
 static __always_inline __s32 iot_blk_errno(__u8 status)
@@ -430,8 +566,7 @@ static __always_inline __s32 iot_blk_errno(__u8 status)
 /* Completion of nr_bytes of the request (partial completions happen). The
  * request is also adopted here: a request finished by the flush machinery
  * without being issued has no earlier event. */
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(iot_blk_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+static __always_inline int iot_blk_rq_complete_body(struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
 	struct iot_blk_rq *f = iot_rq_follow(rq, true);
 	if (!f)
@@ -450,10 +585,21 @@ int BPF_PROG(iot_blk_rq_complete, struct request *rq, blk_status_t error, unsign
 	return 0;
 }
 
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(iot_blk_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	return iot_blk_rq_complete_body(rq, error, nr_bytes);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(iot_blk_rq_complete_raw, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	return iot_blk_rq_complete_body(rq, error, nr_bytes);
+}
+
 /* The memory layer marks the files traced threads dirty; when it does not run,
  * this does, so that their write-back by the flusher is followed. */
-SEC("tp_btf/writeback_mark_inode_dirty")
-int BPF_PROG(iot_blk_mark_dirty, struct inode *inode, int flags)
+static __always_inline int iot_blk_mark_dirty_body(struct inode *inode, int flags)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!iot_tgid_traced(pid_tgid >> 32))
@@ -462,6 +608,18 @@ int BPF_PROG(iot_blk_mark_dirty, struct inode *inode, int flags)
 		return 0;
 	iot_inode_mark(BPF_CORE_READ(inode, i_ino), BPF_CORE_READ(inode, i_sb, s_dev));
 	return 0;
+}
+
+SEC("tp_btf/writeback_mark_inode_dirty")
+int BPF_PROG(iot_blk_mark_dirty, struct inode *inode, int flags)
+{
+	return iot_blk_mark_dirty_body(inode, flags);
+}
+
+SEC("raw_tp/writeback_mark_inode_dirty")
+int BPF_PROG(iot_blk_mark_dirty_raw, struct inode *inode, int flags)
+{
+	return iot_blk_mark_dirty_body(inode, flags);
 }
 
 /* ext4's fsync (fsync, fdatasync, msync MS_SYNC) in a traced thread opens a
@@ -481,8 +639,7 @@ static __always_inline void iot_sync_window_add(__u32 disk, int delta)
 	}
 }
 
-SEC("tp_btf/ext4_sync_file_enter")
-int BPF_PROG(iot_blk_fsync_enter, struct file *file, int datasync)
+static __always_inline int iot_blk_fsync_enter_body(struct file *file, int datasync)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!iot_tgid_traced(pid_tgid >> 32))
@@ -495,8 +652,19 @@ int BPF_PROG(iot_blk_fsync_enter, struct file *file, int datasync)
 	return 0;
 }
 
-SEC("tp_btf/ext4_sync_file_exit")
-int BPF_PROG(iot_blk_fsync_exit, struct inode *inode, int ret)
+SEC("tp_btf/ext4_sync_file_enter")
+int BPF_PROG(iot_blk_fsync_enter, struct file *file, int datasync)
+{
+	return iot_blk_fsync_enter_body(file, datasync);
+}
+
+SEC("raw_tp/ext4_sync_file_enter")
+int BPF_PROG(iot_blk_fsync_enter_raw, struct file *file, int datasync)
+{
+	return iot_blk_fsync_enter_body(file, datasync);
+}
+
+static __always_inline int iot_blk_fsync_exit_body(struct inode *inode, int ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 *disk = bpf_map_lookup_elem(&iot_blk_sync_calls, &tid);
@@ -505,4 +673,16 @@ int BPF_PROG(iot_blk_fsync_exit, struct inode *inode, int ret)
 	iot_sync_window_add(*disk, -1);
 	bpf_map_delete_elem(&iot_blk_sync_calls, &tid);
 	return 0;
+}
+
+SEC("tp_btf/ext4_sync_file_exit")
+int BPF_PROG(iot_blk_fsync_exit, struct inode *inode, int ret)
+{
+	return iot_blk_fsync_exit_body(inode, ret);
+}
+
+SEC("raw_tp/ext4_sync_file_exit")
+int BPF_PROG(iot_blk_fsync_exit_raw, struct inode *inode, int ret)
+{
+	return iot_blk_fsync_exit_body(inode, ret);
 }

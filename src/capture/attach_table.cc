@@ -55,8 +55,8 @@ std::string ProgramAttach::MethodList() const {
 }
 
 const std::vector<ProgramAttach>& AttachTable() {
-  // The syscall, process, io_uring and sched programs have raw_tp variants (and the syscall
-  // ones classic raw_syscalls / sched tracepoint variants). The memory, block and NVMe programs
+  // The syscall, process, io_uring, block and sched programs have raw_tp variants (and the
+  // syscall ones classic raw_syscalls / sched tracepoint variants). The memory and NVMe programs
   // read typed tracepoint arguments throughout and are tp_btf only.
   static const std::vector<ProgramAttach> kTable = {
       {"syscall", "syscall", "iot_sys_enter", "raw_syscalls:sys_enter", true, kAllThree},
@@ -93,23 +93,23 @@ const std::vector<ProgramAttach>& AttachTable() {
       {"memory", "memory", "iot_mem_ext4_writepages_result", "ext4:ext4_writepages_result", false,
        kBtfOnly},
 
-      {"block", "block", "iot_blk_rq_issue", "block:block_rq_issue", true, kBtfOnly},
-      {"block", "block", "iot_blk_rq_complete", "block:block_rq_complete", true, kBtfOnly},
-      {"block", "block", "iot_blk_rq_insert", "block:block_rq_insert", false, kBtfOnly},
-      {"block", "block", "iot_blk_bio_queue", "block:block_bio_queue", false, kBtfOnly},
-      {"block", "block", "iot_blk_backmerge", "block:block_bio_backmerge", false, kBtfOnly},
-      {"block", "block", "iot_blk_frontmerge", "block:block_bio_frontmerge", false, kBtfOnly},
-      {"block", "block", "iot_blk_getrq", "block:block_getrq", false, kBtfOnly},
-      {"block", "block", "iot_blk_split", "block:block_split", false, kBtfOnly},
-      {"block", "block", "iot_blk_bio_remap", "block:block_bio_remap", false, kBtfOnly},
-      {"block", "block", "iot_blk_bio_complete", "block:block_bio_complete", false, kBtfOnly},
-      {"block", "block", "iot_blk_rq_requeue", "block:block_rq_requeue", false, kBtfOnly},
-      {"block", "block", "iot_blk_rq_remap", "block:block_rq_remap", false, kBtfOnly},
-      {"block", "block", "iot_blk_rq_merge", "block:block_rq_merge", false, kBtfOnly},
+      {"block", "block", "iot_blk_rq_issue", "block:block_rq_issue", true, kBtfOrRaw},
+      {"block", "block", "iot_blk_rq_complete", "block:block_rq_complete", true, kBtfOrRaw},
+      {"block", "block", "iot_blk_rq_insert", "block:block_rq_insert", false, kBtfOrRaw},
+      {"block", "block", "iot_blk_bio_queue", "block:block_bio_queue", false, kBtfOrRaw},
+      {"block", "block", "iot_blk_backmerge", "block:block_bio_backmerge", false, kBtfOrRaw},
+      {"block", "block", "iot_blk_frontmerge", "block:block_bio_frontmerge", false, kBtfOrRaw},
+      {"block", "block", "iot_blk_getrq", "block:block_getrq", false, kBtfOrRaw},
+      {"block", "block", "iot_blk_split", "block:block_split", false, kBtfOrRaw},
+      {"block", "block", "iot_blk_bio_remap", "block:block_bio_remap", false, kBtfOrRaw},
+      {"block", "block", "iot_blk_bio_complete", "block:block_bio_complete", false, kBtfOrRaw},
+      {"block", "block", "iot_blk_rq_requeue", "block:block_rq_requeue", false, kBtfOrRaw},
+      {"block", "block", "iot_blk_rq_remap", "block:block_rq_remap", false, kBtfOrRaw},
+      {"block", "block", "iot_blk_rq_merge", "block:block_rq_merge", false, kBtfOrRaw},
       {"block", "block", "iot_blk_mark_dirty", "writeback:writeback_mark_inode_dirty", false,
-       kBtfOnly},
-      {"block", "block", "iot_blk_fsync_enter", "ext4:ext4_sync_file_enter", false, kBtfOnly},
-      {"block", "block", "iot_blk_fsync_exit", "ext4:ext4_sync_file_exit", false, kBtfOnly},
+       kBtfOrRaw},
+      {"block", "block", "iot_blk_fsync_enter", "ext4:ext4_sync_file_enter", false, kBtfOrRaw},
+      {"block", "block", "iot_blk_fsync_exit", "ext4:ext4_sync_file_exit", false, kBtfOrRaw},
 
       {"nvme", "nvme", "iot_nvme_setup", "nvme:nvme_setup_cmd", true, kBtfOnly},
       {"nvme", "nvme", "iot_nvme_complete", "nvme:nvme_complete_rq", true, kBtfOnly},

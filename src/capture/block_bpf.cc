@@ -180,7 +180,14 @@ Result<std::unique_ptr<BlockBpf>> BlockBpf::Load(const BlockOptions& options,
   b->ncpus_ = ncpus > 0 ? ncpus : 1;
   b->emit_block_ = options.block;
   bool need_marker = shared.inodes_fd < 0 || !shared.inodes_marked_elsewhere;
+  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
+  b->block_attach_ = PlanObject("block", forced);
   Status st = b->LoadBlock(options, shared, need_marker);
+  // A plan that does not load is retried with each program's next method.
+  for (Status retry = st; !retry.ok() && DemotePlan("block", &b->block_attach_);) {
+    retry = b->LoadBlock(options, shared, need_marker);
+    if (retry.ok()) st = retry;
+  }
   if (!st.ok()) {
     std::string why = "the block BPF programs failed to load: " + FirstLine(st.message());
     if (options.block) plan->block = {false, why};
@@ -190,7 +197,8 @@ Result<std::unique_ptr<BlockBpf>> BlockBpf::Load(const BlockOptions& options,
   }
   if (options.block) {
     plan->block = {true,
-                   "tp_btf block_bio_queue/split/backmerge/frontmerge/getrq/bio_remap/"
+                   DescribePlan(b->block_attach_) +
+                       " block_bio_queue/split/backmerge/frontmerge/getrq/bio_remap/"
                    "bio_complete, block_rq_insert/issue/requeue/remap/merge/complete; bios of "
                    "traced processes, page-cache bios of their files (write-back, readahead), "
                    "kernel-thread bios during a traced ext4 fsync (journal) and the requests "
@@ -236,15 +244,19 @@ Status BlockBpf::LoadBlock(const BlockOptions& options, const BlockSharedMaps& s
     int err = bpf_map__reuse_fd(block_->maps.iot_mem_inodes, shared.inodes_fd);
     if (err) return LibbpfError(err, "sharing the memory layer's inode set");
   }
-  bpf_program__set_autoload(block_->progs.iot_blk_mark_dirty,
-                            need_marker && !TracepointSource("writeback_mark_inode_dirty").empty());
+  SelectPlan(block_->obj, block_attach_);
+  // The optional programs stay unloaded where the kernel lacks their tracepoint.
   // block_bio_complete, block_bio_remap and block_rq_remap exist on every kernel this supports;
-  // the request merge event was added in 5.x. Probe the optional ones.
-  bpf_program__set_autoload(block_->progs.iot_blk_rq_merge,
-                            !TracepointSource("block_rq_merge").empty());
+  // the request merge event was added in 5.x.
+  auto keep_if = [this](const char* base, bool keep) {
+    if (!keep) SelectVariant(block_->obj, base, AttachMethod::kNone);
+  };
+  keep_if("iot_blk_mark_dirty",
+          need_marker && !TracepointSource("writeback_mark_inode_dirty").empty());
+  keep_if("iot_blk_rq_merge", !TracepointSource("block_rq_merge").empty());
   bool ext4 = !TracepointSource("ext4_sync_file_enter").empty();
-  bpf_program__set_autoload(block_->progs.iot_blk_fsync_enter, ext4);
-  bpf_program__set_autoload(block_->progs.iot_blk_fsync_exit, ext4);
+  keep_if("iot_blk_fsync_enter", ext4);
+  keep_if("iot_blk_fsync_exit", ext4);
   int err = iotwin_block_bpf__load(block_);
   if (err) {
     iotwin_block_bpf__destroy(block_);
@@ -325,23 +337,26 @@ Status BlockBpf::Attach(std::vector<std::string>* notes, BlockLayerPlan* plan) {
     return Status::Ok();
   };
   if (block_) {
-    bpf_program* required[] = {
-        block_->progs.iot_blk_bio_queue,  block_->progs.iot_blk_split,
-        block_->progs.iot_blk_backmerge,  block_->progs.iot_blk_frontmerge,
-        block_->progs.iot_blk_getrq,      block_->progs.iot_blk_bio_remap,
-        block_->progs.iot_blk_bio_complete, block_->progs.iot_blk_rq_insert,
-        block_->progs.iot_blk_rq_issue,   block_->progs.iot_blk_rq_requeue,
-        block_->progs.iot_blk_rq_remap,   block_->progs.iot_blk_rq_merge,
-        block_->progs.iot_blk_rq_complete,
+    // The planned variant of each program (attach_plan.h).
+    auto planned = [this](const char* base) {
+      return FindVariant(block_->obj, base, block_attach_.at(base));
     };
-    for (bpf_program* p : required) IOTWIN_RETURN_IF_ERROR(attach(p));
-    Status st = attach(block_->progs.iot_blk_mark_dirty);
+    for (const char* base :
+         {"iot_blk_bio_queue", "iot_blk_split", "iot_blk_backmerge", "iot_blk_frontmerge",
+          "iot_blk_getrq", "iot_blk_bio_remap", "iot_blk_bio_complete", "iot_blk_rq_insert",
+          "iot_blk_rq_issue", "iot_blk_rq_requeue", "iot_blk_rq_remap", "iot_blk_rq_merge",
+          "iot_blk_rq_complete"}) {
+      bpf_program* p = planned(base);
+      if (!p) return Status::Internal("the block BPF object has no {}", base);
+      IOTWIN_RETURN_IF_ERROR(attach(p));
+    }
+    Status st = attach(planned("iot_blk_mark_dirty"));
     if (!st.ok()) {
       notes->push_back("block: write-back of dirtied files is not followed: " +
                        FirstLine(st.message()));
     }
-    st = attach(block_->progs.iot_blk_fsync_enter);
-    if (st.ok()) st = attach(block_->progs.iot_blk_fsync_exit);
+    st = attach(planned("iot_blk_fsync_enter"));
+    if (st.ok()) st = attach(planned("iot_blk_fsync_exit"));
     if (!st.ok()) {
       notes->push_back("block: journal I/O of traced fsync calls is not followed: " +
                        FirstLine(st.message()));

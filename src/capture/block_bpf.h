@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "capture/attach_plan.h"
 #include "capture/block_options.h"
 
 struct bpf_link;
@@ -106,7 +107,8 @@ class BlockBpf {
   iotwin_sched_bpf* sched_ = nullptr;
   std::vector<bpf_link*> links_;
   bool emit_block_ = true;
-  std::string sched_attach_kind_ = "tp_btf";  // how the sched programs attach (attach_table.h)
+  std::string sched_attach_kind_ = "tp_btf";
+  AttachPlan block_attach_;  // how the block programs attach  // how the sched programs attach (attach_table.h)
   int ncpus_ = 1;
 };
 

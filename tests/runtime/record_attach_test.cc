@@ -147,8 +147,8 @@ std::vector<std::tuple<int, int, int, uint64_t, uint64_t, uint64_t, int64_t>> Ur
 }
 
 // The io_uring programs have raw_tp twins: the same requests, with the same fields; and the
-// interference layer (sched) attaches as raw_tp too.
-TEST(RecordAttach, RawTpRecordsTheSameIoUringRequestsAndRunsTheSchedLayer) {
+// block and interference (sched) layers attach as raw_tp too.
+TEST(RecordAttach, RawTpRecordsTheSameIoUringRequestsAndRunsTheBlockAndSchedLayers) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   TempDir dir;
   Recorded btf = RecordWith(dir, "tp_btf", "io_uring_rw", {});
@@ -165,6 +165,11 @@ TEST(RecordAttach, RawTpRecordsTheSameIoUringRequestsAndRunsTheSchedLayer) {
       << LayerReason(btf.trace, "sched");
   EXPECT_EQ(LayerReason(raw.trace, "sched").rfind("raw_tp ", 0), 0u)
       << LayerReason(raw.trace, "sched");
+  // The block programs too (the block runtime tests pass with IOTWIN_ATTACH=raw_tp exported).
+  EXPECT_EQ(LayerReason(btf.trace, "block").rfind("tp_btf ", 0), 0u)
+      << LayerReason(btf.trace, "block");
+  EXPECT_EQ(LayerReason(raw.trace, "block").rfind("raw_tp ", 0), 0u)
+      << LayerReason(raw.trace, "block");
 }
 
 TEST(RecordAttach, UnknownMethodIsRefused) {

@@ -201,8 +201,8 @@ TEST(FeaturesEvaluate, SyscallLayerOffersOnlyWhatTheCaptureCanAttach) {
       << syscall.reason;
 }
 
-// Without tp_btf the syscall, process, io_uring and sched programs attach as raw_tp; the layers
-// whose programs are tp_btf only say so instead of offering a fallback.
+// Without tp_btf the programs with raw_tp twins (syscall, process, io_uring, block, sched) attach
+// as raw_tp; the layers whose programs are tp_btf only say so instead of offering a fallback.
 TEST(FeaturesEvaluate, WithoutTpBtfTheProgramsWithRawTpTwinsUseThem) {
   KernelFacts f = VmLikeFacts();
   f.tp_btf = {false, EINVAL, "load failed"};
@@ -217,10 +217,12 @@ TEST(FeaturesEvaluate, WithoutTpBtfTheProgramsWithRawTpTwinsUseThem) {
   EXPECT_NE(syscall.method.find("io_uring:io_uring_submit_req (raw_tp)"), std::string::npos)
       << syscall.method;
   EXPECT_TRUE(Layer(features, "sched").available);
-  const LayerPlan& block = Layer(features, "block");
-  EXPECT_FALSE(block.available);
-  EXPECT_NE(block.reason.find("block:block_rq_issue (tp_btf only)"), std::string::npos)
-      << block.reason;
+  EXPECT_TRUE(Layer(features, "block").available);
+  const LayerPlan& memory = Layer(features, "memory");
+  EXPECT_FALSE(memory.available);
+  EXPECT_NE(memory.reason.find("filemap:mm_filemap_add_to_page_cache (tp_btf only)"),
+            std::string::npos)
+      << memory.reason;
 }
 
 // The classic tracepoint needs a mounted tracefs (the capture does not mount it), and only the
@@ -250,13 +252,13 @@ TEST(FeaturesEvaluate, ForcedMethodOnlyWhereTheRowOffersIt) {
   Features features = Features::Evaluate(f);
   const ProgramAttach* enter = FindAttach("syscall", "iot_sys_enter");
   const ProgramAttach* fork = FindAttach("proc", "iot_proc_fork");
-  const ProgramAttach* issue = FindAttach("block", "iot_blk_rq_issue");
-  ASSERT_TRUE(enter && fork && issue);
+  const ProgramAttach* pc_add = FindAttach("memory", "iot_mem_pc_add");
+  ASSERT_TRUE(enter && fork && pc_add);
   EXPECT_EQ(features.ChooseAttach(*enter), AttachMethod::kTpBtf);
   EXPECT_EQ(features.ChooseAttach(*enter, AttachMethod::kRawTp), AttachMethod::kRawTp);
   EXPECT_EQ(features.ChooseAttach(*enter, AttachMethod::kTracepoint), AttachMethod::kTracepoint);
   EXPECT_EQ(features.ChooseAttach(*fork, AttachMethod::kTracepoint), AttachMethod::kTpBtf);
-  EXPECT_EQ(features.ChooseAttach(*issue, AttachMethod::kRawTp), AttachMethod::kTpBtf);
+  EXPECT_EQ(features.ChooseAttach(*pc_add, AttachMethod::kRawTp), AttachMethod::kTpBtf);
 }
 
 // The loaders learn from the one probe where a tracepoint's BTF is (the NVMe layer names it).
@@ -276,8 +278,8 @@ TEST(FeaturesEvaluate, TpBtfFallbackComesFromTheAttachTable) {
   f.tp_btf = {false, EINVAL, "load failed"};
   std::string fallback(Features::Evaluate(f).status(Feature::kTpBtf).fallback);
   EXPECT_EQ(fallback,
-            "raw_tp for the syscall, proc, async, sched programs (a classic tracepoint for the "
-            "syscall ones); the memory, block, nvme programs are tp_btf only");
+            "raw_tp for the syscall, proc, async, block, sched programs (a classic tracepoint for "
+            "the syscall ones); the memory, nvme programs are tp_btf only");
 }
 
 TEST(AttachTable, RowsAreWellFormedAndGroupedByLayer) {
