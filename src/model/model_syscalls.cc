@@ -14,15 +14,6 @@
 #include "model/model_builder_impl.h"
 
 namespace iotwin::model {
-namespace {
-
-uint32_t EffectiveOpenFlags(const iot_syscall& sc) {
-  if (sc.op == IOT_OP_CREAT) return O_CREAT | O_WRONLY | O_TRUNC | (sc.flags & O_CLOEXEC);
-  return sc.flags;
-}
-
-}  // namespace
-
 void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
   SyscallStep s(sc);
   s.thread = ThreadFor(sc.tid, sc.tgid, sc.ts);

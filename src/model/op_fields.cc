@@ -124,4 +124,9 @@ bool OpResultCloexec(const iot_syscall& sc) {
   return false;  // dup, dup2 clear the flag
 }
 
+uint32_t EffectiveOpenFlags(const iot_syscall& sc) {
+  if (sc.op == IOT_OP_CREAT) return O_CREAT | O_WRONLY | O_TRUNC | (sc.flags & O_CLOEXEC);
+  return sc.flags;
+}
+
 }  // namespace iotwin::model

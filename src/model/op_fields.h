@@ -90,5 +90,8 @@ bool OpReturnsFd(const iot_syscall& sc);
 bool OpResultIsCount(uint16_t op);
 // Effective close-on-exec of the descriptor an op returns.
 bool OpResultCloexec(const iot_syscall& sc);
+// The open flags an open call used: its recorded flags, or for creat() (which has none)
+// O_CREAT | O_WRONLY | O_TRUNC, as the kernel opens it.
+uint32_t EffectiveOpenFlags(const iot_syscall& sc);
 
 }  // namespace iotwin::model

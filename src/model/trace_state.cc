@@ -27,12 +27,6 @@ int32_t DataFdOf(const iot_syscall& sc, const OpInfo& info) {
   return -1;
 }
 
-// creat() is open(O_CREAT | O_WRONLY | O_TRUNC).
-uint32_t EffectiveOpenFlags(const iot_syscall& sc) {
-  if (sc.op == IOT_OP_CREAT) return O_CREAT | O_WRONLY | O_TRUNC | (sc.flags & O_CLOEXEC);
-  return sc.flags;
-}
-
 }  // namespace
 
 TraceState::TraceState(TraceStateOptions options) : options_(options) {}
