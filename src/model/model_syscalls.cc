@@ -254,11 +254,7 @@ bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
       if (code == IOT_OP_FCNTL && ok && op.fd_state == FdState::kKnown) {
         if (cmd == F_SETFD) fd_table.SetCloexec(proc, sc.fd, (FcntlArg(sc) & FD_CLOEXEC) != 0);
         if (cmd == F_SETFL && op.ofd != kNone) {
-          // F_SETFL changes only these; the access mode and creation flags stay. (Only `flags`:
-          // the model reads O_APPEND from them, not the description's decoded `append`.)
-          constexpr uint32_t kSettable = O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME | O_NONBLOCK;
-          uint32_t& f = Desc(op.ofd).flags;
-          f = (f & ~kSettable) | (static_cast<uint32_t>(FcntlArg(sc)) & kSettable);
+          fd_table.SetFlags(ofds[op.ofd].desc, static_cast<uint32_t>(FcntlArg(sc)));
         }
       }
       const bool locks = code == IOT_OP_FCNTL && (FcntlIsLock(cmd) || cmd == F_SETLEASE ||
@@ -302,7 +298,7 @@ bool ModelBuilder::Impl::ApplyDataOp(SyscallStep& s) {
       uint64_t pos = sc.offset;
       if (!positional && ofd) {
         pos = Desc(op.ofd).pos;
-        if (is_write && (Desc(op.ofd).flags & O_APPEND) && ok && sc.fsize >= uint64_t(sc.ret)) {
+        if (is_write && Desc(op.ofd).append && ok && sc.fsize >= uint64_t(sc.ret)) {
           pos = sc.fsize - static_cast<uint64_t>(sc.ret);
         }
       }

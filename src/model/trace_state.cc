@@ -431,6 +431,15 @@ void TraceState::SetCloexec(uint32_t tgid, int32_t fd, bool cloexec) {
   if (Descriptor* d = const_cast<Descriptor*>(Fd(tgid, fd))) d->cloexec = cloexec;
 }
 
+void TraceState::SetFlags(DescriptionId id, uint32_t flags) {
+  if (id >= descs_.size()) return;
+  // F_SETFL changes only these; the access mode and creation flags stay.
+  const uint32_t settable = o_append_ | o_direct_ | O_ASYNC | O_NOATIME | O_NONBLOCK;
+  OpenFileDescription& d = descs_[id];
+  d.flags = (d.flags & ~settable) | (flags & settable);
+  Decode(d);
+}
+
 bool TraceState::HasPath(uint32_t tgid, std::string_view path) const {
   bool found = false;
   ForEachFd(tgid, [&](int32_t, const Descriptor& d) {
@@ -660,12 +669,8 @@ void TraceState::OnFcntl(const iot_syscall& sc, SyscallEffect& e) {
     e.new_fd = static_cast<int32_t>(sc.ret);
   } else if (cmd == F_SETFD) {
     SetCloexec(sc.tgid, sc.fd, (FcntlArg(sc) & FD_CLOEXEC) != 0);
-  } else if (cmd == F_SETFL && e.desc != kNoDescription) {
-    // F_SETFL changes only these; the access mode and creation flags stay.
-    const uint32_t settable = o_append_ | o_direct_ | O_ASYNC | O_NOATIME | O_NONBLOCK;
-    OpenFileDescription& d = descs_[e.desc];
-    d.flags = (d.flags & ~settable) | (static_cast<uint32_t>(FcntlArg(sc)) & settable);
-    Decode(d);
+  } else if (cmd == F_SETFL) {
+    SetFlags(e.desc, static_cast<uint32_t>(FcntlArg(sc)));
   }
 }
 

@@ -180,6 +180,10 @@ class TraceState {
   // held is gone). Nothing when newfd == oldfd.
   void Dup(uint32_t tgid, int32_t oldfd, int32_t newfd, bool cloexec);
   void SetCloexec(uint32_t tgid, int32_t fd, bool cloexec);
+  // fcntl(F_SETFL, flags) on a description: the settable flags (O_APPEND, O_DIRECT, O_ASYNC,
+  // O_NOATIME, O_NONBLOCK) take their values from `flags`, the access mode and creation flags
+  // stay, and append/direct are decoded again. Nothing for an id out of range.
+  void SetFlags(DescriptionId id, uint32_t flags);
   void Fork(uint32_t parent_tgid, uint32_t child_tgid);
   void Exec(uint32_t tgid);
   void DropProcess(uint32_t tgid);
