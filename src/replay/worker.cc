@@ -61,10 +61,6 @@ iotwin::AsyncKind RequestKind(const iot_async_io& a) {
   return AsyncOp(engine, a.opcode).kind;
 }
 bool AsyncIsWriteOp(const iot_async_io& a) { return RequestKind(a) == iotwin::AsyncKind::kWrite; }
-bool AsyncMovesData(const iot_async_io& a) {
-  const iotwin::AsyncKind kind = RequestKind(a);
-  return kind == iotwin::AsyncKind::kRead || kind == iotwin::AsyncKind::kWrite;
-}
 
 bool IsReplayableKind(OpKind kind) {
   return kind == OpKind::kSyscall || kind == OpKind::kPageFault || kind == OpKind::kAsyncSubmit;
@@ -225,6 +221,8 @@ void ReplayEngine::Worker::ReplayOps() {
   }
 }
 
+// The steps of every op are forced inline (worker.h says why).
+[[gnu::always_inline]]
 void ReplayEngine::Worker::WaitForDependencies(const Op& op) {
   for (uint32_t k = 0; k < op.dep_count; k++) {
     const model::Dep& d = model_.DepsBegin(op)[k];
@@ -232,6 +230,7 @@ void ReplayEngine::Worker::WaitForDependencies(const Op& op) {
   }
 }
 
+[[gnu::always_inline]]
 uint64_t ReplayEngine::Worker::Pace(const Op& op) {
   if (!paced_) {
     if (!outstanding_.empty()) ReapAvailable();
@@ -258,20 +257,23 @@ void ReplayEngine::Worker::Skip(std::string_view reason, const Op& op, uint32_t 
   MarkDone(index);
 }
 
+[[gnu::always_inline]]
 void ReplayEngine::Worker::MarkDone(uint32_t index) { engine_.MarkDone(thread, index + 1); }
 
 // A system call or page touch: translated, issued, its effects applied, its result checked.
+[[gnu::always_inline]]
 void ReplayEngine::Worker::ReplaySyncOp(const Op& op, uint32_t index, uint64_t issued) {
-  Translation t = Translate(op);
+  Translation t;
+  Translate(op, &t);
   if (const char* reason = t.SkipReason()) {
     Skip(reason, op, index);
     return;
   }
   // Issued just now when paced (the clock read is reused); otherwise read it here.
   const uint64_t t0 = paced_ ? issued : NowNs();
-  const int64_t result = backend_->Execute(args_);
+  const int64_t result = backend_->Execute(t.args);
   const uint64_t t1 = NowNs();
-  if (op.kind == OpKind::kSyscall) ApplyEffects(op, result);
+  if (op.kind == OpKind::kSyscall) ApplyEffects(op, t.args, result);
   OpStats& s = StatsFor(op);
   s.count++;
   s.latency.Add(t1 - t0);
@@ -283,6 +285,7 @@ void ReplayEngine::Worker::ReplaySyncOp(const Op& op, uint32_t index, uint64_t i
   Complete(op, index, t1);
 }
 
+[[gnu::always_inline]]
 void ReplayEngine::Worker::Complete(const Op& op, uint32_t index, uint64_t live_done) {
   done_ops.store(done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   prev_rec_end_ = op.end == UINT64_MAX ? op.ts : op.end;
@@ -292,34 +295,32 @@ void ReplayEngine::Worker::Complete(const Op& op, uint32_t index, uint64_t live_
 
 // ---- translation: recorded arguments -> live ones ----------------------------------------
 
-ReplayEngine::Worker::Translation ReplayEngine::Worker::Translate(const Op& op) {
-  args_ = LiveArgs{};
-  args_.op = &op;
-  args_.sandbox = engine_.plan_.sandbox.get();
-  args_.in_root = in_root;
-  args_.recorded = op.result;
-  Translation t;
+[[gnu::always_inline]]
+void ReplayEngine::Worker::Translate(const Op& op, Translation* t) {
+  t->args.op = &op;
+  t->args.sandbox = engine_.plan_.sandbox.get();
+  t->args.in_root = in_root;
+  t->args.recorded = op.result;
   if (op.kind == OpKind::kPageFault) {
-    TranslateFault(op, &t);
-    return t;
+    TranslateFault(op, t);
+    return;
   }
   // Every part is translated even once one has failed: the parts' side effects (a reserved
   // dup2 target) do not depend on the others. Each part is entered only by the ops it concerns.
   const uint16_t code = op.sc.op;
-  TranslateDescriptors(op, &t);
-  TranslatePaths(op, &t);
-  if (code == IOT_OP_SYMLINK || code == IOT_OP_SYMLINKAT) TranslateSymlinkText(op, &t);
+  TranslateDescriptors(op, t);
+  TranslatePaths(op, t);
+  if (code == IOT_OP_SYMLINK || code == IOT_OP_SYMLINKAT) TranslateSymlinkText(op, t);
   if (code == IOT_OP_COPY_FILE_RANGE || code == IOT_OP_SENDFILE || code == IOT_OP_DUP2 ||
       code == IOT_OP_DUP3) {
-    TranslateSecondFd(op, &t);
+    TranslateSecondFd(op, t);
   }
-  if (OpIsRead(code) || OpIsWrite(code) || code == IOT_OP_GETDENTS64) TranslateBuffers(op);
+  if (OpIsRead(code) || OpIsWrite(code) || code == IOT_OP_GETDENTS64) TranslateBuffers(op, t);
   if (code == IOT_OP_MUNMAP || code == IOT_OP_MSYNC || code == IOT_OP_MADVISE ||
       code == IOT_OP_MREMAP || code == IOT_OP_MMAP) {
-    TranslateMemory(op, &t);
+    TranslateMemory(op, t);
   }
-  if (code == IOT_OP_CLOSE_RANGE) TranslateCloseRange(op, &t);
-  return t;
+  if (code == IOT_OP_CLOSE_RANGE) TranslateCloseRange(op, t);
 }
 
 void ReplayEngine::Worker::TranslateFault(const Op& op, Translation* t) {
@@ -331,22 +332,24 @@ void ReplayEngine::Worker::TranslateFault(const Op& op, Translation* t) {
     t->live_ok = false;
     t->outside_mapping = true;
   }
-  args_.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
+  t->args.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
 }
 
+[[gnu::always_inline]]
 void ReplayEngine::Worker::TranslateDescriptors(const Op& op, Translation* t) {
   const uint32_t proc = th_.process;
   if (op.fd_state == FdState::kKnown && model::OpHasDataFd(op.sc)) {
-    args_.fd = engine_.LiveFd(proc, model::DataFd(op.sc));
-    if (args_.fd < 0) t->live_ok = false;
+    t->args.fd = engine_.LiveFd(proc, model::DataFd(op.sc));
+    if (t->args.fd < 0) t->live_ok = false;
   }
   if (op.empty_path) {
-    args_.dirfd = engine_.LiveFd(proc, model::PathDirFd(op.sc));
-    if (args_.dirfd < 0) t->live_ok = false;
-    args_.path = "";
+    t->args.dirfd = engine_.LiveFd(proc, model::PathDirFd(op.sc));
+    if (t->args.dirfd < 0) t->live_ok = false;
+    t->args.path = "";
   }
 }
 
+[[gnu::always_inline]]
 void ReplayEngine::Worker::TranslatePaths(const Op& op, Translation* t) {
   const iot_syscall& sc = op.sc;
   const uint32_t proc = th_.process;
@@ -358,11 +361,11 @@ void ReplayEngine::Worker::TranslatePaths(const Op& op, Translation* t) {
       t->live_ok = false;
       t->bad_name |= model_.path(op.path).find('\0') != std::string::npos;
     }
-    args_.path = target.c_str();
+    t->args.path = target.c_str();
     int dfd = model::PathDirFd(sc);
     if (dfd != model::kAtFdcwd) {
       int live = engine_.LiveFd(proc, dfd);
-      args_.dirfd = live >= 0 ? live : AT_FDCWD;
+      t->args.dirfd = live >= 0 ? live : AT_FDCWD;
     }
   }
   if (model::OpTakesPath2(sc.op)) {
@@ -371,11 +374,11 @@ void ReplayEngine::Worker::TranslatePaths(const Op& op, Translation* t) {
       t->live_ok = false;
       t->bad_name |= model_.path(op.path2).find('\0') != std::string::npos;
     }
-    args_.path2 = target.c_str();
+    t->args.path2 = target.c_str();
     int dfd = model::Path2DirFd(sc);
     if (dfd != model::kAtFdcwd) {
       int live = engine_.LiveFd(proc, dfd);
-      args_.dirfd2 = live >= 0 ? live : AT_FDCWD;
+      t->args.dirfd2 = live >= 0 ? live : AT_FDCWD;
     }
   }
 }
@@ -396,31 +399,35 @@ void ReplayEngine::Worker::TranslateSymlinkText(const Op& op, Translation* t) {
   } else {
     scratch_ = engine_.plan_.mapper.MapSymlinkTarget(model_.path(op.path2), text);
   }
-  args_.path = scratch_.c_str();
+  t->args.path = scratch_.c_str();
 }
 
 void ReplayEngine::Worker::TranslateSecondFd(const Op& op, Translation* t) {
   const iot_syscall& sc = op.sc;
   const uint32_t proc = th_.process;
+  // The second descriptor is the one the op table names (copy_file_range's fd_out,
+  // sendfile's out_fd); the record field it sits in differs per op.
+  const int second = model::SecondFd(sc);
   if (sc.op == IOT_OP_COPY_FILE_RANGE) {
-    args_.fd2 = engine_.LiveFd(proc, sc.fd2);
-    if (args_.fd2 < 0) t->live_ok = false;
+    t->args.fd2 = engine_.LiveFd(proc, second);
+    if (t->args.fd2 < 0) t->live_ok = false;
   } else if (sc.op == IOT_OP_SENDFILE) {
-    args_.fd2 = op.fd2_state == FdState::kKnown ? engine_.LiveFd(proc, sc.fd2) : engine_.sink_fd_;
-    if (args_.fd2 < 0) args_.fd2 = engine_.sink_fd_;
+    t->args.fd2 = op.fd2_state == FdState::kKnown ? engine_.LiveFd(proc, second) : engine_.sink_fd_;
+    if (t->args.fd2 < 0) t->args.fd2 = engine_.sink_fd_;
   } else if (sc.op == IOT_OP_DUP2 || sc.op == IOT_OP_DUP3) {
-    args_.fd2 = engine_.LiveFd(proc, sc.fd2);
-    if (args_.fd2 < 0) args_.fd2 = null_backend_ ? sc.fd2 : engine_.reserved_next_.fetch_add(1);
+    t->args.fd2 = engine_.LiveFd(proc, sc.fd2);
+    if (t->args.fd2 < 0) t->args.fd2 = null_backend_ ? sc.fd2 : engine_.reserved_next_.fetch_add(1);
   }
 }
 
-void ReplayEngine::Worker::TranslateBuffers(const Op& op) {
+[[gnu::always_inline]]
+void ReplayEngine::Worker::TranslateBuffers(const Op& op, Translation* t) {
   const uint16_t code = op.sc.op;
   const AlignedBuffer& buf = OpIsWrite(code) ? wbuf_ : rbuf_;
   uint8_t* base = buf.data();
-  args_.buf = base;
+  t->args.buf = base;
   // Never past the buffer: the kernel would cut the call to kMaxIoBytes anyway.
-  args_.len = std::min<uint64_t>(op.sc.length, buf.size());
+  t->args.len = std::min<uint64_t>(op.sc.length, buf.size());
   if (!op.extra_count) return;
   if (iov_.size() < op.extra_count) iov_.resize(op.extra_count);
   uint64_t off = 0;
@@ -429,8 +436,8 @@ void ReplayEngine::Worker::TranslateBuffers(const Op& op) {
     iov_[k] = iovec{base + off, l};
     off += l;
   }
-  args_.iov = iov_.data();
-  args_.iovcnt = static_cast<int>(op.extra_count);
+  t->args.iov = iov_.data();
+  t->args.iovcnt = static_cast<int>(op.extra_count);
 }
 
 void ReplayEngine::Worker::TranslateMemory(const Op& op, Translation* t) {
@@ -443,9 +450,10 @@ void ReplayEngine::Worker::TranslateMemory(const Op& op, Translation* t) {
       t->live_ok = false;
       t->why = LiveSkip::kMappingMissing;
     }
-    args_.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
-    args_.mem_len = model::MemLength(sc);
-    if (base != 0 && !WithinMapping(model_.mappings()[op.mapping], op.map_offset, args_.mem_len)) {
+    t->args.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
+    t->args.mem_len = model::MemLength(sc);
+    if (base != 0 &&
+        !WithinMapping(model_.mappings()[op.mapping], op.map_offset, t->args.mem_len)) {
       t->live_ok = false;
       t->outside_mapping = true;
     }
@@ -455,7 +463,7 @@ void ReplayEngine::Worker::TranslateMemory(const Op& op, Translation* t) {
     // Only wholly inside it: MAP_FIXED replaces whatever else lies in its range.
     uint64_t base = engine_.maps_[op.fixed_in].load(std::memory_order_acquire);
     if (base != 0 && WithinMapping(model_.mappings()[op.fixed_in], op.map_offset, sc.length)) {
-      args_.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
+      t->args.addr = reinterpret_cast<uint8_t*>(base + op.map_offset);
     }
   }
 }
@@ -466,8 +474,8 @@ void ReplayEngine::Worker::TranslateCloseRange(const Op& op, Translation* t) {
     int live = engine_.LiveFd(th_.process, static_cast<int>(model_.ExtraBegin(op)[k]));
     if (live >= 0) fds_.push_back(live);
   }
-  args_.fds = fds_.data();
-  args_.nfds = static_cast<int>(fds_.size());
+  t->args.fds = fds_.data();
+  t->args.nfds = static_cast<int>(fds_.size());
   if (fds_.empty() && op.extra_count) t->live_ok = false;
 }
 
@@ -475,7 +483,8 @@ void ReplayEngine::Worker::TranslateCloseRange(const Op& op, Translation* t) {
 
 // The live tables follow what the call did: descriptors it made or closed, mappings it made,
 // removed or moved.
-void ReplayEngine::Worker::ApplyEffects(const Op& op, int64_t result) {
+[[gnu::always_inline]]
+void ReplayEngine::Worker::ApplyEffects(const Op& op, const LiveArgs& a, int64_t result) {
   const iot_syscall& sc = op.sc;
   const uint16_t code = sc.op;
   const uint32_t proc = th_.process;
@@ -483,7 +492,7 @@ void ReplayEngine::Worker::ApplyEffects(const Op& op, int64_t result) {
     if (op.result >= 0 && result >= 0) {
       int recorded_fd = static_cast<int>(op.result);
       int old = engine_.LiveFd(proc, recorded_fd);
-      bool replaced_by_kernel = (code == IOT_OP_DUP2 || code == IOT_OP_DUP3) && old == args_.fd2;
+      bool replaced_by_kernel = (code == IOT_OP_DUP2 || code == IOT_OP_DUP3) && old == a.fd2;
       // A stale live descriptor (its close failed or was skipped) is released by the
       // bookkeeper: the worker issues only recorded calls.
       if (old >= 0 && old != result && !replaced_by_kernel) {
@@ -510,7 +519,7 @@ void ReplayEngine::Worker::ApplyEffects(const Op& op, int64_t result) {
     }
   } else if (code == IOT_OP_MUNMAP && result == 0) {
     const model::Mapping& mp = model_.mappings()[op.mapping];
-    if (op.map_offset == 0 && args_.mem_len >= mp.length) engine_.maps_[op.mapping].store(0);
+    if (op.map_offset == 0 && a.mem_len >= mp.length) engine_.maps_[op.mapping].store(0);
   } else if (code == IOT_OP_MREMAP && result >= 0 && op.extra_count) {
     uint32_t nm = static_cast<uint32_t>(model_.ExtraBegin(op)[0]);
     engine_.maps_[nm].store(static_cast<uint64_t>(result));
@@ -518,6 +527,7 @@ void ReplayEngine::Worker::ApplyEffects(const Op& op, int64_t result) {
   }
 }
 
+[[gnu::always_inline]]
 void ReplayEngine::Worker::CheckResult(const Op& op, uint32_t index, int64_t result) {
   Mismatch mk;
   bool count = op.kind == OpKind::kSyscall && model::OpResultIsCount(op.sc.op);
@@ -529,6 +539,7 @@ void ReplayEngine::Worker::CheckResult(const Op& op, uint32_t index, int64_t res
   }
 }
 
+[[gnu::always_inline]]
 OpStats& ReplayEngine::Worker::StatsFor(const Op& op) {
   OpStats** slot;
   if (op.kind == OpKind::kSyscall) {
@@ -569,7 +580,8 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
     Skip(LiveSkipName(LiveSkip::kAsyncEngine), op, index);
     return;
   }
-  const bool write = AsyncIsWriteOp(op.aio);
+  const iotwin::AsyncKind kind = RequestKind(op.aio);
+  const bool write = kind == iotwin::AsyncKind::kWrite;
   AsyncRequest req;
   req.token = index;
   req.engine = op.aio.engine;
@@ -590,7 +602,8 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
     if (n <= 0) break;
     HandleCompletions(e, n);
   }
-  outstanding_.push_back(Outstanding{index, op.end, NowNs(), e});
+  const bool moves_data = write || kind == iotwin::AsyncKind::kRead;
+  outstanding_.push_back(Outstanding{index, op.end, NowNs(), e, moves_data});
   if (!NextOpCarries(index)) e->Flush();
   prev_rec_end_ = std::max(prev_rec_end_, op.ts);
   prev_live_done_ = NowNs();
@@ -689,7 +702,7 @@ void ReplayEngine::Worker::HandleCompletions(AsyncEngine* e, int n) {
     s.count++;
     s.latency.Add(now - it->submitted);
     if (comps_[i].res < 0) s.errors++;
-    else if (AsyncMovesData(op.aio)) s.bytes += static_cast<uint64_t>(comps_[i].res);
+    else if (it->moves_data) s.bytes += static_cast<uint64_t>(comps_[i].res);
     if (!op.interrupted) {
       Mismatch mk;
       if (CompareResult(op.result, comps_[i].res, true, &mk)) {
