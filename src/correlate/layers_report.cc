@@ -225,7 +225,7 @@ json RequestJson(const Correlation& c, size_t ri) {
   if (q.syscall != kNone) j["syscall"] = SyscallJson(c.syscalls[q.syscall]);
   if (q.async != kNone) {
     const AsyncRequest& a = c.asyncs[q.async];
-    j["async"] = {{"engine", a.engine == IOT_AIO_ENGINE_URING ? "io_uring" : "libaio"},
+    j["async"] = {{"engine", AsyncEngineName(a.engine)},
                   {"opcode", a.opcode},
                   {"user_data", a.user_data},
                   {"submit_ts", a.submit_ts},

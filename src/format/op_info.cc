@@ -320,6 +320,12 @@ AsyncOpInfo LibaioOp(uint8_t opcode) {
 
 const OpInfo& GetOpInfo(uint16_t op) { return op <= IOT_OP_MAX ? kOps[op] : kOps[IOT_OP_UNKNOWN]; }
 
+std::string_view AsyncEngineName(uint8_t engine) {
+  if (engine == IOT_AIO_ENGINE_URING) return "io_uring";
+  if (engine == IOT_AIO_ENGINE_LIBAIO) return "libaio";
+  return "unknown";
+}
+
 AsyncOpInfo AsyncOp(uint8_t engine, uint8_t opcode) {
   if (engine == IOT_AIO_ENGINE_URING) return UringOp(opcode);
   if (engine == IOT_AIO_ENGINE_LIBAIO) return LibaioOp(opcode);

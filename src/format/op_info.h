@@ -157,6 +157,10 @@ struct AsyncOpInfo {
   bool nop;       // IORING_OP_NOP, IOCB_CMD_NOOP
 };
 
+// The name of async engine `engine` (IOT_AIO_ENGINE_*) as reports print it: "io_uring",
+// "libaio", or "unknown" for any other value (a damaged trace).
+std::string_view AsyncEngineName(uint8_t engine);
+
 // Classification of request `opcode` of `engine` (IOT_AIO_ENGINE_*). Unknown engines and opcodes
 // give kind kOther and an empty name.
 AsyncOpInfo AsyncOp(uint8_t engine, uint8_t opcode);

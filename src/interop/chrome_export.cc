@@ -25,6 +25,8 @@
 #include <fmt/format.h>
 
 #include "base/bytes_text.h"
+#include "base/checked_math.h"
+#include "format/op_info.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "interop/block_text.h"
@@ -82,7 +84,7 @@ Status MakePlan(TraceReader& r, Plan* plan) {
       const auto& sc = As<iot_syscall>(h);
       uint64_t ord = sys_ord++;
       TidState& t = tids[sc.tid];
-      uint64_t end = sc.ts + sc.dur;
+      const uint64_t end = SaturatingAdd(sc.ts, sc.dur);  // a call ends by the clock's end
       while (!t.pending.empty()) {
         auto [ts, b] = t.pending.front();
         if (ts < sc.ts) {
@@ -402,7 +404,7 @@ class ChromeWriter {
 
   Status Syscall(const iot_syscall& sc, TraceReader& r) {
     uint64_t ord = sys_ord_++;
-    uint64_t start = sc.ts, end = sc.ts + sc.dur;
+    uint64_t start = sc.ts, end = SaturatingAdd(sc.ts, sc.dur);
     // Keep a thread's slices strictly nested: never let one start inside its predecessor.
     uint64_t& last_end = thread_end_[(uint64_t{sc.tgid} << 32) | sc.tid];
     bool clipped = false;
@@ -452,7 +454,7 @@ class ChromeWriter {
       Ev e('b', a.name, "async_io", Rel(io.ts), io.tgid, io.tid);
       e.Id2(a.id).Arg("fd", io.fd).ArgU("offset", io.offset).ArgU("length", io.length)
           .ArgU("user_data", io.user_data)
-          .ArgS("engine", io.engine == IOT_AIO_ENGINE_URING ? "io_uring" : "libaio");
+          .ArgS("engine", AsyncEngineName(io.engine));
       if (std::string_view f = FilePath(io.tgid, io.fd, r); !f.empty()) e.ArgS("file", f);
       async_.emplace(key, a);
       if (async_.size() > (1u << 20)) {

@@ -7,6 +7,7 @@
 // passes run the same Walker, so they make the same decisions.
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/io_uring.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -21,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "base/bytes_text.h"
+#include "format/op_info.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "interop/block_text.h"
@@ -288,24 +290,52 @@ class Walker {
   }
 
   Status Syscall(const iot_syscall& sc, TraceReader& r) {
-    const uint16_t op = sc.op;
-    const bool ok = sc.ret >= 0;
+    const OpInfo& info = GetOpInfo(sc.op);
     // The descriptor tables follow every call; fio names paths itself (Resolve).
     const model::SyscallEffect e = fds_.OnSyscall(sc);
-    if (OpOpensFd(op)) return Opened(sc, e, r);
-    switch (op) {
-      case IOT_OP_CLOSE:
-        return Closed(sc, e);
-      case IOT_OP_CHDIR:
-        if (ok) fds_.SetCwd(sc.tgid, Resolve(sc.tgid, -1, r.String(sc.path_id)));
+    switch (info.family) {
+      case OpFamily::kOpen:
+        return Opened(sc, e, r);
+      case OpFamily::kRead:
+      case OpFamily::kWrite:
+        return ReadWrite(sc, info, e);
+      case OpFamily::kDescriptor:
+        // dup*, fcntl, close_range and flock only change the tables; a close may end a file.
+        return sc.op == IOT_OP_CLOSE ? Closed(sc, e) : Status::Ok();
+      case OpFamily::kCwd:
+        if (sc.op == IOT_OP_CHDIR && sc.ret >= 0) {
+          fds_.SetCwd(sc.tgid, Resolve(sc.tgid, -1, r.String(sc.path_id)));
+        }
         return Status::Ok();
-      case IOT_OP_CLOSE_RANGE: case IOT_OP_DUP: case IOT_OP_DUP2: case IOT_OP_DUP3:
-      case IOT_OP_FCNTL: case IOT_OP_LSEEK: case IOT_OP_FCHDIR:
-        return Status::Ok();
+      case OpFamily::kSync:
+      case OpFamily::kSpace:
+        return SyncOrSpace(sc, e);
+      case OpFamily::kAdvice:
+      case OpFamily::kCopy:
+        return NoAction(sc.op);
+      case OpFamily::kMemory:
+        // Mapped I/O is the page faults' (--faults); unmapping and moving do none.
+        if (sc.op == IOT_OP_MUNMAP || sc.op == IOT_OP_MREMAP) return Status::Ok();
+        return NoAction(sc.op);
+      case OpFamily::kDirectory:
+        // Names created, renamed or removed: fio's iolog has no namespace actions.
+        switch (sc.op) {
+          case IOT_OP_RENAME: case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2: case IOT_OP_UNLINK:
+          case IOT_OP_UNLINKAT: case IOT_OP_MKDIR: case IOT_OP_MKDIRAT:
+            return NoAction(sc.op);
+          default:
+            return Status::Ok();
+        }
       default:
-        break;
+        return Status::Ok();  // lseek, metadata, async set-up: no I/O of their own
     }
-    if (OpIsRead(op) || OpIsWrite(op)) return ReadWrite(sc, e);
+  }
+
+  // Syncs and space calls: fsync, fdatasync and sync_file_range sync one file; fallocate's
+  // PUNCH_HOLE trims; the rest have no iolog action.
+  Status SyncOrSpace(const iot_syscall& sc, const model::SyscallEffect& e) {
+    const uint16_t op = sc.op;
+    const bool ok = sc.ret >= 0;
     const model::OpenFileDescription* f = fds_.Description(e.desc);
     if (op == IOT_OP_FSYNC || op == IOT_OP_FDATASYNC || op == IOT_OP_SYNC_FILE_RANGE) {
       if (!ok) return SkipFailed(op);
@@ -329,32 +359,11 @@ class Walker {
       return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kTrim, RefOf(*f), sc.offset,
                 sc.length);
     }
-    switch (op) {
-      case IOT_OP_FALLOCATE:
-      case IOT_OP_FTRUNCATE:
-      case IOT_OP_TRUNCATE:
-      case IOT_OP_SYNC:
-      case IOT_OP_SYNCFS:
-      case IOT_OP_FADVISE64:
-      case IOT_OP_READAHEAD:
-      case IOT_OP_MMAP:
-      case IOT_OP_MSYNC:
-      case IOT_OP_MADVISE:
-      case IOT_OP_COPY_FILE_RANGE:
-      case IOT_OP_SENDFILE:
-      case IOT_OP_SPLICE:
-      case IOT_OP_RENAME:
-      case IOT_OP_RENAMEAT:
-      case IOT_OP_RENAMEAT2:
-      case IOT_OP_UNLINK:
-      case IOT_OP_UNLINKAT:
-      case IOT_OP_MKDIR:
-      case IOT_OP_MKDIRAT:
-        Skip(std::string(OpName(op)) + ": no fio iolog action");
-        break;
-      default:
-        break;  // metadata calls (stat, getdents, ...) have no I/O to replay
-    }
+    return NoAction(op);
+  }
+
+  Status NoAction(uint16_t op) {
+    Skip(std::string(OpName(op)) + ": no fio iolog action");
     return Status::Ok();
   }
 
@@ -389,7 +398,7 @@ class Walker {
   // Another descriptor of the process still names the file: fio keeps one open per name.
   bool StillOpen(uint32_t tgid, std::string_view path) { return fds_.HasPath(tgid, path); }
 
-  Status ReadWrite(const iot_syscall& sc, const model::SyscallEffect& e) {
+  Status ReadWrite(const iot_syscall& sc, const OpInfo& info, const model::SyscallEffect& e) {
     if (sc.ret <= 0) {
       Skip(sc.ret < 0 ? std::string(OpName(sc.op)) + ": failed call"
                       : std::string(OpName(sc.op)) + ": zero bytes transferred");
@@ -407,8 +416,9 @@ class Walker {
     }
     // e.pos: the explicit offset, the tracked position, the end of file for appends, or the
     // recorded position where none is tracked.
-    return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, OpIsRead(sc.op) ? Act::kRead : Act::kWrite,
-              RefOf(*f), e.pos, static_cast<uint64_t>(sc.ret));
+    return Io(ThreadStream(sc.tgid, sc.tid), sc.ts,
+              info.direction == OpDirection::kRead ? Act::kRead : Act::kWrite, RefOf(*f), e.pos,
+              static_cast<uint64_t>(sc.ret));
   }
 
   void Proc(const iot_proc& p, TraceReader& r) {
@@ -438,24 +448,27 @@ class Walker {
       return Status::Ok();
     }
     if (io.phase != IOT_AIO_SUBMIT) return Status::Ok();
-    // io_uring (IORING_OP_*) and libaio (IOCB_CMD_*) opcodes of plain reads, writes and syncs.
+    // Plain reads, writes and syncs; the back end and the model read any engine but libaio as
+    // io_uring, and so does the export.
+    const uint8_t engine =
+        io.engine == IOT_AIO_ENGINE_LIBAIO ? IOT_AIO_ENGINE_LIBAIO : IOT_AIO_ENGINE_URING;
+    const AsyncOpInfo op = AsyncOp(engine, io.opcode);
     Act act;
     bool sync = false;
-    if (io.engine == IOT_AIO_ENGINE_LIBAIO) {
-      switch (io.opcode) {
-        case 0: case 7: act = Act::kRead; break;
-        case 1: case 8: act = Act::kWrite; break;
-        case 2: act = Act::kSync; sync = true; break;
-        case 3: act = Act::kDatasync; sync = true; break;
-        default: Skip("async request: opcode without fio equivalent"); return Status::Ok();
+    switch (op.kind) {
+      case AsyncKind::kRead: act = Act::kRead; break;
+      case AsyncKind::kWrite: act = Act::kWrite; break;
+      case AsyncKind::kFsync: {
+        // io_uring says datasync per request, in its fsync flags.
+        const bool datasync =
+            op.datasync || (engine == IOT_AIO_ENGINE_URING && (io.flags & IORING_FSYNC_DATASYNC));
+        act = datasync ? Act::kDatasync : Act::kSync;
+        sync = true;
+        break;
       }
-    } else {
-      switch (io.opcode) {
-        case 1: case 4: case 22: act = Act::kRead; break;   // READV, READ_FIXED, READ
-        case 2: case 5: case 23: act = Act::kWrite; break;  // WRITEV, WRITE_FIXED, WRITE
-        case 3: act = (io.flags & 1) ? Act::kDatasync : Act::kSync; sync = true; break;  // FSYNC
-        default: Skip("async request: opcode without fio equivalent"); return Status::Ok();
-      }
+      default:
+        Skip("async request: opcode without fio equivalent");
+        return Status::Ok();
     }
     const model::OpenFileDescription* f = fds_.FdDescription(io.tgid, io.fd);
     const char* why = nullptr;
@@ -484,8 +497,13 @@ class Walker {
       return Status::Ok();
     }
     const FileRef f{it->second, 8, false};
-    uint64_t pages = pf.nr_pages ? pf.nr_pages : 1;
-    return Io(ThreadStream(pf.tgid, pf.tid), pf.ts, Act::kRead, f, pf.pgoff * 4096, pages * 4096);
+    const uint64_t pages = pf.nr_pages ? pf.nr_pages : 1;
+    uint64_t offset = 0;
+    if (__builtin_mul_overflow(pf.pgoff, uint64_t{4096}, &offset)) {
+      Skip(kPastLargestOffset);
+      return Status::Ok();
+    }
+    return Io(ThreadStream(pf.tgid, pf.tid), pf.ts, Act::kRead, f, offset, pages * 4096);
   }
 
   Status Block(const iot_block& b) {

@@ -33,6 +33,8 @@ using strace::FdText;
 constexpr uint64_t kNsPerDay = 86400ull * 1000000000ull;
 // Records held back while the pid of unprefixed lines is unknown (see Placeholder below).
 constexpr size_t kMaxHeldRecords = 1 << 16;
+// The largest file position (loff_t).
+constexpr uint64_t kMaxFilePosition = INT64_MAX;
 // strace -r prints deltas; -ttt prints epoch seconds. Values below this are taken as deltas.
 constexpr uint64_t kRelativeBelowNs = 100000000ull * 1000000000ull;  // 1e8 s (1973)
 
@@ -575,14 +577,17 @@ class StraceImporter : public Importer {
       stats_.counters["unfinished_at_exit"]++;
       IOTWIN_RETURN_IF_ERROR(Complete(pid, pend.name, pend.args, "", pend.ts, pend.ts, true, pos));
     }
-    task.alive = false;
+    const uint32_t tgid = task.tgid;
     bool others = false;
     for (const auto& [q, t] : tasks_) {
-      if (q != pid && t.alive && t.tgid == task.tgid) others = true;
+      if (q != pid && t.alive && t.tgid == tgid) others = true;
     }
+    // The task is gone: a later task with its number (a reused pid) starts alive and afresh, and
+    // the walks over tasks cost what is alive, not every task the log ever had (fork storms).
+    tasks_.erase(pid);
     if (!others) {
       p.flags |= IOT_PROCF_GROUP_DEAD;
-      fds_.DropProcess(task.tgid);
+      fds_.DropProcess(tgid);
     }
     return Emit(p);
   }
@@ -936,7 +941,26 @@ class StraceImporter : public Importer {
   }
   void Advance(uint32_t tgid, int32_t fd, int64_t ret) {
     model::OpenFileDescription* f = fds_.FdDescription(tgid, fd);
-    if (f && f->pos_known && ret > 0) f->pos += static_cast<uint64_t>(ret);
+    if (!f || !f->pos_known || ret <= 0) return;
+    // Positions are loff_t: one carried past 2^63 - 1 is no position, the log is inconsistent.
+    const auto n = static_cast<uint64_t>(ret);
+    if (f->pos > kMaxFilePosition || n > kMaxFilePosition - f->pos) {
+      f->pos_known = false;
+      stats_.counters["position_past_largest_offset"]++;
+      return;
+    }
+    f->pos += n;
+  }
+
+  // The descriptor a call returned; nullopt for a result past the descriptor range (a damaged
+  // log), which must not be cut down onto a number that is open.
+  std::optional<int32_t> NewFd(const RetInfo& r) {
+    if (!r.known || r.ret < 0) return std::nullopt;
+    if (r.ret > INT32_MAX) {
+      stats_.counters["descriptor_result_out_of_range"]++;
+      return std::nullopt;
+    }
+    return static_cast<int32_t>(r.ret);
   }
 
   // One call line being turned into a SYSCALL record.
@@ -1054,14 +1078,14 @@ class StraceImporter : public Importer {
         }
         SetIdentity(&sc, r.fd);
         if (sc.flags & O_DIRECTORY) sc.ftype = 4;
-        if (ok) {
+        if (const std::optional<int32_t> new_fd = ok ? NewFd(r) : std::nullopt) {
           // An O_APPEND descriptor writes at the end of a file whose size strace does not show.
           const model::DescriptionId id = fds_.NewDescription(sc.flags);
           if (model::OpenFileDescription* file = fds_.Description(id)) {
             file->pos_known = (sc.flags & O_APPEND) == 0;
             file->ino = sc.ino;
             file->ftype = sc.ftype;
-            fds_.Bind(task.tgid, static_cast<int32_t>(r.ret), id, (sc.flags & O_CLOEXEC) != 0);
+            fds_.Bind(task.tgid, *new_fd, id, (sc.flags & O_CLOEXEC) != 0);
           }
         }
         break;
@@ -1109,7 +1133,9 @@ class StraceImporter : public Importer {
         if (op != IOT_OP_DUP) sc.fd2 = static_cast<int32_t>(strace::ParseFd(a.size() > 1 ? a[1] : "").number.value_or(-1));
         if (op == IOT_OP_DUP3) sc.flags = FlagsArg(a, 2);
         SetIdentity(&sc, fd.decorated ? fd : r.fd);
-        if (ok) fds_.Dup(task.tgid, sc.fd, static_cast<int32_t>(r.ret), model::OpResultCloexec(sc));
+        if (const std::optional<int32_t> new_fd = ok ? NewFd(r) : std::nullopt) {
+          fds_.Dup(task.tgid, sc.fd, *new_fd, model::OpResultCloexec(sc));
+        }
         break;
       }
       case IOT_OP_FCNTL: {
@@ -1123,7 +1149,9 @@ class StraceImporter : public Importer {
         }
         SetIdentity(&sc, fd);
         if (ok && (sc.mode == F_DUPFD || sc.mode == F_DUPFD_CLOEXEC)) {
-          fds_.Dup(task.tgid, sc.fd, static_cast<int32_t>(r.ret), sc.mode == F_DUPFD_CLOEXEC);
+          if (const std::optional<int32_t> new_fd = NewFd(r)) {
+            fds_.Dup(task.tgid, sc.fd, *new_fd, sc.mode == F_DUPFD_CLOEXEC);
+          }
         }
         if (ok && sc.mode == F_SETFD) fds_.SetCloexec(task.tgid, sc.fd, (sc.aux & FD_CLOEXEC) != 0);
         break;

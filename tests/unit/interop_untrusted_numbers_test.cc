@@ -1,0 +1,181 @@
+// Importers and exporters read untrusted numbers: results past the descriptor range, positions
+// and offsets near 2^64, timestamps at the end of the clock, engines no capture writes. None of
+// them may wrap into a plausible value or be named as something they are not.
+#include <fcntl.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "format/op_info.h"
+#include "format/records.h"
+#include "interop/exporters.h"
+#include "interop_test_util.h"
+#include "trace_builder.h"
+
+namespace iotwin::interop {
+namespace {
+
+using testing::ImportOutcome;
+using testing::ReadFile;
+using testing::ScratchDir;
+
+constexpr uint32_t kPid = 10;
+
+uint64_t Counter(const ImportOutcome& out, const std::string& name) {
+  auto it = out.stats.counters.find(name);
+  return it == out.stats.counters.end() ? 0 : it->second;
+}
+
+std::vector<uint64_t> ReadOffsets(const ImportOutcome& out) {
+  std::vector<uint64_t> offsets;
+  for (const iot_syscall& sc : out.sink.Of<iot_syscall>(IOT_REC_SYSCALL)) {
+    if (sc.op == IOT_OP_READ) offsets.push_back(sc.offset);
+  }
+  return offsets;
+}
+
+// A file position never passes 2^63 - 1 (loff_t): reads that would carry it past are an
+// inconsistent log, and the position is unknown from there rather than wrapped to a small value.
+TEST(StraceImportUntrusted, PositionPastTheLargestOffsetBecomesUnknown) {
+  ImportOutcome out;
+  testing::ImportText(&out, ImportFormat::kStrace,
+                      "100 openat(AT_FDCWD, \"/data/a\", O_RDONLY) = 3\n"
+                      "100 lseek(3, 9223372036854775807, SEEK_SET) = 9223372036854775807\n"
+                      "100 read(3, \"\"..., 9223372036854775807) = 9223372036854775807\n"
+                      "100 read(3, \"\"..., 9223372036854775807) = 9223372036854775807\n"
+                      "100 read(3, \"abcde\", 5) = 5\n");
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_EQ(ReadOffsets(out), (std::vector<uint64_t>{INT64_MAX, 0, 0}));
+  EXPECT_EQ(Counter(out, "io_at_unknown_position"), 2u);
+}
+
+// A result past the descriptor range is no descriptor: it must not land on a number that is open
+// (4294967299 is 3 modulo 2^32) and take over that descriptor's position.
+TEST(StraceImportUntrusted, ResultPastTheDescriptorRangeBindsNothing) {
+  ImportOutcome out;
+  testing::ImportText(&out, ImportFormat::kStrace,
+                      "100 openat(AT_FDCWD, \"/data/a\", O_RDONLY) = 3\n"
+                      "100 lseek(3, 100, SEEK_SET) = 100\n"
+                      "100 openat(AT_FDCWD, \"/data/b\", O_RDONLY) = 4294967299\n"
+                      "100 read(3, \"abcde\", 5) = 5\n"
+                      "100 dup(3) = 4294967300\n"
+                      "100 openat(AT_FDCWD, \"/data/c\", O_RDONLY) = 4\n"
+                      "100 lseek(4, 50, SEEK_SET) = 50\n"
+                      "100 dup(3) = 4294967300\n"
+                      "100 read(4, \"abcde\", 5) = 5\n");
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_EQ(ReadOffsets(out), (std::vector<uint64_t>{100, 50}));
+}
+
+// A thread number the kernel reuses after its thread exited names a live thread again: the
+// process is not dead while it runs.
+TEST(StraceImportUntrusted, ReusedThreadNumberIsAlive) {
+  ImportOutcome out;
+  testing::ImportText(&out, ImportFormat::kStrace,
+                      "100 clone(child_stack=NULL, flags=CLONE_VM|CLONE_THREAD|CLONE_SIGHAND) = 101\n"
+                      "101 read(0, \"\", 1) = 0\n"
+                      "101 +++ exited with 0 +++\n"
+                      "100 clone(child_stack=NULL, flags=CLONE_VM|CLONE_THREAD|CLONE_SIGHAND) = 101\n"
+                      "101 read(0, \"\", 1) = 0\n"
+                      "100 +++ exited with 0 +++\n"
+                      "101 +++ exited with 0 +++\n");
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  std::vector<std::pair<uint32_t, bool>> exits;  // (tid, group dead)
+  for (const iot_proc& p : out.sink.Of<iot_proc>(IOT_REC_PROC)) {
+    if (p.kind == IOT_PROC_EXIT) exits.emplace_back(p.tid, (p.flags & IOT_PROCF_GROUP_DEAD) != 0);
+  }
+  EXPECT_EQ(exits, (std::vector<std::pair<uint32_t, bool>>{{101, false}, {100, false}, {101, true}}));
+}
+
+struct FioRun {
+  FioExportResult result;
+};
+
+FioRun RunFio(const test::TraceBuilder& b, bool faults) {
+  ScratchDir dir;
+  FioRun run;
+  EXPECT_TRUE(b.WriteFile(dir / "t.iotwin").ok());
+  FioExportOptions o;
+  o.dir = dir / "fio";
+  o.faults = faults;
+  auto r = ExportFio(dir / "t.iotwin", o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (r.ok()) run.result = *r;
+  return run;
+}
+
+// A major fault's page index times the page size past 2^64 is skipped as past the largest
+// offset, not wrapped to a read near the start of the file.
+TEST(FioExportUntrusted, FaultPastTheLargestOffsetIsSkipped) {
+  test::TraceBuilder b;
+  iot_syscall& open = b.Openat(kPid, "/data/a", O_RDONLY, 3);
+  open.dev = 8;
+  const uint64_t ino = open.ino;
+  b.Read(kPid, 3, 4096, 4096);
+  iot_page_fault& f = b.Fault(kPid, 0x7f0000000000, false, (uint64_t{1} << 52) + 1, ino);
+  f.dev = 8;
+  f.flags |= IOT_PFF_MAJOR;
+  f.nr_pages = 1;
+  FioRun run = RunFio(b, true);
+  EXPECT_EQ(run.result.reads, 1u);
+  EXPECT_EQ(run.result.skipped["request ending past the largest file offset (2^63 - 1)"], 1u);
+}
+
+nlohmann::json RunChrome(const test::TraceBuilder& b, ChromeExportResult* res) {
+  ScratchDir dir;
+  EXPECT_TRUE(b.WriteFile(dir / "t.iotwin").ok());
+  auto r = ExportChrome(dir / "t.iotwin", dir / "t.json");
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (r.ok()) *res = *r;
+  return nlohmann::json::parse(ReadFile(dir / "t.json"));
+}
+
+// A call whose end passes the end of the clock ends there: the next call of the thread, which
+// starts inside it, is clipped instead of overlapping it.
+TEST(ChromeExportUntrusted, SliceEndingPastTheClockEndsThere) {
+  test::TraceBuilder b;
+  b.SetTime(UINT64_MAX - 1000);
+  b.dur = 5000;
+  b.Syscall(kPid, IOT_OP_SYNC, 0);
+  b.SetTime(UINT64_MAX - 500);
+  b.dur = 10;
+  b.Syscall(kPid, IOT_OP_SYNC, 0);
+  ChromeExportResult res;
+  RunChrome(b, &res);
+  EXPECT_EQ(res.slices, 2u);
+  EXPECT_EQ(res.clipped, 1u);
+}
+
+std::vector<std::string> ChromeAsyncEngines(const nlohmann::json& doc) {
+  std::vector<std::string> engines;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e.value("ph", "") == "b") engines.push_back(e["args"].value("engine", ""));
+  }
+  return engines;
+}
+
+// An engine no capture writes is named as unknown, not as libaio.
+TEST(ChromeExportUntrusted, UnknownEngineIsNamedUnknown) {
+  test::TraceBuilder b;
+  b.Async(kPid, IOT_AIO_ENGINE_URING, IOT_AIO_SUBMIT, 22, 1, 1, 3, 0, 4096);
+  b.Async(kPid, IOT_AIO_ENGINE_LIBAIO, IOT_AIO_SUBMIT, 0, 2, 2, 3, 0, 4096);
+  b.Async(kPid, 9, IOT_AIO_SUBMIT, 0, 3, 3, 3, 0, 4096);
+  ChromeExportResult res;
+  EXPECT_EQ(ChromeAsyncEngines(RunChrome(b, &res)),
+            (std::vector<std::string>{"io_uring", "libaio", "unknown"}));
+}
+
+TEST(AsyncEngineName, NamesTheTwoEnginesAndNothingElse) {
+  EXPECT_EQ(AsyncEngineName(IOT_AIO_ENGINE_URING), "io_uring");
+  EXPECT_EQ(AsyncEngineName(IOT_AIO_ENGINE_LIBAIO), "libaio");
+  EXPECT_EQ(AsyncEngineName(0), "unknown");
+  EXPECT_EQ(AsyncEngineName(255), "unknown");
+}
+
+}  // namespace
+}  // namespace iotwin::interop
