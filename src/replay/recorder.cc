@@ -14,6 +14,7 @@
 #include <thread>
 #include <tuple>
 
+#include "base/checked_math.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
@@ -222,7 +223,11 @@ class BookkeeperSnapshots {
     snap.ino = sc.ino;
     snap.fsize = sc.fsize;
     snap.fd = fd;
-    snap.flags = d->flags;
+    // The open flags, with close-on-exec the new descriptor's own (a dup does not inherit it,
+    // F_DUPFD_CLOEXEC sets it).
+    const model::Descriptor* desc = fds_.Fd(sc.tgid, fd);
+    snap.flags = (d->flags & ~static_cast<uint32_t>(O_CLOEXEC)) |
+                 (desc && desc->cloexec ? static_cast<uint32_t>(O_CLOEXEC) : 0u);
     snap.dev = sc.dev;
     snap.path_id = d->user;
     snap.ftype = sc.ftype;
@@ -238,7 +243,7 @@ class BookkeeperSnapshots {
     ms.tgid = sc.tgid;
     ms.ts = sc.ts;
     ms.start = static_cast<uint64_t>(sc.ret);
-    ms.end = ms.start + sc.length;
+    ms.end = SaturatingAdd(ms.start, sc.length);  // a recorded length is not trusted to fit
     ms.pgoff = sc.offset;
     ms.ino = sc.ino;
     ms.dev = sc.dev;
