@@ -14,6 +14,7 @@
 // since calls are recorded at exit) and the names of processes and threads.
 #include <fcntl.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <deque>
@@ -294,22 +295,18 @@ std::string NvmeOpName(uint8_t opcode, uint16_t qid) {
   }
 }
 
+// A request's name: the op table's, in lower case, else the opcode's number. As the model and the
+// back end do, any engine but libaio is read as io_uring.
 std::string AsyncOpName(uint8_t engine, uint8_t opcode) {
-  if (engine == IOT_AIO_ENGINE_LIBAIO) {
-    static const char* kNames[] = {"pread", "pwrite", "fsync", "fdsync", "?", "poll", "noop", "preadv", "pwritev"};
-    return opcode < 9 ? kNames[opcode] : fmt::format("iocb {}", opcode);
+  const bool libaio = engine == IOT_AIO_ENGINE_LIBAIO;
+  const std::string_view name =
+      AsyncOp(libaio ? IOT_AIO_ENGINE_LIBAIO : IOT_AIO_ENGINE_URING, opcode).name;
+  if (name.empty()) {
+    return libaio ? fmt::format("iocb {}", opcode) : fmt::format("io_uring op {}", opcode);
   }
-  switch (opcode) {
-    case 0: return "nop";
-    case 1: return "readv";
-    case 2: return "writev";
-    case 3: return "fsync";
-    case 4: return "read_fixed";
-    case 5: return "write_fixed";
-    case 22: return "read";
-    case 23: return "write";
-    default: return fmt::format("io_uring op {}", opcode);
-  }
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
 }
 
 // Device tracks: one synthetic process per device, one "slot" thread per request in flight.

@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "format/op_info.h"
 #include "format/records.h"
 #include "interop/importer.h"
 #include "interop/strace_text.h"
@@ -1530,6 +1531,21 @@ class StraceImporter : public Importer {
     return Emit(&v->hdr);
   }
 
+  // An iocb's opcode as strace prints it: IOCB_CMD_<name> by the op table's libaio names, or a
+  // number; 255 (no opcode) for anything else.
+  static uint8_t LibaioOpcode(std::string_view text) {
+    constexpr std::string_view kPrefix = "IOCB_CMD_";
+    if (StartsWith(text, kPrefix) && text.size() > kPrefix.size()) {
+      const std::string_view name = text.substr(kPrefix.size());
+      for (unsigned op = 0; op < 255; op++) {
+        if (AsyncOp(IOT_AIO_ENGINE_LIBAIO, static_cast<uint8_t>(op)).name == name) {
+          return static_cast<uint8_t>(op);
+        }
+      }
+    }
+    return static_cast<uint8_t>(ParseCUnsigned(text).value_or(255));
+  }
+
   // io_submit(ctx, nr, [{aio_data=.., aio_lio_opcode=IOCB_CMD_PREAD, aio_fildes=3, ...}, ...])
   Status AioSubmit(uint32_t pid, Task& task, const std::vector<std::string_view>& a, int64_t submitted,
                    uint64_t ts) {
@@ -1549,13 +1565,7 @@ class StraceImporter : public Importer {
       InitRecord(&io, IOT_REC_ASYNC_IO);
       io.engine = IOT_AIO_ENGINE_LIBAIO;
       io.phase = IOT_AIO_SUBMIT;
-      std::string_view opname = strace::FieldValue(iocb, "aio_lio_opcode");
-      static const std::unordered_map<std::string_view, uint8_t> kOps = {
-          {"IOCB_CMD_PREAD", 0}, {"IOCB_CMD_PWRITE", 1}, {"IOCB_CMD_FSYNC", 2},
-          {"IOCB_CMD_FDSYNC", 3}, {"IOCB_CMD_POLL", 5}, {"IOCB_CMD_NOOP", 6},
-          {"IOCB_CMD_PREADV", 7}, {"IOCB_CMD_PWRITEV", 8}};
-      auto op = kOps.find(opname);
-      io.opcode = op != kOps.end() ? op->second : static_cast<uint8_t>(ParseCUnsigned(opname).value_or(255));
+      io.opcode = LibaioOpcode(strace::FieldValue(iocb, "aio_lio_opcode"));
       io.ts = ts;
       io.ctx = ctx;
       io.user_data = ParseCUnsigned(strace::FieldValue(iocb, "aio_data")).value_or(0);
