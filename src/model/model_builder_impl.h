@@ -68,8 +68,7 @@ struct ModelBuilder::Impl {
   // flags and its position are `fd_table`'s description's, which carries the index in its
   // `user` slot.
   struct Ofd {
-    DescriptionId desc = kNoDescription;  // fd_table's description, while it lives
-    PathId path = kNone;
+    DescriptionId desc = kNoDescription;  // fd_table's description (and path), while it lives
     uint32_t file = kNone;
     bool pseudo = false;
     bool path_unknown = false;
@@ -436,11 +435,7 @@ struct ModelBuilder::Impl {
       file_by_path.erase(p);
       file_by_path[Intern(ReplacePrefix(m->paths_[p], from_s, to_s))] = file;
     }
-    for (auto& o : ofds) {
-      if (o.path != kNone && PathIsWithin(m->paths_[o.path], from_s)) {
-        o.path = Intern(ReplacePrefix(m->paths_[o.path], from_s, to_s));
-      }
-    }
+    fd_table.RenamePaths(from_s, to_s);
   }
 
   // ---- paths ------------------------------------------------------------------------------
@@ -455,13 +450,12 @@ struct ModelBuilder::Impl {
     }
     const std::string_view s = *str;
     if (!s.empty() && s[0] == '/') return Intern(NormalizePath(s));
-    // The cwd is fd_table's; a dirfd's path is the model's, which follows renamed directories.
+    // The cwd and a dirfd's path are fd_table's, which follow renamed directories.
     std::string_view base;
     if (dirfd == kAtFdcwd) {
       base = fd_table.Cwd(process);
-    } else {
-      const uint32_t o = OfdOf(process, dirfd);
-      if (o != kNone && ofds[o].path != kNone) base = m->paths_[ofds[o].path];
+    } else if (const OpenFileDescription* d = fd_table.FdDescription(process, dirfd)) {
+      base = d->path;
     }
     if (s.empty()) *empty = true;
     if (base.empty()) {
@@ -475,8 +469,8 @@ struct ModelBuilder::Impl {
   // The descriptor tables: the one trace interpreter's, driven through its primitives. Its
   // processes are keyed by the model's process index, not the tgid: a tgid reused while threads
   // of its old process still show up is a new process to the model, with a table of its own.
-  // Descriptions carry no paths: the model's Ofd has them, following renamed directories.
-  // It holds the cwds too: the model sets them from its own resolved paths.
+  // Descriptions carry the paths the model resolved (empty: unknown) and follow renamed
+  // directories; so do the cwds.
   TraceState fd_table;
   // `process`'s cwd (kNone unknown): a path the model interned when it set it.
   PathId Cwd(uint32_t process) {
@@ -511,7 +505,7 @@ struct ModelBuilder::Impl {
     op->ofd = ofd;
     const Ofd& o = ofds[ofd];
     op->file = o.file;
-    if (op->path == kNone) op->path = o.path;
+    if (op->path == kNone) op->path = DescriptionPath(o.desc);
     if (op->skip == Skip::kReplayable) {
       if (o.pseudo) op->skip = Skip::kPseudoFs;
       else if (o.path_unknown) op->skip = Skip::kUnknownPath;
@@ -524,14 +518,22 @@ struct ModelBuilder::Impl {
     NoteFd(process, fd);
   }
 
+  // The path of a live description, interned; kNone when unknown.
+  PathId DescriptionPath(DescriptionId desc) {
+    const OpenFileDescription* d = fd_table.Description(desc);
+    if (d == nullptr || d->path.empty()) return kNone;
+    auto it = path_ids.find(std::string_view(d->path));
+    return it != path_ids.end() ? *it : Intern(d->path);
+  }
+
   uint32_t NewOfd(PathId path, uint32_t file, uint32_t flags, bool path_unknown) {
     Ofd o;
-    o.path = path;
     o.file = file;
     o.path_unknown = path_unknown;
     o.pseudo = path != kNone && Pseudo(path);
     const auto id = static_cast<uint32_t>(ofds.size());
-    o.desc = fd_table.NewDescription(flags);
+    o.desc = fd_table.NewDescription(
+        flags, path == kNone ? std::string_view() : std::string_view(m->paths_[path]));
     if (OpenFileDescription* d = fd_table.Description(o.desc)) {
       d->user = id;
       d->pos_known = true;  // 0 after an open

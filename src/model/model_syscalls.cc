@@ -632,7 +632,7 @@ bool ModelBuilder::Impl::ApplyNamespaceOp(SyscallStep& s) {
       break;
     }
     case IOT_OP_FCHDIR: {
-      if (ok && ofd) SetCwd(proc, ofds[op.ofd].path);
+      if (ok && ofd) fd_table.SetCwd(proc, Desc(op.ofd).path);
       if (ok) MarkDir(file, kNone);
       s.declare.push_back([=, this] { DeclareFdUse(proc, sc.fd); });
       break;

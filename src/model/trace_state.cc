@@ -260,6 +260,21 @@ void TraceState::SetCwd(uint32_t tgid, std::string_view normalized) {
   if (Process* p = Get(tgid)) p->cwd.assign(normalized);
 }
 
+void TraceState::RenamePaths(std::string_view from, std::string_view to) {
+  if (!options_.keep_paths || from == to) return;
+  // `from` and `to` may be the text of a path this walk rewrites: copies.
+  const std::string old_prefix(from), new_prefix(to);
+  auto move = [&](std::string& path) {
+    if (!path.empty() && PathIsWithin(path, old_prefix)) {
+      path = ReplacePrefix(path, old_prefix, new_prefix);
+    }
+  };
+  for (DescriptionId id = 0; id < descs_.size(); id++) {
+    if (!is_free_[id]) move(descs_[id].path);
+  }
+  for (auto& [tgid, p] : procs_) move(p.cwd);
+}
+
 std::string_view TraceState::Cwd(uint32_t tgid) const {
   const Process* p = Find(tgid);
   return p ? std::string_view(p->cwd) : std::string_view();

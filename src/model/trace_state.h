@@ -190,6 +190,9 @@ class TraceState {
   // Moves a process's state to another tgid (a placeholder pid resolved later).
   void RenameProcess(uint32_t from, uint32_t to);
   void SetCwd(uint32_t tgid, std::string_view normalized);
+  // A directory renamed from `from` to `to` (both normalised): the paths of descriptions and
+  // the cwds at or below `from` move below `to`, as the kernel's dentries do.
+  void RenamePaths(std::string_view from, std::string_view to);
   // Maps [start, start + length) of `tgid` to `desc` (kNoDescription: only unmaps the range).
   // The new mapping, or nullptr when none was made (no description, cap).
   FileMapping* Map(uint32_t tgid, uint64_t start, uint64_t length, uint64_t file_offset,

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "model_test_util.h"
@@ -26,6 +28,29 @@ TEST(ModelTraceStateApi, SetflAppendMovesWritesToTheEnd) {
   ASSERT_EQ(t->ops.size(), 5u);
   EXPECT_EQ(t->ops[2].pos, 5000u);  // O_APPEND: at the end
   EXPECT_EQ(t->ops[4].pos, 5100u);  // the position the append write left
+}
+
+std::string OpPath(const model::TraceModel& m, const model::Op& op) {
+  return op.path == model::kNone ? std::string("<none>") : m.path(op.path);
+}
+
+TEST(ModelTraceStateApi, RenamedDirectoryMovesDirfdsAndTheCwd) {
+  TraceBuilder b;
+  b.Openat(100, "/d/run", O_RDONLY | O_DIRECTORY, 3);
+  b.PathOp(100, IOT_OP_CHDIR, "/d/run", 0);
+  b.Path2Op(100, IOT_OP_RENAME, "/d/run", "/d/old");
+  b.Openat(100, "x", O_RDONLY, 4, 10, 3);  // relative to the renamed dirfd
+  b.Openat(100, "y", O_RDONLY, 5, 10);     // relative to the renamed cwd
+  b.Read(100, 4, 1, 1);
+  auto m = BuildModel(b);
+  ASSERT_TRUE(m);
+  const auto* t = FindThread(*m, 100);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->ops.size(), 6u);
+  EXPECT_EQ(OpPath(*m, t->ops[3]), "/d/old/x");
+  EXPECT_EQ(OpPath(*m, t->ops[4]), "/d/old/y");
+  EXPECT_EQ(OpPath(*m, t->ops[5]), "/d/old/x");
+  EXPECT_EQ(t->ops[5].skip, Skip::kReplayable);
 }
 
 }  // namespace

@@ -268,6 +268,19 @@ TEST_F(TraceStateTest, ChdirAndFchdirResolution) {
   EXPECT_EQ(s.Cwd(kPid), "/etc");
 }
 
+TEST_F(TraceStateTest, RenamedDirectoryMovesPathsAndCwdsBelowIt) {
+  s.OnSyscall(OpenAt(kAtFdcwd, 3, O_RDONLY | O_DIRECTORY), "/data/run");
+  s.OnSyscall(OpenAt(3, 4, O_RDONLY), "a/f");
+  s.OnSyscall(OpenAt(kAtFdcwd, 5, O_RDONLY), "/data/runner/g");  // not below /data/run
+  s.OnSyscall(Call(IOT_OP_FCHDIR, 3, 0));
+  s.RenamePaths("/data/run", "/data/old");
+  EXPECT_EQ(s.FdDescription(kPid, 3)->path, "/data/old");
+  EXPECT_EQ(s.FdDescription(kPid, 4)->path, "/data/old/a/f");
+  EXPECT_EQ(s.FdDescription(kPid, 5)->path, "/data/runner/g");
+  EXPECT_EQ(s.Cwd(kPid), "/data/old");
+  EXPECT_EQ(s.Resolve(kPid, 3, "b").value(), "/data/old/b");
+}
+
 TEST_F(TraceStateTest, MappingLookupsSplitAndMove) {
   s.OnSyscall(OpenAt(kAtFdcwd, 3, O_RDONLY), "/lib.so");
   iot_syscall mm = Call(IOT_OP_MMAP, 3, 0x10000);
