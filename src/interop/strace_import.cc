@@ -762,6 +762,13 @@ class StraceImporter : public Importer {
     FdText fd = strace::ParseFd(a[i]);
     if (fd.nul_in_target) stats_.counters["names_with_nul"]++;
     if (!fd.number) return fd;
+    if (*fd.number < INT32_MIN || *fd.number > INT32_MAX) {
+      // strace prints descriptors as int: this names none, and is not cut onto one that may be
+      // open.
+      stats_.counters["descriptor_out_of_range"]++;
+      fd.number = -1;
+      return fd;
+    }
     auto n = static_cast<int32_t>(*fd.number);
     if (n == AT_FDCWD) {
       if (fd.decorated) IOTWIN_RETURN_IF_ERROR(NoteCwd(pid, task, fd.target, ts));

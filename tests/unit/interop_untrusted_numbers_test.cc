@@ -72,6 +72,20 @@ TEST(StraceImportUntrusted, ResultPastTheDescriptorRangeBindsNothing) {
   EXPECT_EQ(ReadOffsets(out), (std::vector<uint64_t>{100, 50}));
 }
 
+// strace prints descriptors as int: an argument past that range names no descriptor, and is not
+// cut onto one (4294967299 is 3 modulo 2^32) with a snapshot claiming 3 was open before.
+TEST(StraceImportUntrusted, DescriptorArgumentPastTheRangeNamesNone) {
+  ImportOutcome out;
+  testing::ImportText(&out, ImportFormat::kStrace,
+                      "100 read(4294967299</data/x>, \"abc\", 3) = 3\n");
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_TRUE(out.sink.Of<iot_fd_snapshot>(IOT_REC_FD_SNAPSHOT).empty());
+  const auto calls = out.sink.Of<iot_syscall>(IOT_REC_SYSCALL);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].fd, -1);
+  EXPECT_EQ(Counter(out, "descriptor_out_of_range"), 1u);
+}
+
 // A thread number the kernel reuses after its thread exited names a live thread again: the
 // process is not dead while it runs.
 TEST(StraceImportUntrusted, ReusedThreadNumberIsAlive) {
