@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 
 #include "format/op_info.h"
@@ -54,11 +55,18 @@ bool IsDataTransfer(uint16_t op) {
 }
 
 // What request `a` does. The back end runs every engine but libaio as io_uring, so the opcodes
-// of any other engine are read as io_uring's, as the model reads them.
+// of any other engine are read as io_uring's, as the model reads them. AsyncOp's answers are
+// tabled once: a request's kind is asked on the hot path.
 iotwin::AsyncKind RequestKind(const iot_async_io& a) {
-  const uint8_t engine =
-      a.engine == IOT_AIO_ENGINE_LIBAIO ? IOT_AIO_ENGINE_LIBAIO : IOT_AIO_ENGINE_URING;
-  return AsyncOp(engine, a.opcode).kind;
+  static const std::array<iotwin::AsyncKind, 512> kinds = [] {
+    std::array<iotwin::AsyncKind, 512> k{};
+    for (unsigned opcode = 0; opcode < 256; opcode++) {
+      k[opcode] = AsyncOp(IOT_AIO_ENGINE_URING, static_cast<uint8_t>(opcode)).kind;
+      k[256 + opcode] = AsyncOp(IOT_AIO_ENGINE_LIBAIO, static_cast<uint8_t>(opcode)).kind;
+    }
+    return k;
+  }();
+  return kinds[(a.engine == IOT_AIO_ENGINE_LIBAIO ? 256 : 0) + a.opcode];
 }
 bool AsyncIsWriteOp(const iot_async_io& a) { return RequestKind(a) == iotwin::AsyncKind::kWrite; }
 
@@ -573,6 +581,7 @@ void ReplayEngine::Worker::RecordMismatch(const Op& op, uint32_t index, int64_t 
 
 // ---- async requests ------------------------------------------------------------------------
 
+[[gnu::always_inline]]
 void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   EnsureEngine(op.async_ctx);
   AsyncEngine* e = engines_[op.async_ctx].get();
@@ -612,6 +621,7 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
 
 // Whether the op after request `index` carries it (another request of its context, or the
 // submitting call); otherwise the request ends its recorded batch and is flushed at once.
+[[gnu::always_inline]]
 bool ReplayEngine::Worker::NextOpCarries(uint32_t index) const {
   if (index + 1 >= th_.ops.size()) return false;
   const Op& op = th_.ops[index];
@@ -626,6 +636,7 @@ bool ReplayEngine::Worker::NextOpCarries(uint32_t index) const {
 // Setup/teardown: engines are created at the recorded setup when the model linked the call to
 // its context, else at the first request. Submitting and waiting calls flush and reap as the
 // original did.
+[[gnu::always_inline]]
 void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
   uint64_t t0 = NowNs();
   uint16_t code = op.sc.op;

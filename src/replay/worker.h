@@ -40,6 +40,7 @@ struct Outstanding {
   uint64_t rec_end;    // recorded completion
   uint64_t submitted;  // live submission time
   AsyncEngine* engine;
+  bool moves_data;     // reads or writes file data: its result is a byte count
 };
 
 struct ReplayEngine::Worker {
@@ -63,47 +64,51 @@ struct ReplayEngine::Worker {
   uint64_t finish_ns = 0;
 
  private:
-  // Why an op's live arguments cannot be built: nullptr when they can.
+  // An op's live arguments, or why they cannot be built.
   struct Translation {
+    LiveArgs args;
     bool live_ok = true;
     LiveSkip why = LiveSkip::kLiveFdMissing;
-    bool outside_mapping = false;  // a length or offset past the replay's own mapping
-    bool bad_name = false;         // a recorded name no system call can carry (a NUL inside)
-    const char* SkipReason() const;
+    bool outside_mapping = false;    // a length or offset past the replay's own mapping
+    bool bad_name = false;           // a recorded name no system call can carry (a NUL inside)
+    const char* SkipReason() const;  // nullptr when the op can be issued
   };
 
   // ---- before the gate ----
   void Prepare();
 
   // ---- steps of one op ----
+  // The steps every replayed system call goes through are `inline` and defined (forced inline)
+  // in worker.cc: as separate calls their entries and exits cost about as much as the rest of
+  // the engine's work per op (bench/replay_engine_bench.cc).
   void ReplayOps();
-  void WaitForDependencies(const model::Op& op);
+  inline void WaitForDependencies(const model::Op& op);
   // Waits until the op is due; returns the live issue time (0 when not paced).
-  uint64_t Pace(const model::Op& op);
+  inline uint64_t Pace(const model::Op& op);
   void Skip(std::string_view reason, const model::Op& op, uint32_t index);
-  void ReplaySyncOp(const model::Op& op, uint32_t index, uint64_t issued);
-  Translation Translate(const model::Op& op);
+  inline void ReplaySyncOp(const model::Op& op, uint32_t index, uint64_t issued);
+  inline void Translate(const model::Op& op, Translation* t);
   void TranslateFault(const model::Op& op, Translation* t);
-  void TranslateDescriptors(const model::Op& op, Translation* t);
-  void TranslatePaths(const model::Op& op, Translation* t);
+  inline void TranslateDescriptors(const model::Op& op, Translation* t);
+  inline void TranslatePaths(const model::Op& op, Translation* t);
   void TranslateSymlinkText(const model::Op& op, Translation* t);
   void TranslateSecondFd(const model::Op& op, Translation* t);
-  void TranslateBuffers(const model::Op& op);
+  inline void TranslateBuffers(const model::Op& op, Translation* t);
   void TranslateMemory(const model::Op& op, Translation* t);
   void TranslateCloseRange(const model::Op& op, Translation* t);
-  void ApplyEffects(const model::Op& op, int64_t result);
-  void CheckResult(const model::Op& op, uint32_t index, int64_t result);
+  inline void ApplyEffects(const model::Op& op, const LiveArgs& a, int64_t result);
+  inline void CheckResult(const model::Op& op, uint32_t index, int64_t result);
   // The op is over: counted, and the thread's pacing and published progress moved past it.
-  void Complete(const model::Op& op, uint32_t index, uint64_t live_done);
-  void MarkDone(uint32_t index);
-  OpStats& StatsFor(const model::Op& op);
+  inline void Complete(const model::Op& op, uint32_t index, uint64_t live_done);
+  inline void MarkDone(uint32_t index);
+  inline OpStats& StatsFor(const model::Op& op);
   void RecordMismatch(const model::Op& op, uint32_t index, int64_t recorded, int64_t live,
                       Mismatch kind);
 
-  // ---- async requests and the calls that carry them ----
-  void SubmitAsync(const model::Op& op, uint32_t index);
-  bool NextOpCarries(uint32_t index) const;
-  void ReplayAsyncSyscall(const model::Op& op, uint32_t index);
+  // ---- async requests and the calls that carry them (`inline`: forced inline too) ----
+  inline void SubmitAsync(const model::Op& op, uint32_t index);
+  inline bool NextOpCarries(uint32_t index) const;
+  inline void ReplayAsyncSyscall(const model::Op& op, uint32_t index);
   void CloseRing(const model::Op& op, uint32_t index);
   void EnsureEngine(uint32_t context);
   void FinishEngineCall(const model::Op& op, uint32_t index, uint64_t t0);
@@ -137,8 +142,6 @@ struct ReplayEngine::Worker {
   uint64_t prev_live_done_ = 0;  // its live completion
   bool first_ = true;
   int64_t late_ = 0;  // lateness of the op being issued
-
-  LiveArgs args_;  // of the op being issued
 };
 
 }  // namespace iotwin::replay
