@@ -25,6 +25,10 @@
 #include "memory_wire.h"
 #include "mm_helpers.bpf.h"
 
+/* Each program is written once (NAME_body) and wrapped as tp_btf and as raw_tp
+ * (NAME_raw): arguments are read with BPF_CORE_READ or probes, which serve both
+ * the typed pointers of tp_btf and the untyped ones of raw_tp. */
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* What to emit (set by user space before load). Programs of a part that is
@@ -513,8 +517,7 @@ static __always_inline void iot_mem_resolve(struct iot_mem_thread *t, __u32 tgid
 		t->pf.flags |= IOT_PFF_MAJOR;
 }
 
-SEC("tp_btf/page_fault_user")
-int BPF_PROG(iot_mem_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+static __always_inline int iot_mem_fault_body(unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
@@ -591,6 +594,18 @@ int BPF_PROG(iot_mem_fault, unsigned long address, struct pt_regs *regs, unsigne
 	return 0;
 }
 
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(iot_mem_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	return iot_mem_fault_body(address, regs, error_code);
+}
+
+SEC("raw_tp/page_fault_user")
+int BPF_PROG(iot_mem_fault_raw, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	return iot_mem_fault_body(address, regs, error_code);
+}
+
 /* The thread entry `t` if its pending fault is on (ino, dev), else NULL. */
 static __always_inline struct iot_mem_thread *iot_mem_pending_on(struct iot_mem_thread *t,
 								  __u64 ino, __u32 dev)
@@ -609,8 +624,7 @@ static __always_inline struct iot_mem_thread *iot_mem_faulting(__u32 tid, __u64 
 /* Fault-around: the pages [start, last] of the file already in the page
  * cache were mapped without faults of their own; large folios at either end
  * are mapped whole (as far as the VMA and the page table reach). */
-SEC("tp_btf/mm_filemap_map_pages")
-int BPF_PROG(iot_mem_map_pages, struct address_space *mapping, unsigned long start,
+static __always_inline int iot_mem_map_pages_body(struct address_space *mapping, unsigned long start,
 	     unsigned long last)
 {
 	if (!mapping)
@@ -646,6 +660,20 @@ int BPF_PROG(iot_mem_map_pages, struct address_space *mapping, unsigned long sta
 	return 0;
 }
 
+SEC("tp_btf/mm_filemap_map_pages")
+int BPF_PROG(iot_mem_map_pages, struct address_space *mapping, unsigned long start,
+	     unsigned long last)
+{
+	return iot_mem_map_pages_body(mapping, start, last);
+}
+
+SEC("raw_tp/mm_filemap_map_pages")
+int BPF_PROG(iot_mem_map_pages_raw, struct address_space *mapping, unsigned long start,
+	     unsigned long last)
+{
+	return iot_mem_map_pages_body(mapping, start, last);
+}
+
 /* ---- page cache --------------------------------------------------------- */
 
 /* A page-cache insertion by a thread whose pending fault is unresolved (its
@@ -667,8 +695,7 @@ static __always_inline void iot_mem_note_unresolved_add(struct iot_mem_thread *t
 	}
 }
 
-SEC("tp_btf/mm_filemap_add_to_page_cache")
-int BPF_PROG(iot_mem_pc_add, struct folio *folio)
+static __always_inline int iot_mem_pc_add_body(struct folio *folio)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
@@ -705,8 +732,19 @@ int BPF_PROG(iot_mem_pc_add, struct folio *folio)
 	return 0;
 }
 
-SEC("tp_btf/mm_filemap_delete_from_page_cache")
-int BPF_PROG(iot_mem_pc_delete, struct folio *folio)
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(iot_mem_pc_add, struct folio *folio)
+{
+	return iot_mem_pc_add_body(folio);
+}
+
+SEC("raw_tp/mm_filemap_add_to_page_cache")
+int BPF_PROG(iot_mem_pc_add_raw, struct folio *folio)
+{
+	return iot_mem_pc_add_body(folio);
+}
+
+static __always_inline int iot_mem_pc_delete_body(struct folio *folio)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
@@ -725,6 +763,18 @@ int BPF_PROG(iot_mem_pc_delete, struct folio *folio)
 	iot_mem_run_add(t, IOT_MEM_RUN_DEL, ino, dev, BPF_CORE_READ(folio, index),
 			iot_folio_nr(folio), bpf_ktime_get_ns(), tgid, tid);
 	return 0;
+}
+
+SEC("tp_btf/mm_filemap_delete_from_page_cache")
+int BPF_PROG(iot_mem_pc_delete, struct folio *folio)
+{
+	return iot_mem_pc_delete_body(folio);
+}
+
+SEC("raw_tp/mm_filemap_delete_from_page_cache")
+int BPF_PROG(iot_mem_pc_delete_raw, struct folio *folio)
+{
+	return iot_mem_pc_delete_body(folio);
 }
 
 /* A readahead window [start, start + nr) of a file. page_cache_ra_order may
@@ -782,11 +832,31 @@ static __always_inline void iot_mem_readahead(struct inode *inode, __u64 start, 
 	iot_output(&c, sizeof(c), IOT_SRC_MEMORY);
 }
 
+static __always_inline int iot_mem_ra_unbounded_body(struct inode *inode, unsigned long index,
+	     unsigned long nr_to_read, unsigned long lookahead_size)
+{
+	iot_mem_readahead(inode, index, nr_to_read);
+	return 0;
+}
+
 SEC("tp_btf/page_cache_ra_unbounded")
 int BPF_PROG(iot_mem_ra_unbounded, struct inode *inode, unsigned long index,
 	     unsigned long nr_to_read, unsigned long lookahead_size)
 {
-	iot_mem_readahead(inode, index, nr_to_read);
+	return iot_mem_ra_unbounded_body(inode, index, nr_to_read, lookahead_size);
+}
+
+SEC("raw_tp/page_cache_ra_unbounded")
+int BPF_PROG(iot_mem_ra_unbounded_raw, struct inode *inode, unsigned long index,
+	     unsigned long nr_to_read, unsigned long lookahead_size)
+{
+	return iot_mem_ra_unbounded_body(inode, index, nr_to_read, lookahead_size);
+}
+
+static __always_inline int iot_mem_ra_order_body(struct inode *inode, unsigned long index,
+	     struct file_ra_state *ra)
+{
+	iot_mem_readahead(inode, BPF_CORE_READ(ra, start), BPF_CORE_READ(ra, size));
 	return 0;
 }
 
@@ -794,14 +864,19 @@ SEC("tp_btf/page_cache_ra_order")
 int BPF_PROG(iot_mem_ra_order, struct inode *inode, unsigned long index,
 	     struct file_ra_state *ra)
 {
-	iot_mem_readahead(inode, BPF_CORE_READ(ra, start), BPF_CORE_READ(ra, size));
-	return 0;
+	return iot_mem_ra_order_body(inode, index, ra);
+}
+
+SEC("raw_tp/page_cache_ra_order")
+int BPF_PROG(iot_mem_ra_order_raw, struct inode *inode, unsigned long index,
+	     struct file_ra_state *ra)
+{
+	return iot_mem_ra_order_body(inode, index, ra);
 }
 
 /* read() of pages already cached leaves no other trace here: the first read
  * of a file by a traced thread still records its cache state. */
-SEC("tp_btf/mm_filemap_get_pages")
-int BPF_PROG(iot_mem_get_pages, struct address_space *mapping, unsigned long index,
+static __always_inline int iot_mem_get_pages_body(struct address_space *mapping, unsigned long index,
 	     unsigned long last_index)
 {
 	if (!mapping)
@@ -815,6 +890,20 @@ int BPF_PROG(iot_mem_get_pages, struct address_space *mapping, unsigned long ind
 	iot_inode_ident(host, &ino, &dev);
 	iot_mem_first_touch(host, ino, dev, 0, tgid);
 	return 0;
+}
+
+SEC("tp_btf/mm_filemap_get_pages")
+int BPF_PROG(iot_mem_get_pages, struct address_space *mapping, unsigned long index,
+	     unsigned long last_index)
+{
+	return iot_mem_get_pages_body(mapping, index, last_index);
+}
+
+SEC("raw_tp/mm_filemap_get_pages")
+int BPF_PROG(iot_mem_get_pages_raw, struct address_space *mapping, unsigned long index,
+	     unsigned long last_index)
+{
+	return iot_mem_get_pages_body(mapping, index, last_index);
 }
 
 /* ---- dirtying and sub-page baselines ------------------------------------ */
@@ -922,11 +1011,11 @@ static __always_inline void iot_mem_baseline(struct folio *folio, __u64 folio_pt
 	}
 }
 
-SEC("tp_btf/writeback_dirty_folio")
-int BPF_PROG(iot_mem_dirty_folio, struct folio *folio, struct address_space *mapping)
+/* folio_ptr: the folio's address as a number, read from the context by the
+ * wrappers (a value the verifier does not track as a pointer). */
+static __always_inline int iot_mem_dirty_folio_body(struct folio *folio, struct address_space *mapping,
+						    __u64 folio_ptr)
 {
-	__u64 folio_ptr = 0;
-	bpf_probe_read_kernel(&folio_ptr, sizeof(folio_ptr), &ctx[0]);
 	if (iot_mem_subpage)
 		iot_mem_calibrate(folio, folio_ptr);
 	if (!mapping) /* the kernel declares it nullable */
@@ -962,6 +1051,22 @@ int BPF_PROG(iot_mem_dirty_folio, struct folio *folio, struct address_space *map
 	}
 	iot_mem_run_add(t, IOT_MEM_RUN_DIRTY, ino, dev, index, nr, now, tgid, tid);
 	return 0;
+}
+
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(iot_mem_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	__u64 folio_ptr = 0;
+	bpf_probe_read_kernel(&folio_ptr, sizeof(folio_ptr), &ctx[0]);
+	return iot_mem_dirty_folio_body(folio, mapping, folio_ptr);
+}
+
+SEC("raw_tp/writeback_dirty_folio")
+int BPF_PROG(iot_mem_dirty_folio_raw, struct folio *folio, struct address_space *mapping)
+{
+	__u64 folio_ptr = 0;
+	bpf_probe_read_kernel(&folio_ptr, sizeof(folio_ptr), &ctx[0]);
+	return iot_mem_dirty_folio_body(folio, mapping, folio_ptr);
 }
 
 /* ---- write-back ----------------------------------------------------------- */
@@ -1003,8 +1108,7 @@ static __always_inline __u32 iot_dirty_bits(__u64 kernel_flags)
 
 /* An inode becomes dirty: recorded when it gains a dirty bit it did not have
  * (nr = the new bits), not on every timestamp update. */
-SEC("tp_btf/writeback_mark_inode_dirty")
-int BPF_PROG(iot_mem_dirty_inode, struct inode *inode, int flags)
+static __always_inline int iot_mem_dirty_inode_body(struct inode *inode, int flags)
 {
 	__u64 ino;
 	__u32 dev;
@@ -1020,6 +1124,18 @@ int BPF_PROG(iot_mem_dirty_inode, struct inode *inode, int flags)
 		return 0;
 	iot_wb_emit(IOT_WB_DIRTY_INODE, 0, bpf_ktime_get_ns(), ino, dev, 0, fresh, 0);
 	return 0;
+}
+
+SEC("tp_btf/writeback_mark_inode_dirty")
+int BPF_PROG(iot_mem_dirty_inode, struct inode *inode, int flags)
+{
+	return iot_mem_dirty_inode_body(inode, flags);
+}
+
+SEC("raw_tp/writeback_mark_inode_dirty")
+int BPF_PROG(iot_mem_dirty_inode_raw, struct inode *inode, int flags)
+{
+	return iot_mem_dirty_inode_body(inode, flags);
 }
 
 /* The reason of a write-back: the flusher work this thread is doing, else
@@ -1039,8 +1155,7 @@ static __always_inline __u16 iot_wb_reason(struct iot_mem_wb *w, struct writebac
 
 /* Write-back of one inode by the flusher, or by sync_inode / write_inode_now
  * in the caller's context. */
-SEC("tp_btf/writeback_single_inode_start")
-int BPF_PROG(iot_mem_wb_inode_start, struct inode *inode, struct writeback_control *wbc,
+static __always_inline int iot_mem_wb_inode_start_body(struct inode *inode, struct writeback_control *wbc,
 	     unsigned long nr_to_write)
 {
 	__u64 ino;
@@ -1069,8 +1184,21 @@ int BPF_PROG(iot_mem_wb_inode_start, struct inode *inode, struct writeback_contr
 	return 0;
 }
 
-SEC("tp_btf/writeback_single_inode")
-int BPF_PROG(iot_mem_wb_inode_done, struct inode *inode, struct writeback_control *wbc,
+SEC("tp_btf/writeback_single_inode_start")
+int BPF_PROG(iot_mem_wb_inode_start, struct inode *inode, struct writeback_control *wbc,
+	     unsigned long nr_to_write)
+{
+	return iot_mem_wb_inode_start_body(inode, wbc, nr_to_write);
+}
+
+SEC("raw_tp/writeback_single_inode_start")
+int BPF_PROG(iot_mem_wb_inode_start_raw, struct inode *inode, struct writeback_control *wbc,
+	     unsigned long nr_to_write)
+{
+	return iot_mem_wb_inode_start_body(inode, wbc, nr_to_write);
+}
+
+static __always_inline int iot_mem_wb_inode_done_body(struct inode *inode, struct writeback_control *wbc,
 	     unsigned long nr_to_write)
 {
 	__u64 ino;
@@ -1094,10 +1222,23 @@ int BPF_PROG(iot_mem_wb_inode_done, struct inode *inode, struct writeback_contro
 	return 0;
 }
 
+SEC("tp_btf/writeback_single_inode")
+int BPF_PROG(iot_mem_wb_inode_done, struct inode *inode, struct writeback_control *wbc,
+	     unsigned long nr_to_write)
+{
+	return iot_mem_wb_inode_done_body(inode, wbc, nr_to_write);
+}
+
+SEC("raw_tp/writeback_single_inode")
+int BPF_PROG(iot_mem_wb_inode_done_raw, struct inode *inode, struct writeback_control *wbc,
+	     unsigned long nr_to_write)
+{
+	return iot_mem_wb_inode_done_body(inode, wbc, nr_to_write);
+}
+
 /* Flusher work: remembered per kworker; recorded only when it writes back an
  * interesting inode (see iot_mem_wb_inode_start). */
-SEC("tp_btf/writeback_start")
-int BPF_PROG(iot_mem_wb_work_start, struct bdi_writeback *wb, struct wb_writeback_work *work)
+static __always_inline int iot_mem_wb_work_start_body(struct bdi_writeback *wb, struct wb_writeback_work *work)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct iot_mem_wb w = {};
@@ -1110,8 +1251,19 @@ int BPF_PROG(iot_mem_wb_work_start, struct bdi_writeback *wb, struct wb_writebac
 	return 0;
 }
 
-SEC("tp_btf/writeback_written")
-int BPF_PROG(iot_mem_wb_work_done, struct bdi_writeback *wb, struct wb_writeback_work *work)
+SEC("tp_btf/writeback_start")
+int BPF_PROG(iot_mem_wb_work_start, struct bdi_writeback *wb, struct wb_writeback_work *work)
+{
+	return iot_mem_wb_work_start_body(wb, work);
+}
+
+SEC("raw_tp/writeback_start")
+int BPF_PROG(iot_mem_wb_work_start_raw, struct bdi_writeback *wb, struct wb_writeback_work *work)
+{
+	return iot_mem_wb_work_start_body(wb, work);
+}
+
+static __always_inline int iot_mem_wb_work_done_body(struct bdi_writeback *wb, struct wb_writeback_work *work)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct iot_mem_wb *w = bpf_map_lookup_elem(&iot_mem_wb_threads, &tid);
@@ -1127,10 +1279,21 @@ int BPF_PROG(iot_mem_wb_work_done, struct bdi_writeback *wb, struct wb_writeback
 	return 0;
 }
 
+SEC("tp_btf/writeback_written")
+int BPF_PROG(iot_mem_wb_work_done, struct bdi_writeback *wb, struct wb_writeback_work *work)
+{
+	return iot_mem_wb_work_done_body(wb, work);
+}
+
+SEC("raw_tp/writeback_written")
+int BPF_PROG(iot_mem_wb_work_done_raw, struct bdi_writeback *wb, struct wb_writeback_work *work)
+{
+	return iot_mem_wb_work_done_body(wb, work);
+}
+
 /* A thread waits for a page under write-back (fsync/msync waiting for its
  * I/O, or a store into a page being written). */
-SEC("tp_btf/folio_wait_writeback")
-int BPF_PROG(iot_mem_wb_wait, struct folio *folio, struct address_space *mapping)
+static __always_inline int iot_mem_wb_wait_body(struct folio *folio, struct address_space *mapping)
 {
 	if (!folio || !mapping)
 		return 0;
@@ -1152,6 +1315,18 @@ int BPF_PROG(iot_mem_wb_wait, struct folio *folio, struct address_space *mapping
 	return 0;
 }
 
+SEC("tp_btf/folio_wait_writeback")
+int BPF_PROG(iot_mem_wb_wait, struct folio *folio, struct address_space *mapping)
+{
+	return iot_mem_wb_wait_body(folio, mapping);
+}
+
+SEC("raw_tp/folio_wait_writeback")
+int BPF_PROG(iot_mem_wb_wait_raw, struct folio *folio, struct address_space *mapping)
+{
+	return iot_mem_wb_wait_body(folio, mapping);
+}
+
 /* fsync/msync/sync_file_range write back through ->writepages directly, not
  * through writeback_single_inode: on ext4 its tracepoints show that write-back
  * in the application's context (skipped inside a flusher's inode write-back,
@@ -1167,8 +1342,7 @@ static __always_inline bool iot_mem_app_writeback(struct inode *inode, __u64 *in
 	return !(w && w->in_inode);
 }
 
-SEC("tp_btf/ext4_writepages")
-int BPF_PROG(iot_mem_ext4_writepages, struct inode *inode, struct writeback_control *wbc)
+static __always_inline int iot_mem_ext4_writepages_body(struct inode *inode, struct writeback_control *wbc)
 {
 	__u64 ino;
 	__u32 dev;
@@ -1180,8 +1354,19 @@ int BPF_PROG(iot_mem_ext4_writepages, struct inode *inode, struct writeback_cont
 	return 0;
 }
 
-SEC("tp_btf/ext4_writepages_result")
-int BPF_PROG(iot_mem_ext4_writepages_result, struct inode *inode, struct writeback_control *wbc,
+SEC("tp_btf/ext4_writepages")
+int BPF_PROG(iot_mem_ext4_writepages, struct inode *inode, struct writeback_control *wbc)
+{
+	return iot_mem_ext4_writepages_body(inode, wbc);
+}
+
+SEC("raw_tp/ext4_writepages")
+int BPF_PROG(iot_mem_ext4_writepages_raw, struct inode *inode, struct writeback_control *wbc)
+{
+	return iot_mem_ext4_writepages_body(inode, wbc);
+}
+
+static __always_inline int iot_mem_ext4_writepages_result_body(struct inode *inode, struct writeback_control *wbc,
 	     int ret, int pages_written)
 {
 	__u64 ino;
@@ -1192,4 +1377,18 @@ int BPF_PROG(iot_mem_ext4_writepages_result, struct inode *inode, struct writeba
 		    BPF_CORE_READ(wbc, range_start) >> IOT_PAGE_SHIFT,
 		    pages_written > 0 ? pages_written : 0, BPF_CORE_READ(wbc, sync_mode));
 	return 0;
+}
+
+SEC("tp_btf/ext4_writepages_result")
+int BPF_PROG(iot_mem_ext4_writepages_result, struct inode *inode, struct writeback_control *wbc,
+	     int ret, int pages_written)
+{
+	return iot_mem_ext4_writepages_result_body(inode, wbc, ret, pages_written);
+}
+
+SEC("raw_tp/ext4_writepages_result")
+int BPF_PROG(iot_mem_ext4_writepages_result_raw, struct inode *inode, struct writeback_control *wbc,
+	     int ret, int pages_written)
+{
+	return iot_mem_ext4_writepages_result_body(inode, wbc, ret, pages_written);
 }

@@ -55,9 +55,9 @@ std::string ProgramAttach::MethodList() const {
 }
 
 const std::vector<ProgramAttach>& AttachTable() {
-  // The syscall, process, io_uring, block and sched programs have raw_tp variants (and the
-  // syscall ones classic raw_syscalls / sched tracepoint variants). The memory and NVMe programs
-  // read typed tracepoint arguments throughout and are tp_btf only.
+  // The syscall, process, io_uring, memory, block and sched programs have raw_tp variants (and
+  // the syscall ones classic raw_syscalls / sched tracepoint variants). The NVMe programs read
+  // typed tracepoint arguments throughout and are tp_btf only.
   static const std::vector<ProgramAttach> kTable = {
       {"syscall", "syscall", "iot_sys_enter", "raw_syscalls:sys_enter", true, kAllThree},
       {"syscall", "syscall", "iot_sys_exit", "raw_syscalls:sys_exit", true, kAllThree},
@@ -69,29 +69,29 @@ const std::vector<ProgramAttach>& AttachTable() {
       {"syscall", "async", "iot_uring_complete", "io_uring:io_uring_complete", false, kBtfOrRaw},
 
       {"memory", "memory", "iot_mem_pc_add", "filemap:mm_filemap_add_to_page_cache", true,
-       kBtfOnly},
+       kBtfOrRaw},
       {"memory", "memory", "iot_mem_pc_delete", "filemap:mm_filemap_delete_from_page_cache", true,
-       kBtfOnly},
-      {"memory", "memory", "iot_mem_fault", "exceptions:page_fault_user", false, kBtfOnly},
-      {"memory", "memory", "iot_mem_map_pages", "filemap:mm_filemap_map_pages", false, kBtfOnly},
-      {"memory", "memory", "iot_mem_get_pages", "filemap:mm_filemap_get_pages", false, kBtfOnly},
+       kBtfOrRaw},
+      {"memory", "memory", "iot_mem_fault", "exceptions:page_fault_user", false, kBtfOrRaw},
+      {"memory", "memory", "iot_mem_map_pages", "filemap:mm_filemap_map_pages", false, kBtfOrRaw},
+      {"memory", "memory", "iot_mem_get_pages", "filemap:mm_filemap_get_pages", false, kBtfOrRaw},
       {"memory", "memory", "iot_mem_ra_unbounded", "readahead:page_cache_ra_unbounded", false,
-       kBtfOnly},
-      {"memory", "memory", "iot_mem_ra_order", "readahead:page_cache_ra_order", false, kBtfOnly},
+       kBtfOrRaw},
+      {"memory", "memory", "iot_mem_ra_order", "readahead:page_cache_ra_order", false, kBtfOrRaw},
       {"memory", "memory", "iot_mem_dirty_folio", "writeback:writeback_dirty_folio", false,
-       kBtfOnly},
+       kBtfOrRaw},
       {"memory", "memory", "iot_mem_dirty_inode", "writeback:writeback_mark_inode_dirty", false,
-       kBtfOnly},
+       kBtfOrRaw},
       {"memory", "memory", "iot_mem_wb_inode_start", "writeback:writeback_single_inode_start",
-       false, kBtfOnly},
+       false, kBtfOrRaw},
       {"memory", "memory", "iot_mem_wb_inode_done", "writeback:writeback_single_inode", false,
-       kBtfOnly},
-      {"memory", "memory", "iot_mem_wb_work_start", "writeback:writeback_start", false, kBtfOnly},
-      {"memory", "memory", "iot_mem_wb_work_done", "writeback:writeback_written", false, kBtfOnly},
-      {"memory", "memory", "iot_mem_wb_wait", "writeback:folio_wait_writeback", false, kBtfOnly},
-      {"memory", "memory", "iot_mem_ext4_writepages", "ext4:ext4_writepages", false, kBtfOnly},
+       kBtfOrRaw},
+      {"memory", "memory", "iot_mem_wb_work_start", "writeback:writeback_start", false, kBtfOrRaw},
+      {"memory", "memory", "iot_mem_wb_work_done", "writeback:writeback_written", false, kBtfOrRaw},
+      {"memory", "memory", "iot_mem_wb_wait", "writeback:folio_wait_writeback", false, kBtfOrRaw},
+      {"memory", "memory", "iot_mem_ext4_writepages", "ext4:ext4_writepages", false, kBtfOrRaw},
       {"memory", "memory", "iot_mem_ext4_writepages_result", "ext4:ext4_writepages_result", false,
-       kBtfOnly},
+       kBtfOrRaw},
 
       {"block", "block", "iot_blk_rq_issue", "block:block_rq_issue", true, kBtfOrRaw},
       {"block", "block", "iot_blk_rq_complete", "block:block_rq_complete", true, kBtfOrRaw},

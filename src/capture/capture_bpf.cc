@@ -325,6 +325,14 @@ void CaptureBpf::LoadMemory(const CaptureBpfConfig& config) {
   auto m = MemoryBpf::Load(memory_plan_, support, shared);
   if (m.ok()) {
     memory_ = std::move(m).value();
+    // The parts' reasons say tp_btf; a fallback says what ran instead.
+    const std::string& kind = memory_->attach_kind();
+    for (MemoryPart* p : {&memory_plan_.faults, &memory_plan_.cache, &memory_plan_.writeback,
+                          &memory_plan_.subpage}) {
+      if (p->enabled && kind != "tp_btf" && p->reason.rfind("tp_btf ", 0) == 0) {
+        p->reason = kind + p->reason.substr(6);
+      }
+    }
     return;
   }
   std::string why = m.status().message() + " " + LibbpfLogTail();

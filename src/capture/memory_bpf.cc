@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "base/page_cache.h"
+#include "capture/attach_plan.h"
 #include "capture/attach_table.h"
 #include "capture/features.h"
 #include "capture/proc_snapshot.h"
@@ -163,6 +164,21 @@ nlohmann::json MemoryLayerState::ToJson() const {
 Result<std::unique_ptr<MemoryBpf>> MemoryBpf::Load(const MemoryLayerState& plan,
                                                    const MemoryKernelSupport& support,
                                                    const MemorySharedMaps& shared) {
+  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
+  AttachPlan attach = PlanObject("memory", forced);
+  // A plan that does not load is retried with each program's next method.
+  auto m = LoadPlanned(plan, support, shared, attach);
+  while (!m.ok() && DemotePlan("memory", &attach)) {
+    auto retry = LoadPlanned(plan, support, shared, attach);
+    if (retry.ok()) return retry;
+  }
+  return m;
+}
+
+Result<std::unique_ptr<MemoryBpf>> MemoryBpf::LoadPlanned(const MemoryLayerState& plan,
+                                                          const MemoryKernelSupport& support,
+                                                          const MemorySharedMaps& shared,
+                                                          const AttachPlan& attach) {
   std::unique_ptr<MemoryBpf> m(new MemoryBpf());
   int ncpus = libbpf_num_possible_cpus();
   m->ncpus_ = ncpus > 0 ? ncpus : 1;
@@ -192,32 +208,34 @@ Result<std::unique_ptr<MemoryBpf>> MemoryBpf::Load(const MemoryLayerState& plan,
   const bool faults = plan.faults.enabled, cache = plan.cache.enabled,
              wb = plan.writeback.enabled, sub = plan.subpage.enabled,
              st = plan.state.enabled && plan.state_in_kernel;
-  auto* p = &m->skel_->progs;
   struct {
-    bpf_program* prog;
+    const char* program;  // the attach table's name (its tp_btf variant)
     const char* tracepoint;
     bool wanted;
   } progs[] = {
-      {p->iot_mem_fault, "page_fault_user", faults || sub || st},
-      {p->iot_mem_map_pages, "mm_filemap_map_pages", faults},
-      {p->iot_mem_pc_add, "mm_filemap_add_to_page_cache", faults || cache || st},
-      {p->iot_mem_pc_delete, "mm_filemap_delete_from_page_cache", cache || st},
-      {p->iot_mem_ra_unbounded, "page_cache_ra_unbounded", cache || st},
-      {p->iot_mem_ra_order, "page_cache_ra_order", cache || st},
-      {p->iot_mem_get_pages, "mm_filemap_get_pages", st},
-      {p->iot_mem_dirty_folio, "writeback_dirty_folio", wb || sub || st},
-      {p->iot_mem_dirty_inode, "writeback_mark_inode_dirty", wb},
-      {p->iot_mem_wb_inode_start, "writeback_single_inode_start", wb},
-      {p->iot_mem_wb_inode_done, "writeback_single_inode", wb},
-      {p->iot_mem_wb_work_start, "writeback_start", wb},
-      {p->iot_mem_wb_work_done, "writeback_written", wb},
-      {p->iot_mem_wb_wait, "folio_wait_writeback", wb},
-      {p->iot_mem_ext4_writepages, "ext4_writepages", wb},
-      {p->iot_mem_ext4_writepages_result, "ext4_writepages_result", wb},
+      {"iot_mem_fault", "page_fault_user", faults || sub || st},
+      {"iot_mem_map_pages", "mm_filemap_map_pages", faults},
+      {"iot_mem_pc_add", "mm_filemap_add_to_page_cache", faults || cache || st},
+      {"iot_mem_pc_delete", "mm_filemap_delete_from_page_cache", cache || st},
+      {"iot_mem_ra_unbounded", "page_cache_ra_unbounded", cache || st},
+      {"iot_mem_ra_order", "page_cache_ra_order", cache || st},
+      {"iot_mem_get_pages", "mm_filemap_get_pages", st},
+      {"iot_mem_dirty_folio", "writeback_dirty_folio", wb || sub || st},
+      {"iot_mem_dirty_inode", "writeback_mark_inode_dirty", wb},
+      {"iot_mem_wb_inode_start", "writeback_single_inode_start", wb},
+      {"iot_mem_wb_inode_done", "writeback_single_inode", wb},
+      {"iot_mem_wb_work_start", "writeback_start", wb},
+      {"iot_mem_wb_work_done", "writeback_written", wb},
+      {"iot_mem_wb_wait", "folio_wait_writeback", wb},
+      {"iot_mem_ext4_writepages", "ext4_writepages", wb},
+      {"iot_mem_ext4_writepages_result", "ext4_writepages_result", wb},
   };
   for (auto& pr : progs) {
-    bpf_program__set_autoload(pr.prog, pr.wanted && support.Has(pr.tracepoint));
+    auto planned = attach.find(pr.program);
+    bool load = pr.wanted && support.Has(pr.tracepoint) && planned != attach.end();
+    SelectVariant(m->skel_->obj, pr.program, load ? planned->second : AttachMethod::kNone);
   }
+  m->attach_kind_ = DescribePlan(attach);
   int err = iotwin_memory_bpf__load(m->skel_);
   if (err) return LibbpfStatus(err, "loading the memory BPF programs");
   return m;

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "capture/attach_table.h"
 #include "capture/memory_options.h"
 #include "iotwin_abi.h"
 
@@ -109,10 +111,17 @@ class MemoryBpf {
   // The interesting-inode set (iot_mem_inodes), shared with the block layer (block_bpf.h).
   int inodes_fd() const;
   static const char* StatName(size_t i);
+  // How the programs attach ("tp_btf", "raw_tp"; attach_table.h).
+  const std::string& attach_kind() const { return attach_kind_; }
 
  private:
   MemoryBpf() = default;
+  // Load with the attach methods of `attach` (attach_plan.h).
+  static Result<std::unique_ptr<MemoryBpf>> LoadPlanned(
+      const MemoryLayerState& plan, const MemoryKernelSupport& support,
+      const MemorySharedMaps& shared, const std::map<std::string, AttachMethod, std::less<>>& attach);
   iotwin_memory_bpf* skel_ = nullptr;
+  std::string attach_kind_ = "tp_btf";
   std::unordered_set<uint32_t> held_last_sweep_;  // threads blocked in their fault at the last sweep
   std::vector<bpf_link*> links_;
   int ncpus_ = 1;

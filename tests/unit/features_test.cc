@@ -201,8 +201,8 @@ TEST(FeaturesEvaluate, SyscallLayerOffersOnlyWhatTheCaptureCanAttach) {
       << syscall.reason;
 }
 
-// Without tp_btf the programs with raw_tp twins (syscall, process, io_uring, block, sched) attach
-// as raw_tp; the layers whose programs are tp_btf only say so instead of offering a fallback.
+// Without tp_btf the programs with raw_tp twins (all but NVMe's) attach as raw_tp; the layers
+// whose programs are tp_btf only say so instead of offering a fallback.
 TEST(FeaturesEvaluate, WithoutTpBtfTheProgramsWithRawTpTwinsUseThem) {
   KernelFacts f = VmLikeFacts();
   f.tp_btf = {false, EINVAL, "load failed"};
@@ -218,11 +218,15 @@ TEST(FeaturesEvaluate, WithoutTpBtfTheProgramsWithRawTpTwinsUseThem) {
       << syscall.method;
   EXPECT_TRUE(Layer(features, "sched").available);
   EXPECT_TRUE(Layer(features, "block").available);
-  const LayerPlan& memory = Layer(features, "memory");
-  EXPECT_FALSE(memory.available);
-  EXPECT_NE(memory.reason.find("filemap:mm_filemap_add_to_page_cache (tp_btf only)"),
-            std::string::npos)
-      << memory.reason;
+  EXPECT_TRUE(Layer(features, "memory").available);
+  // The NVMe programs have no raw_tp twin: with the driver there, the layer says so.
+  f.btf_tracepoints.insert({"nvme_setup_cmd", "nvme_complete_rq"});
+  f.modules.insert("nvme_core");
+  Features with_nvme = Features::Evaluate(f);
+  const LayerPlan& nvme = Layer(with_nvme, "nvme");
+  EXPECT_FALSE(nvme.available);
+  EXPECT_NE(nvme.reason.find("nvme:nvme_setup_cmd (tp_btf only)"), std::string::npos)
+      << nvme.reason;
 }
 
 // The classic tracepoint needs a mounted tracefs (the capture does not mount it), and only the
@@ -252,13 +256,15 @@ TEST(FeaturesEvaluate, ForcedMethodOnlyWhereTheRowOffersIt) {
   Features features = Features::Evaluate(f);
   const ProgramAttach* enter = FindAttach("syscall", "iot_sys_enter");
   const ProgramAttach* fork = FindAttach("proc", "iot_proc_fork");
-  const ProgramAttach* pc_add = FindAttach("memory", "iot_mem_pc_add");
-  ASSERT_TRUE(enter && fork && pc_add);
+  const ProgramAttach* nvme_setup = FindAttach("nvme", "iot_nvme_setup");
+  ASSERT_TRUE(enter && fork && nvme_setup);
   EXPECT_EQ(features.ChooseAttach(*enter), AttachMethod::kTpBtf);
   EXPECT_EQ(features.ChooseAttach(*enter, AttachMethod::kRawTp), AttachMethod::kRawTp);
   EXPECT_EQ(features.ChooseAttach(*enter, AttachMethod::kTracepoint), AttachMethod::kTracepoint);
   EXPECT_EQ(features.ChooseAttach(*fork, AttachMethod::kTracepoint), AttachMethod::kTpBtf);
-  EXPECT_EQ(features.ChooseAttach(*pc_add, AttachMethod::kRawTp), AttachMethod::kTpBtf);
+  f.btf_tracepoints.insert("nvme_setup_cmd");
+  EXPECT_EQ(Features::Evaluate(f).ChooseAttach(*nvme_setup, AttachMethod::kRawTp),
+            AttachMethod::kTpBtf);
 }
 
 // The loaders learn from the one probe where a tracepoint's BTF is (the NVMe layer names it).
@@ -278,8 +284,8 @@ TEST(FeaturesEvaluate, TpBtfFallbackComesFromTheAttachTable) {
   f.tp_btf = {false, EINVAL, "load failed"};
   std::string fallback(Features::Evaluate(f).status(Feature::kTpBtf).fallback);
   EXPECT_EQ(fallback,
-            "raw_tp for the syscall, proc, async, block, sched programs (a classic tracepoint for "
-            "the syscall ones); the memory, nvme programs are tp_btf only");
+            "raw_tp for the syscall, proc, async, memory, block, sched programs (a classic "
+            "tracepoint for the syscall ones); the nvme programs are tp_btf only");
 }
 
 TEST(AttachTable, RowsAreWellFormedAndGroupedByLayer) {
