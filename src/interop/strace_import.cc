@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <optional>
@@ -1120,7 +1121,9 @@ class StraceImporter : public Importer {
         IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         SetIdentity(&sc, fd);
-        if (ok) fds_.Close(task.tgid, sc.fd);
+        // close releases the number even when it then fails (EINTR, EIO) or never returns;
+        // EBADF: nothing was open. The rule of TraceState::OnSyscall.
+        if (!(r.known && r.ret == -EBADF)) fds_.Close(task.tgid, sc.fd);
         break;
       }
       case IOT_OP_CLOSE_RANGE:

@@ -86,6 +86,24 @@ TEST(StraceImportUntrusted, DescriptorArgumentPastTheRangeNamesNone) {
   EXPECT_EQ(Counter(out, "descriptor_out_of_range"), 1u);
 }
 
+// close releases the descriptor even when it reports EINTR (the kernel frees the number first),
+// as every other reader of traces has it: the position of the old file is not used afterwards.
+TEST(StraceImportUntrusted, FailedCloseReleasesTheNumber) {
+  ImportOutcome out;
+  testing::ImportText(&out, ImportFormat::kStrace,
+                      "100 openat(AT_FDCWD, \"/data/a\", O_RDONLY) = 3\n"
+                      "100 lseek(3, 100, SEEK_SET) = 100\n"
+                      "100 close(3) = -1 EINTR (Interrupted system call)\n"
+                      "100 read(3, \"abcde\", 5) = 5\n"
+                      "100 openat(AT_FDCWD, \"/data/b\", O_RDONLY) = 4\n"
+                      "100 lseek(4, 50, SEEK_SET) = 50\n"
+                      "100 close(4) = -1 EBADF (Bad file descriptor)\n"
+                      "100 read(4, \"abcde\", 5) = 5\n");
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_EQ(ReadOffsets(out), (std::vector<uint64_t>{0, 50}));
+  EXPECT_EQ(Counter(out, "io_at_unknown_position"), 1u);
+}
+
 // A thread number the kernel reuses after its thread exited names a live thread again: the
 // process is not dead while it runs.
 TEST(StraceImportUntrusted, ReusedThreadNumberIsAlive) {
