@@ -1,6 +1,7 @@
 #include "capture/libbpf_log.h"
 
 #include <bpf/libbpf.h>
+#include <fmt/format.h>
 
 #include <cerrno>
 #include <cstdarg>
@@ -9,8 +10,6 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
-
-#include <fmt/format.h>
 
 namespace iotwin::capture {
 namespace {

@@ -28,9 +28,9 @@ Recorded RecordWith(const TempDir& dir, const std::string& name, const std::stri
   std::string sub = dir / name;
   mkdir(sub.c_str(), 0755);
   mkdir((sub + "/work").c_str(), 0755);
-  std::vector<std::string> argv = {IotwinBin(),     "record",        "-o", sub + "/trace.iotwin",
-                                   "--",            TestProg(prog), sub + "/calls.log",
-                                   sub + "/work"};
+  std::vector<std::string> argv = {IotwinBin(),           "record",     "-o",
+                                   sub + "/trace.iotwin", "--",         TestProg(prog),
+                                   sub + "/calls.log",    sub + "/work"};
   Recorded r;
   r.run = Run(argv, 120, env);
   r.trace = LoadTrace(sub + "/trace.iotwin");
@@ -176,7 +176,7 @@ TEST(RecordAttach, UnknownMethodIsRefused) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   TempDir dir;
   RunResult r = test::Run({IotwinBin(), "record", "-o", dir / "t.iotwin", "--", "/bin/true"}, 60,
-                    {"IOTWIN_ATTACH=kprobe"});
+                          {"IOTWIN_ATTACH=kprobe"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("IOTWIN_ATTACH=kprobe"), std::string::npos) << r.err;
 }

@@ -4,13 +4,12 @@
 // table `iotwin check` prints cannot drift from what the capture loads. Opening an object needs
 // no privileges (nothing is loaded into the kernel).
 #include <bpf/libbpf.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <climits>
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "capture/attach_table.h"
 
