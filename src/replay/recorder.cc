@@ -222,6 +222,7 @@ class BookkeeperSnapshots {
     snap.ts = sc.ts;
     snap.ino = sc.ino;
     snap.fsize = sc.fsize;
+    snap.pos = d->pos_known ? d->pos : 0;  // the new descriptor shares the description's
     snap.fd = fd;
     // The open flags, with close-on-exec the new descriptor's own (a dup does not inherit it,
     // F_DUPFD_CLOEXEC sets it).

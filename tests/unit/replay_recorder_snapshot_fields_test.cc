@@ -74,6 +74,18 @@ TEST(ReplayRecorderSnapshotFields, CloseOnExecIsTheNewDescriptors) {
   EXPECT_EQ(w.fds[1].flags & O_CLOEXEC, static_cast<uint32_t>(O_CLOEXEC));
 }
 
+// The snapshot carries the file position the shared description has reached, which the new
+// descriptor shares, rather than claiming 0.
+TEST(ReplayRecorderSnapshotFields, PositionIsTheDescriptions) {
+  test::TraceBuilder b = Replayer();
+  b.Openat(kWorker, "/sandbox/a", O_RDWR, 5);
+  b.Read(kWorker, 5, 100, 100);
+  b.Dup(kBookkeeper, 5, 6);
+  Written w = Filter(b);
+  ASSERT_EQ(w.fds.size(), 1u);
+  EXPECT_EQ(w.fds[0].pos, 100u);
+}
+
 // A mapping whose recorded length runs past 2^64 ends there instead of wrapping below its start.
 TEST(ReplayRecorderSnapshotFields, MappingEndDoesNotWrap) {
   test::TraceBuilder b = Replayer();
