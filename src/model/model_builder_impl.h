@@ -79,11 +79,6 @@ struct ModelBuilder::Impl {
     uint32_t ring_setup_op = kNone;
   };
 
-  struct MapPiece {
-    uint64_t end;
-    uint32_t mapping;
-  };
-
   // Descriptor numbers a process's ops have named, visited in ascending order: small numbers in
   // a bitmap, the rest in a set, so memory follows how many numbers a trace names, not how large
   // they are.
@@ -119,7 +114,6 @@ struct ModelBuilder::Impl {
     // this process: a number named for the first time after a fork was not in the copied table.
     FdSlots slots;
     std::unordered_map<uint32_t, uint32_t> last_fork;  // thread -> op index
-    std::map<uint64_t, MapPiece> maps;  // recorded address ranges -> mapping
     uint32_t live_threads = 0;
   };
 
@@ -569,53 +563,42 @@ struct ModelBuilder::Impl {
   }
 
   // ---- mappings -----------------------------------------------------------------------------
-  uint32_t FindMapping(uint32_t process, uint64_t addr) {
-    auto& maps = pstate[process].maps;
-    auto it = maps.upper_bound(addr);
-    if (it == maps.begin()) return kNone;
-    --it;
-    if (addr >= it->second.end) return kNone;
-    return it->second.mapping;
+  // The mapping tables are fd_table's; a FileMapping's `user` is the model's mapping id (kept by
+  // the pieces an unmap leaves).
+  uint32_t FindMapping(uint32_t process, uint64_t addr) const {
+    const FileMapping* fm = fd_table.MappingAt(process, addr);
+    return fm ? fm->user : kNone;
   }
 
   // The one mapping whose pieces cover [start, end) contiguously, or kNone.
   uint32_t CoveringMapping(uint32_t process, uint64_t start, uint64_t end) {
-    auto& maps = pstate[process].maps;
-    auto it = maps.upper_bound(start);
-    if (it == maps.begin()) return kNone;
-    --it;
-    if (it->second.end <= start) return kNone;
-    uint32_t id = it->second.mapping;
-    uint64_t covered = it->second.end;
-    while (covered < end) {
-      ++it;
-      if (it == maps.end() || it->first != covered || it->second.mapping != id) return kNone;
-      covered = it->second.end;
-    }
-    return id;
+    uint32_t id = kNone;
+    uint64_t covered = start;
+    bool contiguous = true;
+    fd_table.ForEachMappingIn(process, start, end, [&](const FileMapping& fm) {
+      if (!contiguous) return;
+      if (id == kNone && covered == start) {
+        contiguous = fm.start <= start;
+        id = fm.user;
+      } else {
+        contiguous = fm.start == covered && fm.user == id;
+      }
+      covered = fm.end;
+    });
+    return contiguous && covered >= end && covered > start ? id : kNone;
   }
 
   void UnmapRange(uint32_t process, uint64_t start, uint64_t end) {
-    auto& maps = pstate[process].maps;
-    auto it = maps.upper_bound(start);
-    if (it != maps.begin()) --it;
-    std::vector<std::pair<uint64_t, MapPiece>> keep;
-    while (it != maps.end() && it->first < end) {
-      if (it->second.end <= start) {
-        ++it;
-        continue;
-      }
-      if (it->first < start) keep.push_back({it->first, MapPiece{start, it->second.mapping}});
-      if (it->second.end > end) keep.push_back({end, it->second});
-      it = maps.erase(it);
-    }
-    for (auto& k : keep) maps.emplace(k.first, k.second);
+    fd_table.Unmap(process, start, end);
   }
 
-  uint32_t AddMapping(Mapping mp) {
-    uint32_t id = static_cast<uint32_t>(m->mappings_.size());
-    UnmapRange(mp.process, mp.start, Sum(mp.start, mp.length));
-    pstate[mp.process].maps.emplace(mp.start, MapPiece{Sum(mp.start, mp.length), id});
+  // Records `mp` as a new mapping of the model, mapped in fd_table onto `desc` (which keeps the
+  // description alive).
+  uint32_t AddMapping(const Mapping& mp, DescriptionId desc) {
+    const auto id = static_cast<uint32_t>(m->mappings_.size());
+    FileMapping* fm =
+        fd_table.Map(mp.process, mp.start, mp.length, mp.file_offset, mp.prot, mp.flags, desc);
+    if (fm) fm->user = id;
     m->mappings_.push_back(mp);
     return id;
   }

@@ -460,7 +460,7 @@ bool ModelBuilder::Impl::ApplyMemoryOp(SyscallStep& s) {
         mp.thread = t;
         mp.op = s.index;
         mp.fd = sc.fd;
-        op.mapping = AddMapping(mp);
+        op.mapping = AddMapping(mp, ofds[op.ofd].desc);
         if (file != kNone) GrowInitial(file, sc.fsize);
         DataUse(file);
       } else if (ok) {
@@ -491,6 +491,8 @@ bool ModelBuilder::Impl::ApplyMemoryOp(SyscallStep& s) {
       if (ok && code == IOT_OP_MUNMAP) UnmapRange(proc, addr, Sum(addr, len));
       if (ok && code == IOT_OP_MREMAP && mid != kNone) {
         Mapping mp = m->mappings_[mid];
+        const FileMapping* moved = fd_table.MappingAt(proc, addr);
+        const DescriptionId desc = moved ? moved->desc : kNoDescription;
         UnmapRange(proc, addr, Sum(addr, len));
         mp.file_offset += addr - mp.start;
         mp.start = static_cast<uint64_t>(sc.ret);
@@ -498,7 +500,7 @@ bool ModelBuilder::Impl::ApplyMemoryOp(SyscallStep& s) {
         mp.thread = t;
         mp.op = s.index;
         mp.inherited_from = kNone;
-        new_mid = AddMapping(mp);
+        new_mid = AddMapping(mp, desc);
         // The op refers to the old mapping; the new one is recorded in extra.
         s.extra.push_back(new_mid);
       }

@@ -86,20 +86,20 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       fd_table.Fork(parent, child);
       m->processes_[child].initial_cwd = Cwd(parent);
       m->processes_[child].max_fd = m->processes_[parent].max_fd;
-      // Mappings are inherited: the child gets its own copies.
-      auto parent_maps = pstate[parent].maps;
-      for (auto& [start, piece] : parent_maps) {
-        Mapping mp = m->mappings_[piece.mapping];
+      // Mappings are inherited: fd_table copied them; each copy is a mapping of the child's.
+      fd_table.ForEachMapping(child, [&](FileMapping& piece) {
+        Mapping mp = m->mappings_[piece.user];
         mp.process = child;
-        mp.file_offset += start - mp.start;
-        mp.start = start;
-        mp.length = piece.end - start;
+        mp.file_offset += piece.start - mp.start;
+        mp.start = piece.start;
+        mp.length = piece.end - piece.start;
         mp.thread = kNone;
         mp.op = kNone;
-        mp.inherited_from = piece.mapping;
-        uint32_t id = AddMapping(mp);
-        m->processes_[child].inherited_mappings.push_back(id);
-      }
+        mp.inherited_from = piece.user;
+        piece.user = static_cast<uint32_t>(m->mappings_.size());
+        m->mappings_.push_back(mp);
+        m->processes_[child].inherited_mappings.push_back(piece.user);
+      });
       op.kind = OpKind::kFork;
       op.process = parent;
       op.child = child;
@@ -128,13 +128,11 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
     case IOT_PROC_EXEC: {
       uint32_t t = ThreadFor(p.tid, p.tgid, p.ts);
       uint32_t proc = m->threads_[t].process;
-      ProcState& ps = pstate[proc];
       std::vector<uint64_t> closed;  // in ascending order
       fd_table.ForEachFd(proc, [&](int32_t fd, const Descriptor& d) {
         if (d.cloexec) closed.push_back(static_cast<uint64_t>(fd));
       });
-      fd_table.Exec(proc);
-      ps.maps.clear();
+      fd_table.Exec(proc);  // closes the close-on-exec descriptors, drops the mappings
       op.kind = OpKind::kExec;
       op.process = proc;
       op.extra_begin = static_cast<uint32_t>(m->extra_.size());
@@ -165,7 +163,7 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       if (op.process_exit) {
         // Every descriptor closes; the cwd stays for threads of the process still seen.
         fd_table.CloseRange(proc, 0, INT32_MAX, false);
-        ps.maps.clear();
+        UnmapRange(proc, 0, UINT64_MAX);
         auto pit = proc_by_tgid.find(p.tgid);
         if (pit != proc_by_tgid.end() && pit->second == proc) proc_by_tgid.erase(pit);
       }
@@ -244,7 +242,8 @@ void ModelBuilder::Impl::HandleMapSnapshot(const iot_map_snapshot& s) {
   mp.flags = s.flags;
   mp.path = p;
   mp.file = f;
-  uint32_t id = AddMapping(mp);
+  // The file mapped before the capture attached has no descriptor: a description of its own.
+  uint32_t id = AddMapping(mp, fd_table.NewDescription(O_RDONLY, m->paths_[p]));
   m->processes_[proc].initial_mappings.push_back(id);
 }
 

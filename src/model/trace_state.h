@@ -43,6 +43,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -230,6 +231,9 @@ class TraceState {
   // Visits the mappings of `tgid` by address: visit(FileMapping&).
   template <typename F>
   void ForEachMapping(uint32_t tgid, F&& visit);
+  // Visits the mappings of `tgid` that overlap [start, end), by address: visit(FileMapping&).
+  template <typename F>
+  void ForEachMappingIn(uint32_t tgid, uint64_t start, uint64_t end, F&& visit);
   // Visits each open descriptor of `tgid` in ascending order: visit(int32_t fd, const Descriptor&).
   template <typename F>
   void ForEachFd(uint32_t tgid, F&& visit) const;
@@ -303,6 +307,15 @@ void TraceState::ForEachMapping(uint32_t tgid, F&& visit) {
   Process* p = Find(tgid);
   if (!p) return;
   for (auto& [start, m] : p->maps) visit(m);
+}
+
+template <typename F>
+void TraceState::ForEachMappingIn(uint32_t tgid, uint64_t start, uint64_t end, F&& visit) {
+  Process* p = Find(tgid);
+  if (!p || start >= end) return;
+  auto it = p->maps.upper_bound(start);
+  if (it != p->maps.begin() && std::prev(it)->second.end > start) --it;
+  for (; it != p->maps.end() && it->first < end; ++it) visit(it->second);
 }
 
 template <typename F>
