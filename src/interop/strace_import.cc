@@ -1382,7 +1382,11 @@ class StraceImporter : public Importer {
         IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(4));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         sc.offset = UArg(a, 5);
-        if (raw_name == "mmap2") sc.offset *= 4096;
+        // mmap2 counts in 4096-byte units; a count whose bytes pass 2^64 is no offset.
+        if (raw_name == "mmap2" && __builtin_mul_overflow(sc.offset, uint64_t{4096}, &sc.offset)) {
+          sc.offset = UINT64_MAX;
+          stats_.counters["offset_out_of_range"]++;
+        }
         SetIdentity(&sc, fd);
         break;
       }

@@ -104,6 +104,23 @@ TEST(StraceImportUntrusted, FailedCloseReleasesTheNumber) {
   EXPECT_EQ(Counter(out, "io_at_unknown_position"), 1u);
 }
 
+// mmap2 counts its offset in 4096-byte units: a count whose bytes pass 2^64 saturates instead of
+// wrapping to a small offset (2^52 + 1 units would wrap to 4096).
+TEST(StraceImportUntrusted, Mmap2OffsetPastTwoToTheSixtyFourSaturates) {
+  ImportOutcome out;
+  testing::ImportText(&out, ImportFormat::kStrace,
+                      "100 openat(AT_FDCWD, \"/data/a\", O_RDONLY) = 3\n"
+                      "100 mmap2(NULL, 4096, PROT_READ, MAP_SHARED, 3, 0x10000000000001) = "
+                      "0x7f0000000000\n");
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  std::vector<uint64_t> offsets;
+  for (const iot_syscall& sc : out.sink.Of<iot_syscall>(IOT_REC_SYSCALL)) {
+    if (sc.op == IOT_OP_MMAP) offsets.push_back(sc.offset);
+  }
+  EXPECT_EQ(offsets, (std::vector<uint64_t>{UINT64_MAX}));
+  EXPECT_EQ(Counter(out, "offset_out_of_range"), 1u);
+}
+
 // A thread number the kernel reuses after its thread exited names a live thread again: the
 // process is not dead while it runs.
 TEST(StraceImportUntrusted, ReusedThreadNumberIsAlive) {
