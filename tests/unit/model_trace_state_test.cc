@@ -383,6 +383,50 @@ TEST_F(TraceStateTest, CloseRangeFromPastInt32MaxClosesNothing) {
   EXPECT_TRUE(s.Fd(kPid, 151552)->cloexec);
 }
 
+TEST_F(TraceStateTest, HostileMappingNumbers) {
+  s.OnSyscall(OpenAt(kAtFdcwd, 3, O_RDONLY), "/f");
+  const DescriptionId f = s.DescriptionOf(kPid, 3);
+  // A range whose end would pass 2^64 ends at 2^64 - 1; lookups near the top do not wrap.
+  ASSERT_NE(s.Map(kPid, UINT64_MAX - 4095, UINT64_MAX, 0, PROT_READ, MAP_SHARED, f), nullptr);
+  ASSERT_NE(s.MappingAt(kPid, UINT64_MAX - 1), nullptr);
+  EXPECT_EQ(s.MappingAt(kPid, UINT64_MAX - 1)->end, UINT64_MAX);
+  EXPECT_EQ(s.MappingAt(kPid, 0), nullptr);
+  ASSERT_NE(s.Map(kPid, 0x10000, 4096, UINT64_MAX - 10, PROT_READ, MAP_SHARED, f), nullptr);
+  // munmap with a length that wraps the address space: everything from the address up goes.
+  iot_syscall unmap = Call(IOT_OP_MUNMAP, -1, 0);
+  unmap.offset = 0x20000;
+  unmap.length = UINT64_MAX;
+  s.OnSyscall(unmap);
+  EXPECT_EQ(s.MappingAt(kPid, UINT64_MAX - 1), nullptr);
+  ASSERT_NE(s.MappingAt(kPid, 0x10000), nullptr);
+  // Splitting a mapping whose file offset is near 2^64 saturates the tail's offset.
+  s.Unmap(kPid, 0x10000, 0x10800);
+  ASSERT_NE(s.MappingAt(kPid, 0x10800), nullptr);
+  EXPECT_EQ(s.MappingAt(kPid, 0x10800)->file_offset, UINT64_MAX);
+  // mremap from an address no mapping holds, to a huge length: nothing is made.
+  iot_syscall remap = Call(IOT_OP_MREMAP, -1, 0x50000);
+  remap.offset = UINT64_MAX - 10;
+  remap.length = UINT64_MAX;
+  remap.aux = UINT64_MAX;
+  s.OnSyscall(remap);
+  EXPECT_EQ(s.MappingAt(kPid, 0x50000), nullptr);
+  // mmap of descriptor INT_MIN maps nothing; a huge length is page-rounded without wrapping.
+  iot_syscall mm = Call(IOT_OP_MMAP, INT_MIN, 0x60000);
+  mm.length = UINT64_MAX;
+  s.OnSyscall(mm);
+  EXPECT_EQ(s.MappingAt(kPid, 0x60000), nullptr);
+  mm.fd = 3;
+  s.OnSyscall(mm);
+  ASSERT_NE(s.MappingAt(kPid, 0x60000), nullptr);
+  EXPECT_EQ(s.MappingAt(kPid, 0x60000)->end, UINT64_MAX);
+  EXPECT_EQ(s.mapping_count(), 2u);
+  s.OnProc(Proc(IOT_PROC_EXIT, kPid, 0, IOT_PROCF_GROUP_DEAD));
+  EXPECT_EQ(s.mapping_count(), 0u);
+  EXPECT_EQ(s.description_count(), 1u);  // until the next record
+  s.NextRecord();
+  EXPECT_EQ(s.description_count(), 0u);
+}
+
 TEST(TraceStateLimits, TablesStopAtTheirCapsAndCountDrops) {
   TraceStateOptions o;
   o.limits.descriptors = 4;
