@@ -17,9 +17,11 @@
 //   first call that records one), and the file identity (dev, ino, ftype). Which descriptor a
 //   call reads, writes or uses, and which offset field is whose, come from GetOpInfo. A
 //   description lives while a descriptor or mapping of any process refers to it;
-// - the cwd (chdir, fchdir, attach/cwd records) and the resolution of *at() paths;
+// - the cwd (chdir, fchdir, attach/cwd records) and the resolution of *at() paths; a renamed
+//   directory (RenamePaths) moves the paths of descriptions and the cwds below it;
 // - file mappings (mmap, munmap, mremap, map snapshots): address ranges -> description and
-//   file offset; a mapping keeps its description alive, as vm_file does;
+//   file offset, split by partial unmaps and replaced by mappings over them (MAP_FIXED); a
+//   mapping keeps its description alive, as vm_file does;
 // - async contexts: libaio contexts from io_setup/io_destroy; io_uring instances are
 //   descriptions marked `ring`.
 //
