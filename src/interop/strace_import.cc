@@ -1012,39 +1012,29 @@ class StraceImporter : public Importer {
     return Status::Ok();
   }
 
-  // The record's fields from the call's arguments, by the family of the call.
+  // The record's fields from the call's arguments, by the family of the call (GetOpInfo); calls
+  // of the other families name a path or a descriptor.
   Status FillCall(const CallText& c, iot_syscall& sc, std::vector<uint64_t>* iov_lens) {
-    switch (c.op) {
-      case IOT_OP_OPEN: case IOT_OP_CREAT: case IOT_OP_OPENAT: case IOT_OP_OPENAT2:
+    const OpInfo& info = GetOpInfo(c.op);
+    switch (info.family) {
+      case OpFamily::kUnknown:
+        return Status::Ok();
+      case OpFamily::kOpen:
         return OpenCall(c, sc);
-      case IOT_OP_CLOSE: case IOT_OP_CLOSE_RANGE: case IOT_OP_DUP: case IOT_OP_DUP2:
-      case IOT_OP_DUP3: case IOT_OP_FCNTL: case IOT_OP_FLOCK:
+      case OpFamily::kDescriptor:
         return DescriptorCall(c, sc);
-      case IOT_OP_READ: case IOT_OP_WRITE: case IOT_OP_READV: case IOT_OP_WRITEV:
-      case IOT_OP_PREAD64: case IOT_OP_PWRITE64: case IOT_OP_PREADV: case IOT_OP_PWRITEV:
-      case IOT_OP_PREADV2: case IOT_OP_PWRITEV2:
-        return ReadWriteCall(c, sc, iov_lens);
-      case IOT_OP_LSEEK: case IOT_OP_FSYNC: case IOT_OP_FDATASYNC: case IOT_OP_SYNCFS:
-      case IOT_OP_FCHDIR: case IOT_OP_FSTAT: case IOT_OP_GETDENTS64: case IOT_OP_SYNC_FILE_RANGE:
-      case IOT_OP_FADVISE64: case IOT_OP_READAHEAD: case IOT_OP_FALLOCATE: case IOT_OP_FTRUNCATE:
-        return FdCall(c, sc);
-      case IOT_OP_COPY_FILE_RANGE: case IOT_OP_SPLICE: case IOT_OP_SENDFILE:
+      case OpFamily::kRead:
+      case OpFamily::kWrite:
+        return ReadWriteCall(c, info, sc, iov_lens);
+      case OpFamily::kCopy:
         return CopyCall(c, sc);
-      case IOT_OP_MMAP: case IOT_OP_MUNMAP: case IOT_OP_MSYNC: case IOT_OP_MADVISE:
-      case IOT_OP_MREMAP:
+      case OpFamily::kMemory:
         return MemoryCall(c, sc);
-      case IOT_OP_TRUNCATE: case IOT_OP_STAT: case IOT_OP_LSTAT: case IOT_OP_MKDIR:
-      case IOT_OP_UNLINK: case IOT_OP_RMDIR: case IOT_OP_CHDIR: case IOT_OP_NEWFSTATAT:
-      case IOT_OP_STATX: case IOT_OP_MKDIRAT: case IOT_OP_UNLINKAT: case IOT_OP_RENAME:
-      case IOT_OP_LINK: case IOT_OP_SYMLINK: case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2:
-      case IOT_OP_LINKAT: case IOT_OP_SYMLINKAT:
-        return PathCall(c, sc);
-      case IOT_OP_IO_SETUP: case IOT_OP_IO_URING_SETUP: case IOT_OP_IO_SUBMIT:
-      case IOT_OP_IO_GETEVENTS: case IOT_OP_IO_PGETEVENTS: case IOT_OP_IO_URING_ENTER:
-      case IOT_OP_IO_URING_REGISTER:
+      case OpFamily::kAio:
+      case OpFamily::kUring:
         return AsyncCall(c, sc);
       default:
-        return Status::Ok();
+        return info.path != PathRole::kNone ? PathCall(c, sc) : FdCall(c, sc);
     }
   }
 
@@ -1182,7 +1172,8 @@ class StraceImporter : public Importer {
   }
 
   // Reads and writes; vectored calls fill `iov_lens` (an IOVEC record follows).
-  Status ReadWriteCall(const CallText& c, iot_syscall& sc, std::vector<uint64_t>* iov_lens) {
+  Status ReadWriteCall(const CallText& c, const OpInfo& info, iot_syscall& sc,
+                       std::vector<uint64_t>* iov_lens) {
     const uint32_t pid = c.pid;
     Task& task = c.task;
     const uint16_t op = c.op;
@@ -1205,9 +1196,7 @@ class StraceImporter : public Importer {
         IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         SetIdentity(&sc, fd);
-        const bool vectored = op == IOT_OP_READV || op == IOT_OP_WRITEV || op == IOT_OP_PREADV ||
-                   op == IOT_OP_PWRITEV || op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2;
-        if (vectored) {
+        if (info.vectored) {
           bool complete = false;
           sc.length = IovTotal(a.size() > 1 ? a[1] : "", iov_lens, &complete);
           sc.aux = UArg(a, 2);
@@ -1226,11 +1215,13 @@ class StraceImporter : public Importer {
         } else {
           sc.length = UArg(a, 2);
         }
-        bool positional = op == IOT_OP_PREAD64 || op == IOT_OP_PWRITE64 || op == IOT_OP_PREADV ||
-                          op == IOT_OP_PWRITEV || op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2;
+        // pread64, pwrite64, preadv, pwritev: an offset argument; preadv2, pwritev2: an offset
+        // or -1 for the current position, then flags.
+        const bool or_current = info.offset == FieldUse::kOffsetOrCurrent;
+        const bool positional = info.offset == FieldUse::kFileOffset || or_current;
         if (positional) sc.offset = UArg(a, 3);
-        if (op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2) sc.flags = FlagsArg(a, 4);
-        bool uses_position = !positional || ((op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2) &&
+        if (or_current) sc.flags = FlagsArg(a, 4);
+        bool uses_position = !positional || (or_current &&
                                              static_cast<int64_t>(sc.offset) == -1);
         if (uses_position) {
           uint64_t at = PositionOf(task.tgid, sc.fd);
