@@ -712,13 +712,7 @@ class StraceImporter : public Importer {
     uint32_t child_tgid = thread ? task.tgid : child;
     child_tgid_[child] = child_tgid;
     if (auto it = tasks_.find(child); it != tasks_.end()) it->second.tgid = child_tgid;
-    if (!thread) {
-      fds_.Fork(task.tgid, child);
-      if (auto c = cwd_.find(task.tgid); c != cwd_.end()) {
-        std::string cwd = c->second;
-        cwd_[child] = cwd;
-      }
-    }
+    if (!thread) InheritTables(task.tgid, child);
     iot_proc p{};
     InitRecord(&p, IOT_REC_PROC);
     p.kind = thread ? IOT_PROC_THREAD : IOT_PROC_FORK;
@@ -729,6 +723,28 @@ class StraceImporter : public Importer {
     p.child_tgid = child_tgid;
     p.child_tid = child;
     return Emit(p);
+  }
+
+  // The child's descriptors and cwd at its parent's clone() result. strace -f often prints a
+  // child's first calls before that result: what the child opened then stays, and it inherits
+  // the parent's descriptors on the numbers it has not used (one it closed meanwhile comes back,
+  // a lesser error than losing what it opened).
+  void InheritTables(uint32_t parent_tgid, uint32_t child) {
+    const auto t = tasks_.find(child);
+    const bool seen = t != tasks_.end() && t->second.alive && fds_.HasProcess(child);
+    if (!seen) fds_.Fork(parent_tgid, child);
+    if (seen) {
+      stats_.counters["child_seen_before_clone_result"]++;
+      std::vector<std::pair<int32_t, model::Descriptor>> inherited;
+      fds_.ForEachFd(parent_tgid, [&](int32_t fd, const model::Descriptor& d) {
+        if (!fds_.Fd(child, fd)) inherited.emplace_back(fd, d);
+      });
+      for (const auto& [fd, d] : inherited) fds_.Bind(child, fd, d.desc, d.cloexec);
+    }
+    if (auto c = cwd_.find(parent_tgid); c != cwd_.end() && !(seen && cwd_.count(child))) {
+      std::string cwd = c->second;
+      cwd_[child] = cwd;
+    }
   }
 
   Status Exec(uint32_t pid, Task& task, std::string_view name,

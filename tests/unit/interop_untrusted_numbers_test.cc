@@ -121,6 +121,24 @@ TEST(StraceImportUntrusted, Mmap2OffsetPastTwoToTheSixtyFourSaturates) {
   EXPECT_EQ(Counter(out, "offset_out_of_range"), 1u);
 }
 
+// strace -f prints a child's first calls before its parent's clone() returns: the descriptors the
+// child opened then are kept when the clone's result arrives, and the parent's are inherited.
+TEST(StraceImportUntrusted, ChildCallsBeforeTheCloneResultKeepTheirDescriptors) {
+  ImportOutcome out;
+  testing::ImportText(&out, ImportFormat::kStrace,
+                      "100 openat(AT_FDCWD, \"/data/p\", O_RDONLY) = 5\n"
+                      "100 lseek(5, 7, SEEK_SET) = 7\n"
+                      "100 clone(child_stack=NULL, flags=SIGCHLD <unfinished ...>\n"
+                      "201 openat(AT_FDCWD, \"/data/a\", O_RDONLY) = 3\n"
+                      "201 lseek(3, 100, SEEK_SET) = 100\n"
+                      "100 <... clone resumed>) = 201\n"
+                      "201 read(3, \"abcde\", 5) = 5\n"
+                      "201 read(5, \"abcde\", 5) = 5\n");
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_EQ(ReadOffsets(out), (std::vector<uint64_t>{100, 7}));
+  EXPECT_EQ(Counter(out, "io_at_unknown_position"), 0u);
+}
+
 // A thread number the kernel reuses after its thread exited names a live thread again: the
 // process is not dead while it runs.
 TEST(StraceImportUntrusted, ReusedThreadNumberIsAlive) {
