@@ -840,6 +840,14 @@ class StraceImporter : public Importer {
     if (auto f = FlagsValue(s)) return static_cast<int64_t>(*f);
     return std::nullopt;
   }
+  // A close_range bound: strace prints it unsigned, or (older versions) as a descriptor, -y
+  // decorated and the maximum as -1. nullopt when it is no 32-bit value.
+  static std::optional<uint32_t> RangeBound(const std::vector<std::string_view>& a, size_t i) {
+    if (i >= a.size()) return std::nullopt;
+    const std::optional<int64_t> v = strace::ParseFd(a[i]).number;
+    if (!v || *v < INT32_MIN || *v > int64_t{UINT32_MAX}) return std::nullopt;
+    return static_cast<uint32_t>(*v);
+  }
   static uint64_t UArg(const std::vector<std::string_view>& a, size_t i) {
     return static_cast<uint64_t>(IntArg(a, i).value_or(0));
   }
@@ -1132,16 +1140,19 @@ class StraceImporter : public Importer {
         if (!(r.known && r.ret == -EBADF)) fds_.Close(task.tgid, sc.fd);
         break;
       }
-      case IOT_OP_CLOSE_RANGE:
-        sc.fd = static_cast<int32_t>(UArg(a, 0));
-        sc.fd2 = static_cast<int32_t>(UArg(a, 1));
+      case IOT_OP_CLOSE_RANGE: {
+        const std::optional<uint32_t> first = RangeBound(a, 0), last = RangeBound(a, 1);
+        sc.fd = static_cast<int32_t>(first.value_or(0));
+        sc.fd2 = static_cast<int32_t>(last.value_or(0));
         sc.flags = FlagsArg(a, 2);
         sc.sflags |= IOT_SCF_NO_FILE;
-        if (ok) {
-          fds_.CloseRange(task.tgid, static_cast<uint32_t>(sc.fd), static_cast<uint32_t>(sc.fd2),
-                          (sc.flags & CLOSE_RANGE_CLOEXEC) != 0);
+        if (!first || !last) {
+          stats_.counters["close_range_bounds_unknown"]++;  // closes nothing rather than guess
+        } else if (ok) {
+          fds_.CloseRange(task.tgid, *first, *last, (sc.flags & CLOSE_RANGE_CLOEXEC) != 0);
         }
         break;
+      }
       case IOT_OP_DUP:
       case IOT_OP_DUP2:
       case IOT_OP_DUP3: {

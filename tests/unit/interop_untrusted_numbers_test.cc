@@ -139,6 +139,27 @@ TEST(StraceImportUntrusted, ChildCallsBeforeTheCloneResultKeepTheirDescriptors) 
   EXPECT_EQ(Counter(out, "io_at_unknown_position"), 0u);
 }
 
+// close_range's bounds as strace prints them: a -y decorated first descriptor ("3</data/a>") and
+// an unsigned maximum printed as int (-1). Descriptors below the range stay open.
+TEST(StraceImportUntrusted, CloseRangeBoundsAsPrinted) {
+  ImportOutcome out;
+  testing::ImportText(&out, ImportFormat::kStrace,
+                      "100 openat(AT_FDCWD, \"/data/z\", O_RDONLY) = 0\n"
+                      "100 lseek(0, 9, SEEK_SET) = 9\n"
+                      "100 openat(AT_FDCWD, \"/data/a\", O_RDONLY) = 3\n"
+                      "100 close_range(3</data/a>, -1, 0) = 0\n"
+                      "100 read(0, \"abcde\", 5) = 5\n"
+                      "100 read(3, \"abcde\", 5) = 5\n");
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_EQ(ReadOffsets(out), (std::vector<uint64_t>{9, 0}));
+  EXPECT_EQ(Counter(out, "io_at_unknown_position"), 1u);
+  for (const iot_syscall& sc : out.sink.Of<iot_syscall>(IOT_REC_SYSCALL)) {
+    if (sc.op != IOT_OP_CLOSE_RANGE) continue;
+    EXPECT_EQ(sc.fd, 3);
+    EXPECT_EQ(static_cast<uint32_t>(sc.fd2), UINT32_MAX);
+  }
+}
+
 // A thread number the kernel reuses after its thread exited names a live thread again: the
 // process is not dead while it runs.
 TEST(StraceImportUntrusted, ReusedThreadNumberIsAlive) {
