@@ -590,6 +590,8 @@ class StraceImporter : public Importer {
     if (!others) {
       p.flags |= IOT_PROCF_GROUP_DEAD;
       fds_.DropProcess(tgid);
+      cwd_.erase(tgid);  // readers drop it too: a later process of this number records its own
+      aio_.erase(tgid);
     }
     return Emit(p);
   }

@@ -160,6 +160,20 @@ TEST(StraceImportUntrusted, CloseRangeBoundsAsPrinted) {
   }
 }
 
+// A process that exited leaves nothing behind: a later process with its number (pid reuse, or a
+// log that goes on after the exit) gets its cwd recorded again, since readers dropped the old one.
+TEST(StraceImportUntrusted, ExitedProcessLeavesNoCwd) {
+  ImportOutcome out;
+  testing::ImportText(&out, ImportFormat::kStrace,
+                      "500 openat(AT_FDCWD</x>, \"a\", O_RDONLY) = 3\n"
+                      "500 +++ exited with 0 +++\n"
+                      "500 openat(AT_FDCWD</x>, \"b\", O_RDONLY) = 3\n");
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  size_t cwds = 0;
+  for (const iot_proc& p : out.sink.Of<iot_proc>(IOT_REC_PROC)) cwds += p.kind == IOT_PROC_CWD;
+  EXPECT_EQ(cwds, 2u);
+}
+
 // A thread number the kernel reuses after its thread exited names a live thread again: the
 // process is not dead while it runs.
 TEST(StraceImportUntrusted, ReusedThreadNumberIsAlive) {
