@@ -178,6 +178,7 @@ void TraceState::Fork(uint32_t parent_tgid, uint32_t child_tgid) {
       return;
     }
     *Slot(*child, fd) = d;
+    ++child->fds;
     Ref(d.desc);
     ++descriptors_;
   };
@@ -338,9 +339,15 @@ void TraceState::NextRecord() {
 }
 
 Descriptor* TraceState::Slot(Process& p, int32_t fd) {
-  if (fd < kDenseFds) {
-    if (static_cast<size_t>(fd) >= p.low.size()) p.low.resize(static_cast<size_t>(fd) + 1);
-    return &p.low[static_cast<size_t>(fd)];
+  const size_t i = static_cast<size_t>(fd);
+  if (i < p.low.size()) return &p.low[i];
+  if (fd < kDenseFds && i < kDenseSlack + 2 * size_t{p.fds}) {
+    p.low.resize(i + 1);
+    while (!p.high.empty() && static_cast<size_t>(p.high.begin()->first) <= i) {
+      auto node = p.high.extract(p.high.begin());
+      p.low[static_cast<size_t>(node.key())] = node.mapped();
+    }
+    return &p.low[i];
   }
   return &p.high[fd];
 }
@@ -349,13 +356,18 @@ const Descriptor* TraceState::Fd(uint32_t tgid, int32_t fd) const {
   if (fd < 0) return nullptr;
   const Process* p = Find(tgid);
   if (!p) return nullptr;
-  if (fd < kDenseFds) {
-    if (static_cast<size_t>(fd) >= p->low.size()) return nullptr;
+  if (static_cast<size_t>(fd) < p->low.size()) {
     const Descriptor& d = p->low[static_cast<size_t>(fd)];
     return d.desc == kNoDescription ? nullptr : &d;
   }
   auto it = p->high.find(fd);
   return it == p->high.end() ? nullptr : &it->second;
+}
+
+size_t TraceState::dense_descriptor_slots() const {
+  size_t slots = 0;
+  for (const auto& [tgid, p] : procs_) slots += p.low.capacity();
+  return slots;
 }
 
 bool TraceState::Bind(uint32_t tgid, int32_t fd, DescriptionId desc, bool cloexec) {
@@ -372,6 +384,7 @@ bool TraceState::Bind(uint32_t tgid, int32_t fd, DescriptionId desc, bool cloexe
     return false;
   }
   *Slot(*p, fd) = Descriptor{desc, cloexec};
+  ++p->fds;
   Ref(desc);
   ++descriptors_;
   return true;
@@ -380,8 +393,7 @@ bool TraceState::Bind(uint32_t tgid, int32_t fd, DescriptionId desc, bool cloexe
 void TraceState::CloseIn(Process& p, int32_t fd) {
   if (fd < 0) return;
   DescriptionId desc = kNoDescription;
-  if (fd < kDenseFds) {
-    if (static_cast<size_t>(fd) >= p.low.size()) return;
+  if (static_cast<size_t>(fd) < p.low.size()) {
     desc = std::exchange(p.low[static_cast<size_t>(fd)].desc, kNoDescription);
   } else {
     auto it = p.high.find(fd);
@@ -390,6 +402,7 @@ void TraceState::CloseIn(Process& p, int32_t fd) {
     p.high.erase(it);
   }
   if (desc == kNoDescription) return;
+  --p.fds;
   --descriptors_;
   Unref(desc);
 }
@@ -415,8 +428,8 @@ void TraceState::CloseRange(uint32_t tgid, uint32_t first, uint32_t last, bool c
   }
   // Descriptors are int32_t: no number past INT32_MAX exists, so a range starting there names
   // none, and the bounds are compared as 64-bit numbers, never cast to int32_t.
-  if (last < static_cast<uint32_t>(kDenseFds) || first > static_cast<uint32_t>(INT32_MAX)) return;
-  const int32_t from = static_cast<int32_t>(std::max<uint32_t>(first, kDenseFds));
+  if (uint64_t{last} < p->low.size() || first > static_cast<uint32_t>(INT32_MAX)) return;
+  const int32_t from = static_cast<int32_t>(first);
   for (auto it = p->high.lower_bound(from); it != p->high.end();) {
     if (static_cast<int64_t>(it->first) > int64_t{last}) break;
     auto next = std::next(it);

@@ -37,7 +37,8 @@
 // been fed, so a consumer can still read the description a record just closed. OnSyscall
 // returns what the call did (SyscallEffect) so that a hot consumer looks nothing up twice.
 //
-// Traces are untrusted: negative descriptor numbers are never stored, close_range walks the
+// Traces are untrusted: negative descriptor numbers are never stored, a descriptor table's
+// memory follows the descriptors it holds (not the highest number named), close_range walks the
 // descriptors that exist (not the range it is given), and the number of processes, threads,
 // descriptors, descriptions, mappings and async contexts is capped (TraceStateLimits); what a cap
 // turns away is counted in drops().
@@ -250,13 +251,22 @@ class TraceState {
   size_t descriptor_count() const { return descriptors_; }
   size_t description_count() const { return live_descs_; }
   size_t mapping_count() const { return mappings_; }
+  // The descriptor slots the dense parts of all tables have allocated (a walk over the
+  // processes): what the tables cost beyond their descriptors.
+  size_t dense_descriptor_slots() const;
   const TraceStateDrops& drops() const { return drops_; }
 
  private:
+  // The dense part of a table covers the numbers below its size; it grows to a number only
+  // while that stays under kDenseFds and under kDenseSlack + 2 * the descriptors the process
+  // holds, so its memory follows what is open. Every number of `high` is at least low.size()
+  // (growing moves the numbers it passes into `low`): dense then sparse is ascending.
   static constexpr int32_t kDenseFds = 1024;
+  static constexpr size_t kDenseSlack = 64;
   struct Process {
-    std::vector<Descriptor> low;  // fd < kDenseFds; desc kNoDescription: closed
+    std::vector<Descriptor> low;  // desc kNoDescription: closed
     std::map<int32_t, Descriptor> high;
+    uint32_t fds = 0;  // descriptors held, in low and high
     std::string cwd;
     std::map<uint64_t, FileMapping> maps;  // by start
     uint32_t live_threads = 0;

@@ -5,6 +5,7 @@
 #include <linux/close_range.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -381,6 +382,58 @@ TEST_F(TraceStateTest, CloseRangeFromPastInt32MaxClosesNothing) {
   s.CloseRange(kPid, 5, 151552, true, &acted_on);
   EXPECT_EQ(acted_on, (std::vector<uint64_t>{5, 2000, 151552}));
   EXPECT_TRUE(s.Fd(kPid, 151552)->cloexec);
+}
+
+// A table costs what it holds: a process whose only descriptor is 1023, forked 10,000 times,
+// allocates a few dense slots per process, not one per number below 1023.
+TEST_F(TraceStateTest, DescriptorTableMemoryFollowsTheDescriptorsHeld) {
+  s.OnSyscall(OpenAt(kAtFdcwd, 1023, O_RDONLY), "/a");
+  constexpr uint32_t kForks = 10000;
+  for (uint32_t i = 0; i < kForks; i++) s.OnProc(Proc(IOT_PROC_FORK, kPid, 1000 + i));
+  ASSERT_EQ(s.process_count(), kForks + 1);
+  EXPECT_EQ(s.descriptor_count(), kForks + 1);
+  EXPECT_EQ(s.DescriptionOf(1000 + kForks - 1, 1023), s.DescriptionOf(kPid, 1023));
+  EXPECT_LE(s.dense_descriptor_slots(), 64 * s.process_count());
+}
+
+// Numbers held apart from the dense part join it when it grows past them: visits and
+// close_range still go in ascending order and nothing is lost.
+TEST_F(TraceStateTest, DescriptorsStayInOrderWhenTheDenseTableGrowsPastThem) {
+  s.OnSyscall(OpenAt(kAtFdcwd, 3, O_RDONLY), "/a");
+  std::vector<int32_t> expected = {3};
+  for (int32_t fd : {1000, 500, 2000}) {
+    s.OnSyscall(Dup3(3, fd, 0));
+    expected.push_back(fd);
+  }
+  for (int32_t fd = 4; fd < 300; fd++) {
+    s.OnSyscall(Dup3(3, fd, O_CLOEXEC));
+    expected.push_back(fd);
+  }
+  s.OnSyscall(Dup3(3, 550, 0));  // past 500, with ~300 open: dense
+  expected.push_back(550);
+  std::sort(expected.begin(), expected.end());
+  std::vector<int32_t> seen;
+  s.ForEachFd(kPid, [&](int32_t fd, const Descriptor&) { seen.push_back(fd); });
+  EXPECT_EQ(seen, expected);
+  for (int32_t fd : expected) EXPECT_NE(s.Fd(kPid, fd), nullptr) << fd;
+  EXPECT_EQ(s.descriptor_count(), expected.size());
+  // The forked copy holds the same numbers in the same order.
+  s.OnProc(Proc(IOT_PROC_FORK, kPid, 200));
+  std::vector<int32_t> child;
+  s.ForEachFd(200, [&](int32_t fd, const Descriptor&) { child.push_back(fd); });
+  EXPECT_EQ(child, expected);
+  std::vector<uint64_t> acted_on;
+  s.CloseRange(kPid, 200, 1500, /*cloexec_only=*/false, &acted_on);
+  std::vector<uint64_t> in_range;
+  for (int32_t fd : expected) {
+    if (fd >= 200 && fd <= 1500) in_range.push_back(static_cast<uint64_t>(fd));
+  }
+  EXPECT_EQ(acted_on, in_range);
+  EXPECT_EQ(s.Fd(kPid, 500), nullptr);
+  EXPECT_EQ(s.Fd(kPid, 550), nullptr);
+  EXPECT_NE(s.Fd(kPid, 2000), nullptr);
+  EXPECT_NE(s.Fd(kPid, 199), nullptr);
+  EXPECT_EQ(s.descriptor_count(), expected.size() - in_range.size() + child.size());
 }
 
 TEST_F(TraceStateTest, HostileMappingNumbers) {
