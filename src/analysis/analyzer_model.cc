@@ -17,6 +17,7 @@
 #include "analysis/analyzer.h"
 #include "base/checked_math.h"
 #include "base/json_fields.h"
+#include "format/op_info.h"
 #include "format/records.h"
 
 namespace iotwin::analysis {
@@ -422,9 +423,7 @@ json AsyncJson(const auto& stats, uint64_t unpaired) {
   for (const auto& [key, s] : stats) {
     total += s.count;
     json r = SizesJson(s.sizes, s.top, 5);
-    r["engine"] = s.engine == IOT_AIO_ENGINE_URING    ? "io_uring"
-                  : s.engine == IOT_AIO_ENGINE_LIBAIO ? "libaio"
-                                                      : "unknown";
+    r["engine"] = std::string(AsyncEngineName(s.engine));
     r["opcode"] = s.opcode;
     r["name"] = AsyncOpName(s.engine, s.opcode);
     r["count"] = s.count;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/bytes_text.h"
+#include "format/op_info.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "interop/block_text.h"
@@ -294,7 +295,7 @@ void Columns(Table& t, const iot_nvme& n, const TraceReader&) {
 
 void Columns(Table& t, const iot_async_io& a, const TraceReader&) {
   t.U("ts_ns", a.ts);
-  t.S("engine", a.engine == IOT_AIO_ENGINE_URING ? "io_uring" : a.engine == IOT_AIO_ENGINE_LIBAIO ? "libaio" : "?");
+  t.S("engine", AsyncEngineName(a.engine));
   t.S("phase", a.phase == IOT_AIO_SUBMIT ? "submit" : a.phase == IOT_AIO_COMPLETE ? "complete" : "?");
   t.U("opcode", a.opcode);
   t.U("ctx", a.ctx);
