@@ -77,6 +77,10 @@ struct ModelBuilder::Impl {
     // links to that call.
     uint32_t ring_setup_thread = kNone;
     uint32_t ring_setup_op = kNone;
+    // A description open before the trace began (FD_SNAPSHOT): the process and the index of its
+    // InitialFd, whose access mode the calls that succeed on it may widen.
+    uint32_t initial_proc = kNone;
+    uint32_t initial_fd = kNone;
   };
 
   // Descriptor numbers a process's ops have named, visited in ascending order: small numbers in
@@ -648,6 +652,9 @@ struct ModelBuilder::Impl {
   void ClassifyDescriptors(SyscallStep& s);
   // Each returns false for a call outside its family.
   bool ApplyDescriptorOp(SyscallStep& s);  // open, creat, close, close_range, dup*, fcntl, flock
+  // An importer may not know the access mode of a descriptor open before the trace (strace
+  // prints only its path): a read or write that succeeded on it proves the mode allowed it.
+  void WidenInitialAccess(uint32_t ofd, bool write);
   bool ApplyDataOp(SyscallStep& s);        // read/write family, lseek, syncs, size changes, hints
   bool ApplyCopyOp(SyscallStep& s);        // copy_file_range, sendfile
   bool ApplyMemoryOp(SyscallStep& s);      // mmap, munmap, msync, madvise, mremap

@@ -305,6 +305,7 @@ bool ModelBuilder::Impl::ApplyDataOp(SyscallStep& s) {
       op.pos = pos;
       uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
       if (ofd && ok && !positional) Desc(op.ofd).pos = Sum(pos, n);
+      if (ofd && ok) WidenInitialAccess(op.ofd, is_write);
       if (ok && n > 0) DataUse(file);
       if (file != kNone) {
         if (is_write) {

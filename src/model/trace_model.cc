@@ -217,7 +217,19 @@ void ModelBuilder::Impl::HandleFdSnapshot(const iot_fd_snapshot& s) {
   SetFd(proc, s.fd, o, s.flags & O_CLOEXEC);
   ifd.path = p;
   ifd.file = f;
+  ofds[o].initial_proc = proc;
+  ofds[o].initial_fd = static_cast<uint32_t>(m->processes_[proc].initial_fds.size());
   m->processes_[proc].initial_fds.push_back(ifd);
+}
+
+void ModelBuilder::Impl::WidenInitialAccess(uint32_t ofd, bool write) {
+  const Ofd& o = ofds[ofd];
+  if (o.initial_fd == kNone) return;
+  InitialFd& ifd = m->processes_[o.initial_proc].initial_fds[o.initial_fd];
+  const uint32_t mode = ifd.flags & O_ACCMODE;
+  if ((write && mode == O_RDONLY) || (!write && mode == O_WRONLY)) {
+    ifd.flags = (ifd.flags & ~static_cast<uint32_t>(O_ACCMODE)) | O_RDWR;
+  }
 }
 
 void ModelBuilder::Impl::HandleMapSnapshot(const iot_map_snapshot& s) {

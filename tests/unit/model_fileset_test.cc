@@ -131,6 +131,27 @@ TEST(ModelFileSet, AttachSnapshotsArePreexisting) {
   EXPECT_TRUE(m->processes()[0].attached);
 }
 
+// strace prints a descriptor's path but not its access mode, so an importer's snapshot says
+// O_RDONLY for a stdout the program writes to; a write that succeeded proves it was writable,
+// and replay must open it so. A write the kernel refused proves nothing.
+TEST(ModelFileSet, SucceededCallsWidenASnapshotsAccessMode) {
+  TraceBuilder b;
+  b.Attach(300, "/work");
+  b.FdSnapshot(300, 1, "/work/stdout", O_RDONLY, 0, 0);
+  b.FdSnapshot(300, 5, "/work/in.bin", O_RDONLY, 0, 1 << 16);
+  b.FdSnapshot(300, 6, "/work/log", O_WRONLY | O_APPEND, 0, 0);
+  b.Write(300, 1, 6, 6);
+  b.Write(300, 5, 6, -EBADF);
+  b.Read(300, 6, 100, 100);
+  auto m = BuildModel(b);
+  ASSERT_TRUE(m);
+  const auto& fds = m->processes()[0].initial_fds;
+  ASSERT_EQ(fds.size(), 3u);
+  EXPECT_EQ(fds[0].flags & O_ACCMODE, static_cast<uint32_t>(O_RDWR));
+  EXPECT_EQ(fds[1].flags & O_ACCMODE, static_cast<uint32_t>(O_RDONLY));
+  EXPECT_EQ(fds[2].flags, static_cast<uint32_t>(O_RDWR | O_APPEND));
+}
+
 TEST(ModelFileSet, CwdIsAPreexistingDirectory) {
   TraceBuilder b;
   b.Cwd(100, "/home/u/run");
