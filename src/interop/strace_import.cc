@@ -1010,6 +1010,9 @@ class StraceImporter : public Importer {
     bool ok;
   };
 
+  // The descriptor argument `i` of a call (FdArg with the call's process, task and time).
+  Result<FdText> FdAt(const CallText& c, size_t i) { return FdArg(c.pid, c.task, c.a, i, c.ts); }
+
   Status Syscall(uint32_t pid, Task& task, uint16_t op, std::string_view raw_name,
                  const std::vector<std::string_view>& a, const RetInfo& r, uint64_t ts,
                  uint64_t dur, bool interrupted, const LinePos& pos) {
@@ -1066,15 +1069,12 @@ class StraceImporter : public Importer {
 
   // Opens: the new descriptor's description (position, close-on-exec) is tracked.
   Status OpenCall(const CallText& c, iot_syscall& sc) {
-    const uint32_t pid = c.pid;
     Task& task = c.task;
     const uint16_t op = c.op;
     const std::vector<std::string_view>& a = c.a;
     const RetInfo& r = c.r;
-    const uint64_t ts = c.ts;
     const bool ok = c.ok;
     std::string path;
-    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
     switch (op) {
       case IOT_OP_OPEN:
       case IOT_OP_CREAT:
@@ -1082,7 +1082,7 @@ class StraceImporter : public Importer {
       case IOT_OP_OPENAT2: {
         size_t p = 0;
         if (op == IOT_OP_OPENAT || op == IOT_OP_OPENAT2) {
-          IOTWIN_ASSIGN_OR_RETURN(FdText dir, fd_at(0));
+          IOTWIN_ASSIGN_OR_RETURN(FdText dir, FdAt(c, 0));
           sc.fd = static_cast<int32_t>(dir.number.value_or(AT_FDCWD));
           p = 1;
         } else {
@@ -1123,18 +1123,15 @@ class StraceImporter : public Importer {
 
   // close, close_range, dup*, fcntl, flock: the descriptor tables follow.
   Status DescriptorCall(const CallText& c, iot_syscall& sc) {
-    const uint32_t pid = c.pid;
     Task& task = c.task;
     const uint16_t op = c.op;
     const std::vector<std::string_view>& a = c.a;
     const RetInfo& r = c.r;
-    const uint64_t ts = c.ts;
     const bool ok = c.ok;
     std::string path;
-    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
     switch (op) {
       case IOT_OP_CLOSE: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         SetIdentity(&sc, fd);
         // close releases the number even when it then fails (EINTR, EIO) or never returns;
@@ -1158,7 +1155,7 @@ class StraceImporter : public Importer {
       case IOT_OP_DUP:
       case IOT_OP_DUP2:
       case IOT_OP_DUP3: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         if (op != IOT_OP_DUP) sc.fd2 = static_cast<int32_t>(strace::ParseFd(a.size() > 1 ? a[1] : "").number.value_or(-1));
         if (op == IOT_OP_DUP3) sc.flags = FlagsArg(a, 2);
@@ -1169,7 +1166,7 @@ class StraceImporter : public Importer {
         break;
       }
       case IOT_OP_FCNTL: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         sc.mode = FcntlCommand(a.size() > 1 ? a[1] : std::string_view());
         if (IsLockCommand(sc.mode)) {
@@ -1188,7 +1185,7 @@ class StraceImporter : public Importer {
       }
       case IOT_OP_FLOCK: {
         // flock(3</path>, LOCK_EX|LOCK_NB)
-        IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         sc.flags = static_cast<uint32_t>(LockSymbols(a.size() > 1 ? a[1] : std::string_view()).value_or(0));
         SetIdentity(&sc, fd);
@@ -1203,14 +1200,11 @@ class StraceImporter : public Importer {
   // Reads and writes; vectored calls fill `iov_lens` (an IOVEC record follows).
   Status ReadWriteCall(const CallText& c, const OpInfo& info, iot_syscall& sc,
                        std::vector<uint64_t>* iov_lens) {
-    const uint32_t pid = c.pid;
     Task& task = c.task;
     const uint16_t op = c.op;
     const std::vector<std::string_view>& a = c.a;
     const RetInfo& r = c.r;
-    const uint64_t ts = c.ts;
     const bool ok = c.ok;
-    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
     switch (op) {
       case IOT_OP_READ:
       case IOT_OP_WRITE:
@@ -1222,7 +1216,7 @@ class StraceImporter : public Importer {
       case IOT_OP_PWRITEV:
       case IOT_OP_PREADV2:
       case IOT_OP_PWRITEV2: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         SetIdentity(&sc, fd);
         if (info.vectored) {
@@ -1267,18 +1261,15 @@ class StraceImporter : public Importer {
 
   // Calls on one descriptor: lseek, syncs, advice, space, fstat, getdents64.
   Status FdCall(const CallText& c, iot_syscall& sc) {
-    const uint32_t pid = c.pid;
     Task& task = c.task;
     const uint16_t op = c.op;
     const std::string_view raw_name = c.raw_name;
     const std::vector<std::string_view>& a = c.a;
     const RetInfo& r = c.r;
-    const uint64_t ts = c.ts;
     const bool ok = c.ok;
-    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
     switch (op) {
       case IOT_OP_LSEEK: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         SetIdentity(&sc, fd);
         sc.offset = UArg(a, 1);
@@ -1302,7 +1293,7 @@ class StraceImporter : public Importer {
       case IOT_OP_FCHDIR:
       case IOT_OP_FSTAT:
       case IOT_OP_GETDENTS64: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         SetIdentity(&sc, fd);
         if (op == IOT_OP_GETDENTS64) sc.length = UArg(a, 2);
@@ -1313,7 +1304,7 @@ class StraceImporter : public Importer {
       case IOT_OP_READAHEAD:
       case IOT_OP_FALLOCATE:
       case IOT_OP_FTRUNCATE: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         SetIdentity(&sc, fd);
         if (op == IOT_OP_FALLOCATE) {
@@ -1338,19 +1329,16 @@ class StraceImporter : public Importer {
 
   // copy_file_range, splice, sendfile: the sides read or written at their position move.
   Status CopyCall(const CallText& c, iot_syscall& sc) {
-    const uint32_t pid = c.pid;
     Task& task = c.task;
     const uint16_t op = c.op;
     const std::vector<std::string_view>& a = c.a;
     const RetInfo& r = c.r;
-    const uint64_t ts = c.ts;
     const bool ok = c.ok;
-    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
     switch (op) {
       case IOT_OP_COPY_FILE_RANGE:
       case IOT_OP_SPLICE: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText in, fd_at(0));
-        IOTWIN_ASSIGN_OR_RETURN(FdText out, fd_at(2));
+        IOTWIN_ASSIGN_OR_RETURN(FdText in, FdAt(c, 0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText out, FdAt(c, 2));
         sc.fd = static_cast<int32_t>(in.number.value_or(-1));
         sc.fd2 = static_cast<int32_t>(out.number.value_or(-1));
         SetIdentity(&sc, in);
@@ -1365,8 +1353,8 @@ class StraceImporter : public Importer {
         break;
       }
       case IOT_OP_SENDFILE: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText out, fd_at(0));
-        IOTWIN_ASSIGN_OR_RETURN(FdText in, fd_at(1));
+        IOTWIN_ASSIGN_OR_RETURN(FdText out, FdAt(c, 0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText in, FdAt(c, 1));
         sc.fd = static_cast<int32_t>(out.number.value_or(-1));
         sc.fd2 = static_cast<int32_t>(in.number.value_or(-1));
         SetIdentity(&sc, out);
@@ -1386,20 +1374,16 @@ class StraceImporter : public Importer {
 
   // Mappings.
   Status MemoryCall(const CallText& c, iot_syscall& sc) {
-    const uint32_t pid = c.pid;
-    Task& task = c.task;
     const uint16_t op = c.op;
     const std::string_view raw_name = c.raw_name;
     const std::vector<std::string_view>& a = c.a;
-    const uint64_t ts = c.ts;
-    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
     switch (op) {
       case IOT_OP_MMAP: {
         sc.aux = UArg(a, 0);
         sc.length = UArg(a, 1);
         sc.mode = FlagsArg(a, 2);
         sc.flags = FlagsArg(a, 3);
-        IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(4));
+        IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 4));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         sc.offset = UArg(a, 5);
         // mmap2 counts in 4096-byte units; a count whose bytes pass 2^64 is no offset.
@@ -1439,7 +1423,6 @@ class StraceImporter : public Importer {
     const uint64_t ts = c.ts;
     const bool ok = c.ok;
     std::string path;
-    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
     switch (op) {
       case IOT_OP_TRUNCATE:
         sc.fd = AT_FDCWD;
@@ -1464,7 +1447,7 @@ class StraceImporter : public Importer {
       case IOT_OP_STATX:
       case IOT_OP_MKDIRAT:
       case IOT_OP_UNLINKAT: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText dir, fd_at(0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText dir, FdAt(c, 0));
         sc.fd = static_cast<int32_t>(dir.number.value_or(AT_FDCWD));
         IOTWIN_RETURN_IF_ERROR(PathArg(a, 1, &sc.path_id, &sc.sflags));
         if (op == IOT_OP_NEWFSTATAT) sc.flags = FlagsArg(a, 3);
@@ -1491,8 +1474,8 @@ class StraceImporter : public Importer {
       case IOT_OP_RENAMEAT:
       case IOT_OP_RENAMEAT2:
       case IOT_OP_LINKAT: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText d1, fd_at(0));
-        IOTWIN_ASSIGN_OR_RETURN(FdText d2, fd_at(2));
+        IOTWIN_ASSIGN_OR_RETURN(FdText d1, FdAt(c, 0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText d2, FdAt(c, 2));
         sc.fd = static_cast<int32_t>(d1.number.value_or(AT_FDCWD));
         sc.fd2 = static_cast<int32_t>(d2.number.value_or(AT_FDCWD));
         IOTWIN_RETURN_IF_ERROR(PathArg(a, 1, &sc.path_id, &sc.sflags));
@@ -1501,7 +1484,7 @@ class StraceImporter : public Importer {
         break;
       }
       case IOT_OP_SYMLINKAT: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText d2, fd_at(1));
+        IOTWIN_ASSIGN_OR_RETURN(FdText d2, FdAt(c, 1));
         sc.fd = AT_FDCWD;
         sc.fd2 = static_cast<int32_t>(d2.number.value_or(AT_FDCWD));
         IOTWIN_RETURN_IF_ERROR(PathArg(a, 0, &sc.path_id, &sc.sflags));
@@ -1516,12 +1499,8 @@ class StraceImporter : public Importer {
 
   // libaio and io_uring system calls (their requests are ASYNC_IO records).
   Status AsyncCall(const CallText& c, iot_syscall& sc) {
-    const uint32_t pid = c.pid;
-    Task& task = c.task;
     const uint16_t op = c.op;
     const std::vector<std::string_view>& a = c.a;
-    const uint64_t ts = c.ts;
-    auto fd_at = [&](size_t i) -> Result<FdText> { return FdArg(pid, task, a, i, ts); };
     switch (op) {
       case IOT_OP_IO_SETUP:
       case IOT_OP_IO_URING_SETUP:
@@ -1536,7 +1515,7 @@ class StraceImporter : public Importer {
         break;
       case IOT_OP_IO_URING_ENTER:
       case IOT_OP_IO_URING_REGISTER: {
-        IOTWIN_ASSIGN_OR_RETURN(FdText fd, fd_at(0));
+        IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
         sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
         sc.aux = UArg(a, 1);
         if (op == IOT_OP_IO_URING_ENTER) {
