@@ -103,35 +103,7 @@ TEST(RecordAttach, RawTpFollowsForkExecAndExit) {
   ExpectClean(r);
   EXPECT_EQ(LayerReason(r.trace, "process").rfind("raw_tp ", 0), 0u)
       << LayerReason(r.trace, "process");
-  uint32_t parent = 0, child = 0;
-  for (const auto& e : r.log) {
-    if (e.value("kind", "") == "waited") {
-      parent = e["pid"].get<uint32_t>();
-      child = e["child"].get<uint32_t>();
-    }
-  }
-  ASSERT_NE(child, 0u);
-  bool fork = false, exec = false, exited = false;
-  for (size_t i = 0; i < r.trace.procs.size(); i++) {
-    const auto& p = r.trace.procs[i];
-    if (p.kind == IOT_PROC_FORK && p.tgid == parent && p.child_tgid == child) {
-      fork = true;
-      EXPECT_EQ(p.clone_flags & 0x10000, 0u);  // a process, not a thread
-    }
-    if (p.kind == IOT_PROC_EXEC && p.tgid == child) {
-      exec = true;
-      EXPECT_EQ(r.trace.proc_paths[i], TestProg("io_fork_exec"));
-      EXPECT_STREQ(p.comm, "io_fork_exec");
-    }
-    if (p.kind == IOT_PROC_EXIT && p.tgid == child) {
-      exited = true;
-      EXPECT_EQ(p.exit_code, 5 << 8);
-      EXPECT_TRUE(p.flags & IOT_PROCF_GROUP_DEAD);
-    }
-  }
-  EXPECT_TRUE(fork);
-  EXPECT_TRUE(exec);
-  EXPECT_TRUE(exited);
+  ExpectForkExecExitOfIoForkExec(r.log, r.trace);
 }
 
 // What the io_uring programs recorded of each request, without addresses and times.

@@ -327,4 +327,40 @@ inline std::string ReadFileText(const std::string& path) {
   return ss.str();
 }
 
+// io_fork_exec's process records: the parent's fork of the child (a process, not a thread), the
+// child's exec of the program and its exit with status 5, found from the "waited" log entry.
+inline void ExpectForkExecExitOfIoForkExec(const std::vector<nlohmann::json>& log,
+                                          const LoadedTrace& trace) {
+  uint32_t parent = 0, child = 0;
+  for (const auto& e : log) {
+    if (e.value("kind", "") == "waited") {
+      parent = e["pid"].get<uint32_t>();
+      child = e["child"].get<uint32_t>();
+    }
+  }
+  ASSERT_NE(child, 0u);
+  bool fork = false, exec = false, exited = false;
+  for (size_t i = 0; i < trace.procs.size(); i++) {
+    const auto& p = trace.procs[i];
+    if (p.kind == IOT_PROC_FORK && p.tgid == parent && p.child_tgid == child) {
+      fork = true;
+      EXPECT_EQ(p.clone_flags & 0x10000, 0u);  // a process, not a thread
+    }
+    if (p.kind == IOT_PROC_EXEC && p.tgid == child) {
+      exec = true;
+      EXPECT_EQ(trace.proc_paths[i], TestProg("io_fork_exec"));
+      EXPECT_STREQ(p.comm, "io_fork_exec");
+    }
+    if (p.kind == IOT_PROC_EXIT && p.tgid == child) {
+      exited = true;
+      EXPECT_EQ(p.exit_code, 5 << 8);
+      EXPECT_TRUE(p.flags & IOT_PROCF_GROUP_DEAD);
+      EXPECT_FALSE(p.flags & IOT_PROCF_KILLED);
+    }
+  }
+  EXPECT_TRUE(fork);
+  EXPECT_TRUE(exec);
+  EXPECT_TRUE(exited);
+}
+
 }  // namespace iotwin::test

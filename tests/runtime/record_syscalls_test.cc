@@ -118,36 +118,7 @@ TEST(RecordSyscalls, ForkAndExecAreFollowed) {
   ExpectCleanTrace(r);
   auto problems = CompareCalls(r.log, r.trace);
   EXPECT_TRUE(problems.empty()) << Join(problems);
-  uint32_t parent = 0, child = 0;
-  for (const auto& e : r.log) {
-    if (e.value("kind", "") == "waited") {
-      parent = e["pid"].get<uint32_t>();
-      child = e["child"].get<uint32_t>();
-    }
-  }
-  ASSERT_NE(child, 0u);
-  bool fork = false, exec = false, exited = false;
-  for (size_t i = 0; i < r.trace.procs.size(); i++) {
-    const auto& p = r.trace.procs[i];
-    if (p.kind == IOT_PROC_FORK && p.tgid == parent && p.child_tgid == child) {
-      fork = true;
-      EXPECT_EQ(p.clone_flags & 0x10000, 0u);  // a process, not a thread
-    }
-    if (p.kind == IOT_PROC_EXEC && p.tgid == child) {
-      exec = true;
-      EXPECT_EQ(r.trace.proc_paths[i], TestProg("io_fork_exec"));
-      EXPECT_STREQ(p.comm, "io_fork_exec");
-    }
-    if (p.kind == IOT_PROC_EXIT && p.tgid == child) {
-      exited = true;
-      EXPECT_EQ(p.exit_code, 5 << 8);
-      EXPECT_TRUE(p.flags & IOT_PROCF_GROUP_DEAD);
-      EXPECT_FALSE(p.flags & IOT_PROCF_KILLED);
-    }
-  }
-  EXPECT_TRUE(fork);
-  EXPECT_TRUE(exec);
-  EXPECT_TRUE(exited);
+  ExpectForkExecExitOfIoForkExec(r.log, r.trace);
 }
 
 TEST(RecordSyscalls, DescriptorDuplication) {
