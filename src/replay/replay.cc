@@ -1,11 +1,14 @@
 #include "replay/replay.h"
 
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "model/trace_model.h"
@@ -172,6 +175,31 @@ Status ResolveRoot(ReplayOptions* o) {
     return Status::Ok();
   }
   IOTWIN_ASSIGN_OR_RETURN(o->root, CanonicalRoot(o->root));
+  return Status::Ok();
+}
+
+// --record OUT is made absolute and its directory checked before anything runs: the replay's
+// workers change directory as the workload did, and a recording that cannot be written must
+// stop the replay before it starts, not be found missing after it.
+Status ResolveRecordOutput(ReplayOptions* o) {
+  if (o->record_out.empty()) return Status::Ok();
+  std::error_code ec;
+  std::filesystem::path out = std::filesystem::absolute(o->record_out, ec);
+  if (ec) return Status::Invalid("--record {}: {}", o->record_out, ec.message());
+  std::filesystem::path dir = out.parent_path();
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    return Status::FromErrno(errno, fmt::format("--record {}: directory {}", o->record_out,
+                                                dir.string()));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::Invalid("--record {}: {} is not a directory", o->record_out, dir.string());
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    return Status::FromErrno(errno, fmt::format("--record {}: directory {} is not writable",
+                                                o->record_out, dir.string()));
+  }
+  o->record_out = out.string();
   return Status::Ok();
 }
 
@@ -343,8 +371,10 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
     Status st = recorder->Finish(tids, rm);
     for (auto& e : engines) e->Release();
     if (!st.ok()) {
+      // The replay ran but the recording asked for is missing: a failure, not a warning.
       out.warnings.push_back("--record: " + st.ToString());
       s["record"] = {{"ok", false}, {"error", st.ToString()}};
+      out.exit_code = 1;
     } else {
       s["record"] = {{"ok", true}, {"path", o.record_out}};
     }
@@ -357,6 +387,9 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
   out.summary = s;
   out.text = SummaryText(s);
   if (!abort_reason.empty()) out.text += "  stopped: " + abort_reason + "\n";
+  if (recorder && out.exit_code != 0 && !s["record"]["ok"].get<bool>()) {
+    out.text += "  --record failed: " + s["record"]["error"].get<std::string>() + "\n";
+  }
   return out;
 }
 
@@ -381,6 +414,7 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
     return BlockOutcome(block, std::move(out));
   }
   IOTWIN_RETURN_IF_ERROR(ResolveRoot(&o));
+  IOTWIN_RETURN_IF_ERROR(ResolveRecordOutput(&o));
   IOTWIN_ASSIGN_OR_RETURN(std::vector<ReplayPlan> plans, BuildPlans(*model, o));
   if (o.dry_run) {
     out.summary = PlanToJson(plans[0], o);

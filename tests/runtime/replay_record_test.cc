@@ -134,5 +134,52 @@ TEST(ReplayRecord, RecordedReplayMatchesTheOriginalOpByOp) {
   RunResult rm_rf = test::Run({"/bin/rm", "-rf", base}, 60);
 }
 
+// A workload that changes directory (chdir, fchdir), replayed from another directory with a
+// relative --record path: the recording lands where the path named when the replay started.
+TEST(ReplayRecord, RelativeOutputWhenTheWorkloadChangesDirectory) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  if (!RecordAvailable()) GTEST_SKIP() << "iotwin record is not built on this branch";
+  char tmpl[] = "/var/tmp/iotwin-replay-relrec-XXXXXX";
+  ASSERT_TRUE(mkdtemp(tmpl));
+  std::string base = tmpl, data = base + "/data", out = base + "/out";
+  mkdir(data.c_str(), 0755);
+  mkdir(out.c_str(), 0755);
+  std::string orig = base + "/orig.iotwin";
+  RunResult rec = test::Run({RecordBin(), "record", "-o", orig, "--no-status", "--",
+                             TestProg("io_relpaths"), base + "/log.jsonl", data}, 120);
+  ASSERT_EQ(rec.exit_code, 0) << rec.err << rec.out;
+
+  auto replay_in_out = [&](const std::string& record_arg, const std::string& root) {
+    std::string cmd = "cd '" + out + "' && exec '" + IotwinBin() + "' replay '" + orig +
+                      "' --root '" + root + "' --pace fast --quiet --json --record '" +
+                      record_arg + "'";
+    return test::Run({"/bin/sh", "-c", cmd}, 180);
+  };
+  RunResult ok = replay_in_out("rel.iotwin", base + "/root1");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err << ok.out;
+  nlohmann::json summary = nlohmann::json::parse(ok.out);
+  ASSERT_TRUE(summary["record"]["ok"].get<bool>()) << summary["record"].dump();
+  EXPECT_EQ(summary["record"]["path"], out + "/rel.iotwin");
+  auto rm = model::LoadTraceModel(out + "/rel.iotwin");
+  ASSERT_TRUE(rm.ok()) << rm.status().ToString();
+  size_t chdirs = 0;
+  for (const auto& th : rm.value()->threads()) {
+    for (const auto& op : th.ops) {
+      if (op.kind == model::OpKind::kSyscall &&
+          (op.sc.op == IOT_OP_CHDIR || op.sc.op == IOT_OP_FCHDIR)) {
+        chdirs++;
+      }
+    }
+  }
+  EXPECT_GT(chdirs, 0u) << "the recorded replay holds no chdir: the test no longer tests it";
+
+  // A recording that cannot be written stops the replay before it runs, naming the path.
+  RunResult bad = replay_in_out("missing-dir/rel.iotwin", base + "/root2");
+  EXPECT_NE(bad.exit_code, 0) << bad.out;
+  EXPECT_NE(bad.err.find("missing-dir"), std::string::npos) << bad.err;
+  EXPECT_TRUE(bad.out.empty()) << bad.out;
+  test::Run({"/bin/rm", "-rf", base}, 60);
+}
+
 }  // namespace
 }  // namespace iotwin::test
