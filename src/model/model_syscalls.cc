@@ -159,6 +159,12 @@ void ModelBuilder::Impl::ClassifyDescriptors(SyscallStep& s) {
       (code == IOT_OP_MMAP || code == IOT_OP_MUNMAP) && op.skip == Skip::kReplayable) {
     op.skip = Skip::kUnsupported;  // ring memory, recreated by the async back end
   }
+  // The bytes written are not captured: "1" (page cache), "2" (slab) and "3" (both) look alike,
+  // and a drop of the page cache is what every storage benchmark writes there for.
+  if (op.skip == Skip::kPseudoFs && OpIsWrite(code) && sc.ret > 0 && op.path != kNone &&
+      m->paths_[op.path] == kDropCachesPath) {
+    op.drops_page_cache = true;
+  }
 }
 
 bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {

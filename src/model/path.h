@@ -44,4 +44,7 @@ std::string RelativePath(std::string_view from_dir, std::string_view to);
 // storage I/O and cannot be recreated in a sandbox, so models mark them and replay skips them.
 bool IsPseudoFsPath(std::string_view normalized);
 
+// The kernel's page-cache drop knob (Documentation/admin-guide/sysctl/vm.rst, drop_caches).
+inline constexpr std::string_view kDropCachesPath = "/proc/sys/vm/drop_caches";
+
 }  // namespace iotwin::model

@@ -83,6 +83,9 @@ struct Op {
   bool process_exit = false;  // kExit: last thread of the process
   bool interrupted = false;   // the call never returned in the trace: result unknown
   bool empty_path = false;    // *at() call with an empty path (AT_EMPTY_PATH): acts on the dirfd
+  // A successful write to /proc/sys/vm/drop_caches (skipped as kPseudoFs): the workload dropped
+  // the page cache here, which replay reproduces on the sandbox's own files.
+  bool drops_page_cache = false;
   uint32_t process = kNone;   // index into processes()
   uint64_t ts = 0;            // recorded start (CLOCK_MONOTONIC ns)
   uint64_t end = 0;           // recorded completion (ts + dur; async: completion time)

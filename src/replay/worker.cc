@@ -13,6 +13,7 @@
 #include "format/records.h"
 #include "model/op_fields.h"
 #include "model/path.h"
+#include "replay/cache_drop.h"
 #include "replay/sandbox.h"
 
 namespace iotwin::replay {
@@ -204,6 +205,11 @@ void ReplayEngine::Worker::ReplayOps() {
     // of this thread rely on the ones made here.
     WaitForDependencies(op);
     if (replayable_kind && op.skip != model::Skip::kReplayable) {
+      if (op.drops_page_cache && engine_.options_.backend != BackendKind::kNull) {
+        // A confined worker's "/" is the sandbox, its --map targets bound inside.
+        ReplayPageCacheDrop(in_root ? std::vector<std::string>{"/"} : engine_.plan_.mapper.Bases(),
+                            &stats);
+      }
       Skip(model::SkipName(op.skip), op, i);
       continue;
     }

@@ -82,5 +82,46 @@ TEST(ReplayCache, WarmLeavesEveryPageResident) {
   EXPECT_EQ(ResidentPages(root + "/data/weights.bin"), static_cast<long>(kFileBytes / PageBytes()));
 }
 
+// The weights read through, then (when `drop`) "echo 3 > /proc/sys/vm/drop_caches".
+std::string ReadThenDropTrace(const TempDir& tmp, bool drop) {
+  TraceBuilder b;
+  b.Thread(100, 100);
+  b.Openat(100, "/data/weights.bin", O_RDONLY, 3, kFileBytes);
+  for (uint64_t off = 0; off < kFileBytes; off += 1 << 20) {
+    b.Pread(100, 3, off, 1 << 20, 1 << 20, kFileBytes);
+  }
+  b.Close(100, 3);
+  if (drop) {
+    b.Openat(100, "/proc/sys/vm/drop_caches", O_WRONLY, 4, 0);
+    b.Write(100, 4, 2, 2);
+    b.Close(100, 4);
+  }
+  return WriteTrace(b, tmp / (drop ? "drop.iotwin" : "nodrop.iotwin"));
+}
+
+// The workload's drop_caches write evicts the sandbox's files at that point of the replay (and
+// only them: the replay never writes /proc/sys/vm/drop_caches itself).
+TEST(ReplayCache, WorkloadDropCachesEvictsTheSandboxFiles) {
+  TempDir tmp;
+  if (OnTmpfs(tmp.path())) GTEST_SKIP() << tmp.path() << " is on tmpfs: pages cannot be dropped";
+  for (bool drop : {false, true}) {
+    SCOPED_TRACE(drop ? "with the drop" : "without the drop");
+    std::string root = tmp / (drop ? "root-drop" : "root-nodrop");
+    auto r = RunReplayCmd({ReadThenDropTrace(tmp, drop), "--root", root, "--pace", "fast",
+                           "--cache", "cold", "--json", "-q"});
+    ASSERT_EQ(r.run.exit_code, 0) << r.run.err << r.run.out;
+    ASSERT_TRUE(r.summary.is_object()) << r.run.out;
+    EXPECT_EQ(J(r.summary, "/mismatches/total"), 0u) << r.summary.dump();
+    const long resident = ResidentPages(root + "/data/weights.bin");
+    if (drop) {
+      EXPECT_EQ(resident, 0);
+      EXPECT_EQ(r.summary["per_op"]["page_cache_drop"]["count"], 1) << r.summary.dump();
+    } else {
+      // The replay's reads left the file cached: what the drop has to undo.
+      EXPECT_EQ(resident, static_cast<long>(kFileBytes / PageBytes()));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace iotwin::test
