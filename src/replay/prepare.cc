@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "base/bytes_text.h"
+#include "base/checked_math.h"
 #include "base/fd.h"
 #include "base/page_cache.h"
 #include "model/path.h"
@@ -350,7 +351,10 @@ nlohmann::json PrepareReport::ToJson() const {
           {"bytes_written", bytes_written},   {"names_cleared", names_cleared},
           {"cache_files_warmed", cache_files_warmed},
           {"cache_files_dropped", cache_files_dropped},
-          {"cache_pages_left_resident", cache_pages_left_resident}, {"notes", notes}};
+          {"cache_pages_left_resident", cache_pages_left_resident},
+          {"cache_files_measured", cache_files_measured},
+          {"cache_pages_target", cache_pages_target},
+          {"cache_pages_resident", cache_pages_resident}, {"notes", notes}};
 }
 
 Result<std::string> CanonicalRoot(const std::string& root) {
@@ -454,6 +458,53 @@ Result<PrepareReport> PrepareSandbox(std::vector<ReplayPlan>& plans, const Repla
   return r;
 }
 
+namespace {
+
+// One prepared file brought to `warm_bytes` of resident pages from its start (0: none), then
+// measured: the report says what the page cache holds, not what was asked of it.
+void ApplyFileCacheState(int fd, const std::string& target, uint64_t size, uint64_t warm_bytes,
+                         AlignedBuffer* buf, PrepareReport* r) {
+  // Write-back first: DONTNEED leaves dirty pages and pages under write-back resident, and
+  // the preparation has just written these files, so without it a "cold" file stays warm.
+  fdatasync(fd);
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  warm_bytes = std::min(warm_bytes, size);
+  if (warm_bytes == 0) {
+    r->cache_files_dropped++;
+  } else {
+    uint64_t off = 0;
+    while (off < warm_bytes && buf->data()) {
+      ssize_t n = pread(fd, buf->data(), std::min<uint64_t>(kChunk, warm_bytes - off),
+                        static_cast<off_t>(off));
+      if (n <= 0) break;
+      off += static_cast<uint64_t>(n);
+    }
+    r->cache_files_warmed++;
+  }
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t target_pages = (warm_bytes + page - 1) / page;
+  r->cache_pages_target += target_pages;
+  auto residency = MeasureResidency(fd);
+  if (!residency.ok()) {
+    r->notes.push_back(fmt::format("{}: page-cache residency after preparation not measured: {}",
+                                   target, residency.status().message()));
+    return;
+  }
+  r->cache_files_measured++;
+  const uint64_t resident = residency->resident_pages;
+  r->cache_pages_resident += resident;
+  if (warm_bytes == 0 && resident > 0) {
+    r->cache_pages_left_resident += resident;
+    r->notes.push_back(fmt::format("{}: {} pages still in the page cache after the drop", target,
+                                   resident));
+  } else if (warm_bytes > 0 && resident < target_pages) {
+    r->notes.push_back(fmt::format("{}: {} of the {} pages to warm are in the page cache", target,
+                                   resident, target_pages));
+  }
+}
+
+}  // namespace
+
 Status ApplyCacheState(const std::vector<ReplayPlan>& plans, CacheMode mode, PrepareReport* r) {
   // Whatever the mode, nothing prepared may still be dirty when the replay starts.
   for (const auto& plan : plans) {
@@ -487,36 +538,10 @@ Status ApplyCacheState(const std::vector<ReplayPlan>& plans, CacheMode mode, Pre
         warm_bytes = f.size;
       } else if (effective == CacheMode::kAsCaptured) {
         auto it = states.find(f.recorded);
-        if (it != states.end()) warm_bytes = it->second->resident_pages * 4096;
+        // A count from the trace: checked before it is multiplied.
+        if (it != states.end()) warm_bytes = SaturatingMul(it->second->resident_pages, 4096);
       }
-      // Write-back first: DONTNEED leaves dirty pages and pages under write-back resident, and
-      // the preparation has just written these files, so without it a "cold" file stays warm.
-      fdatasync(fd.get());
-      posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
-      if (warm_bytes == 0) {
-        r->cache_files_dropped++;
-        auto residency = MeasureResidency(fd.get());
-        if (!residency.ok()) {
-          r->notes.push_back(fmt::format("{}: page-cache residency after the drop not measured: {}",
-                                         f.target, residency.status().message()));
-          continue;
-        }
-        const uint64_t resident = residency->resident_pages;
-        if (resident > 0) {
-          r->cache_pages_left_resident += resident;
-          r->notes.push_back(fmt::format("{}: {} pages still in the page cache after the drop",
-                                         f.target, resident));
-        }
-        continue;
-      }
-      uint64_t off = 0;
-      while (off < warm_bytes && buf.data()) {
-        ssize_t n = pread(fd.get(), buf.data(), std::min<uint64_t>(kChunk, warm_bytes - off),
-                          static_cast<off_t>(off));
-        if (n <= 0) break;
-        off += static_cast<uint64_t>(n);
-      }
-      r->cache_files_warmed++;
+      ApplyFileCacheState(fd.get(), f.target, f.size, warm_bytes, &buf, r);
     }
   }
   return Status::Ok();

@@ -33,6 +33,11 @@ struct PrepareReport {
   uint64_t cache_files_warmed = 0;
   uint64_t cache_files_dropped = 0;
   uint64_t cache_pages_left_resident = 0;  // of dropped files, found by mincore after the drop
+  // Measured after preparation (cachestat, or mincore), over every prepared file: the pages the
+  // cache mode asked to be resident, and those that are.
+  uint64_t cache_files_measured = 0;
+  uint64_t cache_pages_target = 0;
+  uint64_t cache_pages_resident = 0;
   std::vector<std::string> notes;
   nlohmann::json ToJson() const;
 };

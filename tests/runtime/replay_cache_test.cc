@@ -69,6 +69,8 @@ TEST(ReplayCache, ColdLeavesNoPageOfThePreparedFileResident) {
   EXPECT_EQ(prep["cache_files_dropped"].get<int>(), 1) << prep.dump();
   EXPECT_EQ(prep["cache_pages_left_resident"].get<int>(), 0) << prep.dump();
   EXPECT_EQ(ResidentPages(root + "/data/weights.bin"), 0);
+  EXPECT_EQ(prep["cache_pages_target"].get<int>(), 0) << prep.dump();
+  EXPECT_EQ(prep["cache_pages_resident"].get<int>(), 0) << prep.dump();
 }
 
 TEST(ReplayCache, WarmLeavesEveryPageResident) {
@@ -80,6 +82,36 @@ TEST(ReplayCache, WarmLeavesEveryPageResident) {
   ASSERT_TRUE(r.summary.is_object()) << r.run.out;
   EXPECT_EQ(r.summary["prepare"]["cache_files_warmed"].get<int>(), 1) << r.summary.dump();
   EXPECT_EQ(ResidentPages(root + "/data/weights.bin"), static_cast<long>(kFileBytes / PageBytes()));
+  // The summary reports what it measured, which here is every page.
+  const auto& prep = r.summary["prepare"];
+  EXPECT_EQ(prep["cache_files_measured"].get<long>(), 1) << prep.dump();
+  EXPECT_EQ(prep["cache_pages_target"].get<long>(), static_cast<long>(kFileBytes / PageBytes()));
+  EXPECT_EQ(prep["cache_pages_resident"].get<long>(), static_cast<long>(kFileBytes / PageBytes()));
+}
+
+// as-captured: the trace says a quarter of the file was cached when the workload opened it; the
+// preparation warms that many pages and reports the residency it measured.
+TEST(ReplayCache, AsCapturedReportsTheMeasuredResidency) {
+  TempDir tmp;
+  if (OnTmpfs(tmp.path())) GTEST_SKIP() << tmp.path() << " is on tmpfs: pages cannot be dropped";
+  const long pages = static_cast<long>(kFileBytes / PageBytes());
+  TraceBuilder b;
+  b.Thread(100, 100);
+  b.CacheState("/data/weights.bin", kFileBytes, static_cast<uint64_t>(pages / 4),
+               static_cast<uint64_t>(pages));
+  b.Openat(100, "/data/weights.bin", O_RDONLY, 3, kFileBytes);
+  b.Pread(100, 3, 0, 1 << 20, 1 << 20, kFileBytes);
+  b.Close(100, 3);
+  std::string root = tmp / "root";
+  auto r = RunReplayCmd({WriteTrace(b, tmp / "t.iotwin"), "--root", root, "--prepare-only",
+                         "--cache", "as-captured", "--json"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err << r.run.out;
+  const auto& prep = r.summary["prepare"];
+  EXPECT_EQ(prep["cache_pages_target"].get<long>(), pages / 4) << prep.dump();
+  EXPECT_EQ(prep["cache_pages_resident"].get<long>(), ResidentPages(root + "/data/weights.bin"));
+  // Readahead may bring in a little more than was read; never less.
+  EXPECT_GE(prep["cache_pages_resident"].get<long>(), pages / 4) << prep.dump();
+  EXPECT_LT(prep["cache_pages_resident"].get<long>(), pages) << prep.dump();
 }
 
 // The weights read through, then (when `drop`) "echo 3 > /proc/sys/vm/drop_caches".
