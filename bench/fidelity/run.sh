@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Fidelity validation: record each iotwin-workload scenario, replay it into a fresh
+# Fidelity validation: record each scenario (the iotwin-workload generator's, and real programs
+# installed from Debian: SQLite, PyTorch, RocksDB's db_bench, faiss), replay it into a fresh
 # sandbox with every pacing mode while recording the replay, compare the two traces, and write
 # the tables to docs/validation.md. Then replay one trace onto ext4 and XFS loop devices.
 #
-#   bench/fidelity/run.sh              # full run (a few minutes), writes docs/validation.md
+#   bench/fidelity/run.sh              # full run (several minutes), writes docs/validation.md
 #   bench/fidelity/run.sh --smoke      # one tiny scenario, one pace; writes only under the work dir
 #   options: --out FILE (where the document/fragment goes), --keep (keep the work dir),
-#            --no-fs (skip the ext4/XFS part), --only NAME (one scenario, full pacing)
+#            --no-fs (skip the ext4/XFS part), --only NAME (one scenario),
+#            --set all|generator|real (which scenarios; default all),
+#            --size full|ci (the real programs' size; ci is the reduced one ctest runs),
+#            --paces "P ..." (pacing modes; default "original gaps fast")
+#   Anything but the full run writes a bare fragment (tables and misses), into the work dir
+#   unless --out says otherwise.
 # Environment: IOTWIN_BUILD_DIR (default: <repo>/build), IOTWIN_FIDELITY_WORK (parent of the
 # work dir; default /var/tmp, a disk file system so O_DIRECT works).
-# Needs root (eBPF capture; loop devices and mounts for the file-system part).
+# A real program that is not installed (tools/debian-packages.txt) is skipped with a log line and
+# a row saying so. Needs root (eBPF capture; loop devices and mounts for the file-system part;
+# the faiss scenario drops the page cache).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,7 +26,7 @@ build="${IOTWIN_BUILD_DIR:-$repo/build}"
 iotwin="$build/src/cli/iotwin"
 workload="$build/workloads/iotwin-workload"
 
-smoke=0 keep=0 with_fs=1 out="" only=""
+smoke=0 keep=0 with_fs=1 out="" only="" set=all size=full pace_list=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --smoke) smoke=1 ;;
@@ -26,12 +34,17 @@ while [[ $# -gt 0 ]]; do
     --no-fs) with_fs=0 ;;
     --out) out="$2"; shift ;;
     --only) only="$2"; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --set) set="$2"; shift ;;
+    --size) size="$2"; shift ;;
+    --paces) pace_list="$2"; shift ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 
+case "$set" in all|generator|real) ;; *) echo "run.sh: --set all|generator|real" >&2; exit 2 ;; esac
+case "$size" in full|ci) ;; *) echo "run.sh: --size full|ci" >&2; exit 2 ;; esac
 for bin in "$iotwin" "$workload"; do
   [[ -x "$bin" ]] || { echo "run.sh: $bin missing: build first (ninja -C build)" >&2; exit 2; }
 done
@@ -49,39 +62,74 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Anything narrower than the full run writes a bare fragment, by default into the work dir.
+fragment=0
+if [[ $smoke -eq 1 || -n "$only" || "$set" != all || "$size" != full || -n "$pace_list" ]]; then
+  fragment=1
+fi
 if [[ $smoke -eq 1 ]]; then
-  out="${out:-$work/fragment.md}"
   paces=(gaps)
+elif [[ -n "$pace_list" ]]; then
+  read -r -a paces <<<"$pace_list"
 else
   paces=(original gaps fast)
-  if [[ -n "$only" ]]; then [[ -z "$out" ]] && keep=1; out="${out:-$work/fragment.md}"; else out="${out:-$repo/docs/validation.md}"; fi
+fi
+if [[ $fragment -eq 1 ]]; then
+  [[ -z "$out" && $smoke -eq 0 ]] && keep=1
+  out="${out:-$work/fragment.md}"
+else
+  out="${out:-$repo/docs/validation.md}"
 fi
 results="$work/results"
 mkdir -p "$results" "$work/data"
 
-# Scenarios: name | prepare args ("" = none) | workload args. Sized so that each run lasts
-# >= 0.5 s on the 2-core development VM (rates need a span to mean anything) while the whole
-# run stays under ~10 minutes. The data of scenario S lives in $work/data/S.
+# Scenarios: kind | name | A | B. kind gen: iotwin-workload, A = model-load args that prepare
+# its data before recording ("" = none), B = workload args. kind real: a program from Debian, A
+# = what it needs (an executable, or python3:MODULE,...), B = its driver in programs/, run as
+# `DRIVER prepare DIR SIZE` (not recorded) and `DRIVER run DIR SIZE` (recorded). Sized so that
+# each run lasts >= 0.5 s on the 2-core development VM (rates need a span to mean anything)
+# while the whole run stays under ~15 minutes. The data of scenario S lives in $work/data/S.
+python=/usr/bin/python3  # Debian's, whose dist-packages hold python3-torch and python3-faiss
 scenarios=(
-  "kv-buffered||kv-offload --io buffered --chunks 256 --gets 4096"
-  "kv-direct||kv-offload --io direct --chunks 128 --gets 512"
-  "kv-uring||kv-offload --io uring --chunks 256 --gets 2048"
-  "model-mmap|--prepare-only --shards 4 --shard-mb 32|model-load --mode mmap --shards 4 --drop-cache"
-  "model-pread|--prepare-only --shards 8 --shard-mb 32|model-load --mode pread --shards 8 --drop-cache"
-  "model-direct-async|--prepare-only --shards 4 --shard-mb 192|model-load --mode direct-async --shards 4"
-  "mixed||mixed --gets 1024 --writes 1024"
+  "gen|kv-buffered||kv-offload --io buffered --chunks 256 --gets 4096"
+  "gen|kv-direct||kv-offload --io direct --chunks 128 --gets 512"
+  "gen|kv-uring||kv-offload --io uring --chunks 256 --gets 2048"
+  "gen|model-mmap|--prepare-only --shards 4 --shard-mb 32|model-load --mode mmap --shards 4 --drop-cache"
+  "gen|model-pread|--prepare-only --shards 8 --shard-mb 32|model-load --mode pread --shards 8 --drop-cache"
+  "gen|model-direct-async|--prepare-only --shards 4 --shard-mb 192|model-load --mode direct-async --shards 4"
+  "gen|mixed||mixed --gets 1024 --writes 1024"
+  "real|sqlite-wal|/usr/bin/sqlite3|sqlite-wal.sh"
+  "real|torch-checkpoint|python3:torch,numpy|torch-checkpoint.py"
+  "real|rocksdb-bench|/usr/bin/db_bench|rocksdb-bench.sh"
+  "real|faiss-ivf|python3:faiss,numpy|faiss-ivf.py"
 )
 if [[ $smoke -eq 1 ]]; then
-  scenarios=("kv-buffered||kv-offload --io buffered --chunks 8 --gets 16")
+  scenarios=("gen|kv-buffered||kv-offload --io buffered --chunks 8 --gets 16")
 fi
+
+# missing_requirement NEED: empty when a real scenario's program is there, else what is missing.
+missing_requirement() {
+  local need="$1" mod mods
+  if [[ "$need" == python3:* ]]; then
+    [[ -x "$python" ]] || { echo "$python"; return; }
+    IFS=, read -r -a mods <<<"${need#python3:}"
+    for mod in "${mods[@]}"; do
+      "$python" -c "import $mod" 2>/dev/null || { echo "python module $mod"; return; }
+    done
+  elif [[ ! -x "$need" ]]; then
+    echo "$need"
+  fi
+}
 
 log() { printf '[fidelity %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
-# record NAME ARGS...: the workload under `iotwin record`, its summary line kept.
+# record_one NAME COMMAND...: the command under `iotwin record`, its standard output kept (the
+# generator's last line is a JSON summary with its own run time).
 record_one() {
   local name="$1"; shift
-  "$iotwin" record -o "$results/$name.orig.iotwin" --no-status -- "$workload" "$@" \
-    >"$results/$name.orig.summary" 2>"$results/$name.orig.err"
+  "$iotwin" record -o "$results/$name.orig.iotwin" --no-status -- "$@" \
+    >"$results/$name.orig.summary" 2>"$results/$name.orig.err" ||
+    { echo $? >"$results/$name.orig.rc"; log "record $name exited $(cat "$results/$name.orig.rc") (see $results/$name.orig.err)"; }
   # The report gives the device's own service time (block D2C), which explains timing misses
   # that are the device's, not the replay's.
   "$iotwin" report "$results/$name.orig.iotwin" --json >"$results/$name.orig.report.json" 2>/dev/null || true
@@ -94,7 +142,7 @@ replay_one() {
   rm -rf -- "$sandbox"; mkdir -p "$sandbox"
   "$iotwin" replay "$results/$name.orig.iotwin" --root "$sandbox" --pace "$pace" --quiet --json \
     --record "$results/$tag.replay.iotwin" "$@" >"$results/$tag.replay.json" 2>"$results/$tag.replay.err" ||
-    log "replay $tag exited $? (see $results/$tag.replay.err)"
+    { echo $? >"$results/$tag.replay.rc"; log "replay $tag exited $(cat "$results/$tag.replay.rc") (see $results/$tag.replay.err)"; }
   if [[ -s "$results/$tag.replay.iotwin" ]]; then
     # Exit 1 = some measure out of threshold: a result, not an error.
     "$iotwin" compare "$results/$name.orig.iotwin" "$results/$tag.replay.iotwin" --json \
@@ -111,18 +159,33 @@ replay_one() {
 
 start=$(date +%s)
 for spec in "${scenarios[@]}"; do
-  IFS='|' read -r name prep args <<<"$spec"
+  IFS='|' read -r kind name a b <<<"$spec"
   [[ -n "$only" && "$only" != "$name" ]] && continue
+  [[ "$set" == generator && "$kind" != gen ]] && continue
+  [[ "$set" == real && "$kind" != real ]] && continue
   dir="$work/data/$name"
   mkdir -p "$dir"
-  read -r -a argv <<<"$args"
-  if [[ -n "$prep" ]]; then
-    read -r -a prepv <<<"$prep"
-    "$workload" model-load --dir "$dir" "${prepv[@]}" --quiet
-    sync
+  if [[ "$kind" == gen ]]; then
+    read -r -a argv <<<"$b"
+    if [[ -n "$a" ]]; then
+      read -r -a prepv <<<"$a"
+      "$workload" model-load --dir "$dir" "${prepv[@]}" --quiet
+    fi
+    argv=("$workload" "${argv[@]}" --dir "$dir")
+  else
+    missing="$(missing_requirement "$a")"
+    if [[ -n "$missing" ]]; then
+      log "skip $name: $missing not installed (tools/debian-packages.txt)"
+      echo "$missing not installed" >"$results/$name.missing"
+      continue
+    fi
+    "$here/programs/$b" prepare "$dir" "$size"
+    argv=("$here/programs/$b" run "$dir" "$size")
+    echo "$kind" >"$results/$name.kind"
   fi
+  sync
   log "record $name: ${argv[*]}"
-  record_one "$name" "${argv[@]}" --dir "$dir"
+  record_one "$name" "${argv[@]}"
   for pace in "${paces[@]}"; do
     log "replay $name --pace $pace"
     replay_one "$name" "$pace"
@@ -132,7 +195,7 @@ done
 # Cross-file-system: one trace (cold model load through pread, which reaches the block layer)
 # replayed with --map onto an ext4 and an XFS loop device.
 fs_note=""
-if [[ $smoke -eq 0 && $with_fs -eq 1 && -z "$only" ]]; then
+if [[ $fragment -eq 0 && $with_fs -eq 1 ]]; then
   src=model-pread
   if [[ ! -s "$results/$src.orig.iotwin" ]]; then
     fs_note="skipped: no $src trace"
@@ -167,8 +230,6 @@ if [[ $smoke -eq 0 && $with_fs -eq 1 && -z "$only" ]]; then
 fi
 elapsed=$(( $(date +%s) - start ))
 
-# --smoke and --only write a bare fragment (table and misses), the full run the whole document.
-fragment=$smoke; [[ -n "$only" ]] && fragment=1
 python3 "$here/tabulate.py" --results "$results" --out "$out" --elapsed "$elapsed" \
   --smoke "$fragment" --fs-note "$fs_note" --paces "${paces[*]}" \
   --template "$here/validation.md.in"
