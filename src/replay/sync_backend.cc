@@ -341,6 +341,34 @@ int64_t FlockCall(const LiveArgs& a) {
   return Ret(flock(a.fd, operation));
 }
 
+// A recorded mmap. MAP_FIXED goes only where the engine vouched for the address (inside a mapping
+// of its own, a.addr). Elsewhere the original's target was memory the replay does not recreate,
+// typically the anonymous PROT_NONE reservation the dynamic loader makes before it maps a library
+// whose segments are aligned beyond the page size: the replay reserves a region of its own the
+// same way and maps into it, so the call is still MAP_FIXED, as recorded. MAP_FIXED_NOREPLACE
+// cannot go into a reservation; without a vouched address the kernel picks the place.
+int64_t MapAsRecorded(const LiveArgs& a) {
+  const iot_syscall& sc = a.op->sc;
+  uint32_t flags = sc.flags;
+  void* at = a.addr;
+  void* reserved = nullptr;
+  if (at == nullptr && (flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE) && sc.length > 0) {
+    reserved = mmap(nullptr, sc.length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                    0);
+    if (reserved == MAP_FAILED) reserved = nullptr;
+    at = reserved;
+  }
+  if (at == nullptr) flags &= ~static_cast<uint32_t>(MAP_FIXED | MAP_FIXED_NOREPLACE);
+  void* p = mmap(at, sc.length, static_cast<int>(sc.mode), static_cast<int>(flags), a.fd,
+                 static_cast<off_t>(sc.offset));
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    if (reserved) munmap(reserved, sc.length);
+    return -static_cast<int64_t>(err);
+  }
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
+}
+
 class SyncBackend final : public Backend {
  public:
   const char* name() const override { return "sync"; }
@@ -434,16 +462,7 @@ class SyncBackend final : public Backend {
         const void* p = Off(sc.offset, &off);
         return Ret(syscall(SYS_sendfile, a.fd2, a.fd, p, sc.length));
       }
-      case IOT_OP_MMAP: {
-        // MAP_FIXED only at an address the engine vouched for (inside its own mapping);
-        // otherwise the kernel picks the place.
-        uint32_t flags = sc.flags;
-        if (a.addr == nullptr) flags &= ~static_cast<uint32_t>(MAP_FIXED | MAP_FIXED_NOREPLACE);
-        void* p = mmap(a.addr, sc.length, static_cast<int>(sc.mode), static_cast<int>(flags),
-                       a.fd, static_cast<off_t>(sc.offset));
-        if (p == MAP_FAILED) return -static_cast<int64_t>(errno);
-        return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
-      }
+      case IOT_OP_MMAP: return MapAsRecorded(a);
       case IOT_OP_MUNMAP: return Ret(syscall(SYS_munmap, a.addr, a.mem_len));
       case IOT_OP_MSYNC: return Ret(syscall(SYS_msync, a.addr, a.mem_len, sc.flags));
       case IOT_OP_MADVISE:

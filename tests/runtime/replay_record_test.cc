@@ -2,6 +2,7 @@
 // two traces thread by thread: every replayable op of the original must appear in the replay,
 // in order, with the same arguments (100% match). Needs root, BPF and `iotwin record`.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -132,6 +133,41 @@ TEST(ReplayRecord, RecordedReplayMatchesTheOriginalOpByOp) {
   EXPECT_GE(threads, 5u);  // main, 3 workers, the child
   EXPECT_GT(compared, 100u);
   RunResult rm_rf = test::Run({"/bin/rm", "-rf", base}, 60);
+}
+
+// The dynamic loader maps a library whose segments are aligned beyond the page size MAP_FIXED
+// into an anonymous reservation it made first; the reservation is anonymous memory, which replay
+// does not recreate. The replayed mmap must still be MAP_FIXED, as recorded.
+TEST(ReplayRecord, FixedMappingIntoAnUnreplayedReservationKeepsMapFixed) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  if (!RecordAvailable()) GTEST_SKIP() << "iotwin record is not built on this branch";
+  TempDir tmp;
+  const uint64_t kLib = 256 << 10, kAt = 0x7f0000200000;
+  TraceBuilder b;
+  b.Thread(100, 100);
+  b.Mmap(100, -1, 0, 2 * kLib, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, kAt);
+  b.Openat(100, "/lib/libaligned.so", O_RDONLY | O_CLOEXEC, 3, kLib);
+  b.Read(100, 3, 832, 832, kLib);
+  b.Mmap(100, 3, 0, kLib, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_DENYWRITE, kAt);
+  b.Close(100, 3);
+  std::string orig = WriteTrace(b, tmp / "t.iotwin"), rep = tmp / "r.iotwin";
+  auto r = RunReplayCmd({orig, "--root", tmp / "root", "--pace", "fast", "--record", rep,
+                         "--json", "-q"}, 180);
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err << r.run.out;
+  EXPECT_EQ(J(r.summary, "/mismatches/total"), 0u) << r.summary["mismatches"].dump(2);
+  auto rm = model::LoadTraceModel(rep);
+  ASSERT_TRUE(rm.ok()) << rm.status().ToString();
+  size_t file_maps = 0;
+  for (const auto& th : rm.value()->threads()) {
+    for (const auto& op : th.ops) {
+      if (op.kind != model::OpKind::kSyscall || op.sc.op != IOT_OP_MMAP) continue;
+      if (op.sc.flags & MAP_ANONYMOUS) continue;
+      file_maps++;
+      EXPECT_EQ(op.sc.flags, static_cast<uint32_t>(MAP_PRIVATE | MAP_FIXED | MAP_DENYWRITE));
+      EXPECT_EQ(op.sc.length, kLib);
+    }
+  }
+  EXPECT_EQ(file_maps, 1u);
 }
 
 // A workload that changes directory (chdir, fchdir), replayed from another directory with a
