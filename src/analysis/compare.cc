@@ -11,6 +11,8 @@
 #include "analysis/report_text.h"
 #include "analysis/sequence.h"
 #include "analysis/trace_analysis.h"
+#include "analysis/compare_timing.h"
+#include "base/checked_math.h"
 #include "base/json_fields.h"
 #include "format/records.h"
 #include "model/trace_model.h"
@@ -29,14 +31,16 @@ double Round6(double v) { return std::round(v * 1e6) / 1e6; }
 
 // The calls of a trace that a replay of it would not re-issue (model::Op::skip: descriptors the
 // trace never opened such as an inherited stdout, anonymous memory, pseudo file systems, ...),
-// with the count per reason. Compare judges the storage calls, the ones replay reproduces.
+// with the count per reason, and the timeline of the calls compare judges: the storage calls,
+// the ones replay reproduces (or every call with --all-calls).
 struct CallScope {
   std::shared_ptr<CallSet> excluded = std::make_shared<CallSet>();
   std::map<std::string, uint64_t> reasons;
   uint64_t calls = 0;
+  CallTimeline timeline;
 };
 
-Result<CallScope> ReplayScope(const std::string& path) {
+Result<CallScope> ReplayScope(const std::string& path, bool storage_calls_only) {
   model::ModelOptions mo;
   mo.compute_dependencies = false;
   TraceDamage damage;
@@ -45,13 +49,27 @@ Result<CallScope> ReplayScope(const std::string& path) {
   CallScope scope;
   for (const model::Thread& th : (*m)->threads()) {
     for (const model::Op& op : th.ops) {
+      if (op.kind == model::OpKind::kAsyncSubmit) {
+        if (storage_calls_only && op.skip != model::Skip::kReplayable) continue;
+        TimedCall c{.ts = op.ts, .end = op.end, .bytes = op.result > 0 ? static_cast<uint64_t>(op.result) : 0,
+                    .data = AsyncDirection(op.aio.engine, op.aio.opcode) >= 0, .async = true};
+        scope.timeline.Add(th.tgid, th.tid, c);
+        continue;
+      }
       if (op.kind != model::OpKind::kSyscall) continue;
       ++scope.calls;
+      if (op.skip == model::Skip::kReplayable || !storage_calls_only) {
+        const bool data = OpIsRead(op.sc.op) || OpIsWrite(op.sc.op);
+        TimedCall c{.ts = op.sc.ts, .end = SaturatingAdd(op.sc.ts, op.sc.dur),
+                    .bytes = data && op.sc.ret > 0 ? static_cast<uint64_t>(op.sc.ret) : 0, .data = data};
+        scope.timeline.Add(th.tgid, th.tid, c);
+      }
       if (op.skip == model::Skip::kReplayable) continue;
       scope.excluded->insert(CallKey(op.sc.tid, op.sc.ts));
       ++scope.reasons[std::string(model::SkipName(op.skip))];
     }
   }
+  scope.timeline.Finish();
   return scope;
 }
 
@@ -110,6 +128,26 @@ LogLinearHistogram MergedLatency(const Analyzer& a, int dir) {
   return h;
 }
 
+// Latency of each operation kind in both traces (count, p50, p99), most frequent first.
+json LatencyByOp(const Analyzer& a, const Analyzer& b) {
+  std::vector<std::pair<uint64_t, json>> rows;
+  auto side = [](const LogLinearHistogram* h) {
+    return h && h->total() ? json{{"count", h->total()}, {"p50", h->Percentile(50)}, {"p99", h->Percentile(99)}}
+                           : json{{"count", 0}, {"p50", nullptr}, {"p99", nullptr}};
+  };
+  for (uint16_t op = 0; op <= IOT_OP_MAX; op++) {
+    const LogLinearHistogram* la = a.op_latency(op);
+    const LogLinearHistogram* lb = b.op_latency(op);
+    uint64_t n = std::max(la ? la->total() : 0, lb ? lb->total() : 0);
+    if (n == 0) continue;
+    rows.emplace_back(n, json{{"op", std::string(OpName(op))}, {"original", side(la)}, {"replay", side(lb)}});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  json out = json::array();
+  for (auto& [n, row] : rows) out.push_back(std::move(row));
+  return out;
+}
+
 json Side(const std::string& path, const json& m) {
   json s = {{"path", path},
             {"records", m["totals"]["records"]},
@@ -118,6 +156,51 @@ json Side(const std::string& path, const json& m) {
             {"complete", m["capture"]["complete"]}};
   if (const json* replay = json_fields::Find(m, "capture/replay")) s["replay"] = *replay;
   return s;
+}
+
+// The evidence behind a FAIL: likely causes with hints, the stretch of the run that diverged
+// most, the largest stall, and per-operation latency in both traces.
+template <typename Line>
+void RenderWhy(const json& r, const Line& line) {
+  line("");
+  line("  WHY");
+  bool first = true;
+  for (const json& c : r.value("causes", json::array())) {
+    line(fmt::format("    {} {}: {}", first ? "likely cause:" : "also:       ", c["cause"].get<std::string>(),
+                     c["evidence"].get<std::string>()));
+    line(fmt::format("                  -> {}", c["hint"].get<std::string>()));
+    first = false;
+  }
+  const json* t = json_fields::Object(r, "timing");
+  if (!t) return;
+  if (const json* d = json_fields::Object(*t, "most_diverged")) {
+    auto ms = [](const json& v) { return fmt::format("{:.3f}-{:.3f} ms", v[0].get<double>(), v[1].get<double>()); };
+    line(fmt::format("    most diverged stretch ({} of {}): original {} {} data ops, replay {} {} data ops",
+                     U(*d, "stretch") + 1, U(*d, "stretches"), ms((*d)["original_ms"]),
+                     FormatCount(static_cast<uint64_t>((*d)["original_ops"].get<double>())),
+                     ms((*d)["replay_ms"]),
+                     FormatCount(static_cast<uint64_t>((*d)["replay_ops"].get<double>()))));
+  }
+  if (const json* s = json_fields::Object(*t, "stall")) {
+    line(fmt::format("    largest stall: {:.3f} ms idle before call #{} of thread {} (original {:.3f} "
+                     "ms idle at +{:.3f} ms, replay {:.3f} ms at +{:.3f} ms)",
+                     (*s)["ms"].get<double>(), U(*s, "call"), U(*s, "original_tid"),
+                     (*s)["original_idle_ms"].get<double>(), (*s)["original_at_ms"].get<double>(),
+                     (*s)["replay_idle_ms"].get<double>(), (*s)["replay_at_ms"].get<double>()));
+  }
+  const json* lat = json_fields::Array(*t, "latency_ns");
+  if (!lat || lat->empty()) return;
+  line(fmt::format("    {:<16} {:>16} {:>21} {:>21}", "latency", "calls", "p50 orig / replay", "p99 orig / replay"));
+  auto q = [](const json& v) { return v.is_null() ? std::string("-") : FormatDuration(v.get<double>()); };
+  size_t shown = 0;
+  for (const json& row : *lat) {
+    if (++shown > 8) break;
+    const json& o = row["original"];
+    const json& p = row["replay"];
+    line(fmt::format("    {:<16} {:>16} {:>21} {:>21}", row["op"].get<std::string>(),
+                     FormatCount(U(o, "count")) + " / " + FormatCount(U(p, "count")),
+                     q(o["p50"]) + " / " + q(p["p50"]), q(o["p99"]) + " / " + q(p["p99"])));
+  }
 }
 
 }  // namespace
@@ -140,11 +223,19 @@ const std::vector<MeasureSpec>& Measures() {
        true},
       {"block-read-share-diff", 0.05, false, false, true,
        "absolute difference of the share of block requests that are reads", true},
-      {"iops-rel-err", 0.05, false, true, true, "relative error of overall IOPS (data ops / span)"},
-      {"throughput-rel-err", 0.05, false, true, true, "relative error of overall bytes/s"},
-      {"iops-series-err", 0.20, false, true, true,
-       "normalised L1 distance of IOPS over time (sum |a-b| / sum a over common buckets)"},
-      {"throughput-series-err", 0.20, false, true, true, "normalised L1 distance of bytes/s over time"},
+      {"iops-rel-err", 0.05, false, true, true,
+       "relative error of overall IOPS (data ops / active window: first to last judged call)"},
+      {"throughput-rel-err", 0.05, false, true, true, "relative error of overall bytes/s (same window)"},
+      {"iops-series-err", 0.05, false, true, true,
+       "area between the normalised cumulative data-op curves over normalised time (each trace's "
+       "active window; the mean shift of the work, as a share of the run)"},
+      {"throughput-series-err", 0.05, false, true, true, "the same for bytes"},
+      {"thread-series-err", 0.05, false, true, true,
+       "the same per thread pair (all judged calls, over the run's window), weighted by calls: "
+       "threads whose work moved to another point of the run (order between threads changed)"},
+      {"stall-ms", 10, false, true, true,
+       "largest stall (ms): idle time the replay added before a call and had not made up 100 ms "
+       "(original time) later (thread pairs with equal call counts; slower calls do not count)"},
       {"iat-ks", 0.10, false, true, true,
        "Kolmogorov-Smirnov distance of per-thread inter-arrival times of system calls (times "
        "under --iat-resolution-us counted as that: the replay's resolution)"},
@@ -188,10 +279,8 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   ao.progress = options.progress;
   ao.salvage = options.salvage;
   CallScope scope_a, scope_b;
-  if (options.storage_calls_only) {
-    IOTWIN_ASSIGN_OR_RETURN(scope_a, ReplayScope(original));
-    IOTWIN_ASSIGN_OR_RETURN(scope_b, ReplayScope(replay));
-  }
+  IOTWIN_ASSIGN_OR_RETURN(scope_a, ReplayScope(original, options.storage_calls_only));
+  IOTWIN_ASSIGN_OR_RETURN(scope_b, ReplayScope(replay, options.storage_calls_only));
   TraceAnalysisOptions ao_a = ao, ao_b = ao;
   if (options.storage_calls_only) {
     ao_a.analyzer.filter.excluded_calls = scope_a.excluded;
@@ -351,25 +440,32 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
     out["block"] = nullptr;
   }
 
-  // ---- timing
+  // ---- timing, over each trace's active window (first to last judged call issued)
   auto rate = [](uint64_t v, uint64_t span) {
     return span ? static_cast<double>(v) * 1e9 / static_cast<double>(span) : 0.0;
   };
   uint64_t ops_a = U(tA["read"], "ops") + U(tA["write"], "ops");
   uint64_t ops_b = U(tB["read"], "ops") + U(tB["write"], "ops");
-  // Active span: first to last data operation issued (a replay's setup and the process start-up
-  // and exit around the I/O excluded).
-  auto active = [](const json& t) {
-    uint64_t first = U(t, "data_first_ts_ns"), last = U(t, "data_last_ts_ns");
-    return last > first ? last - first : 0;
-  };
-  double iops_a = rate(ops_a, active(tA)), iops_b = rate(ops_b, active(tB));
-  double bps_a = rate(bytes_a, active(tA)), bps_b = rate(bytes_b, active(tB));
+  const uint64_t window_a = scope_a.timeline.window_ns(), window_b = scope_b.timeline.window_ns();
+  double iops_a = rate(ops_a, window_a), iops_b = rate(ops_b, window_b);
+  double bps_a = rate(bytes_a, window_a), bps_b = rate(bytes_b, window_b);
   put("iops-rel-err", RelativeError(iops_a, iops_b), Round6(iops_a), Round6(iops_b));
   put("throughput-rel-err", RelativeError(bps_a, bps_b), Round6(bps_a), Round6(bps_b));
+  std::vector<TimelinePair> timeline_pairs;
+  for (const ThreadPair& p : pairs) {
+    TimelinePair tp;
+    if (p.a >= 0) tp.a = scope_a.timeline.Find(ta[static_cast<size_t>(p.a)].tgid, ta[static_cast<size_t>(p.a)].tid);
+    if (p.b >= 0) tp.b = scope_b.timeline.Find(tb[static_cast<size_t>(p.b)].tgid, tb[static_cast<size_t>(p.b)].tid);
+    timeline_pairs.push_back(tp);
+  }
+  TimingMeasures tm = MeasureTiming(scope_a.timeline, scope_b.timeline, timeline_pairs);
+  put("iops-series-err", tm.iops_series_err);
+  put("throughput-series-err", tm.throughput_series_err);
+  put("thread-series-err", tm.thread_series_err);
+  if (tm.stall_measured) put("stall-ms", tm.stall_ms);
+  out["timing"] = tm.detail;
+  out["timing"]["latency_ns"] = LatencyByOp(a, b);
   AlignedSeries s = AlignSeries(a, ma, b, mb);
-  put("iops-series-err", SeriesError(s.ops_a, s.ops_b));
-  put("throughput-series-err", SeriesError(s.bytes_a, s.bytes_b));
   out["timeseries"] = {{"bucket_ns", s.width_ns}, {"original_ops", s.ops_a}, {"replay_ops", s.ops_b},
                        {"original_bytes", s.bytes_a}, {"replay_bytes", s.bytes_b}};
   put("iat-ks", KsDistanceFrom(a.inter_arrival(), b.inter_arrival(), options.iat_resolution_ns),
@@ -406,6 +502,7 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   out["measures"] = measures;
   out["failed"] = failed;
   out["verdict"] = failed.empty() ? "pass" : "fail";
+  out["causes"] = failed.empty() ? json::array() : LikelyCauses(out, ma, mb);
   return out;
 }
 
@@ -450,6 +547,12 @@ std::string RenderCompareText(const json& r) {
          excluded(scope["original"]) + ", replay " + excluded(scope["replay"]));
   } else {
     line("  scope     every system call");
+  }
+  if (const json* w = json_fields::Find(r, "timing/window")) {
+    line(fmt::format("  window    original {}, replay {}: first to last judged call issued (the time "
+                     "base of rates and curves)",
+                     FormatDuration(static_cast<double>(U((*w)["original"], "ns"))),
+                     FormatDuration(static_cast<double>(U((*w)["replay"], "ns")))));
   }
   line("");
   line(fmt::format("  {:<24} {:>14} {:>14} {:>10} {:>12}  {}", "measure", "original", "replay", "value",
@@ -510,6 +613,7 @@ std::string RenderCompareText(const json& r) {
                      FormatPercent(bo["read_share"].get<double>()),
                      FormatPercent(br["read_share"].get<double>())));
   }
+  if (r["verdict"] != "pass") RenderWhy(r, line);
   line("");
   if (r["verdict"] == "pass") {
     line("VERDICT: PASS (every judged measure is within its threshold)");

@@ -85,4 +85,36 @@ double SeriesError(const std::vector<uint64_t>& reference, const std::vector<uin
   return diff / base;
 }
 
+double CurveDistance(std::vector<WorkPoint> a, std::vector<WorkPoint> b) {
+  auto prepare = [](std::vector<WorkPoint>& v) {
+    double total = 0;
+    for (WorkPoint& p : v) {
+      if (!std::isfinite(p.weight) || p.weight < 0) p.weight = 0;
+      p.t = std::isfinite(p.t) ? std::clamp(p.t, 0.0, 1.0) : 0.0;
+      total += p.weight;
+    }
+    std::sort(v.begin(), v.end(), [](const WorkPoint& x, const WorkPoint& y) { return x.t < y.t; });
+    return total;
+  };
+  const double wa = prepare(a), wb = prepare(b);
+  if (wa <= 0 && wb <= 0) return 0;
+  if (wa <= 0 || wb <= 0) return 1;
+  // Walk both step curves in time order; between two steps the gap |A - B| is constant.
+  double area = 0, t = 0, ca = 0, cb = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    bool from_a = j >= b.size() || (i < a.size() && a[i].t <= b[j].t);
+    double next = from_a ? a[i].t : b[j].t;
+    area += std::fabs(ca / wa - cb / wb) * (next - t);
+    t = next;
+    if (from_a) {
+      ca += a[i++].weight;
+    } else {
+      cb += b[j++].weight;
+    }
+  }
+  area += std::fabs(ca / wa - cb / wb) * (1.0 - t);
+  return std::clamp(area, 0.0, 1.0);
+}
+
 }  // namespace iotwin::analysis

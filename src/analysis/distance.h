@@ -28,4 +28,18 @@ double RelativeError(double reference, double value);
 // 0 when both are all zero, 1 when only a is.
 double SeriesError(const std::vector<uint64_t>& reference, const std::vector<uint64_t>& value);
 
+// One piece of work on a curve: when (normalised time, clamped to [0, 1]) and how much.
+struct WorkPoint {
+  double t = 0;
+  double weight = 0;
+};
+
+// Area between two normalised cumulative work curves over normalised time [0, 1]: the integral
+// of |A(t) - B(t)| where A(t) is the share of a's work done by time t. It equals the
+// Wasserstein-1 (earth mover's) distance between the two time distributions of the work: on
+// average, how far (as a share of the run) the work of one lies from the same share of the
+// other. In [0, 1]; 0 when both are empty, 1 when only one is. The inputs need not be sorted;
+// non-positive and non-finite weights count as nothing.
+double CurveDistance(std::vector<WorkPoint> a, std::vector<WorkPoint> b);
+
 }  // namespace iotwin::analysis

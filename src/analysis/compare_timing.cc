@@ -1,0 +1,319 @@
+#include "analysis/compare_timing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+
+#include <fmt/format.h>
+
+#include "analysis/distance.h"
+#include "analysis/report_text.h"
+#include "base/json_fields.h"
+
+namespace iotwin::analysis {
+namespace {
+
+using nlohmann::json;
+
+double Ms(double ns) { return std::round(ns / 1e3) / 1e3; }
+
+uint64_t U(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
+
+const json* Path(const json& j, const char* path) { return json_fields::Find(j, path); }
+
+double Number(const json& j, const char* path, double fallback) {
+  const json* v = Path(j, path);
+  return v && v->is_number() ? v->get<double>() : fallback;
+}
+
+struct Curves {
+  std::vector<WorkPoint> ops, bytes;
+};
+
+Curves DataCurves(const CallTimeline& t) {
+  Curves c;
+  for (const ThreadCalls& th : t.threads()) {
+    for (const TimedCall& call : th.calls) {
+      if (!call.data) continue;
+      double u = t.Normalised(call.ts);
+      c.ops.push_back({u, 1.0});
+      c.bytes.push_back({u, static_cast<double>(call.bytes)});
+    }
+  }
+  return c;
+}
+
+std::vector<WorkPoint> ThreadCurve(const CallTimeline& t, const ThreadCalls& th) {
+  std::vector<WorkPoint> v;
+  v.reserve(th.calls.size());
+  for (const TimedCall& call : th.calls) v.push_back({t.Normalised(call.ts), 1.0});
+  return v;
+}
+
+// Time in calls and idle time between a thread's consecutive calls, summed over threads.
+std::pair<uint64_t, uint64_t> BusyIdle(const CallTimeline& t) {
+  uint64_t busy = 0, idle = 0;
+  for (const ThreadCalls& th : t.threads()) {
+    uint64_t prev_end = 0;
+    for (const TimedCall& c : th.calls) {
+      if (c.async) continue;
+      busy += c.end - c.ts;
+      if (prev_end && c.ts > prev_end) idle += c.ts - prev_end;
+      prev_end = std::max(prev_end, c.end);
+    }
+  }
+  return {busy, idle};
+}
+
+// The stretch of the run (1/n of each trace's window) whose share of the data operations
+// differs most between the two traces. n follows the run: about 20 operations per stretch, at
+// most 20 stretches.
+json MostDiverged(const CallTimeline& a, const CallTimeline& b, const Curves& ca, const Curves& cb) {
+  const size_t n = std::clamp<size_t>(ca.ops.size() / 20, 1, 20);
+  auto counts = [n](const Curves& c) {
+    std::vector<double> ops(n, 0), bytes(n, 0);
+    for (size_t i = 0; i < c.ops.size(); i++) {
+      size_t w = std::min(n - 1, static_cast<size_t>(c.ops[i].t * static_cast<double>(n)));
+      ops[w] += 1;
+      bytes[w] += c.bytes[i].weight;
+    }
+    return std::make_pair(ops, bytes);
+  };
+  auto [ops_a, bytes_a] = counts(ca);
+  auto [ops_b, bytes_b] = counts(cb);
+  const double na = std::max<double>(1, static_cast<double>(ca.ops.size()));
+  const double nb = std::max<double>(1, static_cast<double>(cb.ops.size()));
+  size_t worst = 0;
+  double worst_diff = -1;
+  for (size_t w = 0; w < n; w++) {
+    double d = std::fabs(ops_a[w] / na - ops_b[w] / nb);
+    if (d > worst_diff) worst_diff = d, worst = w;
+  }
+  auto range = [&](const CallTimeline& t) {
+    double w = static_cast<double>(t.window_ns()) / static_cast<double>(n);
+    return json::array({Ms(w * static_cast<double>(worst)), Ms(w * static_cast<double>(worst + 1))});
+  };
+  return {{"stretch", worst}, {"stretches", n}, {"share_diff", std::round(worst_diff * 1e6) / 1e6},
+          {"original_ms", range(a)}, {"replay_ms", range(b)},
+          {"original_ops", ops_a[worst]}, {"replay_ops", ops_b[worst]},
+          {"original_bytes", bytes_a[worst]}, {"replay_bytes", bytes_b[worst]}};
+}
+
+// A stall: idle time the replay added before a call and did not make up within kStallSpanNs
+// of the original's time after it. Per thread pair with the same number of calls, before call
+// k the idle time is its issue time minus the previous call's completion (for the first call:
+// minus the window's start); the extra idle time accumulates into the replay's idle lag. A
+// stall at k is the least the lag stays above its value before k over the next kStallSpanNs.
+// Calls that took longer do not count (latency measures them), nor does a late call the
+// replay catches up on (original pacing on a busy machine), nor jitter beyond its own size.
+constexpr uint64_t kStallSpanNs = 100'000'000;
+
+json Stall(const CallTimeline& a, const CallTimeline& b, const std::vector<TimelinePair>& pairs,
+           size_t* aligned) {
+  json worst = nullptr;
+  double worst_ns = 0;
+  *aligned = 0;
+  for (const TimelinePair& p : pairs) {
+    if (!p.a || !p.b) continue;
+    std::vector<const TimedCall*> ca, cb;
+    for (const TimedCall& c : p.a->calls) if (!c.async) ca.push_back(&c);
+    for (const TimedCall& c : p.b->calls) if (!c.async) cb.push_back(&c);
+    if (ca.empty() || ca.size() != cb.size()) continue;
+    ++*aligned;
+    const size_t n = ca.size();
+    std::vector<double> lag(n), idle_a(n), idle_b(n);  // lag[k]: idle lag after call k's wait
+    uint64_t prev_a = a.first_ns(), prev_b = b.first_ns();
+    double sum = 0;
+    for (size_t k = 0; k < n; k++) {
+      idle_a[k] = ca[k]->ts > prev_a ? static_cast<double>(ca[k]->ts - prev_a) : 0;
+      idle_b[k] = cb[k]->ts > prev_b ? static_cast<double>(cb[k]->ts - prev_b) : 0;
+      sum += idle_b[k] - idle_a[k];
+      lag[k] = sum;
+      prev_a = std::max(prev_a, ca[k]->end);
+      prev_b = std::max(prev_b, cb[k]->end);
+    }
+    // Sliding minimum of lag[j] over j in [k, last call within kStallSpanNs of call k].
+    std::deque<size_t> window;  // indices ascending, lag descending: the minimum at the back
+    for (size_t k = n; k-- > 0;) {
+      while (!window.empty() && lag[window.front()] >= lag[k]) window.pop_front();
+      window.push_front(k);
+      while (ca[window.back()]->ts - ca[k]->ts > kStallSpanNs) window.pop_back();
+      const double step = lag[window.back()] - (k ? lag[k - 1] : 0.0);
+      if (step > worst_ns || worst.is_null()) {
+        worst_ns = std::max(0.0, step);
+        worst = {{"ms", Ms(worst_ns)}, {"original_tid", p.a->tid}, {"replay_tid", p.b->tid},
+                 {"call", k}, {"original_idle_ms", Ms(idle_a[k])}, {"replay_idle_ms", Ms(idle_b[k])},
+                 {"original_at_ms", Ms(static_cast<double>(ca[k]->ts - a.first_ns()))},
+                 {"replay_at_ms", Ms(static_cast<double>(cb[k]->ts - b.first_ns()))}};
+      }
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
+void CallTimeline::Add(uint32_t tgid, uint32_t tid, const TimedCall& call) {
+  auto [it, fresh] = index_.try_emplace({tgid, tid}, threads_.size());
+  if (fresh) threads_.push_back({tgid, tid, {}});
+  TimedCall c = call;
+  c.end = std::max(c.end, c.ts);
+  threads_[it->second].calls.push_back(c);
+  first_ = std::min(first_, c.ts);
+  last_ = std::max(last_, c.ts);
+  ++calls_;
+}
+
+void CallTimeline::Finish() {
+  for (ThreadCalls& th : threads_) {
+    std::stable_sort(th.calls.begin(), th.calls.end(),
+                     [](const TimedCall& x, const TimedCall& y) { return x.ts < y.ts; });
+  }
+  if (calls_ == 0) first_ = last_ = 0;
+}
+
+const ThreadCalls* CallTimeline::Find(uint32_t tgid, uint32_t tid) const {
+  auto it = index_.find({tgid, tid});
+  return it == index_.end() ? nullptr : &threads_[it->second];
+}
+
+double CallTimeline::Normalised(uint64_t ts) const {
+  if (window_ns() == 0 || ts <= first_) return 0;
+  return std::min(1.0, static_cast<double>(ts - first_) / static_cast<double>(window_ns()));
+}
+
+TimingMeasures MeasureTiming(const CallTimeline& a, const CallTimeline& b,
+                             const std::vector<TimelinePair>& pairs) {
+  TimingMeasures m;
+  Curves ca = DataCurves(a), cb = DataCurves(b);
+  m.iops_series_err = CurveDistance(ca.ops, cb.ops);
+  m.throughput_series_err = CurveDistance(ca.bytes, cb.bytes);
+
+  double weighted = 0, weight = 0, worst = -1;
+  json worst_thread = nullptr;
+  for (const TimelinePair& p : pairs) {
+    if (!p.a || !p.b) continue;  // an unpaired thread is a structural difference (seq-match)
+    double d = CurveDistance(ThreadCurve(a, *p.a), ThreadCurve(b, *p.b));
+    double w = static_cast<double>(std::max(p.a->calls.size(), p.b->calls.size()));
+    weighted += d * w;
+    weight += w;
+    if (d > worst) {
+      worst = d;
+      worst_thread = {{"original_tid", p.a->tid}, {"replay_tid", p.b->tid},
+                      {"calls", p.a->calls.size()}, {"distance", std::round(d * 1e6) / 1e6}};
+    }
+  }
+  m.thread_series_err = weight > 0 ? weighted / weight : 0;
+
+  size_t aligned = 0;
+  json stall = Stall(a, b, pairs, &aligned);
+  m.stall_measured = aligned > 0;
+  m.stall_ms = stall.is_null() ? 0 : stall["ms"].get<double>();
+
+  auto [busy_a, idle_a] = BusyIdle(a);
+  auto [busy_b, idle_b] = BusyIdle(b);
+  auto window = [](const CallTimeline& t) {
+    return json{{"first_ns", t.first_ns()}, {"last_ns", t.last_ns()}, {"ns", t.window_ns()},
+                {"calls", t.calls()}};
+  };
+  m.detail = {{"window", {{"original", window(a)}, {"replay", window(b)}}},
+              {"busy_ns", {{"original", busy_a}, {"replay", busy_b}}},
+              {"idle_ns", {{"original", idle_a}, {"replay", idle_b}}},
+              {"most_diverged", MostDiverged(a, b, ca, cb)},
+              {"stall", stall},
+              {"stall_threads", aligned},
+              {"worst_thread", worst_thread}};
+  return m;
+}
+
+json LikelyCauses(const json& result, const json& ma, const json& mb) {
+  std::map<std::string, bool> failed_kind;  // "structural"/"timing"/"block" -> failed
+  std::map<std::string, bool> failed;
+  for (const json& m : result["measures"]) {
+    if (!m.value("judged", false) || m.value("pass", true)) continue;
+    std::string name = m["name"].get<std::string>();
+    failed[name] = true;
+    failed_kind[name.rfind("block-", 0) == 0 ? "block" : m["kind"].get<std::string>()] = true;
+  }
+  json causes = json::array();
+  auto add = [&](std::string cause, std::string evidence, std::string hint) {
+    causes.push_back({{"cause", std::move(cause)}, {"evidence", std::move(evidence)},
+                      {"hint", std::move(hint)}});
+  };
+  if (failed_kind["structural"]) {
+    add("the replay did not issue the same calls",
+        fmt::format("{} of {} operations matched in order",
+                    FormatCount(U(result["threads"], "matched_ops")),
+                    FormatCount(U(result["threads"], "compared_ops"))),
+        "see THREADS (first difference per thread) and the replay's mismatches (iotwin replay "
+        "--json: mismatches)");
+  }
+  // Cache state: block read bytes or the read hit ratio differ.
+  const uint64_t blk_a = json_fields::GetUint(ma, "amplification/block_read_bytes", 0);
+  const uint64_t blk_b = json_fields::GetUint(mb, "amplification/block_read_bytes", 0);
+  const bool have_block = Path(ma, "amplification/block_read_bytes") && Path(mb, "amplification/block_read_bytes");
+  const double hit_a = Number(ma, "memory/read_hit_ratio", -1), hit_b = Number(mb, "memory/read_hit_ratio", -1);
+  const double blk_err = RelativeError(static_cast<double>(blk_a), static_cast<double>(blk_b));
+  const bool cache_differs = (have_block && blk_err > 0.10 && std::max(blk_a, blk_b) >= (1u << 20)) ||
+                             (hit_a >= 0 && hit_b >= 0 && std::fabs(hit_a - hit_b) > 0.05);
+  const std::string cache_evidence = fmt::format(
+      "block read bytes {} vs {}{}", FormatBytes(static_cast<double>(blk_a)),
+      FormatBytes(static_cast<double>(blk_b)),
+      hit_a >= 0 && hit_b >= 0 ? fmt::format(", read hit ratio {} vs {}", FormatPercent(hit_a), FormatPercent(hit_b))
+                               : std::string());
+  const char* cache_hint = "cache state differs: see the page-cache hit ratio (report: memory "
+                           "read_hit_ratio) and block read bytes (report: amplification)";
+  if (!failed_kind["timing"]) {
+    if (failed_kind["block"] || cache_differs) add("cache state differs", cache_evidence, cache_hint);
+    return causes;
+  }
+  const json& t = result["timing"];
+  const double busy = Number(t, "busy_ns/replay", 0) - Number(t, "busy_ns/original", 0);
+  const double idle = Number(t, "idle_ns/replay", 0) - Number(t, "idle_ns/original", 0);
+  const double window = Number(t, "window/replay/ns", 0) - Number(t, "window/original/ns", 0);
+  const std::string split = fmt::format(
+      "window {}{}, time in calls {}{}, idle between calls {}{}", window < 0 ? "-" : "+",
+      FormatDuration(std::fabs(window)), busy < 0 ? "-" : "+", FormatDuration(std::fabs(busy)),
+      idle < 0 ? "-" : "+", FormatDuration(std::fabs(idle)));
+  const double d2c_a = Number(ma, "block/latency_ns/D2C/p50", -1), d2c_b = Number(mb, "block/latency_ns/D2C/p50", -1);
+  if (failed["thread-series-err"]) {
+    const json& w = t["worst_thread"];
+    add("threads' work happens at other points of the run (their order changed)",
+        w.is_object() ? fmt::format("thread {} (replay {}) lies {} of the run away",
+                                    U(w, "original_tid"), U(w, "replay_tid"),
+                                    FormatPercent(w["distance"].get<double>()))
+                      : std::string("per-thread curves differ"),
+        "see THREADS and the replay's dependency waits (iotwin replay --json)");
+  }
+  if (busy > idle && busy > 0) {
+    if (cache_differs) add("cache state differs (calls slower or faster)", cache_evidence + "; " + split, cache_hint);
+    if (d2c_a > 0 && d2c_b > 0) {
+      add(d2c_b > d2c_a * 1.2 ? "device slower" : "calls slower (the device's own time is the same)",
+          fmt::format("block D2C p50 {} vs {}; {}", FormatDuration(d2c_a), FormatDuration(d2c_b), split),
+          "device slower: see block D2C (report --json: block.latency_ns.D2C)");
+    } else if (!cache_differs) {
+      add("calls slower (device or cache state)", split,
+          "record both with the block layer to tell: block D2C (device) and block read bytes "
+          "(cache state)");
+    }
+  }
+  if (idle >= busy || failed["stall-ms"]) {
+    const json& s = t["stall"];
+    const bool replay = result["pace"].is_string();
+    add(replay ? "replay overhead or pacing (idle time between calls differs)"
+               : "the program's own time between calls differs (CPU speed or load, think time)",
+        split + (s.is_object() ? fmt::format("; largest stall {} ms before call #{} of thread {}",
+                                             s["ms"].get<double>(), U(s, "call"), U(s, "replay_tid"))
+                               : std::string()),
+        "replay overhead: see the replay's schedule error (iotwin replay --json: "
+        "schedule_error_ns)");
+  }
+  if (causes.empty())
+    add("the replay's pace differs", split, "see the replay's schedule error (iotwin replay --json: schedule_error_ns)");
+  return causes;
+}
+
+}  // namespace iotwin::analysis

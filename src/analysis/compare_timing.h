@@ -1,0 +1,79 @@
+// compare's time base and time measures: the workload's active window in each trace, the
+// distance between normalised cumulative work curves (whole run and per thread), stalls, and
+// the evidence a FAIL is explained with (docs/report.md, "Time base" and "Why a FAIL").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace iotwin::analysis {
+
+// One judged call: a call a replay re-issues (or, with --all-calls, any system call), or an
+// async request.
+struct TimedCall {
+  uint64_t ts = 0;     // issue (enter) time
+  uint64_t end = 0;    // completion, >= ts
+  uint64_t bytes = 0;  // bytes moved by a data operation that succeeded, else 0
+  bool data = false;   // a read or a write (system call or async request)
+  bool async = false;  // an async request (not a call of its thread's sequence)
+};
+
+struct ThreadCalls {
+  uint32_t tgid = 0, tid = 0;
+  std::vector<TimedCall> calls;  // in issue order
+};
+
+// A trace's judged calls per thread, and its active window: first to last judged call issued.
+// The window is the time base of every rate and curve, so that what lies outside the workload's
+// calls (process start-up and exit, a replay's preparation and teardown) never counts.
+class CallTimeline {
+ public:
+  void Add(uint32_t tgid, uint32_t tid, const TimedCall& call);
+  // Sorts each thread's calls by issue time and fixes the window. Call once, after the last Add.
+  void Finish();
+
+  const std::vector<ThreadCalls>& threads() const { return threads_; }
+  const ThreadCalls* Find(uint32_t tgid, uint32_t tid) const;
+  uint64_t first_ns() const { return first_; }
+  uint64_t last_ns() const { return last_; }
+  uint64_t window_ns() const { return last_ > first_ ? last_ - first_ : 0; }
+  uint64_t calls() const { return calls_; }
+  // Where `ts` lies in the window, in [0, 1] (0 for an empty window).
+  double Normalised(uint64_t ts) const;
+
+ private:
+  std::vector<ThreadCalls> threads_;
+  std::map<std::pair<uint32_t, uint32_t>, size_t> index_;
+  uint64_t first_ = UINT64_MAX, last_ = 0, calls_ = 0;
+};
+
+// Threads of the two traces that correspond (compare's thread mapping), by (tgid, tid).
+struct TimelinePair {
+  const ThreadCalls* a = nullptr;
+  const ThreadCalls* b = nullptr;
+};
+
+struct TimingMeasures {
+  double iops_series_err = 0;        // curve distance of data operations
+  double throughput_series_err = 0;  // curve distance of bytes
+  double thread_series_err = 0;      // per thread pair, weighted by its calls
+  bool stall_measured = false;       // some thread pair has equal call counts
+  double stall_ms = 0;               // largest extra idle time before one call
+  nlohmann::json detail;             // window, most diverged stretch, stall, busy/idle, worst thread
+};
+
+// The time measures of replay `b` against original `a`.
+TimingMeasures MeasureTiming(const CallTimeline& a, const CallTimeline& b,
+                             const std::vector<TimelinePair>& pairs);
+
+// Likely causes of a FAIL, strongest first: [{cause, evidence, hint}]. `result` is compare's
+// output so far (measures judged, "failed"); `ma`/`mb` the two report models.
+nlohmann::json LikelyCauses(const nlohmann::json& result, const nlohmann::json& ma,
+                            const nlohmann::json& mb);
+
+}  // namespace iotwin::analysis
