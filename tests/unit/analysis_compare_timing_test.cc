@@ -1,0 +1,191 @@
+// compare's time base and time measures on synthetic traces: rates over the active window,
+// cumulative work curves that ignore a few ms of jitter, stalls, threads trading places, and
+// the explanation of a FAIL.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "analysis/compare.h"
+#include "analysis/distance.h"
+#include "analysis_trace_builder.h"
+#include "interop_test_util.h"
+
+namespace iotwin::analysis {
+namespace {
+
+using test::SyntheticTrace;
+constexpr uint64_t kStart = 2'000'000'000;
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint32_t kDev = 0x800001;
+
+// One thread of process 100: opens its own file, issues one pread per entry of `times`
+// (`length` bytes at consecutive offsets, each call `dur` long), closes it.
+void Thread(SyntheticTrace* t, uint32_t tid, const std::vector<uint64_t>& times, uint64_t length,
+            uint64_t dur = 20'000) {
+  const int fd = static_cast<int>(tid - 98);  // 101 -> 3, 102 -> 4
+  const uint64_t ino = 40 + tid;
+  t->Open(tid, times.front() - 10'000, "/data/file" + std::to_string(tid), fd, kDev, ino,
+          O_RDONLY, 100);
+  for (size_t i = 0; i < times.size(); i++) {
+    t->Io(IOT_OP_PREAD64, tid, times[i], dur, fd, kDev, ino, i * length, length,
+          static_cast<int64_t>(length), 100);
+  }
+  t->Close(tid, times.back() + dur + 10'000, fd, kDev, ino, 100);
+}
+
+// `n` calls every `step` ns from `from`, each moved by `shift(i)`.
+std::vector<uint64_t> Times(size_t n, uint64_t from, uint64_t step,
+                            const std::function<uint64_t(size_t)>& shift = nullptr) {
+  std::vector<uint64_t> v;
+  for (size_t i = 0; i < n; i++) v.push_back(from + i * step + (shift ? shift(i) : 0));
+  return v;
+}
+
+const nlohmann::json& MeasureOf(const nlohmann::json& r, const char* name) {
+  for (const auto& m : r["measures"])
+    if (m["name"] == name) return m;
+  static const nlohmann::json kNone;
+  ADD_FAILURE() << "no measure " << name;
+  return kNone;
+}
+double Value(const nlohmann::json& r, const char* name) {
+  const auto& m = MeasureOf(r, name);
+  return m.is_null() ? -1 : m["value"].get<double>();
+}
+bool Failed(const nlohmann::json& r, const char* name) {
+  for (const auto& f : r["failed"])
+    if (f == name) return true;
+  return false;
+}
+
+nlohmann::json Compare(const SyntheticTrace& orig, const SyntheticTrace& replay,
+                       CompareOptions o = {}) {
+  interop::testing::ScratchDir dir;
+  std::string a = dir / "orig.iotwin", b = dir / "replay.iotwin";
+  EXPECT_TRUE(orig.Write(a, {}).ok());
+  EXPECT_TRUE(replay.Write(b, {}).ok());
+  auto r = CompareTraces(a, b, o);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : nlohmann::json::object();
+}
+
+// A write to an inherited stdout (fd 1): not a call a replay re-issues.
+void Stdout(SyntheticTrace* t, uint64_t ts) {
+  t->Io(IOT_OP_WRITE, 101, ts, 5'000, 1, 0, 0, 0, 64, 64, 100);
+}
+
+TEST(CompareTiming, RatesUseTheActiveWindowOfJudgedCalls) {
+  SyntheticTrace orig, replay;
+  Thread(&orig, 101, Times(200, kStart, kMs), 4096);
+  // The replay's own start-up and teardown: 300 ms before and after the workload's calls.
+  Stdout(&replay, kStart - 300 * kMs);
+  Thread(&replay, 101, Times(200, kStart, kMs), 4096);
+  Stdout(&replay, kStart + 500 * kMs);
+  nlohmann::json r = Compare(orig, replay);
+  EXPECT_LT(Value(r, "iops-rel-err"), 1e-9) << r["timing"].dump();
+  EXPECT_EQ(r["timing"]["window"]["original"]["ns"], r["timing"]["window"]["replay"]["ns"]);
+  EXPECT_EQ(r["timing"]["window"]["original"]["ns"].get<uint64_t>(), 199 * kMs + 40'000);
+  EXPECT_EQ(r["verdict"], "pass") << RenderCompareText(r);
+  EXPECT_NE(RenderCompareText(r).find("first to last judged call"), std::string::npos);
+
+  // Judging every call, the stdout writes are the workload's: the window grows with them.
+  CompareOptions all;
+  all.storage_calls_only = false;
+  nlohmann::json r_all = Compare(orig, replay, all);
+  EXPECT_GT(r_all["timing"]["window"]["replay"]["ns"].get<uint64_t>(), 700 * kMs);
+}
+
+TEST(CompareTiming, SeriesIgnoreAFewMsOfJitterInAMultiSecondRun) {
+  SyntheticTrace orig, replay;
+  Thread(&orig, 101, Times(1000, kStart, 4 * kMs), 4096);
+  Thread(&orig, 102, Times(1000, kStart + kMs, 4 * kMs), 8192);
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<uint64_t> late(0, 3 * kMs);
+  Thread(&replay, 101, Times(1000, kStart, 4 * kMs, [&](size_t) { return late(rng); }), 4096);
+  Thread(&replay, 102, Times(1000, kStart + kMs, 4 * kMs, [&](size_t) { return late(rng); }), 8192);
+  // Independent lateness of every call changes the think times themselves (all exactly 4 ms
+  // here): iat-ks is meant to see that, the time series are not.
+  CompareOptions o;
+  ASSERT_TRUE(ParseThreshold("iat-ks=off", &o).ok());
+  nlohmann::json r = Compare(orig, replay, o);
+  EXPECT_LT(Value(r, "iops-series-err"), 0.005);
+  EXPECT_LT(Value(r, "throughput-series-err"), 0.005);
+  EXPECT_LT(Value(r, "thread-series-err"), 0.005);
+  EXPECT_LT(Value(r, "stall-ms"), 3.01);
+  EXPECT_EQ(r["verdict"], "pass") << RenderCompareText(r);
+}
+
+TEST(CompareTiming, AStallThatIsNotMadeUpFails) {
+  SyntheticTrace orig, stalled, caught_up;
+  Thread(&orig, 101, Times(500, kStart, 2 * kMs), 4096);
+  // Everything from call 250 on 20 ms later.
+  Thread(&stalled, 101, Times(500, kStart, 2 * kMs, [](size_t i) { return i >= 250 ? 20 * kMs : 0; }), 4096);
+  nlohmann::json r = Compare(orig, stalled);
+  EXPECT_NEAR(Value(r, "stall-ms"), 20.0, 0.01);
+  EXPECT_TRUE(Failed(r, "stall-ms")) << RenderCompareText(r);
+  EXPECT_LT(Value(r, "iops-rel-err"), 0.05);  // 20 ms in a 1 s run: the rate alone misses it
+  EXPECT_EQ(r["timing"]["stall"]["call"].get<uint64_t>(), 251u) << r["timing"]["stall"].dump();  // open is call 0
+  // One call 30 ms late, the next ones on time again (original pacing catching up): no stall.
+  SyntheticTrace slow_orig;
+  Thread(&slow_orig, 101, Times(100, kStart, 50 * kMs), 4096);
+  Thread(&caught_up, 101, Times(100, kStart, 50 * kMs, [](size_t i) { return i == 50 ? 30 * kMs : 0; }), 4096);
+  nlohmann::json late = Compare(slow_orig, caught_up);
+  EXPECT_LT(Value(late, "stall-ms"), 1.01);
+  EXPECT_EQ(late["verdict"], "pass") << RenderCompareText(late);
+}
+
+TEST(CompareTiming, ThreadsTradingPlacesFailThreadSeries) {
+  SyntheticTrace orig, swapped;
+  Thread(&orig, 101, Times(100, kStart, kMs), 4096);              // first half of the run
+  Thread(&orig, 102, Times(100, kStart + 100 * kMs, kMs), 8192);  // second half
+  Thread(&swapped, 101, Times(100, kStart + 100 * kMs, kMs), 4096);
+  Thread(&swapped, 102, Times(100, kStart, kMs), 8192);
+  nlohmann::json r = Compare(orig, swapped);
+  EXPECT_EQ(Value(r, "seq-match"), 1.0);
+  EXPECT_GT(Value(r, "thread-series-err"), 0.4);
+  EXPECT_TRUE(Failed(r, "thread-series-err")) << RenderCompareText(r);
+  EXPECT_LT(Value(r, "iops-series-err"), 0.01);  // the run as a whole looks the same
+}
+
+TEST(CompareTiming, AFailExplainsItself) {
+  SyntheticTrace orig, slower;
+  Thread(&orig, 101, Times(300, kStart, kMs, nullptr), 4096, 100'000);
+  // Each call 500 us long instead of 100 us, issued as soon as the previous returned.
+  Thread(&slower, 101, Times(300, kStart, kMs + 400'000), 4096, 500'000);
+  nlohmann::json r = Compare(orig, slower);
+  ASSERT_EQ(r["verdict"], "fail");
+  EXPECT_TRUE(Failed(r, "iops-rel-err"));
+  ASSERT_FALSE(r["causes"].empty());
+  EXPECT_NE(r["causes"][0]["cause"].get<std::string>().find("calls slower"), std::string::npos)
+      << r["causes"].dump();
+  const auto& lat = r["timing"]["latency_ns"];
+  ASSERT_FALSE(lat.empty());
+  EXPECT_EQ(lat[0]["op"], "pread64");
+  EXPECT_LT(lat[0]["original"]["p50"].get<uint64_t>(), lat[0]["replay"]["p50"].get<uint64_t>());
+  std::string text = RenderCompareText(r);
+  for (const char* want : {"WHY", "likely cause: calls slower", "most diverged stretch", "pread64"})
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+}
+
+TEST(Distance, CurveDistanceIsTheMeanShiftOfTheWork) {
+  std::vector<WorkPoint> a, shifted;
+  for (int i = 0; i < 100; i++) {
+    a.push_back({i / 200.0, 1});
+    shifted.push_back({i / 200.0 + 0.1, 1});
+  }
+  EXPECT_NEAR(CurveDistance(a, a), 0.0, 1e-12);
+  EXPECT_NEAR(CurveDistance(a, shifted), 0.1, 1e-9);
+  EXPECT_NEAR(CurveDistance({{0, 1}}, {{1, 1}}), 1.0, 1e-12);
+  EXPECT_EQ(CurveDistance({}, {}), 0.0);
+  EXPECT_EQ(CurveDistance({{0.5, 1}}, {}), 1.0);
+  // Weights: half the bytes at the start and half at the end against all of them at the end.
+  EXPECT_NEAR(CurveDistance({{0, 1}, {1, 1}}, {{1, 2}}), 0.5, 1e-12);
+  // Hostile inputs stay in range.
+  EXPECT_NEAR(CurveDistance({{-5, 1}, {NAN, 1}}, {{0, 1}}), 0.0, 1e-12);
+  EXPECT_EQ(CurveDistance({{0.5, -1}}, {{0.5, 1}}), 1.0);
+}
+
+}  // namespace
+}  // namespace iotwin::analysis
