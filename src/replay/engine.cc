@@ -35,9 +35,12 @@ long Futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ti
 
 }  // namespace
 
+// A thread's published progress. `wake_at`: the smallest count a sleeping waiter needs
+// (UINT32_MAX: none), so that the thread wakes its waiters once, when one can go on, instead of
+// at every op (a waiter for a thread's end would otherwise cost it a futex wake per op).
 struct alignas(64) ReplayEngine::Progress {
   std::atomic<uint32_t> done{0};
-  std::atomic<uint32_t> waiters{0};
+  std::atomic<uint32_t> wake_at{UINT32_MAX};
 };
 
 // Recorded descriptor number -> live descriptor, per process. Dense for the numbers programs
@@ -152,21 +155,26 @@ void ReplayEngine::WaitFor(uint32_t thread, uint32_t count) {
     __builtin_ia32_pause();
 #endif
   }
-  p.waiters.fetch_add(1, std::memory_order_seq_cst);
+  // Registered before `done` is read again (both seq_cst): either this waiter sees the new
+  // count, or MarkDone sees the registration and wakes it. A woken waiter registers again.
   timespec timeout{0, 100'000'000};
   while (true) {
+    uint32_t want = p.wake_at.load(std::memory_order_seq_cst);
+    while (count < want &&
+           !p.wake_at.compare_exchange_weak(want, count, std::memory_order_seq_cst)) {
+    }
     uint32_t v = p.done.load(std::memory_order_seq_cst);
     if (v >= count || abort_.load(std::memory_order_relaxed)) break;
     Futex(&p.done, FUTEX_WAIT_PRIVATE, v, &timeout);
   }
-  p.waiters.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 void ReplayEngine::MarkDone(uint32_t thread, uint32_t count) {
   if (!awaited_[thread]) return;
   Progress& p = progress_[thread];
   p.done.store(count, std::memory_order_seq_cst);
-  if (p.waiters.load(std::memory_order_seq_cst) != 0) {
+  if (count >= p.wake_at.load(std::memory_order_seq_cst)) {
+    p.wake_at.store(UINT32_MAX, std::memory_order_seq_cst);
     Futex(&p.done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
   }
 }

@@ -15,9 +15,17 @@ uint64_t ScaledDue(uint64_t base, uint64_t recorded_ns, double speed) {
   return SaturatingAdd(base, static_cast<uint64_t>(scaled));
 }
 
-Pacer::Pacer(PaceMode mode, double speed, uint64_t trace_start, uint64_t live_start)
+Pacer::Pacer(PaceMode mode, double speed, uint64_t trace_start, uint64_t live_start,
+             uint64_t gap_floor)
     : mode_(mode), speed_(speed > 0 ? speed : 1.0), trace_start_(trace_start),
-      live_start_(live_start) {}
+      live_start_(live_start), gap_floor_(gap_floor) {}
+
+uint64_t GapFloor(std::vector<uint64_t>& gaps) {
+  if (gaps.size() < 16) return 0;
+  auto at = gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 20);
+  std::nth_element(gaps.begin(), at, gaps.end());
+  return std::min(*at, kMaxGapFloorNs);
+}
 
 uint64_t Pacer::Due(uint64_t ts, uint64_t prev_rec_end, uint64_t prev_live_done, uint64_t now) {
   switch (mode_) {
@@ -26,7 +34,8 @@ uint64_t Pacer::Due(uint64_t ts, uint64_t prev_rec_end, uint64_t prev_live_done,
     case PaceMode::kOriginal:
       return ScaledDue(live_start_, ts > trace_start_ ? ts - trace_start_ : 0, speed_);
     case PaceMode::kGaps: {
-      uint64_t scaled = ScaledDue(0, ts > prev_rec_end ? ts - prev_rec_end : 0, speed_);
+      const uint64_t gap = ts > prev_rec_end ? ts - prev_rec_end : 0;
+      uint64_t scaled = ScaledDue(0, gap > gap_floor_ ? gap - gap_floor_ : 0, speed_);
       uint64_t absorbed = std::min(carry_, scaled);
       carry_ -= absorbed;
       return SaturatingAdd(prev_live_done, scaled - absorbed);
@@ -45,9 +54,9 @@ uint64_t NowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-void WaitUntil(uint64_t deadline, uint64_t spin_ns) {
+uint64_t WaitUntil(uint64_t deadline, uint64_t spin_ns) {
   uint64_t now = NowNs();
-  if (now >= deadline) return;
+  if (now >= deadline) return now;
   if (deadline - now > spin_ns) {
     uint64_t wake = deadline - spin_ns;
     timespec ts{static_cast<time_t>(wake / 1'000'000'000ull),
@@ -55,11 +64,12 @@ void WaitUntil(uint64_t deadline, uint64_t spin_ns) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
     }
   }
-  while (NowNs() < deadline) {
+  while ((now = NowNs()) < deadline) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
   }
+  return now;
 }
 
 }  // namespace iotwin::replay

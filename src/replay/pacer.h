@@ -4,9 +4,14 @@
 //             / speed. Lateness needs no carrying: a late op is issued at once and the next one is
 //             still due at its own absolute time, so delays never accumulate.
 //   gaps      think time: op i is due when the previous op of the same thread completed plus the
-//             recorded idle gap between them (ts_i - end_{i-1}) / speed. Overshoot (waking late,
-//             or waiting on another thread) is carried forward and taken out of later gaps, never
-//             making an op due before its predecessor completed.
+//             recorded idle gap between them (ts_i - end_{i-1}) / speed, less the thread's gap
+//             floor. Overshoot (waking late, or waiting on another thread) is carried forward and
+//             taken out of later gaps, never making an op due before its predecessor completed.
+//             The gap floor: a recorded gap holds the original program's own cost of leaving one
+//             call and entering the next (the kernel's return and entry paths, with a tracer's
+//             probes), which the replay pays again around its own calls; the floor is that cost
+//             as the trace shows it, the thread's smallest gaps (GapFloor), so it is counted
+//             once. Without it a thread of back-to-back calls runs longer by that cost per call.
 //   fast      due at once.
 //
 // Pacer is per thread and pure arithmetic (no clock); WaitUntil() does the waiting: a coarse
@@ -15,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "replay/options.h"
 
@@ -22,8 +28,10 @@ namespace iotwin::replay {
 
 class Pacer {
  public:
-  // `trace_start`: recorded time origin; `live_start`: the live instant it maps to.
-  Pacer(PaceMode mode, double speed, uint64_t trace_start, uint64_t live_start);
+  // `trace_start`: recorded time origin; `live_start`: the live instant it maps to;
+  // `gap_floor`: recorded ns taken out of every gap (gaps mode; GapFloor).
+  Pacer(PaceMode mode, double speed, uint64_t trace_start, uint64_t live_start,
+        uint64_t gap_floor = 0);
 
   // Live time at which the op recorded at `ts` is due. `prev_rec_end`: recorded completion of
   // the thread's previous replayed op (or the thread's recorded start); `prev_live_done`: live
@@ -39,8 +47,17 @@ class Pacer {
   PaceMode mode_;
   double speed_;
   uint64_t trace_start_, live_start_;
+  uint64_t gap_floor_;
   uint64_t carry_ = 0;
 };
+
+// The gap floor of a thread from its recorded gaps between consecutive calls (ns): a low
+// quantile (the 5th percentile), so that a few gaps shortened by clock skew between CPUs do not
+// decide it, and at most kMaxGapFloorNs: a call's return and entry cost microseconds at most,
+// so a larger floor is the program's think time (a thread that always waits 5 ms between calls)
+// and is kept. 0 with fewer than 16 gaps. Reorders `gaps`.
+inline constexpr uint64_t kMaxGapFloorNs = 2'000;
+uint64_t GapFloor(std::vector<uint64_t>& gaps);
 
 // CLOCK_MONOTONIC now, ns.
 // base + recorded_ns / speed, saturating: recorded times come from an untrusted trace, and a
@@ -48,7 +65,8 @@ class Pacer {
 uint64_t ScaledDue(uint64_t base, uint64_t recorded_ns, double speed);
 
 uint64_t NowNs();
-// Waits until CLOCK_MONOTONIC >= deadline: sleeps until deadline - spin_ns, then spins.
-void WaitUntil(uint64_t deadline, uint64_t spin_ns);
+// Waits until CLOCK_MONOTONIC >= deadline: sleeps until deadline - spin_ns, then spins. Returns
+// the clock as last read (>= deadline), so that a caller needs no read of its own.
+uint64_t WaitUntil(uint64_t deadline, uint64_t spin_ns);
 
 }  // namespace iotwin::replay

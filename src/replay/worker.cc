@@ -179,6 +179,7 @@ void ReplayEngine::Worker::Prepare() {
   }
   scratch_.reserve(4096);
   outstanding_.reserve(1024);
+  if (engine_.options_.pace == PaceMode::kGaps) gap_floor_ = RecordedGapFloor();
   for (const auto& reason : {"unknown_fd", "unknown_path", "pseudo_fs", "unknown_mapping",
                              "unsupported", "live_fd_missing", "mapping_missing",
                              "outside_mapping", "unrepresentable_path", "async_engine"}) {
@@ -186,9 +187,23 @@ void ReplayEngine::Worker::Prepare() {
   }
 }
 
+// The gaps of this thread between consecutive system calls it replays, as recorded, reduced to
+// their floor (pacer.h).
+uint64_t ReplayEngine::Worker::RecordedGapFloor() const {
+  std::vector<uint64_t> gaps;
+  const Op* prev = nullptr;
+  for (const auto& op : th_.ops) {
+    if (op.kind != OpKind::kSyscall || op.skip != model::Skip::kReplayable) continue;
+    if (prev && prev->end != UINT64_MAX && op.ts >= prev->end) gaps.push_back(op.ts - prev->end);
+    prev = &op;
+  }
+  return GapFloor(gaps);
+}
+
 void ReplayEngine::Worker::ReplayOps() {
   const uint64_t trace_start = model_.start_ts();
-  pacer_ = Pacer(engine_.options_.pace, engine_.options_.speed, trace_start, engine_.live_start_);
+  pacer_ = Pacer(engine_.options_.pace, engine_.options_.speed, trace_start, engine_.live_start_,
+                 gap_floor_);
   prev_rec_end_ = th_.start_ts;
   prev_live_done_ = engine_.live_start_;
   if (engine_.options_.pace != PaceMode::kOriginal && th_.start_ts > trace_start) {
@@ -256,9 +271,14 @@ uint64_t ReplayEngine::Worker::Pace(const Op& op) {
     first_ = false;
   }
   uint64_t due = pacer_.Due(op.ts, prev_rec_end_, prev_live_done_, now);
-  if (!outstanding_.empty()) ReapAvailable();
-  WaitUntil(due, engine_.options_.spin_ns);
-  const uint64_t issued = NowNs();
+  // An op already due (back-to-back calls, or a late replay) is issued without another clock
+  // read; otherwise the waiter's last read is the issue time.
+  uint64_t issued = now;
+  if (!outstanding_.empty()) {
+    ReapAvailable();
+    issued = NowNs();
+  }
+  if (issued < due) issued = WaitUntil(due, engine_.options_.spin_ns);
   pacer_.Issued(due, issued);
   late_ = static_cast<int64_t>(issued > due ? issued - due : 0);
   lateness.store(late_, std::memory_order_relaxed);

@@ -76,6 +76,7 @@ struct ReplayEngine::Worker {
 
   // ---- before the gate ----
   void Prepare();
+  uint64_t RecordedGapFloor() const;
 
   // ---- steps of one op ----
   // The steps every replayed system call goes through are `inline` and defined (forced inline)
@@ -138,6 +139,7 @@ struct ReplayEngine::Worker {
 
   // Pacing state of the current run.
   Pacer pacer_;
+  uint64_t gap_floor_ = 0;       // gaps mode (pacer.h)
   uint64_t prev_rec_end_ = 0;    // recorded completion of the previous replayed op
   uint64_t prev_live_done_ = 0;  // its live completion
   bool first_ = true;

@@ -1,0 +1,121 @@
+// The replay engine's own timing costs: the gap floor of gaps pacing (pacer.h), and a thread
+// waiting on another is woken when it can go on, not at each of the other thread's ops.
+#include <fcntl.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "model/trace_model.h"
+#include "model_test_util.h"
+#include "replay/backend.h"
+#include "replay/engine.h"
+#include "replay/pacer.h"
+#include "replay/plan.h"
+
+namespace iotwin::replay {
+namespace {
+
+using test::TraceBuilder;
+
+TEST(ReplayGapFloor, GapsPacingTakesTheFloorOutOfEveryGap) {
+  Pacer p(PaceMode::kGaps, 1.0, 0, 0, /*gap_floor=*/400);
+  // 1000 ns recorded between the previous end (100) and this start (1100): due 600 after.
+  EXPECT_EQ(p.Due(1100, 100, 10'000, 0), 10'600u);
+  // A gap no longer than the floor: due at the previous completion, never before it.
+  EXPECT_EQ(p.Due(2300, 2000, 20'000, 0), 20'000u);
+  // Speed scales the think time left once the floor is out.
+  Pacer fast(PaceMode::kGaps, 2.0, 0, 0, 400);
+  EXPECT_EQ(fast.Due(1100, 100, 10'000, 0), 10'300u);
+  // Original pacing is absolute: the floor does not move it.
+  Pacer orig(PaceMode::kOriginal, 1.0, 0, 50'000, 400);
+  EXPECT_EQ(orig.Due(1000, 0, 0, 0), 51'000u);
+}
+
+TEST(ReplayGapFloor, FloorIsALowQuantileCappedAtACallsCost) {
+  std::vector<uint64_t> few(15, 300);
+  EXPECT_EQ(GapFloor(few), 0u);  // too few gaps to tell
+  // 100 gaps: 5 skewed to 0, the rest 400 ns and up: the 5th percentile is 400.
+  std::vector<uint64_t> gaps;
+  for (int i = 0; i < 5; i++) gaps.push_back(0);
+  for (int i = 0; i < 95; i++) gaps.push_back(400 + static_cast<uint64_t>(i) * 1000);
+  EXPECT_EQ(GapFloor(gaps), 400u);
+  // A thread that always thinks 5 ms between calls keeps its think time.
+  std::vector<uint64_t> thinking(100, 5'000'000);
+  EXPECT_EQ(GapFloor(thinking), kMaxGapFloorNs);
+}
+
+// Returns recorded results after spinning `delay_ns`, like a device that takes that long.
+class DelayBackend final : public Backend {
+ public:
+  explicit DelayBackend(uint64_t delay_ns) : delay_ns_(delay_ns), null_(MakeNullBackend()) {}
+  const char* name() const override { return "delay"; }
+  int64_t Execute(const LiveArgs& a) override {
+    WaitUntil(NowNs() + delay_ns_, 0);
+    return a.recorded;
+  }
+  int CloneFd(int fd) override { return null_->CloneFd(fd); }
+  void CloseFd(int fd) override { null_->CloseFd(fd); }
+  uint8_t* MapFile(const Sandbox* s, const std::string& path, uint64_t length, uint32_t prot,
+                   uint32_t flags, uint64_t offset) override {
+    return null_->MapFile(s, path, length, prot, flags, offset);
+  }
+  void Unmap(uint8_t* addr, uint64_t length) override { null_->Unmap(addr, length); }
+  Result<std::unique_ptr<AsyncEngine>> NewAsyncEngine(uint8_t engine, unsigned depth,
+                                                      AsyncKind kind) override {
+    return null_->NewAsyncEngine(engine, depth, kind);
+  }
+
+ private:
+  uint64_t delay_ns_;
+  std::unique_ptr<Backend> null_;
+};
+
+uint64_t VoluntarySwitches(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stoull(line.substr(24));
+  }
+  return 0;
+}
+
+TEST(ReplayWakeups, AThreadWaitingForAnothersLastOpIsNotWokenAtEachOfItsOps) {
+  // Thread 101 reads what thread 100 wrote last: it waits for all of 100's 2,000 writes, each
+  // taking 20 us or more (a sleep). Woken at each of them, it would switch in and out 2,000 times.
+  TraceBuilder b;
+  b.Thread(100, 101);
+  b.NewThread(100, 101);
+  b.Openat(100, "/d/f", O_RDWR | O_CREAT, 3, 0);
+  for (int i = 0; i < 2000; i++) b.Pwrite(100, 3, 0, 4096, 4096);
+  b.Openat(101, "/d/f", O_RDONLY, 4, 4096);
+  b.Pread(101, 4, 0, 4096, 4096);
+  auto model = test::BuildModel(b);
+  ASSERT_TRUE(model);
+  auto mapper = PathMapper::Create("/nonexistent-sandbox", {});
+  ASSERT_TRUE(mapper.ok());
+  auto plan = BuildPlan(*model, *mapper, 1.0);
+  ASSERT_TRUE(plan.ok());
+  ReplayOptions options;
+  options.backend = BackendKind::kNull;
+  options.pace = PaceMode::kFast;
+  DelayBackend backend(20'000);
+  ReplayEngine engine(*plan, options, &backend);
+  ASSERT_TRUE(engine.Setup().ok());
+  const std::vector<pid_t> tids = engine.WorkerTids();
+  ASSERT_EQ(tids.size(), 2u);
+  ASSERT_EQ(model->threads()[1].tid, 101u);
+  const uint64_t before = VoluntarySwitches(tids[1]);
+  engine.Start(NowNs());
+  engine.Wait();
+  const uint64_t switches = VoluntarySwitches(tids[1]) - before;
+  EXPECT_EQ(engine.stats().mismatches(), 0u);
+  EXPECT_EQ(engine.ops_done(), 2003u);
+  // A few: the start gate, the wait (once or after its 100 ms timeout), the exit gate.
+  EXPECT_LT(switches, 50u) << "the waiting thread was woken " << switches << " times";
+}
+
+}  // namespace
+}  // namespace iotwin::replay
