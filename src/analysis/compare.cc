@@ -68,6 +68,7 @@ Result<CallScope> ReplayScope(const std::string& path, bool storage_calls_only) 
       scope.excluded->insert(CallKey(op.sc.tid, op.sc.ts));
       ++scope.reasons[std::string(model::SkipName(op.skip))];
     }
+    scope.timeline.SetStart(th.tgid, th.tid, th.start_ts);
   }
   scope.timeline.Finish();
   return scope;
@@ -233,7 +234,7 @@ const std::vector<MeasureSpec>& Measures() {
       {"thread-series-err", 0.05, false, true, true,
        "the same per thread pair (all judged calls, over the run's window), weighted by calls: "
        "threads whose work moved to another point of the run (order between threads changed)"},
-      {"stall-ms", 10, false, true, true,
+      {"stall-ms", 15, false, true, true,
        "largest stall (ms): idle time the replay added before a call and had not made up 100 ms "
        "(original time) later (thread pairs with equal call counts; slower calls do not count)"},
       {"iat-ks", 0.10, false, true, true,

@@ -105,7 +105,8 @@ json MostDiverged(const CallTimeline& a, const CallTimeline& b, const Curves& ca
 // A stall: idle time the replay added before a call and did not make up within kStallSpanNs
 // of the original's time after it. Per thread pair with the same number of calls, before call
 // k the idle time is its issue time minus the previous call's completion (for the first call:
-// minus the window's start); the extra idle time accumulates into the replay's idle lag. A
+// minus the later of the window's start and the thread's creation, which waits on its
+// creator, not on itself); the extra idle time accumulates into the replay's idle lag. A
 // stall at k is the least the lag stays above its value before k over the next kStallSpanNs.
 // Calls that took longer do not count (latency measures them), nor does a late call the
 // replay catches up on (original pacing on a busy machine), nor jitter beyond its own size.
@@ -125,7 +126,8 @@ json Stall(const CallTimeline& a, const CallTimeline& b, const std::vector<Timel
     ++*aligned;
     const size_t n = ca.size();
     std::vector<double> lag(n), idle_a(n), idle_b(n);  // lag[k]: idle lag after call k's wait
-    uint64_t prev_a = a.first_ns(), prev_b = b.first_ns();
+    uint64_t prev_a = std::max(a.first_ns(), p.a->start_ns);
+    uint64_t prev_b = std::max(b.first_ns(), p.b->start_ns);
     double sum = 0;
     for (size_t k = 0; k < n; k++) {
       idle_a[k] = ca[k]->ts > prev_a ? static_cast<double>(ca[k]->ts - prev_a) : 0;
@@ -165,6 +167,11 @@ void CallTimeline::Add(uint32_t tgid, uint32_t tid, const TimedCall& call) {
   first_ = std::min(first_, c.ts);
   last_ = std::max(last_, c.ts);
   ++calls_;
+}
+
+void CallTimeline::SetStart(uint32_t tgid, uint32_t tid, uint64_t start_ns) {
+  auto it = index_.find({tgid, tid});
+  if (it != index_.end()) threads_[it->second].start_ns = start_ns;
 }
 
 void CallTimeline::Finish() {

@@ -25,6 +25,7 @@ struct TimedCall {
 
 struct ThreadCalls {
   uint32_t tgid = 0, tid = 0;
+  uint64_t start_ns = 0;         // creation (0: unknown)
   std::vector<TimedCall> calls;  // in issue order
 };
 
@@ -34,6 +35,8 @@ struct ThreadCalls {
 class CallTimeline {
  public:
   void Add(uint32_t tgid, uint32_t tid, const TimedCall& call);
+  // When thread (tgid, tid) was created, if it has calls.
+  void SetStart(uint32_t tgid, uint32_t tid, uint64_t start_ns);
   // Sorts each thread's calls by issue time and fixes the window. Call once, after the last Add.
   void Finish();
 

@@ -136,6 +136,26 @@ TEST(CompareTiming, AStallThatIsNotMadeUpFails) {
   EXPECT_EQ(late["verdict"], "pass") << RenderCompareText(late);
 }
 
+// Thread 101 does 100 calls, each `dur` long with 980 us idle between them, then creates
+// thread 102, which starts its 100 calls 50 us later.
+SyntheticTrace CreatorThenWorker(uint64_t dur) {
+  SyntheticTrace t;
+  std::vector<uint64_t> times = Times(100, kStart, 980'000 + dur);
+  Thread(&t, 101, times, 4096, dur);
+  const uint64_t created = times.back() + dur + 20'000;
+  t.Proc(IOT_PROC_THREAD, created, 100, 101, "worker", 100, 102);
+  Thread(&t, 102, Times(100, created + 60'000, kMs), 8192);
+  return t;
+}
+
+TEST(CompareTiming, AThreadCreatedLaterByItsSlowerCreatorIsNotAStall) {
+  // The creator's calls take 200 us longer each in the replay: the worker starts 20 ms later,
+  // waiting on its creator, never idle itself.
+  nlohmann::json r = Compare(CreatorThenWorker(20'000), CreatorThenWorker(220'000));
+  EXPECT_LT(Value(r, "stall-ms"), 0.1) << r["timing"]["stall"].dump();
+  EXPECT_FALSE(Failed(r, "stall-ms"));
+}
+
 TEST(CompareTiming, ThreadsTradingPlacesFailThreadSeries) {
   SyntheticTrace orig, swapped;
   Thread(&orig, 101, Times(100, kStart, kMs), 4096);              // first half of the run
