@@ -21,6 +21,7 @@
 #include "base/checked_math.h"
 #include "format/trace_reader.h"
 #include "iotwin_abi.h"
+#include "model/initial_residency.h"
 #include "model/op_fields.h"
 #include "model/ordering.h"
 #include "model/path.h"
@@ -32,6 +33,7 @@ namespace iotwin::model {
 struct ModelBuilder::Impl {
   // Facts of the kernel the model needs.
   static constexpr uint16_t kFtypeDir = S_IFDIR >> 12;
+  static constexpr uint16_t kFtypeRegular = S_IFREG >> 12;
   static constexpr uint16_t kFtypeReg = S_IFREG >> 12;
   static constexpr size_t kMaxPathBytes = 4096;  // PATH_MAX, the terminating NUL included
   static constexpr uint64_t kIovMax = 1024;      // IOV_MAX: the most iovecs a vectored call takes
@@ -151,6 +153,9 @@ struct ModelBuilder::Impl {
   std::vector<iot_page_fault> faults;
   std::vector<iot_async_io> asyncs;
   std::vector<iot_cache_state> caches;
+  // Which pages the workload found in the page cache (initial_residency.h): from reads and
+  // writes as the ops are built, faults and PAGE_CACHE records as they are read.
+  ResidencyEvidence residency;
   std::vector<iot_block> blocks;
   std::map<std::pair<uint32_t, uint64_t>, std::vector<uint64_t>> iovecs;  // (tid, ts) -> lens
   std::map<std::pair<uint32_t, uint64_t>, uint16_t> iovec_counts;
@@ -672,6 +677,10 @@ struct ModelBuilder::Impl {
   void HandleFault(const iot_page_fault& f);
   void HandleAsync(const iot_async_io& a);
   void HandleCache(const iot_cache_state& c);
+  // A buffered read or write that returned: the pages it used (initial_residency.h).
+  void NoteDataPages(const SyscallStep& s);
+  // Fills the cache states' resident extents when the trace's memory layer saw the page cache.
+  void ResolveInitialResidency();
   bool PostponeDescriptorHandovers();
   void BuildBlockRequests();
   Status Finish();

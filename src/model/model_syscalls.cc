@@ -47,12 +47,24 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
     op.extra_count = static_cast<uint32_t>(s.extra.size());
     m->extra_.insert(m->extra_.end(), s.extra.begin(), s.extra.end());
   }
+  NoteDataPages(s);
   if (code <= IOT_OP_MAX && op.skip == Skip::kReplayable) m->stats_.replayable_by_kind[code]++;
   m->stats_.skipped_by_reason[static_cast<size_t>(op.skip)]++;
   const uint32_t pushed = Push(s.thread, op, [&] {
     for (auto& d : s.declare) d();
   });
   NoteAsyncSetup(s, pushed);
+}
+
+void ModelBuilder::Impl::NoteDataPages(const SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  if (!s.ok || sc.ret <= 0 || sc.ftype != kFtypeRegular || s.op.ofd == kNone) return;
+  if (!OpIsRead(sc.op) && !OpIsWrite(sc.op)) return;
+  const OpenFileDescription* d = fd_table.Description(ofds[s.op.ofd].desc);
+  if (!d || d->direct) return;  // O_DIRECT bypasses the page cache
+  const uint64_t first = sc.offset / page_size;
+  const uint64_t last = Sum(sc.offset, static_cast<uint64_t>(sc.ret) - 1) / page_size;
+  residency.Add(sc.dev, sc.ino, s.op.end, ResidencyEvidence::Kind::kUsed, first, last - first + 1);
 }
 
 // The lengths of a vectored call's buffers: the IOVEC record's, and for those it could not

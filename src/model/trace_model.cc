@@ -426,10 +426,30 @@ void ModelBuilder::Impl::HandleCache(const iot_cache_state& c) {
   PathId p = Intern(NormalizePath(*name));
   CacheState cs;
   cs.path = p;
+  cs.dev = c.dev;
+  cs.ino = c.ino;
   cs.fsize = c.fsize;
   cs.resident_pages = c.resident_pages;
   cs.total_pages = c.total_pages;
   m->cache_states_.push_back(cs);
+}
+
+void ModelBuilder::Impl::ResolveInitialResidency() {
+  // The header is the trace's word: anything but `true` at layers.memory.parts.cache.enabled
+  // means the insertions were not recorded, and every read would look like a hit.
+  const nlohmann::json* node = &m->meta_;
+  for (const char* key : {"layers", "memory", "parts", "cache", "enabled"}) {
+    if (!node->is_object() || !node->contains(key)) return;
+    node = &(*node)[key];
+  }
+  if (!node->is_boolean() || !node->get<bool>()) return;
+  for (const auto& [source_cpu, count] : lost) {
+    if (source_cpu.first == IOT_SRC_MEMORY && count > 0) return;
+  }
+  for (CacheState& cs : m->cache_states_) {
+    cs.resident_extents = residency.ResidentAtStart(cs.dev, cs.ino);
+    cs.extents_known = true;
+  }
 }
 
 void ModelBuilder::Impl::BuildBlockRequests() {
@@ -586,6 +606,7 @@ Status ModelBuilder::Impl::Finish() {
     if (!th.ops.empty() && th.creator == kNone) th.start_ts = std::min(th.start_ts, th.ops[0].ts);
   }
   BuildBlockRequests();
+  ResolveInitialResidency();
   for (auto& [k, v] : lost) m->stats_.lost_events += v;
   m->stats_.unknown_fds = unknown_fds.size();
   m->stats_.orphan_iovecs = iovecs.size();
@@ -718,10 +739,27 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
       s.map_snaps.push_back(As<iot_map_snapshot>(rec));
       push(Impl::kEvMapSnap, static_cast<uint32_t>(s.map_snaps.size() - 1), s.map_snaps.back().ts);
       break;
-    case IOT_REC_PAGE_FAULT:
-      s.faults.push_back(As<iot_page_fault>(rec));
-      push(Impl::kEvFault, static_cast<uint32_t>(s.faults.size() - 1), s.faults.back().ts);
+    case IOT_REC_PAGE_FAULT: {
+      const auto& pf = As<iot_page_fault>(rec);
+      s.faults.push_back(pf);
+      push(Impl::kEvFault, static_cast<uint32_t>(s.faults.size() - 1), pf.ts);
+      using K = ResidencyEvidence::Kind;
+      if (pf.flags & IOT_PFF_MAJOR) {
+        s.residency.Add(pf.dev, pf.ino, pf.ts, K::kMissed, pf.pgoff, 1);
+      } else {
+        s.residency.Add(pf.dev, pf.ino, pf.ts, K::kUsed, pf.pgoff, 1);
+        // Fault-around maps pages that are in the page cache already.
+        s.residency.Add(pf.dev, pf.ino, pf.ts, K::kUsed, pf.around_start, pf.nr_pages);
+      }
       break;
+    }
+    case IOT_REC_PAGE_CACHE: {
+      const auto& pc = As<iot_page_cache>(rec);
+      using K = ResidencyEvidence::Kind;
+      if (pc.kind == IOT_PC_ADD) s.residency.Add(pc.dev, pc.ino, pc.ts, K::kInserted, pc.index, pc.nr_pages);
+      if (pc.kind == IOT_PC_DELETE) s.residency.Add(pc.dev, pc.ino, pc.ts, K::kRemoved, pc.index, pc.nr_pages);
+      break;
+    }
     case IOT_REC_ASYNC_IO:
       s.asyncs.push_back(As<iot_async_io>(rec));
       push(Impl::kEvAsync, static_cast<uint32_t>(s.asyncs.size() - 1), s.asyncs.back().ts);

@@ -40,6 +40,7 @@
 #include "base/status.h"
 #include "format/trace_reader.h"
 #include "model/dependency.h"
+#include "model/initial_residency.h"
 #include "iotwin_abi.h"
 
 namespace iotwin::model {
@@ -200,9 +201,15 @@ struct AsyncContext {
 // Initial page-cache residency of a file (IOT_REC_CACHE_STATE).
 struct CacheState {
   PathId path = kNone;
+  uint32_t dev = 0;
+  uint64_t ino = 0;
   uint64_t fsize = 0;
-  uint64_t resident_pages = 0;
+  uint64_t resident_pages = 0;  // the count the capture measured
   uint64_t total_pages = 0;
+  // Which of its pages the workload found resident (initial_residency.h); known only when the
+  // capture recorded the page cache's insertions and removals and lost none of them.
+  bool extents_known = false;
+  std::vector<PageExtent> resident_extents;
 };
 
 // One block request as issued to the device (from IOT_REC_BLOCK ISSUE + COMPLETE).

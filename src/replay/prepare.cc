@@ -353,6 +353,7 @@ nlohmann::json PrepareReport::ToJson() const {
           {"cache_files_dropped", cache_files_dropped},
           {"cache_pages_left_resident", cache_pages_left_resident},
           {"cache_files_measured", cache_files_measured},
+          {"cache_files_by_extents", cache_files_by_extents},
           {"cache_pages_target", cache_pages_target},
           {"cache_pages_resident", cache_pages_resident}, {"notes", notes}};
 }
@@ -460,29 +461,60 @@ Result<PrepareReport> PrepareSandbox(std::vector<ReplayPlan>& plans, const Repla
 
 namespace {
 
-// One prepared file brought to `warm_bytes` of resident pages from its start (0: none), then
-// measured: the report says what the page cache holds, not what was asked of it.
-void ApplyFileCacheState(int fd, const std::string& target, uint64_t size, uint64_t warm_bytes,
+// The byte ranges of a file to warm for --cache as-captured. The pages the workload found resident
+// when the trace says which (CacheState::resident_extents); otherwise the capture's count, taken
+// from the file's start. Numbers from the trace are multiplied saturating.
+std::vector<std::pair<uint64_t, uint64_t>> CapturedWarmRanges(const model::CacheState& cs,
+                                                              uint64_t* by_extents) {
+  constexpr uint64_t kPage = 4096;  // CACHE_STATE counts pages of the traced machine: 4 KiB
+  std::vector<std::pair<uint64_t, uint64_t>> warm;
+  if (cs.resident_pages == 0) return warm;
+  if (cs.extents_known && cs.resident_pages < cs.total_pages) {
+    (*by_extents)++;
+    for (const auto& x : cs.resident_extents) {
+      warm.push_back({SaturatingMul(x.first, kPage),
+                      SaturatingMul(SaturatingAdd(x.first, x.pages), kPage)});
+    }
+    return warm;
+  }
+  warm.push_back({0, SaturatingMul(cs.resident_pages, kPage)});
+  return warm;
+}
+
+// Reads [begin, end) of `fd` through the page cache; returns the bytes read.
+uint64_t ReadThrough(int fd, uint64_t begin, uint64_t end, AlignedBuffer* buf) {
+  uint64_t off = begin;
+  while (off < end && buf->data()) {
+    ssize_t n = pread(fd, buf->data(), std::min<uint64_t>(kChunk, end - off),
+                      static_cast<off_t>(off));
+    if (n <= 0) break;
+    off += static_cast<uint64_t>(n);
+  }
+  return off - begin;
+}
+
+// One prepared file brought to the residency asked of it, then measured: the report says what
+// the page cache holds, not what was asked of it. `warm` lists the byte ranges to warm (empty:
+// none).
+void ApplyFileCacheState(int fd, const std::string& target, uint64_t size,
+                         const std::vector<std::pair<uint64_t, uint64_t>>& warm,
                          AlignedBuffer* buf, PrepareReport* r) {
   // Write-back first: DONTNEED leaves dirty pages and pages under write-back resident, and
   // the preparation has just written these files, so without it a "cold" file stays warm.
   fdatasync(fd);
   posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  warm_bytes = std::min(warm_bytes, size);
-  if (warm_bytes == 0) {
-    r->cache_files_dropped++;
-  } else {
-    uint64_t off = 0;
-    while (off < warm_bytes && buf->data()) {
-      ssize_t n = pread(fd, buf->data(), std::min<uint64_t>(kChunk, warm_bytes - off),
-                        static_cast<off_t>(off));
-      if (n <= 0) break;
-      off += static_cast<uint64_t>(n);
-    }
-    r->cache_files_warmed++;
-  }
+  // Only the ranges asked for: no readahead beyond them (this descriptor's own setting).
+  posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t target_pages = (warm_bytes + page - 1) / page;
+  uint64_t target_pages = 0;
+  for (const auto& [begin, end] : warm) {
+    const uint64_t b = std::min(begin, size), e = std::min(end, size);
+    if (b >= e) continue;
+    target_pages += (e + page - 1) / page - b / page;
+    ReadThrough(fd, b, e, buf);
+  }
+  if (target_pages == 0) r->cache_files_dropped++;
+  else r->cache_files_warmed++;
   r->cache_pages_target += target_pages;
   auto residency = MeasureResidency(fd);
   if (!residency.ok()) {
@@ -493,11 +525,11 @@ void ApplyFileCacheState(int fd, const std::string& target, uint64_t size, uint6
   r->cache_files_measured++;
   const uint64_t resident = residency->resident_pages;
   r->cache_pages_resident += resident;
-  if (warm_bytes == 0 && resident > 0) {
+  if (target_pages == 0 && resident > 0) {
     r->cache_pages_left_resident += resident;
     r->notes.push_back(fmt::format("{}: {} pages still in the page cache after the drop", target,
                                    resident));
-  } else if (warm_bytes > 0 && resident < target_pages) {
+  } else if (target_pages > 0 && resident < target_pages) {
     r->notes.push_back(fmt::format("{}: {} of the {} pages to warm are in the page cache", target,
                                    resident, target_pages));
   }
@@ -533,15 +565,14 @@ Status ApplyCacheState(const std::vector<ReplayPlan>& plans, CacheMode mode, Pre
       if (!plan.sandbox) continue;
       UniqueFd fd(plan.sandbox->OpenFile(f.target, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0));
       if (!fd.valid()) continue;
-      uint64_t warm_bytes = 0;
+      std::vector<std::pair<uint64_t, uint64_t>> warm;
       if (effective == CacheMode::kWarm) {
-        warm_bytes = f.size;
+        warm.push_back({0, f.size});
       } else if (effective == CacheMode::kAsCaptured) {
         auto it = states.find(f.recorded);
-        // A count from the trace: checked before it is multiplied.
-        if (it != states.end()) warm_bytes = SaturatingMul(it->second->resident_pages, 4096);
+        if (it != states.end()) warm = CapturedWarmRanges(*it->second, &r->cache_files_by_extents);
       }
-      ApplyFileCacheState(fd.get(), f.target, f.size, warm_bytes, &buf, r);
+      ApplyFileCacheState(fd.get(), f.target, f.size, warm, &buf, r);
     }
   }
   return Status::Ok();

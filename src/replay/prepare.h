@@ -36,6 +36,9 @@ struct PrepareReport {
   // Measured after preparation (cachestat, or mincore), over every prepared file: the pages the
   // cache mode asked to be resident, and those that are.
   uint64_t cache_files_measured = 0;
+  // as-captured files warmed page by page from the trace's evidence (CacheState extents), not
+  // from the start by the captured count
+  uint64_t cache_files_by_extents = 0;
   uint64_t cache_pages_target = 0;
   uint64_t cache_pages_resident = 0;
   std::vector<std::string> notes;

@@ -114,6 +114,60 @@ TEST(ReplayCache, AsCapturedReportsTheMeasuredResidency) {
   EXPECT_LT(prep["cache_pages_resident"].get<long>(), pages) << prep.dump();
 }
 
+// Pages [first, first + n) of `path` in the page cache, or -1 when it cannot be mapped.
+long ResidentPagesIn(const std::string& path, long first, long n) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  long resident = -1;
+  void* map = mmap(nullptr, static_cast<size_t>(n * PageBytes()), PROT_READ, MAP_SHARED, fd,
+                   first * PageBytes());
+  if (map != MAP_FAILED) {
+    std::vector<unsigned char> vec(static_cast<size_t>(n));
+    if (mincore(map, static_cast<size_t>(n * PageBytes()), vec.data()) == 0) {
+      resident = 0;
+      for (unsigned char v : vec) resident += v & 1;
+    }
+    munmap(map, static_cast<size_t>(n * PageBytes()));
+  }
+  close(fd);
+  return resident;
+}
+
+// The capture counted 256 resident pages, and its page-cache records show which: the workload
+// read 1 MiB at 4 MiB without the kernel inserting anything. as-captured warms those pages, not
+// the first 256.
+TEST(ReplayCache, AsCapturedWarmsThePagesTheWorkloadFoundResident) {
+  TempDir tmp;
+  if (OnTmpfs(tmp.path())) GTEST_SKIP() << tmp.path() << " is on tmpfs: pages cannot be dropped";
+  const long pages = static_cast<long>(kFileBytes / PageBytes());
+  ASSERT_EQ(PageBytes(), 4096) << "the trace below is written in 4 KiB pages";
+  TraceBuilder b;
+  b.meta()["layers"]["memory"]["parts"]["cache"]["enabled"] = true;
+  b.Thread(100, 100);
+  auto& cs = b.CacheState("/data/weights.bin", kFileBytes, 256, static_cast<uint64_t>(pages));
+  cs.dev = 0xfe00000;
+  cs.ino = 4242;
+  auto& o = b.Openat(100, "/data/weights.bin", O_RDONLY, 3, kFileBytes);
+  o.dev = cs.dev;
+  o.ino = cs.ino;
+  auto& rd = b.Pread(100, 3, 4 << 20, 1 << 20, 1 << 20, kFileBytes);
+  rd.dev = cs.dev;
+  rd.ino = cs.ino;
+  rd.ftype = S_IFREG >> 12;
+  b.Close(100, 3);
+  std::string root = tmp / "root";
+  auto r = RunReplayCmd({WriteTrace(b, tmp / "t.iotwin"), "--root", root, "--prepare-only",
+                         "--cache", "as-captured", "--json"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err << r.run.out;
+  const auto& prep = r.summary["prepare"];
+  EXPECT_EQ(prep["cache_files_by_extents"].get<long>(), 1) << prep.dump();
+  EXPECT_EQ(prep["cache_pages_target"].get<long>(), 256) << prep.dump();
+  const std::string file = root + "/data/weights.bin";
+  EXPECT_EQ(ResidentPagesIn(file, 1024, 256), 256);
+  EXPECT_EQ(ResidentPagesIn(file, 0, 256), 0);
+  EXPECT_EQ(ResidentPages(file), 256) << "warming read ahead beyond the pages asked for";
+}
+
 // The weights read through, then (when `drop`) "echo 3 > /proc/sys/vm/drop_caches".
 std::string ReadThenDropTrace(const TempDir& tmp, bool drop) {
   TraceBuilder b;

@@ -342,6 +342,19 @@ class TraceBuilder {
     r.count = count;
     return r;
   }
+  iot_page_cache& PageCache(uint32_t tid, uint16_t kind, uint32_t dev, uint64_t ino, uint64_t index,
+                            uint32_t nr_pages) {
+    auto& r = Append<iot_page_cache>(IOT_REC_PAGE_CACHE);
+    r.kind = kind;
+    r.ts = now_;
+    r.ino = ino;
+    r.dev = dev;
+    r.index = index;
+    r.nr_pages = nr_pages;
+    r.tgid = TgidOf(tid);
+    r.tid = tid;
+    return r;
+  }
   iot_cache_state& CacheState(std::string_view path, uint64_t fsize, uint64_t resident,
                               uint64_t total) {
     uint32_t pid = Str(path);

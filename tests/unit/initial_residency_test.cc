@@ -1,0 +1,117 @@
+// Which pages a workload found in the page cache, from the trace's evidence
+// (model/initial_residency.h), and the model's cache states that carry it.
+#include "model/initial_residency.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include "model/trace_model.h"
+#include "trace_builder.h"
+
+namespace iotwin::test {
+namespace {
+
+using model::PageExtent;
+using model::ResidencyEvidence;
+using K = ResidencyEvidence::Kind;
+
+constexpr uint32_t kDev = 0xfe00000;
+constexpr uint64_t kIno = 77;
+
+TEST(InitialResidency, ReadWithoutInsertionWasResident) {
+  ResidencyEvidence e;
+  e.Add(kDev, kIno, 10, K::kUsed, 0, 4);
+  EXPECT_EQ(e.ResidentAtStart(kDev, kIno), (std::vector<PageExtent>{{0, 4}}));
+  EXPECT_TRUE(e.ResidentAtStart(kDev, kIno + 1).empty());
+}
+
+TEST(InitialResidency, PagesInsertedBeforeTheReadReturnedWereNot) {
+  ResidencyEvidence e;
+  e.Add(kDev, kIno, 10, K::kUsed, 0, 4);     // the read returned at 10
+  e.Add(kDev, kIno, 5, K::kInserted, 0, 2);  // its miss inserted pages 0-1 at 5
+  e.Add(kDev, kIno, 10, K::kInserted, 3, 1); // and page 3 at the same instant it returned
+  EXPECT_EQ(e.ResidentAtStart(kDev, kIno), (std::vector<PageExtent>{{2, 1}}));
+}
+
+TEST(InitialResidency, FirstEventDecides) {
+  ResidencyEvidence e;
+  e.Add(kDev, kIno, 1, K::kUsed, 8, 1);       // hit at 1: resident
+  e.Add(kDev, kIno, 2, K::kRemoved, 8, 1);    // evicted later
+  e.Add(kDev, kIno, 3, K::kInserted, 8, 1);   // read back later: still resident at start
+  e.Add(kDev, kIno, 4, K::kMissed, 20, 1);    // major fault: absent
+  e.Add(kDev, kIno, 5, K::kUsed, 20, 1);
+  e.Add(kDev, kIno, 6, K::kRemoved, 30, 3);   // removed before any insertion: resident
+  e.Add(kDev, kIno, 7, K::kUsed, 9, 1);       // adjacent to page 8: merged
+  EXPECT_EQ(e.ResidentAtStart(kDev, kIno), (std::vector<PageExtent>{{8, 2}, {30, 3}}));
+}
+
+TEST(InitialResidency, OverlappingEventsSplitAtDecidedPages) {
+  ResidencyEvidence e;
+  e.Add(kDev, kIno, 1, K::kInserted, 4, 2);  // 4-5 absent
+  e.Add(kDev, kIno, 2, K::kUsed, 0, 10);     // 0-3 and 6-9 resident
+  EXPECT_EQ(e.ResidentAtStart(kDev, kIno), (std::vector<PageExtent>{{0, 4}, {6, 4}}));
+}
+
+TEST(InitialResidency, HugeRangesFromATraceNeverWrap) {
+  ResidencyEvidence e;
+  e.Add(kDev, kIno, 1, K::kUsed, UINT64_MAX - 2, UINT64_MAX);
+  e.Add(kDev, kIno, 2, K::kInserted, UINT64_MAX - 1, 5);
+  EXPECT_EQ(e.ResidentAtStart(kDev, kIno), (std::vector<PageExtent>{{UINT64_MAX - 2, 2}}));
+}
+
+// A partially cached file: the workload reads pages 0-3 (hits) and 4-7 (the kernel inserts
+// them); the model's cache state says pages 0-3, not the first N pages by the count alone.
+std::unique_ptr<model::TraceModel> PartialTrace(bool cache_layer_on, bool lost_memory_events) {
+  TraceBuilder b;
+  b.Thread(100, 100);
+  auto& cs = b.CacheState("/data/w.bin", 64 << 10, 6, 16);
+  cs.dev = kDev;
+  cs.ino = kIno;
+  auto& open = b.Openat(100, "/data/w.bin", O_RDONLY, 3, 64 << 10);
+  open.ino = kIno;
+  open.dev = kDev;
+  auto& hit = b.Pread(100, 3, 0, 16 << 10, 16 << 10, 64 << 10);
+  hit.ino = kIno;
+  hit.dev = kDev;
+  hit.ftype = S_IFREG >> 12;
+  b.PageCache(100, IOT_PC_ADD, kDev, kIno, 4, 4);
+  auto& miss = b.Pread(100, 3, 16 << 10, 16 << 10, 16 << 10, 64 << 10);
+  miss.ino = kIno;
+  miss.dev = kDev;
+  miss.ftype = S_IFREG >> 12;
+  b.Close(100, 3);
+  if (lost_memory_events) b.Lost(IOT_SRC_MEMORY, 3);
+  model::ModelBuilder mb;
+  nlohmann::json meta = nlohmann::json::object();
+  meta["layers"]["memory"]["parts"]["cache"]["enabled"] = cache_layer_on;
+  mb.SetMeta(meta);
+  EXPECT_TRUE(b.Feed(mb).ok());
+  auto r = mb.Finish();
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+TEST(InitialResidency, ModelCacheStateCarriesTheResidentExtents) {
+  auto m = PartialTrace(true, false);
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->cache_states().size(), 1u);
+  const model::CacheState& cs = m->cache_states()[0];
+  EXPECT_TRUE(cs.extents_known);
+  EXPECT_EQ(cs.resident_pages, 6u);
+  EXPECT_EQ(cs.resident_extents, (std::vector<PageExtent>{{0, 4}}));
+}
+
+// Without the insertions (cache layer off) or with some of them lost, every read would look
+// like a hit: the extents are not claimed.
+TEST(InitialResidency, NoExtentsWithoutTheCacheLayerOrWithLostEvents) {
+  for (auto [on, lost] : {std::pair{false, false}, std::pair{true, true}}) {
+    auto m = PartialTrace(on, lost);
+    ASSERT_TRUE(m);
+    ASSERT_EQ(m->cache_states().size(), 1u);
+    EXPECT_FALSE(m->cache_states()[0].extents_known) << on << lost;
+    EXPECT_TRUE(m->cache_states()[0].resident_extents.empty());
+  }
+}
+
+}  // namespace
+}  // namespace iotwin::test
