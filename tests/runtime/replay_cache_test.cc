@@ -22,15 +22,19 @@ bool OnTmpfs(const std::string& dir) {
   return statfs(dir.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 }
 
-// One pre-existing 8 MiB file, read in 1 MiB preads.
-std::string WeightsTrace(const TempDir& tmp) {
-  TraceBuilder b;
+// Thread 100 reads the pre-existing 8 MiB /data/weights.bin in 1 MiB preads.
+void ReadWeights(TraceBuilder& b) {
   b.Thread(100, 100);
   b.Openat(100, "/data/weights.bin", O_RDONLY, 3, kFileBytes);
   for (uint64_t off = 0; off < kFileBytes; off += 1 << 20) {
     b.Pread(100, 3, off, 1 << 20, 1 << 20, kFileBytes);
   }
   b.Close(100, 3);
+}
+
+std::string WeightsTrace(const TempDir& tmp) {
+  TraceBuilder b;
+  ReadWeights(b);
   return WriteTrace(b, tmp / "t.iotwin");
 }
 
@@ -171,12 +175,7 @@ TEST(ReplayCache, AsCapturedWarmsThePagesTheWorkloadFoundResident) {
 // The weights read through, then (when `drop`) "echo 3 > /proc/sys/vm/drop_caches".
 std::string ReadThenDropTrace(const TempDir& tmp, bool drop) {
   TraceBuilder b;
-  b.Thread(100, 100);
-  b.Openat(100, "/data/weights.bin", O_RDONLY, 3, kFileBytes);
-  for (uint64_t off = 0; off < kFileBytes; off += 1 << 20) {
-    b.Pread(100, 3, off, 1 << 20, 1 << 20, kFileBytes);
-  }
-  b.Close(100, 3);
+  ReadWeights(b);
   if (drop) {
     b.Openat(100, "/proc/sys/vm/drop_caches", O_WRONLY, 4, 0);
     b.Write(100, 4, 2, 2);
