@@ -4,7 +4,10 @@
 // with `--pace fast`. Also how much two independent threads overlap over a back end that takes
 // a fixed time per call (2.0: fully concurrent, 1.0: serialised).
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/uio.h>
+
+#include <algorithm>
 
 #include <fstream>
 #include <memory>
@@ -20,6 +23,7 @@
 #include "replay/pacer.h"
 #include "replay/path_mapper.h"
 #include "replay/plan.h"
+#include "replay/prepare.h"
 
 namespace iotwin::replay {
 namespace {
@@ -267,6 +271,175 @@ void BM_ReplayEngineIndependentThreadsOverlap(benchmark::State& state) {
   state.counters["overlap"] = runs ? overlap_sum / runs : 0;
 }
 BENCHMARK(BM_ReplayEngineIndependentThreadsOverlap)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// ---- the engine's own cost per op, over the call itself ------------------------------------
+
+// Delegates to another back end and notes when each call entered and left it: the time from one
+// call's exit to the next call's entry is the engine's own work between them (the clock reads
+// here are inside the calls, not in that time).
+class TimingBackend final : public Backend {
+ public:
+  explicit TimingBackend(Backend* inner) : inner_(inner) {}
+  const char* name() const override { return inner_->name(); }
+  int64_t Execute(const LiveArgs& a) override {
+    enter_.push_back(NowNs());
+    int64_t r = inner_->Execute(a);
+    exit_.push_back(NowNs());
+    return r;
+  }
+  int CloneFd(int fd) override { return inner_->CloneFd(fd); }
+  void CloseFd(int fd) override { inner_->CloseFd(fd); }
+  uint8_t* MapFile(const Sandbox* s, const std::string& path, uint64_t length, uint32_t prot,
+                   uint32_t flags, uint64_t offset) override {
+    return inner_->MapFile(s, path, length, prot, flags, offset);
+  }
+  void Unmap(uint8_t* addr, uint64_t length) override { inner_->Unmap(addr, length); }
+  Result<std::unique_ptr<AsyncEngine>> NewAsyncEngine(uint8_t engine, unsigned depth,
+                                                      AsyncKind kind) override {
+    return inner_->NewAsyncEngine(engine, depth, kind);
+  }
+  void Reset(size_t ops) {
+    enter_.clear();
+    exit_.clear();
+    enter_.reserve(ops);  // no allocation inside the timed loop
+    exit_.reserve(ops);
+  }
+  // Engine time between consecutive calls, ns, sorted.
+  std::vector<uint64_t> Between() const {
+    std::vector<uint64_t> v;
+    for (size_t i = 1; i < enter_.size() && i < exit_.size() + 1; i++) {
+      v.push_back(enter_[i] - exit_[i - 1]);
+    }
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+  uint64_t InCalls() const {
+    uint64_t t = 0;
+    for (size_t i = 0; i < exit_.size(); i++) t += exit_[i] - enter_[i];
+    return t;
+  }
+
+ private:
+  Backend* inner_;
+  std::vector<uint64_t> enter_, exit_;
+};
+
+// One thread of 4 KiB preads and pwrites of a 1 MiB file, recorded back to back (no think
+// time, so every pace issues each op as soon as the engine is ready for it).
+TraceBuilder BackToBackReadsWrites() {
+  TraceBuilder b;
+  b.step = 1;
+  b.dur = 1;
+  b.Openat(100, "/d/a", O_RDWR, 3, 1 << 20);
+  for (int i = 0; i < 10000; i++) {
+    uint64_t off = static_cast<uint64_t>(i % 256) * 4096;
+    b.Pread(100, 3, off, 4096, 4096, 1 << 20);
+    b.Pwrite(100, 3, off, 4096, 4096);
+  }
+  b.Close(100, 3);
+  return b;
+}
+
+// Replays `plan` over `timing` in `pace` once per iteration. Counters: `engine_ns_p50` and
+// `engine_ns_p90`, the engine's own time between one call's return and the next call's entry;
+// `engine_ns_mean` likewise; `call_ns_mean`, the time inside the back end.
+void RunPerOp(benchmark::State& state, const ReplayPlan& plan, BackendKind kind,
+              TimingBackend* timing, PaceMode pace, uint64_t ops) {
+  ReplayOptions options;
+  options.backend = kind;
+  options.pace = pace;
+  std::vector<uint64_t> between;
+  uint64_t in_calls = 0, calls = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    timing->Reset(ops);
+    auto engine = std::make_unique<ReplayEngine>(plan, options, timing);
+    if (Status st = engine->Setup(); !st.ok()) {
+      state.SkipWithError(st.ToString().c_str());
+      return;
+    }
+    state.ResumeTiming();
+    engine->Start(NowNs());
+    engine->Wait();
+    state.PauseTiming();
+    if (engine->stats().mismatches() || engine->stats().skipped()) {
+      state.SkipWithError("the replay skipped ops or its results differ");
+      return;
+    }
+    engine.reset();
+    std::vector<uint64_t> b = timing->Between();
+    between.insert(between.end(), b.begin(), b.end());
+    in_calls += timing->InCalls();
+    calls += b.size() + 1;
+    state.ResumeTiming();
+  }
+  std::sort(between.begin(), between.end());
+  auto q = [&](double f) {
+    return between.empty() ? 0.0 : static_cast<double>(between[static_cast<size_t>(f * (between.size() - 1))]);
+  };
+  double sum = 0;
+  for (uint64_t v : between) sum += static_cast<double>(v);
+  state.SetItemsProcessed(static_cast<int64_t>(calls));
+  state.counters["engine_ns_p50"] = q(0.5);
+  state.counters["engine_ns_p90"] = q(0.9);
+  state.counters["engine_ns_mean"] = between.empty() ? 0 : sum / static_cast<double>(between.size());
+  state.counters["call_ns_mean"] = calls ? static_cast<double>(in_calls) / calls : 0;
+}
+
+PaceMode PaceArg(int64_t a) {
+  return a == 0 ? PaceMode::kFast : a == 1 ? PaceMode::kGaps : PaceMode::kOriginal;
+}
+
+// The null back end: the call itself is nothing, so the figures are the engine alone.
+void BM_ReplayEnginePerOpNull(benchmark::State& state) {
+  static Prepared p;
+  if (!p.model && !Prepare(BackToBackReadsWrites(), &p)) {
+    state.SkipWithError("cannot build the model");
+    return;
+  }
+  auto null = MakeNullBackend();
+  TimingBackend timing(null.get());
+  state.SetLabel(PaceName(PaceArg(state.range(0))));
+  RunPerOp(state, *p.plan, BackendKind::kNull, &timing, PaceArg(state.range(0)), 20002);
+}
+BENCHMARK(BM_ReplayEnginePerOpNull)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The sync back end on a prepared sandbox (the file in the page cache after the first pass):
+// real pread64/pwrite64 system calls, so the engine's cost shows beside a call's.
+void BM_ReplayEnginePerOpSync(benchmark::State& state) {
+  static Prepared p;
+  static std::string root;
+  static std::vector<ReplayPlan> plans;
+  if (plans.empty()) {
+    p.model = BuildModel(BackToBackReadsWrites());
+    char tmpl[] = "/var/tmp/iotwin-bench-replay-XXXXXX";
+    if (!p.model || !mkdtemp(tmpl)) {
+      state.SkipWithError("cannot build the model or the sandbox directory");
+      return;
+    }
+    root = tmpl;
+    ReplayOptions o;
+    o.root = root;
+    auto mapper = PathMapper::Create(root, {});
+    auto plan = mapper.ok() ? BuildPlan(*p.model, *mapper, 1.0) : Result<ReplayPlan>(mapper.status());
+    if (!plan.ok()) {
+      state.SkipWithError(plan.status().ToString().c_str());
+      return;
+    }
+    plans.push_back(std::move(plan).value());
+    auto prep = PrepareSandbox(plans, o);
+    if (!prep.ok()) {
+      state.SkipWithError(prep.status().ToString().c_str());
+      plans.clear();
+      return;
+    }
+  }
+  auto sync = MakeSyncBackend();
+  TimingBackend timing(sync.get());
+  state.SetLabel(PaceName(PaceArg(state.range(0))));
+  RunPerOp(state, plans[0], BackendKind::kSync, &timing, PaceArg(state.range(0)), 20002);
+}
+BENCHMARK(BM_ReplayEnginePerOpSync)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace iotwin::replay
