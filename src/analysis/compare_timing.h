@@ -37,6 +37,9 @@ class CallTimeline {
   void Add(uint32_t tgid, uint32_t tid, const TimedCall& call);
   // When thread (tgid, tid) was created, if it has calls.
   void SetStart(uint32_t tgid, uint32_t tid, uint64_t start_ns);
+  // The latest end (completion of its last call) of another thread of process `tgid` in
+  // (after, upto], or 0.
+  uint64_t OtherThreadEnd(uint32_t tgid, uint32_t tid, uint64_t after, uint64_t upto) const;
   // Sorts each thread's calls by issue time and fixes the window. Call once, after the last Add.
   void Finish();
 
@@ -52,6 +55,7 @@ class CallTimeline {
  private:
   std::vector<ThreadCalls> threads_;
   std::map<std::pair<uint32_t, uint32_t>, size_t> index_;
+  std::map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> ends_;  // tgid -> (end, tid)
   uint64_t first_ = UINT64_MAX, last_ = 0, calls_ = 0;
 };
 
