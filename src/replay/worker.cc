@@ -228,14 +228,20 @@ void ReplayEngine::Worker::ReplayOps() {
       Skip(model::SkipName(op.skip), op, i);
       continue;
     }
-    const uint64_t issued = Pace(op);
+    // A request carried by the same call as the one before it was recorded inside that call
+    // (its submission instant is the kernel's, one per request as the call works through the
+    // batch): it is queued at once, never waited for, or each batch would wait for the time the
+    // original call spent submitting it before the call even starts.
+    const bool carried = carried_batch_ && op.kind == OpKind::kAsyncSubmit;
+    carried_batch_ = false;  // SubmitAsync sets it again
+    const uint64_t issued = carried ? 0 : Pace(op);
     if (!replayable_kind) {
       // Markers: the kernel's implicit work, done by the bookkeeper.
       engine_.ApplyProcessMarker(th_.process, op);
       MarkDone(i);
       continue;
     }
-    if (paced_) stats.AddSchedule(static_cast<uint64_t>(late_));
+    if (paced_ && !carried) stats.AddSchedule(static_cast<uint64_t>(late_));
     if (op.kind == OpKind::kAsyncSubmit) {
       SubmitAsync(op, i);
     } else if (op.kind == OpKind::kSyscall && IsAsyncEngineCall(op.sc.op)) {
@@ -639,7 +645,8 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   }
   const bool moves_data = write || kind == iotwin::AsyncKind::kRead;
   outstanding_.push_back(Outstanding{index, op.end, NowNs(), e, moves_data});
-  if (!NextOpCarries(index)) e->Flush();
+  carried_batch_ = NextOpCarries(index);
+  if (!carried_batch_) e->Flush();
   prev_rec_end_ = std::max(prev_rec_end_, op.ts);
   prev_live_done_ = NowNs();
   MarkDone(index);

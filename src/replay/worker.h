@@ -143,6 +143,7 @@ struct ReplayEngine::Worker {
   uint64_t prev_rec_end_ = 0;    // recorded completion of the previous replayed op
   uint64_t prev_live_done_ = 0;  // its live completion
   bool first_ = true;
+  bool carried_batch_ = false;  // the last op was a request left queued for the next to carry
   int64_t late_ = 0;  // lateness of the op being issued
 };
 
