@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -418,6 +419,15 @@ void BM_ReplayEnginePerOpSync(benchmark::State& state) {
       return;
     }
     root = tmpl;
+    // The sandbox goes when the benchmark binary exits.
+    static struct RemoveRoot {
+      ~RemoveRoot() {
+        if (!root.empty()) {
+          std::string cmd = "rm -rf -- '" + root + "'";
+          if (system(cmd.c_str()) != 0) fprintf(stderr, "could not remove %s\n", root.c_str());
+        }
+      }
+    } remove_root;
     ReplayOptions o;
     o.root = root;
     auto mapper = PathMapper::Create(root, {});
