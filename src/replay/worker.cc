@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 
+#include "base/checked_math.h"
 #include "format/op_info.h"
 #include "format/records.h"
 #include "model/op_fields.h"
@@ -323,6 +324,10 @@ void ReplayEngine::Worker::ReplaySyncOp(const Op& op, uint32_t index, uint64_t i
   }
   if (!op.interrupted) CheckResult(op, index, result);
   Complete(op, index, t1);
+  // A fault's record has no duration (it ends where it starts): the touch's own time stands for
+  // it, so the recorded spacing to the next op, which holds the original fault, is not waited
+  // on top of the replayed one (gaps pacing).
+  if (op.kind == OpKind::kPageFault) prev_rec_end_ = SaturatingAdd(op.ts, t1 - t0);
 }
 
 [[gnu::always_inline]]

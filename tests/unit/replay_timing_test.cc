@@ -47,13 +47,15 @@ TEST(ReplayGapFloor, FloorIsALowQuantileCappedAtACallsCost) {
   EXPECT_EQ(GapFloor(thinking), kMaxGapFloorNs);
 }
 
-// Returns recorded results after spinning `delay_ns`, like a device that takes that long.
+// Returns recorded results after `delay_ns`, like a device that takes that long: asleep, or
+// busy (`spin`, exact to the microsecond).
 class DelayBackend final : public Backend {
  public:
-  explicit DelayBackend(uint64_t delay_ns) : delay_ns_(delay_ns), null_(MakeNullBackend()) {}
+  explicit DelayBackend(uint64_t delay_ns, bool spin = false)
+      : delay_ns_(delay_ns), spin_(spin), null_(MakeNullBackend()) {}
   const char* name() const override { return "delay"; }
   int64_t Execute(const LiveArgs& a) override {
-    WaitUntil(NowNs() + delay_ns_, 0);
+    WaitUntil(NowNs() + delay_ns_, spin_ ? delay_ns_ : 0);
     return a.recorded;
   }
   int CloneFd(int fd) override { return null_->CloneFd(fd); }
@@ -70,8 +72,40 @@ class DelayBackend final : public Backend {
 
  private:
   uint64_t delay_ns_;
+  bool spin_;
   std::unique_ptr<Backend> null_;
 };
+
+TEST(ReplayGapFloor, ReplayedFaultsAreSpacedAsRecordedNotByTheirSpacingOnTopOfTheirCost) {
+  // 300 faults recorded 30 us apart, each touch taking 20 us live. Gaps pacing: each fault
+  // is due 30 us after the previous one started (9 ms in all); waiting the whole recorded
+  // spacing after each touch would take 300 x 50 us = 15 ms.
+  TraceBuilder b;
+  b.step = 30'000;
+  b.Openat(100, "/d/a", O_RDWR, 3, 1 << 20);
+  b.Mmap(100, 3, 0, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, 0x7f0000000000);
+  for (int i = 0; i < 300; i++) b.Fault(100, 0x7f0000000000 + (i % 256) * 4096, false, i % 256);
+  b.Close(100, 3);
+  auto model = test::BuildModel(b);
+  ASSERT_TRUE(model);
+  auto mapper = PathMapper::Create("/nonexistent-sandbox", {});
+  auto plan = BuildPlan(*model, *mapper, 1.0);
+  ASSERT_TRUE(plan.ok());
+  ReplayOptions options;
+  options.backend = BackendKind::kNull;
+  options.pace = PaceMode::kGaps;
+  DelayBackend backend(20'000, /*spin=*/true);
+  ReplayEngine engine(*plan, options, &backend);
+  ASSERT_TRUE(engine.Setup().ok());
+  const uint64_t t0 = NowNs() + 1'000'000;
+  engine.Start(t0);
+  engine.Wait();
+  const uint64_t ns = engine.live_end() - t0;
+  EXPECT_EQ(engine.stats().skipped(), 0u);
+  EXPECT_EQ(engine.ops_done(), 303u);
+  EXPECT_GE(ns, 9'000'000u);
+  EXPECT_LT(ns, 12'500'000u) << "gaps replay of the faults took " << ns / 1e6 << " ms";
+}
 
 uint64_t VoluntarySwitches(pid_t tid) {
   std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/status");
