@@ -234,9 +234,10 @@ const std::vector<MeasureSpec>& Measures() {
       {"thread-series-err", 0.05, false, true, true,
        "the same per thread pair (all judged calls, over the run's window), weighted by calls: "
        "threads whose work moved to another point of the run (order between threads changed)"},
-      {"stall-ms", 15, false, true, true,
-       "largest stall (ms): idle time the replay added before a call and had not made up 100 ms "
-       "(original time) later (thread pairs with equal call counts; slower calls do not count)"},
+      {"stall-ms", 12, false, true, true,
+       "largest stall (ms): idle time the replay added before a call, had not made up 100 ms "
+       "(original time) later, and every thread running then shows (thread pairs with equal call "
+       "counts; slower calls and waits on other threads' creation or end do not count)"},
       {"iat-ks", 0.10, false, true, true,
        "Kolmogorov-Smirnov distance of per-thread inter-arrival times of system calls (times "
        "under --iat-resolution-us counted as that: the replay's resolution)"},

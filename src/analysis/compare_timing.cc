@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -117,49 +118,106 @@ json MostDiverged(const CallTimeline& a, const CallTimeline& b, const Curves& ca
 constexpr uint64_t kStallSpanNs = 100'000'000;
 constexpr double kIdleTolerance = 0.02;
 
+// One thread pair's idle lag: lag[k] is the replay's extra idle time up to call k.
+struct IdleLag {
+  const TimelinePair* pair = nullptr;
+  std::vector<const TimedCall*> ca, cb;
+  std::vector<double> lag, idle_a, idle_b;
+};
+
+IdleLag MeasureIdleLag(const CallTimeline& a, const CallTimeline& b, const TimelinePair& p) {
+  IdleLag l;
+  l.pair = &p;
+  for (const TimedCall& c : p.a->calls) if (!c.async) l.ca.push_back(&c);
+  for (const TimedCall& c : p.b->calls) if (!c.async) l.cb.push_back(&c);
+  if (l.ca.empty() || l.ca.size() != l.cb.size()) return l;
+  const size_t n = l.ca.size();
+  l.lag.resize(n), l.idle_a.resize(n), l.idle_b.resize(n);
+  uint64_t prev_a = std::max(a.first_ns(), p.a->start_ns);
+  uint64_t prev_b = std::max(b.first_ns(), p.b->start_ns);
+  double sum = 0;
+  for (size_t k = 0; k < n; k++) {
+    prev_a = std::max(prev_a, a.OtherThreadEnd(p.a->tgid, p.a->tid, prev_a, l.ca[k]->ts));
+    prev_b = std::max(prev_b, b.OtherThreadEnd(p.b->tgid, p.b->tid, prev_b, l.cb[k]->ts));
+    l.idle_a[k] = l.ca[k]->ts > prev_a ? static_cast<double>(l.ca[k]->ts - prev_a) : 0;
+    l.idle_b[k] = l.cb[k]->ts > prev_b ? static_cast<double>(l.cb[k]->ts - prev_b) : 0;
+    const double extra = l.idle_b[k] - l.idle_a[k], tolerated = l.idle_a[k] * kIdleTolerance;
+    sum += extra > tolerated ? extra - tolerated : extra < -tolerated ? extra + tolerated : 0;
+    l.lag[k] = sum;
+    prev_a = std::max(prev_a, l.ca[k]->end);
+    prev_b = std::max(prev_b, l.cb[k]->end);
+  }
+  return l;
+}
+
+// The step of a thread's idle lag around original time `t`: the least lag over its calls
+// issued within kStallSpanNs from t, minus the lag at its last call more than kStallSpanNs
+// before t (the step may come a little earlier in this thread than in the one it is checked
+// against). Nothing when the thread has no call in either span (it is not running at t).
+std::optional<double> StepAt(const IdleLag& l, uint64_t t) {
+  auto by_ts = [](const TimedCall* c, uint64_t ts) { return c->ts < ts; };
+  const uint64_t before = t > kStallSpanNs ? t - kStallSpanNs : 0;
+  const size_t ib = static_cast<size_t>(std::lower_bound(l.ca.begin(), l.ca.end(), before, by_ts) - l.ca.begin());
+  const size_t i0 = static_cast<size_t>(std::lower_bound(l.ca.begin(), l.ca.end(), t, by_ts) - l.ca.begin());
+  if (ib == 0 || i0 == l.ca.size() || l.ca[i0]->ts - t > kStallSpanNs) return std::nullopt;
+  double least = l.lag[i0];
+  for (size_t j = i0 + 1; j < l.ca.size() && l.ca[j]->ts - t <= kStallSpanNs; j++)
+    least = std::min(least, l.lag[j]);
+  return least - l.lag[ib - 1];
+}
+
+// The largest stall (null when no thread's idle lag steps up by 1 ms or more): a step of a
+// thread's idle lag that every other thread running at that moment shows too. The replay as a whole stalling (its engine, the machine) holds every
+// thread; one thread waiting on another through a lock or a queue holds only that one.
 json Stall(const CallTimeline& a, const CallTimeline& b, const std::vector<TimelinePair>& pairs,
            size_t* aligned) {
-  json worst = nullptr;
-  double worst_ns = 0;
-  *aligned = 0;
+  std::vector<IdleLag> lags;
   for (const TimelinePair& p : pairs) {
     if (!p.a || !p.b) continue;
-    std::vector<const TimedCall*> ca, cb;
-    for (const TimedCall& c : p.a->calls) if (!c.async) ca.push_back(&c);
-    for (const TimedCall& c : p.b->calls) if (!c.async) cb.push_back(&c);
-    if (ca.empty() || ca.size() != cb.size()) continue;
-    ++*aligned;
-    const size_t n = ca.size();
-    std::vector<double> lag(n), idle_a(n), idle_b(n);  // lag[k]: idle lag after call k's wait
-    uint64_t prev_a = std::max(a.first_ns(), p.a->start_ns);
-    uint64_t prev_b = std::max(b.first_ns(), p.b->start_ns);
-    double sum = 0;
-    for (size_t k = 0; k < n; k++) {
-      prev_a = std::max(prev_a, a.OtherThreadEnd(p.a->tgid, p.a->tid, prev_a, ca[k]->ts));
-      prev_b = std::max(prev_b, b.OtherThreadEnd(p.b->tgid, p.b->tid, prev_b, cb[k]->ts));
-      idle_a[k] = ca[k]->ts > prev_a ? static_cast<double>(ca[k]->ts - prev_a) : 0;
-      idle_b[k] = cb[k]->ts > prev_b ? static_cast<double>(cb[k]->ts - prev_b) : 0;
-      const double extra = idle_b[k] - idle_a[k], tolerated = idle_a[k] * kIdleTolerance;
-      sum += extra > tolerated ? extra - tolerated : extra < -tolerated ? extra + tolerated : 0;
-      lag[k] = sum;
-      prev_a = std::max(prev_a, ca[k]->end);
-      prev_b = std::max(prev_b, cb[k]->end);
-    }
+    IdleLag l = MeasureIdleLag(a, b, p);
+    if (!l.lag.empty()) lags.push_back(std::move(l));
+  }
+  *aligned = lags.size();
+  struct Candidate {
+    double step;
+    size_t thread, call;
+  };
+  std::vector<Candidate> candidates;
+  for (size_t t = 0; t < lags.size(); t++) {
+    const IdleLag& l = lags[t];
     // Sliding minimum of lag[j] over j in [k, last call within kStallSpanNs of call k].
     std::deque<size_t> window;  // indices ascending, lag descending: the minimum at the back
-    for (size_t k = n; k-- > 0;) {
-      while (!window.empty() && lag[window.front()] >= lag[k]) window.pop_front();
+    for (size_t k = l.lag.size(); k-- > 0;) {
+      while (!window.empty() && l.lag[window.front()] >= l.lag[k]) window.pop_front();
       window.push_front(k);
-      while (ca[window.back()]->ts - ca[k]->ts > kStallSpanNs) window.pop_back();
-      const double step = lag[window.back()] - (k ? lag[k - 1] : 0.0);
-      if (step > worst_ns || worst.is_null()) {
-        worst_ns = std::max(0.0, step);
-        worst = {{"ms", Ms(worst_ns)}, {"original_tid", p.a->tid}, {"replay_tid", p.b->tid},
-                 {"call", k}, {"original_idle_ms", Ms(idle_a[k])}, {"replay_idle_ms", Ms(idle_b[k])},
-                 {"original_at_ms", Ms(static_cast<double>(ca[k]->ts - a.first_ns()))},
-                 {"replay_at_ms", Ms(static_cast<double>(cb[k]->ts - b.first_ns()))}};
-      }
+      while (l.ca[window.back()]->ts - l.ca[k]->ts > kStallSpanNs) window.pop_back();
+      const double step = l.lag[window.back()] - (k ? l.lag[k - 1] : 0.0);
+      if (step > 1e6) candidates.push_back({step, t, k});
     }
+  }
+  constexpr size_t kMaxCandidates = 4096;
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& x, const Candidate& y) { return x.step > y.step; });
+  if (candidates.size() > kMaxCandidates) candidates.resize(kMaxCandidates);
+  json worst = nullptr;
+  double worst_ns = 0;
+  for (const Candidate& c : candidates) {
+    if (c.step <= worst_ns) break;  // sorted: no later candidate can beat it
+    const IdleLag& l = lags[c.thread];
+    const uint64_t t = l.ca[c.call]->ts;
+    double held = c.step;
+    size_t threads = 1;
+    for (size_t u = 0; u < lags.size() && held > worst_ns; u++) {
+      if (u == c.thread) continue;
+      if (auto s = StepAt(lags[u], t)) held = std::min(held, *s), ++threads;
+    }
+    if (held <= worst_ns) continue;
+    worst_ns = held;
+    worst = {{"ms", Ms(held)}, {"threads", threads}, {"original_tid", l.pair->a->tid},
+             {"replay_tid", l.pair->b->tid}, {"call", c.call},
+             {"original_idle_ms", Ms(l.idle_a[c.call])}, {"replay_idle_ms", Ms(l.idle_b[c.call])},
+             {"original_at_ms", Ms(static_cast<double>(t - a.first_ns()))},
+             {"replay_at_ms", Ms(static_cast<double>(l.cb[c.call]->ts - b.first_ns()))}};
   }
   return worst;
 }

@@ -136,6 +136,31 @@ TEST(CompareTiming, AStallThatIsNotMadeUpFails) {
   EXPECT_EQ(late["verdict"], "pass") << RenderCompareText(late);
 }
 
+TEST(CompareTiming, AStallIsOneEveryRunningThreadShows) {
+  auto shifted = [](uint32_t tid, size_t from) {
+    return Times(500, kStart + (tid - 101) * 500'000, 2 * kMs,
+                 [from](size_t i) { return i >= from ? 20 * kMs : 0; });
+  };
+  SyntheticTrace orig, both, one;
+  Thread(&orig, 101, shifted(101, 500), 4096);
+  Thread(&orig, 102, shifted(102, 500), 8192);
+  // The replay as a whole stops for 20 ms: both threads.
+  Thread(&both, 101, shifted(101, 250), 4096);
+  Thread(&both, 102, shifted(102, 250), 8192);
+  nlohmann::json r = Compare(orig, both);
+  EXPECT_NEAR(Value(r, "stall-ms"), 20.0, 0.1) << r["timing"]["stall"].dump();
+  EXPECT_EQ(r["timing"]["stall"]["threads"], 2);
+  EXPECT_TRUE(Failed(r, "stall-ms"));
+  // One thread waits 20 ms (on a lock, a queue) while the other runs on: not a stall.
+  Thread(&one, 101, shifted(101, 250), 4096);
+  Thread(&one, 102, shifted(102, 500), 8192);
+  nlohmann::json w = Compare(orig, one);
+  // (What remains, under 2 ms, is thread 102's last gap: 101 ended inside it in the original,
+  // so its idle time counts from that end there, from 102's previous call in the replay.)
+  EXPECT_LT(Value(w, "stall-ms"), 2.0) << w["timing"]["stall"].dump();
+  EXPECT_FALSE(Failed(w, "stall-ms"));
+}
+
 // Thread 101 does 100 calls, each `dur` long with 980 us idle between them, then creates
 // thread 102, which starts its 100 calls 50 us later.
 SyntheticTrace CreatorThenWorker(uint64_t dur) {
