@@ -4,9 +4,9 @@
 // be close to the recorded one.
 //
 // Tolerances are generous for a shared 2-core VM, where the fsyncs alone vary by milliseconds
-// from run to run: the best of three replays may exceed the recorded span by 20% plus 3 ms
-// (gaps) or 12% plus 3 ms (original), and must reach 70% of it. A replay half again as long as
-// the recording (87 ms of calls against 57 ms) fails both.
+// from run to run: the best of three replays may exceed the recorded span by 20% plus 4 ms,
+// and must reach 70% of it. A replay half again as long as the recording (87 ms of calls
+// against 57 ms) fails both.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -82,7 +82,7 @@ class ReplayTiming : public ::testing::Test {
   uint64_t recorded_span_ = 0;
 };
 
-constexpr uint64_t kSlackNs = 3'000'000;
+constexpr uint64_t kSlackNs = 4'000'000;
 
 TEST_F(ReplayTiming, GapsPacingSpansTheRecordedActiveWindow) {
   if (base_.empty()) return;  // skipped in SetUp
@@ -100,7 +100,7 @@ TEST_F(ReplayTiming, OriginalPacingSpansTheRecordedActiveWindow) {
   if (base_.empty()) return;
   const uint64_t replay = BestReplaySpan("original", 3);
   ASSERT_GT(replay, 0u);
-  EXPECT_LE(replay, recorded_span_ * 112 / 100 + kSlackNs)
+  EXPECT_LE(replay, recorded_span_ * 120 / 100 + kSlackNs)
       << "original replay spans " << replay / 1e6 << " ms against " << recorded_span_ / 1e6
       << " ms recorded";
   EXPECT_GE(replay, recorded_span_ * 70 / 100)
