@@ -60,8 +60,9 @@ CommandSpec SetupCompare(CLI::App& parent) {
       "Timing measures are judged only when the replay's header names pace 'original' or 'gaps' "
       "(or when the second trace is not a replay); they are always reported. Block-layer "
       "measures are judged only when at least 99% of the original's bytes moved (by calls and "
-      "async requests) were O_DIRECT. See "
-      "docs/report.md.");
+      "async requests) were O_DIRECT. Rates and time series use each trace's active window, "
+      "first to last judged call issued. A FAIL says why: likely causes with hints, the most "
+      "diverged stretch of the run, the largest stall, per-op latency. See docs/report.md.");
   return {sub, [opt] {
             analysis::CompareOptions o;
             for (const std::string& t : opt->thresholds) {
