@@ -673,6 +673,13 @@ Result<RecordOutcome> Capture::Run() {
     if (output_created_) unlink(opt_.output.c_str());
     return setup;
   }
+  if (opt_.ready_fd >= 0) {
+    const char ready = '1';
+    ssize_t n;
+    do n = write(opt_.ready_fd, &ready, 1);
+    while (n < 0 && errno == EINTR);
+    close(opt_.ready_fd);
+  }
   last_status_ns_ = start_ns_;
 
   Status st = Loop();

@@ -57,6 +57,9 @@ struct RecordOptions {
   BlockOptions block;                // block, NVMe and interference layers (docs/block-layer.md)
   StatusLine status_line = StatusLine::kAuto;
   OnFailure on_failure = OnFailure::kTerminate;
+  // Once every target is traced and its snapshot written, one byte is written here and the
+  // descriptor closed (-1: none): a parent that must not run untraced waits for it.
+  int ready_fd = -1;
 };
 
 struct RecordOutcome {

@@ -114,6 +114,10 @@ CommandSpec SetupRecord(CLI::App& parent) {
       "--cgroup", o.cgroup,
       "Trace every process of a cgroup v2 (absolute path, or relative to the cgroup2 mount)");
   sub->add_option("--duration", o.duration_s, "Stop recording after this many seconds");
+  // For `iotwin replay --record`: a byte on this descriptor says the targets are traced.
+  sub->add_option("--ready-fd", o.ready_fd,
+                  "Write one byte to this descriptor once the targets are traced")
+      ->group("");
   sub->add_option("--user", o.user, "Run the command as this user (name or uid)");
   sub->add_flag("--fail-on-loss", o.fail_on_loss, "Exit non-zero when any event was lost");
   sub->add_option("--on-failure", o.on_failure,

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <tuple>
 
 #include "base/checked_math.h"
+#include "base/fd.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
@@ -23,24 +25,6 @@
 namespace iotwin::replay {
 
 namespace {
-
-// BPF links the process holds: the tracer is attached once it has some.
-int CountBpfLinks(pid_t pid) {
-  std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-  DIR* d = opendir(dir.c_str());
-  if (!d) return -1;
-  int n = 0;
-  while (dirent* e = readdir(d)) {
-    char target[256];
-    std::string p = dir + "/" + e->d_name;
-    ssize_t len = readlink(p.c_str(), target, sizeof target - 1);
-    if (len <= 0) continue;
-    target[len] = 0;
-    if (std::strstr(target, "bpf_link") || std::strstr(target, "bpf-link")) n++;
-  }
-  closedir(d);
-  return n;
-}
 
 class SubprocessRecorder final : public ReplayRecorder {
  public:
@@ -56,13 +40,19 @@ class SubprocessRecorder final : public ReplayRecorder {
 
   Status Start() override {
     std::string self = std::to_string(getpid());
-    std::vector<std::string> argv = {bin_, "record", "--pid", self, "-o", tmp_, "--no-status"};
+    // The tracer writes a byte on fd 3 once our pid is traced and its snapshot written
+    // (`iotwin record --ready-fd`): no replayed call runs before it, whatever the load.
+    std::vector<std::string> argv = {bin_,  "record",      "--pid", self,       "-o",
+                                     tmp_,  "--no-status", "--ready-fd", "3"};
     std::string log = output_ + ".capture.log";
     // Everything is allocated before fork: the child of a multi-threaded process may only make
     // async-signal-safe calls until it execs.
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) != 0) return Status::FromErrno(errno, "pipe for iotwin record");
+    UniqueFd ready_read(ready[0]), ready_write(ready[1]);
     int logfd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     pid_ = fork();
     if (pid_ < 0) {
@@ -74,28 +64,16 @@ class SubprocessRecorder final : public ReplayRecorder {
         dup2(logfd, 1);
         dup2(logfd, 2);
       }
+      // fd 3 without close-on-exec (dup2 onto itself would keep the flag).
+      if (ready[1] == 3) fcntl(3, F_SETFD, 0);
+      else dup2(ready[1], 3);
       setpgid(0, 0);  // a terminal's Ctrl-C reaches the replay; we stop the tracer ourselves
       execv(args[0], args.data());
       _exit(127);
     }
     if (logfd >= 0) close(logfd);
-    // Attached = BPF links present and the recorder still running; then a grace period for it
-    // to add our pid to the traced set and snapshot us from /proc.
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return Status::Io("iotwin record exited before tracing started (status {}); see {}",
-                          status, log);
-      }
-      if (CountBpfLinks(pid_) > 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        return Status::Ok();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return Status::Io("iotwin record did not attach within 30 s; see {}", log);
+    ready_write.Reset();
+    return WaitReady(ready_read.get(), log);
   }
 
   Status Finish(const std::vector<pid_t>& tids, const nlohmann::json& meta) override {
@@ -111,6 +89,38 @@ class SubprocessRecorder final : public ReplayRecorder {
   }
 
  private:
+  // Waits for the tracer's byte on `fd`; fails when it exits first or takes over 60 s.
+  Status WaitReady(int fd, const std::string& log) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    bool closed = false;
+    while (!closed && std::chrono::steady_clock::now() < deadline) {
+      pollfd p = {fd, POLLIN, 0};
+      int r = poll(&p, 1, 100);
+      if (r < 0 && errno != EINTR) return Status::FromErrno(errno, "poll on iotwin record");
+      if (r > 0) {
+        char byte = 0;
+        ssize_t n = read(fd, &byte, 1);
+        if (n == 1) return Status::Ok();
+        if (n == 0) closed = true;  // closed without the byte: it is exiting
+      }
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return Status::Io("iotwin record exited before tracing started (status {}); see {}",
+                          status, log);
+      }
+    }
+    if (closed) {
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+      return Status::Io("iotwin record exited before tracing started (status {}); see {}", status,
+                        log);
+    }
+    // Still running, never ready: the destructor stops it.
+    return Status::Io("iotwin record did not start tracing within 60 s; see {}", log);
+  }
+
   std::string bin_, output_, tmp_;
   pid_t pid_ = -1;
 };
