@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "base/fd.h"
 #include "base/page_cache.h"
 #include "replay/pacer.h"
@@ -100,7 +102,12 @@ CacheDropResult DropPageCacheBeneath(const std::vector<std::string>& bases) {
 
 void ReplayPageCacheDrop(const std::vector<std::string>& bases, ReplayStats* stats) {
   const uint64_t t0 = NowNs();
-  const CacheDropResult r = DropPageCacheBeneath(bases);
+  // On a thread of its own: the walk's calls are the replayer's, not the workload's, and
+  // --record keeps only the workers' calls. A thread shares its creator's root, cwd and mount
+  // namespace, so it sees the worker's confined view.
+  CacheDropResult r;
+  std::thread walker([&] { r = DropPageCacheBeneath(bases); });
+  walker.join();
   OpStats& s = stats->Op("page_cache_drop");
   s.count++;
   s.latency.Add(NowNs() - t0);

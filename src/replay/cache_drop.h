@@ -28,8 +28,9 @@ struct CacheDropResult {
 CacheDropResult DropPageCacheBeneath(const std::vector<std::string>& bases);
 
 class ReplayStats;
-// The replayed drop: evicts beneath `bases` and counts it as op "page_cache_drop" (its latency;
-// an error when an entry could not be opened or measured).
+// The replayed drop: evicts beneath `bases` on a short-lived thread (its calls stay out of a
+// --record trace, as the original's drop made none on the workload's files) and counts it as op
+// "page_cache_drop" (its latency; an error when an entry could not be opened or measured).
 void ReplayPageCacheDrop(const std::vector<std::string>& bases, ReplayStats* stats);
 
 }  // namespace iotwin::replay

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <unordered_set>
 
 #include "format/op_info.h"
@@ -282,10 +283,15 @@ class PosixLockOwners {
       if (fds_.erase(fd) == 0) return;
       count_.fetch_sub(1, std::memory_order_relaxed);
     }
-    struct flock all{};
-    all.l_type = F_UNLCK;
-    all.l_whence = SEEK_SET;
-    fcntl(fd, F_OFD_SETLK, &all);
+    // On a thread of its own: the release is the replayer's bookkeeping (the original's close
+    // did it), and --record keeps only the workers' calls. Closes of descriptors that took
+    // locks are few (a database's files, once each).
+    std::thread([fd] {
+      struct flock all{};
+      all.l_type = F_UNLCK;
+      all.l_whence = SEEK_SET;
+      fcntl(fd, F_OFD_SETLK, &all);
+    }).join();
   }
 
  private:

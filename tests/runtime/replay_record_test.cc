@@ -170,6 +170,44 @@ TEST(ReplayRecord, FixedMappingIntoAnUnreplayedReservationKeepsMapFixed) {
   EXPECT_EQ(file_maps, 1u);
 }
 
+// A workload's drop_caches write is replayed as an eviction of the sandbox's files, made by the
+// replayer on a thread of its own: the recording holds the workload's calls only.
+TEST(ReplayRecord, PageCacheDropLeavesNoCallsInTheRecording) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  if (!RecordAvailable()) GTEST_SKIP() << "iotwin record is not built on this branch";
+  TempDir tmp;
+  TraceBuilder b;
+  b.Thread(100, 100);
+  for (int i = 0; i < 4; i++) {
+    b.Openat(100, "/data/f" + std::to_string(i), O_RDONLY, 3, 64 << 10);
+    b.Pread(100, 3, 0, 64 << 10, 64 << 10, 64 << 10);
+    b.Close(100, 3);
+  }
+  b.Openat(100, "/proc/sys/vm/drop_caches", O_WRONLY, 4, 0);
+  b.Write(100, 4, 2, 2);
+  b.Close(100, 4);
+  b.Openat(100, "/data/f0", O_RDONLY, 3, 64 << 10);
+  b.Close(100, 3);
+  std::string orig = WriteTrace(b, tmp / "t.iotwin"), rep = tmp / "r.iotwin";
+  auto r = RunReplayCmd({orig, "--root", tmp / "root", "--pace", "fast", "--record", rep,
+                         "--json", "-q"}, 180);
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err << r.run.out;
+  EXPECT_EQ(r.summary["per_op"]["page_cache_drop"]["count"], 1) << r.summary["per_op"].dump();
+  EXPECT_EQ(r.summary["per_op"]["page_cache_drop"]["errors"], 0) << r.summary["per_op"].dump();
+  auto rm = model::LoadTraceModel(rep);
+  ASSERT_TRUE(rm.ok()) << rm.status().ToString();
+  std::map<std::string, int> calls;
+  for (const auto& th : rm.value()->threads()) {
+    for (const auto& op : th.ops) {
+      if (op.kind == model::OpKind::kSyscall) calls[std::string(OpName(op.sc.op))]++;
+    }
+  }
+  EXPECT_EQ(calls["openat"], 5);
+  EXPECT_EQ(calls["close"], 5);
+  EXPECT_EQ(calls["fadvise64"], 0);
+  EXPECT_EQ(calls["getdents64"], 0);
+}
+
 // A workload that changes directory (chdir, fchdir), replayed from another directory with a
 // relative --record path: the recording lands where the path named when the replay started.
 TEST(ReplayRecord, RelativeOutputWhenTheWorkloadChangesDirectory) {
