@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "analysis/flat_map.h"
 
@@ -130,9 +131,30 @@ double SequenceSimilarity(const std::vector<uint64_t>& a, const std::vector<uint
 }
 
 std::vector<ThreadPair> MapThreads(const std::vector<ThreadSeq>& a,
-                                   const std::vector<ThreadSeq>& b) {
+                                   const std::vector<ThreadSeq>& b,
+                                   const std::vector<std::pair<uint32_t, uint32_t>>& known) {
   std::vector<ThreadPair> pairs;
   std::vector<bool> used_a(a.size(), false), used_b(b.size(), false);
+  // tid -> the one thread of its side it names; -1 for a reused tid, which names none.
+  auto index_by_tid = [](const std::vector<ThreadSeq>& side) {
+    std::unordered_map<uint32_t, int> index;
+    for (size_t i = 0; i < side.size(); i++) {
+      auto [it, fresh] = index.emplace(side[i].tid, static_cast<int>(i));
+      if (!fresh) it->second = -1;
+    }
+    return index;
+  };
+  const auto index_a = index_by_tid(a), index_b = index_by_tid(b);
+  auto only = [](const std::unordered_map<uint32_t, int>& index, uint32_t tid) {
+    auto it = index.find(tid);
+    return it == index.end() ? -1 : it->second;
+  };
+  for (const auto& [tid_a, tid_b] : known) {
+    const int i = only(index_a, tid_a), j = only(index_b, tid_b);
+    if (i < 0 || j < 0 || used_a[static_cast<size_t>(i)] || used_b[static_cast<size_t>(j)]) continue;
+    used_a[static_cast<size_t>(i)] = used_b[static_cast<size_t>(j)] = true;
+    pairs.push_back({i, j, -1});
+  }
   auto same_rank = [](const ThreadSeq& x, const ThreadSeq& y) {
     return x.process_rank == y.process_rank && x.thread_rank == y.thread_rank;
   };

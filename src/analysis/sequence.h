@@ -36,8 +36,10 @@ struct ThreadPair {
 // Maps threads of trace A to threads of trace B: first by order of first appearance within
 // each process (process rank, thread rank), then reassigned by sequence similarity where another
 // pairing matches much better (threads started in a different order). Unpaired threads of either
-// side appear with -1 on the other.
-std::vector<ThreadPair> MapThreads(const std::vector<ThreadSeq>& a, const std::vector<ThreadSeq>& b);
+// side appear with -1 on the other. `known` pairs (tid in A, tid in B), e.g. the thread map a
+// replay recorded, are taken first where each tid names one thread on its side.
+std::vector<ThreadPair> MapThreads(const std::vector<ThreadSeq>& a, const std::vector<ThreadSeq>& b,
+                                   const std::vector<std::pair<uint32_t, uint32_t>>& known = {});
 
 // Jaccard similarity of the sets of distinct fingerprints of two sequences, estimated from
 // bottom-k sketches (exact while both have at most k distinct fingerprints).

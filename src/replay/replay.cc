@@ -367,7 +367,8 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
 
   if (recorder) {
     nlohmann::json rm = {{"source", o.trace}, {"pace", PaceName(o.pace)}, {"speed", o.speed},
-                         {"amplify", o.amplify}, {"root", o.root}};
+                         {"amplify", o.amplify}, {"root", o.root},
+                         {"thread_map", s["thread_map"]}};
     Status st = recorder->Finish(tids, rm);
     for (auto& e : engines) e->Release();
     if (!st.ok()) {

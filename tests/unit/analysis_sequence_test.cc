@@ -101,5 +101,28 @@ TEST(MapThreads, ByOrderThenBySimilarity) {
   EXPECT_EQ(p2[1].b, 1);
 }
 
+// Two readers with much the same calls that started in the other order in the replay: the
+// replay's thread map pairs them as they were replayed, where order and similarity cannot.
+TEST(MapThreads, KnownPairsFromTheReplayComeFirst) {
+  std::vector<uint64_t> r1 = {1, 2, 3, 4, 5, 6}, r2 = {6, 5, 4, 3, 2, 1};
+  std::vector<ThreadSeq> a = {{10, 10, 0, 0, &r1}, {11, 10, 0, 1, &r2}};
+  std::vector<ThreadSeq> b = {{20, 20, 0, 0, &r2}, {21, 20, 0, 1, &r1}};
+  auto guessed = MapThreads(a, b);
+  ASSERT_EQ(guessed.size(), 2u);
+  EXPECT_EQ(guessed[0].b, 0) << "similarity ties, order decides: the test no longer tests it";
+  auto known = MapThreads(a, b, {{10, 21}, {11, 20}});
+  ASSERT_EQ(known.size(), 2u);
+  EXPECT_EQ(known[0].a, 0);
+  EXPECT_EQ(known[0].b, 1);
+  EXPECT_EQ(known[1].a, 1);
+  EXPECT_EQ(known[1].b, 0);
+  // A pair naming a tid twice on a side (reused), or no thread at all, is not taken.
+  std::vector<ThreadSeq> reused = {{10, 10, 0, 0, &r1}, {10, 12, 1, 0, &r2}};
+  auto partial = MapThreads(reused, b, {{10, 21}, {99, 20}});
+  ASSERT_EQ(partial.size(), 2u);
+  EXPECT_EQ(partial[0].b, 0);
+  EXPECT_EQ(partial[1].b, 1);
+}
+
 }  // namespace
 }  // namespace iotwin::analysis
