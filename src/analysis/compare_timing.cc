@@ -9,6 +9,7 @@
 
 #include "analysis/distance.h"
 #include "analysis/report_text.h"
+#include "base/checked_math.h"
 #include "base/json_fields.h"
 
 namespace iotwin::analysis {
@@ -61,8 +62,8 @@ std::pair<uint64_t, uint64_t> BusyIdle(const CallTimeline& t) {
     uint64_t prev_end = 0;
     for (const TimedCall& c : th.calls) {
       if (c.async) continue;
-      busy += c.end - c.ts;
-      if (prev_end && c.ts > prev_end) idle += c.ts - prev_end;
+      busy = SaturatingAdd(busy, c.end - c.ts);
+      if (prev_end && c.ts > prev_end) idle = SaturatingAdd(idle, c.ts - prev_end);
       prev_end = std::max(prev_end, c.end);
     }
   }
