@@ -177,6 +177,95 @@ json Side(const std::string& path, const json& m) {
   return s;
 }
 
+// Sequence match per thread pair: compare's "threads" and the seq-match share.
+struct SequenceMatch {
+  std::vector<ThreadSeq> ta, tb;
+  std::vector<ThreadPair> pairs;
+  double share = 1.0;
+  json threads;
+};
+
+SequenceMatch MatchSequences(const Analyzer& a, const Analyzer& b, const json& mb, size_t top) {
+  SequenceMatch m;
+  std::vector<ThreadSeq>& ta = m.ta;
+  std::vector<ThreadSeq>& tb = m.tb;
+  auto seq_a = a.Sequences(), seq_b = b.Sequences();
+  for (const auto& s : seq_a) ta.push_back({s.tid, s.tgid, s.process_rank, s.thread_rank, s.ops});
+  for (const auto& s : seq_b) tb.push_back({s.tid, s.tgid, s.process_rank, s.thread_rank, s.ops});
+  m.pairs = MapThreads(ta, tb, ReplayThreadMap(mb));
+  const auto& pairs = m.pairs;
+  uint64_t matched = 0, denominator = 0;
+  bool exact = true;
+  json threads = json::array();
+  for (const ThreadPair& p : pairs) {
+    size_t na = p.a >= 0 ? ta[static_cast<size_t>(p.a)].ops->size() : 0;
+    size_t nb = p.b >= 0 ? tb[static_cast<size_t>(p.b)].ops->size() : 0;
+    LcsResult lcs;
+    if (p.a >= 0 && p.b >= 0) {
+      lcs = LongestCommonSubsequence(*ta[static_cast<size_t>(p.a)].ops, *tb[static_cast<size_t>(p.b)].ops);
+      exact = exact && lcs.exact;
+    }
+    matched += lcs.length;
+    denominator += std::max(na, nb);
+    double share = std::max(na, nb) ? static_cast<double>(lcs.length) / static_cast<double>(std::max(na, nb)) : 1.0;
+    json row = {{"original_tid", p.a >= 0 ? json(ta[static_cast<size_t>(p.a)].tid) : json(nullptr)},
+                {"original_tgid", p.a >= 0 ? json(ta[static_cast<size_t>(p.a)].tgid) : json(nullptr)},
+                {"replay_tid", p.b >= 0 ? json(tb[static_cast<size_t>(p.b)].tid) : json(nullptr)},
+                {"replay_tgid", p.b >= 0 ? json(tb[static_cast<size_t>(p.b)].tgid) : json(nullptr)},
+                {"original_ops", na},
+                {"replay_ops", nb},
+                {"matched", lcs.length},
+                {"share", Round6(share)},
+                {"exact", lcs.exact}};
+    bool identical = p.a >= 0 && p.b >= 0 && na == nb && lcs.length == na;
+    row["first_difference"] = identical ? json(nullptr) : json(lcs.first_difference);
+    threads.push_back(row);
+  }
+  double seq_match = denominator ? static_cast<double>(matched) / static_cast<double>(denominator) : 1.0;
+  std::stable_sort(threads.begin(), threads.end(), [](const json& x, const json& y) {
+    return x["share"].get<double>() < y["share"].get<double>();
+  });
+  json thread_rows = json::array();
+  for (size_t i = 0; i < threads.size() && (top == 0 || i < top); i++)
+    thread_rows.push_back(threads[i]);
+  m.threads = {{"original", ta.size()}, {"replay", tb.size()}, {"pairs", pairs.size()},
+               {"matched_ops", matched}, {"compared_ops", denominator},
+               {"exact", exact}, {"sequences_truncated", a.sequences_truncated() || b.sequences_truncated()},
+               {"rows", thread_rows}};
+  m.share = seq_match;
+  return m;
+}
+
+// Judges every computed measure against its threshold: out's "measures", "failed", "verdict".
+void Judge(const std::map<std::string, json>& values, const CompareOptions& options,
+           bool timing_judged, bool block_judged, json* out) {
+  json measures = json::array();
+  json failed = json::array();
+  for (const MeasureSpec& spec : Measures()) {
+    auto it = values.find(spec.name);
+    if (it == values.end()) continue;  // not computable for these traces (e.g. no block layer)
+    std::optional<double> threshold;
+    if (spec.enabled) threshold = spec.default_threshold;
+    if (auto o = options.thresholds.find(spec.name); o != options.thresholds.end()) threshold = o->second;
+    bool judged = threshold.has_value() && (!spec.timing || timing_judged) &&
+                  (!spec.block || block_judged || options.thresholds.count(spec.name));
+    double v = it->second["value"].get<double>();
+    bool pass = !threshold || (spec.at_least ? v >= *threshold - 1e-12 : v <= *threshold + 1e-12);
+    json m = it->second;
+    m["name"] = spec.name;
+    m["kind"] = spec.timing ? "timing" : "structural";
+    m["threshold"] = threshold ? json(*threshold) : json(nullptr);
+    m["condition"] = spec.at_least ? ">=" : "<=";
+    m["judged"] = judged;
+    m["pass"] = pass;
+    if (judged && !pass) failed.push_back(spec.name);
+    measures.push_back(m);
+  }
+  (*out)["measures"] = measures;
+  (*out)["failed"] = failed;
+  (*out)["verdict"] = failed.empty() ? "pass" : "fail";
+}
+
 // The evidence behind a FAIL: likely causes with hints, the stretch of the run that diverged
 // most, the largest stall, and per-operation latency in both traces.
 template <typename Line>
@@ -343,50 +432,9 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   };
 
   // ---- sequence match per thread
-  std::vector<ThreadSeq> ta, tb;
-  auto seq_a = a.Sequences(), seq_b = b.Sequences();
-  for (const auto& s : seq_a) ta.push_back({s.tid, s.tgid, s.process_rank, s.thread_rank, s.ops});
-  for (const auto& s : seq_b) tb.push_back({s.tid, s.tgid, s.process_rank, s.thread_rank, s.ops});
-  auto pairs = MapThreads(ta, tb, ReplayThreadMap(mb));
-  uint64_t matched = 0, denominator = 0;
-  bool exact = true;
-  json threads = json::array();
-  for (const ThreadPair& p : pairs) {
-    size_t na = p.a >= 0 ? ta[static_cast<size_t>(p.a)].ops->size() : 0;
-    size_t nb = p.b >= 0 ? tb[static_cast<size_t>(p.b)].ops->size() : 0;
-    LcsResult lcs;
-    if (p.a >= 0 && p.b >= 0) {
-      lcs = LongestCommonSubsequence(*ta[static_cast<size_t>(p.a)].ops, *tb[static_cast<size_t>(p.b)].ops);
-      exact = exact && lcs.exact;
-    }
-    matched += lcs.length;
-    denominator += std::max(na, nb);
-    double share = std::max(na, nb) ? static_cast<double>(lcs.length) / static_cast<double>(std::max(na, nb)) : 1.0;
-    json row = {{"original_tid", p.a >= 0 ? json(ta[static_cast<size_t>(p.a)].tid) : json(nullptr)},
-                {"original_tgid", p.a >= 0 ? json(ta[static_cast<size_t>(p.a)].tgid) : json(nullptr)},
-                {"replay_tid", p.b >= 0 ? json(tb[static_cast<size_t>(p.b)].tid) : json(nullptr)},
-                {"replay_tgid", p.b >= 0 ? json(tb[static_cast<size_t>(p.b)].tgid) : json(nullptr)},
-                {"original_ops", na},
-                {"replay_ops", nb},
-                {"matched", lcs.length},
-                {"share", Round6(share)},
-                {"exact", lcs.exact}};
-    bool identical = p.a >= 0 && p.b >= 0 && na == nb && lcs.length == na;
-    row["first_difference"] = identical ? json(nullptr) : json(lcs.first_difference);
-    threads.push_back(row);
-  }
-  double seq_match = denominator ? static_cast<double>(matched) / static_cast<double>(denominator) : 1.0;
-  put("seq-match", seq_match, json(U(ma["totals"], "syscalls")), json(U(mb["totals"], "syscalls")));
-  std::stable_sort(threads.begin(), threads.end(), [](const json& x, const json& y) {
-    return x["share"].get<double>() < y["share"].get<double>();
-  });
-  json thread_rows = json::array();
-  for (size_t i = 0; i < threads.size() && (options.top == 0 || i < options.top); i++)
-    thread_rows.push_back(threads[i]);
-  out["threads"] = {{"original", ta.size()}, {"replay", tb.size()}, {"pairs", pairs.size()},
-                    {"matched_ops", matched}, {"compared_ops", denominator},
-                    {"exact", exact}, {"sequences_truncated", a.sequences_truncated() || b.sequences_truncated()},
-                    {"rows", thread_rows}};
+  SequenceMatch seq = MatchSequences(a, b, mb, options.top);
+  put("seq-match", seq.share, json(U(ma["totals"], "syscalls")), json(U(mb["totals"], "syscalls")));
+  out["threads"] = seq.threads;
 
   // ---- operation counts
   std::map<std::string, std::pair<uint64_t, uint64_t>> counts;
@@ -472,10 +520,10 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   put("iops-rel-err", RelativeError(iops_a, iops_b), Round6(iops_a), Round6(iops_b));
   put("throughput-rel-err", RelativeError(bps_a, bps_b), Round6(bps_a), Round6(bps_b));
   std::vector<TimelinePair> timeline_pairs;
-  for (const ThreadPair& p : pairs) {
+  for (const ThreadPair& p : seq.pairs) {
     TimelinePair tp;
-    if (p.a >= 0) tp.a = scope_a.timeline.Find(ta[static_cast<size_t>(p.a)].tgid, ta[static_cast<size_t>(p.a)].tid);
-    if (p.b >= 0) tp.b = scope_b.timeline.Find(tb[static_cast<size_t>(p.b)].tgid, tb[static_cast<size_t>(p.b)].tid);
+    if (p.a >= 0) tp.a = scope_a.timeline.Find(seq.ta[static_cast<size_t>(p.a)].tgid, seq.ta[static_cast<size_t>(p.a)].tid);
+    if (p.b >= 0) tp.b = scope_b.timeline.Find(seq.tb[static_cast<size_t>(p.b)].tgid, seq.tb[static_cast<size_t>(p.b)].tid);
     timeline_pairs.push_back(tp);
   }
   TimingMeasures tm = MeasureTiming(scope_a.timeline, scope_b.timeline, timeline_pairs);
@@ -496,33 +544,8 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   put("latency-ks", lat_ks);
   out["distributions"] = dist;
 
-  // ---- judge
-  json measures = json::array();
-  json failed = json::array();
-  for (const MeasureSpec& spec : Measures()) {
-    auto it = values.find(spec.name);
-    if (it == values.end()) continue;  // not computable for these traces (e.g. no block layer)
-    std::optional<double> threshold;
-    if (spec.enabled) threshold = spec.default_threshold;
-    if (auto o = options.thresholds.find(spec.name); o != options.thresholds.end()) threshold = o->second;
-    bool judged = threshold.has_value() && (!spec.timing || timing_judged) &&
-                  (!spec.block || block_judged || options.thresholds.count(spec.name));
-    double v = it->second["value"].get<double>();
-    bool pass = !threshold || (spec.at_least ? v >= *threshold - 1e-12 : v <= *threshold + 1e-12);
-    json m = it->second;
-    m["name"] = spec.name;
-    m["kind"] = spec.timing ? "timing" : "structural";
-    m["threshold"] = threshold ? json(*threshold) : json(nullptr);
-    m["condition"] = spec.at_least ? ">=" : "<=";
-    m["judged"] = judged;
-    m["pass"] = pass;
-    if (judged && !pass) failed.push_back(spec.name);
-    measures.push_back(m);
-  }
-  out["measures"] = measures;
-  out["failed"] = failed;
-  out["verdict"] = failed.empty() ? "pass" : "fail";
-  out["causes"] = failed.empty() ? json::array() : LikelyCauses(out, ma, mb);
+  Judge(values, options, timing_judged, block_judged, &out);
+  out["causes"] = out["failed"].empty() ? json::array() : LikelyCauses(out, ma, mb);
   return out;
 }
 

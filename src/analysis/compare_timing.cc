@@ -370,6 +370,20 @@ json LikelyCauses(const json& result, const json& ma, const json& mb) {
       FormatDuration(std::fabs(window)), busy < 0 ? "-" : "+", FormatDuration(std::fabs(busy)),
       idle < 0 ? "-" : "+", FormatDuration(std::fabs(idle)));
   const double d2c_a = Number(ma, "block/latency_ns/D2C/p50", -1), d2c_b = Number(mb, "block/latency_ns/D2C/p50", -1);
+  const bool replay = result["pace"].is_string();
+  const char* schedule_hint = "replay overhead: see the replay's schedule error (iotwin replay "
+                              "--json: schedule_error_ns)";
+  if (failed["stall-ms"]) {
+    const json& s = t["stall"];
+    add(replay ? "the replay stalled" : "the program stalled (descheduled, or waiting)",
+        s.is_object() ? fmt::format("{} ms of idle time not made up, from call #{} of thread {} "
+                                    "(original +{} ms, replay +{} ms), shown by the {} threads running then",
+                                    s["ms"].get<double>(), U(s, "call"), U(s, "replay_tid"),
+                                    s["original_at_ms"].get<double>(), s["replay_at_ms"].get<double>(),
+                                    U(s, "threads"))
+                      : std::string("idle time not made up"),
+        schedule_hint);
+  }
   if (failed["thread-series-err"]) {
     const json& w = t["worst_thread"];
     add("threads' work happens at other points of the run (their order changed)",
@@ -379,7 +393,10 @@ json LikelyCauses(const json& result, const json& ma, const json& mb) {
                       : std::string("per-thread curves differ"),
         "see THREADS and the replay's dependency waits (iotwin replay --json)");
   }
-  if (busy > idle && busy > 0) {
+  // Rates and shape: where did the time go, into calls or between them?
+  const bool rates = failed["iops-rel-err"] || failed["throughput-rel-err"] ||
+                     failed["iops-series-err"] || failed["throughput-series-err"] || failed["iat-ks"];
+  if (rates && busy > idle && busy > 0) {
     if (cache_differs) add("cache state differs (calls slower or faster)", cache_evidence + "; " + split, cache_hint);
     if (d2c_a > 0 && d2c_b > 0) {
       add(d2c_b > d2c_a * 1.2 ? "device slower" : "calls slower (the device's own time is the same)",
@@ -391,16 +408,10 @@ json LikelyCauses(const json& result, const json& ma, const json& mb) {
           "(cache state)");
     }
   }
-  if (idle >= busy || failed["stall-ms"]) {
-    const json& s = t["stall"];
-    const bool replay = result["pace"].is_string();
+  if (rates && idle >= busy) {
     add(replay ? "replay overhead or pacing (idle time between calls differs)"
                : "the program's own time between calls differs (CPU speed or load, think time)",
-        split + (s.is_object() ? fmt::format("; largest stall {} ms before call #{} of thread {}",
-                                             s["ms"].get<double>(), U(s, "call"), U(s, "replay_tid"))
-                               : std::string()),
-        "replay overhead: see the replay's schedule error (iotwin replay --json: "
-        "schedule_error_ns)");
+        split, schedule_hint);
   }
   if (causes.empty())
     add("the replay's pace differs", split, "see the replay's schedule error (iotwin replay --json: schedule_error_ns)");

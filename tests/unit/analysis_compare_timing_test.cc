@@ -151,6 +151,9 @@ TEST(CompareTiming, AStallIsOneEveryRunningThreadShows) {
   EXPECT_NEAR(Value(r, "stall-ms"), 20.0, 0.1) << r["timing"]["stall"].dump();
   EXPECT_EQ(r["timing"]["stall"]["threads"], 2);
   EXPECT_TRUE(Failed(r, "stall-ms"));
+  ASSERT_FALSE(r["causes"].empty());
+  EXPECT_NE(r["causes"][0]["cause"].get<std::string>().find("stalled"), std::string::npos)
+      << r["causes"].dump();
   // One thread waits 20 ms (on a lock, a queue) while the other runs on: not a stall.
   Thread(&one, 101, shifted(101, 250), 4096);
   Thread(&one, 102, shifted(102, 500), 8192);
