@@ -384,7 +384,10 @@ json LikelyCauses(const json& result, const json& ma, const json& mb) {
                       : std::string("idle time not made up"),
         schedule_hint);
   }
-  if (failed["thread-series-err"]) {
+  // Threads out of place while the run as a whole keeps its shape: their order changed. With
+  // the whole shape off too, that comes first.
+  auto thread_order = [&] {
+    if (!failed["thread-series-err"]) return;
     const json& w = t["worst_thread"];
     add("threads' work happens at other points of the run (their order changed)",
         w.is_object() ? fmt::format("thread {} (replay {}) lies {} of the run away",
@@ -392,27 +395,34 @@ json LikelyCauses(const json& result, const json& ma, const json& mb) {
                                     FormatPercent(w["distance"].get<double>()))
                       : std::string("per-thread curves differ"),
         "see THREADS and the replay's dependency waits (iotwin replay --json)");
-  }
+  };
+  const bool shape = failed["iops-series-err"] || failed["throughput-series-err"];
+  if (!shape) thread_order();
   // Rates and shape: where did the time go, into calls or between them?
   const bool rates = failed["iops-rel-err"] || failed["throughput-rel-err"] ||
                      failed["iops-series-err"] || failed["throughput-series-err"] || failed["iat-ks"];
-  if (rates && busy > idle && busy > 0) {
-    if (cache_differs) add("cache state differs (calls slower or faster)", cache_evidence + "; " + split, cache_hint);
+  const bool calls_dominate = std::fabs(busy) > std::fabs(idle);
+  const char* faster_or_slower = busy > 0 ? "slower" : "faster";
+  if (rates && calls_dominate) {
+    if (cache_differs) add(fmt::format("cache state differs (calls {})", faster_or_slower), cache_evidence + "; " + split, cache_hint);
     if (d2c_a > 0 && d2c_b > 0) {
-      add(d2c_b > d2c_a * 1.2 ? "device slower" : "calls slower (the device's own time is the same)",
+      const bool device = busy > 0 ? d2c_b > d2c_a * 1.2 : d2c_b * 1.2 < d2c_a;
+      add(device ? fmt::format("device {}", faster_or_slower)
+                 : fmt::format("calls {} (the device's own time does not explain it)", faster_or_slower),
           fmt::format("block D2C p50 {} vs {}; {}", FormatDuration(d2c_a), FormatDuration(d2c_b), split),
           "device slower: see block D2C (report --json: block.latency_ns.D2C)");
     } else if (!cache_differs) {
-      add("calls slower (device or cache state)", split,
+      add(fmt::format("calls {} (device or cache state)", faster_or_slower), split,
           "record both with the block layer to tell: block D2C (device) and block read bytes "
           "(cache state)");
     }
   }
-  if (rates && idle >= busy) {
+  if (rates && !calls_dominate) {
     add(replay ? "replay overhead or pacing (idle time between calls differs)"
                : "the program's own time between calls differs (CPU speed or load, think time)",
         split, schedule_hint);
   }
+  if (shape) thread_order();
   if (causes.empty())
     add("the replay's pace differs", split, "see the replay's schedule error (iotwin replay --json: schedule_error_ns)");
   return causes;
