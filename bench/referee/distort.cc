@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <queue>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -53,9 +54,9 @@ struct CallTime {
 
 // Each wake-up (a call after at least 1 ms idle in its thread) up to `ms` late (uniform), the
 // calls that follow it back to back moving with it, as a replayer's timer and scheduler make
-// them. The order of all calls (a process's descriptor numbers follow it) and of each thread's
-// calls (one at a time) is kept: a call is never issued before the call preceding it anywhere,
-// nor before its thread's previous call returned.
+// them. What happened before stays before: a call is never issued before the call preceding
+// it anywhere, before its thread's previous call returned, nor before any call that had
+// returned when it was issued returns (a process's descriptor numbers follow that order).
 void PlanJitter(std::vector<CallTime> calls, double ms, uint64_t seed, Plan* plan) {
   std::stable_sort(calls.begin(), calls.end(),
                    [](const CallTime& x, const CallTime& y) { return x.ts < y.ts; });
@@ -67,14 +68,22 @@ void PlanJitter(std::vector<CallTime> calls, double ms, uint64_t seed, Plan* pla
     uint64_t lateness = 0;  // of its last wake-up
   };
   std::unordered_map<uint32_t, ThreadState> threads;
-  uint64_t prev = 0;
+  // Calls issued and not yet returned at the current issue time: (recorded end, distorted end).
+  std::priority_queue<std::pair<uint64_t, uint64_t>, std::vector<std::pair<uint64_t, uint64_t>>,
+                      std::greater<>> running;
+  uint64_t prev = 0, returned = 0;  // returned: latest distorted end of calls already returned
   for (const CallTime& c : calls) {
+    while (!running.empty() && running.top().first <= c.ts) {
+      returned = std::max(returned, running.top().second);
+      running.pop();
+    }
     ThreadState& t = threads[c.tid];
     if (t.end == 0 || c.ts >= t.end + 1'000'000) t.lateness = late(rng);
-    uint64_t ts = std::max({c.ts + t.lateness, prev + 1, t.free});
+    uint64_t ts = std::max({c.ts + t.lateness, prev + 1, t.free, returned});
     prev = ts;
     t.free = ts + c.dur;
     t.end = c.ts + c.dur;
+    running.emplace(c.ts + c.dur, ts + c.dur);
     plan->shifts[c.tid].emplace_back(c.ts, ts - c.ts);
   }
 }

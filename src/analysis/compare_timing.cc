@@ -19,16 +19,9 @@ using nlohmann::json;
 
 double Ms(double ns) { return std::round(ns / 1e3) / 1e3; }
 
-uint64_t U(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
-}
-
-const json* Path(const json& j, const char* path) { return json_fields::Find(j, path); }
-
+uint64_t U(const json& j, const char* key) { return json_fields::GetUint(j, key, 0); }
 double Number(const json& j, const char* path, double fallback) {
-  const json* v = Path(j, path);
-  return v && v->is_number() ? v->get<double>() : fallback;
+  return json_fields::GetDouble(j, path, fallback);
 }
 
 struct Curves {
@@ -345,7 +338,7 @@ json LikelyCauses(const json& result, const json& ma, const json& mb) {
   // Cache state: block read bytes or the read hit ratio differ.
   const uint64_t blk_a = json_fields::GetUint(ma, "amplification/block_read_bytes", 0);
   const uint64_t blk_b = json_fields::GetUint(mb, "amplification/block_read_bytes", 0);
-  const bool have_block = Path(ma, "amplification/block_read_bytes") && Path(mb, "amplification/block_read_bytes");
+  const bool have_block = json_fields::Find(ma, "amplification/block_read_bytes") && json_fields::Find(mb, "amplification/block_read_bytes");
   const double hit_a = Number(ma, "memory/read_hit_ratio", -1), hit_b = Number(mb, "memory/read_hit_ratio", -1);
   const double blk_err = RelativeError(static_cast<double>(blk_a), static_cast<double>(blk_b));
   const bool cache_differs = (have_block && blk_err > 0.10 && std::max(blk_a, blk_b) >= (1u << 20)) ||
