@@ -156,6 +156,9 @@ struct ModelBuilder::Impl {
   // Which pages the workload found in the page cache (initial_residency.h): from reads and
   // writes as the ops are built, faults and PAGE_CACHE records as they are read.
   ResidencyEvidence residency;
+  // (dev, ino) -> the file an open reached first: links CACHE_STATE records, whose path is the
+  // kernel's name for the inode (/usr/lib/... where the workload opened /lib/...), to files.
+  std::map<std::pair<uint32_t, uint64_t>, uint32_t> file_by_identity;
   std::vector<iot_block> blocks;
   std::map<std::pair<uint32_t, uint64_t>, std::vector<uint64_t>> iovecs;  // (tid, ts) -> lens
   std::map<std::pair<uint32_t, uint64_t>, uint16_t> iovec_counts;
@@ -679,6 +682,8 @@ struct ModelBuilder::Impl {
   void HandleCache(const iot_cache_state& c);
   // A buffered read or write that returned: the pages it used (initial_residency.h).
   void NoteDataPages(const SyscallStep& s);
+  // Links each cache state to its file (CacheState::file).
+  void LinkCacheStates();
   // Fills the cache states' resident extents when the trace's memory layer saw the page cache.
   void ResolveInitialResidency();
   bool PostponeDescriptorHandovers();

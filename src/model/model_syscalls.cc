@@ -218,6 +218,7 @@ bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
         }
       }
       op.file = f;
+      if (ok && f != kNone && sc.ino != 0) file_by_identity.emplace(std::make_pair(sc.dev, sc.ino), f);
       if (ok) {
         int32_t nfd = static_cast<int32_t>(sc.ret);
         uint32_t o = NewOfd(op.skip == Skip::kUnknownPath ? kNone : p, f, flags,

@@ -434,6 +434,18 @@ void ModelBuilder::Impl::HandleCache(const iot_cache_state& c) {
   m->cache_states_.push_back(cs);
 }
 
+void ModelBuilder::Impl::LinkCacheStates() {
+  for (CacheState& cs : m->cache_states_) {
+    auto by_id = file_by_identity.find({cs.dev, cs.ino});
+    if (by_id != file_by_identity.end()) {
+      cs.file = by_id->second;
+      continue;
+    }
+    auto by_path = file_by_path.find(cs.path);
+    if (by_path != file_by_path.end()) cs.file = by_path->second;
+  }
+}
+
 void ModelBuilder::Impl::ResolveInitialResidency() {
   // The header is the trace's word: anything but `true` at layers.memory.parts.cache.enabled
   // means the insertions were not recorded, and every read would look like a hit.
@@ -606,6 +618,7 @@ Status ModelBuilder::Impl::Finish() {
     if (!th.ops.empty() && th.creator == kNone) th.start_ts = std::min(th.start_ts, th.ops[0].ts);
   }
   BuildBlockRequests();
+  LinkCacheStates();
   ResolveInitialResidency();
   for (auto& [k, v] : lost) m->stats_.lost_events += v;
   m->stats_.unknown_fds = unknown_fds.size();

@@ -201,6 +201,7 @@ struct AsyncContext {
 // Initial page-cache residency of a file (IOT_REC_CACHE_STATE).
 struct CacheState {
   PathId path = kNone;
+  uint32_t file = kNone;  // the file of the same inode (or, failing that, path); kNone: none
   uint32_t dev = 0;
   uint64_t ino = 0;
   uint64_t fsize = 0;

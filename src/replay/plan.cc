@@ -69,6 +69,7 @@ Result<ReplayPlan> BuildPlan(const model::TraceModel& m, const PathMapper& mappe
   for (uint32_t f : m.InitialFileSet()) {
     const model::FileInfo& fi = m.files()[f];
     PlannedFile pf;
+    pf.file = f;
     pf.recorded = m.path(fi.path);
     pf.target = plan.targets[fi.path];
     pf.dir = fi.is_dir;

@@ -19,6 +19,7 @@
 namespace iotwin::replay {
 
 struct PlannedFile {
+  uint32_t file = model::kNone;  // model::TraceModel::files() index
   std::string recorded;
   std::string target;
   uint64_t size = 0;

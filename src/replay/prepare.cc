@@ -546,12 +546,12 @@ Status ApplyCacheState(const std::vector<ReplayPlan>& plans, CacheMode mode, Pre
     }
   }
   CacheMode effective = mode;
-  std::map<std::string, const model::CacheState*> states;
-  if (mode == CacheMode::kAsCaptured) {
-    for (const auto& plan : plans) {
-      for (const auto& cs : plan.model->cache_states()) {
-        if (cs.path != model::kNone) states[plan.model->path(cs.path)] = &cs;
-      }
+  // By the model's file (linked through the inode: the record names /usr/lib/... where the
+  // workload opened /lib/...); plans share one model.
+  std::map<uint32_t, const model::CacheState*> states;
+  if (mode == CacheMode::kAsCaptured && !plans.empty()) {
+    for (const auto& cs : plans[0].model->cache_states()) {
+      if (cs.file != model::kNone) states.emplace(cs.file, &cs);
     }
     if (states.empty()) {
       r->notes.push_back("the trace holds no initial page-cache state: starting cold");
@@ -569,7 +569,7 @@ Status ApplyCacheState(const std::vector<ReplayPlan>& plans, CacheMode mode, Pre
       if (effective == CacheMode::kWarm) {
         warm.push_back({0, f.size});
       } else if (effective == CacheMode::kAsCaptured) {
-        auto it = states.find(f.recorded);
+        auto it = states.find(f.file);
         if (it != states.end()) warm = CapturedWarmRanges(*it->second, &r->cache_files_by_extents);
       }
       ApplyFileCacheState(fd.get(), f.target, f.size, warm, &buf, r);

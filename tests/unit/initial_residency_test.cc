@@ -113,5 +113,33 @@ TEST(InitialResidency, NoExtentsWithoutTheCacheLayerOrWithLostEvents) {
   }
 }
 
+// The capture names a file's cache state by the kernel's name for the inode (/usr/lib/...), the
+// workload opens it through a symlinked directory (/lib/...): the state is the opened file's.
+TEST(InitialResidency, CacheStateLinksToTheFileOfTheSameInode) {
+  TraceBuilder b;
+  b.Thread(100, 100);
+  auto& cs = b.CacheState("/usr/lib/x86_64-linux-gnu/libc.so.6", 8192, 2, 2);
+  cs.dev = kDev;
+  cs.ino = kIno;
+  auto& open = b.Openat(100, "/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY, 3, 8192);
+  open.dev = kDev;
+  open.ino = kIno;
+  b.Close(100, 3);
+  auto& other = b.CacheState("/data/never-opened", 4096, 1, 1);
+  other.dev = kDev;
+  other.ino = kIno + 1;
+  model::ModelBuilder mb;
+  mb.SetMeta(nlohmann::json::object());
+  ASSERT_TRUE(b.Feed(mb).ok());
+  auto m = mb.Finish();
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const auto& states = m.value()->cache_states();
+  ASSERT_EQ(states.size(), 2u);
+  ASSERT_NE(states[0].file, model::kNone);
+  EXPECT_EQ(m.value()->path(m.value()->files()[states[0].file].path),
+            "/lib/x86_64-linux-gnu/libc.so.6");
+  EXPECT_EQ(states[1].file, model::kNone);
+}
+
 }  // namespace
 }  // namespace iotwin::test
