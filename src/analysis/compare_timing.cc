@@ -112,7 +112,8 @@ json MostDiverged(const CallTimeline& a, const CallTimeline& b, const Curves& ca
 constexpr uint64_t kStallSpanNs = 100'000'000;
 constexpr double kIdleTolerance = 0.02;
 
-// One thread pair's idle lag: lag[k] is the replay's extra idle time up to call k.
+// One thread pair's idle lag: lag[k] is the replay's extra idle time up to call k, counted
+// where the call was also issued that much later after its predecessor than in the original.
 struct IdleLag {
   const TimelinePair* pair = nullptr;
   std::vector<const TimedCall*> ca, cb;
@@ -136,7 +137,14 @@ IdleLag MeasureIdleLag(const CallTimeline& a, const CallTimeline& b, const Timel
     l.idle_a[k] = l.ca[k]->ts > prev_a ? static_cast<double>(l.ca[k]->ts - prev_a) : 0;
     l.idle_b[k] = l.cb[k]->ts > prev_b ? static_cast<double>(l.cb[k]->ts - prev_b) : 0;
     const double extra = l.idle_b[k] - l.idle_a[k], tolerated = l.idle_a[k] * kIdleTolerance;
-    sum += extra > tolerated ? extra - tolerated : extra < -tolerated ? extra + tolerated : 0;
+    const double idle = extra > tolerated ? extra - tolerated : extra < -tolerated ? extra + tolerated : 0;
+    // How much later than the original's the replay issued this call after its previous one.
+    const double issue = k == 0 ? idle
+                                : (static_cast<double>(l.cb[k]->ts) - static_cast<double>(l.cb[k - 1]->ts)) -
+                                      (static_cast<double>(l.ca[k]->ts) - static_cast<double>(l.ca[k - 1]->ts));
+    // Both must agree: waiting longer for a deadline after a faster call issues on time (idle
+    // up, issue not), and a slower call delays the issue without idle time.
+    sum += idle > 0 && issue > 0 ? std::min(idle, issue) : idle < 0 && issue < 0 ? std::max(idle, issue) : 0;
     l.lag[k] = sum;
     prev_a = std::max(prev_a, l.ca[k]->end);
     prev_b = std::max(prev_b, l.cb[k]->end);

@@ -164,6 +164,27 @@ TEST(CompareTiming, AStallIsOneEveryRunningThreadShows) {
   EXPECT_FALSE(Failed(w, "stall-ms"));
 }
 
+// One thread: a read `first_dur` long, then 20 more reads on the original's schedule.
+SyntheticTrace FirstCallThenSchedule(uint64_t first_dur) {
+  SyntheticTrace t;
+  t.Open(101, kStart, "/data/f", 3, kDev, 1, O_RDONLY, 100);
+  t.Io(IOT_OP_PREAD64, 101, kStart + 10'000, first_dur, 3, kDev, 1, 0, 4096, 4096, 100);
+  for (uint64_t i = 1; i <= 20; i++) {
+    t.Io(IOT_OP_PREAD64, 101, kStart + 80 * kMs + i * kMs, 20'000, 3, kDev, 1, i * 4096, 4096,
+         4096, 100);
+  }
+  t.Close(101, kStart + 102 * kMs, 3, kDev, 1, 100);
+  return t;
+}
+
+TEST(CompareTiming, WaitingForTheScheduleAfterAFasterCallIsNotAStall) {
+  // The first read took 80 ms in the original and 1 ms in the replay, which then waits 79 ms
+  // for the next call's recorded instant (original pacing): more idle time, issued on time.
+  nlohmann::json r = Compare(FirstCallThenSchedule(80 * kMs), FirstCallThenSchedule(kMs));
+  EXPECT_LT(Value(r, "stall-ms"), 0.1) << r["timing"]["stall"].dump();
+  EXPECT_FALSE(Failed(r, "stall-ms"));
+}
+
 // Thread 101 does 100 calls, each `dur` long with 980 us idle between them, then creates
 // thread 102, which starts its 100 calls 50 us later.
 SyntheticTrace CreatorThenWorker(uint64_t dur) {
