@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -598,6 +599,19 @@ struct ModelBuilder::Impl {
       covered = fm.end;
     });
     return contiguous && covered >= end && covered > start ? id : kNone;
+  }
+
+  // The mappings `process` still maps (each id once, ascending): what its exit or exec unmaps.
+  std::vector<uint32_t> LiveMappings(uint32_t process) {
+    std::vector<uint32_t> ids;
+    fd_table.ForEachMapping(process, [&](const FileMapping& fm) { ids.push_back(fm.user); });
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
+  }
+  // Declares the unmapping of `ids` (inside Push): after every use of them by other threads.
+  void DeclareUnmapped(const std::vector<uint32_t>& ids) {
+    for (uint32_t id : ids) deps.Write(ResourceKey(ResourceTag::kMapping, id));
   }
 
   void UnmapRange(uint32_t process, uint64_t start, uint64_t end) {

@@ -488,9 +488,13 @@ bool ModelBuilder::Impl::ApplyMemoryOp(SyscallStep& s) {
                    Sum(static_cast<uint64_t>(sc.ret), PageRound(sc.length)));
       }
       uint32_t mid = op.mapping;
+      // Replayed inside its live twin (Op::fixed_in), the call replaces part of that mapping:
+      // it follows the other threads' uses of it, as an unmap of the part would.
+      uint32_t replaced = op.fixed_in;
       s.declare.push_back([=, this] {
         DeclareFdUse(proc, sc.fd);
         if (mid != kNone) deps.Write(ResourceKey(ResourceTag::kMapping, mid));
+        if (replaced != kNone) deps.Write(ResourceKey(ResourceTag::kMapping, replaced));
       });
       break;
     }

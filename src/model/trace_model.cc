@@ -132,6 +132,7 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       fd_table.ForEachFd(proc, [&](int32_t fd, const Descriptor& d) {
         if (d.cloexec) closed.push_back(static_cast<uint64_t>(fd));
       });
+      const std::vector<uint32_t> unmapped = LiveMappings(proc);
       fd_table.Exec(proc);  // closes the close-on-exec descriptors, drops the mappings
       op.kind = OpKind::kExec;
       op.process = proc;
@@ -140,6 +141,7 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       m->extra_.insert(m->extra_.end(), closed.begin(), closed.end());
       Push(t, op, [&] {
         for (auto fd : closed) deps.Write(FdKey(proc, static_cast<int32_t>(fd)));
+        DeclareUnmapped(unmapped);
       });
       break;
     }
@@ -154,10 +156,13 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       if (ps.live_threads > 0) ps.live_threads--;
       op.process_exit = (p.flags & IOT_PROCF_GROUP_DEAD) || ps.live_threads == 0;
       bool dead = op.process_exit;
+      const std::vector<uint32_t> unmapped = dead ? LiveMappings(proc) : std::vector<uint32_t>{};
       Push(t, op, [&] {
         // The last thread's exit closes every descriptor of the process (numbers never named
-        // have no earlier use to follow).
+        // have no earlier use to follow) and unmaps what it maps: the replay unmaps it there,
+        // so the faults of the threads that exited before it must be replayed first.
         if (dead) ps.slots.ForEach([&](int32_t fd) { deps.Write(FdResource(proc, fd)); });
+        DeclareUnmapped(unmapped);
       });
       thread_by_tid.erase(it);
       if (op.process_exit) {
