@@ -120,7 +120,11 @@ struct IdleLag {
   std::vector<double> lag, idle_a, idle_b;
 };
 
-IdleLag MeasureIdleLag(const CallTimeline& a, const CallTimeline& b, const TimelinePair& p) {
+// `partner`: each original thread's counterpart in the replay.
+using Partners = std::map<std::pair<uint32_t, uint32_t>, const ThreadCalls*>;
+
+IdleLag MeasureIdleLag(const CallTimeline& a, const CallTimeline& b, const TimelinePair& p,
+                       const Partners& partner) {
   IdleLag l;
   l.pair = &p;
   for (const TimedCall& c : p.a->calls) if (!c.async) l.ca.push_back(&c);
@@ -132,8 +136,16 @@ IdleLag MeasureIdleLag(const CallTimeline& a, const CallTimeline& b, const Timel
   uint64_t prev_b = std::max(b.first_ns(), p.b->start_ns);
   double sum = 0;
   for (size_t k = 0; k < n; k++) {
-    prev_a = std::max(prev_a, a.OtherThreadEnd(p.a->tgid, p.a->tid, prev_a, l.ca[k]->ts));
-    prev_b = std::max(prev_b, b.OtherThreadEnd(p.b->tgid, p.b->tid, prev_b, l.cb[k]->ts));
+    const auto [end_a, other_a] = a.OtherThreadEnd(p.a->tgid, p.a->tid, prev_a, l.ca[k]->ts);
+    prev_a = std::max(prev_a, end_a);
+    prev_b = std::max(prev_b, b.OtherThreadEnd(p.b->tgid, p.b->tid, prev_b, l.cb[k]->ts).first);
+    if (end_a != 0) {
+      // The original waited for that thread here; the replay waited for its counterpart, even
+      // where the counterpart's last call ended a little after this one began (no call of a
+      // join to order them).
+      auto it = partner.find({p.a->tgid, other_a});
+      if (it != partner.end()) prev_b = std::max(prev_b, it->second->last_end_ns);
+    }
     l.idle_a[k] = l.ca[k]->ts > prev_a ? static_cast<double>(l.ca[k]->ts - prev_a) : 0;
     l.idle_b[k] = l.cb[k]->ts > prev_b ? static_cast<double>(l.cb[k]->ts - prev_b) : 0;
     const double extra = l.idle_b[k] - l.idle_a[k], tolerated = l.idle_a[k] * kIdleTolerance;
@@ -174,9 +186,13 @@ std::optional<double> StepAt(const IdleLag& l, uint64_t t) {
 json Stall(const CallTimeline& a, const CallTimeline& b, const std::vector<TimelinePair>& pairs,
            size_t* aligned) {
   std::vector<IdleLag> lags;
+  Partners partner;
+  for (const TimelinePair& p : pairs) {
+    if (p.a && p.b) partner.emplace(std::make_pair(p.a->tgid, p.a->tid), p.b);
+  }
   for (const TimelinePair& p : pairs) {
     if (!p.a || !p.b) continue;
-    IdleLag l = MeasureIdleLag(a, b, p);
+    IdleLag l = MeasureIdleLag(a, b, p, partner);
     if (!l.lag.empty()) lags.push_back(std::move(l));
   }
   *aligned = lags.size();
@@ -242,16 +258,17 @@ void CallTimeline::SetStart(uint32_t tgid, uint32_t tid, uint64_t start_ns) {
   if (it != index_.end()) threads_[it->second].start_ns = start_ns;
 }
 
-uint64_t CallTimeline::OtherThreadEnd(uint32_t tgid, uint32_t tid, uint64_t after, uint64_t upto) const {
+std::pair<uint64_t, uint32_t> CallTimeline::OtherThreadEnd(uint32_t tgid, uint32_t tid,
+                                                           uint64_t after, uint64_t upto) const {
   auto it = ends_.find(tgid);
-  if (it == ends_.end()) return 0;
+  if (it == ends_.end()) return {0, 0};
   const auto& v = it->second;
   for (auto e = std::upper_bound(v.begin(), v.end(), std::make_pair(upto, UINT32_MAX)); e != v.begin();) {
     --e;
     if (e->first <= after) break;
-    if (e->second != tid) return e->first;
+    if (e->second != tid) return *e;
   }
-  return 0;
+  return {0, 0};
 }
 
 void CallTimeline::Finish() {
@@ -261,6 +278,7 @@ void CallTimeline::Finish() {
     uint64_t end = 0;
     for (const TimedCall& c : th.calls)
       if (!c.async) end = std::max(end, c.end);
+    th.last_end_ns = end;
     if (end) ends_[th.tgid].emplace_back(end, th.tid);
   }
   for (auto& [tgid, v] : ends_) std::sort(v.begin(), v.end());

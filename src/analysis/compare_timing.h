@@ -26,6 +26,7 @@ struct TimedCall {
 struct ThreadCalls {
   uint32_t tgid = 0, tid = 0;
   uint64_t start_ns = 0;         // creation (0: unknown)
+  uint64_t last_end_ns = 0;      // completion of its last call (not async), set by Finish
   std::vector<TimedCall> calls;  // in issue order
 };
 
@@ -38,8 +39,9 @@ class CallTimeline {
   // When thread (tgid, tid) was created, if it has calls.
   void SetStart(uint32_t tgid, uint32_t tid, uint64_t start_ns);
   // The latest end (completion of its last call) of another thread of process `tgid` in
-  // (after, upto], or 0.
-  uint64_t OtherThreadEnd(uint32_t tgid, uint32_t tid, uint64_t after, uint64_t upto) const;
+  // (after, upto], and that thread's tid; {0, 0} when none.
+  std::pair<uint64_t, uint32_t> OtherThreadEnd(uint32_t tgid, uint32_t tid, uint64_t after,
+                                               uint64_t upto) const;
   // Sorts each thread's calls by issue time and fixes the window. Call once, after the last Add.
   void Finish();
 
