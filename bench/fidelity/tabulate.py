@@ -235,6 +235,11 @@ def misses(rows):
         if not timing_target and r["pace"] != "fast":
             line += " (device-bound: no timing target)"
         line += ": " + ("; ".join(items) if items else "no compare failure")
+        # compare's own account of a FAIL: the likely causes with their evidence.
+        causes = [c for c in ((r["cmp"] or {}).get("causes") or []) if isinstance(c, dict)]
+        if items and causes:
+            line += ". Measured cause (compare): " + "; also ".join(
+                f"{c.get('cause')}: {c.get('evidence')}" for c in causes[:2])
         diff = op_diff(r["cmp"])
         if diff:
             line += f". Op counts differing: {diff}"
