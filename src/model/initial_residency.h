@@ -25,6 +25,17 @@ struct PageExtent {
   bool operator==(const PageExtent&) const = default;
 };
 
+// The pages to make resident so that a file holds `count` of its `total` pages with every
+// `known` resident page among them: the known pages first; then the rest of the
+// `window`-page-aligned windows around them (the kernel maps and reads ahead a file's pages in
+// such windows: fault-around is 16 pages by default, so a workload uses pages near the ones it
+// was seen touching without a record of each); then the first pages of the file not taken yet.
+// Pages known `absent` (the kernel inserted them, or a fault missed them) are never taken.
+// Never more than `count` pages (nor `total`), unless the known pages alone are more.
+std::vector<PageExtent> PagesToWarm(const std::vector<PageExtent>& known,
+                                    const std::vector<PageExtent>& absent, uint64_t count,
+                                    uint64_t total, uint64_t window = 16);
+
 class ResidencyEvidence {
  public:
   enum class Kind : uint8_t {
@@ -36,8 +47,12 @@ class ResidencyEvidence {
   // One event on pages [first, first + pages) of file (dev, ino) at `ts`. Page counts come from
   // an untrusted trace: ranges are clipped so that first + pages never wraps.
   void Add(uint32_t dev, uint64_t ino, uint64_t ts, Kind kind, uint64_t first, uint64_t pages);
-  // The extents of (dev, ino) that were resident at start, ascending and merged.
-  std::vector<PageExtent> ResidentAtStart(uint32_t dev, uint64_t ino) const;
+  // The extents of (dev, ino) that were resident at start, and those that were not, each
+  // ascending and merged.
+  struct AtStart {
+    std::vector<PageExtent> resident, absent;
+  };
+  AtStart Decide(uint32_t dev, uint64_t ino) const;
   bool empty() const { return events_.empty(); }
 
  private:

@@ -464,7 +464,9 @@ void ModelBuilder::Impl::ResolveInitialResidency() {
     if (source_cpu.first == IOT_SRC_MEMORY && count > 0) return;
   }
   for (CacheState& cs : m->cache_states_) {
-    cs.resident_extents = residency.ResidentAtStart(cs.dev, cs.ino);
+    ResidencyEvidence::AtStart at = residency.Decide(cs.dev, cs.ino);
+    cs.resident_extents = std::move(at.resident);
+    cs.absent_extents = std::move(at.absent);
     cs.extents_known = true;
   }
 }

@@ -211,6 +211,7 @@ struct CacheState {
   // capture recorded the page cache's insertions and removals and lost none of them.
   bool extents_known = false;
   std::vector<PageExtent> resident_extents;
+  std::vector<PageExtent> absent_extents;  // pages it found missing (inserted, major-faulted)
 };
 
 // One block request as issued to the device (from IOT_REC_BLOCK ISSUE + COMPLETE).

@@ -461,23 +461,25 @@ Result<PrepareReport> PrepareSandbox(std::vector<ReplayPlan>& plans, const Repla
 
 namespace {
 
-// The byte ranges of a file to warm for --cache as-captured. The pages the workload found resident
-// when the trace says which (CacheState::resident_extents); otherwise the capture's count, taken
-// from the file's start. Numbers from the trace are multiplied saturating.
+// The byte ranges of a file to warm for --cache as-captured: the captured count of pages, with
+// the pages the workload found resident among them when the trace says which
+// (CacheState::resident_extents; model::PagesToWarm fills the rest around them, then from the
+// start); otherwise from the file's start. Numbers from the trace are multiplied saturating.
 std::vector<std::pair<uint64_t, uint64_t>> CapturedWarmRanges(const model::CacheState& cs,
                                                               uint64_t* by_extents) {
   constexpr uint64_t kPage = 4096;  // CACHE_STATE counts pages of the traced machine: 4 KiB
   std::vector<std::pair<uint64_t, uint64_t>> warm;
   if (cs.resident_pages == 0) return warm;
+  std::vector<model::PageExtent> known, absent;
   if (cs.extents_known && cs.resident_pages < cs.total_pages) {
     (*by_extents)++;
-    for (const auto& x : cs.resident_extents) {
-      warm.push_back({SaturatingMul(x.first, kPage),
-                      SaturatingMul(SaturatingAdd(x.first, x.pages), kPage)});
-    }
-    return warm;
+    known = cs.resident_extents;
+    absent = cs.absent_extents;
   }
-  warm.push_back({0, SaturatingMul(cs.resident_pages, kPage)});
+  for (const auto& x : model::PagesToWarm(known, absent, cs.resident_pages, cs.total_pages)) {
+    warm.push_back({SaturatingMul(x.first, kPage),
+                    SaturatingMul(SaturatingAdd(x.first, x.pages), kPage)});
+  }
   return warm;
 }
 

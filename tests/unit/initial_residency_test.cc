@@ -21,8 +21,8 @@ constexpr uint64_t kIno = 77;
 TEST(InitialResidency, ReadWithoutInsertionWasResident) {
   ResidencyEvidence e;
   e.Add(kDev, kIno, 10, K::kUsed, 0, 4);
-  EXPECT_EQ(e.ResidentAtStart(kDev, kIno), (std::vector<PageExtent>{{0, 4}}));
-  EXPECT_TRUE(e.ResidentAtStart(kDev, kIno + 1).empty());
+  EXPECT_EQ(e.Decide(kDev, kIno).resident, (std::vector<PageExtent>{{0, 4}}));
+  EXPECT_TRUE(e.Decide(kDev, kIno + 1).resident.empty());
 }
 
 TEST(InitialResidency, PagesInsertedBeforeTheReadReturnedWereNot) {
@@ -30,7 +30,7 @@ TEST(InitialResidency, PagesInsertedBeforeTheReadReturnedWereNot) {
   e.Add(kDev, kIno, 10, K::kUsed, 0, 4);     // the read returned at 10
   e.Add(kDev, kIno, 5, K::kInserted, 0, 2);  // its miss inserted pages 0-1 at 5
   e.Add(kDev, kIno, 10, K::kInserted, 3, 1); // and page 3 at the same instant it returned
-  EXPECT_EQ(e.ResidentAtStart(kDev, kIno), (std::vector<PageExtent>{{2, 1}}));
+  EXPECT_EQ(e.Decide(kDev, kIno).resident, (std::vector<PageExtent>{{2, 1}}));
 }
 
 TEST(InitialResidency, FirstEventDecides) {
@@ -42,21 +42,44 @@ TEST(InitialResidency, FirstEventDecides) {
   e.Add(kDev, kIno, 5, K::kUsed, 20, 1);
   e.Add(kDev, kIno, 6, K::kRemoved, 30, 3);   // removed before any insertion: resident
   e.Add(kDev, kIno, 7, K::kUsed, 9, 1);       // adjacent to page 8: merged
-  EXPECT_EQ(e.ResidentAtStart(kDev, kIno), (std::vector<PageExtent>{{8, 2}, {30, 3}}));
+  EXPECT_EQ(e.Decide(kDev, kIno).resident, (std::vector<PageExtent>{{8, 2}, {30, 3}}));
+  EXPECT_EQ(e.Decide(kDev, kIno).absent, (std::vector<PageExtent>{{20, 1}}));
 }
 
 TEST(InitialResidency, OverlappingEventsSplitAtDecidedPages) {
   ResidencyEvidence e;
   e.Add(kDev, kIno, 1, K::kInserted, 4, 2);  // 4-5 absent
   e.Add(kDev, kIno, 2, K::kUsed, 0, 10);     // 0-3 and 6-9 resident
-  EXPECT_EQ(e.ResidentAtStart(kDev, kIno), (std::vector<PageExtent>{{0, 4}, {6, 4}}));
+  EXPECT_EQ(e.Decide(kDev, kIno).resident, (std::vector<PageExtent>{{0, 4}, {6, 4}}));
 }
 
 TEST(InitialResidency, HugeRangesFromATraceNeverWrap) {
   ResidencyEvidence e;
   e.Add(kDev, kIno, 1, K::kUsed, UINT64_MAX - 2, UINT64_MAX);
   e.Add(kDev, kIno, 2, K::kInserted, UINT64_MAX - 1, 5);
-  EXPECT_EQ(e.ResidentAtStart(kDev, kIno), (std::vector<PageExtent>{{UINT64_MAX - 2, 2}}));
+  EXPECT_EQ(e.Decide(kDev, kIno).resident, (std::vector<PageExtent>{{UINT64_MAX - 2, 2}}));
+}
+
+TEST(InitialResidency, PagesToWarmKnownFirstThenTheirWindowsThenTheStart) {
+  using model::PagesToWarm;
+  // Known pages 20-21 of 100; 10 to warm: the known two, then their 16-page window (16-31)
+  // until the budget runs out.
+  EXPECT_EQ(PagesToWarm({{20, 2}}, {}, 10, 100), (std::vector<PageExtent>{{16, 10}}));
+  // The window filled (16-31, 16 pages), then the file's start.
+  EXPECT_EQ(PagesToWarm({{20, 2}}, {}, 20, 100), (std::vector<PageExtent>{{0, 4}, {16, 16}}));
+  // Nothing known: the first pages, as with a count alone.
+  EXPECT_EQ(PagesToWarm({}, {}, 5, 100), (std::vector<PageExtent>{{0, 5}}));
+  // The known pages stay even beyond the count; windows stop at the file's end.
+  EXPECT_EQ(PagesToWarm({{0, 3}, {97, 3}}, {}, 2, 100), (std::vector<PageExtent>{{0, 3}, {97, 3}}));
+  // Page 98 and its window 96-99 (4), then 46 from the start.
+  EXPECT_EQ(PagesToWarm({{98, 1}}, {}, 50, 100), (std::vector<PageExtent>{{0, 46}, {96, 4}}));
+  // A count beyond the file warms all of it; huge numbers from a trace never wrap.
+  EXPECT_EQ(PagesToWarm({{3, 1}}, {}, UINT64_MAX, 8), (std::vector<PageExtent>{{0, 8}}));
+  // Pages the workload found missing are never warmed: 16-17 and 0-9 are skipped.
+  EXPECT_EQ(PagesToWarm({{20, 2}}, {{16, 2}, {0, 10}}, 20, 100),
+            (std::vector<PageExtent>{{10, 6}, {18, 14}}));
+  EXPECT_EQ(PagesToWarm({{UINT64_MAX - 4, 2}}, {}, 3, UINT64_MAX),
+            (std::vector<PageExtent>{{UINT64_MAX - 15, 1}, {UINT64_MAX - 4, 2}}));
 }
 
 // A partially cached file: the workload reads pages 0-3 (hits) and 4-7 (the kernel inserts
