@@ -312,7 +312,12 @@ void ReplayEngine::Wait() {
     Futex(&finished_, FUTEX_WAIT_PRIVATE, f, nullptr);
   }
   live_end_ = live_start_;
-  for (auto& w : workers_) live_end_ = std::max(live_end_, w->finish_ns);
+  for (auto& w : workers_) {
+    live_end_ = std::max(live_end_, w->finish_ns);
+    if (w->first_issue_ns == 0) continue;
+    first_issue_ = first_issue_ == 0 ? w->first_issue_ns : std::min(first_issue_, w->first_issue_ns);
+    last_issue_ = std::max(last_issue_, w->last_issue_ns);
+  }
   // Whatever is still open or mapped (processes that never exited in the trace).
   Bookkeep([this] {
     for (uint32_t p = 0; p < tables_.size(); p++) {

@@ -65,6 +65,9 @@ class ReplayEngine {
   // warning saying how many are not, and why.
   std::string ConfinementNote() const;
   uint64_t live_end() const { return live_end_; }
+  // The first and last call or request any worker issued (0 when none), after Wait().
+  uint64_t first_issue() const { return first_issue_; }
+  uint64_t last_issue() const { return last_issue_; }
 
   // Progress, readable at any time from another thread.
   uint64_t ops_done() const;
@@ -110,6 +113,7 @@ class ReplayEngine {
   int sink_fd_ = -1;                                 // sendfile to an unknown descriptor
   uint64_t ops_total_ = 0;
   uint64_t live_start_ = 0, live_end_ = 0;
+  uint64_t first_issue_ = 0, last_issue_ = 0;
 
   std::atomic<bool> started_{false};
   std::atomic<uint32_t> gate_{0};

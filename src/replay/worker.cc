@@ -312,6 +312,7 @@ void ReplayEngine::Worker::ReplaySyncOp(const Op& op, uint32_t index, uint64_t i
   }
   // Issued just now when paced (the clock read is reused); otherwise read it here.
   const uint64_t t0 = paced_ ? issued : NowNs();
+  if (op.kind == OpKind::kSyscall) NoteIssued(t0);
   const int64_t result = backend_->Execute(t.args);
   const uint64_t t1 = NowNs();
   if (op.kind == OpKind::kSyscall) ApplyEffects(op, t.args, result);
@@ -649,7 +650,9 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
     HandleCompletions(e, n);
   }
   const bool moves_data = write || kind == iotwin::AsyncKind::kRead;
-  outstanding_.push_back(Outstanding{index, op.end, NowNs(), e, moves_data});
+  const uint64_t queued = NowNs();
+  NoteIssued(queued);
+  outstanding_.push_back(Outstanding{index, op.end, queued, e, moves_data});
   carried_batch_ = NextOpCarries(index);
   if (!carried_batch_) e->Flush();
   prev_rec_end_ = std::max(prev_rec_end_, op.ts);
@@ -677,6 +680,7 @@ bool ReplayEngine::Worker::NextOpCarries(uint32_t index) const {
 [[gnu::always_inline]]
 void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
   uint64_t t0 = NowNs();
+  NoteIssued(t0);
   uint16_t code = op.sc.op;
   if ((code == IOT_OP_IO_SETUP || code == IOT_OP_IO_URING_SETUP) && op.async_ctx != model::kNone &&
       op.async_ctx < engines_.size()) {
@@ -701,6 +705,7 @@ void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
 // descriptor: the engine owns it). Its requests complete first.
 void ReplayEngine::Worker::CloseRing(const Op& op, uint32_t index) {
   uint64_t t0 = NowNs();
+  NoteIssued(t0);
   AsyncEngine* e = engines_[op.async_ctx].get();
   // A failed submission leaves nothing to wait for: its requests are dropped below.
   const bool submitted = !e->queued() || e->Flush() >= 0;

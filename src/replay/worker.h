@@ -52,6 +52,10 @@ struct ReplayEngine::Worker {
   Status Allocate(size_t thread_count, uint64_t* ops_total);
   // The thread body: prepares, parks at the start gate, replays, parks until released.
   void Run();
+  void NoteIssued(uint64_t t) {
+    if (first_issue_ns == 0) first_issue_ns = t;
+    last_issue_ns = t;
+  }
 
   const uint32_t thread;
   std::thread th;
@@ -62,6 +66,9 @@ struct ReplayEngine::Worker {
   alignas(64) std::atomic<uint64_t> done_ops{0};
   std::atomic<int64_t> lateness{0};
   uint64_t finish_ns = 0;
+  // The first and last system call or async request this worker issued (0: none): the
+  // replay's active window, as compare measures it on a recording of the replay.
+  uint64_t first_issue_ns = 0, last_issue_ns = 0;
 
  private:
   // An op's live arguments, or why they cannot be built.

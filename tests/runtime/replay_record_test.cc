@@ -132,6 +132,17 @@ TEST(ReplayRecord, RecordedReplayMatchesTheOriginalOpByOp) {
   }
   EXPECT_GE(threads, 5u);  // main, 3 workers, the child
   EXPECT_GT(compared, 100u);
+
+  // The replay's own window (first to last call issued) is the one compare measures on its
+  // recording, give or take the tracer's entry time per call; duration_s also holds the start
+  // gate and the teardown.
+  RunResult cmp = test::Run({IotwinBin(), "compare", orig, rep, "--json"}, 120);
+  nlohmann::json cj = nlohmann::json::parse(cmp.out, nullptr, false);
+  ASSERT_TRUE(cj.is_object()) << cmp.err << cmp.out;
+  const double compare_window_s = cj["timing"]["window"]["replay"]["ns"].get<double>() / 1e9;
+  const double replay_window_s = r.summary["window_s"].get<double>();
+  EXPECT_NEAR(replay_window_s, compare_window_s, 0.001 + 0.02 * compare_window_s);
+  EXPECT_LE(replay_window_s, r.summary["duration_s"].get<double>());
   RunResult rm_rf = test::Run({"/bin/rm", "-rf", base}, 60);
 }
 
