@@ -378,6 +378,73 @@ Status ParseThreshold(const std::string& spec, CompareOptions* options) {
   return Status::Ok();
 }
 
+namespace {
+
+// Every measure's value, with the original's and the replay's figures: name -> {value, original,
+// replay}.
+using Values = std::map<std::string, json>;
+
+void Put(Values* values, const char* name, double value, json orig = nullptr, json repl = nullptr) {
+  (*values)[name] = {{"value", Round6(value)}, {"original", std::move(orig)}, {"replay", std::move(repl)}};
+}
+
+// Request sizes and offsets per direction: the worst KS and JS distances as measures, and the
+// per-direction detail.
+json CompareDistributions(const Analyzer& a, const Analyzer& b, Values* values) {
+  double size_ks = 0, size_js = 0, off_ks = 0, off_js = 0;
+  json dist = json::object();
+  for (int dir = 0; dir < 2; dir++) {
+    const double sk = KsDistance(a.request_sizes(dir), b.request_sizes(dir));
+    const double sj = JsDistance(a.request_sizes(dir), b.request_sizes(dir));
+    const double ok = KsDistance(a.offsets(dir), b.offsets(dir));
+    const double oj = JsDistance(a.offsets(dir), b.offsets(dir));
+    size_ks = std::max(size_ks, sk);
+    size_js = std::max(size_js, sj);
+    off_ks = std::max(off_ks, ok);
+    off_js = std::max(off_js, oj);
+    dist[dir == 0 ? "read" : "write"] = {
+        {"size_ks", Round6(sk)}, {"size_js", Round6(sj)}, {"offset_ks", Round6(ok)},
+        {"offset_js", Round6(oj)},
+        {"size_p50", {a.request_sizes(dir).Percentile(50), b.request_sizes(dir).Percentile(50)}},
+        {"size_p99", {a.request_sizes(dir).Percentile(99), b.request_sizes(dir).Percentile(99)}}};
+  }
+  Put(values, "size-ks", size_ks);
+  Put(values, "size-js", size_js);
+  Put(values, "offset-ks", off_ks);
+  Put(values, "offset-js", off_js);
+  return dist;
+}
+
+// The block streams of both traces (null when either has none): requests, bytes, sizes and the
+// read share as measures.
+json CompareBlock(const Analyzer& a, const json& ma, const Analyzer& b, const json& mb,
+                  Values* values) {
+  if (!ma["block"].is_object() || !mb["block"].is_object()) return nullptr;
+  const json& ba = ma["block"];
+  const json& bb = mb["block"];
+  uint64_t req_a = U(ba, "requests"), req_b = U(bb, "requests");
+  uint64_t by_a = U(ba["read"], "bytes") + U(ba["write"], "bytes");
+  uint64_t by_b = U(bb["read"], "bytes") + U(bb["write"], "bytes");
+  double share_a = ba["mix"]["read_ops_share"].get<double>();
+  double share_b = bb["mix"]["read_ops_share"].get<double>();
+  double ks = std::max(KsDistance(a.block_sizes(0), b.block_sizes(0)),
+                       KsDistance(a.block_sizes(1), b.block_sizes(1)));
+  Put(values, "block-requests-rel-err",
+      RelativeError(static_cast<double>(req_a), static_cast<double>(req_b)), req_a, req_b);
+  Put(values, "block-bytes-rel-err",
+      RelativeError(static_cast<double>(by_a), static_cast<double>(by_b)), by_a, by_b);
+  Put(values, "block-size-ks", ks);
+  Put(values, "block-read-share-diff", std::fabs(share_a - share_b), share_a, share_b);
+  return {{"original", {{"requests", req_a}, {"bytes", by_a}, {"read_share", share_a},
+                        {"read", ba["read"].value("dominant", json(nullptr))},
+                        {"write", ba["write"].value("dominant", json(nullptr))}}},
+          {"replay", {{"requests", req_b}, {"bytes", by_b}, {"read_share", share_b},
+                      {"read", bb["read"].value("dominant", json(nullptr))},
+                      {"write", bb["write"].value("dominant", json(nullptr))}}}};
+}
+
+}  // namespace
+
 Result<json> CompareTraces(const std::string& original, const std::string& replay,
                            const CompareOptions& options) {
   TraceAnalysisOptions ao;
@@ -426,9 +493,9 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   bool block_judged = moved_a > 0 && U(ma["totals"], "direct_bytes") * 100 >= moved_a * 99;
   out["block_judged"] = block_judged;
 
-  std::map<std::string, json> values;  // name -> {original, replay, value}
+  Values values;
   auto put = [&](const char* name, double value, json orig = nullptr, json repl = nullptr) {
-    values[name] = {{"value", Round6(value)}, {"original", orig}, {"replay", repl}};
+    Put(&values, name, value, std::move(orig), std::move(repl));
   };
 
   // ---- sequence match per thread
@@ -460,53 +527,10 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
       bytes_a, bytes_b);
 
   // ---- distributions
-  double size_ks = 0, size_js = 0, off_ks = 0, off_js = 0;
-  for (int dir = 0; dir < 2; dir++) {
-    size_ks = std::max(size_ks, KsDistance(a.request_sizes(dir), b.request_sizes(dir)));
-    size_js = std::max(size_js, JsDistance(a.request_sizes(dir), b.request_sizes(dir)));
-    off_ks = std::max(off_ks, KsDistance(a.offsets(dir), b.offsets(dir)));
-    off_js = std::max(off_js, JsDistance(a.offsets(dir), b.offsets(dir)));
-  }
-  put("size-ks", size_ks);
-  put("size-js", size_js);
-  put("offset-ks", off_ks);
-  put("offset-js", off_js);
-  json dist = json::object();
-  for (int dir = 0; dir < 2; dir++) {
-    const char* d = dir == 0 ? "read" : "write";
-    dist[d] = {{"size_ks", Round6(KsDistance(a.request_sizes(dir), b.request_sizes(dir)))},
-               {"size_js", Round6(JsDistance(a.request_sizes(dir), b.request_sizes(dir)))},
-               {"offset_ks", Round6(KsDistance(a.offsets(dir), b.offsets(dir)))},
-               {"offset_js", Round6(JsDistance(a.offsets(dir), b.offsets(dir)))},
-               {"size_p50", {a.request_sizes(dir).Percentile(50), b.request_sizes(dir).Percentile(50)}},
-               {"size_p99", {a.request_sizes(dir).Percentile(99), b.request_sizes(dir).Percentile(99)}}};
-  }
+  json dist = CompareDistributions(a, b, &values);
 
   // ---- block streams
-  bool block = ma["block"].is_object() && mb["block"].is_object();
-  if (block) {
-    const json& ba = ma["block"];
-    const json& bb = mb["block"];
-    uint64_t req_a = U(ba, "requests"), req_b = U(bb, "requests");
-    uint64_t by_a = U(ba["read"], "bytes") + U(ba["write"], "bytes");
-    uint64_t by_b = U(bb["read"], "bytes") + U(bb["write"], "bytes");
-    double share_a = ba["mix"]["read_ops_share"].get<double>();
-    double share_b = bb["mix"]["read_ops_share"].get<double>();
-    double ks = std::max(KsDistance(a.block_sizes(0), b.block_sizes(0)),
-                         KsDistance(a.block_sizes(1), b.block_sizes(1)));
-    put("block-requests-rel-err", RelativeError(static_cast<double>(req_a), static_cast<double>(req_b)), req_a, req_b);
-    put("block-bytes-rel-err", RelativeError(static_cast<double>(by_a), static_cast<double>(by_b)), by_a, by_b);
-    put("block-size-ks", ks);
-    put("block-read-share-diff", std::fabs(share_a - share_b), share_a, share_b);
-    out["block"] = {{"original", {{"requests", req_a}, {"bytes", by_a}, {"read_share", share_a},
-                                  {"read", ba["read"].value("dominant", json(nullptr))},
-                                  {"write", ba["write"].value("dominant", json(nullptr))}}},
-                    {"replay", {{"requests", req_b}, {"bytes", by_b}, {"read_share", share_b},
-                                {"read", bb["read"].value("dominant", json(nullptr))},
-                                {"write", bb["write"].value("dominant", json(nullptr))}}}};
-  } else {
-    out["block"] = nullptr;
-  }
+  out["block"] = CompareBlock(a, ma, b, mb, &values);
 
   // ---- timing, over each trace's active window (first to last judged call issued)
   auto rate = [](uint64_t v, uint64_t span) {
