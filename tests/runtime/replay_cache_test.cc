@@ -38,25 +38,30 @@ std::string WeightsTrace(const TempDir& tmp) {
   return WriteTrace(b, tmp / "t.iotwin");
 }
 
-// Pages of `path` in the page cache, or -1 when it cannot be mapped.
-long ResidentPages(const std::string& path) {
+// Pages [first, first + n) of `path` in the page cache, or -1 when it cannot be mapped.
+long ResidentPagesIn(const std::string& path, long first, long n) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
-  struct stat st;
   long resident = -1;
-  if (fstat(fd, &st) == 0 && st.st_size > 0) {
-    void* map = mmap(nullptr, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    if (map != MAP_FAILED) {
-      std::vector<unsigned char> vec((st.st_size + PageBytes() - 1) / PageBytes());
-      if (mincore(map, st.st_size, vec.data()) == 0) {
-        resident = 0;
-        for (unsigned char v : vec) resident += v & 1;
-      }
-      munmap(map, st.st_size);
+  void* map = mmap(nullptr, static_cast<size_t>(n * PageBytes()), PROT_READ, MAP_SHARED, fd,
+                   first * PageBytes());
+  if (map != MAP_FAILED) {
+    std::vector<unsigned char> vec(static_cast<size_t>(n));
+    if (mincore(map, static_cast<size_t>(n * PageBytes()), vec.data()) == 0) {
+      resident = 0;
+      for (unsigned char v : vec) resident += v & 1;
     }
+    munmap(map, static_cast<size_t>(n * PageBytes()));
   }
   close(fd);
   return resident;
+}
+
+// Pages of `path` in the page cache, or -1 when it cannot be measured.
+long ResidentPages(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || st.st_size <= 0) return -1;
+  return ResidentPagesIn(path, 0, (st.st_size + PageBytes() - 1) / PageBytes());
 }
 
 // The preparation has just written the file: cold must still leave none of its pages cached.
@@ -116,25 +121,6 @@ TEST(ReplayCache, AsCapturedReportsTheMeasuredResidency) {
   // Readahead may bring in a little more than was read; never less.
   EXPECT_GE(prep["cache_pages_resident"].get<long>(), pages / 4) << prep.dump();
   EXPECT_LT(prep["cache_pages_resident"].get<long>(), pages) << prep.dump();
-}
-
-// Pages [first, first + n) of `path` in the page cache, or -1 when it cannot be mapped.
-long ResidentPagesIn(const std::string& path, long first, long n) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  long resident = -1;
-  void* map = mmap(nullptr, static_cast<size_t>(n * PageBytes()), PROT_READ, MAP_SHARED, fd,
-                   first * PageBytes());
-  if (map != MAP_FAILED) {
-    std::vector<unsigned char> vec(static_cast<size_t>(n));
-    if (mincore(map, static_cast<size_t>(n * PageBytes()), vec.data()) == 0) {
-      resident = 0;
-      for (unsigned char v : vec) resident += v & 1;
-    }
-    munmap(map, static_cast<size_t>(n * PageBytes()));
-  }
-  close(fd);
-  return resident;
 }
 
 // The capture counted 256 resident pages, and its page-cache records show which: the workload
