@@ -157,6 +157,7 @@ struct ModelBuilder::Impl {
   // Which pages the workload found in the page cache (initial_residency.h): from reads and
   // writes as the ops are built, faults and PAGE_CACHE records as they are read.
   ResidencyEvidence residency;
+  bool page_cache_recorded = false;  // the header says the memory layer recorded the page cache
   // (dev, ino) -> the file an open reached first: links CACHE_STATE records, whose path is the
   // kernel's name for the inode (/usr/lib/... where the workload opened /lib/...), to files.
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> file_by_identity;

@@ -58,6 +58,7 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
 
 void ModelBuilder::Impl::NoteDataPages(const SyscallStep& s) {
   const iot_syscall& sc = s.sc;
+  if (!page_cache_recorded) return;
   if (!s.ok || sc.ret <= 0 || sc.ftype != kFtypeRegular || s.op.ofd == kNone) return;
   if (!OpIsRead(sc.op) && !OpIsWrite(sc.op)) return;
   const OpenFileDescription* d = fd_table.Description(ofds[s.op.ofd].desc);

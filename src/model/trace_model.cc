@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/json_fields.h"
 #include "format/op_info.h"
 #include "format/records.h"
 #include "model/model_builder_impl.h"
@@ -452,14 +453,7 @@ void ModelBuilder::Impl::LinkCacheStates() {
 }
 
 void ModelBuilder::Impl::ResolveInitialResidency() {
-  // The header is the trace's word: anything but `true` at layers.memory.parts.cache.enabled
-  // means the insertions were not recorded, and every read would look like a hit.
-  const nlohmann::json* node = &m->meta_;
-  for (const char* key : {"layers", "memory", "parts", "cache", "enabled"}) {
-    if (!node->is_object() || !node->contains(key)) return;
-    node = &(*node)[key];
-  }
-  if (!node->is_boolean() || !node->get<bool>()) return;
+  if (!page_cache_recorded) return;
   for (const auto& [source_cpu, count] : lost) {
     if (source_cpu.first == IOT_SRC_MEMORY && count > 0) return;
   }
@@ -689,7 +683,13 @@ ModelBuilder::ModelBuilder(ModelOptions options) : impl_(std::make_unique<Impl>(
 }
 ModelBuilder::~ModelBuilder() = default;
 
-void ModelBuilder::SetMeta(const nlohmann::json& meta) { impl_->m->meta_ = meta; }
+void ModelBuilder::SetMeta(const nlohmann::json& meta) {
+  impl_->m->meta_ = meta;
+  // The header is the trace's word: anything but `true` means the page cache's insertions were
+  // not recorded, so every read would look like a hit; no evidence is gathered then.
+  impl_->page_cache_recorded =
+      json_fields::GetBool(meta, "layers/memory/parts/cache/enabled", false);
+}
 
 void ModelBuilder::ReadStringsFrom(const TraceReader* reader) { impl_->string_reader = reader; }
 
@@ -763,6 +763,7 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
       const auto& pf = As<iot_page_fault>(rec);
       s.faults.push_back(pf);
       push(Impl::kEvFault, static_cast<uint32_t>(s.faults.size() - 1), pf.ts);
+      if (!s.page_cache_recorded) break;
       using K = ResidencyEvidence::Kind;
       if (pf.flags & IOT_PFF_MAJOR) {
         s.residency.Add(pf.dev, pf.ino, pf.ts, K::kMissed, pf.pgoff, 1);
@@ -776,6 +777,7 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
     case IOT_REC_PAGE_CACHE: {
       const auto& pc = As<iot_page_cache>(rec);
       using K = ResidencyEvidence::Kind;
+      if (!s.page_cache_recorded) break;
       if (pc.kind == IOT_PC_ADD) s.residency.Add(pc.dev, pc.ino, pc.ts, K::kInserted, pc.index, pc.nr_pages);
       if (pc.kind == IOT_PC_DELETE) s.residency.Add(pc.dev, pc.ino, pc.ts, K::kRemoved, pc.index, pc.nr_pages);
       break;
