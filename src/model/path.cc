@@ -75,6 +75,41 @@ bool IsPseudoFsPath(std::string_view p) {
   return false;
 }
 
+FileKind ClassifyFile(uint16_t ftype, std::string_view normalized, bool types_recorded) {
+  switch (ftype) {
+    case 1: return FileKind::kPipe;
+    case 2: return FileKind::kCharDevice;
+    case 6: return FileKind::kStorage;  // a block device, wherever its node is
+    case 12: return FileKind::kSocket;
+    default: break;
+  }
+  if (!normalized.empty() && normalized[0] == '/' && IsPseudoFsPath(normalized))
+    return FileKind::kPseudoFs;
+  if (ftype == 0 && types_recorded) return FileKind::kAnonInode;
+  return FileKind::kStorage;
+}
+
+std::string_view FileKindName(FileKind kind) {
+  switch (kind) {
+    case FileKind::kStorage: return "storage";
+    case FileKind::kPipe: return "pipe";
+    case FileKind::kSocket: return "socket";
+    case FileKind::kCharDevice: return "char device";
+    case FileKind::kAnonInode: return "anon inode";
+    case FileKind::kPseudoFs: return "pseudo fs";
+  }
+  return "storage";
+}
+
+std::string_view FileKindKey(FileKind kind) {
+  switch (kind) {
+    case FileKind::kCharDevice: return "char_device";
+    case FileKind::kAnonInode: return "anon_inode";
+    case FileKind::kPseudoFs: return "pseudo_fs";
+    default: return FileKindName(kind);
+  }
+}
+
 std::string RelativePath(std::string_view from, std::string_view to) {
   // Longest common prefix ending at a component boundary.
   size_t common = 0, i = 0;

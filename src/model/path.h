@@ -4,6 +4,7 @@
 // touches the file system: the traced machine's file system is not the one we run on.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -43,6 +44,28 @@ std::string RelativePath(std::string_view from_dir, std::string_view to);
 // Paths on kernel pseudo file systems (/proc, /sys, /dev except /dev/shm): their I/O is not
 // storage I/O and cannot be recreated in a sandbox, so models mark them and replay skips them.
 bool IsPseudoFsPath(std::string_view normalized);
+
+// What a file is to an I/O report: storage (regular files, directories, block devices, and
+// files of unknown type) or one of the kinds that are not storage. Computed once here, from the
+// file's recorded type and its normalised path, for every consumer.
+enum class FileKind : uint8_t {
+  kStorage = 0,
+  kPipe,        // S_IFIFO
+  kSocket,      // S_IFSOCK
+  kCharDevice,  // S_IFCHR: ttys, /dev/null, ...
+  kAnonInode,   // no file type on a capture that records types: eventfd, epoll, timerfd, ...
+  kPseudoFs,    // a regular file or directory on /proc, /sys or /dev (IsPseudoFsPath)
+};
+inline constexpr int kFileKinds = 6;
+// `ftype` is S_IFMT >> 12 as recorded (0: unknown); `normalized` the file's absolute path, or
+// empty when unknown; `types_recorded`: the trace records every file's type (a live capture,
+// where 0 means an anonymous inode; imports leave types they cannot see at 0).
+FileKind ClassifyFile(uint16_t ftype, std::string_view normalized, bool types_recorded);
+inline bool IsStorage(FileKind kind) { return kind == FileKind::kStorage; }
+// "storage", "pipe", "socket", "char device", "anon inode", "pseudo fs".
+std::string_view FileKindName(FileKind kind);
+// The JSON key of a kind: "storage", "pipe", "socket", "char_device", "anon_inode", "pseudo_fs".
+std::string_view FileKindKey(FileKind kind);
 
 // The kernel's page-cache drop knob (Documentation/admin-guide/sysctl/vm.rst, drop_caches).
 inline constexpr std::string_view kDropCachesPath = "/proc/sys/vm/drop_caches";
