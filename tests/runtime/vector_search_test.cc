@@ -4,6 +4,8 @@
 // one completed, reaching the device byte for byte; and the generator's read log lists exactly
 // the reads the trace holds.
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -149,6 +151,59 @@ TEST_P(VectorSearchRecord, HopsAreBatchedDependentFourKiBReadsMatchingTheReadLog
   EXPECT_EQ(bytes, 4096 * reads.size());
   std::cout << "[ vector-search ] " << engine << ": " << reads.size() << " reads in "
             << hops.size() << " hops of 16 queries\n";
+}
+
+// Without BPF: the same seed gives the same index file byte for byte, and the same reads for any
+// number of searcher threads.
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The read log without what may vary between runs (thread, tid, timestamps).
+std::vector<nlohmann::json> StableReads(const std::string& path) {
+  std::vector<nlohmann::json> out = ReadLog(path);
+  for (auto& r : out) {
+    for (const char* k : {"thread", "tid", "ts_ns", "done_ns"}) r.erase(k);
+  }
+  return out;
+}
+
+TEST(VectorSearchDeterminism, SameIndexBytesAndSameReadsForAnyThreadCount) {
+  TempDir dir;
+  auto run = [&](const std::string& sub, const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {WorkloadBin(), "vector-search", "--small", "--buffered",
+                                     "--quiet", "--dir", dir / sub, "--read-log",
+                                     dir / (sub + ".reads")};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return test::Run(argv, 120);
+  };
+  RunResult a = run("a", {});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  RunResult b = run("b", {"--threads", "3", "--io", "uring"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  RunResult c = run("c", {"--seed", "2"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const std::string ia = FileBytes(dir / "a/vector/disk.index");
+  EXPECT_EQ(ia.size(), 2001u * 4096);
+  EXPECT_TRUE(ia == FileBytes(dir / "b/vector/disk.index")) << "same seed, different index";
+  EXPECT_FALSE(ia == FileBytes(dir / "c/vector/disk.index")) << "another seed, same index";
+  const auto ra = StableReads(dir / "a.reads");
+  ASSERT_FALSE(ra.empty());
+  EXPECT_EQ(ra, StableReads(dir / "b.reads"));
+  EXPECT_NE(ra, StableReads(dir / "c.reads"));
+  // Three searchers: query q ran in searcher q mod 3 (op-log threads 1, 2, 3).
+  for (const auto& r : ReadLog(dir / "b.reads")) {
+    EXPECT_EQ(r["thread"].get<uint64_t>(), 1 + r["query"].get<uint64_t>() % 3) << r.dump();
+  }
+  // A search-only run reads the index the build left, and reads the same nodes.
+  RunResult s = run("a", {"--phase", "search"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(ra, StableReads(dir / "a.reads"));
+  // ... and refuses an index built for another data set.
+  RunResult other = run("a", {"--phase", "search", "--vectors", "3000"});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("built for 2000 vectors"), std::string::npos) << other.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, VectorSearchRecord, ::testing::Values("uring", "libaio"));
