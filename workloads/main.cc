@@ -106,6 +106,69 @@ int Run(const std::string& scenario, const CommonOptions& common,
   return kExitOk;
 }
 
+CLI::App* AddVectorSearchCommand(CLI::App& app, CommonOptions& common, VectorOptions& vs) {
+  CLI::App* vs_cmd = app.add_subcommand(
+      "vector-search",
+      "DiskANN-style on-disk graph index: build it, then beam searches reading W 4 KiB nodes per "
+      "hop");
+  AddCommon(vs_cmd, common, true);
+  vs_cmd->add_flag("--small", vs.small, "A small data set and few queries (tests; about a second)");
+  vs_cmd->add_option("--phase", vs.phase, "build (write the index), search, or both")
+      ->check(CLI::IsMember({"build", "search", "both"}))
+      ->capture_default_str();
+  vs_cmd->add_option("--vectors", vs.vectors, "N: vectors in the data set")->capture_default_str();
+  vs_cmd->add_option("--dim", vs.dim, "D: float32 coordinates per vector")->capture_default_str();
+  vs_cmd->add_option("--clusters", vs.clusters, "Clusters of the generated data set")
+      ->capture_default_str();
+  vs_cmd->add_option("--degree", vs.degree, "R: most neighbours per node")->capture_default_str();
+  vs_cmd->add_option("--build-list", vs.build_list, "L of the graph construction")
+      ->capture_default_str();
+  vs_cmd->add_option("--alpha", vs.alpha, "Vamana's pruning factor")->capture_default_str();
+  vs_cmd->add_option("--pq-bytes", vs.pq_bytes, "Bytes per in-memory PQ code (divides --dim)")
+      ->capture_default_str();
+  vs_cmd->add_option("--queries", vs.queries, "Q: queries searched")->capture_default_str();
+  vs_cmd->add_option("--search-list", vs.search_list, "L: candidates kept during a search")
+      ->capture_default_str();
+  vs_cmd->add_option("--beam", vs.beam, "W: node reads per hop, issued as one batch")
+      ->capture_default_str();
+  vs_cmd
+      ->add_option("--rerank", vs.rerank,
+                   "Re-read the best N candidates after the search for exact distances (0: "
+                   "rank by the vectors read on the way)")
+      ->capture_default_str();
+  vs_cmd
+      ->add_option("--recall-sample", vs.recall_sample,
+                   "Queries whose recall@10 is checked against brute force")
+      ->capture_default_str();
+  vs_cmd->add_option("--io", vs.io, "uring (io_uring), libaio, or pread (one read at a time)")
+      ->check(CLI::IsMember({"uring", "libaio", "pread"}))
+      ->capture_default_str();
+  vs_cmd->add_flag("--buffered", vs.buffered,
+                   "Read and write through the page cache, not O_DIRECT");
+  vs_cmd->add_option("--read-log", vs.read_log,
+                     "Write every node read of the search (JSON Lines: query, hop, offset, the "
+                     "read it depended on) to this file after the run");
+  return vs_cmd;
+}
+
+int RunVectorSearchCommand(CLI::App* vs_cmd, const CommonOptions& common, VectorOptions& vs) {
+  if (vs.small) {
+    ApplyVectorSmallPreset(
+        vs, [&](std::string_view name) { return vs_cmd->count("--" + std::string(name)) > 0; });
+  }
+  VectorReadLog reads;
+  const int rc = Run("vector-search", common,
+                     [&](RunContext& ctx) { return RunVectorSearch(vs, ctx, reads); });
+  if (rc != kExitOk || vs.read_log.empty()) return rc;
+  // Like the op log, written after the run: the workload's bookkeeping, not its I/O.
+  const Status st = reads.Write(vs.read_log);
+  if (!st.ok()) {
+    std::fprintf(stderr, "iotwin-workload: %s\n", st.ToString().c_str());
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -211,44 +274,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   VectorOptions vs;
-  CLI::App* vs_cmd = app.add_subcommand(
-      "vector-search",
-      "DiskANN-style on-disk graph index: build it, then beam searches reading W 4 KiB nodes per "
-      "hop");
-  AddCommon(vs_cmd, common, true);
-  vs_cmd->add_flag("--small", vs.small, "A small data set and few queries (tests; about a second)");
-  vs_cmd->add_option("--phase", vs.phase, "build (write the index), search, or both")
-      ->check(CLI::IsMember({"build", "search", "both"}))
-      ->capture_default_str();
-  vs_cmd->add_option("--vectors", vs.vectors, "N: vectors in the data set")->capture_default_str();
-  vs_cmd->add_option("--dim", vs.dim, "D: float32 coordinates per vector")->capture_default_str();
-  vs_cmd->add_option("--clusters", vs.clusters, "Clusters of the generated data set")
-      ->capture_default_str();
-  vs_cmd->add_option("--degree", vs.degree, "R: most neighbours per node")->capture_default_str();
-  vs_cmd->add_option("--build-list", vs.build_list, "L of the graph construction")
-      ->capture_default_str();
-  vs_cmd->add_option("--alpha", vs.alpha, "Vamana's pruning factor")->capture_default_str();
-  vs_cmd->add_option("--pq-bytes", vs.pq_bytes, "Bytes per in-memory PQ code (divides --dim)")
-      ->capture_default_str();
-  vs_cmd->add_option("--queries", vs.queries, "Q: queries searched")->capture_default_str();
-  vs_cmd->add_option("--search-list", vs.search_list, "L: candidates kept during a search")
-      ->capture_default_str();
-  vs_cmd->add_option("--beam", vs.beam, "W: node reads per hop, issued as one batch")
-      ->capture_default_str();
-  vs_cmd->add_option("--rerank", vs.rerank,
-                     "Re-read the best N candidates after the search for exact distances (0: "
-                     "rank by the vectors read on the way)")
-      ->capture_default_str();
-  vs_cmd->add_option("--recall-sample", vs.recall_sample,
-                     "Queries whose recall@10 is checked against brute force")
-      ->capture_default_str();
-  vs_cmd->add_option("--io", vs.io, "uring (io_uring), libaio, or pread (one read at a time)")
-      ->check(CLI::IsMember({"uring", "libaio", "pread"}))
-      ->capture_default_str();
-  vs_cmd->add_flag("--buffered", vs.buffered, "Read and write through the page cache, not O_DIRECT");
-  vs_cmd->add_option("--read-log", vs.read_log,
-                     "Write every node read of the search (JSON Lines: query, hop, offset, the "
-                     "read it depended on) to this file after the run");
+  CLI::App* vs_cmd = AddVectorSearchCommand(app, common, vs);
 
   try {
     app.parse(argc, argv);
@@ -276,23 +302,6 @@ int main(int argc, char** argv) {
     common.threads = 3;
     return Run("mixed", common, [&](RunContext& ctx) { return RunMixed(mixed, ctx); });
   }
-  if (vs_cmd->parsed()) {
-    if (vs.small) {
-      ApplyVectorSmallPreset(vs, [&](std::string_view name) {
-        return vs_cmd->count("--" + std::string(name)) > 0;
-      });
-    }
-    VectorReadLog reads;
-    const int rc = Run("vector-search", common,
-                       [&](RunContext& ctx) { return RunVectorSearch(vs, ctx, reads); });
-    if (rc != kExitOk || vs.read_log.empty()) return rc;
-    // Like the op log, written after the run: the workload's bookkeeping, not its I/O.
-    const Status st = reads.Write(vs.read_log);
-    if (!st.ok()) {
-      std::fprintf(stderr, "iotwin-workload: %s\n", st.ToString().c_str());
-      return kExitFailed;
-    }
-    return kExitOk;
-  }
+  if (vs_cmd->parsed()) return RunVectorSearchCommand(vs_cmd, common, vs);
   return kExitUsage;
 }

@@ -75,8 +75,8 @@ class BuildSearch {
 
 // Vamana's RobustPrune: takes candidates nearest first, dropping any that an already chosen
 // neighbour covers (alpha * d(chosen, c) <= d(p, c)), until R are chosen.
-std::vector<uint32_t> RobustPrune(const Dataset& d, const std::vector<Scored>& sorted,
-                                  float alpha, uint32_t max_degree) {
+std::vector<uint32_t> RobustPrune(const Dataset& d, const std::vector<Scored>& sorted, float alpha,
+                                  uint32_t max_degree) {
   std::vector<uint32_t> out;
   for (const auto& [dist, c] : sorted) {
     if (out.size() >= max_degree) break;
@@ -154,8 +154,7 @@ Graph BuildGraph(const Dataset& d, const GraphParams& p, uint64_t seed) {
   for (uint64_t i = 0; i < n; i++) {
     std::vector<uint32_t>& ni = g.neighbours[i];
     if (ni.size() > p.max_degree) {
-      ni = RobustPrune(d, ScoreNeighbours(d, static_cast<uint32_t>(i), ni), p.alpha,
-                       p.max_degree);
+      ni = RobustPrune(d, ScoreNeighbours(d, static_cast<uint32_t>(i), ni), p.alpha, p.max_degree);
     }
   }
   return g;
@@ -168,8 +167,8 @@ BeamSearcher::BeamSearcher(const IndexHeader& h, const ProductQuantizer& pq,
 void BeamSearcher::Offer(uint32_t id, int64_t producer) {
   if (seen_epoch_[id] == epoch_) return;
   seen_epoch_[id] = epoch_;
-  const float dist = ProductQuantizer::Distance(table_, codes_.data() + size_t{id} * pq_.bytes(),
-                                                pq_.bytes());
+  const float dist =
+      ProductQuantizer::Distance(table_, codes_.data() + size_t{id} * pq_.bytes(), pq_.bytes());
   auto at = std::lower_bound(list_.begin(), list_.end(), std::pair{dist, id},
                              [](const Candidate& c, const std::pair<float, uint32_t>& s) {
                                return std::pair{c.dist, c.id} < s;

@@ -26,9 +26,9 @@ T Get(std::span<const uint8_t> block, size_t at) {
 }
 
 // Header field offsets (docs/workloads.md, "Index layout").
-constexpr size_t kHdrVersion = 8, kHdrBlock = 12, kHdrVectors = 16, kHdrDim = 24,
-                 kHdrDegree = 28, kHdrMedoid = 32, kHdrSeed = 40, kHdrFirstNode = 48,
-                 kHdrPqBytes = 56, kHdrClusters = 60;
+constexpr size_t kHdrVersion = 8, kHdrBlock = 12, kHdrVectors = 16, kHdrDim = 24, kHdrDegree = 28,
+                 kHdrMedoid = 32, kHdrSeed = 40, kHdrFirstNode = 48, kHdrPqBytes = 56,
+                 kHdrClusters = 60;
 
 // Approximately standard normal: the sum of four uniforms, centred and scaled (no libm).
 float ApproxNormal(Rng& rng) {
@@ -215,7 +215,8 @@ ProductQuantizer ProductQuantizer::Train(const Dataset& d, uint32_t pq_bytes, ui
       for (size_t c = 0; c < k; c++) {
         if (counts[c] == 0) continue;  // an empty cluster keeps its centroid
         for (uint32_t j = 0; j < sub; j++) {
-          cent[c * sub + j] = static_cast<float>(sums[c * sub + j] / static_cast<double>(counts[c]));
+          cent[c * sub + j] =
+              static_cast<float>(sums[c * sub + j] / static_cast<double>(counts[c]));
         }
       }
     }
@@ -257,8 +258,7 @@ void ProductQuantizer::DistanceTable(const float* query, std::vector<float>& tab
   }
 }
 
-float ProductQuantizer::Distance(const std::vector<float>& table, const uint8_t* code,
-                                 uint32_t m) {
+float ProductQuantizer::Distance(const std::vector<float>& table, const uint8_t* code, uint32_t m) {
   float s = 0;
   for (uint32_t i = 0; i < m; i++) s += table[size_t{i} * kCentroids + code[i]];
   return s;

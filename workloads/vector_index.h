@@ -21,8 +21,8 @@ inline constexpr char kIndexMagic[8] = {'I', 'O', 'T', 'W', 'V', 'I', 'D', 'X'};
 inline constexpr uint32_t kIndexVersion = 1;
 
 struct IndexHeader {
-  uint64_t vectors = 0;  // N
-  uint32_t dim = 0;      // D, float32 coordinates per vector
+  uint64_t vectors = 0;     // N
+  uint32_t dim = 0;         // D, float32 coordinates per vector
   uint32_t max_degree = 0;  // R, neighbour slots per node
   uint64_t medoid = 0;      // the search's entry node
   uint64_t seed = 0;        // the seed the data set was generated from
@@ -98,7 +98,7 @@ class ProductQuantizer {
  private:
   uint32_t dim_ = 0;
   uint32_t m_ = 0;
-  uint32_t sub_ = 0;            // dimensions per sub-space
+  uint32_t sub_ = 0;              // dimensions per sub-space
   std::vector<float> centroids_;  // [m][256][sub]
 };
 
@@ -133,7 +133,7 @@ struct SearchParams {
 // One node read by a search, in issue order.
 struct SearchRead {
   uint32_t node = 0;
-  uint32_t hop = 0;      // the round that read it (the rerank round is after the last hop)
+  uint32_t hop = 0;       // the round that read it (the rerank round is after the last hop)
   int64_t producer = -1;  // index (in the query's reads) of the read whose neighbour list
                           // brought this node in; -1 for the entry node
   bool rerank = false;
@@ -182,7 +182,7 @@ class BeamSearcher {
   std::span<const uint8_t> codes_;
   SearchParams p_;
   std::vector<float> table_;
-  std::vector<Candidate> list_;  // sorted by (dist, id), at most L
+  std::vector<Candidate> list_;       // sorted by (dist, id), at most L
   std::vector<uint32_t> seen_epoch_;  // per node: the query epoch that last saw it
   uint32_t epoch_ = 0;
   std::vector<std::pair<float, uint32_t>> exact_;  // exact distances of the nodes read

@@ -18,7 +18,9 @@ constexpr uint64_t kWriteBlocks = 256;  // index writes of 1 MiB
 std::string IndexDir(const std::string& dir) { return dir + "/vector"; }
 std::string IndexPath(const std::string& dir) { return IndexDir(dir) + "/disk.index"; }
 
-int OpenFlags(const VectorOptions& o, int base) { return base | O_CLOEXEC | (o.direct() ? O_DIRECT : 0); }
+int OpenFlags(const VectorOptions& o, int base) {
+  return base | O_CLOEXEC | (o.direct() ? O_DIRECT : 0);
+}
 
 Status OpenError(const VectorOptions& o, long fd, const std::string& path) {
   if (fd == -ENOENT) {
@@ -90,8 +92,9 @@ Result<IndexHeader> ReadIndexHeader(const VectorOptions& o, RunContext& ctx) {
   const long r = io.Pread(static_cast<int>(fd), buf.data(), kIndexBlock, 0);
   struct stat st;
   const long s = io.Stat(path, &st);
-  io.Close(static_cast<int>(fd));
+  const long c = io.Close(static_cast<int>(fd));
   if (r < 0) return SyscallError(r, "pread64", path);
+  if (c < 0) return SyscallError(c, "close", path);
   if (s < 0) return SyscallError(s, "stat", path);
   if (static_cast<size_t>(r) != kIndexBlock) {
     return Status::Invalid("{}: {} bytes, not a vector index", path, st.st_size);
@@ -119,9 +122,12 @@ class Searcher {
  public:
   Searcher(const VectorOptions& o, ThreadIo& io, const IndexHeader& h, const ProductQuantizer& pq,
            std::span<const uint8_t> codes)
-      : o_(o), io_(io), h_(h), buf_(size_t{o.beam} * kIndexBlock), reqs_(o.beam),
-        beam_(h, pq, codes,
-              SearchParams{o.beam, o.search_list, kRecallK, o.rerank}) {}
+      : o_(o),
+        io_(io),
+        h_(h),
+        buf_(size_t{o.beam} * kIndexBlock),
+        reqs_(o.beam),
+        beam_(h, pq, codes, SearchParams{o.beam, o.search_list, kRecallK, o.rerank}) {}
 
   Status Open(const std::string& path) {
     path_ = path;
@@ -148,10 +154,9 @@ class Searcher {
     out.thread = io_.log().thread();
     out.tid = io_.log().tid();
     io_.Begin("query");
-    auto result = beam_.Search(query, [&](std::span<const uint32_t> nodes, uint32_t,
-                                          bool rerank, std::span<NodeData> data) {
-      return ReadBatch(nodes, rerank, data, out);
-    });
+    auto result = beam_.Search(
+        query, [&](std::span<const uint32_t> nodes, uint32_t, bool rerank,
+                   std::span<NodeData> data) { return ReadBatch(nodes, rerank, data, out); });
     io_.End("query");
     if (!result.ok()) return result.status();
     out.result = std::move(*result);
@@ -181,8 +186,8 @@ class Searcher {
   // The batch's reads: one async batch (submit all, wait for all), or preads one after another.
   Status Issue(std::span<const uint32_t> nodes) {
     for (size_t i = 0; i < nodes.size(); i++) {
-      reqs_[i] = AsyncRequest{false, fd_, buf_.data() + i * kIndexBlock, kIndexBlock,
-                              NodeOffset(nodes[i]), 0};
+      reqs_[i] = AsyncRequest{
+          false, fd_, buf_.data() + i * kIndexBlock, kIndexBlock, NodeOffset(nodes[i]), 0};
     }
     if (queue_) {
       IOTWIN_RETURN_IF_ERROR(queue_->Run(std::span(reqs_.data(), nodes.size())));
@@ -247,8 +252,7 @@ double SampleRecall(const VectorOptions& o, const Dataset& d, VectorReadLog& log
 
 }  // namespace
 
-void ApplyVectorSmallPreset(VectorOptions& o,
-                            const std::function<bool(std::string_view)>& given) {
+void ApplyVectorSmallPreset(VectorOptions& o, const std::function<bool(std::string_view)>& given) {
   auto set = [&](std::string_view name, auto& field, auto value) {
     if (!given(name)) field = value;
   };
@@ -266,9 +270,10 @@ void ApplyVectorSmallPreset(VectorOptions& o,
 Status ValidateVector(const VectorOptions& o) {
   if (o.vectors < 1 || o.vectors > (1u << 24)) return BadOption("--vectors must be in 1..16777216");
   if (o.dim < 1 || o.degree < 1 || NodeContentBytes(o.dim, o.degree) > kIndexBlock) {
-    return BadOption("a node of --dim {} floats and --degree {} ids takes {} bytes; it must fit "
-                     "a {}-byte block (4 D + 4 + 4 R)",
-                     o.dim, o.degree, NodeContentBytes(o.dim, o.degree), kIndexBlock);
+    return BadOption(
+        "a node of --dim {} floats and --degree {} ids takes {} bytes; it must fit "
+        "a {}-byte block (4 D + 4 + 4 R)",
+        o.dim, o.degree, NodeContentBytes(o.dim, o.degree), kIndexBlock);
   }
   if (o.vectors * o.dim > (uint64_t{1} << 28)) {
     return BadOption("--vectors x --dim = {} floats; keep it at most 268435456 (1 GiB)",

@@ -18,8 +18,8 @@ struct VectorOptions {
   uint64_t vectors = 100000;  // N
   uint32_t dim = 128;         // D
   uint32_t clusters = 64;
-  uint32_t degree = 32;       // R
-  uint32_t build_list = 64;   // L during construction
+  uint32_t degree = 32;      // R
+  uint32_t build_list = 64;  // L during construction
   float alpha = 1.2f;
   uint32_t pq_bytes = 32;     // bytes per in-memory PQ code
   uint64_t queries = 1000;    // Q
@@ -27,8 +27,8 @@ struct VectorOptions {
   uint32_t beam = 4;          // W
   uint32_t rerank = 0;
   uint64_t recall_sample = 100;
-  std::string io = "libaio";  // uring | libaio | pread
-  bool buffered = false;      // page cache instead of O_DIRECT
+  std::string io = "libaio";   // uring | libaio | pread
+  bool buffered = false;       // page cache instead of O_DIRECT
   std::string phase = "both";  // build | search | both
   std::string read_log;        // --read-log FILE
   bool small = false;

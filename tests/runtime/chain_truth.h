@@ -122,9 +122,9 @@ inline MembershipScore ScoreChainMembership(const ChainTruth& truth,
   if (s.detected_pairs > 0) {
     s.precision = static_cast<double>(s.common_pairs) / static_cast<double>(s.detected_pairs);
   }
-  s.recall = s.true_pairs == 0 ? 1.0
-                               : static_cast<double>(s.common_pairs) /
-                                     static_cast<double>(s.true_pairs);
+  s.recall = s.true_pairs == 0
+                 ? 1.0
+                 : static_cast<double>(s.common_pairs) / static_cast<double>(s.true_pairs);
   return s;
 }
 

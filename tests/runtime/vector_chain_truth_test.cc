@@ -96,11 +96,11 @@ TEST_P(VectorChainTruth, QueryMarkersGroupTheTraceReadsIntoTheLoggedChains) {
   const std::string io = GetParam();
   TempDir dir;
   const std::string trace = dir / "t.iotwin", read_log = dir / "reads.jsonl";
-  const RunResult rec = test::Run(
-      {IotwinBin(), "record", "-o", trace, "--no-status", "--", WorkloadBin(), "vector-search",
-       "--small", "--buffered", "--threads", "2", "--io", io, "--dir", dir / "w", "--read-log",
-       read_log, "--quiet"},
-      180);
+  const RunResult rec =
+      test::Run({IotwinBin(), "record", "-o", trace, "--no-status", "--", WorkloadBin(),
+                 "vector-search", "--small", "--buffered", "--threads", "2", "--io", io, "--dir",
+                 dir / "w", "--read-log", read_log, "--quiet"},
+                180);
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
   const LoadedTrace t = LoadTrace(trace);
   ASSERT_TRUE(t.error.empty()) << t.error;
@@ -153,9 +153,10 @@ TEST_P(VectorChainTruth, QueryMarkersGroupTheTraceReadsIntoTheLoggedChains) {
   const MembershipScore per_thread = ScoreChainMembership(truth, by_thread);
   EXPECT_DOUBLE_EQ(per_thread.recall, 1.0);
   EXPECT_LT(per_thread.precision, 0.5);
-  std::printf("[ chain truth ] %s: %zu reads, 16 queries; one chain per thread scores precision "
-              "%.3f\n",
-              io.c_str(), truth.reads.size(), per_thread.precision);
+  std::printf(
+      "[ chain truth ] %s: %zu reads, 16 queries; one chain per thread scores precision "
+      "%.3f\n",
+      io.c_str(), truth.reads.size(), per_thread.precision);
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, VectorChainTruth, ::testing::Values("pread", "uring"));

@@ -52,10 +52,10 @@ TEST_P(VectorSearchRecord, HopsAreBatchedDependentFourKiBReadsMatchingTheReadLog
   TempDir dir;
   const std::string trace = dir / "t.iotwin", read_log = dir / "reads.jsonl",
                     op_log = dir / "ops.jsonl";
-  const RunResult rec = test::Run({IotwinBin(), "record", "-o", trace, "--no-status", "--",
-                             WorkloadBin(), "vector-search", "--small", "--dir", fs.path("w"),
-                             "--io", engine, "--read-log", read_log, "--log", op_log},
-                            180);
+  const RunResult rec = test::Run(
+      {IotwinBin(), "record", "-o", trace, "--no-status", "--", WorkloadBin(), "vector-search",
+       "--small", "--dir", fs.path("w"), "--io", engine, "--read-log", read_log, "--log", op_log},
+      180);
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
   const LoadedTrace t = LoadTrace(trace);
   ASSERT_TRUE(t.error.empty()) << t.error;
@@ -137,7 +137,8 @@ TEST_P(VectorSearchRecord, HopsAreBatchedDependentFourKiBReadsMatchingTheReadLog
 
   // The block layer saw every node read reach the device: 4 KiB each (adjacent nodes of one
   // batch may merge into one request).
-  const RunResult layers = test::Run({IotwinBin(), "layers", "--json", "--all-requests", trace}, 180);
+  const RunResult layers =
+      test::Run({IotwinBin(), "layers", "--json", "--all-requests", trace}, 180);
   ASSERT_EQ(layers.exit_code, 0) << layers.err;
   const auto report = nlohmann::json::parse(layers.out);
   ASSERT_EQ(report["layers"]["block"]["enabled"], true);
@@ -149,8 +150,8 @@ TEST_P(VectorSearchRecord, HopsAreBatchedDependentFourKiBReadsMatchingTheReadLog
     bytes += q["bytes"].get<uint64_t>();
   }
   EXPECT_EQ(bytes, 4096 * reads.size());
-  std::cout << "[ vector-search ] " << engine << ": " << reads.size() << " reads in "
-            << hops.size() << " hops of 16 queries\n";
+  std::cout << "[ vector-search ] " << engine << ": " << reads.size() << " reads in " << hops.size()
+            << " hops of 16 queries\n";
 }
 
 // Without BPF: the same seed gives the same index file byte for byte, and the same reads for any
@@ -172,9 +173,9 @@ std::vector<nlohmann::json> StableReads(const std::string& path) {
 TEST(VectorSearchDeterminism, SameIndexBytesAndSameReadsForAnyThreadCount) {
   TempDir dir;
   auto run = [&](const std::string& sub, const std::vector<std::string>& extra) {
-    std::vector<std::string> argv = {WorkloadBin(), "vector-search", "--small", "--buffered",
-                                     "--quiet", "--dir", dir / sub, "--read-log",
-                                     dir / (sub + ".reads")};
+    std::vector<std::string> argv = {WorkloadBin(), "vector-search", "--small",
+                                     "--buffered",  "--quiet",       "--dir",
+                                     dir / sub,     "--read-log",    dir / (sub + ".reads")};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return test::Run(argv, 120);
   };

@@ -1,6 +1,8 @@
 // The vector-search scenario's compute side (workloads/vector_index.h): the on-disk layout, the
 // determinism of data set and graph, and a beam search that really searches (recall against brute
 // force), run from memory through the same node encoding the index file holds.
+#include "vector_search.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "vector_index.h"
-#include "vector_search.h"
 
 namespace iotwin::workload {
 namespace {
@@ -72,15 +73,15 @@ TEST(VectorLayout, HeaderDecodeRefusesWhatIsNotAConsistentIndex) {
     std::memcpy(b.data() + off, &value, sizeof(value));
     return DecodeIndexHeader(b).ok();
   };
-  EXPECT_FALSE(corrupt(0, uint8_t{'X'}));           // magic
-  EXPECT_FALSE(corrupt(8, uint32_t{2}));            // version
-  EXPECT_FALSE(corrupt(12, uint32_t{512}));         // block size
-  EXPECT_FALSE(corrupt(16, uint64_t{0}));           // no vectors
-  EXPECT_FALSE(corrupt(16, uint64_t{1} << 40));     // ids are 32-bit
-  EXPECT_FALSE(corrupt(24, uint32_t{1024}));        // 4 D + 4 + 4 R > 4096
-  EXPECT_FALSE(corrupt(28, uint32_t{0}));           // degree 0
-  EXPECT_FALSE(corrupt(32, uint64_t{1000}));        // medoid out of range
-  EXPECT_FALSE(corrupt(48, uint64_t{8192}));        // nodes elsewhere
+  EXPECT_FALSE(corrupt(0, uint8_t{'X'}));        // magic
+  EXPECT_FALSE(corrupt(8, uint32_t{2}));         // version
+  EXPECT_FALSE(corrupt(12, uint32_t{512}));      // block size
+  EXPECT_FALSE(corrupt(16, uint64_t{0}));        // no vectors
+  EXPECT_FALSE(corrupt(16, uint64_t{1} << 40));  // ids are 32-bit
+  EXPECT_FALSE(corrupt(24, uint32_t{1024}));     // 4 D + 4 + 4 R > 4096
+  EXPECT_FALSE(corrupt(28, uint32_t{0}));        // degree 0
+  EXPECT_FALSE(corrupt(32, uint64_t{1000}));     // medoid out of range
+  EXPECT_FALSE(corrupt(48, uint64_t{8192}));     // nodes elsewhere
   EXPECT_FALSE(DecodeIndexHeader(std::span(good).first(100)).ok());
   EXPECT_TRUE(corrupt(24, uint32_t{16}));
 }
