@@ -138,6 +138,7 @@ Analyzer::~Analyzer() = default;
 
 void Analyzer::SetMeta(const nlohmann::json& meta) {
   meta_ = meta;
+  types_recorded_ = json_fields::Object(meta, "capture") != nullptr;
   const nlohmann::json* host = json_fields::Object(meta, "host");
   if (!host) return;
   if (uint64_t ps = json_fields::GetUint(*host, "page_size", 0)) page_size_ = ps;
@@ -307,6 +308,13 @@ void Analyzer::AddFileName(int32_t file_index, uint32_t path_id) {
     f.names[f.nnames++] = path_id;
   else
     f.more_names++;
+  if (f.kind_path == 0) {
+    auto it = strings_.find(path_id);
+    if (it != strings_.end() && !it->second.empty() && it->second[0] == '/') {
+      f.kind_path = path_id;
+      UpdateFileKind(f);
+    }
+  }
   if (!options_.filter.file_globs.empty() && f.glob != 1) {
     auto it = strings_.find(path_id);
     f.glob = 0;
@@ -315,6 +323,23 @@ void Analyzer::AddFileName(int32_t file_index, uint32_t path_id) {
         if (fnmatch(g.c_str(), it->second.c_str(), 0) == 0) f.glob = 1;
     }
   }
+}
+
+void Analyzer::NoteFileTypeSlow(FileStats& f, uint16_t ftype) {
+  if (ftype != 0)
+    f.ftype = ftype;
+  else
+    f.untyped = true;
+  UpdateFileKind(f);
+}
+
+void Analyzer::UpdateFileKind(FileStats& f) {
+  std::string normalized;
+  if (f.kind_path != 0) {
+    auto it = strings_.find(f.kind_path);
+    if (it != strings_.end()) normalized = model::NormalizePath(it->second);
+  }
+  f.kind = model::ClassifyFile(f.ftype, normalized, types_recorded_ && f.untyped);
 }
 
 // ---- descriptors -------------------------------------------------------------------------
@@ -340,7 +365,10 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
   CallTarget c;
   int32_t& file = c.file;
   c.offset = r.offset;
-  if (dir < 0 && has_file) file = FileIndex(r.dev, r.ino, true);
+  if (dir < 0 && has_file) {
+    file = FileIndex(r.dev, r.ino, true);
+    NoteFileType(file, r.ftype);
+  }
   if (dir >= 0) {
     DescriptionNote* note = nullptr;
     model::OpenFileDescription* d = FdDescription(r.tgid, r.fd, &note);
@@ -356,6 +384,7 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
       if (!has_file || (known.ino == r.ino && known.dev == r.dev)) file = note->file;
     }
     if (file < 0 && has_file) file = FileIndex(r.dev, r.ino, true);
+    if (file >= 0 && has_file) NoteFileType(file, r.ftype);
     if (d && note->file < 0) note->file = file;
     bool implicit = !kOpClass.explicit_offset[op] ||
                     ((op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2) && r.offset == UINT64_MAX);
@@ -604,6 +633,10 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
     req_size_ll_[dir].Add(r.length);
     offset_ll_[dir].Add(offset);
   }
+  if (file >= 0 && !model::IsStorage(files_[static_cast<size_t>(file)].kind)) {
+    NonStorageOp(files_[static_cast<size_t>(file)], dir, bytes, r.length, false);
+    return;
+  }
   ++t.data_ops[dir];
   t.bytes[dir] = SaturatingAdd(t.bytes[dir], bytes);
   series_.AddOpAndBytes(kAppReadOps + static_cast<size_t>(dir),
@@ -626,11 +659,17 @@ void Analyzer::DataOp(const iot_syscall& r, ThreadStats& t, int dir, uint64_t of
   f.max_end = std::max(f.max_end, SaturatingAdd(offset, std::max<uint64_t>(bytes, r.length)));
   if (direct) {
     ++f.direct_ops;
-  } else if (dir == 0 && bytes > 0) {
+  } else if (bytes > 0) {
     // Pages from the first byte's to the last byte's, inclusive (the last byte saturated).
-    const uint64_t last = LastOfRun(offset, bytes);
-    f.read_pages += page_shift_ >= 0 ? (last >> page_shift_) - (offset >> page_shift_) + 1
-                                     : last / page_size_ - offset / page_size_ + 1;
+    const uint64_t first_page = PageIndex(offset);
+    const uint64_t last_page = PageIndex(LastOfRun(offset, bytes));
+    const uint64_t end_page = SaturatingAdd(last_page, 1);
+    if (dir == 0) {
+      f.read_pages += last_page - first_page + 1;
+      f.missed_call_pages += NoteAccess(file, f, kAccessCall, first_page, end_page);
+    } else {
+      NoteAccess(file, f, kAccessWrite, first_page, end_page);
+    }
   }
   StreamState* st = Stream(t, file, dir, false);
   if (!st) return;
@@ -716,6 +755,7 @@ void Analyzer::OnProc(const iot_proc& r) {
 void Analyzer::OnFdSnapshot(const iot_fd_snapshot& r) {
   ensure_start(r.ts);
   int32_t file = r.ino ? FileIndex(r.dev, r.ino, true) : -1;
+  if (file >= 0) NoteFileType(file, r.ftype);
   AddFileName(file, r.path_id);
   fd_state_.NextRecord();
   fd_state_.Bind(r.tgid, r.fd, NewDescription(file, r.pos, true, r.flags),
@@ -744,6 +784,9 @@ void Analyzer::OnPageFault(const iot_page_fault& r) {
   last_ts_ = std::max(last_ts_, r.ts);
   uint64_t pages = r.nr_pages ? r.nr_pages : 1;
   bool major = r.flags & IOT_PFF_MAJOR;
+  FileStats* f = file >= 0 ? &files_[static_cast<size_t>(file)] : nullptr;
+  // Mapped I/O and cache misses are storage's: a mapping of /dev/zero or of a /proc file is not.
+  if (f && model::IsStorage(f->kind)) major = MappedFault(r, file, *f, pages) || major;
   ++faults_;
   fault_pages_ += pages;
   if (major) {
@@ -754,21 +797,134 @@ void Analyzer::OnPageFault(const iot_page_fault& r) {
   ThreadStats& t = Thread(r.tgid, r.tid, r.ts);
   ++t.faults;
   ++procs_[t.proc].faults;
-  if (file < 0) {
+  if (!f) {
     ++faults_unattributed_;
     return;
   }
-  if (!(r.flags & IOT_PFF_WRITE)) fault_read_pages_ += pages;
-  FileStats& f = files_[static_cast<size_t>(file)];
-  ++f.faults;
-  f.fault_pages += pages;
-  f.max_end = std::max(f.max_end, SaturatingMul(SaturatingAdd(r.pgoff, pages), page_size_));
-  if (major) ++f.faults_major;
-  if (r.flags & IOT_PFF_WRITE) ++f.faults_write;
+  ++f->faults;
+  f->fault_pages += pages;
+  f->max_end = std::max(f->max_end, SaturatingMul(SaturatingAdd(r.pgoff, pages), page_size_));
+  if (major) ++f->faults_major;
+  if (r.flags & IOT_PFF_WRITE) ++f->faults_write;
   if (!heatmaps_.empty()) {
     Heat(file, r.ts, SaturatingMul(r.pgoff, page_size_), SaturatingMul(pages, page_size_),
          (r.flags & IOT_PFF_WRITE) ? 1 : 0);
   }
+}
+
+bool Analyzer::MappedFault(const iot_page_fault& r, int32_t file, FileStats& f, uint64_t pages) {
+  // The pages the fault mapped: its fault-around window when that holds the faulting page.
+  uint64_t first = r.pgoff;
+  if (r.nr_pages && r.around_start <= r.pgoff && r.pgoff - r.around_start < r.nr_pages)
+    first = r.around_start;
+  uint64_t end = PageRanges::End(first, pages);
+  // Fault-around never maps past the end of the file.
+  const uint64_t size_pages = f.fsize ? PageIndex(f.fsize - 1) + 1 : 0;
+  if (size_pages > first && end > size_pages) end = size_pages;
+  const bool write = r.flags & IOT_PFF_WRITE;
+  if (write) {
+    // Pages dirtied through a shared mapping reach the file at write-back: the program wrote
+    // them. A private mapping's write fault copies the page into anonymous memory.
+    NoteAccess(file, f, kAccessWrite, first, end);
+    if (r.flags & IOT_PFF_SHARED) {
+      ++f.shared_write_faults;
+      f.mmap_write_pages += end - first;
+      series_.AddOpAndBytes(kMmapWriteOps, kMmapWriteBytes, r.ts,
+                            SaturatingMul(end - first, page_size_));
+    }
+    return false;
+  }
+  // A fault that waited for pages another fault of the same window brought in maps them again:
+  // only pages outside the previous fault's window are new reads.
+  uint64_t fresh = end - first;
+  const uint64_t lo = std::max(first, f.fault_window_first);
+  const uint64_t hi = std::min(end, f.fault_window_end);
+  if (lo < hi) {
+    fresh -= hi - lo;
+    f.fault_window_first = std::min(first, f.fault_window_first);
+    f.fault_window_end = std::max(end, f.fault_window_end);
+  } else {
+    f.fault_window_first = first;
+    f.fault_window_end = end;
+  }
+  ++f.read_faults;
+  f.mmap_read_pages += fresh;
+  series_.AddOpAndBytes(kMmapReadOps, kMmapReadBytes, r.ts, SaturatingMul(fresh, page_size_));
+  const uint64_t missed = NoteAccess(file, f, kAccessFault, first, end);
+  f.missed_fault_pages += missed;
+  f.last_fault_major = missed > 0 || (r.flags & IOT_PFF_MAJOR);
+  return missed > 0;
+}
+
+uint64_t Analyzer::NoteAccess(int32_t file_index, FileStats& f, uint8_t access, uint64_t first,
+                              uint64_t end) {
+  f.last_access = access;
+  f.last_first = first;
+  f.last_end = end;
+  f.last_fault_major = false;
+  if (pending_pages_.empty()) return 0;
+  auto it = pending_pages_.find(file_index);
+  if (it == pending_pages_.end()) return 0;
+  PageRanges& pending = it->second;
+  const size_t before = pending.ranges();
+  const uint64_t taken = pending.Take(first, end > first ? end - first : 0);
+  pending_ranges_ = pending_ranges_ - before + pending.ranges();
+  if (pending.empty()) pending_pages_.erase(it);
+  return access == kAccessWrite ? 0 : taken;
+}
+
+void Analyzer::NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uint64_t count,
+                           uint64_t ts) {
+  uint64_t end = PageRanges::End(first, count);
+  // The capture can write an insertion after the record of the access that caused it (a read
+  // call's record is written at its exit, before the thread's coalesced insertions): pages of
+  // the file's last access count as that access's misses.
+  const uint64_t lo = std::max(first, f.last_first), hi = std::min(end, f.last_end);
+  if (f.last_access != kAccessNone && lo < hi) {
+    if (f.last_access == kAccessCall) f.missed_call_pages += hi - lo;
+    if (f.last_access == kAccessFault) {
+      f.missed_fault_pages += hi - lo;
+      if (!f.last_fault_major) {
+        f.last_fault_major = true;
+        ++f.faults_major;
+        ++faults_major_;
+        series_.Add(kMajorFaults, ts, 1);
+      }
+    }
+    if (lo > first) AddPending(file_index, first, lo);
+    first = hi;
+  }
+  if (first < end) AddPending(file_index, first, end);
+}
+
+void Analyzer::AddPending(int32_t file_index, uint64_t first, uint64_t end) {
+  if (pending_ranges_ >= kMaxPending) {
+    pending_dropped_pages_ = SaturatingAdd(pending_dropped_pages_, end - first);
+    return;
+  }
+  PageRanges& pending = pending_pages_[file_index];
+  const size_t before = pending.ranges();
+  pending.Add(first, end - first);
+  pending_ranges_ = pending_ranges_ - before + pending.ranges();
+}
+
+void Analyzer::NonStorageOp(FileStats& f, int dir, uint64_t bytes, uint64_t requested,
+                            bool async) {
+  NonStorageStats& n = non_storage_[static_cast<size_t>(f.kind)];
+  const size_t d = static_cast<size_t>(dir);
+  if (async) {
+    ++f.async_ops[d];
+    f.async_bytes[d] = SaturatingAdd(f.async_bytes[d], bytes);
+    ++n.async_ops[d];
+    n.async_bytes[d] = SaturatingAdd(n.async_bytes[d], bytes);
+    return;
+  }
+  ++f.data_ops[d];
+  f.bytes[d] = SaturatingAdd(f.bytes[d], bytes);
+  f.requested[d] = SaturatingAdd(f.requested[d], requested);
+  ++n.ops[d];
+  n.bytes[d] = SaturatingAdd(n.bytes[d], bytes);
+  n.requested[d] = SaturatingAdd(n.requested[d], requested);
 }
 
 void Analyzer::OnPageCache(const iot_page_cache& r) {
@@ -784,11 +940,24 @@ void Analyzer::OnPageCache(const iot_page_cache& r) {
   switch (r.kind) {
     case IOT_PC_ADD:
       pc_add_ += pages;
-      if (f) f->pc_add += pages;
+      if (f) {
+        f->pc_add += pages;
+        if (model::IsStorage(f->kind)) NotePageAdd(file, *f, r.index, pages, r.ts);
+      }
       break;
     case IOT_PC_DELETE:
       pc_delete_ += pages;
-      if (f) f->pc_delete += pages;
+      if (f) {
+        f->pc_delete += pages;
+        // An evicted page read later is read from storage again: a miss then, when its
+        // insertion is seen; not one of this insertion's.
+        if (auto it = pending_pages_.find(file); it != pending_pages_.end()) {
+          const size_t before = it->second.ranges();
+          it->second.Take(r.index, pages);
+          pending_ranges_ = pending_ranges_ - before + it->second.ranges();
+          if (it->second.empty()) pending_pages_.erase(it);
+        }
+      }
       break;
     case IOT_PC_READAHEAD:
       ++ra_windows_;
@@ -975,8 +1144,8 @@ void Analyzer::OnAsync(const iot_async_io& r) {
     p.direct = d && d->direct;
     // Access pattern at submission, where the application chose the offset.
     int dir = AsyncDirection(r.engine, r.opcode);
-    if (dir >= 0 && p.file >= 0 && TimeAllowed(r.ts) && TaskAllowed(r.tgid, r.tid) &&
-        FileAllowed(p.file)) {
+    if (dir >= 0 && p.file >= 0 && IsStorageFile(p.file) && TimeAllowed(r.ts) &&
+        TaskAllowed(r.tgid, r.tid) && FileAllowed(p.file)) {
       ThreadStats& t = Thread(r.tgid, r.tid, r.ts);
       if (StreamState* st = Stream(t, p.file, dir, true)) {
         int64_t gap = 0;
@@ -1023,7 +1192,9 @@ void Analyzer::OnAsync(const iot_async_io& r) {
   s.top.Add(p.length);
   if (paired && r.ts >= p.ts) s.latency.Add(r.ts - p.ts);
   int dir = AsyncDirection(p.engine, p.opcode);
-  if (dir >= 0 && r.res >= 0) {
+  if (dir >= 0 && r.res >= 0 && !IsStorageFile(p.file)) {
+    NonStorageOp(files_[static_cast<size_t>(p.file)], dir, bytes, p.length, true);
+  } else if (dir >= 0 && r.res >= 0) {
     ++async_dir_ops_[dir];
     async_dir_bytes_[dir] = SaturatingAdd(async_dir_bytes_[dir], bytes);
     if (p.direct) direct_bytes_ = SaturatingAdd(direct_bytes_, bytes);

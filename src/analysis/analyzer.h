@@ -27,8 +27,10 @@
 
 #include "analysis/flat_map.h"
 #include "analysis/histogram.h"
+#include "analysis/page_ranges.h"
 #include "analysis/pattern.h"
 #include "iotwin_abi.h"
+#include "model/path.h"
 #include "model/trace_state.h"
 
 namespace iotwin::analysis {
@@ -141,7 +143,8 @@ class Analyzer {
   // Series in series(): application (syscall + async) and block, per direction.
   enum SeriesId : size_t {
     kAppReadOps = 0, kAppWriteOps, kAppReadBytes, kAppWriteBytes,
-    kBlockReadOps, kBlockWriteOps, kBlockReadBytes, kBlockWriteBytes, kMajorFaults, kSeriesCount
+    kBlockReadOps, kBlockWriteOps, kBlockReadBytes, kBlockWriteBytes, kMajorFaults,
+    kMmapReadOps, kMmapWriteOps, kMmapReadBytes, kMmapWriteBytes, kSeriesCount
   };
 
  private:
@@ -192,7 +195,25 @@ class Analyzer {
     uint64_t pc_add = 0, pc_delete = 0, ra_windows = 0, ra_pages = 0;
     uint64_t wb_dirtied = 0, wb_written = 0;
     int64_t cache_resident = -1, cache_total = -1;
+    // What the file is (model::ClassifyFile of its first recorded type and first absolute
+    // name); `untyped`: a call showed its identity without a type.
+    uint16_t ftype = 0;
+    model::FileKind kind = model::FileKind::kStorage;
+    bool untyped = false;
+    uint32_t kind_path = 0;
+    // Mapped I/O: pages read by read faults (fault-around included, each page once per run of
+    // faults on one window), pages dirtied through shared writable mappings.
+    uint64_t read_faults = 0, mmap_read_pages = 0, shared_write_faults = 0, mmap_write_pages = 0;
+    // Cache misses: pages read (by calls, by faults) that entered the page cache during the
+    // trace for this read (see NoteAccess).
+    uint64_t missed_call_pages = 0, missed_fault_pages = 0;
+    // The file's last access, for insertions recorded after the access that caused them.
+    uint64_t last_first = 0, last_end = 0;
+    uint64_t fault_window_first = 0, fault_window_end = 0;  // of its last read fault
+    uint8_t last_access = 0;  // Access*
+    bool last_fault_major = false;
   };
+  enum : uint8_t { kAccessNone = 0, kAccessCall, kAccessFault, kAccessWrite };
   // What the report keeps of an open file description (the interpreter, fd_state_, holds the
   // description itself: position, flags): the file it was seen on, and the open that created it
   // (its thread, and its end: start + duration), see UsesPreviousInstance. Zero for
@@ -234,6 +255,11 @@ class Analyzer {
     SeekHistogram seek;
     LogLinearHistogram q2q;
     uint64_t last_queue_ts = 0;
+  };
+  // Data ops on one kind of file that is not storage (pipes, sockets, ...).
+  // ops/bytes/requested: system calls; async_*: asynchronous requests.
+  struct NonStorageStats {
+    std::array<uint64_t, 2> ops{}, bytes{}, requested{}, async_ops{}, async_bytes{};
   };
   struct LabelStats {
     uint64_t count = 0, instants = 0, total_ns = 0, max_ns = 0, open = 0;
@@ -348,6 +374,42 @@ class Analyzer {
                               std::array<uint64_t, 2>* requested) const;
   void Heat(int32_t file_index, uint64_t ts, uint64_t offset, uint64_t bytes, int dir);
   nlohmann::json FileJson(const FileStats& f) const;
+  // Sums over the files (analyzer_model.cc): mapped I/O and misses of storage files, files of
+  // each kind.
+  struct FileSums;
+  FileSums SumFiles() const;
+  nlohmann::json TotalsJson(uint64_t span, const FileSums& sums) const;
+  nlohmann::json NonStorageJson(const FileSums& sums) const;
+  nlohmann::json MemoryModel(const FileSums& sums) const;
+  nlohmann::json AmplificationModel(const FileSums& sums, const std::array<uint64_t, 2>& blk) const;
+
+  // What file `file_index` is, learnt from a record's type (0: none) and, in AddFileName, its
+  // first absolute name.
+  void NoteFileType(int32_t file_index, uint16_t ftype) {
+    FileStats& f = files_[static_cast<size_t>(file_index)];
+    if (f.ftype != 0 || (ftype == 0 && f.untyped)) return;
+    NoteFileTypeSlow(f, ftype);
+  }
+  void NoteFileTypeSlow(FileStats& f, uint16_t ftype);
+  void UpdateFileKind(FileStats& f);
+  bool IsStorageFile(int32_t file_index) const {
+    return file_index < 0 || model::IsStorage(files_[static_cast<size_t>(file_index)].kind);
+  }
+  // The page cache's side of a read: pages [first, end) of `f` read by a call or a fault, or
+  // written; returns the pages of the range that entered the cache during the trace and were
+  // not read since (misses). Insertions recorded after the access count for it (NotePageAdd).
+  uint64_t NoteAccess(int32_t file_index, FileStats& f, uint8_t access, uint64_t first,
+                      uint64_t end);
+  void NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uint64_t count, uint64_t ts);
+  void AddPending(int32_t file_index, uint64_t first, uint64_t end);
+  // A data op (`async`: an asynchronous request) on a file that is not storage.
+  void NonStorageOp(FileStats& f, int dir, uint64_t bytes, uint64_t requested, bool async);
+  // The mapped side of a fault on storage file `f`: pages read or dirtied through the mapping,
+  // and whether the fault missed the cache (see docs/report.md).
+  bool MappedFault(const iot_page_fault& r, int32_t file, FileStats& f, uint64_t pages);
+  uint64_t PageIndex(uint64_t byte_offset) const {
+    return page_shift_ >= 0 ? byte_offset >> page_shift_ : byte_offset / page_size_;
+  }
 
   AnalyzerOptions options_;
   nlohmann::json meta_;
@@ -419,16 +481,24 @@ class Analyzer {
   // (-t) or line numbers (no timestamps).
   bool handover_rule_ = true;
   uint64_t unattributed_ops_ = 0;
+  // The trace records every file's type (a live capture): a file without one is an anonymous
+  // inode (eventfd, ...). Imports and synthetic traces leave unknown types at 0.
+  bool types_recorded_ = false;
+  std::array<NonStorageStats, model::kFileKinds> non_storage_{};
 
   TimeSeries series_;
 
   // Memory layer.
   uint64_t faults_ = 0, faults_major_ = 0, faults_write_ = 0, fault_pages_ = 0;
-  uint64_t fault_read_pages_ = 0;  // of read faults on file mappings (what the device may read)
   uint64_t faults_unattributed_ = 0;
   uint64_t pc_add_ = 0, pc_delete_ = 0, ra_windows_ = 0, ra_pages_ = 0;
   uint64_t wb_dirtied_ = 0, wb_written_ = 0, wb_works_ = 0, wb_waits_ = 0;
   bool have_page_cache_ = false;
+  // Per file: pages that entered the page cache during the trace and were not read since.
+  // Bounded: beyond kMaxPending ranges in all, insertions are no longer followed (counted).
+  std::unordered_map<int32_t, PageRanges> pending_pages_;
+  size_t pending_ranges_ = 0;
+  uint64_t pending_dropped_pages_ = 0;
   uint64_t cache_state_files_ = 0, cache_state_resident_ = 0, cache_state_total_ = 0;
 
   // Block layer.

@@ -177,18 +177,20 @@ json PatternJson(const std::array<std::array<uint64_t, kAccessKinds>, 2>& access
   return pattern;
 }
 
-// The series, without the block series of a trace without block records and without major
-// faults when there were none.
+// The series, without the block series of a trace without block records, without major
+// faults when there were none and without the mapped series when there were no faults.
 json TimeSeriesJson(const TimeSeries& series, uint64_t start, bool have_block,
-                    bool have_major_faults) {
+                    bool have_major_faults, bool have_faults) {
   json ts = {{"start_ns", start}, {"bucket_ns", series.width_ns()}};
   static const char* kNames[Analyzer::kSeriesCount] = {
-      "read_ops",        "write_ops",        "read_bytes",
-      "write_bytes",     "block_read_ops",   "block_write_ops",
-      "block_read_bytes", "block_write_bytes", "major_faults"};
+      "read_ops",         "write_ops",         "read_bytes",     "write_bytes",
+      "block_read_ops",   "block_write_ops",   "block_read_bytes", "block_write_bytes",
+      "major_faults",     "mmap_read_ops",     "mmap_write_ops", "mmap_read_bytes",
+      "mmap_write_bytes"};
   for (size_t s = 0; s < Analyzer::kSeriesCount; s++) {
     if (s >= Analyzer::kBlockReadOps && s <= Analyzer::kBlockWriteBytes && !have_block) continue;
     if (s == Analyzer::kMajorFaults && !have_major_faults) continue;
+    if (s >= Analyzer::kMmapReadOps && !have_faults) continue;
     ts[kNames[s]] = series.Series(s);
   }
   return ts;
@@ -264,17 +266,17 @@ json ThreadsJson(const auto& threads, uint64_t start, size_t top) {
   return {{"total", ts.size()}, {"rows", rows}};
 }
 
-// Files with any activity by volume (bytes of system calls and async requests, faulted
-// pages), then operations; `file_json` renders one.
-json FilesJson(const auto& files, size_t top, const auto& file_json) {
+// Storage files with any activity by volume (bytes of system calls, async requests and
+// mappings), then operations; `file_json` renders one.
+json FilesJson(const auto& files, size_t top, uint64_t page_size, const auto& file_json) {
   using File = std::remove_cvref_t<decltype(files[0])>;
   std::vector<const File*> fs;
   for (const File& f : files)
-    if (f.ops || f.faults || f.async_ops[0] || f.async_ops[1] || f.pc_add || f.wb_written ||
-        f.wb_dirtied)
+    if (model::IsStorage(f.kind) && (f.ops || f.faults || f.async_ops[0] || f.async_ops[1] ||
+                                     f.pc_add || f.wb_written || f.wb_dirtied))
       fs.push_back(&f);
-  auto volume = [](const File* f) {
-    uint64_t v = SaturatingMul(f->fault_pages, 4096);
+  auto volume = [page_size](const File* f) {
+    uint64_t v = SaturatingMul(SaturatingAdd(f->mmap_read_pages, f->mmap_write_pages), page_size);
     for (uint64_t b : {f->bytes[0], f->bytes[1], f->async_bytes[0], f->async_bytes[1]}) {
       v = SaturatingAdd(v, b);
     }
@@ -299,7 +301,12 @@ struct MemoryCounts {
   uint64_t cache_state_files, cache_state_resident, cache_state_total;
 };
 
-json MemoryJson(const MemoryCounts& c, const auto& files) {
+// Pages read by storage files' calls and read faults, and those of them that missed the cache.
+struct ReadPages {
+  uint64_t call = 0, mapped = 0, missed_call = 0, missed_fault = 0, untracked = 0;
+};
+
+json MemoryJson(const MemoryCounts& c, const ReadPages& read) {
   json mem = {{"faults", {{"total", c.faults}, {"major", c.faults_major},
                           {"minor", c.faults - c.faults_major}, {"write", c.faults_write},
                           {"pages", c.fault_pages}, {"unattributed", c.faults_unattributed}}},
@@ -308,16 +315,18 @@ json MemoryJson(const MemoryCounts& c, const auto& files) {
               {"writeback", {{"dirtied_pages", c.wb_dirtied}, {"written_pages", c.wb_written},
                              {"flusher_works", c.wb_works}, {"waits", c.wb_waits}}},
               {"page_size", c.page_size}};
+  // One definition of a miss (docs/report.md): a major fault is one that missed; the hit ratio
+  // is the share of pages read that did not.
   if (c.faults) mem["fault_hit_ratio"] = Round4(Share(c.faults - c.faults_major, c.faults));
-  // Buffered-read hit ratio over files that were only read (see Analyzer::FileJson).
-  uint64_t accessed = 0, added = 0;
-  for (const auto& f : files) {
-    if (f.data_ops[1] || f.wb_dirtied) continue;
-    accessed += f.read_pages + f.fault_pages;
-    added += f.pc_add;
+  const uint64_t accessed = SaturatingAdd(read.call, read.mapped);
+  const uint64_t missed = SaturatingAdd(read.missed_call, read.missed_fault);
+  if (c.have_page_cache) {
+    mem["misses"] = {{"read_pages", read.call},       {"mapped_pages", read.mapped},
+                     {"missed_call_pages", read.missed_call},
+                     {"missed_fault_pages", read.missed_fault},
+                     {"untracked_pages", read.untracked}};
+    if (accessed) mem["read_hit_ratio"] = Round4(1.0 - std::min(1.0, Share(missed, accessed)));
   }
-  if (c.have_page_cache && accessed)
-    mem["read_hit_ratio"] = Round4(1.0 - std::min(1.0, Share(added, accessed)));
   if (c.cache_state_files) {
     mem["cache_at_start"] = {{"files", c.cache_state_files},
                              {"resident_pages", c.cache_state_resident},
@@ -401,19 +410,21 @@ json BlockPhasesJson(const std::array<uint64_t, 16>& counts) {
   return phases;
 }
 
-// Bytes the block layer moved per byte the application asked for.
+// Bytes the block layer moved per byte the program read or wrote: by calls (system calls and
+// async requests, `app_*`) and through mappings (`fault_*`).
 json AmplificationJson(const std::array<uint64_t, 2>& app_bytes,
-                       const std::array<uint64_t, 2>& blk_bytes, uint64_t fault_read_bytes) {
+                       const std::array<uint64_t, 2>& blk_bytes,
+                       const std::array<uint64_t, 2>& fault_bytes) {
   json a = {{"app_read_bytes", app_bytes[0]},
             {"app_write_bytes", app_bytes[1]},
-            {"fault_read_bytes", fault_read_bytes},
+            {"fault_read_bytes", fault_bytes[0]},
+            {"fault_write_bytes", fault_bytes[1]},
             {"block_read_bytes", blk_bytes[0]},
             {"block_write_bytes", blk_bytes[1]}};
-  if (app_bytes[0]) a["read"] = Round4(Share(blk_bytes[0], app_bytes[0]));
-  if (app_bytes[1]) a["write"] = Round4(Share(blk_bytes[1], app_bytes[1]));
-  if (fault_read_bytes)
-    a["read_incl_faults"] =
-        Round4(Share(blk_bytes[0], SaturatingAdd(app_bytes[0], fault_read_bytes)));
+  const uint64_t read = SaturatingAdd(app_bytes[0], fault_bytes[0]);
+  const uint64_t written = SaturatingAdd(app_bytes[1], fault_bytes[1]);
+  if (read) a["read"] = Round4(Share(blk_bytes[0], read));
+  if (written) a["write"] = Round4(Share(blk_bytes[1], written));
   return a;
 }
 
@@ -511,9 +522,13 @@ json Analyzer::FileJson(const FileStats& f) const {
             {"max_end", f.max_end},
             {"read", {{"ops", f.data_ops[0]}, {"bytes", f.bytes[0]}, {"requested", f.requested[0]},
                       {"async_ops", f.async_ops[0]}, {"async_bytes", f.async_bytes[0]},
+                      {"mmap_ops", f.read_faults},
+                      {"mmap_bytes", SaturatingMul(f.mmap_read_pages, page_size_)},
                       {"pattern", AccessJson(f.access[0])}}},
             {"write", {{"ops", f.data_ops[1]}, {"bytes", f.bytes[1]}, {"requested", f.requested[1]},
                        {"async_ops", f.async_ops[1]}, {"async_bytes", f.async_bytes[1]},
+                       {"mmap_ops", f.shared_write_faults},
+                       {"mmap_bytes", SaturatingMul(f.mmap_write_pages, page_size_)},
                        {"pattern", AccessJson(f.access[1])}}},
             {"direct_ops", f.direct_ops}};
   if (f.faults) {
@@ -530,25 +545,42 @@ json Analyzer::FileJson(const FileStats& f) const {
   if (f.cache_resident >= 0) {
     j["cache_at_start"] = {{"resident_pages", f.cache_resident}, {"total_pages", f.cache_total}};
   }
-  // Hit ratio of buffered reads: pages read (syscalls + faults) that did not have to be added
-  // to the page cache. Only for files that were not written (writes add pages too).
-  uint64_t accessed = f.read_pages + f.fault_pages;
-  if (have_page_cache_ && accessed > 0 && f.data_ops[1] == 0 && f.wb_dirtied == 0) {
-    j["hit_ratio"] = Round4(1.0 - std::min(1.0, Share(f.pc_add, accessed)));
+  // Hit ratio: pages read (by buffered calls and read faults) that did not miss the cache.
+  const uint64_t accessed = SaturatingAdd(f.read_pages, f.mmap_read_pages);
+  const uint64_t missed = SaturatingAdd(f.missed_call_pages, f.missed_fault_pages);
+  if (have_page_cache_ && accessed > 0) {
+    j["missed_pages"] = missed;
+    j["hit_ratio"] = Round4(1.0 - std::min(1.0, Share(missed, accessed)));
   }
   return j;
 }
 
-json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts) const {
-  json m = json::object();
-  m["model_version"] = 1;
-  m["trace"] = trace_facts;
-  const size_t top = options_.top;
-  const uint64_t span = last_ts_ > start_ && first_ts_ != UINT64_MAX ? last_ts_ - start_ : 0;
-  m["capture"] = CaptureJson(meta_, summary, span, lost_);
-  m["filter"] = options_.filter.empty() ? json(nullptr) : options_.filter.ToJson();
+struct Analyzer::FileSums {
+  std::array<uint64_t, 2> mmap_ops{}, mmap_pages{};  // storage files: read / write
+  ReadPages read;
+  std::array<uint64_t, model::kFileKinds> files_of_kind{};
+};
 
-  // ---- totals
+Analyzer::FileSums Analyzer::SumFiles() const {
+  FileSums s;
+  for (const FileStats& f : files_) {
+    if (f.ops || f.faults || f.async_ops[0] || f.async_ops[1])
+      ++s.files_of_kind[static_cast<size_t>(f.kind)];
+    if (!model::IsStorage(f.kind)) continue;
+    s.mmap_ops[0] = SaturatingAdd(s.mmap_ops[0], f.read_faults);
+    s.mmap_ops[1] = SaturatingAdd(s.mmap_ops[1], f.shared_write_faults);
+    s.mmap_pages[0] = SaturatingAdd(s.mmap_pages[0], f.mmap_read_pages);
+    s.mmap_pages[1] = SaturatingAdd(s.mmap_pages[1], f.mmap_write_pages);
+    s.read.call = SaturatingAdd(s.read.call, f.read_pages);
+    s.read.mapped = SaturatingAdd(s.read.mapped, f.mmap_read_pages);
+    s.read.missed_call = SaturatingAdd(s.read.missed_call, f.missed_call_pages);
+    s.read.missed_fault = SaturatingAdd(s.read.missed_fault, f.missed_fault_pages);
+  }
+  s.read.untracked = pending_dropped_pages_;
+  return s;
+}
+
+json Analyzer::TotalsJson(uint64_t span, const FileSums& sums) const {
   uint64_t syscalls = 0, errors = 0;
   for (const OpStats& s : ops_) {
     syscalls += s.count;
@@ -560,42 +592,126 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
         records_by_type_[t];
   std::array<uint64_t, 2> dir_ops, dir_bytes, dir_requested;
   SyscallDirectionTotals(&dir_ops, &dir_bytes, &dir_requested);
-  const std::array<uint64_t, 2> app_ops = {dir_ops[0] + async_dir_ops_[0],
-                                           dir_ops[1] + async_dir_ops_[1]};
-  const std::array<uint64_t, 2> app_bytes = {dir_bytes[0] + async_dir_bytes_[0],
-                                             dir_bytes[1] + async_dir_bytes_[1]};
-  double span_s = static_cast<double>(span) / 1e9;
+  // Storage only: the calls on pipes, sockets, devices and pseudo files are reported apart.
+  auto minus = [](uint64_t a, uint64_t b) { return a >= b ? a - b : 0; };
+  for (const NonStorageStats& n : non_storage_) {
+    for (size_t d = 0; d < 2; d++) {
+      dir_ops[d] = minus(dir_ops[d], n.ops[d]);
+      dir_bytes[d] = minus(dir_bytes[d], n.bytes[d]);
+      dir_requested[d] = minus(dir_requested[d], n.requested[d]);
+    }
+  }
+  std::array<uint64_t, 2> ops{}, bytes{}, mmap_bytes{};
+  for (size_t d = 0; d < 2; d++) {
+    mmap_bytes[d] = SaturatingMul(sums.mmap_pages[d], page_size_);
+    ops[d] = SaturatingAdd(SaturatingAdd(dir_ops[d], async_dir_ops_[d]), sums.mmap_ops[d]);
+    bytes[d] = SaturatingAdd(SaturatingAdd(dir_bytes[d], async_dir_bytes_[d]), mmap_bytes[d]);
+  }
+  const double span_s = static_cast<double>(span) / 1e9;
   auto rate = [span_s](uint64_t v) { return span_s > 0 ? static_cast<double>(v) / span_s : 0.0; };
-  auto direction = [&](int d) {
-    return json{{"ops", app_ops[d]},          {"bytes", app_bytes[d]},
-                {"syscall_ops", dir_ops[d]},  {"syscall_bytes", dir_bytes[d]},
-                {"requested", dir_requested[d]}, {"async_ops", async_dir_ops_[d]},
-                {"async_bytes", async_dir_bytes_[d]}, {"iops", Round4(rate(app_ops[d]))},
-                {"bytes_per_s", Round4(rate(app_bytes[d]))}};
+  auto direction = [&](size_t d) {
+    return json{{"ops", ops[d]},
+                {"bytes", bytes[d]},
+                {"syscall_ops", dir_ops[d]},
+                {"syscall_bytes", dir_bytes[d]},
+                {"requested", dir_requested[d]},
+                {"async_ops", async_dir_ops_[d]},
+                {"async_bytes", async_dir_bytes_[d]},
+                {"mmap_ops", sums.mmap_ops[d]},
+                {"mmap_bytes", mmap_bytes[d]},
+                {"iops", Round4(rate(ops[d]))},
+                {"bytes_per_s", Round4(rate(bytes[d]))}};
   };
-  m["totals"] = {
-      {"records", records_},
-      {"records_by_type", records},
-      {"filtered_out", filtered_out_},
-      {"excluded_calls", excluded_calls_},
-      {"start_ns", start_},
-      {"first_ts_ns", first_ts_ == UINT64_MAX ? 0 : first_ts_},
-      {"last_ts_ns", last_ts_},
-      {"data_first_ts_ns", data_first_ts_ == UINT64_MAX ? 0 : data_first_ts_},
-      {"data_last_ts_ns", data_last_ts_},
-      {"span_ns", span},
-      {"syscalls", syscalls},
-      {"errors", errors},
-      {"read", direction(0)},
-      {"write", direction(1)},
-      {"mix", {{"read_ops_share", Round4(Share(app_ops[0], app_ops[0] + app_ops[1]))},
-               {"read_bytes_share", Round4(Share(app_bytes[0], app_bytes[0] + app_bytes[1]))}}},
-      {"direct_ops", direct_ops_},
-      {"direct_bytes", direct_bytes_},
-      {"unattributed_ops", unattributed_ops_},
-      {"files", files_.size()},
-      {"threads", threads_.size()},
-      {"processes", procs_.size()}};
+  return {{"records", records_},
+          {"records_by_type", records},
+          {"filtered_out", filtered_out_},
+          {"excluded_calls", excluded_calls_},
+          {"start_ns", start_},
+          {"first_ts_ns", first_ts_ == UINT64_MAX ? 0 : first_ts_},
+          {"last_ts_ns", last_ts_},
+          {"data_first_ts_ns", data_first_ts_ == UINT64_MAX ? 0 : data_first_ts_},
+          {"data_last_ts_ns", data_last_ts_},
+          {"span_ns", span},
+          {"syscalls", syscalls},
+          {"errors", errors},
+          {"read", direction(0)},
+          {"write", direction(1)},
+          {"mix", {{"read_ops_share", Round4(Share(ops[0], ops[0] + ops[1]))},
+                   {"read_bytes_share", Round4(Share(bytes[0], bytes[0] + bytes[1]))}}},
+          {"direct_ops", direct_ops_},
+          {"direct_bytes", direct_bytes_},
+          {"unattributed_ops", unattributed_ops_},
+          {"files", files_.size()},
+          {"threads", threads_.size()},
+          {"processes", procs_.size()}};
+}
+
+json Analyzer::NonStorageJson(const FileSums& sums) const {
+  json kinds = json::object();
+  for (int k = 1; k < model::kFileKinds; k++) {
+    const NonStorageStats& n = non_storage_[static_cast<size_t>(k)];
+    const uint64_t files = sums.files_of_kind[static_cast<size_t>(k)];
+    if (!files) continue;
+    json j = {{"files", files}};
+    for (size_t d = 0; d < 2; d++) {
+      const char* dir = d == 0 ? "read" : "write";
+      j[fmt::format("{}_ops", dir)] = SaturatingAdd(n.ops[d], n.async_ops[d]);
+      j[fmt::format("{}_bytes", dir)] = SaturatingAdd(n.bytes[d], n.async_bytes[d]);
+    }
+    kinds[std::string(model::FileKindKey(static_cast<model::FileKind>(k)))] = j;
+  }
+  return kinds;
+}
+
+json Analyzer::MemoryModel(const FileSums& sums) const {
+  if (!faults_ && !have_page_cache_ && !wb_dirtied_ && !wb_written_ && !cache_state_files_)
+    return nullptr;
+  const MemoryCounts counts = {.faults = faults_,
+                               .faults_major = faults_major_,
+                               .faults_write = faults_write_,
+                               .fault_pages = fault_pages_,
+                               .faults_unattributed = faults_unattributed_,
+                               .pc_add = pc_add_,
+                               .pc_delete = pc_delete_,
+                               .ra_windows = ra_windows_,
+                               .ra_pages = ra_pages_,
+                               .wb_dirtied = wb_dirtied_,
+                               .wb_written = wb_written_,
+                               .wb_works = wb_works_,
+                               .wb_waits = wb_waits_,
+                               .page_size = page_size_,
+                               .have_page_cache = have_page_cache_,
+                               .cache_state_files = cache_state_files_,
+                               .cache_state_resident = cache_state_resident_,
+                               .cache_state_total = cache_state_total_};
+  return MemoryJson(counts, sums.read);
+}
+
+json Analyzer::AmplificationModel(const FileSums& sums, const std::array<uint64_t, 2>& blk) const {
+  std::array<uint64_t, 2> calls{}, mapped{};
+  std::array<uint64_t, 2> dir_ops, dir_bytes, dir_requested;
+  SyscallDirectionTotals(&dir_ops, &dir_bytes, &dir_requested);
+  for (size_t d = 0; d < 2; d++) {
+    uint64_t other = 0;
+    for (const NonStorageStats& n : non_storage_) other = SaturatingAdd(other, n.bytes[d]);
+    calls[d] = SaturatingAdd(dir_bytes[d] >= other ? dir_bytes[d] - other : 0, async_dir_bytes_[d]);
+    mapped[d] = SaturatingMul(sums.mmap_pages[d], page_size_);
+  }
+  if (!calls[0] && !calls[1] && !faults_) return nullptr;
+  return AmplificationJson(calls, blk, mapped);
+}
+
+json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts) const {
+  json m = json::object();
+  m["model_version"] = 1;
+  m["trace"] = trace_facts;
+  const size_t top = options_.top;
+  const uint64_t span = last_ts_ > start_ && first_ts_ != UINT64_MAX ? last_ts_ - start_ : 0;
+  m["capture"] = CaptureJson(meta_, summary, span, lost_);
+  m["filter"] = options_.filter.empty() ? json(nullptr) : options_.filter.ToJson();
+
+  const FileSums sums = SumFiles();
+  m["totals"] = TotalsJson(span, sums);
   m["offsets"] = {{"explicit", offset_explicit_},
                   {"tracked", offset_tracked_},
                   {"recorded", offset_recorded_},
@@ -607,34 +723,16 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
   m["ops"] = OpsJson(ops_, op_order);
   m["sizes"] = OpSizesJson(ops_, op_order);
   m["pattern"] = PatternJson(access_, seek_, streams_dropped_);
-  m["timeseries"] = TimeSeriesJson(series_, start_, have_block_, faults_major_ != 0);
+  m["timeseries"] =
+      TimeSeriesJson(series_, start_, have_block_, faults_major_ != 0, faults_ != 0);
   m["processes"] = ProcessesJson(procs_, threads_, strings_, top);
   m["threads"] = ThreadsJson(threads_, start_, top);
-  m["files"] = FilesJson(files_, top, [this](const FileStats& f) { return FileJson(f); });
+  m["files"] =
+      FilesJson(files_, top, page_size_, [this](const FileStats& f) { return FileJson(f); });
+  m["non_storage"] = NonStorageJson(sums);
 
   // ---- memory layer
-  m["memory"] = nullptr;
-  if (faults_ || have_page_cache_ || wb_dirtied_ || wb_written_ || cache_state_files_) {
-    const MemoryCounts counts = {.faults = faults_,
-                                 .faults_major = faults_major_,
-                                 .faults_write = faults_write_,
-                                 .fault_pages = fault_pages_,
-                                 .faults_unattributed = faults_unattributed_,
-                                 .pc_add = pc_add_,
-                                 .pc_delete = pc_delete_,
-                                 .ra_windows = ra_windows_,
-                                 .ra_pages = ra_pages_,
-                                 .wb_dirtied = wb_dirtied_,
-                                 .wb_written = wb_written_,
-                                 .wb_works = wb_works_,
-                                 .wb_waits = wb_waits_,
-                                 .page_size = page_size_,
-                                 .have_page_cache = have_page_cache_,
-                                 .cache_state_files = cache_state_files_,
-                                 .cache_state_resident = cache_state_resident_,
-                                 .cache_state_total = cache_state_total_};
-    m["memory"] = MemoryJson(counts, files_);
-  }
+  m["memory"] = MemoryModel(sums);
 
   // ---- block layer and NVMe
   std::array<uint64_t, 2> blk_bytes = {0, 0};
@@ -653,12 +751,7 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
 
   // ---- amplification between layers
   m["amplification"] = nullptr;
-  if (have_block_ && (app_bytes[0] || app_bytes[1] || faults_)) {
-    // Reads through mappings: read faults on file pages (write faults and anonymous memory are
-    // not reads the device serves for the application).
-    m["amplification"] =
-        AmplificationJson(app_bytes, blk_bytes, SaturatingMul(fault_read_pages_, page_size_));
-  }
+  if (have_block_) m["amplification"] = AmplificationModel(sums, blk_bytes);
 
   // ---- async I/O, intent markers, scheduling
   m["async"] = nullptr;

@@ -104,6 +104,23 @@ std::vector<std::pair<uint32_t, uint32_t>> ReplayThreadMap(const json& replay_mo
   return known;
 }
 
+// Data ops and bytes of the calls (system calls and async requests) on storage, both
+// directions: what compare judges. The report's totals also count bytes moved through file
+// mappings (mmap_ops, mmap_bytes), which depend on the page cache of the moment (fault-around
+// maps only cached pages).
+uint64_t CallOps(const json& totals) {
+  uint64_t n = 0;
+  for (const char* dir : {"read", "write"})
+    n += U(totals[dir], "syscall_ops") + U(totals[dir], "async_ops");
+  return n;
+}
+uint64_t CallBytes(const json& totals) {
+  uint64_t n = 0;
+  for (const char* dir : {"read", "write"})
+    n += U(totals[dir], "syscall_bytes") + U(totals[dir], "async_bytes");
+  return n;
+}
+
 AlignedSeries AlignSeries(const Analyzer& a, const json& ma, const Analyzer& b, const json& mb) {
   const TimeSeries& sa = a.series();
   const TimeSeries& sb = b.series();
@@ -115,7 +132,7 @@ AlignedSeries AlignSeries(const Analyzer& a, const json& ma, const Analyzer& b, 
   uint64_t lead_a = lead(ma, sa), lead_b = lead(mb, sb);
   uint64_t span_a = sa.used_buckets() * sa.width_ns() - lead_a;
   uint64_t span_b = sb.used_buckets() * sb.width_ns() - lead_b;
-  const uint64_t ops = U(ma["totals"]["read"], "ops") + U(ma["totals"]["write"], "ops");
+  const uint64_t ops = CallOps(ma["totals"]);
   const uint64_t max_buckets = std::clamp<uint64_t>(ops / 20, 4, 200);
   while (std::max(span_a, span_b) / w > max_buckets) w *= 2;
   size_t buckets = static_cast<size_t>(std::max(span_a, span_b) / w + 1);
@@ -489,7 +506,7 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   // reaches the device through the cache state and write-back timing of the moment. A direct-I/O
   // workload still has a few buffered reads (the dynamic loader reading libraries): judged when
   // at least 99% of the bytes moved (by system calls and async requests) were O_DIRECT.
-  uint64_t moved_a = U(ma["totals"]["read"], "bytes") + U(ma["totals"]["write"], "bytes");
+  uint64_t moved_a = CallBytes(ma["totals"]);
   bool block_judged = moved_a > 0 && U(ma["totals"], "direct_bytes") * 100 >= moved_a * 99;
   out["block_judged"] = block_judged;
 
@@ -521,8 +538,8 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
 
   const json& tA = ma["totals"];
   const json& tB = mb["totals"];
-  uint64_t bytes_a = U(tA["read"], "bytes") + U(tA["write"], "bytes");
-  uint64_t bytes_b = U(tB["read"], "bytes") + U(tB["write"], "bytes");
+  uint64_t bytes_a = CallBytes(tA);
+  uint64_t bytes_b = CallBytes(tB);
   put("bytes-rel-err", RelativeError(static_cast<double>(bytes_a), static_cast<double>(bytes_b)),
       bytes_a, bytes_b);
 
@@ -536,8 +553,8 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   auto rate = [](uint64_t v, uint64_t span) {
     return span ? static_cast<double>(v) * 1e9 / static_cast<double>(span) : 0.0;
   };
-  uint64_t ops_a = U(tA["read"], "ops") + U(tA["write"], "ops");
-  uint64_t ops_b = U(tB["read"], "ops") + U(tB["write"], "ops");
+  uint64_t ops_a = CallOps(tA);
+  uint64_t ops_b = CallOps(tB);
   const uint64_t window_a = scope_a.timeline.window_ns(), window_b = scope_b.timeline.window_ns();
   double iops_a = rate(ops_a, window_a), iops_b = rate(ops_b, window_b);
   double bps_a = rate(bytes_a, window_a), bps_b = rate(bytes_b, window_b);

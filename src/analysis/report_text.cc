@@ -181,6 +181,54 @@ void CaptureSection(Out& out, const json& m) {
   if (Has(t, "damage")) out.Line("  damage     {}", Truncate(S(t, "damage"), 86));
 }
 
+// How the storage bytes moved: by calls (system calls and async requests) or through mappings.
+void ViaLines(Out& out, const json& totals) {
+  const char* label = "via";
+  for (const char* dir : {"read", "write"}) {
+    const json& d = totals[dir];
+    const uint64_t calls = U(d, "syscall_ops") + U(d, "async_ops"), faults = U(d, "mmap_ops");
+    std::string line;
+    if (calls)
+      line = fmt::format("{} by {} {}", FormatBytes(D(d, "syscall_bytes") + D(d, "async_bytes")),
+                         FormatCount(calls), calls == 1 ? "call" : "calls");
+    if (faults)
+      line += fmt::format("{}{} mapped ({} {})", line.empty() ? "" : ", ",
+                          FormatBytes(D(d, "mmap_bytes")), FormatCount(faults),
+                          faults == 1 ? "fault" : "faults");
+    if (line.empty()) continue;
+    out.Line("  {:<6} {:<6} {}", label, std::string(dir) + "s", line);
+    label = "";
+  }
+}
+
+// Pipes, sockets, devices and pseudo files: apart from the storage figures above.
+void NonStorageLines(Out& out, const json& m) {
+  const json* kinds = json_fields::Object(m, "non_storage");
+  if (!kinds || kinds->empty()) return;
+  std::vector<std::string> parts;
+  for (const auto& [key, k] : kinds->items()) {
+    if (!U(k, "read_ops") && !U(k, "write_ops")) continue;  // opened or closed, no data
+    std::string name = key;
+    std::replace(name.begin(), name.end(), '_', ' ');
+    parts.push_back(fmt::format("{} {} read, {} written ({} ops)", name,
+                                FormatBytes(D(k, "read_bytes")), FormatBytes(D(k, "write_bytes")),
+                                FormatCount(U(k, "read_ops") + U(k, "write_ops"))));
+  }
+  if (parts.empty()) return;
+  std::string line;
+  const char* label = "other";
+  for (const std::string& p : parts) {
+    if (!line.empty() && line.size() + p.size() + 2 > 88) {
+      out.Line("  {:<6} {}", label, line);
+      label = "";
+      line.clear();
+    }
+    line += line.empty() ? p : "; " + p;
+  }
+  out.Line("  {:<6} {}", label, line);
+  out.Line("  {:<6} (not storage: left out of the figures above and of FILES)", "");
+}
+
 void SummarySection(Out& out, const json& m) {
   const json& t = m["totals"];
   out.Section("SUMMARY");
@@ -191,9 +239,11 @@ void SummarySection(Out& out, const json& m) {
              FormatCount(U(d, "ops")), FormatBytes(D(d, "bytes")),
              fmt::format("{:.1f}", D(d, "iops")), FormatBytes(D(d, "bytes_per_s")), async);
   }
+  ViaLines(out, t);
   const json& mix = t["mix"];
   out.Line("  mix    reads are {} of ops, {} of bytes", FormatPercent(D(mix, "read_ops_share")),
            FormatPercent(D(mix, "read_bytes_share")));
+  NonStorageLines(out, m);
   auto n = [](uint64_t v, const char* one, const char* many) {
     return FormatCount(v) + " " + (v == 1 ? one : many);
   };
@@ -278,12 +328,18 @@ void TimeSection(Out& out, const json& m) {
            "write/s", "bytes/s");
   std::vector<double> rows[4];
   double peak = 0;
+  // Calls and mapped I/O (faults) together, as in SUMMARY.
   const char* keys[4] = {"read_ops", "read_bytes", "write_ops", "write_bytes"};
+  const char* mmap_keys[4] = {"mmap_read_ops", "mmap_read_bytes", "mmap_write_ops",
+                              "mmap_write_bytes"};
   for (size_t r = 0; r * per_row < n; r++) {
     for (int k = 0; k < 4; k++) {
       uint64_t sum = 0;
-      for (size_t b = r * per_row; b < std::min(n, (r + 1) * per_row); b++)
-        sum += ts[keys[k]][b].get<uint64_t>();
+      const json* mapped = json_fields::Array(ts, mmap_keys[k]);
+      for (size_t b = r * per_row; b < std::min(n, (r + 1) * per_row); b++) {
+        sum += json_fields::AsUint(ts[keys[k]][b], 0);
+        if (mapped && b < mapped->size()) sum += json_fields::AsUint((*mapped)[b], 0);
+      }
       rows[k].push_back(static_cast<double>(sum) / row_s);
     }
     peak = std::max(peak, rows[1].back() + rows[3].back());
@@ -323,10 +379,11 @@ void TaskSections(Out& out, const json& m) {
 void FilesSection(Out& out, const json& m) {
   const json& f = m["files"];
   if (f["rows"].empty()) return;
-  out.Section(fmt::format("FILES ({} of {}, by bytes; seq% = sequential share of reads/writes)",
-                          f["rows"].size(), U(f, "total")));
-  out.Line("  {:<36} {:>8} {:>10} {:>8} {:>10} {:>6} {:>6} {:>7}", "file", "reads", "read",
-           "writes", "written", "rseq%", "wseq%", "faults");
+  out.Section(fmt::format(
+      "FILES ({} of {} storage files, by bytes; via: by calls or mmap; seq% of reads/writes)",
+      f["rows"].size(), U(f, "total")));
+  out.Line("  {:<30} {:>8} {:>10} {:>5} {:>8} {:>10} {:>6} {:>6} {:>7}", "file", "reads", "read",
+           "via", "writes", "written", "rseq%", "wseq%", "faults");
   for (const json& r : f["rows"]) {
     const json& rd = r["read"];
     const json& wr = r["write"];
@@ -336,12 +393,20 @@ void FilesSection(Out& out, const json& m) {
                  ? fmt::format("{:.0f}%", D(p, "sequential_share") * 100)
                  : std::string("-");
     };
-    out.Line("  {:<36} {:>8} {:>10} {:>8} {:>10} {:>6} {:>6} {:>7}", Truncate(FileName(r), 36),
-             FormatCount(U(rd, "ops") + U(rd, "async_ops")),
-             FormatBytes(D(rd, "bytes") + D(rd, "async_bytes")),
+    // Calls and mapped bytes; "via" says which carried the file's bytes.
+    auto via = [](const json& d) {
+      const bool calls = D(d, "bytes") + D(d, "async_bytes") > 0, mapped = D(d, "mmap_bytes") > 0;
+      return calls && mapped ? "both" : mapped ? "mmap" : calls ? "call" : "-";
+    };
+    std::string how = via(rd);
+    if (how == "-") how = via(wr);
+    else if (via(wr) != std::string("-") && via(wr) != how) how = "both";
+    out.Line("  {:<30} {:>8} {:>10} {:>5} {:>8} {:>10} {:>6} {:>6} {:>7}",
+             Truncate(FileName(r), 30), FormatCount(U(rd, "ops") + U(rd, "async_ops")),
+             FormatBytes(D(rd, "bytes") + D(rd, "async_bytes") + D(rd, "mmap_bytes")), how,
              FormatCount(U(wr, "ops") + U(wr, "async_ops")),
-             FormatBytes(D(wr, "bytes") + D(wr, "async_bytes")), seq(rd), seq(wr),
-             Has(r, "faults") ? FormatCount(U(r["faults"], "total")) : "-");
+             FormatBytes(D(wr, "bytes") + D(wr, "async_bytes") + D(wr, "mmap_bytes")), seq(rd),
+             seq(wr), Has(r, "faults") ? FormatCount(U(r["faults"], "total")) : "-");
   }
 }
 
@@ -354,15 +419,19 @@ void MemorySection(Out& out, const json& m) {
            FormatCount(U(f, "total")), FormatCount(U(f, "major")), FormatCount(U(f, "minor")),
            FormatCount(U(f, "write")), FormatCount(U(f, "pages")));
   if (Has(mem, "fault_hit_ratio"))
-    out.Line("               {} of faults were minor (page already cached)",
+    out.Line("               {} of faults were minor (no page they mapped missed the cache)",
              FormatPercent(D(mem, "fault_hit_ratio")));
   const json& pc = mem["page_cache"];
   out.Line("  page cache   {} pages added, {} removed; readahead {} windows, {} pages",
            FormatCount(U(pc, "added_pages")), FormatCount(U(pc, "deleted_pages")),
            FormatCount(U(pc, "readahead_windows")), FormatCount(U(pc, "readahead_pages")));
-  if (Has(mem, "read_hit_ratio"))
-    out.Line("  hit ratio    {} of pages read were already cached (read-only files)",
-             FormatPercent(D(mem, "read_hit_ratio")));
+  if (Has(mem, "read_hit_ratio")) {
+    const json& mi = mem["misses"];
+    out.Line("  hit ratio    {} of {} pages read were cached; missed: {} by calls, {} by faults",
+             FormatPercent(D(mem, "read_hit_ratio")),
+             FormatCount(U(mi, "read_pages") + U(mi, "mapped_pages")),
+             FormatCount(U(mi, "missed_call_pages")), FormatCount(U(mi, "missed_fault_pages")));
+  }
   const json& wb = mem["writeback"];
   out.Line("  write-back   {} pages dirtied, {} written back, {} flusher runs, {} waits",
            FormatCount(U(wb, "dirtied_pages")), FormatCount(U(wb, "written_pages")),
@@ -428,16 +497,19 @@ void BlockSection(Out& out, const json& m) {
 void AmplificationSection(Out& out, const json& m) {
   if (!Has(m, "amplification")) return;
   const json& a = m["amplification"];
-  out.Section("AMPLIFICATION (block bytes / application bytes)");
-  if (Has(a, "read"))
-    out.Line("  read   {} block / {} app = {:.2f}x", FormatBytes(D(a, "block_read_bytes")),
-             FormatBytes(D(a, "app_read_bytes")), D(a, "read"));
-  if (Has(a, "read_incl_faults"))
-    out.Line("  read   incl. {} faulted in through mappings: {:.2f}x",
-             FormatBytes(D(a, "fault_read_bytes")), D(a, "read_incl_faults"));
-  if (Has(a, "write"))
-    out.Line("  write  {} block / {} app = {:.2f}x", FormatBytes(D(a, "block_write_bytes")),
-             FormatBytes(D(a, "app_write_bytes")), D(a, "write"));
+  out.Section("AMPLIFICATION (block bytes / bytes the program moved by calls and mappings)");
+  for (const char* dir : {"read", "write"}) {
+    const std::string d = dir;
+    if (!Has(a, dir)) continue;
+    const double calls = D(a, ("app_" + d + "_bytes").c_str());
+    const double mapped = D(a, ("fault_" + d + "_bytes").c_str());
+    const std::string split = mapped > 0 ? fmt::format(" ({} by calls, {} mapped)",
+                                                       FormatBytes(calls), FormatBytes(mapped))
+                                         : std::string();
+    const double block = D(a, ("block_" + d + "_bytes").c_str());
+    out.Line("  {:<6} {} block / {}{} = {:.2f}x", dir, FormatBytes(block),
+             FormatBytes(calls + mapped), split, D(a, dir));
+  }
 }
 
 void AsyncSection(Out& out, const json& m) {
