@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # bootstrap.sh: install iotwin's Debian packages, build it, then run the demo or the tests.
 # Works as root on a fresh Debian 12 machine; quick when everything is already installed/built.
+# Each mode installs only the packages of its purposes (tools/debian-packages.txt).
 #
-#   ./tools/bootstrap.sh demo    install, build (build/), run `iotwin demo`; exits with its status
-#   ./tools/bootstrap.sh test    install, build, then: ctest (unit + runtime tests) in build/, the
-#                                unit tests under ASan+UBSan (build-asan/), each libFuzzer target
-#                                for a bounded time (build-fuzz/); last line "N passed, N failed"
-#   ./tools/bootstrap.sh build   install and build only
-#   ./tools/bootstrap.sh deps    install the Debian packages only (tools/debian-packages.txt)
+#   ./tools/bootstrap.sh demo    packages `build`; builds iotwin and iotwin-workload only (build/);
+#                                runs `iotwin demo`; exits with its status
+#   ./tools/bootstrap.sh build   packages `build`; builds iotwin and iotwin-workload only
+#   ./tools/bootstrap.sh test    packages `build test nvme-guest`; builds everything, then: ctest
+#                                (unit, golden, runtime, fidelity, set-up tests) in build/, the unit
+#                                tests under ASan+UBSan (build-asan/), each libFuzzer target for a
+#                                bounded time (build-fuzz/); last line "N passed, N failed"
+#   ./tools/bootstrap.sh bench   packages of every purpose; builds everything; runs bench/run.sh
+#                                (its arguments follow: ./tools/bootstrap.sh bench --help)
+#   ./tools/bootstrap.sh deps [PURPOSE...]   installs the packages of PURPOSEs (default: all)
 #
 # Environment:
 #   IOTWIN_JOBS          parallel build jobs (default: nproc)
@@ -30,14 +35,28 @@ elapsed() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
 
 # ---- Debian packages -----------------------------------------------------------------------
 
-# Entries are PACKAGE or PACKAGE|COMMAND; the latter counts as present when the program COMMAND
-# is on PATH, whoever installed it (a machine with NodeSource's nodejs has npm, and Debian's npm
-# conflicts with it).
-packages() { sed -e 's/#.*//' tools/debian-packages.txt | tr -s ' \t' '\n' | sed '/^$/d'; }
+# The programs the demo runs; `build` and `demo` build these and what they link, nothing else.
+demo_targets=(iotwin iotwin-workload)
+all_purposes=(build test nvme-guest bench)
+
+# Lines are PACKAGE[|COMMAND] PURPOSE; prints the entries of the given purposes. PACKAGE|COMMAND
+# counts as present when the program COMMAND is on PATH, whoever installed it (a machine with
+# NodeSource's nodejs has npm, and Debian's npm conflicts with it).
+packages() {
+  sed -e 's/#.*//' tools/debian-packages.txt | awk -v want=" $* " '
+    NF == 0 { next }
+    NF != 2 { printf "tools/debian-packages.txt:%d: expected PACKAGE PURPOSE, got: %s\n", NR, $0 > "/dev/stderr"; bad = 1; next }
+    index(" build test nvme-guest bench ", " " $2 " ") == 0 {
+      printf "tools/debian-packages.txt:%d: unknown purpose %s\n", NR, $2 > "/dev/stderr"; bad = 1; next }
+    index(want, " " $2 " ") { print $1 }
+    END { exit bad }'
+}
 
 install_deps() {
+  local list
+  list=$(packages "$@") || die "tools/debian-packages.txt is malformed"
   local missing=() entry pkg cmd
-  for entry in $(packages); do
+  for entry in $list; do
     pkg=${entry%%|*}
     cmd=${entry#*|}
     if [ "$cmd" != "$entry" ] && type -P "$cmd" >/dev/null; then
@@ -48,7 +67,7 @@ install_deps() {
     fi
   done
   if [ ${#missing[@]} -eq 0 ]; then
-    log "Debian packages: all $(packages | wc -l) from tools/debian-packages.txt are installed"
+    log "Debian packages for $*: all $(wc -w <<<"$list") from tools/debian-packages.txt are installed"
     return
   fi
   log "Installing ${#missing[@]} Debian packages: ${missing[*]}"
@@ -72,10 +91,11 @@ install_deps() {
 release_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
 
+# build_main [TARGET...]: configures build/ and builds the targets (default: everything).
 build_main() {
-  log "Building iotwin (RelWithDebInfo) in build/ with $jobs jobs"
+  log "Building ${*:-everything} (RelWithDebInfo) in build/ with $jobs jobs"
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${release_flags[@]}" >/dev/null
-  ninja -C build -j "$jobs"
+  ninja -C build -j "$jobs" "$@"
   log "Built at $(elapsed)"
 }
 
@@ -208,20 +228,28 @@ run_tests() {
 
 case "$mode" in
   deps)
-    install_deps
+    shift || true
+    install_deps "${@:-${all_purposes[@]}}"
     ;;
   build)
-    install_deps
-    build_main
+    install_deps build
+    build_main "${demo_targets[@]}"
     ;;
   test)
-    install_deps
+    install_deps build test nvme-guest
     build_main
     run_tests
     ;;
-  demo)
-    install_deps
+  bench)
+    shift
+    install_deps "${all_purposes[@]}"
     build_main
+    log "Running bench/run.sh $*"
+    exec bench/run.sh --build build "$@"
+    ;;
+  demo)
+    install_deps build
+    build_main "${demo_targets[@]}"
     log "Running build/src/cli/iotwin demo"
     rc=0
     build/src/cli/iotwin demo || rc=$?
@@ -233,6 +261,6 @@ case "$mode" in
     exit "$rc"
     ;;
   *)
-    die "usage: $0 [deps|build|test|demo]"
+    die "usage: $0 [demo|build|test|bench|deps [PURPOSE...]]"
     ;;
 esac

@@ -15,6 +15,7 @@ struct HtmlAssets {
   std::string_view report_css;
   bool plotting_available = false;  // false when built without web/node_modules
   std::string_view versions;        // "vega 6.4.0, vega-lite 6.4.1, vega-embed 7.3.0"
+  std::string_view missing_reason;  // why they are missing, as configuring found it
 };
 
 const HtmlAssets& GetHtmlAssets();

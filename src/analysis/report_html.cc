@@ -94,11 +94,19 @@ std::string JsonForScript(const nlohmann::json& j) {
 }
 
 Result<std::string> RenderHtml(const nlohmann::json& model) {
-  const HtmlAssets& a = GetHtmlAssets();
+  return RenderHtml(model, GetHtmlAssets());
+}
+
+Result<std::string> RenderHtml(const nlohmann::json& model, const HtmlAssets& a) {
   if (!a.plotting_available) {
+    std::string why = a.missing_reason.empty() ? std::string("web/node_modules was missing")
+                                               : std::string(a.missing_reason);
     return Status::Unsupported(
-        "this iotwin was built without the plotting libraries for --html (web/node_modules was "
-        "missing): run `npm ci --prefix web`, reconfigure and rebuild");
+        "this iotwin was built without the plotting libraries that --html embeds (vega, "
+        "vega-lite, vega-embed from the npm registry; at configure time: {}): run `npm ci "
+        "--prefix web` in the source tree, reconfigure and rebuild; report's text and --json "
+        "output need nothing more",
+        why);
   }
   std::string name = "trace";
   if (model.contains("trace") && model["trace"].contains("path") &&

@@ -10,8 +10,12 @@
 
 namespace iotwin::analysis {
 
+struct HtmlAssets;
+
 // Fails (kUnsupported) when this binary was built without the plotting libraries.
 Result<std::string> RenderHtml(const nlohmann::json& model);
+// The same with the given assets instead of those embedded in this binary.
+Result<std::string> RenderHtml(const nlohmann::json& model, const HtmlAssets& assets);
 
 // JSON text safe inside a <script> element: '<', '>' and '&' become \u003c, \u003e, \u0026
 // (valid JSON: they can only occur inside strings).
