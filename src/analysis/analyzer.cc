@@ -847,9 +847,14 @@ bool Analyzer::MappedFault(const iot_page_fault& r, int32_t file, FileStats& f, 
     f.fault_window_first = first;
     f.fault_window_end = end;
   }
-  ++f.read_faults;
-  f.mmap_read_pages += fresh;
-  series_.AddOpAndBytes(kMmapReadOps, kMmapReadBytes, r.ts, SaturatingMul(fresh, page_size_));
+  if (r.flags & IOT_PFF_EXEC) {
+    ++f.exec_faults;
+    f.exec_pages += fresh;
+  } else {
+    ++f.read_faults;
+    f.mmap_read_pages += fresh;
+    series_.AddOpAndBytes(kMmapReadOps, kMmapReadBytes, r.ts, SaturatingMul(fresh, page_size_));
+  }
   const uint64_t missed = NoteAccess(file, f, kAccessFault, first, end);
   f.missed_fault_pages += missed;
   f.last_fault_major = missed > 0 || (r.flags & IOT_PFF_MAJOR);

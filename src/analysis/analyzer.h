@@ -202,8 +202,10 @@ class Analyzer {
     bool untyped = false;
     uint32_t kind_path = 0;
     // Mapped I/O: pages read by read faults (fault-around included, each page once per run of
-    // faults on one window), pages dirtied through shared writable mappings.
+    // faults on one window), pages dirtied through shared writable mappings. Instruction
+    // fetches (exec faults) are code, not data: counted apart.
     uint64_t read_faults = 0, mmap_read_pages = 0, shared_write_faults = 0, mmap_write_pages = 0;
+    uint64_t exec_faults = 0, exec_pages = 0;
     // Cache misses: pages read (by calls, by faults) that entered the page cache during the
     // trace for this read (see NoteAccess).
     uint64_t missed_call_pages = 0, missed_fault_pages = 0;

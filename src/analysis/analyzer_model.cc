@@ -303,7 +303,7 @@ struct MemoryCounts {
 
 // Pages read by storage files' calls and read faults, and those of them that missed the cache.
 struct ReadPages {
-  uint64_t call = 0, mapped = 0, missed_call = 0, missed_fault = 0, untracked = 0;
+  uint64_t call = 0, mapped = 0, exec = 0, missed_call = 0, missed_fault = 0, untracked = 0;
 };
 
 json MemoryJson(const MemoryCounts& c, const ReadPages& read) {
@@ -318,10 +318,11 @@ json MemoryJson(const MemoryCounts& c, const ReadPages& read) {
   // One definition of a miss (docs/report.md): a major fault is one that missed; the hit ratio
   // is the share of pages read that did not.
   if (c.faults) mem["fault_hit_ratio"] = Round4(Share(c.faults - c.faults_major, c.faults));
-  const uint64_t accessed = SaturatingAdd(read.call, read.mapped);
+  const uint64_t accessed = SaturatingAdd(SaturatingAdd(read.call, read.mapped), read.exec);
   const uint64_t missed = SaturatingAdd(read.missed_call, read.missed_fault);
   if (c.have_page_cache) {
     mem["misses"] = {{"read_pages", read.call},       {"mapped_pages", read.mapped},
+                     {"exec_pages", read.exec},
                      {"missed_call_pages", read.missed_call},
                      {"missed_fault_pages", read.missed_fault},
                      {"untracked_pages", read.untracked}};
@@ -524,6 +525,8 @@ json Analyzer::FileJson(const FileStats& f) const {
                       {"async_ops", f.async_ops[0]}, {"async_bytes", f.async_bytes[0]},
                       {"mmap_ops", f.read_faults},
                       {"mmap_bytes", SaturatingMul(f.mmap_read_pages, page_size_)},
+                      {"exec_faults", f.exec_faults},
+                      {"exec_bytes", SaturatingMul(f.exec_pages, page_size_)},
                       {"pattern", AccessJson(f.access[0])}}},
             {"write", {{"ops", f.data_ops[1]}, {"bytes", f.bytes[1]}, {"requested", f.requested[1]},
                        {"async_ops", f.async_ops[1]}, {"async_bytes", f.async_bytes[1]},
@@ -546,7 +549,8 @@ json Analyzer::FileJson(const FileStats& f) const {
     j["cache_at_start"] = {{"resident_pages", f.cache_resident}, {"total_pages", f.cache_total}};
   }
   // Hit ratio: pages read (by buffered calls and read faults) that did not miss the cache.
-  const uint64_t accessed = SaturatingAdd(f.read_pages, f.mmap_read_pages);
+  const uint64_t accessed =
+      SaturatingAdd(SaturatingAdd(f.read_pages, f.mmap_read_pages), f.exec_pages);
   const uint64_t missed = SaturatingAdd(f.missed_call_pages, f.missed_fault_pages);
   if (have_page_cache_ && accessed > 0) {
     j["missed_pages"] = missed;
@@ -573,6 +577,7 @@ Analyzer::FileSums Analyzer::SumFiles() const {
     s.mmap_pages[1] = SaturatingAdd(s.mmap_pages[1], f.mmap_write_pages);
     s.read.call = SaturatingAdd(s.read.call, f.read_pages);
     s.read.mapped = SaturatingAdd(s.read.mapped, f.mmap_read_pages);
+    s.read.exec = SaturatingAdd(s.read.exec, f.exec_pages);
     s.read.missed_call = SaturatingAdd(s.read.missed_call, f.missed_call_pages);
     s.read.missed_fault = SaturatingAdd(s.read.missed_fault, f.missed_fault_pages);
   }

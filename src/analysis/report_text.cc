@@ -429,7 +429,7 @@ void MemorySection(Out& out, const json& m) {
     const json& mi = mem["misses"];
     out.Line("  hit ratio    {} of {} pages read were cached; missed: {} by calls, {} by faults",
              FormatPercent(D(mem, "read_hit_ratio")),
-             FormatCount(U(mi, "read_pages") + U(mi, "mapped_pages")),
+             FormatCount(U(mi, "read_pages") + U(mi, "mapped_pages") + U(mi, "exec_pages")),
              FormatCount(U(mi, "missed_call_pages")), FormatCount(U(mi, "missed_fault_pages")));
   }
   const json& wb = mem["writeback"];
