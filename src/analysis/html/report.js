@@ -115,8 +115,17 @@
       return [d + 's', fmtCount(t.ops) + ' ops, ' + fmtBytes(t.bytes) + ', ' + (t.iops || 0).toFixed(1) +
         ' IOPS, ' + fmtBytes(t.bytes_per_s) + '/s' + (t.async_ops ? ' (incl. ' + fmtCount(t.async_ops) + ' async)' : '')];
     });
+    for (const d of ['read', 'write']) {
+      const t = totals[d] || {}, calls = (t.syscall_ops || 0) + (t.async_ops || 0);
+      if (!calls && !t.mmap_ops) continue;
+      rows.push([d + 's via', fmtBytes((t.syscall_bytes || 0) + (t.async_bytes || 0)) + ' by ' + fmtCount(calls) + ' calls, ' +
+        fmtBytes(t.mmap_bytes || 0) + ' mapped (' + fmtCount(t.mmap_ops || 0) + ' faults)']);
+    }
     const mix = totals.mix || {};
     rows.push(['mix', 'reads are ' + pct(mix.read_ops_share) + ' of ops, ' + pct(mix.read_bytes_share) + ' of bytes']);
+    const other = Object.entries(model.non_storage || {}).filter(([, k]) => k.read_ops || k.write_ops)
+      .map(([name, k]) => name.replace('_', ' ') + ' ' + fmtBytes(k.read_bytes) + ' read, ' + fmtBytes(k.write_bytes) + ' written');
+    if (other.length) rows.push(['not storage', other.join('; ') + ' (left out of the figures above)']);
     rows.push(['calls', fmtCount(totals.syscalls) + ' system calls (' + fmtCount(totals.errors) + ' failed), ' +
       fmtCount((model.processes || {}).total) + ' processes, ' + fmtCount((model.threads || {}).total) +
       ' threads, ' + fmtCount((model.files || {}).total) + ' files']);
@@ -134,6 +143,8 @@
     const rebin = a => { const out = []; for (let i = 0; i < a.length; i += merge) out.push(a.slice(i, i + merge).reduce((x, y) => x + y, 0)); return out; };
     const iops = [], tput = [];
     const series = [['read', 'read_ops', 'read_bytes'], ['write', 'write_ops', 'write_bytes'],
+                    ['mapped read', 'mmap_read_ops', 'mmap_read_bytes'],
+                    ['mapped write', 'mmap_write_ops', 'mmap_write_bytes'],
                     ['block read', 'block_read_ops', 'block_read_bytes'],
                     ['block write', 'block_write_ops', 'block_write_bytes']];
     for (const [name, ok, bk] of series) {
@@ -309,8 +320,8 @@
     const seq = p => (p.sequential + p.strided + p.random) ? pct(p.sequential_share) : '-';
     s.appendChild(table([{h: 'file', l: true, cls: 'path'}, {h: 'opens'}, {h: 'reads'}, {h: 'read'}, {h: 'writes'}, {h: 'written'},
                          {h: 'read seq'}, {h: 'write seq'}, {h: 'faults'}, {h: 'hit ratio'}],
-      model.files.rows.map(f => [fileName(f), fmtCount(f.opens), fmtCount(f.read.ops + f.read.async_ops), fmtBytes(f.read.bytes + f.read.async_bytes),
-        fmtCount(f.write.ops + f.write.async_ops), fmtBytes(f.write.bytes + f.write.async_bytes), seq(f.read.pattern), seq(f.write.pattern),
+      model.files.rows.map(f => [fileName(f), fmtCount(f.opens), fmtCount(f.read.ops + f.read.async_ops), fmtBytes(f.read.bytes + f.read.async_bytes + (f.read.mmap_bytes || 0)),
+        fmtCount(f.write.ops + f.write.async_ops), fmtBytes(f.write.bytes + f.write.async_bytes + (f.write.mmap_bytes || 0)), seq(f.read.pattern), seq(f.write.pattern),
         f.faults ? fmtCount(f.faults.total) : '-', f.hit_ratio !== undefined ? pct(f.hit_ratio) : '-'])));
   }
 
@@ -322,8 +333,8 @@
       ['page cache', fmtCount(m.page_cache.added_pages) + ' pages added, ' + fmtCount(m.page_cache.deleted_pages) + ' removed; readahead ' +
         fmtCount(m.page_cache.readahead_windows) + ' windows / ' + fmtCount(m.page_cache.readahead_pages) + ' pages'],
       ['write-back', fmtCount(m.writeback.dirtied_pages) + ' pages dirtied, ' + fmtCount(m.writeback.written_pages) + ' written back']];
-    if (m.read_hit_ratio !== undefined) rows.push(['read hit ratio', pct(m.read_hit_ratio) + ' (read-only files)']);
-    if (m.fault_hit_ratio !== undefined) rows.push(['minor-fault share', pct(m.fault_hit_ratio)]);
+    if (m.read_hit_ratio !== undefined) rows.push(['hit ratio', pct(m.read_hit_ratio) + ' of pages read (by calls and faults) were cached']);
+    if (m.fault_hit_ratio !== undefined) rows.push(['minor-fault share', pct(m.fault_hit_ratio) + ' (no page mapped missed the cache)']);
     s.appendChild(facts(rows));
   }
   if (model.block) {
@@ -336,11 +347,10 @@
       b.devices.map(d => [d.name, fmtCount(d.requests), fmtCount(d.queued), fmtBytes(d.read.bytes), fmtBytes(d.write.bytes), fmtCount(d.merges), fmtCount(d.splits), fmtCount(d.flushes), fmtCount(d.errors)])));
   }
   if (model.amplification) {
-    const a = model.amplification, s = section('Amplification (block bytes / application bytes)');
+    const a = model.amplification, s = section('Amplification (block bytes / bytes the program moved by calls and mappings)');
     const rows = [];
-    if (a.read !== undefined) rows.push(['read', fmtBytes(a.block_read_bytes) + ' / ' + fmtBytes(a.app_read_bytes) + ' = ' + a.read.toFixed(2) + 'x']);
-    if (a.read_incl_faults !== undefined) rows.push(['read incl. faults', a.read_incl_faults.toFixed(2) + 'x']);
-    if (a.write !== undefined) rows.push(['write', fmtBytes(a.block_write_bytes) + ' / ' + fmtBytes(a.app_write_bytes) + ' = ' + a.write.toFixed(2) + 'x']);
+    if (a.read !== undefined) rows.push(['read', fmtBytes(a.block_read_bytes) + ' / ' + fmtBytes(a.app_read_bytes + (a.fault_read_bytes || 0)) + ' = ' + a.read.toFixed(2) + 'x']);
+    if (a.write !== undefined) rows.push(['write', fmtBytes(a.block_write_bytes) + ' / ' + fmtBytes(a.app_write_bytes + (a.fault_write_bytes || 0)) + ' = ' + a.write.toFixed(2) + 'x']);
     s.appendChild(facts(rows));
   }
   if (model.intents) {
