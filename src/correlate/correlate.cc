@@ -190,6 +190,9 @@ void Correlator::Add(const iot_rec_hdr* rec) {
     case IOT_REC_ASYNC_IO:
       async_recs_.push_back(As<iot_async_io>(rec));
       break;
+    case IOT_REC_INTENT:
+      intent_recs_.push_back(As<iot_intent>(rec));
+      break;
     case IOT_REC_SCHED: {
       const auto& r = As<iot_sched>(rec);
       c_.sched_layer = true;
@@ -885,6 +888,12 @@ Correlation Correlator::Finish() {
     auto it = strings_.find(p.path_id);
     if (it != strings_.end()) c_.paths.emplace(std::make_pair(p.dev, p.ino), it->second);
   }
+  for (const iot_intent& r : intent_recs_) {
+    auto it = strings_.find(r.label_id);
+    c_.intents.push_back({r.ts, r.tgid, r.tid, r.kind, it == strings_.end() ? "" : it->second});
+  }
+  std::stable_sort(c_.intents.begin(), c_.intents.end(),
+                   [](const Intent& a, const Intent& b) { return a.ts < b.ts; });
   for (const iot_writeback& w : dirty_) {
     // dirtying records stand in for faults when attributing write-back of mapped stores
     PageFault f;

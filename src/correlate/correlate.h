@@ -164,6 +164,15 @@ struct SchedInterval {
   uint32_t tgid = 0, tid = 0, vec = 0;
 };
 
+// An intent marker of the traced program (docs/workloads.md "Intent markers"): the begin or end
+// of a phase such as one query of a search, or an instant.
+struct Intent {
+  uint64_t ts = 0;
+  uint32_t tgid = 0, tid = 0;
+  uint16_t kind = 0;  // IOT_INTENT_*
+  std::string label;  // bytes as the program wrote them
+};
+
 struct CorrelateOptions {
   // A page fault at most this long before a bio of its thread caused it.
   uint64_t fault_window_ns = 20'000'000;
@@ -178,6 +187,7 @@ struct Correlation {
   std::vector<Bio> bios;
   std::vector<Request> requests;  // sorted by first event
   std::vector<SchedInterval> sched;
+  std::vector<Intent> intents;  // sorted by ts
   std::map<std::pair<uint32_t, uint64_t>, std::string> paths;  // (dev, ino) -> path opened
   std::set<uint32_t> traced_tgids;
   uint64_t page_cache_added_pages = 0;
@@ -214,6 +224,7 @@ class Correlator {
   std::vector<iot_nvme> nvmes_;
   std::vector<iot_async_io> async_recs_;
   std::vector<iot_writeback> dirty_;
+  std::vector<iot_intent> intent_recs_;  // labels resolved in Finish (strings may come later)
   struct PathRec {
     uint32_t dev;
     uint64_t ino;

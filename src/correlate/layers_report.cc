@@ -10,6 +10,8 @@
 
 #include "base/checked_math.h"
 #include "base/json_fields.h"
+#include "correlate/chains.h"
+#include "correlate/device_time.h"
 #include "correlate/nvme_decode.h"
 #include "format/op_info.h"
 #include "format/records.h"
@@ -168,40 +170,6 @@ json SyscallJson(const Syscall& s) {
           {"tgid", s.tgid},         {"tid", s.tid},       {"fd", s.fd},
           {"offset", s.offset},     {"length", s.length}, {"ret", s.ret}};
 }
-
-// Union length of intervals clipped to [lo, hi).
-uint64_t UnionWithin(std::vector<std::pair<uint64_t, uint64_t>> iv, uint64_t lo, uint64_t hi) {
-  std::sort(iv.begin(), iv.end());
-  uint64_t total = 0, cur_lo = 0, cur_hi = 0;
-  bool open = false;
-  for (auto [a, b] : iv) {
-    a = std::max(a, lo);
-    b = std::min(b, hi);
-    if (b <= a) continue;
-    if (!open || a > cur_hi) {
-      if (open) total += cur_hi - cur_lo;
-      cur_lo = a;
-      cur_hi = b;
-      open = true;
-    } else {
-      cur_hi = std::max(cur_hi, b);
-    }
-  }
-  if (open) total += cur_hi - cur_lo;
-  return total;
-}
-
-// Device time of a request: its NVMe commands where recorded, else D -> C.
-std::vector<std::pair<uint64_t, uint64_t>> DeviceIntervals(const Request& q) {
-  std::vector<std::pair<uint64_t, uint64_t>> iv;
-  for (const NvmeCommand& n : q.nvme) {
-    if (n.setup_ts && n.complete_ts > n.setup_ts) iv.push_back({n.setup_ts, n.complete_ts});
-  }
-  if (iv.empty() && q.d_ts && q.c_ts > q.d_ts) iv.push_back({q.d_ts, q.c_ts});
-  return iv;
-}
-
-bool IsReadOp(uint16_t op) { return OpIsRead(op); }
 
 // ---- sections ----------------------------------------------------------------------------------
 
@@ -664,87 +632,6 @@ json SoftwareShare(const Correlation& c) {
   return j;
 }
 
-json DependentChains(const Correlation& c, const LayersOptions& o) {
-  struct Hop {
-    size_t call;
-    uint64_t device;
-  };
-  std::map<uint32_t, std::vector<Hop>> reads;
-  for (size_t si = 0; si < c.syscalls.size(); si++) {
-    const Syscall& s = c.syscalls[si];
-    if (!IsReadOp(s.op) || s.requests.empty()) continue;
-    std::vector<std::pair<uint64_t, uint64_t>> iv;
-    bool device_read = false;
-    for (size_t ri : s.requests) {
-      const Request& q = c.requests[ri];
-      if (q.cause != Cause::kSyscall || !(q.flags & IOT_BLKF_READ)) continue;
-      device_read = true;
-      auto d = DeviceIntervals(q);
-      iv.insert(iv.end(), d.begin(), d.end());
-    }
-    if (device_read) reads[s.tid].push_back({si, UnionWithin(iv, s.ts, s.end())});
-  }
-  json chains = json::array();
-  uint64_t n_chains = 0, n_reads = 0;
-  double total_ns = 0, est_ns = 0;
-  for (auto& [tid, v] : reads) {
-    size_t i = 0;
-    while (i < v.size()) {
-      size_t k = i + 1;
-      while (k < v.size()) {
-        const Syscall& p = c.syscalls[v[k - 1].call];
-        const Syscall& n = c.syscalls[v[k].call];
-        if (n.ts < p.end() || n.ts - p.end() > o.dependent_gap_ns) break;
-        k++;
-      }
-      if (k - i >= o.min_chain_reads) {
-        n_chains++;
-        n_reads += k - i;
-        const Syscall& first = c.syscalls[v[i].call];
-        const Syscall& last = c.syscalls[v[k - 1].call];
-        uint64_t span = last.end() - first.ts;
-        // An in-kernel resubmission (XRP's NVMe-driver hook) issues each dependent read from the
-        // completion of the previous one: what remains of each later hop is its device time.
-        uint64_t with_resubmit = first.dur;
-        uint64_t gaps = 0;
-        for (size_t h = i + 1; h < k; h++) {
-          with_resubmit = SaturatingAdd(with_resubmit, v[h].device);
-          gaps += c.syscalls[v[h].call].ts - c.syscalls[v[h - 1].call].end();
-        }
-        total_ns += static_cast<double>(span);
-        est_ns += static_cast<double>(with_resubmit);
-        if (chains.size() < o.top) {
-          chains.push_back({{"tid", tid},
-                            {"reads", k - i},
-                            {"file", c.FileName(first.dev, first.ino)},
-                            {"start_ts", first.ts},
-                            {"span_ns", span},
-                            {"user_gaps_ns", gaps},
-                            {"estimated_with_driver_resubmission_ns", with_resubmit},
-                            {"estimated_saving_ns", span - std::min(span, with_resubmit)}});
-        }
-      }
-      i = k;
-    }
-  }
-  json j;
-  j["gap_threshold_ns"] = o.dependent_gap_ns;
-  j["min_reads"] = o.min_chain_reads;
-  j["chains"] = n_chains;
-  j["reads_in_chains"] = n_reads;
-  if (n_chains) {
-    j["span_ns"] = static_cast<uint64_t>(total_ns);
-    j["estimated_with_driver_resubmission_ns"] = static_cast<uint64_t>(est_ns);
-    j["estimated_speedup"] = est_ns > 0 ? total_ns / est_ns : 0.0;
-  }
-  j["top"] = chains;
-  j["method"] = "each later read of a chain keeps only its device time (NVMe setup->complete, or "
-                "D->C): the user-space gap, the syscall, file-system and block software of every "
-                "hop after the first are saved (an upper bound; XRP measured 1.95x latency at "
-                "depth 10 with its NVMe-driver hook, reference 4.2)";
-  return j;
-}
-
 json InterferenceJson(const Correlation& c, const LayersOptions& o) {
   json j;
   j["recorded"] = c.sched_layer;
@@ -838,7 +725,12 @@ json LayersReport(const Correlation& c, const LayersOptions& o) {
   j["splits"] = Splits(c, o);
   j["amplification"] = Amplification(c);
   j["software_share"] = SoftwareShare(c);
-  j["dependent_chains"] = DependentChains(c, o);
+  ChainOptions chain_options;
+  chain_options.gap_ns = o.dependent_gap_ns;
+  chain_options.min_reads = o.min_chain_reads;
+  chain_options.query_marker = o.chain_query_marker;
+  chain_options.hop_marker = o.chain_hop_marker;
+  j["dependent_chains"] = DependentChainsJson(c, chain_options, o.top);
   j["interference"] = InterferenceJson(c, o);
   j["writeback"] = Writeback(c, o);
   json rows = json::array();

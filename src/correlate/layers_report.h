@@ -27,9 +27,13 @@ struct LayersOptions {
   // max(tolerance_ns, tolerance_fraction * duration).
   uint64_t tolerance_ns = 2000;
   double tolerance_fraction = 0.01;
-  // A read issued at most this long after the thread's previous read returned depends on it.
+  // Dependent read chains (chains.h): without query markers, a batch of reads issued at most
+  // this long after the thread's previous batch completed depends on it.
   uint64_t dependent_gap_ns = 100'000;
   size_t min_chain_reads = 3;
+  // Intent-marker labels of one query (a chain) and one hop (a batch); empty: not used.
+  std::string chain_query_marker = "query";
+  std::string chain_hop_marker = "hop";
   // Consecutive sequential calls of one thread on one file, each smaller than the device's
   // max_sectors_kb, at least this many in a row: an application-side pre-split.
   size_t presplit_min_calls = 4;

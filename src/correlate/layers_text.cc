@@ -173,11 +173,34 @@ void DependentChainsText(std::string& out, const json& dc) {
       Ns(dc.value("gap_threshold_ns", json())), dc.value("min_reads", 0), dc.value("chains", 0),
       dc.value("reads_in_chains", 0));
   if (dc.contains("estimated_speedup")) {
-    out += fmt::format("; {} -> {} with in-kernel resubmission (x{:.2f})\n", Ns(dc["span_ns"]),
-                       Ns(dc["estimated_with_driver_resubmission_ns"]),
+    out += fmt::format("; {} -> {} with in-kernel resubmission (x{:.2f}, an estimate)\n",
+                       Ns(dc["span_ns"]), Ns(dc["estimated_with_driver_resubmission_ns"]),
                        dc["estimated_speedup"].get<double>());
   } else {
     out += "\n";
+  }
+  if (!dc.contains("per_chain_mean")) return;
+  const json& m = dc["per_chain_mean"];
+  out += fmt::format(
+      "  told apart by: {} by query marker, {} by dependence (cuts: {})\n"
+      "  per chain: {:.1f} hops of {:.1f} reads, {} per hop",
+      dc.value("chains_by_query_marker", 0), dc.value("chains_by_dependence", 0),
+      dc.value("cuts", json::object()).dump(), m.value("hops", 0.0),
+      m.value("reads_per_hop", 0.0), Ns(m.value("hop_ns", json())));
+  if (m.contains("hop_device_ns")) {
+    out += fmt::format(" (software {}, device {}); estimated saving per chain {}",
+                       Ns(m["hop_software_ns"]), Ns(m["hop_device_ns"]),
+                       Ns(m["estimated_saving_ns"]));
+  }
+  out += "\n";
+  for (const json& ch : dc.value("top", json::array())) {
+    out += fmt::format("  tid {} {} at {}: {} reads in {} hops, {}", ch.value("tid", 0),
+                       ch.value("file", ""), Ns(ch.value("start_ts", json())), ch.value("reads", 0),
+                       ch.value("hops", 0), Ns(ch.value("span_ns", json())));
+    if (ch.contains("estimated_saving_ns")) {
+      out += fmt::format(", estimated saving {}", Ns(ch["estimated_saving_ns"]));
+    }
+    out += fmt::format(" ({})\n", ch.value("by", ""));
   }
 }
 
