@@ -168,10 +168,11 @@ void SoftwareShareText(std::string& out, const json& sw) {
 
 void DependentChainsText(std::string& out, const json& dc) {
   out += fmt::format(
-      "\nDependent read chains (next read within {} after the previous returned, "
-      "at least {} reads): {} chains, {} reads",
-      Ns(dc.value("gap_threshold_ns", json())), dc.value("min_reads", 0), dc.value("chains", 0),
-      dc.value("reads_in_chains", 0));
+      "\nDependent read chains (one per `{}` marker, else next batch within {} after the "
+      "previous completed and re-reading none of the chain; at least {} reads): {} chains, {} "
+      "reads",
+      dc.value("query_marker", ""), Ns(dc.value("gap_threshold_ns", json())),
+      dc.value("min_reads", 0), dc.value("chains", 0), dc.value("reads_in_chains", 0));
   if (dc.contains("estimated_speedup")) {
     out += fmt::format("; {} -> {} with in-kernel resubmission (x{:.2f}, an estimate)\n",
                        Ns(dc["span_ns"]), Ns(dc["estimated_with_driver_resubmission_ns"]),
