@@ -817,7 +817,7 @@ bool Analyzer::MappedFault(const iot_page_fault& r, int32_t file, FileStats& f, 
   uint64_t first = r.pgoff;
   if (r.nr_pages && r.around_start <= r.pgoff && r.pgoff - r.around_start < r.nr_pages)
     first = r.around_start;
-  uint64_t end = PageRanges::End(first, pages);
+  uint64_t end = PendingPages::End(first, pages);
   // Fault-around never maps past the end of the file.
   const uint64_t size_pages = f.fsize ? PageIndex(f.fsize - 1) + 1 : 0;
   if (size_pages > first && end > size_pages) end = size_pages;
@@ -867,20 +867,13 @@ uint64_t Analyzer::NoteAccess(int32_t file_index, FileStats& f, uint8_t access, 
   f.last_first = first;
   f.last_end = end;
   f.last_fault_major = false;
-  if (pending_pages_.empty()) return 0;
-  auto it = pending_pages_.find(file_index);
-  if (it == pending_pages_.end()) return 0;
-  PageRanges& pending = it->second;
-  const size_t before = pending.ranges();
-  const uint64_t taken = pending.Take(first, end > first ? end - first : 0);
-  pending_ranges_ = pending_ranges_ - before + pending.ranges();
-  if (pending.empty()) pending_pages_.erase(it);
+  const uint64_t taken = TakePending(file_index, f, first, end);
   return access == kAccessWrite ? 0 : taken;
 }
 
 void Analyzer::NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uint64_t count,
                            uint64_t ts) {
-  uint64_t end = PageRanges::End(first, count);
+  uint64_t end = PendingPages::End(first, count);
   // The capture can write an insertion after the record of the access that caused it (a read
   // call's record is written at its exit, before the thread's coalesced insertions): pages of
   // the file's last access count as that access's misses.
@@ -896,21 +889,14 @@ void Analyzer::NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uin
         series_.Add(kMajorFaults, ts, 1);
       }
     }
-    if (lo > first) AddPending(file_index, first, lo);
+    if (lo > first) AddPending(file_index, f, first, lo);
     first = hi;
   }
-  if (first < end) AddPending(file_index, first, end);
+  if (first < end) AddPending(file_index, f, first, end);
 }
 
-void Analyzer::AddPending(int32_t file_index, uint64_t first, uint64_t end) {
-  if (pending_ranges_ >= kMaxPending) {
-    pending_dropped_pages_ = SaturatingAdd(pending_dropped_pages_, end - first);
-    return;
-  }
-  PageRanges& pending = pending_pages_[file_index];
-  const size_t before = pending.ranges();
-  pending.Add(first, end - first);
-  pending_ranges_ = pending_ranges_ - before + pending.ranges();
+void Analyzer::AddPending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end) {
+  f.pending_pages += pending_pages_.Add(static_cast<uint32_t>(file_index), first, end);
 }
 
 void Analyzer::NonStorageOp(FileStats& f, int dir, uint64_t bytes, uint64_t requested,
@@ -956,12 +942,7 @@ void Analyzer::OnPageCache(const iot_page_cache& r) {
         f->pc_delete += pages;
         // An evicted page read later is read from storage again: a miss then, when its
         // insertion is seen; not one of this insertion's.
-        if (auto it = pending_pages_.find(file); it != pending_pages_.end()) {
-          const size_t before = it->second.ranges();
-          it->second.Take(r.index, pages);
-          pending_ranges_ = pending_ranges_ - before + it->second.ranges();
-          if (it->second.empty()) pending_pages_.erase(it);
-        }
+        TakePending(file, *f, r.index, PendingPages::End(r.index, pages));
       }
       break;
     case IOT_PC_READAHEAD:

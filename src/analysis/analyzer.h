@@ -209,6 +209,7 @@ class Analyzer {
     // Cache misses: pages read (by calls, by faults) that entered the page cache during the
     // trace for this read (see NoteAccess).
     uint64_t missed_call_pages = 0, missed_fault_pages = 0;
+    uint64_t pending_pages = 0;  // in pending_pages_
     // The file's last access, for insertions recorded after the access that caused them.
     uint64_t last_first = 0, last_end = 0;
     uint64_t fault_window_first = 0, fault_window_end = 0;  // of its last read fault
@@ -403,7 +404,14 @@ class Analyzer {
   uint64_t NoteAccess(int32_t file_index, FileStats& f, uint8_t access, uint64_t first,
                       uint64_t end);
   void NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uint64_t count, uint64_t ts);
-  void AddPending(int32_t file_index, uint64_t first, uint64_t end);
+  void AddPending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end);
+  uint64_t TakePending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end) {
+    if (f.pending_pages == 0) return 0;
+    const uint64_t taken =
+        pending_pages_.Take(static_cast<uint32_t>(file_index), first, end);
+    f.pending_pages -= std::min(f.pending_pages, taken);
+    return taken;
+  }
   // A data op (`async`: an asynchronous request) on a file that is not storage.
   void NonStorageOp(FileStats& f, int dir, uint64_t bytes, uint64_t requested, bool async);
   // The mapped side of a fault on storage file `f`: pages read or dirtied through the mapping,
@@ -497,10 +505,7 @@ class Analyzer {
   uint64_t wb_dirtied_ = 0, wb_written_ = 0, wb_works_ = 0, wb_waits_ = 0;
   bool have_page_cache_ = false;
   // Per file: pages that entered the page cache during the trace and were not read since.
-  // Bounded: beyond kMaxPending ranges in all, insertions are no longer followed (counted).
-  std::unordered_map<int32_t, PageRanges> pending_pages_;
-  size_t pending_ranges_ = 0;
-  uint64_t pending_dropped_pages_ = 0;
+  PendingPages pending_pages_;
   uint64_t cache_state_files_ = 0, cache_state_resident_ = 0, cache_state_total_ = 0;
 
   // Block layer.

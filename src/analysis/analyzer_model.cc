@@ -581,7 +581,7 @@ Analyzer::FileSums Analyzer::SumFiles() const {
     s.read.missed_call = SaturatingAdd(s.read.missed_call, f.missed_call_pages);
     s.read.missed_fault = SaturatingAdd(s.read.missed_fault, f.missed_fault_pages);
   }
-  s.read.untracked = pending_dropped_pages_;
+  s.read.untracked = pending_pages_.untracked();
   return s;
 }
 

@@ -1,4 +1,4 @@
-// PageRanges: the pages of a file added to the page cache and not yet read.
+// PendingPages: the pages of files added to the page cache and not yet read.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,40 +8,43 @@
 namespace iotwin::analysis {
 namespace {
 
-TEST(PageRanges, AddCountsOnlyNewPagesAndMergesNeighbours) {
-  PageRanges r;
-  EXPECT_EQ(r.Add(10, 5), 5u);   // [10, 15)
-  EXPECT_EQ(r.Add(12, 5), 2u);   // [10, 17)
-  EXPECT_EQ(r.Add(17, 3), 3u);   // touches: [10, 20)
-  EXPECT_EQ(r.ranges(), 1u);
-  EXPECT_EQ(r.Add(30, 2), 2u);
-  EXPECT_EQ(r.ranges(), 2u);
-  EXPECT_EQ(r.Add(0, 40), 40u - 12u);  // swallows both
-  EXPECT_EQ(r.ranges(), 1u);
-  EXPECT_EQ(r.pages(), 40u);
-  EXPECT_EQ(r.Add(5, 0), 0u);
+TEST(PendingPages, AddCountsOnlyNewPagesAcrossChunks) {
+  PendingPages p;
+  EXPECT_EQ(p.Add(1, 10, 15), 5u);
+  EXPECT_EQ(p.Add(1, 12, 17), 2u);
+  EXPECT_EQ(p.Add(1, 60, 200), 140u);  // spans three 64-page chunks
+  EXPECT_EQ(p.Add(2, 10, 15), 5u);     // another file
+  EXPECT_EQ(p.pages(), 152u);
+  EXPECT_EQ(p.Add(1, 5, 5), 0u);
 }
 
-TEST(PageRanges, TakeRemovesAndCountsWhatWasThere) {
-  PageRanges r;
-  r.Add(0, 16);
-  r.Add(32, 16);
-  EXPECT_EQ(r.Take(4, 4), 4u);     // splits [0, 16) into [0, 4) and [8, 16)
-  EXPECT_EQ(r.ranges(), 3u);
-  EXPECT_EQ(r.Take(4, 4), 0u);     // already taken
-  EXPECT_EQ(r.Take(10, 30), 6u + 8u);  // [10, 16) and [32, 40)
-  EXPECT_EQ(r.pages(), 4u + 2u + 8u);
-  EXPECT_EQ(r.Take(0, 100), 14u);
-  EXPECT_TRUE(r.empty());
-  EXPECT_EQ(r.pages(), 0u);
+TEST(PendingPages, TakeRemovesAndCountsWhatWasThere) {
+  PendingPages p;
+  p.Add(1, 0, 16);
+  p.Add(1, 32, 48);
+  EXPECT_EQ(p.Take(1, 4, 8), 4u);
+  EXPECT_EQ(p.Take(1, 4, 8), 0u);  // already taken
+  EXPECT_EQ(p.Take(2, 0, 100), 0u);  // another file's
+  EXPECT_EQ(p.Take(1, 10, 40), 6u + 8u);
+  EXPECT_EQ(p.pages(), 4u + 2u + 8u);
+  EXPECT_EQ(p.Take(1, 0, 1000), 14u);
+  EXPECT_EQ(p.pages(), 0u);
+  EXPECT_EQ(p.chunks(), 0u);  // emptied bitmaps are dropped
 }
 
-TEST(PageRanges, RangesNearTheEndOfTheIndexSpaceSaturate) {
-  PageRanges r;
-  EXPECT_EQ(r.Add(UINT64_MAX - 2, 10), 2u);  // [2^64 - 3, 2^64 - 1)
-  EXPECT_EQ(r.Take(UINT64_MAX - 1, 5), 1u);
-  EXPECT_EQ(r.Take(0, UINT64_MAX), 1u);
-  EXPECT_TRUE(r.empty());
+// Untrusted ranges: indices near 2^64, files beyond the packing, huge claimed lengths.
+TEST(PendingPages, UntrustedRangesStayBounded) {
+  PendingPages p(/*max_chunks=*/4);
+  EXPECT_EQ(p.Add(1, UINT64_MAX - 2, PendingPages::End(UINT64_MAX - 2, 10)), 0u);
+  EXPECT_EQ(p.untracked(), 2u);
+  EXPECT_EQ(p.Add(PendingPages::kMaxFiles, 0, 8), 0u);
+  EXPECT_EQ(p.untracked(), 10u);
+  // A claimed length of 2^60 pages: one access examines a bounded number of bitmaps, and the
+  // map holds at most max_chunks of them.
+  EXPECT_EQ(p.Add(1, 0, uint64_t{1} << 60), 4u * 64u);
+  EXPECT_EQ(p.chunks(), 4u);
+  EXPECT_GT(p.untracked(), 10u);
+  EXPECT_EQ(p.Take(1, 0, UINT64_MAX), 4u * 64u);
 }
 
 }  // namespace
