@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "cli/unit_options.h"
 #include "common.h"
 #include "kv_offload.h"
 #include "micro.h"
@@ -205,12 +206,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"put", "get", "both"}))
       ->capture_default_str();
   kv_cmd->add_option("--io-size", kv.io_size, "Bytes per request moving a chunk")
+      ->transform(iotwin::cli::SizeUnits())
       ->capture_default_str();
   kv_cmd->add_flag("--fsync", kv.fsync, "fsync each chunk after writing it");
   kv_cmd->add_flag("--verify", kv.verify, "Check the content of every chunk read");
   kv_cmd->add_option("--compute-us", kv.compute_us,
                      "Model compute per chunk in microseconds (sleeps before each put and after "
                      "each get): the think time between an engine's KV transfers")
+      ->transform(iotwin::cli::DurationUnits(1e3, "us", true))
       ->capture_default_str();
 
   ModelOptions model;
@@ -221,6 +224,7 @@ int main(int argc, char** argv) {
   model_cmd->add_flag("--prepare-only", model.prepare_only, "Create the shards and stop");
   model_cmd->add_option("--shards", model.shards, "Shard files")->capture_default_str();
   model_cmd->add_option("--shard-mb", model.shard_mb, "Approximate MiB per shard (--prepare)")
+      ->transform(iotwin::cli::SizeUnits(1 << 20, "MiB"))
       ->capture_default_str();
   model_cmd->add_option("--hidden", model.hidden, "Hidden size of the synthetic model (--prepare)")
       ->capture_default_str();
@@ -230,8 +234,10 @@ int main(int argc, char** argv) {
                    "(DeepSpeed: O_DIRECT libaio blocks)")
       ->check(CLI::IsMember({"mmap", "pread", "direct-async"}))
       ->capture_default_str();
-  model_cmd->add_option("--io-size", model.io_size, "pread request size")->capture_default_str();
+  model_cmd->add_option("--io-size", model.io_size, "pread request size")
+      ->transform(iotwin::cli::SizeUnits())->capture_default_str();
   model_cmd->add_option("--block-mb", model.block_mb, "direct-async block size in MiB")
+      ->transform(iotwin::cli::SizeUnits(1 << 20, "MiB"))
       ->capture_default_str();
   model_cmd->add_option("--qd", model.qd, "direct-async queue depth")->capture_default_str();
   model_cmd->add_flag("--drop-cache", model.drop_cache,
@@ -244,11 +250,14 @@ int main(int argc, char** argv) {
   micro_cmd->add_option("--op", micro.op, "read, write, pread, pwrite, randread, randwrite")
       ->check(CLI::IsMember({"read", "write", "pread", "pwrite", "randread", "randwrite"}))
       ->capture_default_str();
-  micro_cmd->add_option("--size", micro.size, "Bytes per operation")->capture_default_str();
-  micro_cmd->add_option("--file-mb", micro.file_mb, "File size in MiB")->capture_default_str();
+  micro_cmd->add_option("--size", micro.size, "Bytes per operation")
+      ->transform(iotwin::cli::SizeUnits())->capture_default_str();
+  micro_cmd->add_option("--file-mb", micro.file_mb, "File size in MiB")
+      ->transform(iotwin::cli::SizeUnits(1 << 20, "MiB"))->capture_default_str();
   micro_cmd->add_option("--ops", micro.ops,
                         "Operations per thread (default 1024 without --seconds)");
-  micro_cmd->add_option("--seconds", micro.seconds, "Stop after this many seconds");
+  micro_cmd->add_option("--seconds", micro.seconds, "Stop after this many seconds")
+      ->transform(iotwin::cli::DurationUnits(1e9, "s"));
   micro_cmd->add_flag("--per-thread-files", micro.per_thread_files,
                       "Each thread its own file (default: one shared file, one fd per thread)");
   micro_cmd->add_option("--rate", micro.rate, "Total operations per second, 0 = unpaced")
@@ -266,9 +275,11 @@ int main(int argc, char** argv) {
   mixed_cmd->add_option("--chunks", mixed.kv.chunks, "KV chunks")->capture_default_str();
   mixed_cmd->add_option("--gets", mixed.kv.gets, "KV chunk reads")->capture_default_str();
   mixed_cmd->add_option("--shards", mixed.model.shards, "Model shards")->capture_default_str();
-  mixed_cmd->add_option("--shard-mb", mixed.model.shard_mb, "MiB per shard")->capture_default_str();
+  mixed_cmd->add_option("--shard-mb", mixed.model.shard_mb, "MiB per shard")
+      ->transform(iotwin::cli::SizeUnits(1 << 20, "MiB"))->capture_default_str();
   mixed_cmd->add_option("--writes", mixed.writes, "Journal writes")->capture_default_str();
   mixed_cmd->add_option("--write-size", mixed.write_size, "Bytes per journal write")
+      ->transform(iotwin::cli::SizeUnits())
       ->capture_default_str();
   mixed_cmd->add_option("--fsync-every", mixed.fsync_every, "fsync the journal every N writes")
       ->capture_default_str();

@@ -9,6 +9,7 @@
 
 #include "analysis/compare.h"
 #include "cli/commands.h"
+#include "cli/unit_options.h"
 
 namespace iotwin::cli {
 
@@ -52,6 +53,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
   sub->add_option("--iat-resolution-us", opt->iat_resolution_us,
                   "iat-ks: inter-arrival times below this count as this (the replay's timing "
                   "resolution)")
+      ->transform(DurationUnits(1e3, "us"))
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e9));
   sub->add_flag("--salvage", opt->salvage, "skip damaged chunks instead of failing");

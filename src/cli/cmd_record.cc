@@ -7,6 +7,7 @@
 
 #include "capture/recorder.h"
 #include "cli/commands.h"
+#include "cli/unit_options.h"
 
 namespace iotwin::cli {
 namespace {
@@ -113,7 +114,8 @@ CommandSpec SetupRecord(CLI::App& parent) {
   sub->add_option(
       "--cgroup", o.cgroup,
       "Trace every process of a cgroup v2 (absolute path, or relative to the cgroup2 mount)");
-  sub->add_option("--duration", o.duration_s, "Stop recording after this many seconds");
+  sub->add_option("--duration", o.duration_s, "Stop recording after this long (seconds, or 500ms, 2m)")
+      ->transform(DurationUnits(1e9, "s"));
   // For `iotwin replay --record`: a byte on this descriptor says the targets are traced.
   sub->add_option("--ready-fd", o.ready_fd,
                   "Write one byte to this descriptor once the targets are traced")
@@ -131,12 +133,15 @@ CommandSpec SetupRecord(CLI::App& parent) {
       ->capture_default_str();
   sub->add_option("--uprobe", args->uprobes,
                   "Record calls of a function as intent: BINARY:FUNCTION[=label] (repeatable)");
-  sub->add_option("--ring-mb", args->ring_mb, "Ring buffer size in MiB (power of two)")
+  sub->add_option("--ring-mb", args->ring_mb, "Ring buffer size in MiB (power of two; or 64M)")
+      ->transform(SizeUnits(1 << 20, "MiB"))
       ->capture_default_str();
   sub->add_option("--wake-kb", args->wake_kb,
                   "Wake the consumer once this many KiB wait in the ring (tuning)")
+      ->transform(SizeUnits(1 << 10, "KiB"))
       ->capture_default_str();
   sub->add_option("--poll-ms", o.poll_ms, "Longest wait between ring checks in ms (tuning)")
+      ->transform(DurationUnits(1e6, "ms", true))
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
   sub->add_flag("--no-async", args->no_async, "Do not trace io_uring requests");
@@ -152,6 +157,7 @@ CommandSpec SetupRecord(CLI::App& parent) {
                 "Record which 8-byte words of pages stored to through shared file mappings changed");
   sub->add_option("--subpage-interval-ms", args->subpage_interval_ms,
                   "Sampling interval of --subpage in milliseconds")
+      ->transform(DurationUnits(1e6, "ms", true))
       ->capture_default_str();
   sub->add_flag("--no-block", args->no_block,
                 "Do not record block-layer events (bios and requests)");

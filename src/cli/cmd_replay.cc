@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/unit_options.h"
 #include "replay/replay.h"
 
 namespace iotwin::cli {
@@ -63,6 +64,7 @@ CommandSpec SetupReplay(CLI::App& parent) {
                   "Async requests: native (io_uring/libaio as recorded), sync or null")
       ->capture_default_str();
   sub->add_option("--spin-us", args->spin_us, "Busy-wait this close to a deadline (us)")
+      ->transform(DurationUnits(1e3, "us"))
       ->capture_default_str();
   sub->add_option("--rt-priority", o.rt_priority,
                   "Run the replay threads SCHED_FIFO at this priority (1-99; root): "
@@ -72,7 +74,8 @@ CommandSpec SetupReplay(CLI::App& parent) {
       ->capture_default_str();
   sub->add_option("--device", o.device, "Block device for --layer block");
   sub->add_flag("--allow-device", o.allow_device, "Allow writing to --device");
-  sub->add_option("--device-offset", o.device_offset, "Byte offset added to every request");
+  sub->add_option("--device-offset", o.device_offset, "Byte offset added to every request (or 1G)")
+      ->transform(SizeUnits());
   sub->add_flag("--wrap", o.wrap, "Wrap requests beyond the end of a smaller device");
   return {sub, [args] {
             replay::ReplayOptions& o = args->o;

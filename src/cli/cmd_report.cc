@@ -15,6 +15,7 @@
 #include "analysis/report_text.h"
 #include "analysis/trace_analysis.h"
 #include "cli/commands.h"
+#include "cli/unit_options.h"
 
 namespace iotwin::cli {
 
@@ -49,8 +50,10 @@ CommandSpec SetupReport(CLI::App& parent) {
   sub->add_option("--filter", opt->filters,
                   "keep only matching records: tgid=N[,N] (or pid=), tid=N[,N], file=GLOB, "
                   "op=NAME[,NAME] (op=reads / op=writes for all reads / writes)");
-  sub->add_option("--from", opt->from, "ignore records before this many seconds from the start");
-  sub->add_option("--to", opt->to, "ignore records after this many seconds from the start");
+  sub->add_option("--from", opt->from, "ignore records before this long from the start (seconds, or 500ms)")
+      ->transform(DurationUnits(1e9, "s"));
+  sub->add_option("--to", opt->to, "ignore records after this long from the start (seconds, or 2m)")
+      ->transform(DurationUnits(1e9, "s"));
   sub->footer(
       "Filters combine (AND); repeat --filter or separate values with commas:\n"
       "  --filter tgid=1234 --filter tid=1235,1236 --filter 'file=/data/*.bin' --filter op=pread64\n"

@@ -1,0 +1,54 @@
+// Numeric options that take units (sizes "4k", "1M"; durations "500ms", "2m"), for iotwin and
+// iotwin-workload. The option keeps its C++ type: the transform rewrites the text to a plain
+// number in the option's own unit before CLI11 converts it, so a plain number keeps its meaning.
+#pragma once
+
+#include <cmath>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "base/units.h"
+
+namespace iotwin::cli {
+
+// A size option counted in units of `unit_bytes` (1 for bytes, 1 << 20 for an option in MiB),
+// named `unit_name` in messages; `whole`: the option holds an integer.
+inline CLI::Validator SizeUnits(uint64_t unit_bytes = 1, std::string unit_name = "bytes",
+                                bool whole = true) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        auto bytes = units::ParseSizeBytes(text, unit_bytes);
+        if (!bytes.ok()) {
+          return fmt::format("{}; examples: {}", bytes.status().message(), units::kSizeExamples);
+        }
+        if (whole && *bytes % unit_bytes != 0) {
+          return fmt::format("'{}' is not a whole number of {}", text, unit_name);
+        }
+        text = whole ? fmt::format("{}", *bytes / unit_bytes)
+                     : fmt::format("{}", static_cast<double>(*bytes) / unit_bytes);
+        return std::string();
+      },
+      "SIZE");
+}
+
+// A duration option counted in units of `unit_ns` (1e9 for seconds, 1e3 for microseconds).
+inline CLI::Validator DurationUnits(double unit_ns, std::string unit_name, bool whole = false) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        auto ns = units::ParseDurationNs(text, unit_ns);
+        if (!ns.ok()) {
+          return fmt::format("{}; examples: {}", ns.status().message(), units::kDurationExamples);
+        }
+        double value = *ns / unit_ns;
+        if (whole && std::fabs(value - std::round(value)) > 1e-9) {
+          return fmt::format("'{}' is not a whole number of {}", text, unit_name);
+        }
+        text = whole ? fmt::format("{}", std::llround(value)) : fmt::format("{}", value);
+        return std::string();
+      },
+      "DURATION");
+}
+
+}  // namespace iotwin::cli

@@ -1,0 +1,81 @@
+// Command-line conventions of iotwin and iotwin-workload (no BPF needed): sizes and durations
+// with units, `help`, `-V`, a mistyped subcommand, errors prefixed with the subcommand.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "../unit/analysis_trace_builder.h"
+#include "runtime_util.h"
+
+namespace iotwin::test {
+namespace {
+
+std::string SmallTrace(const TempDir& dir) {
+  SyntheticTrace t;
+  uint64_t ts = 1'000'000'000ULL;
+  t.Proc(IOT_PROC_START, ts, 500, 500, "app");
+  t.Open(500, ts += 1000, "/data/a.bin", 3, 1, 10);
+  for (int i = 0; i < 10; i++) t.Io(IOT_OP_PREAD64, 500, ts += 100'000'000, 1000, 3, 1, 10, 0, 4096, 4096);
+  std::string path = dir / "t.iotwin";
+  EXPECT_TRUE(t.Write(path, {{"stop_reason", "exited"}, {"exit_status", 0}}).ok());
+  return path;
+}
+
+TEST(CliConventions, DurationsWithUnitsMeanWhatTheySay) {
+  TempDir dir;
+  std::string trace = SmallTrace(dir);
+  // Calls every 100 ms: --from 0.5s and --from 500ms keep the same records.
+  RunResult seconds = test::Run({IotwinBin(), "report", trace, "--json", "--from", "0.5"});
+  RunResult ms = test::Run({IotwinBin(), "report", trace, "--json", "--from", "500ms"});
+  ASSERT_EQ(seconds.exit_code, 0) << seconds.err;
+  ASSERT_EQ(ms.exit_code, 0) << ms.err;
+  EXPECT_EQ(nlohmann::json::parse(seconds.out)["totals"], nlohmann::json::parse(ms.out)["totals"]);
+  RunResult all = test::Run({IotwinBin(), "report", trace, "--json"});
+  EXPECT_NE(nlohmann::json::parse(all.out)["totals"], nlohmann::json::parse(ms.out)["totals"]);
+}
+
+TEST(CliConventions, ABadUnitIsAnErrorNamingTheSubcommandOptionAndExamples) {
+  TempDir dir;
+  RunResult r = test::Run({IotwinBin(), "report", SmallTrace(dir), "--from", "4x"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("iotwin report: --from: '4x' is not a duration", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("500ms"), std::string::npos) << r.err;
+}
+
+TEST(CliConventions, WorkloadSizesTakeUnits) {
+  TempDir dir;
+  RunResult r = test::Run({WorkloadBin(), "micro", "--size", "4k", "--file-mb", "1M", "--ops", "4",
+                     "--dir", dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string last = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);  // the JSON summary line
+  auto j = nlohmann::json::parse(last);
+  EXPECT_EQ(j["size"], 4096);
+  RunResult bad = test::Run({WorkloadBin(), "micro", "--size", "4q", "--dir", dir.path()});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--size: '4q' is not a size"), std::string::npos) << bad.err;
+}
+
+TEST(CliConventions, MistypedSubcommandSuggestsTheNearestOne) {
+  RunResult r = test::Run({IotwinBin(), "reprot", "x"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown subcommand 'reprot' (did you mean 'report'?)"), std::string::npos)
+      << r.err;
+  RunResult far = test::Run({IotwinBin(), "frobnicate"});
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_NE(far.err.find("unknown subcommand 'frobnicate'"), std::string::npos) << far.err;
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+}
+
+TEST(CliConventions, HelpAndVersion) {
+  RunResult help = test::Run({IotwinBin(), "help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("Usage: iotwin [OPTIONS] SUBCOMMAND"), std::string::npos) << help.out;
+  RunResult help_dump = test::Run({IotwinBin(), "help", "dump"});
+  EXPECT_EQ(help_dump.exit_code, 0);
+  EXPECT_NE(help_dump.out.find("Usage: iotwin dump"), std::string::npos) << help_dump.out;
+  RunResult version = test::Run({IotwinBin(), "-V"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.out.rfind("iotwin ", 0), 0u) << version.out;
+}
+
+}  // namespace
+}  // namespace iotwin::test
