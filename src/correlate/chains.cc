@@ -58,8 +58,8 @@ int64_t PhaseOf(const std::map<uint32_t, Phases>& phases, uint32_t tid, uint64_t
 struct ThreadRead {
   ChainRead read;
   std::tuple<uint64_t, uint64_t, uint64_t> block;  // file identity and offset, for re-reads
-  int64_t hop = -1;             // hop marker phase
-  size_t submit_call = kNone;   // io_uring_enter / io_submit call that submitted it
+  int64_t hop = -1;                                // hop marker phase
+  size_t submit_call = kNone;    // io_uring_enter / io_submit call that submitted it
   std::vector<size_t> requests;  // device read requests it caused
 };
 
@@ -173,8 +173,10 @@ std::vector<Batch> Batches(std::vector<ThreadRead>& reads) {
 using BlockSet = std::set<std::tuple<uint64_t, uint64_t, uint64_t>>;
 
 // Why a chain ends between batches `prev` and `next` (kEnd: it goes on).
+// Why a chain ends between batches `prev` and `next` (kEnd: it goes on). `read`: the blocks the
+// chain read; `entry`: those of the first batch of the query it continues.
 ChainCut CutBetween(const Batch& prev, const Batch& next, bool markers, const BlockSet& read,
-                    const ChainOptions& o) {
+                    const BlockSet& entry, const ChainOptions& o) {
   if (markers) {
     if (prev.query != next.query) return ChainCut::kQueryMarker;
     if (next.query >= 0) return ChainCut::kEnd;
@@ -182,7 +184,7 @@ ChainCut CutBetween(const Batch& prev, const Batch& next, bool markers, const Bl
   if (next.start < prev.end) return ChainCut::kNotDependent;
   if (next.start - prev.end > o.gap_ns) return ChainCut::kGap;
   for (const ThreadRead& r : next.reads) {
-    if (read.count(r.block)) return ChainCut::kReRead;
+    if (read.count(r.block) || entry.count(r.block)) return ChainCut::kReRead;
   }
   return ChainCut::kEnd;
 }
@@ -207,30 +209,42 @@ void AddHop(const Correlation& c, const Batch& b, Chain& chain) {
 
 // Where the block layer was recorded, a batch that did not reach the device (served from the page
 // cache: nothing to resubmit) is no hop of a chain, but still decides where chains are cut.
+// A chain cut by a gap or by overlap may be one query split (its thread preempted between two
+// hops): the chain after it keeps the entry blocks of the one before, so that the next query's
+// read of the entry node still ends it.
 void ChainsOfThread(const Correlation& c, uint32_t tid, std::vector<Batch>& batches, bool markers,
                     const ChainOptions& o, ChainDetection& out) {
   Chain chain;
-  BlockSet read;
+  BlockSet read, entry;
   auto finish = [&](ChainCut cut) {
-    if (chain.reads.empty()) return;
-    chain.cut = cut;
-    if (chain.reads.size() >= o.min_reads) {
-      out.chains.push_back(std::move(chain));
-    } else {
-      out.short_runs++;
+    if (!chain.reads.empty()) {
+      chain.cut = cut;
+      if (chain.reads.size() >= o.min_reads) {
+        out.chains.push_back(std::move(chain));
+      } else {
+        out.short_runs++;
+      }
     }
     chain = Chain{};
     read.clear();
   };
   for (size_t i = 0; i < batches.size(); i++) {
+    bool new_query = i == 0;
     if (i > 0) {
-      const ChainCut cut = CutBetween(batches[i - 1], batches[i], markers, read, o);
-      if (cut != ChainCut::kEnd) finish(cut);
+      const ChainCut cut = CutBetween(batches[i - 1], batches[i], markers, read, entry, o);
+      if (cut != ChainCut::kEnd) {
+        finish(cut);
+        new_query = cut != ChainCut::kGap && cut != ChainCut::kNotDependent;
+      }
     }
+    if (new_query) entry.clear();
     chain.tid = tid;
     chain.by_marker = markers && batches[i].query >= 0;
     if (batches[i].device || !c.block_layer) AddHop(c, batches[i], chain);
-    for (const ThreadRead& r : batches[i].reads) read.insert(r.block);
+    for (const ThreadRead& r : batches[i].reads) {
+      read.insert(r.block);
+      if (new_query) entry.insert(r.block);
+    }
   }
   finish(ChainCut::kEnd);
 }
@@ -239,11 +253,16 @@ void ChainsOfThread(const Correlation& c, uint32_t tid, std::vector<Batch>& batc
 
 const char* ChainCutName(ChainCut c) {
   switch (c) {
-    case ChainCut::kEnd: return "end";
-    case ChainCut::kQueryMarker: return "query_marker";
-    case ChainCut::kNotDependent: return "not_dependent";
-    case ChainCut::kGap: return "gap";
-    case ChainCut::kReRead: return "reread";
+    case ChainCut::kEnd:
+      return "end";
+    case ChainCut::kQueryMarker:
+      return "query_marker";
+    case ChainCut::kNotDependent:
+      return "not_dependent";
+    case ChainCut::kGap:
+      return "gap";
+    case ChainCut::kReRead:
+      return "reread";
   }
   return "?";
 }
@@ -394,9 +413,9 @@ json DependentChainsJson(const Correlation& c, const ChainOptions& o, size_t top
     if (d.device_time) {
       j["estimated_with_driver_resubmission_ns"] = sums.with_resubmit_ns;
       j["estimated_speedup"] =
-          sums.with_resubmit_ns ? static_cast<double>(sums.span_ns) /
-                                      static_cast<double>(sums.with_resubmit_ns)
-                                : 0.0;
+          sums.with_resubmit_ns
+              ? static_cast<double>(sums.span_ns) / static_cast<double>(sums.with_resubmit_ns)
+              : 0.0;
     }
   }
   j["top"] = top_list;

@@ -8,22 +8,22 @@
 // the next batch was issued before the previous one completed, where the thread spent longer
 // than the gap threshold between them (think time), or where the next batch reads again a block
 // the chain already read (one query's hops read each node once; the next query starts again at
-// the entry node).
+// the entry node). A chain cut by a gap keeps the entry blocks of the one before it, so that a
+// query split by preemption still ends where the next query reads the entry node.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "correlate/correlate.h"
 
 namespace iotwin::correlate {
 
 struct ChainOptions {
-  uint64_t gap_ns = 100'000;  // longest user time between dependent batches without markers
+  uint64_t gap_ns = 1'000'000;  // longest user time between dependent batches without markers
   size_t min_reads = 3;       // shorter chains are not reported
   std::string query_marker = "query";  // empty: ignore markers
   std::string hop_marker = "hop";
@@ -47,11 +47,11 @@ struct ChainHop {
 
 // Why a chain ended where it did.
 enum class ChainCut : uint8_t {
-  kEnd,            // the thread read nothing more
-  kQueryMarker,    // the next batch belongs to another query marker
-  kNotDependent,   // the next batch was issued before this one completed
-  kGap,            // more than gap_ns between this batch's completion and the next issue
-  kReRead,         // the next batch reads a block this chain already read
+  kEnd,           // the thread read nothing more
+  kQueryMarker,   // the next batch belongs to another query marker
+  kNotDependent,  // the next batch was issued before this one completed
+  kGap,           // more than gap_ns between this batch's completion and the next issue
+  kReRead,        // the next batch reads a block this chain already read
 };
 const char* ChainCutName(ChainCut c);
 

@@ -28,8 +28,9 @@ struct LayersOptions {
   uint64_t tolerance_ns = 2000;
   double tolerance_fraction = 0.01;
   // Dependent read chains (chains.h): without query markers, a batch of reads issued at most
-  // this long after the thread's previous batch completed depends on it.
-  uint64_t dependent_gap_ns = 100'000;
+  // this long after the thread's previous batch completed depends on it. 1 ms: on a busy machine
+  // a searcher loses 100 us and more to preemption between two hops of one query.
+  uint64_t dependent_gap_ns = 1'000'000;
   size_t min_chain_reads = 3;
   // Intent-marker labels of one query (a chain) and one hop (a batch); empty: not used.
   std::string chain_query_marker = "query";

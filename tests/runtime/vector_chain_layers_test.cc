@@ -115,9 +115,9 @@ TEST_P(VectorChainLayers, ChainsMatchTheReadLogWithPrecisionAndRecallOf95Percent
     ASSERT_EQ(chain["reads_per_hop"].size(), chain["hops"].get<size_t>());
     for (size_t h = 0; h < chain["reads_per_hop"].size(); h++) {
       EXPECT_LE(chain["reads_per_hop"][h].get<uint64_t>(), io == "pread" && !markers ? 1u : 4u);
-      EXPECT_EQ(chain["hop_software_ns"][h].get<uint64_t>() +
-                    chain["hop_device_ns"][h].get<uint64_t>(),
-                chain["hop_ns"][h].get<uint64_t>());
+      EXPECT_EQ(
+          chain["hop_software_ns"][h].get<uint64_t>() + chain["hop_device_ns"][h].get<uint64_t>(),
+          chain["hop_ns"][h].get<uint64_t>());
       EXPECT_GT(chain["hop_device_ns"][h].get<uint64_t>(), 0u);
     }
     EXPECT_LE(chain["estimated_with_driver_resubmission_ns"].get<uint64_t>(),
@@ -125,15 +125,14 @@ TEST_P(VectorChainLayers, ChainsMatchTheReadLogWithPrecisionAndRecallOf95Percent
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EnginesThreadsMarkers, VectorChainLayers,
-    ::testing::Combine(::testing::Values("pread", "uring", "libaio"), ::testing::Values(1, 2),
-                       ::testing::Bool()),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      return std::string(std::get<0>(info.param)) + "_" +
-             std::to_string(std::get<1>(info.param)) + "threads_" +
-             (std::get<2>(info.param) ? "markers" : "nomarkers");
-    });
+INSTANTIATE_TEST_SUITE_P(EnginesThreadsMarkers, VectorChainLayers,
+                         ::testing::Combine(::testing::Values("pread", "uring", "libaio"),
+                                            ::testing::Values(1, 2), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::string(std::get<0>(info.param)) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "threads_" +
+                                  (std::get<2>(info.param) ? "markers" : "nomarkers");
+                         });
 
 }  // namespace
 }  // namespace iotwin::test

@@ -1,13 +1,12 @@
 // Dependent read chains (src/correlate/chains.h) over hand-built correlations: batches of async
 // reads and read calls, cut by query markers, by dependence, by think time and by re-reads;
 // hops' software and device time; the estimate of in-kernel resubmission; members in the JSON.
-#include "correlate/chains.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "correlate/chains.h"
 #include "correlate/layers_report.h"
 #include "format/records.h"
 
@@ -116,9 +115,9 @@ TEST(DependentChains, WithoutMarkersTheEntryNodeReadAgainStartsTheNextQuery) {
 }
 
 TEST(DependentChains, ThinkTimeAndOverlapCutAChainWithoutMarkers) {
-  Reads gap;  // three dependent reads, then 1 ms of think time, then three more
+  Reads gap;  // three dependent reads, then 2 ms of think time, then three more
   for (uint64_t i = 0; i < 6; i++) {
-    gap.Async(10'000 + i * 6000 + (i >= 3 ? 1'000'000 : 0), 5000, 4096 * (i + 1), 3000);
+    gap.Async(10'000 + i * 6000 + (i >= 3 ? 2'000'000 : 0), 5000, 4096 * (i + 1), 3000);
   }
   ChainDetection d = DetectChains(gap.c(), ChainOptions{});
   ASSERT_EQ(d.chains.size(), 2u);
@@ -189,12 +188,52 @@ TEST(DependentChains, ACachedEntryReadStillCutsTheChain) {
   for (int query = 0; query < 2; query++) {
     r.Async(ts, 5000, 4096, 3000, /*cached=*/query == 1);
     ts += 6000;
-    for (uint64_t i = 0; i < 3; i++, ts += 6000) r.Async(ts, 5000, 4096 * (2 + i + 3 * query), 3000);
+    for (uint64_t i = 0; i < 3; i++, ts += 6000)
+      r.Async(ts, 5000, 4096 * (2 + i + 3 * query), 3000);
   }
   const ChainDetection d = DetectChains(r.c(), ChainOptions{});
   ASSERT_EQ(d.chains.size(), 2u);
   EXPECT_EQ(d.chains[0].reads.size(), 4u);
   EXPECT_EQ(d.chains[1].reads.size(), 3u);  // the cached entry read is no hop of it
+}
+
+// Regression: a query split by a gap (its thread preempted between two hops) must still end
+// where the next query reads the entry node again, though that read is in the other piece.
+TEST(DependentChains, AQuerySplitByAGapStillEndsAtTheNextEntryRead) {
+  Reads r;
+  uint64_t ts = 10'000;
+  auto read = [&](uint64_t offset, uint64_t pause) {
+    r.Async(ts, 5000, offset, 3000);
+    ts += 6000 + pause;
+  };
+  read(4096, 0);  // query 0: the entry node, three hops, 2 ms away from the CPU, three more
+  for (uint64_t i = 0; i < 3; i++) read(4096 * (2 + i), i == 2 ? 2'000'000 : 0);
+  for (uint64_t i = 0; i < 3; i++) read(4096 * (5 + i), 0);
+  read(4096, 0);  // query 1 starts at the entry node again
+  for (uint64_t i = 0; i < 3; i++) read(4096 * (8 + i), 0);
+  const ChainDetection d = DetectChains(r.c(), ChainOptions{});
+  ASSERT_EQ(d.chains.size(), 3u);
+  EXPECT_EQ(d.chains[0].cut, ChainCut::kGap);
+  EXPECT_EQ(d.chains[1].cut, ChainCut::kReRead);
+  EXPECT_EQ(d.chains[1].reads.size(), 3u);
+  EXPECT_EQ(d.chains[2].reads.size(), 4u);
+  EXPECT_EQ(d.chains[2].reads.front().offset, 4096u);
+}
+
+// With think time between queries, the query after the gap is not cut at its own later hops.
+TEST(DependentChains, ThinkTimeBetweenQueriesCutsOnceAtTheGap) {
+  Reads r;
+  uint64_t ts = 10'000;
+  for (uint64_t q = 0; q < 2; q++) {
+    r.Async(ts, 5000, 4096, 3000);
+    ts += 6000;
+    for (uint64_t i = 0; i < 3; i++, ts += 6000) r.Async(ts, 5000, 4096 * (2 + i + 3 * q), 3000);
+    ts += 2'000'000;
+  }
+  const ChainDetection d = DetectChains(r.c(), ChainOptions{});
+  ASSERT_EQ(d.chains.size(), 2u);
+  EXPECT_EQ(d.chains[0].cut, ChainCut::kGap);
+  EXPECT_EQ(d.chains[1].reads.size(), 4u);
 }
 
 TEST(DependentChains, JsonListsMembersAndSplitsHopsIntoSoftwareAndDevice) {
