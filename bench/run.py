@@ -32,8 +32,11 @@ SECTIONS = ("capture", "replay", "analysis", "inprocess")
 
 def sh(cmd, timeout=1800, **kw):
     t0 = time.monotonic()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=timeout, errors="replace", **kw)
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout, errors="replace", **kw)
+    except FileNotFoundError as e:  # a program that is not installed: say so like a shell
+        return 127, "", str(e), time.monotonic() - t0
     return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
 
 
