@@ -896,7 +896,16 @@ void Analyzer::NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uin
 }
 
 void Analyzer::AddPending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end) {
-  f.pending_pages += pending_pages_.Add(static_cast<uint32_t>(file_index), first, end);
+  const uint64_t added = pending_pages_.Add(static_cast<uint32_t>(file_index), first, end);
+  if (added == 0) return;
+  if (f.pending_pages == 0) {
+    f.pending_first = first;
+    f.pending_end = end;
+  } else {
+    f.pending_first = std::min(f.pending_first, first);
+    f.pending_end = std::max(f.pending_end, end);
+  }
+  f.pending_pages += added;
 }
 
 void Analyzer::NonStorageOp(FileStats& f, int dir, uint64_t bytes, uint64_t requested,

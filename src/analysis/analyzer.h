@@ -209,7 +209,8 @@ class Analyzer {
     // Cache misses: pages read (by calls, by faults) that entered the page cache during the
     // trace for this read (see NoteAccess).
     uint64_t missed_call_pages = 0, missed_fault_pages = 0;
-    uint64_t pending_pages = 0;  // in pending_pages_
+    // Its pages in pending_pages_, all within [pending_first, pending_end) (while any).
+    uint64_t pending_pages = 0, pending_first = 0, pending_end = 0;
     // The file's last access, for insertions recorded after the access that caused them.
     uint64_t last_first = 0, last_end = 0;
     uint64_t fault_window_first = 0, fault_window_end = 0;  // of its last read fault
@@ -406,7 +407,7 @@ class Analyzer {
   void NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uint64_t count, uint64_t ts);
   void AddPending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end);
   uint64_t TakePending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end) {
-    if (f.pending_pages == 0) return 0;
+    if (f.pending_pages == 0 || end <= f.pending_first || first >= f.pending_end) return 0;
     const uint64_t taken =
         pending_pages_.Take(static_cast<uint32_t>(file_index), first, end);
     f.pending_pages -= std::min(f.pending_pages, taken);

@@ -4,8 +4,8 @@
 // insertion or a read costs one probe per 64 pages it spans, whatever else is pending (random
 // reads with readahead leave pending pages scattered over whole files).
 //
-// Bounded: at most `max_chunks` bitmaps (default 65,536: 4 M pages, about 2 MiB with the map's
-// slack, which keeps the map in cache on the per-read path); pages that do not
+// Bounded: at most `max_chunks` bitmaps (default 16,384: 1 M pages, about 512 KiB with the
+// map's slack, which keeps it in cache on the per-read path); pages that do not
 // fit, of files numbered from 2^20 on or at page indices from 2^50 on, are not followed and
 // are counted in untracked(). One access examines at most kMaxChunksPerAccess bitmaps (2 GiB of
 // 4 KiB pages, the most one read(2) moves): a range a trace claims beyond that is cut there.
@@ -25,7 +25,7 @@ class PendingPages {
   static constexpr uint32_t kMaxFiles = 1u << 20;
   static constexpr uint64_t kMaxPage = uint64_t{1} << 50;
 
-  explicit PendingPages(size_t max_chunks = size_t{1} << 16) : max_chunks_(max_chunks) {}
+  explicit PendingPages(size_t max_chunks = size_t{1} << 14) : max_chunks_(max_chunks) {}
 
   // [first, end) with end saturated at 2^64 - 1.
   static uint64_t End(uint64_t first, uint64_t count) {
