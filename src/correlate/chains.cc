@@ -26,9 +26,13 @@ using Phases = std::vector<std::pair<uint64_t, uint64_t>>;
 std::map<uint32_t, Phases> MarkerPhases(const Correlation& c, const std::string& label) {
   std::map<uint32_t, Phases> out;
   if (label.empty()) return out;
+  std::set<uint32_t> ids;  // a label may be written under several string ids
+  for (const auto& [id, text] : c.intent_labels) {
+    if (text == label) ids.insert(id);
+  }
   std::map<uint32_t, std::vector<uint64_t>> open;
   for (const Intent& m : c.intents) {
-    if (m.label != label) continue;
+    if (!ids.contains(m.label_id)) continue;
     if (m.kind == IOT_INTENT_BEGIN) {
       open[m.tid].push_back(m.ts);
     } else if (m.kind == IOT_INTENT_END && !open[m.tid].empty()) {
@@ -66,6 +70,7 @@ struct ThreadRead {
 struct Batch {
   std::vector<ThreadRead> reads;
   uint64_t start = kOpen, end = 0;
+  uint64_t first_done = kOpen;  // earliest completion of its reads
   int64_t query = -1;
   // A read of it reached the device. A read may have no request of its own where the block
   // layer merged it into another's.
@@ -151,9 +156,7 @@ bool SameBatch(const Batch& b, const ThreadRead& r) {
   if (r.submit_call != kNone || last.submit_call != kNone) {
     return r.submit_call == last.submit_call;
   }
-  uint64_t first_done = kOpen;
-  for (const ThreadRead& x : b.reads) first_done = std::min(first_done, x.read.complete_ts);
-  return r.read.issue_ts < first_done;
+  return r.read.issue_ts < b.first_done;
 }
 
 // The thread's batches in issue order.
@@ -164,6 +167,7 @@ std::vector<Batch> Batches(std::vector<ThreadRead>& reads) {
     Batch& b = out.back();
     b.start = std::min(b.start, r.read.issue_ts);
     b.end = std::max(b.end, r.read.complete_ts);
+    b.first_done = std::min(b.first_done, r.read.complete_ts);
     b.device |= !r.requests.empty();
     b.reads.push_back(std::move(r));
   }

@@ -889,8 +889,11 @@ Correlation Correlator::Finish() {
     if (it != strings_.end()) c_.paths.emplace(std::make_pair(p.dev, p.ino), it->second);
   }
   for (const iot_intent& r : intent_recs_) {
-    auto it = strings_.find(r.label_id);
-    c_.intents.push_back({r.ts, r.tgid, r.tid, r.kind, it == strings_.end() ? "" : it->second});
+    c_.intents.push_back({r.ts, r.tgid, r.tid, r.kind, r.label_id});
+    if (!c_.intent_labels.contains(r.label_id)) {
+      auto it = strings_.find(r.label_id);
+      c_.intent_labels.emplace(r.label_id, it == strings_.end() ? "" : it->second);
+    }
   }
   std::stable_sort(c_.intents.begin(), c_.intents.end(),
                    [](const Intent& a, const Intent& b) { return a.ts < b.ts; });

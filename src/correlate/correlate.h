@@ -169,8 +169,8 @@ struct SchedInterval {
 struct Intent {
   uint64_t ts = 0;
   uint32_t tgid = 0, tid = 0;
-  uint16_t kind = 0;  // IOT_INTENT_*
-  std::string label;  // bytes as the program wrote them
+  uint16_t kind = 0;      // IOT_INTENT_*
+  uint32_t label_id = 0;  // its label: Correlation::intent_labels
 };
 
 struct CorrelateOptions {
@@ -188,6 +188,9 @@ struct Correlation {
   std::vector<Request> requests;  // sorted by first event
   std::vector<SchedInterval> sched;
   std::vector<Intent> intents;  // sorted by ts
+  // Label of each intent's label_id, bytes as the program wrote them: one copy per label, not per
+  // marker (a trace may name one long string from millions of markers).
+  std::map<uint32_t, std::string> intent_labels;
   std::map<std::pair<uint32_t, uint64_t>, std::string> paths;  // (dev, ino) -> path opened
   std::set<uint32_t> traced_tgids;
   uint64_t page_cache_added_pages = 0;

@@ -63,7 +63,13 @@ class Reads {
     c_.syscalls.push_back(s);
   }
   void Marker(uint64_t ts, uint16_t kind, const std::string& label) {
-    c_.intents.push_back({ts, kTid, kTid, kind, label});
+    uint32_t id = 0;
+    for (const auto& [known, text] : c_.intent_labels) id = text == label ? known : id;
+    if (id == 0) {
+      id = static_cast<uint32_t>(c_.intent_labels.size()) + 1;
+      c_.intent_labels.emplace(id, label);
+    }
+    c_.intents.push_back({ts, kTid, kTid, kind, id});
   }
   const Correlation& c() const { return c_; }
 
