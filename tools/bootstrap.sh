@@ -53,6 +53,10 @@ packages() {
 }
 
 install_deps() {
+  local purpose
+  for purpose in "$@"; do
+    [[ " ${all_purposes[*]} " == *" $purpose "* ]] || die "unknown purpose '$purpose' (${all_purposes[*]})"
+  done
   local list
   list=$(packages "$@") || die "tools/debian-packages.txt is malformed"
   local missing=() entry pkg cmd
@@ -94,7 +98,9 @@ release_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 # build_main [TARGET...]: configures build/ and builds the targets (default: everything).
 build_main() {
   log "Building ${*:-everything} (RelWithDebInfo) in build/ with $jobs jobs"
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${release_flags[@]}" >/dev/null
+  # -U: an `npm ci` that failed at an earlier configure is tried again once per bootstrap run.
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${release_flags[@]}" \
+    -UIOTWIN_NPM_CI_FAILED >/dev/null
   ninja -C build -j "$jobs" "$@"
   log "Built at $(elapsed)"
 }
@@ -137,7 +143,8 @@ run_ctest() {
 run_asan_unit_tests() {
   log "Unit tests under AddressSanitizer + UBSan (build-asan/)"
   # -g1: line tables are all a sanitizer report needs; about a fifth less compile time.
-  if ! cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIOTWIN_SANITIZE=ON \
+  # IOTWIN_NPM_CI=OFF: the sanitizer and fuzz builds never render HTML; build/ fetched it.
+  if ! cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIOTWIN_SANITIZE=ON -DIOTWIN_NPM_CI=OFF \
     -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1 >/dev/null ||
     ! ninja -C build-asan -j "$jobs" iotwin_unit_tests; then
     failed=$((failed + 1))
@@ -174,7 +181,7 @@ run_fuzzers() {
   fi
   log "libFuzzer targets (build-fuzz/): ${names[*]}, ${fuzz_seconds}s in all"
   if ! CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "${release_flags[@]}" -DIOTWIN_FUZZ=ON >/dev/null || ! ninja -C build-fuzz -j "$jobs" "${names[@]}"; then
+    "${release_flags[@]}" -DIOTWIN_FUZZ=ON -DIOTWIN_NPM_CI=OFF >/dev/null || ! ninja -C build-fuzz -j "$jobs" "${names[@]}"; then
     failed=$((failed + 1))
     report+=("fuzz: build failed")
     return

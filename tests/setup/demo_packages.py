@@ -21,7 +21,7 @@ import sys
 # Files a package provides that dpkg does not list (made by its maintainer scripts).
 GENERATED_FILES = {"/etc/ssl/certs/ca-certificates.crt": "ca-certificates",
                    "/usr/bin/c++": "g++", "/usr/bin/cc": "gcc"}
-TEST_ONLY_MARKERS = ("/tests/", "/bench/", "gtest", "gmock", "libbenchmark")
+TEST_ONLY_LIBRARIES = ("gtest", "gmock", "libbenchmark")
 
 
 def run(cmd, cwd=None):
@@ -77,7 +77,9 @@ def used_files(build, targets):
         m = re.search(r"^%s:[A-Z]+=(/\S+)$" % key, cache, re.M)
         if m:
             used.add(m.group(1))
-    if "IOTWIN_NPM" in cache and os.path.exists("/etc/ssl/certs/ca-certificates.crt"):
+    # npm fetches over TLS with the system's CA bundle.
+    if re.search(r"^IOTWIN_NPM:FILEPATH=/", cache, re.M) and os.path.exists(
+            "/etc/ssl/certs/ca-certificates.crt"):
         used.add("/etc/ssl/certs/ca-certificates.crt")
     return commands, used
 
@@ -139,7 +141,7 @@ def main():
     targets = demo_targets(src)
     problems = []
     commands, used = used_files(build, targets)
-    for marker in TEST_ONLY_MARKERS:
+    for marker in (src + "/tests/", src + "/bench/") + TEST_ONLY_LIBRARIES:
         for line in commands.splitlines():
             if marker in line:
                 problems.append("demo targets %s: a build step uses %r: %s" %

@@ -16,7 +16,9 @@ fail() {
 }
 
 # A closed port on loopback: connection refused at once, nothing leaves the machine.
+# replace-registry-host=always: the lock file's registry.npmjs.org addresses go there too.
 export npm_config_registry=http://127.0.0.1:9/ npm_config_cache=$work/npm-cache
+export npm_config_replace_registry_host=always
 configure() {
   cmake -S "$src" -B "$work/build" -G Ninja -DIOTWIN_BUILD_BPF=OFF -DIOTWIN_CCACHE=OFF \
     -DIOTWIN_WEB_DIR="$work/web" >"$work/$1.log" 2>&1 || {
