@@ -293,7 +293,6 @@ Status ValidateVector(const VectorOptions& o) {
   if (o.rerank != 0 && (o.rerank < kRecallK || o.rerank > o.search_list)) {
     return BadOption("--rerank must be 0 or in 10..--search-list");
   }
-  if (o.recall_sample > o.queries) return BadOption("--recall-sample must be at most --queries");
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/unit_options.h"
 #include "correlate/layers_report.h"
 
 namespace iotwin::cli {
@@ -36,6 +37,7 @@ CommandSpec SetupLayers(CLI::App& parent) {
   sub->add_option("--dependent-gap-ns", opt->layers.dependent_gap_ns,
                   "a read this soon (ns) after the thread's previous read returned depends on "
                   "it")
+      ->transform(DurationUnits(1, "ns", true))
       ->capture_default_str();
   return {sub, [opt] {
             if (opt->all_requests) opt->layers.max_request_rows = 0;

@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
       return kExitOk;
     }
     for (const CLI::App* sub : app.get_subcommands({})) {
-      if (sub->get_name() == help_topic && sub != help) {
+      if (sub->get_name() == help_topic) {
         std::fputs(sub->help("iotwin").c_str(), stdout);
         return kExitOk;
       }

@@ -24,6 +24,10 @@ TEST(Units, SizesUseBinaryMultiplesLikeFio) {
   EXPECT_EQ(Size("3T"), 3ull << 40);
   EXPECT_EQ(Size("7b"), 7u);
   EXPECT_EQ(Size(" 64 M "), 64u << 20);
+  EXPECT_EQ(Size("0x100000"), 1u << 20);
+  EXPECT_EQ(Size("0.5k"), 512u);
+  // Exact, not through a double: 1.1T is 1209462790553.6 bytes (refused), 1.25T is whole.
+  EXPECT_EQ(Size("1.25T"), 5ull << 38);
 }
 
 TEST(Units, APlainNumberKeepsTheOptionsUnit) {
@@ -32,7 +36,8 @@ TEST(Units, APlainNumberKeepsTheOptionsUnit) {
 }
 
 TEST(Units, BadSizesSayWhy) {
-  for (std::string_view bad : {"", "k", "-4k", "4x", "4kk", "4 kilo", "0.3", "1.5b"}) {
+  for (std::string_view bad : {"", "k", "-4k", "4x", "4kk", "4 kilo", "0.3", "1.5b", "1.1T",
+                               "0.99999999999999999999", "0x", "0xg", "1e3"}) {
     auto r = ParseSizeBytes(bad, 1);
     EXPECT_FALSE(r.ok()) << bad;
   }
@@ -63,10 +68,13 @@ TEST(Units, Durations) {
   EXPECT_DOUBLE_EQ(ns("0.1s"), 1e8);
   EXPECT_DOUBLE_EQ(ns("1.5"), 1.5e9);
   EXPECT_DOUBLE_EQ(ns("50", 1e3), 5e4);
+  EXPECT_DOUBLE_EQ(ns("1e3"), 1e12);
+  EXPECT_DOUBLE_EQ(ns("5e1us"), 5e4);
+  EXPECT_DOUBLE_EQ(ns("3\xce\xbcs"), 3e3);
 }
 
 TEST(Units, BadDurationsSayWhy) {
-  for (std::string_view bad : {"", "s", "-1s", "10 sec", "5d", "1e3s"}) {
+  for (std::string_view bad : {"", "s", "-1s", "10 sec", "5d", "inf", "nan", "0x10", "1e400"}) {
     EXPECT_FALSE(ParseDurationNs(bad, 1e9).ok()) << bad;
   }
 }
