@@ -359,7 +359,9 @@ static long iot_mem_vma_cb(struct task_struct *task, struct vm_area_struct *vma,
 
 /* Whether the cached VMA still is the mapping at `address` in `mm`: the VMA
  * read back (structures are RCU-freed, so the read is of some VMA) must still
- * hold the same range, file and offset, in the same address space. */
+ * hold the same range, file and offset, in the same address space, and the
+ * file the same inode: a thread that unmaps one file and maps another of the
+ * same size at the same address can get the freed VMA and struct file back. */
 static __always_inline bool iot_mem_vma_valid(struct iot_mem_vma_cache *c, __u64 address, __u64 mm)
 {
 	if (!c->vma || address < c->start || address >= c->end || c->mm != mm)
@@ -371,8 +373,19 @@ static __always_inline bool iot_mem_vma_valid(struct iot_mem_vma_cache *c, __u64
 	bpf_probe_read_kernel(&file, sizeof(file), &vma->vm_file);
 	bpf_probe_read_kernel(&pgoff, sizeof(pgoff), &vma->vm_pgoff);
 	bpf_probe_read_kernel(&vm_mm, sizeof(vm_mm), &vma->vm_mm);
-	return start == c->start && end == c->end && file == c->file && pgoff == c->pgoff &&
-	       vm_mm == mm;
+	if (start != c->start || end != c->end || file != c->file || pgoff != c->pgoff ||
+	    vm_mm != mm)
+		return false;
+	if (!file)
+		return true;
+	__u64 inode = 0;
+	bpf_probe_read_kernel(&inode, sizeof(inode), &((struct file *)file)->f_inode);
+	if (inode != c->inode)
+		return false;
+	__u64 ino;
+	__u32 dev;
+	iot_inode_ident((void *)inode, &ino, &dev);
+	return ino == c->ino && dev == c->dev;
 }
 
 #define IOT_PMD_PAGES 512 /* pages one page table maps (x86-64, 4 KiB pages) */
