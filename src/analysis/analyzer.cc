@@ -828,7 +828,7 @@ bool Analyzer::MappedFault(const iot_page_fault& r, int32_t file, FileStats& f, 
     NoteAccess(file, f, kAccessWrite, first, end);
     if (r.flags & IOT_PFF_SHARED) {
       ++f.shared_write_faults;
-      f.mmap_write_pages += end - first;
+      f.mmap_write_pages = SaturatingAdd(f.mmap_write_pages, end - first);
       series_.AddOpAndBytes(kMmapWriteOps, kMmapWriteBytes, r.ts,
                             SaturatingMul(end - first, page_size_));
     }
@@ -849,14 +849,14 @@ bool Analyzer::MappedFault(const iot_page_fault& r, int32_t file, FileStats& f, 
   }
   if (r.flags & IOT_PFF_EXEC) {
     ++f.exec_faults;
-    f.exec_pages += fresh;
+    f.exec_pages = SaturatingAdd(f.exec_pages, fresh);
   } else {
     ++f.read_faults;
-    f.mmap_read_pages += fresh;
+    f.mmap_read_pages = SaturatingAdd(f.mmap_read_pages, fresh);
     series_.AddOpAndBytes(kMmapReadOps, kMmapReadBytes, r.ts, SaturatingMul(fresh, page_size_));
   }
   const uint64_t missed = NoteAccess(file, f, kAccessFault, first, end);
-  f.missed_fault_pages += missed;
+  f.missed_fault_pages = SaturatingAdd(f.missed_fault_pages, missed);
   f.last_fault_major = missed > 0 || (r.flags & IOT_PFF_MAJOR);
   return missed > 0;
 }
@@ -879,9 +879,11 @@ void Analyzer::NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uin
   // the file's last access count as that access's misses.
   const uint64_t lo = std::max(first, f.last_first), hi = std::min(end, f.last_end);
   if (f.last_access != kAccessNone && lo < hi) {
-    if (f.last_access == kAccessCall) f.missed_call_pages += hi - lo;
+    if (f.last_access == kAccessCall) {
+      f.missed_call_pages = SaturatingAdd(f.missed_call_pages, hi - lo);
+    }
     if (f.last_access == kAccessFault) {
-      f.missed_fault_pages += hi - lo;
+      f.missed_fault_pages = SaturatingAdd(f.missed_fault_pages, hi - lo);
       if (!f.last_fault_major) {
         f.last_fault_major = true;
         ++f.faults_major;
@@ -891,6 +893,12 @@ void Analyzer::NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uin
     }
     if (lo > first) AddPending(file_index, f, first, lo);
     first = hi;
+    // Credited once: the same pages evicted and added again without a new access are pending.
+    if (lo == f.last_first) {
+      f.last_first = hi;
+    } else {
+      f.last_end = lo;
+    }
   }
   if (first < end) AddPending(file_index, f, first, end);
 }

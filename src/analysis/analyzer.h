@@ -408,8 +408,10 @@ class Analyzer {
   void AddPending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end);
   uint64_t TakePending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end) {
     if (f.pending_pages == 0 || end <= f.pending_first || first >= f.pending_end) return 0;
-    const uint64_t taken =
-        pending_pages_.Take(static_cast<uint32_t>(file_index), first, end);
+    // Only the pending span can hold pending pages: a wide access is looked up there alone.
+    const uint64_t taken = pending_pages_.Take(static_cast<uint32_t>(file_index),
+                                               std::max(first, f.pending_first),
+                                               std::min(end, f.pending_end));
     f.pending_pages -= std::min(f.pending_pages, taken);
     return taken;
   }

@@ -151,6 +151,20 @@ TEST(Storage, InsertionRecordedAfterItsFaultMakesTheFaultMajor) {
   EXPECT_EQ(mw["memory"]["read_hit_ratio"], 1.0);
 }
 
+// Pages the capture inserted after a read count as that read's misses once: evicted and
+// inserted again with no new access, they wait for the next access like any insertion.
+TEST(Storage, ALateInsertionCountsForItsAccessOnce) {
+  SyntheticTrace t(CaptureMeta());
+  uint64_t ts = kStart + 1000;
+  Call(t, IOT_OP_OPENAT, ts, 3, 9, 8, 3, 0, "/m/shard");
+  Call(t, IOT_OP_PREAD64, ts += 100, 3, 9, 8, 4 * kPage, 0);
+  t.PageCache(IOT_PC_ADD, ts += 10, kDev, 9, 0, 4);
+  t.PageCache(IOT_PC_DELETE, ts += 10, kDev, 9, 0, 4);
+  t.PageCache(IOT_PC_ADD, ts += 10, kDev, 9, 0, 4);
+  const json m = Analyze(t);
+  EXPECT_EQ(m["memory"]["misses"]["missed_call_pages"], 4) << m["memory"].dump();
+}
+
 TEST(Storage, PagesDirtiedThroughASharedMappingAreWrites) {
   SyntheticTrace t(CaptureMeta());
   uint64_t ts = kStart + 1000;
