@@ -35,9 +35,15 @@ CommandSpec SetupLayers(CLI::App& parent) {
   sub->add_flag("--all-requests", opt->all_requests, "list every request");
   sub->add_option("--top", opt->layers.top, "rows of the other tables")->capture_default_str();
   sub->add_option("--dependent-gap-ns", opt->layers.dependent_gap_ns,
-                  "a read this soon (ns) after the thread's previous read returned depends on "
-                  "it")
+                  "a batch of reads this soon (ns, or 1ms) after the previous batch of its "
+                  "thread completed continues its dependent chain")
       ->transform(DurationUnits(1, "ns", true))
+      ->capture_default_str();
+  sub->add_option("--chain-query-marker", opt->layers.chain_query_marker,
+                  "intent label whose phases are one dependent chain each (empty: ignore markers)")
+      ->capture_default_str();
+  sub->add_option("--chain-hop-marker", opt->layers.chain_hop_marker,
+                  "intent label whose phases are one batch (hop) of a chain each (empty: ignore)")
       ->capture_default_str();
   return {sub, [opt] {
             if (opt->all_requests) opt->layers.max_request_rows = 0;
