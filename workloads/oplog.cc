@@ -14,7 +14,7 @@ namespace iotwin::workload {
 
 namespace {
 
-void AppendJsonString(fmt::memory_buffer& out, std::string_view s) {
+void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
   for (unsigned char c : s) {
     switch (c) {
@@ -41,7 +41,7 @@ void AppendJsonString(fmt::memory_buffer& out, std::string_view s) {
   out.push_back('"');
 }
 
-void AppendRecord(fmt::memory_buffer& out, const ThreadLog& log, size_t seq, const OpRecord& r) {
+void AppendRecord(std::string& out, const ThreadLog& log, size_t seq, const OpRecord& r) {
   const OpDesc& d = *r.desc;
   auto it = std::back_inserter(out);
   fmt::format_to(it,
@@ -106,22 +106,32 @@ Status OpLog::WriteJsonl(const std::string& path) const {
   }
   std::sort(order.begin(), order.end());
 
-  FILE* f = std::fopen(path.c_str(), "we");
-  if (f == nullptr) return Status::FromErrno(errno, fmt::format("op log {}", path));
-  fmt::memory_buffer out;
-  bool ok = true;
-  for (const auto& [ts, t, i] : order) {
+  size_t next = 0;
+  return WriteTextFile(path, "op log", [&](std::string& out) {
+    if (next == order.size()) return false;
+    const auto& [ts, t, i] = order[next++];
     const ThreadLog& log = *threads_[t];
     AppendRecord(out, log, i, log.records()[i]);
-    if (out.size() > (1 << 20)) {
+    return true;
+  });
+}
+
+Status WriteTextFile(const std::string& path, std::string_view what,
+                     const std::function<bool(std::string&)>& next) {
+  FILE* f = std::fopen(path.c_str(), "we");
+  if (f == nullptr) return Status::FromErrno(errno, fmt::format("{} {}", what, path));
+  std::string out;
+  bool ok = true;
+  for (bool more = true; more;) {
+    more = next(out);
+    if (out.size() > (1 << 20) || !more) {
       ok = ok && std::fwrite(out.data(), 1, out.size(), f) == out.size();
       out.clear();
     }
   }
-  ok = ok && std::fwrite(out.data(), 1, out.size(), f) == out.size();
   const int saved = errno;
   if (std::fclose(f) != 0 || !ok) {
-    return Status::FromErrno(ok ? errno : saved, fmt::format("writing op log {}", path));
+    return Status::FromErrno(ok ? errno : saved, fmt::format("writing {} {}", what, path));
   }
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -131,5 +132,10 @@ class OpLog {
   bool enabled_;
   std::vector<std::unique_ptr<ThreadLog>> threads_;
 };
+
+// Writes a text file (a log of this run) in 1 MiB pieces: `next` appends the next part to the
+// buffer and returns false when there is no more. `what` names the file in errors.
+Status WriteTextFile(const std::string& path, std::string_view what,
+                     const std::function<bool(std::string&)>& next);
 
 }  // namespace iotwin::workload

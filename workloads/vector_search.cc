@@ -303,12 +303,10 @@ uint64_t VectorReadLog::reads() const {
 }
 
 Status VectorReadLog::Write(const std::string& path) const {
-  FILE* f = std::fopen(path.c_str(), "we");
-  if (f == nullptr) return Status::FromErrno(errno, fmt::format("read log {}", path));
-  fmt::memory_buffer out;
-  bool ok = true;
   uint64_t first = 0;  // id of the query's first read
-  for (size_t q = 0; q < queries_.size(); q++) {
+  size_t q = 0;
+  return WriteTextFile(path, "read log", [&](std::string& out) {
+    if (q == queries_.size()) return false;
     const Query& query = queries_[q];
     const auto& reads = query.result.reads;
     for (size_t i = 0; i < reads.size(); i++) {
@@ -324,17 +322,9 @@ Status VectorReadLog::Write(const std::string& path) const {
                      query.batch_ns[i].second);
     }
     first += reads.size();
-    if (out.size() > (1 << 20)) {
-      ok = ok && std::fwrite(out.data(), 1, out.size(), f) == out.size();
-      out.clear();
-    }
-  }
-  ok = ok && std::fwrite(out.data(), 1, out.size(), f) == out.size();
-  const int saved = errno;
-  if (std::fclose(f) != 0 || !ok) {
-    return Status::FromErrno(ok ? errno : saved, fmt::format("writing read log {}", path));
-  }
-  return Status::Ok();
+    q++;
+    return true;
+  });
 }
 
 Result<ScenarioResult> RunVectorSearch(const VectorOptions& o, RunContext& ctx,

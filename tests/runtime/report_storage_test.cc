@@ -57,6 +57,17 @@ uint64_t AllBytes(const json& dir) {
          dir["mmap_bytes"].get<uint64_t>();
 }
 
+// Two 64 MiB safetensors shards under `model`, as model-load --prepare-only writes them.
+void PrepareShards(const std::string& model, std::vector<std::string>* shards) {
+  RunResult prep = test::Run({WorkloadBin(), "model-load", "--dir", model, "--prepare-only",
+                              "--shards", "2", "--shard-mb", "64", "--quiet"});
+  ASSERT_EQ(prep.exit_code, 0) << prep.err;
+  for (int s = 1; s <= 2; s++) {
+    shards->push_back(model + "/model/model-0000" + std::to_string(s) + "-of-00002.safetensors");
+    ASSERT_GT(SizeOf(shards->back()), 60u << 20) << "shard missing: " << shards->back();
+  }
+}
+
 // The case: `iotwin-workload model-load --mode mmap --drop-cache` read its shards
 // through mappings. SUMMARY's reads are the shards' bytes (plus what the loader mapped of the
 // program and its libraries: under 2 MiB, 1.5% of 128 MiB), and the major faults, the hit
@@ -66,9 +77,8 @@ TEST(ReportStorage, MmapModelLoadReadsAreTheShardBytes) {
   if (access(WorkloadBin().c_str(), X_OK) != 0) GTEST_SKIP() << "no " << WorkloadBin();
   TempDir dir;
   const std::string model = dir / "model";
-  RunResult prep = test::Run({WorkloadBin(), "model-load", "--dir", model, "--prepare-only",
-                        "--shards", "2", "--shard-mb", "64", "--quiet"});
-  ASSERT_EQ(prep.exit_code, 0) << prep.err;
+  std::vector<std::string> shards;
+  ASSERT_NO_FATAL_FAILURE(PrepareShards(model, &shards));
   const std::string trace = dir / "load.iotwin";
   // Two loader threads, one shard each (MmapShardsOfOneThreadKeepTheirOwnInodes has one).
   RunResult r = Record(trace, {WorkloadBin(), "model-load", "--dir", model, "--mode", "mmap",
@@ -77,13 +87,8 @@ TEST(ReportStorage, MmapModelLoadReadsAreTheShardBytes) {
   const json m = Report(trace);
   ASSERT_TRUE(m.is_object());
 
-  std::vector<std::string> shards;
   uint64_t shard_bytes = 0;
-  for (int s = 1; s <= 2; s++) {
-    shards.push_back(model + "/model/model-0000" + std::to_string(s) + "-of-00002.safetensors");
-    shard_bytes += SizeOf(shards.back());
-  }
-  ASSERT_GT(shard_bytes, 100u << 20) << "shards missing under " << model;
+  for (const std::string& shard : shards) shard_bytes += SizeOf(shard);
 
   const json& read = m["totals"]["read"];
   const double reads = static_cast<double>(read["bytes"].get<uint64_t>());
@@ -209,9 +214,8 @@ TEST(ReportStorage, MmapShardsOfOneThreadKeepTheirOwnInodes) {
   if (access(WorkloadBin().c_str(), X_OK) != 0) GTEST_SKIP() << "no " << WorkloadBin();
   TempDir dir;
   const std::string model = dir / "model";
-  RunResult prep = test::Run({WorkloadBin(), "model-load", "--dir", model, "--prepare-only",
-                              "--shards", "2", "--shard-mb", "64", "--quiet"});
-  ASSERT_EQ(prep.exit_code, 0) << prep.err;
+  std::vector<std::string> shards;
+  ASSERT_NO_FATAL_FAILURE(PrepareShards(model, &shards));
   for (int run = 0; run < 4; run++) {
     const std::string trace = dir / ("load" + std::to_string(run) + ".iotwin");
     RunResult r = Record(trace, {WorkloadBin(), "model-load", "--dir", model, "--mode", "mmap",
@@ -219,9 +223,7 @@ TEST(ReportStorage, MmapShardsOfOneThreadKeepTheirOwnInodes) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const json m = Report(trace);
     ASSERT_TRUE(m.is_object());
-    for (int s = 1; s <= 2; s++) {
-      const std::string shard =
-          model + "/model/model-0000" + std::to_string(s) + "-of-00002.safetensors";
+    for (const std::string& shard : shards) {
       const json* row = FileRow(m, InoOf(shard));
       ASSERT_NE(row, nullptr) << "run " << run << ": " << shard;
       ASSERT_TRUE(row->contains("faults")) << "run " << run << ": " << shard
