@@ -8,8 +8,8 @@
 #   ./tools/bootstrap.sh build   packages `build`; builds iotwin and iotwin-workload only
 #   ./tools/bootstrap.sh test    packages `build test nvme-guest`; builds everything, then: ctest
 #                                (unit, golden, runtime, fidelity, set-up tests) in build/, the unit
-#                                tests under ASan+UBSan (build-asan/), each libFuzzer target for a
-#                                bounded time (build-fuzz/); last line "N passed, N failed"
+#                                tests under ASan+UBSan and each libFuzzer target for a bounded
+#                                time (both from build-sanitize/); last line "N passed, N failed"
 #   ./tools/bootstrap.sh bench   packages of every purpose; builds everything; runs bench/run.sh
 #                                (its arguments follow: ./tools/bootstrap.sh bench --help)
 #   ./tools/bootstrap.sh deps [PURPOSE...]   installs the packages of PURPOSEs (default: all)
@@ -139,22 +139,26 @@ run_ctest() {
   report+=("ctest $name: $((total - fail - skip)) passed, $fail failed, $skip skipped")
 }
 
-# Unit tests built with -fsanitize=address,undefined; counts from gtest's per-test lines.
+# One clang build (build-sanitize/) serves both sanitizer phases: the unit tests run under
+# ASan+UBSan, and the libFuzzer targets, whose libraries carry the same sanitizers plus coverage
+# instrumentation. -O1 -g1, assertions on: about a fifth less time than a Debug build for the unit
+# tests and a release build for the fuzzers, and line tables are all a sanitizer report needs.
+# IOTWIN_NPM_CI=OFF: this build never renders HTML; build/ fetched the plotting assets.
+build_sanitized() {
+  log "Sanitizer build (clang, ASan+UBSan, libFuzzer) in build-sanitize/: unit tests, $*"
+  CC=clang CXX=clang++ cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+    -DIOTWIN_SANITIZE=ON -DIOTWIN_FUZZ=ON -DIOTWIN_NPM_CI=OFF >/dev/null &&
+    ninja -C build-sanitize -j "$jobs" iotwin_unit_tests "$@"
+}
+
+# The unit tests of build-sanitize/; counts from gtest's per-test lines.
 run_asan_unit_tests() {
-  log "Unit tests under AddressSanitizer + UBSan (build-asan/)"
-  # -g1: line tables are all a sanitizer report needs; about a fifth less compile time.
-  # IOTWIN_NPM_CI=OFF: the sanitizer and fuzz builds never render HTML; build/ fetched it.
-  if ! cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIOTWIN_SANITIZE=ON -DIOTWIN_NPM_CI=OFF \
-    -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1 >/dev/null ||
-    ! ninja -C build-asan -j "$jobs" iotwin_unit_tests; then
-    failed=$((failed + 1))
-    report+=("ASan/UBSan unit tests: build failed")
-    return
-  fi
-  local out=build-asan/unit-tests.log rc=0
+  log "Unit tests under AddressSanitizer + UBSan (build-sanitize/)"
+  local out=build-sanitize/unit-tests.log rc=0
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1} \
     UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-    build-asan/tests/iotwin_unit_tests 2>&1 | tee "$out" || rc=$?
+    build-sanitize/tests/iotwin_unit_tests 2>&1 | tee "$out" || rc=$?
   local ok bad skip
   ok=$(grep -cE '^\[       OK \] .* \([0-9]+ ms\)$' "$out" || true)
   bad=$(grep -cE '^\[  FAILED  \] .* \([0-9]+ ms\)$' "$out" || true)
@@ -168,30 +172,26 @@ run_asan_unit_tests() {
   report+=("ASan/UBSan unit tests: $ok passed, $bad failed, $skip skipped (exit $rc)")
 }
 
-# Each tests/fuzz/*_fuzz.cc built with clang + libFuzzer and run for its share of the time.
+# The libFuzzer targets: tests/fuzz/*_fuzz.cc.
+fuzz_targets=()
+for fuzz_source in tests/fuzz/*_fuzz.cc; do
+  [ -e "$fuzz_source" ] && fuzz_targets+=("$(basename "$fuzz_source" .cc)")
+done
+
+# Each libFuzzer target of build-sanitize/ run for its share of the fuzzing time.
 run_fuzzers() {
-  local sources=() names=() src
-  for src in tests/fuzz/*_fuzz.cc; do
-    [ -e "$src" ] && sources+=("$src") && names+=("$(basename "$src" .cc)")
-  done
-  if [ ${#names[@]} -eq 0 ]; then
+  if [ ${#fuzz_targets[@]} -eq 0 ]; then
     log "No libFuzzer targets (tests/fuzz/*_fuzz.cc): fuzzing skipped"
     report+=("fuzz: no targets")
     return
   fi
-  log "libFuzzer targets (build-fuzz/): ${names[*]}, ${fuzz_seconds}s in all"
-  if ! CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "${release_flags[@]}" -DIOTWIN_FUZZ=ON -DIOTWIN_NPM_CI=OFF >/dev/null || ! ninja -C build-fuzz -j "$jobs" "${names[@]}"; then
-    failed=$((failed + 1))
-    report+=("fuzz: build failed")
-    return
-  fi
-  local per=$((fuzz_seconds / ${#names[@]})) name
+  log "libFuzzer targets (build-sanitize/): ${fuzz_targets[*]}, ${fuzz_seconds}s in all"
+  local per=$((fuzz_seconds / ${#fuzz_targets[@]})) name
   [ "$per" -ge 5 ] || per=5
-  for name in "${names[@]}"; do
-    local bin corpus=build-fuzz/corpus/$name seeds=() out=build-fuzz/$name.log rc=0
-    bin=$(find build-fuzz -type f -name "$name" -perm -u+x | head -1)
-    mkdir -p "$corpus" build-fuzz/artifacts
+  for name in "${fuzz_targets[@]}"; do
+    local bin=build-sanitize/tests/$name corpus=build-sanitize/corpus/$name seeds=()
+    local out=build-sanitize/$name.log rc=0
+    mkdir -p "$corpus" build-sanitize/artifacts
     # Seeds: tests/fuzz/seeds/<target>/ when a target has its own, else tests/fuzz/seeds/.
     if [ -d "tests/fuzz/seeds/$name" ]; then
       seeds=("tests/fuzz/seeds/$name")
@@ -200,7 +200,7 @@ run_fuzzers() {
     fi
     # New inputs go to the first directory (the build's corpus), never into the repository.
     "$bin" -max_total_time="$per" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-      -artifact_prefix="build-fuzz/artifacts/$name-" "$corpus" "${seeds[@]}" >"$out" 2>&1 || rc=$?
+      -artifact_prefix="build-sanitize/artifacts/$name-" "$corpus" "${seeds[@]}" >"$out" 2>&1 || rc=$?
     local runs
     runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$out" | grep -oE '[0-9]+$' || echo '?')
     if [ "$rc" -eq 0 ]; then
@@ -209,7 +209,7 @@ run_fuzzers() {
     else
       failed=$((failed + 1))
       tail -40 "$out"
-      report+=("fuzz $name: FAILED (exit $rc; crash input under build-fuzz/artifacts/, log $out)")
+      report+=("fuzz $name: FAILED (exit $rc; crash input under build-sanitize/artifacts/, log $out)")
     fi
   done
 }
@@ -220,9 +220,14 @@ run_tests() {
   run_ctest other -LE runtime -j "$jobs"
   run_ctest runtime -L runtime
   log "ctest done at $(elapsed)"
-  run_asan_unit_tests
-  log "ASan/UBSan done at $(elapsed)"
-  run_fuzzers
+  if build_sanitized "${fuzz_targets[@]}"; then
+    log "Sanitizer build done at $(elapsed)"
+    run_asan_unit_tests
+    run_fuzzers
+  else
+    failed=$((failed + 1))
+    report+=("sanitizer build (ASan/UBSan unit tests, fuzz targets): build failed")
+  fi
   log "Summary after $(elapsed)"
   printf '%s\n' "${report[@]}"
   if [ "$skipped" -gt 0 ]; then
