@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,10 +50,13 @@ struct ChromeExportResult {
 Result<ChromeExportResult> ExportChrome(const std::string& trace, const std::string& output);
 
 // ---- tables -----------------------------------------------------------------------------------
+// `dir`/<table>.csv or .jsonl per record type present, `dir`/files.* and `dir`/trace_info.json;
+// schema and directory rules: docs/tables.md.
 enum class TableFormat { kCsv, kJsonl };
 
 struct TableExportResult {
-  std::map<std::string, uint64_t> rows;  // per table (file stem)
+  std::map<std::string, uint64_t> rows;  // per table (file stem), `files` included
+  std::vector<std::string> removed;      // tables of another trace removed from the directory
 };
 
 Result<TableExportResult> ExportTables(const std::string& trace, const std::string& dir,

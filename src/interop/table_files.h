@@ -1,0 +1,55 @@
+// The files of a CSV/JSONL table export (docs/tables.md, "Exporting into a directory"): each
+// table is written under a temporary name in the output directory and renamed over its old
+// version when the whole export has succeeded, so a reader never sees half a table and a failed
+// export leaves the previous tables as they were; tables of this format that the export did not
+// write (another trace's) are removed, so none looks current. A table name that already exists as
+// a FIFO or a device (or a symlink to one: `DIR/syscalls.csv -> /dev/null`) is written in place,
+// since renaming over it would cut off whoever reads it.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "interop/exporters.h"
+
+namespace iotwin::interop {
+
+// "csv" or "jsonl".
+std::string_view Extension(TableFormat format);
+
+// Creates `dir` (mode 0755) unless it exists; fails when it exists and is not a directory.
+Status PrepareTableDir(const std::string& dir);
+
+// One table's file, from Open to Commit; destroyed uncommitted, it removes its temporary file.
+class TableFile {
+ public:
+  TableFile() = default;
+  TableFile(const TableFile&) = delete;
+  TableFile& operator=(const TableFile&) = delete;
+  ~TableFile();
+
+  // `dir`/`stem`.`ext`: a temporary `dir`/.`stem`.`ext`.partial-PID-N (created exclusively,
+  // never through a symlink), or the name itself when it is a FIFO or a device.
+  Status Open(const std::string& dir, std::string_view stem, std::string_view ext);
+  bool is_open() const { return fd_ >= 0; }
+  Status Write(const char* data, size_t n);
+  // Closes the file and renames it to its name.
+  Status Commit();
+  const std::string& name() const { return final_; }
+
+ private:
+  std::string final_, temp_;  // temp_ empty: written in place
+  int fd_ = -1;
+};
+
+// Commits `written` (open or never opened: skipped), then removes every `dir`/STEM.EXT of
+// `known_stems` that was not written and is a regular file or a symlink, then writes
+// `dir`/trace_info.json (also by rename). Returns the names of the removed files.
+Result<std::vector<std::string>> CommitTables(const std::string& dir, TableFormat format,
+                                              const std::vector<TableFile*>& written,
+                                              const std::vector<std::string_view>& known_stems,
+                                              std::string_view trace_info);
+
+}  // namespace iotwin::interop
