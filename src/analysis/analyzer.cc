@@ -1,7 +1,6 @@
 #include "analysis/analyzer.h"
 
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <linux/close_range.h>
 
 #include <algorithm>
@@ -47,11 +46,13 @@ constexpr size_t kDirectStreamThreads = 256;
 constexpr size_t kMaxQueuedBios = 1u << 20;
 constexpr size_t kMaxPending = 1u << 20;
 
-// The report follows descriptors by number and files by identity: no paths. A runaway table
-// (lost closes) stops growing at four times kMaxPending descriptors.
-model::TraceStateOptions DescriptorStateOptions() {
+// The report follows descriptors by number and files by identity: paths only for a filter on
+// them (file globs, a scope). A runaway table (lost closes) stops growing at four times
+// kMaxPending descriptors.
+bool FiltersPaths(const AnalysisFilter& f) { return !f.file_globs.empty() || !f.scope.IsAll(); }
+model::TraceStateOptions DescriptorStateOptions(bool keep_paths) {
   model::TraceStateOptions o;
-  o.keep_paths = false;
+  o.keep_paths = keep_paths;
   o.limits.descriptors = kMaxPending * 4;
   return o;
 }
@@ -117,10 +118,11 @@ nlohmann::json AnalysisFilter::ToJson() const {
 Analyzer::Analyzer(AnalyzerOptions options)
     : options_(std::move(options)),
       ops_(IOT_OP_MAX + 1),
-      fd_state_(DescriptorStateOptions()),
+      fd_state_(DescriptorStateOptions(FiltersPaths(options_.filter))),
       series_(kSeriesCount) {
   task_filter_ = !options_.filter.tgids.empty() || !options_.filter.tids.empty();
   filtering_ = !options_.filter.empty();
+  path_filter_ = FiltersPaths(options_.filter);
   for (const HeatmapTarget& t : options_.heatmaps) {
     Heatmap h;
     h.file = FileIndex(t.dev, t.ino, true);
@@ -189,9 +191,25 @@ bool Analyzer::OpAllowedSlow(uint16_t op) const {
 }
 
 bool Analyzer::FileAllowedSlow(int32_t file_index) {
-  if (file_index < 0) return false;
-  FileStats& f = files_[static_cast<size_t>(file_index)];
-  return f.glob == 1;
+  if (file_index < 0) return options_.filter.file_globs.empty() && InScope(file_index);
+  const FileStats& f = files_[static_cast<size_t>(file_index)];
+  if (!options_.filter.file_globs.empty() && f.glob != 1) return false;
+  return InScope(file_index);
+}
+
+bool Analyzer::InScope(int32_t file_index) const {
+  const model::Scope& scope = options_.filter.scope;
+  if (scope.IsAll()) return true;
+  if (file_index < 0) return scope.Admits({}, model::FileKind::kStorage);
+  const FileStats& f = files_[static_cast<size_t>(file_index)];
+  const bool path_in = f.scope >= 0 ? f.scope == 1 : scope.AdmitsPath({});
+  return path_in && scope.AdmitsKind(f.kind);
+}
+
+void Analyzer::NoteScopedOut(int32_t file_index, uint64_t* count, uint64_t* bytes, uint64_t n) {
+  if (InScope(file_index)) return;
+  ++*count;
+  if (bytes) *bytes = SaturatingAdd(*bytes, n);
 }
 
 void Analyzer::Consume(const iot_rec_hdr* rec) {
@@ -299,9 +317,28 @@ int32_t Analyzer::FileIndex(uint32_t dev, uint64_t ino, bool create) {
   return static_cast<int32_t>(idx);
 }
 
-void Analyzer::AddFileName(int32_t file_index, uint32_t path_id) {
+std::string Analyzer::ResolvedName(const iot_syscall& r) const {
+  if (!path_filter_ || r.path_id == 0 || (r.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT)))
+    return {};
+  auto it = strings_.find(r.path_id);
+  if (it == strings_.end()) return {};
+  std::optional<std::string> resolved = fd_state_.Resolve(r.tgid, model::PathDirFd(r), it->second);
+  return resolved ? std::move(*resolved) : std::string();
+}
+
+std::string Analyzer::AbsoluteName(uint32_t path_id) const {
+  if (!path_filter_ || path_id == 0) return {};
+  auto it = strings_.find(path_id);
+  if (it == strings_.end() || it->second.empty() || it->second[0] != '/') return {};
+  return model::NormalizePath(it->second);
+}
+
+void Analyzer::AddFileName(int32_t file_index, uint32_t path_id, std::string_view resolved) {
   if (file_index < 0 || path_id == 0) return;
   FileStats& f = files_[static_cast<size_t>(file_index)];
+  // The scope judges resolved names only; one name in scope puts the file in.
+  if (!resolved.empty() && f.scope != 1 && !options_.filter.scope.IsAll())
+    f.scope = options_.filter.scope.AdmitsPath(resolved) ? 1 : 0;
   for (uint32_t i = 0; i < f.nnames; i++)
     if (f.names[i] == path_id) return;
   if (f.nnames < kMaxNames)
@@ -316,11 +353,13 @@ void Analyzer::AddFileName(int32_t file_index, uint32_t path_id) {
     }
   }
   if (!options_.filter.file_globs.empty() && f.glob != 1) {
+    // The name as recorded (a relative glob still matches a relative name) or resolved.
     auto it = strings_.find(path_id);
     f.glob = 0;
-    if (it != strings_.end()) {
-      for (const std::string& g : options_.filter.file_globs)
-        if (fnmatch(g.c_str(), it->second.c_str(), 0) == 0) f.glob = 1;
+    for (const std::string& g : options_.filter.file_globs) {
+      if ((it != strings_.end() && model::GlobMatch(g, it->second)) ||
+          (!resolved.empty() && model::GlobMatch(g, resolved)))
+        f.glob = 1;
     }
   }
 }
@@ -345,8 +384,8 @@ void Analyzer::UpdateFileKind(FileStats& f) {
 // ---- descriptors -------------------------------------------------------------------------
 
 model::DescriptionId Analyzer::NewDescription(int32_t file_index, uint64_t pos, bool pos_known,
-                                              uint32_t open_flags) {
-  const model::DescriptionId id = fd_state_.NewDescription(open_flags);
+                                              uint32_t open_flags, std::string_view path) {
+  const model::DescriptionId id = fd_state_.NewDescription(open_flags, path);
   if (id == model::kNoDescription) return id;
   model::OpenFileDescription& d = *fd_state_.Description(id);
   d.pos = pos;
@@ -432,13 +471,14 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
     }
   } else if (kOpClass.opens[op]) {
     if (ok) {
-      const model::DescriptionId di = NewDescription(file, 0, true, r.flags);
+      const std::string resolved = ResolvedName(r);  // before the new number is bound
+      const model::DescriptionId di = NewDescription(file, 0, true, r.flags, resolved);
       if (di != model::kNoDescription && handover_rule_ && r.dur > 0) {
         desc_notes_[di].open_tid = r.tid;
         desc_notes_[di].open_end = SaturatingAdd(r.ts, r.dur);
       }
       fd_state_.Bind(r.tgid, static_cast<int32_t>(r.ret), di, model::OpResultCloexec(r));
-      AddFileName(file, r.path_id);
+      AddFileName(file, r.path_id, resolved);
     }
   } else if (op == IOT_OP_CLOSE) {
     // close releases the number even when it fails later (EINTR, EIO); EBADF: nothing was open.
@@ -476,7 +516,13 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
     fd_state_.OnSyscall(r);  // the interpreter's F_SETFL: O_APPEND and O_DIRECT may change
   } else if (op == IOT_OP_CREAT || op == IOT_OP_TRUNCATE || op == IOT_OP_STAT ||
              op == IOT_OP_LSTAT || op == IOT_OP_NEWFSTATAT || op == IOT_OP_STATX) {
-    AddFileName(file, r.path_id);
+    AddFileName(file, r.path_id, ResolvedName(r));
+  } else if ((op == IOT_OP_CHDIR || op == IOT_OP_FCHDIR) && path_filter_) {
+    // The cwd relative names resolve against (the interpreter's chdir and fchdir).
+    auto it = r.path_id ? strings_.find(r.path_id) : strings_.end();
+    std::optional<std::string_view> path;
+    if (it != strings_.end()) path = it->second;
+    fd_state_.OnSyscall(r, path);
   }
   return c;
 }
@@ -495,9 +541,13 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
 
   // Statistics, for calls the filter lets through.
   if (filtering_) {
-    if (!TimeAllowed(r.ts) || !TaskAllowed(r.tgid, r.tid) || !OpAllowed(op) ||
-        !FileAllowed(file)) {
+    if (!TimeAllowed(r.ts) || !TaskAllowed(r.tgid, r.tid) || !OpAllowed(op)) {
       ++filtered_out_;
+      return;
+    }
+    if (!FileAllowed(file)) {
+      ++filtered_out_;
+      NoteScopedOut(file, &scoped_out_calls_, &scoped_out_call_bytes_, dir >= 0 ? ret : 0);
       return;
     }
     if (options_.filter.excluded_calls &&
@@ -747,6 +797,11 @@ void Analyzer::OnProc(const iot_proc& r) {
       ThreadStats& t = Thread(r.tgid, r.tid ? r.tid : r.tgid, r.ts);
       set_comm(t.comm);
       if (r.tid == r.tgid || r.tid == 0) set_comm(procs_[t.proc].comm);
+      // Attach and cwd records carry the cwd relative names resolve against.
+      if (path_filter_ && r.kind != IOT_PROC_START) {
+        const std::string cwd = AbsoluteName(r.path_id);
+        if (!cwd.empty()) fd_state_.SetCwd(r.tgid, cwd);
+      }
       break;
     }
   }
@@ -756,9 +811,10 @@ void Analyzer::OnFdSnapshot(const iot_fd_snapshot& r) {
   ensure_start(r.ts);
   int32_t file = r.ino ? FileIndex(r.dev, r.ino, true) : -1;
   if (file >= 0) NoteFileType(file, r.ftype);
-  AddFileName(file, r.path_id);
+  const std::string resolved = AbsoluteName(r.path_id);
+  AddFileName(file, r.path_id, resolved);
   fd_state_.NextRecord();
-  fd_state_.Bind(r.tgid, r.fd, NewDescription(file, r.pos, true, r.flags),
+  fd_state_.Bind(r.tgid, r.fd, NewDescription(file, r.pos, true, r.flags, resolved),
                  (r.flags & O_CLOEXEC) != 0);
   if (file >= 0 && r.fsize > files_[static_cast<size_t>(file)].fsize)
     files_[static_cast<size_t>(file)].fsize = r.fsize;
@@ -768,7 +824,7 @@ void Analyzer::OnMapSnapshot(const iot_map_snapshot& r) {
   ensure_start(r.ts);
   if (!r.ino) return;
   int32_t file = FileIndex(r.dev, r.ino, true);
-  AddFileName(file, r.path_id);
+  AddFileName(file, r.path_id, AbsoluteName(r.path_id));
   files_[static_cast<size_t>(file)].maps++;
 }
 
@@ -776,8 +832,13 @@ void Analyzer::OnMapSnapshot(const iot_map_snapshot& r) {
 
 void Analyzer::OnPageFault(const iot_page_fault& r) {
   int32_t file = r.ino ? FileIndex(r.dev, r.ino, true) : -1;
-  if (!TimeAllowed(r.ts) || !TaskAllowed(r.tgid, r.tid) || !FileAllowed(file)) {
+  if (!TimeAllowed(r.ts) || !TaskAllowed(r.tgid, r.tid)) {
     ++filtered_out_;
+    return;
+  }
+  if (!FileAllowed(file)) {
+    ++filtered_out_;
+    NoteScopedOut(file, &scoped_out_faults_, nullptr, 0);
     return;
   }
   first_ts_ = std::min(first_ts_, r.ts);
@@ -1001,7 +1062,7 @@ void Analyzer::OnWriteback(const iot_writeback& r) {
 void Analyzer::OnCacheState(const iot_cache_state& r) {
   if (!r.ino) return;
   int32_t file = FileIndex(r.dev, r.ino, true);
-  AddFileName(file, r.path_id);
+  AddFileName(file, r.path_id, AbsoluteName(r.path_id));
   FileStats& f = files_[static_cast<size_t>(file)];
   f.cache_resident = static_cast<int64_t>(r.resident_pages);
   f.cache_total = static_cast<int64_t>(r.total_pages);
@@ -1177,8 +1238,14 @@ void Analyzer::OnAsync(const iot_async_io& r) {
     p.engine = r.engine;
     p.opcode = r.opcode;
   }
-  if (!TimeAllowed(p.ts) || !TaskAllowed(p.tgid, p.tid) || !FileAllowed(p.file)) {
+  if (!TimeAllowed(p.ts) || !TaskAllowed(p.tgid, p.tid)) {
     ++filtered_out_;
+    return;
+  }
+  if (!FileAllowed(p.file)) {
+    ++filtered_out_;
+    NoteScopedOut(p.file, &scoped_out_async_, &scoped_out_async_bytes_,
+                  r.res > 0 ? static_cast<uint64_t>(r.res) : 0);
     return;
   }
   first_ts_ = std::min(first_ts_, p.ts);

@@ -31,6 +31,7 @@
 #include "analysis/pattern.h"
 #include "iotwin_abi.h"
 #include "model/path.h"
+#include "model/scope.h"
 #include "model/trace_state.h"
 
 namespace iotwin::analysis {
@@ -44,17 +45,22 @@ using CallSet = std::unordered_set<uint64_t>;  // of CallKey
 struct AnalysisFilter {
   std::vector<uint32_t> tgids;
   std::vector<uint32_t> tids;
-  std::vector<std::string> file_globs;  // fnmatch(3) patterns on the paths a file was opened by
+  // Glob patterns (model::GlobMatch) on the names a file was opened by, as recorded or resolved
+  // to absolute paths (relative and dirfd-relative opens, descriptors inherited at attach).
+  std::vector<std::string> file_globs;
   std::vector<uint16_t> ops;            // IOT_OP_* codes
   std::optional<double> from_s;
   std::optional<double> to_s;
   // Calls left out of the statistics (compare: calls a replay does not re-issue); descriptor and
   // mapping state still follows them.
   std::shared_ptr<const CallSet> excluded_calls;
+  // The data scope, on resolved absolute paths; what it leaves out is counted apart (the
+  // model's "scope").
+  model::Scope scope;
 
   bool empty() const {
     return tgids.empty() && tids.empty() && file_globs.empty() && ops.empty() && !from_s &&
-           !to_s && !excluded_calls;
+           !to_s && !excluded_calls && scope.IsAll();
   }
   nlohmann::json ToJson() const;
 };
@@ -182,6 +188,7 @@ class Analyzer {
     uint64_t ino = 0;
     uint32_t dev = 0;
     int8_t glob = -1;  // file-glob filter: -1 undecided, 0 no, 1 yes
+    int8_t scope = -1;  // the scope's verdict on its resolved names: -1 none yet, 0 out, 1 in
     uint64_t first_ts = 0, ops = 0, io_ns = 0, fsize = 0, max_end = 0, read_pages = 0;
     std::array<uint64_t, 2> data_ops{}, bytes{}, requested{};
     uint64_t direct_ops = 0;
@@ -313,9 +320,13 @@ class Analyzer {
   }
   bool TaskAllowedSlow(uint32_t tgid, uint32_t tid) const;
   bool FileAllowed(int32_t file_index) {
-    return options_.filter.file_globs.empty() || FileAllowedSlow(file_index);
+    return !path_filter_ || FileAllowedSlow(file_index);
   }
   bool FileAllowedSlow(int32_t file_index);
+  // The scope's part of FileAllowed.
+  bool InScope(int32_t file_index) const;
+  // Counts what the scope alone left out (a call and its bytes, an async request, a fault).
+  void NoteScopedOut(int32_t file_index, uint64_t* count, uint64_t* bytes, uint64_t n);
   bool OpAllowed(uint16_t op) const { return options_.filter.ops.empty() || OpAllowedSlow(op); }
   bool OpAllowedSlow(uint16_t op) const;
 
@@ -328,12 +339,18 @@ class Analyzer {
   ThreadStats& ThreadSlow(uint32_t tgid, uint32_t tid, uint64_t ts);
   ProcStats& Proc(uint32_t tgid, uint64_t ts);
   int32_t FileIndex(uint32_t dev, uint64_t ino, bool create);
-  void AddFileName(int32_t file_index, uint32_t path_id);
+  // `resolved`: the name as a normalised absolute path, empty when unknown or not needed.
+  void AddFileName(int32_t file_index, uint32_t path_id, std::string_view resolved = {});
+  // The path of a call, resolved against its process's cwd or dirfd; empty when paths are not
+  // followed (no file glob, no scope), unknown or truncated.
+  std::string ResolvedName(const iot_syscall& r) const;
+  // An absolute recorded name (snapshots), normalised; empty otherwise.
+  std::string AbsoluteName(uint32_t path_id) const;
 
   // Open file descriptions, shared by dup'ed and inherited descriptors: the interpreter's,
   // with a DescriptionNote each.
   model::DescriptionId NewDescription(int32_t file_index, uint64_t pos, bool pos_known,
-                                      uint32_t open_flags);
+                                      uint32_t open_flags, std::string_view path = {});
   // The description behind `fd` of `tgid` and its note; nullptr when the descriptor is unknown.
   model::OpenFileDescription* FdDescription(uint32_t tgid, int32_t fd,
                                             DescriptionNote** note = nullptr) {
@@ -436,6 +453,12 @@ class Analyzer {
   uint64_t from_ns_ = 0, to_ns_ = UINT64_MAX;
   bool task_filter_ = false;  // options_.filter names tgids or tids
   bool filtering_ = false;    // options_.filter is not empty
+  // File globs or a scope: names are resolved (the interpreter keeps paths and cwds).
+  bool path_filter_ = false;
+  // What the scope alone left out: calls and the bytes they moved, async requests and their
+  // bytes, page faults.
+  uint64_t scoped_out_calls_ = 0, scoped_out_call_bytes_ = 0, scoped_out_async_ = 0,
+           scoped_out_async_bytes_ = 0, scoped_out_faults_ = 0;
 
   // Strings (paths, labels) from STRING records.
   std::unordered_map<uint32_t, std::string> strings_;
@@ -469,8 +492,8 @@ class Analyzer {
   }
   std::array<KeySlot, size_t{1} << kKeyCacheBits> thread_cache_{};
 
-  // Descriptor tables and open file descriptions (the one trace interpreter, without paths:
-  // files are known by identity here), with a note per description id.
+  // Descriptor tables and open file descriptions (the one trace interpreter; files are known by
+  // identity here, paths are kept only for path_filter_), with a note per description id.
   model::TraceState fd_state_;
   std::vector<DescriptionNote> desc_notes_;  // by model::DescriptionId
 

@@ -713,7 +713,17 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
   const size_t top = options_.top;
   const uint64_t span = last_ts_ > start_ && first_ts_ != UINT64_MAX ? last_ts_ - start_ : 0;
   m["capture"] = CaptureJson(meta_, summary, span, lost_);
-  m["filter"] = options_.filter.empty() ? json(nullptr) : options_.filter.ToJson();
+  const json filter = options_.filter.ToJson();  // the scope has a key of its own
+  m["filter"] = filter.empty() ? json(nullptr) : filter;
+  if (!options_.filter.scope.IsAll()) {
+    json scope = options_.filter.scope.ToJson();
+    scope["left_out"] = {{"calls", scoped_out_calls_},
+                         {"call_bytes", scoped_out_call_bytes_},
+                         {"async", scoped_out_async_},
+                         {"async_bytes", scoped_out_async_bytes_},
+                         {"faults", scoped_out_faults_}};
+    m["scope"] = std::move(scope);
+  }
 
   const FileSums sums = SumFiles();
   m["totals"] = TotalsJson(span, sums);

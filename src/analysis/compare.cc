@@ -40,17 +40,22 @@ struct CallScope {
   CallTimeline timeline;
 };
 
-Result<CallScope> ReplayScope(const std::string& path, bool storage_calls_only) {
+Result<CallScope> ReplayScope(const std::string& path, bool storage_calls_only,
+                              const model::Scope& files) {
   model::ModelOptions mo;
   mo.compute_dependencies = false;
+  mo.scope = files;
   TraceDamage damage;
   auto m = model::LoadTraceModel(path, mo, &damage);
   if (!m.ok()) return m.status();
   CallScope scope;
   for (const model::Thread& th : (*m)->threads()) {
     for (const model::Op& op : th.ops) {
+      // Judged: what replay re-issues, or with --all-calls every call the data scope keeps.
+      const bool judged = op.skip == model::Skip::kReplayable ||
+                          (!storage_calls_only && op.skip != model::Skip::kOutOfScope);
       if (op.kind == model::OpKind::kAsyncSubmit) {
-        if (storage_calls_only && op.skip != model::Skip::kReplayable) continue;
+        if (!judged) continue;
         TimedCall c{.ts = op.ts, .end = op.end, .bytes = op.result > 0 ? static_cast<uint64_t>(op.result) : 0,
                     .data = AsyncDirection(op.aio.engine, op.aio.opcode) >= 0, .async = true};
         scope.timeline.Add(th.tgid, th.tid, c);
@@ -58,13 +63,13 @@ Result<CallScope> ReplayScope(const std::string& path, bool storage_calls_only) 
       }
       if (op.kind != model::OpKind::kSyscall) continue;
       ++scope.calls;
-      if (op.skip == model::Skip::kReplayable || !storage_calls_only) {
+      if (judged) {
         const bool data = OpIsRead(op.sc.op) || OpIsWrite(op.sc.op);
         TimedCall c{.ts = op.sc.ts, .end = SaturatingAdd(op.sc.ts, op.sc.dur),
                     .bytes = data && op.sc.ret > 0 ? static_cast<uint64_t>(op.sc.ret) : 0, .data = data};
         scope.timeline.Add(th.tgid, th.tid, c);
       }
-      if (op.skip == model::Skip::kReplayable) continue;
+      if (judged) continue;
       scope.excluded->insert(CallKey(op.sc.tid, op.sc.ts));
       ++scope.reasons[std::string(model::SkipName(op.skip))];
     }
@@ -472,10 +477,11 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   ao.progress = options.progress;
   ao.salvage = options.salvage;
   CallScope scope_a, scope_b;
-  IOTWIN_ASSIGN_OR_RETURN(scope_a, ReplayScope(original, options.storage_calls_only));
-  IOTWIN_ASSIGN_OR_RETURN(scope_b, ReplayScope(replay, options.storage_calls_only));
+  IOTWIN_ASSIGN_OR_RETURN(scope_a,
+                          ReplayScope(original, options.storage_calls_only, options.files));
+  IOTWIN_ASSIGN_OR_RETURN(scope_b, ReplayScope(replay, options.storage_calls_only, options.files));
   TraceAnalysisOptions ao_a = ao, ao_b = ao;
-  if (options.storage_calls_only) {
+  if (options.storage_calls_only || !options.files.IsAll()) {
     ao_a.analyzer.filter.excluded_calls = scope_a.excluded;
     ao_b.analyzer.filter.excluded_calls = scope_b.excluded;
   }
@@ -496,6 +502,11 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
                             {"original", ScopeJson(scope_a)},
                             {"replay", ScopeJson(scope_b)}}
                      : json{{"calls", "all"}};
+  if (!options.files.IsAll()) {
+    out["scope"]["files"] = options.files.Describe();
+    out["scope"]["original"] = ScopeJson(scope_a);
+    out["scope"]["replay"] = ScopeJson(scope_b);
+  }
 
   // Pacing: timing is judged for replays paced "original" or "gaps", and for non-replays.
   const std::string pace = json_fields::GetString(mb, "capture/replay/pace");
@@ -632,6 +643,8 @@ std::string RenderCompareText(const json& r) {
   } else {
     line("  scope     every system call");
   }
+  if (scope.contains("files"))
+    line("  files     " + scope.value("files", "") + " (their calls are left out, out_of_scope)");
   if (const json* w = json_fields::Find(r, "timing/window")) {
     line(fmt::format("  window    original {}, replay {}: first to last judged call issued (the time "
                      "base of rates and curves)",

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "model/scope.h"
 
 namespace iotwin::analysis {
 
@@ -46,6 +47,9 @@ struct CompareOptions {
   // of microseconds on a busy machine (replay busy-waits only the last --spin-us, 50 us, before
   // a deadline), so differences below it measure the replayer, not the workload's think time.
   uint64_t iat_resolution_ns = 50'000;
+  // The data scope: calls on files it leaves out are not judged in either trace (a replay's
+  // paths are judged below its sandbox root, model::ModelOptions::scope).
+  model::Scope files;
 };
 
 // Parses "NAME=VALUE" or "NAME=off" into options->thresholds.

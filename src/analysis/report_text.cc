@@ -178,6 +178,15 @@ void CaptureSection(Out& out, const json& m) {
              Truncate(json_fields::GetString(c, "replay/source"), 64),
              json_fields::GetString(c, "replay/pace"));
   if (Has(m, "filter")) out.Line("  filter     {}", Truncate(m["filter"].dump(), 86));
+  if (Has(m, "scope")) {
+    const json& sc = m["scope"];
+    out.Line("  scope      {}", S(sc, "description"));  // whole: it says what was left out
+    const json& lo = sc["left_out"];
+    out.Line("             left out {} calls ({}), {} async requests ({}), {} page faults",
+             FormatCount(U(lo, "calls")), FormatBytes(static_cast<double>(U(lo, "call_bytes"))),
+             FormatCount(U(lo, "async")), FormatBytes(static_cast<double>(U(lo, "async_bytes"))),
+             FormatCount(U(lo, "faults")));
+  }
   if (Has(t, "damage")) out.Line("  damage     {}", Truncate(S(t, "damage"), 86));
 }
 

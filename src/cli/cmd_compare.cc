@@ -9,6 +9,7 @@
 
 #include "analysis/compare.h"
 #include "cli/commands.h"
+#include "cli/scope_options.h"
 #include "cli/unit_options.h"
 
 namespace iotwin::cli {
@@ -24,6 +25,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
     bool no_progress = false;
     bool all_calls = false;
     double iat_resolution_us = 50;
+    ScopeArgs scope;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = parent.add_subcommand(
@@ -56,6 +58,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
       ->transform(DurationUnits(1e3, "us"))
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e9));
+  AddScopeOptions(sub, opt->scope);
   sub->add_flag("--salvage", opt->salvage, "skip damaged chunks instead of failing");
   sub->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr");
   sub->footer(
@@ -74,6 +77,12 @@ CommandSpec SetupCompare(CLI::App& parent) {
                 return kExitError;
               }
             }
+            auto scope = opt->scope.Parse();
+            if (!scope.ok()) {
+              fmt::print(stderr, "iotwin compare: {}\n", scope.status().message());
+              return kExitError;
+            }
+            o.files = *scope;
             o.top = opt->top;
             o.max_sequence_ops = opt->max_sequence_ops;
             o.salvage = opt->salvage;

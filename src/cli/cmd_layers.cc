@@ -3,16 +3,52 @@
 // latency, splits and amplification, software share, dependent chains, interference. The same
 // section can be added to `iotwin report` by calling LayersReport/RenderLayersText.
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/scope_options.h"
 #include "cli/unit_options.h"
 #include "correlate/layers_report.h"
+#include "model/trace_model.h"
 
 namespace iotwin::cli {
+namespace {
+
+// The layers report of the requests on files in `scope`: the model resolves the trace's names
+// (relative and dirfd opens, descriptors held at attach) and says which files the scope leaves
+// out; a request on a file the model does not know is judged as a file without a path.
+Result<nlohmann::json> ScopedLayersReport(const std::string& path,
+                                          const correlate::LayersOptions& options,
+                                          const model::Scope& scope) {
+  if (scope.IsAll()) return correlate::LayersReportForTrace(path, options);
+  model::ModelOptions mo;
+  mo.compute_dependencies = false;
+  mo.scope = scope;
+  IOTWIN_ASSIGN_OR_RETURN(auto model, model::LoadTraceModel(path, mo));
+  std::map<std::pair<uint32_t, uint64_t>, bool> in_scope;  // (dev, ino) of the model's files
+  for (const model::FileInfo& f : model->files()) {
+    if (f.ino == 0 || f.is_dir) continue;
+    bool& in = in_scope[{f.dev, f.ino}];  // one name in scope puts the file in
+    in = in || !f.out_of_scope;
+  }
+  const bool unknown_in = scope.Admits({}, model::FileKind::kStorage);
+  IOTWIN_ASSIGN_OR_RETURN(correlate::Correlation c, correlate::CorrelateTrace(path));
+  const size_t left_out = correlate::KeepRequests(&c, [&](const correlate::Request& q) {
+    auto it = in_scope.find({q.ino_dev, q.ino});
+    return it != in_scope.end() ? it->second : unknown_in;
+  });
+  nlohmann::json report = correlate::LayersReport(c, options);
+  report["scope"] = scope.ToJson();
+  report["scope"]["left_out"] = {{"requests", left_out}};
+  return report;
+}
+
+}  // namespace
 
 CommandSpec SetupLayers(CLI::App& parent) {
   struct Options {
@@ -20,6 +56,7 @@ CommandSpec SetupLayers(CLI::App& parent) {
     bool json = false;
     bool all_requests = false;
     correlate::LayersOptions layers;
+    ScopeArgs scope;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = parent.add_subcommand(
@@ -45,9 +82,15 @@ CommandSpec SetupLayers(CLI::App& parent) {
   sub->add_option("--chain-hop-marker", opt->layers.chain_hop_marker,
                   "intent label whose phases are one batch (hop) of a chain each (empty: ignore)")
       ->capture_default_str();
+  AddScopeOptions(sub, opt->scope);
   return {sub, [opt] {
             if (opt->all_requests) opt->layers.max_request_rows = 0;
-            auto report = correlate::LayersReportForTrace(opt->path, opt->layers);
+            auto scope = opt->scope.Parse();
+            if (!scope.ok()) {
+              fmt::print(stderr, "iotwin layers: {}\n", scope.status().message());
+              return kExitError;
+            }
+            auto report = ScopedLayersReport(opt->path, opt->layers, *scope);
             if (!report.ok()) {
               fmt::print(stderr, "iotwin layers: {}\n", report.status().message());
               return kExitError;

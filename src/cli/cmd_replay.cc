@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/scope_options.h"
 #include "cli/unit_options.h"
 #include "replay/replay.h"
 
@@ -21,6 +22,7 @@ struct ReplayArgs {
   std::string backend = "sync", async = "native";
   double spin_us = 50;
   bool quiet = false;
+  ScopeArgs scope;
 };
 
 std::string SelfPath() {
@@ -77,6 +79,7 @@ CommandSpec SetupReplay(CLI::App& parent) {
   sub->add_option("--device-offset", o.device_offset, "Byte offset added to every request (or 1G)")
       ->transform(SizeUnits());
   sub->add_flag("--wrap", o.wrap, "Wrap requests beyond the end of a smaller device");
+  AddScopeOptions(sub, args->scope, true);
   return {sub, [args] {
             replay::ReplayOptions& o = args->o;
             auto fail = [&](const Status& st) {
@@ -116,6 +119,9 @@ CommandSpec SetupReplay(CLI::App& parent) {
             if (args->spin_us < 0) return fail(Status::Invalid("--spin-us must be >= 0"));
             o.spin_ns = static_cast<uint64_t>(args->spin_us * 1000);
             o.progress = !args->quiet;
+            auto scope = args->scope.Parse();
+            if (!scope.ok()) return fail(scope.status());
+            o.scope = *scope;
             // The tracer for --record: this binary, unless IOTWIN_RECORD_BIN names another.
             const char* rec_bin = std::getenv("IOTWIN_RECORD_BIN");
             o.iotwin_bin = rec_bin && *rec_bin ? rec_bin : SelfPath();

@@ -15,6 +15,7 @@
 #include "analysis/report_text.h"
 #include "analysis/trace_analysis.h"
 #include "cli/commands.h"
+#include "cli/scope_options.h"
 #include "cli/unit_options.h"
 
 namespace iotwin::cli {
@@ -30,6 +31,7 @@ CommandSpec SetupReport(CLI::App& parent) {
     bool no_progress = false;
     std::vector<std::string> filters;
     std::optional<double> from, to;
+    ScopeArgs scope;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = parent.add_subcommand(
@@ -54,10 +56,12 @@ CommandSpec SetupReport(CLI::App& parent) {
       ->transform(DurationUnits(1e9, "s"));
   sub->add_option("--to", opt->to, "ignore records after this long from the start (seconds, or 2m)")
       ->transform(DurationUnits(1e9, "s"));
+  AddScopeOptions(sub, opt->scope);
   sub->footer(
       "Filters combine (AND); repeat --filter or separate values with commas:\n"
       "  --filter tgid=1234 --filter tid=1235,1236 --filter 'file=/data/*.bin' --filter op=pread64\n"
       "  --filter op=reads (every read op) / op=writes; --from 2.5 --to 10 (seconds from the start)\n"
+      "  --scope data --include '/data/*' --exclude '*.tmp' (the header says what was left out)\n"
       "See docs/report.md for the fields of --json and how each number is computed.");
   return {sub, [opt] {
             analysis::TraceAnalysisOptions o;
@@ -67,6 +71,12 @@ CommandSpec SetupReport(CLI::App& parent) {
               return kExitError;
             }
             o.analyzer.filter = *filter;
+            auto scope = opt->scope.Parse();
+            if (!scope.ok()) {
+              fmt::print(stderr, "iotwin report: {}\n", scope.status().message());
+              return kExitError;
+            }
+            o.analyzer.filter.scope = *scope;
             o.analyzer.top = opt->top;
             o.salvage = opt->salvage;
             o.progress = !opt->no_progress && isatty(STDERR_FILENO);

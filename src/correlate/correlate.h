@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -204,6 +205,10 @@ struct Correlation {
 
 // Reads the trace at `path` and correlates it.
 Result<Correlation> CorrelateTrace(const std::string& path, const CorrelateOptions& options = {});
+
+// Leaves out the requests `keep` refuses, with their bios, and renumbers what refers to the rest
+// (keep_requests.cc). Returns how many were left out. For a data scope: `iotwin layers --include`.
+size_t KeepRequests(Correlation* c, const std::function<bool(const Request&)>& keep);
 
 // Builds a correlation from records fed one by one (any order), for tests and other readers.
 class Correlator {

@@ -47,6 +47,11 @@ void LayersAndCoverageText(std::string& out, const json& r) {
                        json_fields::GetBool(l, "enabled", false) ? "on" : "off",
                        json_fields::GetString(l, "reason"));
   }
+  if (const json* scope = json_fields::Object(r, "scope")) {
+    out += fmt::format("  scope   {}; left out {} requests\n",
+                       json_fields::GetString(*scope, "description"),
+                       json_fields::GetUint(*scope, "left_out/requests", 0));
+  }
   const json& cov = r["coverage"];
   out += fmt::format(
       "\nRequests: {} ({} linked to a cause, {} unattributed); {} bios, {} NVMe "

@@ -34,6 +34,7 @@ std::string_view SkipName(Skip skip) {
     case Skip::kPseudoFs: return "pseudo_fs";
     case Skip::kUnknownMapping: return "unknown_mapping";
     case Skip::kUnsupported: return "unsupported";
+    case Skip::kOutOfScope: return "out_of_scope";
   }
   return "unknown";
 }
@@ -41,7 +42,7 @@ std::string_view SkipName(Skip skip) {
 std::vector<uint32_t> TraceModel::InitialFileSet() const {
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < files_.size(); i++) {
-    if (files_[i].origin == FileOrigin::kPreexisting) out.push_back(i);
+    if (files_[i].origin == FileOrigin::kPreexisting && !files_[i].out_of_scope) out.push_back(i);
   }
   std::sort(out.begin(), out.end(), [&](uint32_t a, uint32_t b) {
     return paths_[files_[a].path] < paths_[files_[b].path];
@@ -807,7 +808,29 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
 
 Result<std::unique_ptr<TraceModel>> ModelBuilder::Finish() {
   IOTWIN_RETURN_IF_ERROR(impl_->Finish());
+  if (!impl_->options.scope.IsAll()) ApplyScope(*impl_->m, impl_->options.scope);
   return std::move(impl_->m);
+}
+
+void ModelBuilder::ApplyScope(TraceModel& m, const Scope& scope) {
+  const bool types_recorded = m.meta_.contains("capture");
+  std::string root = json_fields::GetString(m.meta_, "replay/root");
+  if (!root.empty()) root = NormalizePath(root);
+  for (FileInfo& f : m.files_) {
+    if (f.is_dir) continue;
+    std::string path = f.path != kNone ? m.paths_[f.path] : std::string();
+    if (!root.empty() && root != "/" && !path.empty() && PathIsWithin(path, root))
+      path = ReplacePrefix(path, root, "/");
+    f.out_of_scope = !scope.Admits(path, ClassifyFile(f.ftype, path, types_recorded));
+  }
+  auto out = [&](uint32_t file) { return file != kNone && m.files_[file].out_of_scope; };
+  for (Thread& th : m.threads_) {
+    for (Op& op : th.ops) {
+      if (op.skip != Skip::kReplayable) continue;
+      const bool mapped = op.mapping < m.mappings_.size() && out(m.mappings_[op.mapping].file);
+      if (out(op.file) || mapped) op.skip = Skip::kOutOfScope;
+    }
+  }
 }
 
 Result<std::unique_ptr<TraceModel>> LoadTraceModel(const std::string& trace_path,

@@ -41,6 +41,7 @@
 #include "format/trace_reader.h"
 #include "model/dependency.h"
 #include "model/initial_residency.h"
+#include "model/scope.h"
 #include "iotwin_abi.h"
 
 namespace iotwin::model {
@@ -73,6 +74,7 @@ enum class Skip : uint8_t {
   kPseudoFs,       // /proc, /sys, /dev: not storage
   kUnknownMapping, // a fault/munmap/msync/madvise on a mapping the trace never created
   kUnsupported,    // an op replay does not reproduce (fcntl locks, splice, anonymous mmap, ...)
+  kOutOfScope,     // a file ModelOptions::scope leaves out
 };
 std::string_view SkipName(Skip skip);
 
@@ -135,6 +137,7 @@ struct FileInfo {
   uint64_t ino = 0;
   uint64_t initial_size = 0;  // pre-existing files: size needed at start
   bool modified = false;      // the workload wrote/truncated it (later reads don't grow the size)
+  bool out_of_scope = false;  // ModelOptions::scope leaves it out: not prepared, its ops skipped
 };
 
 // A file mapping: recreated by replay from the mmap op (or the attach snapshot).
@@ -255,6 +258,11 @@ struct ModelWarning {
 
 struct ModelOptions {
   bool compute_dependencies = true;
+  // Files (not directories: they hold the names in scope) the scope leaves out are marked
+  // FileInfo::out_of_scope and every op on them (Op::file, or the file of its mapping) is
+  // skipped as kOutOfScope. A replay's trace is judged by its recorded names: paths below the
+  // sandbox root its header names are judged as if the root were "/".
+  Scope scope;
 };
 
 class TraceModel {
@@ -325,6 +333,7 @@ class ModelBuilder {
   Result<std::unique_ptr<TraceModel>> Finish();
 
  private:
+  static void ApplyScope(TraceModel& m, const Scope& scope);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

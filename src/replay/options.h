@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/scope.h"
 
 namespace iotwin::replay {
 
@@ -55,6 +56,8 @@ struct ReplayOptions {
   uint64_t device_offset = 0;
   bool wrap = false;
   int max_examples = 5;  // mismatch examples kept per kind
+  // Files left out (model::ModelOptions::scope): not prepared, their ops skipped.
+  model::Scope scope;
 };
 
 Result<PaceMode> ParsePace(const std::string& s);

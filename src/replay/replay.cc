@@ -109,6 +109,10 @@ std::string SummaryText(const nlohmann::json& s) {
                    s["pace"].get<std::string>(), s["speed"].get<double>(),
                    s["amplify"].get<int>() > 1 ? fmt::format(", {} copies", s["amplify"].get<int>())
                                                : std::string());
+  if (s.contains("scope")) {
+    t += fmt::format("  scope      {} (their ops: skipped, out_of_scope)\n",
+                     s["scope"]["description"].get<std::string>());
+  }
   t += fmt::format("  duration   {:.3f} s, first to last call issued {:.3f} s\n",
                    s["duration_s"].get<double>(), s["window_s"].get<double>());
   t += fmt::format("  ops        {} ({:.0f} ops/s), {} bytes ({:.1f} MB/s)\n", s["ops"].get<uint64_t>(),
@@ -363,6 +367,7 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
   s["window_s"] = static_cast<double>(last_issue - first_issue) / 1e9;
   s["trace"] = o.trace;
   s["root"] = o.root;
+  if (!o.scope.IsAll()) s["scope"] = o.scope.ToJson();
   s["pace"] = PaceName(o.pace);
   s["rt_priority"] = o.rt_priority;
   s["fifo_threads"] = fifo_workers;
@@ -416,6 +421,11 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
   TraceDamage damage;
   model::ModelOptions mo;
   mo.compute_dependencies = o.layer == Layer::kSyscall;
+  if (o.layer == Layer::kBlock && !o.scope.IsAll()) {
+    return Status::Invalid("--layer block replays device requests, which name no file: "
+                           "--include, --exclude and --scope apply to files");
+  }
+  mo.scope = o.scope;
   IOTWIN_ASSIGN_OR_RETURN(auto model, model::LoadTraceModel(o.trace, mo, &damage));
   IOTWIN_RETURN_IF_ERROR(CheckTrace(*model, damage, o, &out.warnings));
   // What the model had to assume (a name used both as a file and as a directory, ...).

@@ -102,6 +102,12 @@
     rows.push(['lost events', lost.length ? lost.map(([k, v]) => k + ' ' + fmtCount(v)).join(', ') : 'none']);
     if (cap.replay) rows.push(['replay', 'of ' + cap.replay.source + ', pace ' + cap.replay.pace]);
     if (model.filter) rows.push(['filter', JSON.stringify(model.filter)]);
+    if (model.scope) {
+      const lo = model.scope.left_out || {};
+      rows.push(['scope', model.scope.description + '  (left out ' + fmtCount(lo.calls) + ' calls, ' +
+        fmtBytes(lo.call_bytes) + '; ' + fmtCount(lo.async) + ' async requests, ' +
+        fmtBytes(lo.async_bytes) + '; ' + fmtCount(lo.faults) + ' page faults)']);
+    }
     if (model.trace && model.trace.damage) rows.push(['damage', model.trace.damage]);
     s.appendChild(facts(rows));
   }
