@@ -26,7 +26,8 @@ CommandSpec SetupExport(CLI::App& parent) {
   sub->add_option("--layer", opt->layer, "fio: syscall (default) or block")
       ->check(CLI::IsMember({"syscall", "block"}));
   sub->add_option("--fio-root", opt->fio_root,
-                  "fio: directory holding the replayed files (default DIR/files)");
+                  "fio: directory holding the replayed files (default DIR/files); a relative "
+                  "one is resolved by fio against its working directory (each fio server's own)");
   sub->add_option("--fio-device", opt->fio_devices,
                   "fio --layer block: MAJ:MIN=PATH replays that device's requests onto PATH "
                   "(a device node or file) instead of a prepared stand-in file");
@@ -71,6 +72,9 @@ CommandSpec SetupExport(CLI::App& parent) {
                          "{} files -> {}\n",
                          r->jobs, r->reads, r->read_bytes, r->writes, r->write_bytes, r->trims,
                          r->syncs, r->files, r->job_file);
+              for (const auto& [why, n] : r->files_left_out) {
+                fmt::print(stderr, "  files left out: {} x {}\n", n, why);
+              }
               for (const auto& [why, n] : r->skipped) fmt::print(stderr, "  not replayed: {} x {}\n", n, why);
             }
             if (!opt->chrome.empty()) {

@@ -18,7 +18,9 @@ namespace iotwin::interop {
 // ---- fio -------------------------------------------------------------------------------------
 struct FioExportOptions {
   std::string dir;       // output directory (created)
-  std::string fio_root;  // where replayed files live; default <dir>/files
+  // Where replayed files live; default <dir>/files. A relative root stays relative in the job:
+  // fio resolves it against its working directory (each server's own in client/server mode).
+  std::string fio_root;
   bool block_layer = false;  // --layer block: device request stream instead of system calls
   bool faults = false;       // also export major page faults on file mappings as page reads
   // --layer block: dev_t -> path to replay onto (a device node or a file); default a file
@@ -27,12 +29,25 @@ struct FioExportOptions {
   int direct = -1;  // -1: per job from the trace (O_DIRECT opens; block layer: 1); 0/1: forced
 };
 
+// One file the trace names, as the export treats it.
+struct FioFileResult {
+  std::string fio_name, original;
+  uint64_t extent = 0;                             // largest offset + length of its I/O
+  uint64_t reads = 0, writes = 0, trims = 0, syncs = 0;  // I/O lines written for it
+  uint64_t read_bytes = 0, write_bytes = 0;
+  std::string left_out;  // why the job leaves it out; empty when replayed
+};
+
 struct FioExportResult {
   std::string job_file;
   uint64_t jobs = 0;
   uint64_t reads = 0, writes = 0, trims = 0, syncs = 0;  // I/O lines written
   uint64_t read_bytes = 0, write_bytes = 0;
-  uint64_t files = 0;
+  uint64_t files = 0;  // files the job replays (and prepares, unless given as a device path)
+  // Files opened or mapped without I/O fio can replay: fio would fail to open them, as nothing
+  // creates them. By reason.
+  std::map<std::string, uint64_t> files_left_out;
+  std::vector<FioFileResult> per_file;      // every file, in index order (files.tsv)
   std::map<std::string, uint64_t> skipped;  // what fio cannot express, by reason
   nlohmann::json ToJson() const;
 };

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/io_uring.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -28,11 +29,28 @@
 #include "interop/block_text.h"
 #include "interop/exporters.h"
 #include "interop/text_util.h"
+#include "model/path.h"
 #include "model/trace_state.h"
 
 namespace iotwin::interop {
 
 nlohmann::json FioExportResult::ToJson() const {
+  nlohmann::json per_file_json = nlohmann::json::array();
+  for (const FioFileResult& f : per_file) {
+    nlohmann::json row = {{"original", BytesToText(f.original)}, {"extent_bytes", f.extent}};
+    if (f.left_out.empty()) {
+      row["fio_name"] = BytesToText(f.fio_name);
+      row["reads"] = f.reads;
+      row["writes"] = f.writes;
+      row["trims"] = f.trims;
+      row["syncs"] = f.syncs;
+      row["read_bytes"] = f.read_bytes;
+      row["write_bytes"] = f.write_bytes;
+    } else {
+      row["left_out"] = f.left_out;
+    }
+    per_file_json.push_back(std::move(row));
+  }
   return {{"job_file", BytesToText(job_file)},
           {"jobs", jobs},
           {"reads", reads},
@@ -42,6 +60,8 @@ nlohmann::json FioExportResult::ToJson() const {
           {"read_bytes", read_bytes},
           {"write_bytes", write_bytes},
           {"files", files},
+          {"files_left_out", files_left_out},
+          {"per_file", std::move(per_file_json)},
           {"skipped", skipped}};
 }
 
@@ -96,11 +116,6 @@ std::string SafeName(std::string_view s) {
   return out;
 }
 
-bool PseudoPath(std::string_view p) {
-  return StartsWith(p, "/proc/") || StartsWith(p, "/sys/") || p == "/proc" || p == "/sys" ||
-         (StartsWith(p, "/dev/") && !StartsWith(p, "/dev/shm/"));
-}
-
 enum class Act { kOpen, kClose, kRead, kWrite, kTrim, kSync, kDatasync };
 
 // What an iolog line needs to know of a file.
@@ -108,9 +123,12 @@ struct FileRef {
   std::string_view path;
   uint16_t ftype = 0;  // S_IFMT >> 12, 0 unknown
   bool direct = false;
+  uint64_t ino = 0;  // 0: no identity recorded
 };
 
-FileRef RefOf(const model::OpenFileDescription& d) { return FileRef{d.path, d.ftype, d.direct}; }
+FileRef RefOf(const model::OpenFileDescription& d) {
+  return FileRef{d.path, d.ftype, d.direct, d.ino};
+}
 
 struct Event {
   uint64_t ts = 0;
@@ -124,6 +142,14 @@ struct FileInfo {
   std::string name;  // path fio uses
   uint64_t extent = 0;
   bool prepare = true;  // false for device paths given by the user
+  bool mapped = false;  // the program mapped it (pass 1)
+  uint64_t first_ts = UINT64_MAX;  // its earliest event (pass 1)
+  // Reads, writes, trims and syncs of the whole trace (pass 1): a file without any is left out
+  // of the job (fio would open it, and nothing creates it).
+  uint64_t traced_ops = 0;
+  // What the iologs hold (pass 2): whether any names it, and its I/O lines.
+  bool in_log = false;
+  uint64_t reads = 0, writes = 0, trims = 0, syncs = 0, read_bytes = 0, write_bytes = 0;
 };
 
 struct StreamStats {
@@ -166,6 +192,10 @@ class Walker {
         fds_.SetArch(arch->get<std::string>());
       }
     }
+    // A live capture records every file's type: a file identity without one is an anonymous
+    // inode (as the analyzer reads it); imports leave types they cannot see at 0.
+    const auto capture = r.meta().find("capture");
+    types_recorded_ = capture != r.meta().end() && capture->is_object();
     for (;;) {
       IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* h, r.Next());
       if (!h) break;
@@ -241,21 +271,29 @@ class Walker {
     return NormalizePath(std::string(base) + "/" + std::string(path));
   }
 
-  // A file fio can replay: regular (or unknown type) and not a pseudo-file.
-  bool Replayable(const FileRef& f, const char** why) {
-    if (f.path.empty()) {
-      *why = "no path known for the descriptor";
-      return false;
+  // Why fio cannot replay I/O on a file, or nullptr when it can: storage (model::ClassifyFile)
+  // that fio can open as a file, with a known name.
+  const char* NotReplayable(const FileRef& f) const {
+    if (f.path.empty()) return "no path known for the descriptor";
+    const char* kind = NotStorage(f.ftype, f.ino, f.path);
+    if (kind) return kind;
+    if (f.ftype == 4) return "directory (fio replays files)";
+    if (f.ftype != 0 && f.ftype != 8 && f.ftype != 6) return "not a regular file";
+    return nullptr;
+  }
+
+  // Why a file is not storage, or nullptr when it is (model::ClassifyFile decides).
+  const char* NotStorage(uint16_t ftype, uint64_t ino, std::string_view path) const {
+    const std::string_view absolute = !path.empty() && path[0] == '/' ? path : std::string_view();
+    switch (model::ClassifyFile(ftype, absolute, types_recorded_ && ftype == 0 && ino != 0)) {
+      case model::FileKind::kStorage: return nullptr;
+      case model::FileKind::kPipe: return "pipe (not storage)";
+      case model::FileKind::kSocket: return "socket (not storage)";
+      case model::FileKind::kCharDevice: return "character device: tty, /dev/null, ... (not storage)";
+      case model::FileKind::kAnonInode: return "anonymous inode: eventfd, epoll, timerfd, ... (not storage)";
+      case model::FileKind::kPseudoFs: return "pseudo-file (/proc, /sys, /dev)";
     }
-    if (f.ftype != 0 && f.ftype != 8 && f.ftype != 6) {
-      *why = "not a regular file (pipe, socket, directory, char device)";
-      return false;
-    }
-    if (PseudoPath(f.path) && f.ftype != 6) {
-      *why = "pseudo-file (/proc, /sys, /dev)";
-      return false;
-    }
-    return true;
+    return nullptr;
   }
 
   Status Io(uint64_t stream, uint64_t ts, Act act, const FileRef& f, uint64_t offset,
@@ -267,6 +305,7 @@ class Walker {
     }
     uint32_t file = FileFor(f.path);
     StreamStats& st = (*streams_)[stream];
+    if (count_ && act != Act::kOpen && act != Act::kClose) (*files_)[file].traced_ops++;
     if (data) {
       if (count_) {
         st.io_lines++;
@@ -316,6 +355,7 @@ class Walker {
       case OpFamily::kMemory:
         // Mapped I/O is the page faults' (--faults); unmapping and moving do none.
         if (sc.op == IOT_OP_MUNMAP || sc.op == IOT_OP_MREMAP) return Status::Ok();
+        if (sc.op == IOT_OP_MMAP) Mapped(sc, e);
         return NoAction(sc.op);
       case OpFamily::kDirectory:
         // Names created, renamed or removed: fio's iolog has no namespace actions.
@@ -339,9 +379,9 @@ class Walker {
     const model::OpenFileDescription* f = fds_.Description(e.desc);
     if (op == IOT_OP_FSYNC || op == IOT_OP_FDATASYNC || op == IOT_OP_SYNC_FILE_RANGE) {
       if (!ok) return SkipFailed(op);
-      const char* why = nullptr;
-      if (!f || !Replayable(RefOf(*f), &why)) {
-        Skip(std::string(OpName(op)) + ": " + (f ? why : "descriptor not known"));
+      const char* why = f ? NotReplayable(RefOf(*f)) : "descriptor not known";
+      if (why) {
+        Skip(std::string(OpName(op)) + ": " + why);
         return Status::Ok();
       }
       // fio's iolog reader has no sync_file_range: the closest is a data sync.
@@ -351,9 +391,9 @@ class Walker {
     }
     if (op == IOT_OP_FALLOCATE && (sc.mode & FALLOC_FL_PUNCH_HOLE)) {
       if (!ok) return SkipFailed(op);
-      const char* why = nullptr;
-      if (!f || !Replayable(RefOf(*f), &why)) {
-        Skip("fallocate: descriptor not known or not a regular file");
+      const char* why = f ? NotReplayable(RefOf(*f)) : "descriptor not known";
+      if (why) {
+        Skip(std::string("fallocate: ") + why);
         return Status::Ok();
       }
       return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kTrim, RefOf(*f), sc.offset,
@@ -367,6 +407,15 @@ class Walker {
     return Status::Ok();
   }
 
+  // Notes that a file fio could replay was mapped: the job leaves it out unless it has I/O
+  // (with --fio-faults, its major faults are reads).
+  void Mapped(const iot_syscall& sc, const model::SyscallEffect& e) {
+    if (!count_ || sc.ret < 0 || (sc.flags & MAP_ANONYMOUS)) return;
+    const model::OpenFileDescription* f = fds_.Description(e.desc);
+    if (!f || NotReplayable(RefOf(*f))) return;
+    (*files_)[FileFor(f->path)].mapped = true;
+  }
+
   Status Opened(const iot_syscall& sc, const model::SyscallEffect& e, TraceReader& r) {
     model::OpenFileDescription* d = fds_.Description(e.created);
     if (!d) return Status::Ok();
@@ -375,16 +424,14 @@ class Walker {
                       r.String(sc.path_id));
     if (d->directory) d->ftype = 4;
     if (sc.ino != 0) by_inode_[{sc.dev, sc.ino}] = d->path;
-    const char* why = nullptr;
-    if (!Replayable(RefOf(*d), &why)) return Status::Ok();
+    if (NotReplayable(RefOf(*d))) return Status::Ok();
     return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kOpen, RefOf(*d), 0, 0);
   }
 
   // A close ends fio's use of the file once no other descriptor of the process names it.
   Status Closed(const iot_syscall& sc, const model::SyscallEffect& e) {
     const model::OpenFileDescription* f = fds_.Description(e.desc);
-    const char* why = nullptr;
-    if (f && Replayable(RefOf(*f), &why) && !StillOpen(sc.tgid, f->path)) {
+    if (f && !NotReplayable(RefOf(*f)) && !StillOpen(sc.tgid, f->path)) {
       return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kClose, RefOf(*f), 0, 0);
     }
     return Status::Ok();
@@ -406,11 +453,15 @@ class Walker {
     }
     const model::OpenFileDescription* f = fds_.Description(e.desc);
     if (!f) {
-      Skip(std::string(OpName(sc.op)) + ": descriptor opened before the trace, not known");
+      // The record's own identity still tells a pipe or socket made without an open.
+      const char* kind = (sc.sflags & IOT_SCF_NO_FILE) || (sc.ftype == 0 && sc.ino == 0)
+                             ? nullptr
+                             : NotStorage(sc.ftype, sc.ino, {});
+      Skip(std::string(OpName(sc.op)) + ": " +
+           (kind ? kind : "descriptor opened before the trace, not known"));
       return Status::Ok();
     }
-    const char* why = nullptr;
-    if (!Replayable(RefOf(*f), &why)) {
+    if (const char* why = NotReplayable(RefOf(*f))) {
       Skip(std::string(OpName(sc.op)) + ": " + why);
       return Status::Ok();
     }
@@ -471,9 +522,9 @@ class Walker {
         return Status::Ok();
     }
     const model::OpenFileDescription* f = fds_.FdDescription(io.tgid, io.fd);
-    const char* why = nullptr;
-    if (!f || !Replayable(RefOf(*f), &why)) {
-      Skip("async request: descriptor not known or not a regular file");
+    const char* why = f ? NotReplayable(RefOf(*f)) : "descriptor not known";
+    if (why) {
+      Skip(std::string("async request: ") + why);
       return Status::Ok();
     }
     uint64_t stream = ThreadStream(io.tgid, io.tid);
@@ -496,7 +547,11 @@ class Walker {
       Skip("page fault: file not opened in the trace");
       return Status::Ok();
     }
-    const FileRef f{it->second, 8, false};
+    const FileRef f{it->second, 8, false, pf.ino};
+    if (const char* why = NotReplayable(f)) {
+      Skip(std::string("page fault: ") + why);
+      return Status::Ok();
+    }
     const uint64_t pages = pf.nr_pages ? pf.nr_pages : 1;
     uint64_t offset = 0;
     if (__builtin_mul_overflow(pf.pgoff, uint64_t{4096}, &offset)) {
@@ -568,6 +623,7 @@ class Walker {
   std::map<uint64_t, StreamStats>* streams_;
   std::map<std::string, uint64_t>* skipped_;
   bool count_;
+  bool types_recorded_ = false;
   const Sink* sink_ = nullptr;
   model::TraceState fds_;
   std::map<std::pair<uint32_t, uint64_t>, std::string> by_inode_;
@@ -612,7 +668,7 @@ const char* ActName(Act a) {
 // needs (add, then open before the first I/O; close at the end).
 class IologWriter {
  public:
-  IologWriter(std::string path, const std::vector<FileInfo>* files, uint64_t t0)
+  IologWriter(std::string path, std::vector<FileInfo>* files, uint64_t t0)
       : path_(std::move(path)), files_(files), t0_(t0) {}
   ~IologWriter() {
     if (out_) std::fclose(out_);
@@ -662,6 +718,7 @@ class IologWriter {
       const std::string& name = (*files_)[e.file].name;
       if (!added_.count(e.file)) {
         added_.insert(e.file);
+        (*files_)[e.file].in_log = true;
         IOTWIN_RETURN_IF_ERROR(Write(us, name, "add"));
       }
       if (e.act == Act::kClose) {
@@ -676,27 +733,34 @@ class IologWriter {
       if (e.act == Act::kOpen) continue;
       IOTWIN_RETURN_IF_ERROR(
           Write(us, name, fmt::format("{} {} {}", ActName(e.act), e.offset, e.length)));
+      FileInfo& f = (*files_)[e.file];
       switch (e.act) {
         case Act::kRead:
           res->reads++;
           res->read_bytes += e.length;
+          f.reads++;
+          f.read_bytes += e.length;
           break;
         case Act::kWrite:
           res->writes++;
           res->write_bytes += e.length;
+          f.writes++;
+          f.write_bytes += e.length;
           break;
         case Act::kTrim:
           res->trims++;
+          f.trims++;
           break;
         default:
           res->syncs++;
+          f.syncs++;
       }
     }
     return Status::Ok();
   }
 
   std::string path_;
-  const std::vector<FileInfo>* files_;
+  std::vector<FileInfo>* files_;
   uint64_t t0_;
   FILE* out_ = nullptr;
   std::multimap<uint64_t, Event> pending_;
@@ -705,13 +769,15 @@ class IologWriter {
   uint64_t last_us_ = 0;
 };
 
-}  // namespace
-
-Result<FioExportResult> ExportFio(const std::string& trace, const FioExportOptions& in_options) {
+// The options as the export uses them: absolute output directory, fio root absolute unless the
+// user gave a relative one (fio resolves it against its working directory: each server's own in
+// client/server mode), names fio can parse.
+Result<FioExportOptions> CheckedOptions(const FioExportOptions& in_options) {
   FioExportOptions options = in_options;
   if (options.dir.empty()) return Status::Invalid("export --fio: no output directory");
   options.dir = Absolute(options.dir);
-  options.fio_root = Absolute(options.fio_root.empty() ? options.dir + "/files" : options.fio_root);
+  options.fio_root = options.fio_root.empty() ? options.dir + "/files"
+                                              : NormalizePath(options.fio_root);
   // The job file is line-oriented (read_iolog=DIR/...): a line break in DIR would start a new
   // option.
   if (options.dir.find_first_of("\n\r") != std::string::npos) {
@@ -732,24 +798,125 @@ Result<FioExportResult> ExportFio(const std::string& trace, const FioExportOptio
                              "whitespace", path);
     }
   }
+  return options;
+}
+
+// Why a file is left out of the job, or "" for a file the job replays: no read, write, trim or
+// sync in the trace (fio would open it and fail, since no preparation job makes it), or none in
+// a job fio runs.
+std::string LeftOutReason(const FileInfo& f, const FioExportOptions& options) {
+  if (f.traced_ops > 0) {
+    if (f.in_log) return "";
+    return options.block_layer ? "only flushes, on a device without reads, writes or trims"
+                               : "only syncs, by threads without reads, writes or trims";
+  }
+  if (!f.mapped) return "opened without reads, writes, trims or syncs";
+  return options.faults ? "only mapped, without major page faults"
+                        : "only mapped (--fio-faults replays its major page faults as reads)";
+}
+
+// files.tsv (the names of the files the job replays), the per-file counts of the result and the
+// preparation jobs: every replayed file at its traced extent rounded up to 4 KiB (at least one
+// page: fio makes no empty file).
+std::string PrepareFiles(const std::vector<FileInfo>& files, const FioExportOptions& options,
+                         FioExportResult* result, std::string* tsv) {
+  std::string jobs;
+  *tsv = "fio_name\toriginal\textent_bytes\n";
+  for (size_t i = 0; i < files.size(); i++) {
+    const FileInfo& f = files[i];
+    FioFileResult row{f.name, f.original, f.extent, f.reads, f.writes, f.trims, f.syncs,
+                      f.read_bytes, f.write_bytes, LeftOutReason(f, options)};
+    const bool replayed = row.left_out.empty();
+    if (replayed) {
+      result->files++;
+      // Names are bytes: tabs and newlines in them would split the columns and rows.
+      *tsv += fmt::format("{}\t{}\t{}\n", BytesToText(f.name), BytesToText(f.original), f.extent);
+    } else {
+      result->files_left_out[row.left_out]++;
+    }
+    result->per_file.push_back(std::move(row));
+    if (!replayed || !f.prepare) continue;
+    const uint64_t size = std::max<uint64_t>(4096, (f.extent + 4095) / 4096 * 4096);
+    jobs += fmt::format("[prepare-{}]\nfilename={}\nsize={}\nrw=write\nbs={}\ncreate_only=1\n\n",
+                        i, f.name, size, size >= (1u << 20) ? "1M" : "4k");
+  }
+  return jobs;
+}
+
+// The job file: preparation jobs, then one job per stream with I/O.
+std::string JobFile(const std::string& trace, const FioExportOptions& options,
+                    const std::string& prepare_jobs, const std::map<uint64_t, StreamStats>& streams,
+                    FioExportResult* result) {
+  std::string job = fmt::format(
+      "# Generated by iotwin export --fio from {}\n"
+      "# Replay: fio {}/replay.fio   (client/server: copy {} to the same path on each server)\n"
+      "# One job per traced {}; files remapped under {} (map in files.tsv).\n",
+      BytesToText(trace), options.dir, options.dir,
+      options.block_layer ? "device" : "thread", options.fio_root);
+  if (options.fio_root[0] != '/') {
+    job += "# The files' directory is relative: fio resolves it against its working directory.\n";
+  }
+  for (const auto& [why, n] : result->files_left_out) {
+    job += fmt::format("# Left out: {} file{} {}.\n", n, n == 1 ? "" : "s", why);
+  }
+  job += "\n" + prepare_jobs;
+  bool first = true;
+  for (const auto& [stream, st] : streams) {
+    if (st.io_lines == 0) continue;
+    bool direct = options.direct >= 0 ? options.direct == 1
+                                      : (options.block_layer || (st.direct_ios > 0 && st.buffered_ios == 0));
+    bool aio = options.block_layer || st.async;
+    job += fmt::format("[{}]\n", st.job);
+    if (first && !prepare_jobs.empty()) job += "stonewall\n";
+    first = false;
+    job += fmt::format("read_iolog={}/{}.iolog\n", options.dir, st.job);
+    if (aio) {
+      job += fmt::format("ioengine=libaio\niodepth={}\n", std::max<int64_t>(1, st.max_inflight));
+    } else {
+      job += "ioengine=psync\n";
+    }
+    if (direct) job += "direct=1\n";
+    job += "\n";
+    result->jobs++;
+  }
+  return job;
+}
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return Status::FromErrno(errno, "cannot create " + path);
+  size_t n = std::fwrite(text.data(), 1, text.size(), f);
+  if (std::fclose(f) != 0 || n != text.size()) return Status::FromErrno(errno, "cannot write " + path);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<FioExportResult> ExportFio(const std::string& trace, const FioExportOptions& in_options) {
+  IOTWIN_ASSIGN_OR_RETURN(const FioExportOptions options, CheckedOptions(in_options));
   IOTWIN_RETURN_IF_ERROR(MakeDirs(options.dir));
-  IOTWIN_RETURN_IF_ERROR(MakeDirs(options.fio_root));
+  // A relative root is made where fio runs, by the preparation jobs.
+  if (options.fio_root[0] == '/') IOTWIN_RETURN_IF_ERROR(MakeDirs(options.fio_root));
 
   std::vector<FileInfo> files;
   std::unordered_map<std::string, uint32_t> file_index;
   std::map<uint64_t, StreamStats> streams;
   FioExportResult result;
 
-  // Pass 1: start time, extents, queue depths.
-  uint64_t t0 = UINT64_MAX;
+  // Pass 1: extents, queue depths, which files have I/O; the start time is the earliest event
+  // of a file the job replays.
   {
     IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(trace));
     Walker w(options, &files, &file_index, &streams, &result.skipped, true);
     Walker::Sink sink = [&](uint64_t, const Event& e) -> Status {
-      t0 = std::min(t0, e.ts);
+      files[e.file].first_ts = std::min(files[e.file].first_ts, e.ts);
       return Status::Ok();
     };
     IOTWIN_RETURN_IF_ERROR(w.Run(*reader, sink));
+  }
+  uint64_t t0 = UINT64_MAX;
+  for (const FileInfo& f : files) {
+    if (f.traced_ops > 0) t0 = std::min(t0, f.first_ts);
   }
   if (t0 == UINT64_MAX) t0 = 0;
   // Block devices: the replay target is the user's device or a stand-in file.
@@ -772,6 +939,8 @@ Result<FioExportResult> ExportFio(const std::string& trace, const FioExportOptio
     Walker::Sink sink = [&](uint64_t stream, const Event& e) -> Status {
       StreamStats& st = streams[stream];
       if (st.io_lines == 0) return Status::Ok();  // fio refuses logs without reads/writes/trims
+      // Opens and closes of a file left out (no I/O anywhere in the trace).
+      if (files[e.file].traced_ops == 0) return Status::Ok();
       auto& wr = writers[stream];
       if (!wr) {
         wr = std::make_unique<IologWriter>(options.dir + "/" + st.job + ".iolog", &files, t0);
@@ -788,57 +957,13 @@ Result<FioExportResult> ExportFio(const std::string& trace, const FioExportOptio
     }
   }
 
-  // The job file: preparation jobs (files at their traced extent), then one job per stream.
-  std::string job;
-  job += fmt::format(
-      "# Generated by iotwin export --fio from {}\n"
-      "# Replay: fio {}/replay.fio   (client/server: copy {} to the same path on each server)\n"
-      "# One job per traced {}; files remapped under {} (map in files.tsv).\n\n",
-      BytesToText(trace), options.dir, options.dir,
-      options.block_layer ? "device" : "thread", options.fio_root);
-  std::string tsv = "fio_name\toriginal\textent_bytes\n";
-  size_t prep = 0;
-  for (size_t i = 0; i < files.size(); i++) {
-    const FileInfo& f = files[i];
-    // Names are bytes: tabs and newlines in them would split the columns and rows.
-    tsv += fmt::format("{}\t{}\t{}\n", BytesToText(f.name), BytesToText(f.original), f.extent);
-    if (!f.prepare || f.extent == 0) continue;
-    uint64_t size = (f.extent + 4095) / 4096 * 4096;
-    job += fmt::format("[prepare-{}]\nfilename={}\nsize={}\nrw=write\nbs={}\ncreate_only=1\n\n", i,
-                       f.name, size, size >= (1u << 20) ? "1M" : "4k");
-    prep++;
-  }
-  result.files = files.size();
-  bool first = true;
-  for (const auto& [stream, st] : streams) {
-    if (st.io_lines == 0) continue;
-    bool direct = options.direct >= 0 ? options.direct == 1
-                                      : (options.block_layer || (st.direct_ios > 0 && st.buffered_ios == 0));
-    bool aio = options.block_layer || st.async;
-    job += fmt::format("[{}]\n", st.job);
-    if (first && prep > 0) job += "stonewall\n";
-    first = false;
-    job += fmt::format("read_iolog={}/{}.iolog\n", options.dir, st.job);
-    if (aio) {
-      job += fmt::format("ioengine=libaio\niodepth={}\n", std::max<int64_t>(1, st.max_inflight));
-    } else {
-      job += "ioengine=psync\n";
-    }
-    if (direct) job += "direct=1\n";
-    job += "\n";
-    result.jobs++;
-  }
+  std::string tsv;
+  const std::string prepare_jobs = PrepareFiles(files, options, &result, &tsv);
+  const std::string job = JobFile(trace, options, prepare_jobs, streams, &result);
   result.job_file = options.dir + "/replay.fio";
-  auto write_file = [](const std::string& path, const std::string& text) -> Status {
-    FILE* f = std::fopen(path.c_str(), "w");
-    if (!f) return Status::FromErrno(errno, "cannot create " + path);
-    size_t n = std::fwrite(text.data(), 1, text.size(), f);
-    if (std::fclose(f) != 0 || n != text.size()) return Status::FromErrno(errno, "cannot write " + path);
-    return Status::Ok();
-  };
-  IOTWIN_RETURN_IF_ERROR(write_file(result.job_file, job));
-  IOTWIN_RETURN_IF_ERROR(write_file(options.dir + "/files.tsv", tsv));
-  IOTWIN_RETURN_IF_ERROR(write_file(options.dir + "/export.json", result.ToJson().dump(2) + "\n"));
+  IOTWIN_RETURN_IF_ERROR(WriteTextFile(result.job_file, job));
+  IOTWIN_RETURN_IF_ERROR(WriteTextFile(options.dir + "/files.tsv", tsv));
+  IOTWIN_RETURN_IF_ERROR(WriteTextFile(options.dir + "/export.json", result.ToJson().dump(2) + "\n"));
   return result;
 }
 
