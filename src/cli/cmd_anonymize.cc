@@ -9,7 +9,7 @@ namespace iotwin::cli {
 
 CommandSpec SetupAnonymize(CLI::App& parent) {
   struct Options {
-    std::string input, output, key;
+    std::string input, output, key, new_key;
     bool keep_extensions = false;
     std::vector<std::string> keep_prefixes;
   };
@@ -17,17 +17,43 @@ CommandSpec SetupAnonymize(CLI::App& parent) {
   CLI::App* sub = parent.add_subcommand(
       "anonymize",
       "Replace path components, comms, arguments, labels and host name by keyed hashes");
-  sub->add_option("trace", opt->input, "trace to anonymize")->required();
-  sub->add_option("-o,--output", opt->output, "anonymized trace to write")->required();
+  sub->add_option("trace", opt->input, "trace to anonymize");
+  sub->add_option("-o,--output", opt->output, "anonymized trace to write");
   sub->add_option("--key", opt->key,
-                  "file with the secret key (>= 16 bytes; e.g. head -c 32 /dev/urandom > key); "
-                  "the same key gives the same tokens across traces")
-      ->required();
+                  "file with the secret key (>= 16 bytes; --new-key makes one); the same key "
+                  "gives the same tokens across traces");
+  sub->add_option("--new-key", opt->new_key,
+                  "create FILE holding a new random key (mode 0600; never overwrites), then "
+                  "anonymize with it if a trace is given");
   sub->add_flag("--keep-extensions", opt->keep_extensions,
                 "keep file extensions (model.safetensors -> <token>.safetensors)");
   sub->add_option("--keep-prefix", opt->keep_prefixes,
                   "absolute path prefix kept verbatim besides /proc, /sys and /dev (repeatable)");
   return {sub, [opt] {
+            if (!opt->new_key.empty()) {
+              if (!opt->key.empty()) {
+                fmt::print(stderr, "iotwin anonymize: give --key or --new-key, not both\n");
+                return kExitError;
+              }
+              Status st = interop::Anonymizer::CreateKeyFile(opt->new_key);
+              if (!st.ok()) {
+                fmt::print(stderr, "iotwin anonymize: {}\n", st.message());
+                return kExitError;
+              }
+              fmt::print(stderr, "iotwin anonymize: new key in {} (keep it secret; the same key "
+                         "gives the same tokens)\n", opt->new_key);
+              if (opt->input.empty() && opt->output.empty()) return kExitOk;
+              opt->key = opt->new_key;
+            }
+            if (opt->input.empty() || opt->output.empty()) {
+              fmt::print(stderr, "iotwin anonymize: a trace and -o OUTPUT are required\n");
+              return kExitError;
+            }
+            if (opt->key.empty()) {
+              fmt::print(stderr, "iotwin anonymize: --key FILE is required; make one with "
+                         "`iotwin anonymize --new-key FILE`\n");
+              return kExitError;
+            }
             interop::AnonymizeOptions ao;
             ao.keep_extensions = opt->keep_extensions;
             for (const auto& p : opt->keep_prefixes) {

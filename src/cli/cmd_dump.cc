@@ -21,11 +21,14 @@ CommandSpec SetupDump(CLI::App& parent) {
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = parent.add_subcommand(
-      "dump", "Verify a trace file; print its header, summary, damage and optionally its records");
+      "dump",
+      "Verify a trace file; print its header, summary, damage and optionally its records. Exits "
+      "2 when the trace is damaged or truncated, unless --salvage");
   sub->add_option("trace", opt->path, "trace file")->required();
   sub->add_flag("--records", opt->records, "print every record, one line each");
   sub->add_option("--limit", opt->limit, "print at most N records (0: all)");
-  sub->add_flag("--salvage", opt->salvage, "skip damaged chunks instead of failing");
+  sub->add_flag("--salvage", opt->salvage,
+                "skip damaged chunks and accept a truncated trace: print what can be read, exit 0");
   return {sub, [opt] {
             TraceReaderOptions ro;
             ro.salvage = opt->salvage;
@@ -61,8 +64,16 @@ CommandSpec SetupDump(CLI::App& parent) {
             const TraceDamage& d = r.damage();
             if (d.unknown_records) fmt::print("unknown records skipped: {}\n", d.unknown_records);
             for (const auto& s : d.skipped_chunks) fmt::print(stderr, "damaged: {}\n", s);
-            if (d.truncated) fmt::print(stderr, "warning: {}\n", d.truncated_detail);
-            return d.skipped_chunks.empty() ? kExitOk : kExitError;
+            if (d.truncated) fmt::print(stderr, "truncated: {}\n", d.truncated_detail);
+            // dump verifies: a trace that is not whole fails it, unless the caller asked for
+            // what can be salvaged, which is then what was printed.
+            bool damaged = d.truncated || !d.skipped_chunks.empty();
+            if (damaged && !opt->salvage) {
+              fmt::print(stderr, "iotwin dump: {}: the trace is damaged (above); --salvage prints "
+                         "what can be read and exits 0\n", opt->path);
+              return kExitError;
+            }
+            return kExitOk;
           }};
 }
 

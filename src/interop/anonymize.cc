@@ -84,6 +84,29 @@ Result<Anonymizer> Anonymizer::FromKeyFile(const std::string& path, AnonymizeOpt
   return a;
 }
 
+Status Anonymizer::CreateKeyFile(const std::string& path) {
+  if (sodium_init() < 0) return Status::Internal("libsodium failed to initialise");
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Status::FromErrno(errno, "cannot create key file " + path);
+  uint8_t key[kNewKeyBytes];
+  randombytes_buf(key, sizeof key);
+  size_t done = 0;
+  Status st = Status::Ok();
+  while (done < sizeof key) {
+    ssize_t n = ::write(fd.get(), key + done, sizeof key - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      st = Status::FromErrno(n < 0 ? errno : EIO, "cannot write key file " + path);
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  sodium_memzero(key, sizeof key);
+  if (st.ok() && ::fsync(fd.get()) != 0) st = Status::FromErrno(errno, "cannot sync key file " + path);
+  if (!st.ok()) ::unlink(path.c_str());  // never leave a short key that looks usable
+  return st;
+}
+
 std::string Anonymizer::Token(std::string_view name) const {
   uint8_t out[16];
   crypto_generichash(out, sizeof out, reinterpret_cast<const uint8_t*>(name.data()), name.size(),

@@ -34,6 +34,10 @@ class Anonymizer {
 
   // The key file holds at least 16 bytes of secret (e.g. `head -c 32 /dev/urandom > key`).
   static Result<Anonymizer> FromKeyFile(const std::string& path, AnonymizeOptions options);
+  // Writes a new key file of kNewKeyBytes random bytes (libsodium randombytes), mode 0600,
+  // created exclusively: an existing file, or a symlink planted at `path`, is refused.
+  static constexpr size_t kNewKeyBytes = 32;
+  static Status CreateKeyFile(const std::string& path);
   static Result<Anonymizer> FromKey(std::string_view secret, AnonymizeOptions options);
 
   // One name (no '/'): base32 of its keyed hash, kTokenChars characters.

@@ -245,6 +245,31 @@ Status FeedImporter(Importer* importer, std::vector<LineReader>* inputs) {
   return importer->Finish();
 }
 
+// An import that produced no record is refused rather than written as an empty trace that looks
+// whole: the input is most often not in the format named (a CSV read as strace), or a log of a
+// program that did no file I/O. The message says which, from the line counts.
+Status RefuseEmptyImport(const ImportStats& st, ImportFormat format, const std::string& input) {
+  uint64_t skipped = 0;
+  for (const auto& [name, n] : st.skipped) skipped += n;
+  std::string message = fmt::format(
+      "{}: no record imported as {} from {} lines ({} unknown, {} recognised with no iotwin "
+      "record, {} blank, {} comments)",
+      BytesToText(input), ImportFormatName(format), st.lines, st.unknown_lines, skipped,
+      st.blank_lines, st.comment_lines);
+  if (!st.unknown_examples.empty()) {
+    const auto& e = st.unknown_examples.front();
+    message += fmt::format("; first unknown line {}:{} (byte {}): {}: {}", BytesToText(e.source),
+                           e.line, e.offset, e.reason, e.text);
+  }
+  if (st.unknown_lines > 0) {
+    message += fmt::format("; is the input {} output? name its format with --format",
+                           ImportFormatName(format));
+  } else if (skipped > 0) {
+    message += "; the program did no file I/O that iotwin records";
+  }
+  return Status::Invalid("{}", message);
+}
+
 Result<ImportResult> RunImport(const ImportRequest& request) {
   if (request.inputs.empty()) return Status::Invalid("import: no input");
   if (request.output.empty()) return Status::Invalid("import: no output file (-o)");
@@ -255,7 +280,7 @@ Result<ImportResult> RunImport(const ImportRequest& request) {
     auto f = DetectFormat(prefixes[0]);
     if (!f) {
       return Status::Invalid(
-          "{}: cannot tell the format from the first {} bytes; name it with --format", 
+          "{}: cannot tell the format from the first {} bytes; name it with --format",
           request.inputs[0], prefixes[0].size());
     }
     format = *f;
@@ -284,6 +309,9 @@ Result<ImportResult> RunImport(const ImportRequest& request) {
   sink.MergeMeta(meta);
 
   Status st = FeedImporter(importer.get(), &readers);
+  if (st.ok() && sink.counts().empty()) {
+    st = RefuseEmptyImport(importer->stats(), format, request.inputs[0]);
+  }
   if (!st.ok()) {
     partial.Remove();
     return st;

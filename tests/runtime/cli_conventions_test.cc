@@ -1,5 +1,8 @@
 // Command-line conventions of iotwin and iotwin-workload (no BPF needed): sizes and durations
 // with units, `help`, `-V`, a mistyped subcommand, errors prefixed with the subcommand.
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +11,12 @@
 
 namespace iotwin::test {
 namespace {
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  return static_cast<bool>(out);
+}
 
 std::string SmallTrace(const TempDir& dir) {
   SyntheticTrace t;
@@ -75,6 +84,61 @@ TEST(CliConventions, HelpAndVersion) {
   RunResult version = test::Run({IotwinBin(), "-V"});
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_EQ(version.out.rfind("iotwin ", 0), 0u) << version.out;
+}
+
+TEST(CliConventions, AnImportThatYieldsNoRecordFailsAndLeavesNoTrace) {
+  TempDir dir;
+  std::string csv = dir / "table.csv", calls = dir / "calls.txt", out = dir / "out.iotwin";
+  ASSERT_TRUE(WriteFile(csv, "a,b,c\n1,2,3\n"));
+  RunResult r = test::Run({IotwinBin(), "import", "--format", "strace", "-o", out, csv});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no record imported as strace from 2 lines (2 unknown"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(csv + ":1 (byte 0)"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
+  // Recognised lines, but no file I/O among them.
+  ASSERT_TRUE(WriteFile(calls, "1234 getpid() = 1234\n1234 exit_group(0) = ?\n"));
+  r = test::Run({IotwinBin(), "import", "--format", "strace", "-o", out, calls});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("did no file I/O"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(CliConventions, DumpOfATruncatedTraceFailsUnlessSalvaging) {
+  TempDir dir;
+  std::string trace = SmallTrace(dir);
+  EXPECT_EQ(test::Run({IotwinBin(), "dump", trace}).exit_code, 0);
+  // Cut off the footer: the records' chunk stays whole, the index and summary go.
+  auto size = std::filesystem::file_size(trace);
+  std::filesystem::resize_file(trace, size - 16);
+  RunResult r = test::Run({IotwinBin(), "dump", trace});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--salvage"), std::string::npos) << r.err;
+  RunResult salvaged = test::Run({IotwinBin(), "dump", "--salvage", trace});
+  EXPECT_EQ(salvaged.exit_code, 0) << salvaged.err;
+  EXPECT_NE(salvaged.out.find("records syscall"), std::string::npos) << salvaged.out;
+}
+
+TEST(CliConventions, AnonymizeMakesAKeyWhenAskedAndSaysHowWithoutOne) {
+  TempDir dir;
+  std::string trace = SmallTrace(dir), key = dir / "key", out = dir / "anon.iotwin";
+  RunResult none = test::Run({IotwinBin(), "anonymize", trace, "-o", out});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("iotwin anonymize: --key FILE is required; make one with `iotwin "
+                          "anonymize --new-key FILE`"),
+            std::string::npos)
+      << none.err;
+  RunResult made = test::Run({IotwinBin(), "anonymize", "--new-key", key});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(std::filesystem::file_size(key), 32u);
+  EXPECT_EQ(std::filesystem::status(key).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_EQ(test::Run({IotwinBin(), "anonymize", "--new-key", key}).exit_code, 2);
+  RunResult used = test::Run({IotwinBin(), "anonymize", trace, "-o", out, "--key", key});
+  EXPECT_EQ(used.exit_code, 0) << used.err;
+  EXPECT_TRUE(std::filesystem::exists(out));
 }
 
 }  // namespace

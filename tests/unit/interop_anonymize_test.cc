@@ -1,6 +1,8 @@
 // Anonymizer: the output keeps the trace's structure (records, ops, offsets, file identity,
 // directory structure) and holds none of the original names, not even in the compressed chunks.
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <cstring>
@@ -292,6 +294,34 @@ TEST(AnonymizeTrace, StructureKeptNamesGone) {
     found = found || s == mapping.at("/srv/medical/records/patient_alice.parquet");
   }
   EXPECT_TRUE(found);
+}
+
+TEST(AnonymizeKeyFile, ANewKeyIsRandomPrivateAndNeverOverwritesAFile) {
+  testing::ScratchDir dir;
+  std::string a = dir.path() + "/a.key", b = dir.path() + "/b.key";
+  ASSERT_TRUE(Anonymizer::CreateKeyFile(a).ok());
+  ASSERT_TRUE(Anonymizer::CreateKeyFile(b).ok());
+  struct stat st{};
+  ASSERT_EQ(::stat(a.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(static_cast<size_t>(st.st_size), Anonymizer::kNewKeyBytes);
+  auto read = [](const std::string& p) {
+    std::string bytes(Anonymizer::kNewKeyBytes, '\0');
+    int fd = ::open(p.c_str(), O_RDONLY);
+    EXPECT_EQ(::read(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    ::close(fd);
+    return bytes;
+  };
+  std::string key_a = read(a);
+  EXPECT_NE(key_a, read(b));
+  EXPECT_TRUE(Anonymizer::FromKeyFile(a, {}).ok());
+  // An existing file, and a symlink planted where the key goes, are refused; neither changes.
+  EXPECT_FALSE(Anonymizer::CreateKeyFile(a).ok());
+  EXPECT_EQ(read(a), key_a);
+  std::string target = dir.path() + "/victim", link = dir.path() + "/link.key";
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  EXPECT_FALSE(Anonymizer::CreateKeyFile(link).ok());
+  EXPECT_NE(::access(target.c_str(), F_OK), 0);
 }
 
 }  // namespace
