@@ -104,13 +104,15 @@ void CopyKey(const json& src, const char* key, json& dst) {
 json CaptureJson(const json& meta, const std::optional<json>& summary, uint64_t span,
                  const LostCounts& lost_records) {
   json cap = json::object();
-  for (const char* key : {"tool", "host", "command", "layers", "replay", "source"})
+  // "scope": what `record --scope` left out of the trace (model/scope_filter.h).
+  for (const char* key : {"tool", "host", "command", "layers", "replay", "source", "scope"})
     CopyKey(meta, key, cap);
   cap["duration_ns"] = span;
   if (summary) {
     CopyKey(*summary, "stop_reason", cap);
     CopyKey(*summary, "exit_status", cap);
     CopyKey(*summary, "events", cap);
+    CopyKey(*summary, "scope_dropped", cap);
     cap["duration_ns"] = json_fields::GetUint(*summary, "duration_ns", span);
   }
   cap["complete"] = summary.has_value();

@@ -177,6 +177,13 @@ void CaptureSection(Out& out, const json& m) {
     out.Line("  replay     of {}, pace {}",
              Truncate(json_fields::GetString(c, "replay/source"), 64),
              json_fields::GetString(c, "replay/pace"));
+  if (const json* recorded = json_fields::Object(c, "scope")) {
+    out.Line("  recorded   with scope {}", json_fields::GetString(*recorded, "description"));
+    if (const json* d = json_fields::Object(c, "scope_dropped"))
+      out.Line("             left out {} records ({} calls, {}, {} page faults)",
+               FormatCount(U(*d, "records")), FormatCount(U(*d, "calls")),
+               FormatBytes(static_cast<double>(U(*d, "bytes"))), FormatCount(U(*d, "faults")));
+  }
   if (Has(m, "filter")) out.Line("  filter     {}", Truncate(m["filter"].dump(), 86));
   if (Has(m, "scope")) {
     const json& sc = m["scope"];

@@ -1,4 +1,6 @@
 // iotwin record: capture a workload's file I/O with eBPF (src/capture/recorder.h, docs/record.md).
+#include <unistd.h>
+
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -7,7 +9,9 @@
 
 #include "capture/recorder.h"
 #include "cli/commands.h"
+#include "cli/scope_options.h"
 #include "cli/unit_options.h"
+#include "model/scope_filter.h"
 
 namespace iotwin::cli {
 namespace {
@@ -32,7 +36,29 @@ struct RecordArgs {
   bool no_nvme = false;
   bool sched = false;
   bool no_sched = false;
+  ScopeArgs scope;
 };
+
+// With a scope, the capture writes every record to OUTPUT.unscoped and the trace is then written
+// to OUTPUT without the records on files out of scope (model/scope_filter.h): the filter needs
+// each name resolved, which only the trace interpreter can do.
+int ApplyScope(const std::string& output, const model::Scope& scope) {
+  const std::string unscoped = output + ".unscoped";
+  auto dropped = model::WriteScopedTrace(unscoped, output, scope);
+  if (!dropped.ok()) {
+    fprintf(stderr, "iotwin record: --scope/--include/--exclude: %s (the whole trace is in %s)\n",
+            dropped.status().message().c_str(), unscoped.c_str());
+    return kExitError;
+  }
+  unlink(unscoped.c_str());
+  fprintf(stderr, "iotwin record: scope %s: left out %llu records (%llu calls, %llu bytes, %llu "
+          "page faults)\n",
+          scope.Describe().c_str(), static_cast<unsigned long long>(dropped->records),
+          static_cast<unsigned long long>(dropped->calls),
+          static_cast<unsigned long long>(dropped->bytes),
+          static_cast<unsigned long long>(dropped->faults));
+  return kExitOk;
+}
 
 int RunRecord(RecordArgs& a) {
   capture::RecordOptions& o = a.options;
@@ -92,11 +118,19 @@ int RunRecord(RecordArgs& a) {
   o.status_line = a.status      ? capture::StatusLine::kOn
                   : a.no_status ? capture::StatusLine::kOff
                                 : capture::StatusLine::kAuto;
+  auto scope = a.scope.Parse();
+  if (!scope.ok()) {
+    fprintf(stderr, "iotwin record: %s\n", scope.status().message().c_str());
+    return kExitError;
+  }
+  const std::string output = o.output;
+  if (!scope->IsAll()) o.output = output + ".unscoped";
   auto r = capture::Record(o);
   if (!r.ok()) {
     fprintf(stderr, "iotwin record: %s\n", r.status().message().c_str());
     return kExitError;
   }
+  if (!scope->IsAll() && ApplyScope(output, *scope) != kExitOk) return kExitError;
   return r.value().exit_status;
 }
 
@@ -166,6 +200,7 @@ CommandSpec SetupRecord(CLI::App& parent) {
                 "Record off-CPU and interrupt intervals of threads with block I/O in flight "
                 "(the default)");
   sub->add_flag("--no-sched", args->no_sched, "Do not record interference intervals");
+  AddScopeOptions(sub, args->scope, true);
   sub->add_option("command", o.command, "The command to run and trace, after --");
   return {sub, [args] { return RunRecord(*args); }};
 }

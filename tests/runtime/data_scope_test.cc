@@ -39,9 +39,11 @@ struct ScopeTrace {
   std::string error;                    // empty when recorded
 };
 
-ScopeTrace Record(const TempDir& tmp) {
+// Records io_scope in DIR/`name`, with `record_options` added to iotwin record.
+ScopeTrace Record(const TempDir& tmp, const std::string& name,
+                  const std::vector<std::string>& record_options = {}) {
   ScopeTrace s;
-  s.dir = std::filesystem::canonical(tmp.path()).string();
+  s.dir = std::filesystem::canonical(tmp.path()).string() + "/" + name;
   std::filesystem::create_directories(s.dir + "/data");
   std::filesystem::create_directories(s.dir + "/lib");
   WriteFile(s.dir + "/data/rel.bin", kRel);
@@ -61,9 +63,13 @@ ScopeTrace Record(const TempDir& tmp) {
   }
   int pid = 0;
   std::ifstream(pidfile) >> pid;
-  Spawned rec = Spawn({IotwinBin(), "record", "-o", s.trace, "--no-status", "--pid",
-                       std::to_string(pid)});
-  if (!WaitForFile(s.trace)) s.error = "no trace file";
+  std::vector<std::string> argv = {IotwinBin(), "record", "-o", s.trace, "--no-status", "--pid",
+                                   std::to_string(pid)};
+  argv.insert(argv.end(), record_options.begin(), record_options.end());
+  Spawned rec = Spawn(argv);
+  // With a scope the capture writes TRACE.unscoped, and TRACE once it has finished.
+  if (!WaitForFile(record_options.empty() ? s.trace : s.trace + ".unscoped"))
+    s.error = "no trace file";
   usleep(300 * 1000);  // the trace file exists once the BPF programs are attached
   std::ofstream(go) << "go\n";
   RunResult pr = WaitSpawned(prog);
@@ -75,7 +81,7 @@ ScopeTrace Record(const TempDir& tmp) {
 
 const ScopeTrace& Shared() {
   static TempDir* tmp = new TempDir;  // lives until the test binary exits
-  static ScopeTrace s = Record(*tmp);
+  static ScopeTrace s = Record(*tmp, "plain");
   return s;
 }
 
@@ -210,6 +216,34 @@ TEST(DataScope, ReplayDryRunSkipsWhatTheScopeLeavesOut) {
   EXPECT_GE(d["ops"]["skipped_by_reason"]["out_of_scope"].get<uint64_t>(), 22u);
   EXPECT_LT(d["files"]["preexisting_files"].get<uint64_t>(),
             a["files"]["preexisting_files"].get<uint64_t>());
+}
+
+// record --scope: the trace written holds no record of the files out of scope, its header says
+// which scope, its summary what was left out, and the unscoped copy is gone.
+TEST(DataScope, RecordWithAScopeWritesOnlyTheDataFiles) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir tmp;
+  ScopeTrace s = Record(tmp, "scoped", {"--scope", "data"});
+  ASSERT_TRUE(s.error.empty()) << s.error;
+  EXPECT_NE(access((s.trace + ".unscoped").c_str(), F_OK), 0);
+  LoadedTrace t = LoadTrace(s.trace);
+  ASSERT_TRUE(t.error.empty()) << t.error;
+  ASSERT_TRUE(t.meta.contains("scope"));
+  EXPECT_EQ(t.meta["scope"]["preset"], "data");
+  ASSERT_TRUE(t.summary.has_value());
+  EXPECT_GE((*t.summary)["scope_dropped"]["bytes"].get<uint64_t>(), kLib);
+  std::set<uint64_t> data = {s.ino.at("rel"), s.ino.at("dirfd"), s.ino.at("inherited")};
+  std::set<uint64_t> seen;
+  for (const auto& c : t.syscalls) {
+    EXPECT_NE(c.sc.ino, s.ino.at("lib")) << "a call on the library was kept: " << OpName(c.sc.op);
+    if (data.count(c.sc.ino)) seen.insert(c.sc.ino);
+  }
+  EXPECT_EQ(seen, data);
+  Report r = RunReport(s, {});
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.read_by_ino, Expect(s, {"rel", "dirfd", "inherited"}));
+  RunResult text = test::Run({IotwinBin(), "report", "--no-progress", s.trace}, 60);
+  EXPECT_NE(text.out.find("recorded   with scope data"), std::string::npos) << text.out;
 }
 
 }  // namespace

@@ -101,6 +101,12 @@
     const lost = Object.entries(cap.lost || {}).filter(([, v]) => v > 0);
     rows.push(['lost events', lost.length ? lost.map(([k, v]) => k + ' ' + fmtCount(v)).join(', ') : 'none']);
     if (cap.replay) rows.push(['replay', 'of ' + cap.replay.source + ', pace ' + cap.replay.pace]);
+    if (cap.scope) {
+      const d = cap.scope_dropped || {};
+      rows.push(['recorded with scope', cap.scope.description + '  (left out ' + fmtCount(d.records) +
+        ' records: ' + fmtCount(d.calls) + ' calls, ' + fmtBytes(d.bytes) + ', ' + fmtCount(d.faults) +
+        ' page faults)']);
+    }
     if (model.filter) rows.push(['filter', JSON.stringify(model.filter)]);
     if (model.scope) {
       const lo = model.scope.left_out || {};

@@ -1,0 +1,93 @@
+// ScopeRecordFilter (model/scope_filter.h): the records `record --scope` leaves out, judged on
+// names resolved against the cwd and dirfds.
+#include <fcntl.h>
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "analysis_trace_builder.h"
+#include "model/scope_filter.h"
+
+namespace iotwin::model {
+namespace {
+
+using test::SyntheticTrace;
+
+constexpr uint32_t kDev = (8u << 20) | 1;
+constexpr uint64_t kStart = 1'000'000'000ULL;
+
+iot_syscall Call(uint16_t op, uint64_t ts, int fd, uint64_t ino, int64_t ret) {
+  iot_syscall s = SyntheticTrace::Sys(op, 1, ts);
+  s.fd = fd;
+  s.dev = kDev;
+  s.ino = ino;
+  s.ftype = 8;
+  s.ret = ret;
+  return s;
+}
+
+// Attached in /w: opens data/a.bin (relative, fd 3) and lib/x.so.1 (relative, fd 4), reads
+// both, faults on both, closes both. Returns the kept records' (type, op, ino).
+std::vector<std::tuple<int, int, uint64_t>> Kept(const Scope& scope, ScopeFilterCounts* counts) {
+  SyntheticTrace t;
+  iot_proc attach{};
+  InitRecord(&attach, IOT_REC_PROC);
+  attach.kind = IOT_PROC_ATTACH;
+  attach.ts = kStart;
+  attach.tgid = attach.tid = 1;
+  attach.path_id = t.String("/w");
+  t.Add(attach);
+  uint64_t ts = kStart + 1;
+  for (auto [path, fd, ino] : {std::tuple<const char*, int, uint64_t>{"data/a.bin", 3, 11},
+                               std::tuple<const char*, int, uint64_t>{"lib/x.so.1", 4, 12}}) {
+    iot_syscall open = Call(IOT_OP_OPENAT, ts++, -100, ino, fd);
+    open.path_id = t.String(path);
+    open.flags = O_RDONLY;
+    t.Add(open);
+    t.Add(Call(IOT_OP_READ, ts++, fd, ino, 100));
+    iot_page_fault f{};
+    InitRecord(&f, IOT_REC_PAGE_FAULT);
+    f.ts = ts++;
+    f.tgid = f.tid = 1;
+    f.dev = kDev;
+    f.ino = ino;
+    t.Add(f);
+    t.Add(Call(IOT_OP_CLOSE, ts++, fd, ino, 0));
+  }
+  ScopeRecordFilter filter(scope);
+  std::vector<std::tuple<int, int, uint64_t>> kept;
+  t.Feed([&](const iot_rec_hdr* r) {
+    if (!filter.Keep(r) || r->type == IOT_REC_STRING || r->type == IOT_REC_PROC) return;
+    if (r->type == IOT_REC_SYSCALL) {
+      const auto& s = As<iot_syscall>(r);
+      kept.emplace_back(r->type, s.op, s.ino);
+    } else if (r->type == IOT_REC_PAGE_FAULT) {
+      kept.emplace_back(r->type, 0, As<iot_page_fault>(r).ino);
+    }
+  });
+  *counts = filter.dropped();
+  return kept;
+}
+
+TEST(ScopeRecordFilter, DropsEveryRecordOfAFileOutOfScopeByItsResolvedName) {
+  ScopeFilterCounts counts;
+  auto kept = Kept(*Scope::Parse("data", {}, {}), &counts);
+  const std::vector<std::tuple<int, int, uint64_t>> a_only = {
+      {IOT_REC_SYSCALL, IOT_OP_OPENAT, 11}, {IOT_REC_SYSCALL, IOT_OP_READ, 11},
+      {IOT_REC_PAGE_FAULT, 0, 11}, {IOT_REC_SYSCALL, IOT_OP_CLOSE, 11}};
+  EXPECT_EQ(kept, a_only);
+  EXPECT_EQ(counts.calls, 3u);
+  EXPECT_EQ(counts.bytes, 100u);
+  EXPECT_EQ(counts.faults, 1u);
+  EXPECT_EQ(counts.records, 4u);
+  // The same by an include glob on the resolved path (the program named it relatively).
+  EXPECT_EQ(Kept(*Scope::Parse("all", {"/w/data/*"}, {}), &counts), a_only);
+  // Nothing left out without a scope.
+  EXPECT_EQ(Kept(Scope(), &counts).size(), 8u);
+  EXPECT_EQ(counts.records, 0u);
+}
+
+}  // namespace
+}  // namespace iotwin::model
