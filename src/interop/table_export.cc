@@ -75,12 +75,23 @@ inline char* Write2(char* p, uint32_t v) {  // v < 100, two digits
   return p + 2;
 }
 
-inline char* Write4(char* p, uint32_t v) {  // v < 10^4, four digits
-  return Write2(Write2(p, v / 100), v % 100);
+// Eight digits of v < 10^8, leading zeros included: v / 10^6 in fixed point with a 32-bit
+// fraction, then two digits per multiplication of the fraction by 100. The constants give the
+// exact digits of every v < 10^8 (checked exhaustively); no division on the way.
+inline char* Write8(char* p, uint32_t v) {
+  constexpr uint64_t kFraction = 0xffffffff;
+  uint64_t t = ((uint64_t{v} * 281474977) >> 16) + 1;
+  p = Write2(p, static_cast<uint32_t>(t >> 32));
+  t = (t & kFraction) * 100;
+  p = Write2(p, static_cast<uint32_t>(t >> 32));
+  t = (t & kFraction) * 100;
+  p = Write2(p, static_cast<uint32_t>(t >> 32));
+  t = (t & kFraction) * 100;
+  return Write2(p, static_cast<uint32_t>(t >> 32));
 }
 
-inline char* Write8(char* p, uint32_t v) {  // v < 10^8, eight digits
-  return Write4(Write4(p, v / 10000), v % 10000);
+inline char* Write4(char* p, uint32_t v) {  // v < 10^4, four digits
+  return Write2(Write2(p, v / 100), v % 100);
 }
 
 inline char* WriteUpTo4(char* p, uint32_t v) {  // v < 10^4, no leading zeros
@@ -104,6 +115,7 @@ inline char* WriteUpTo8(char* p, uint32_t v) {  // v < 10^8, no leading zeros
 // Decimal digits in chunks of eight, in 32-bit arithmetic.
 [[gnu::noinline]] char* WriteU64Long(char* p, uint64_t v) {
   constexpr uint64_t k1e8 = 100000000, k1e16 = k1e8 * k1e8;
+  if (v < k1e8) return WriteUpTo8(p, static_cast<uint32_t>(v));
   if (v < k1e16) {
     p = WriteUpTo8(p, static_cast<uint32_t>(v / k1e8));
   } else {
@@ -113,9 +125,13 @@ inline char* WriteUpTo8(char* p, uint32_t v) {  // v < 10^8, no leading zeros
   return Write8(p, static_cast<uint32_t>(v % k1e8));
 }
 
-inline char* WriteU64(char* p, uint64_t v) {
-  if (v < 10000) return WriteUpTo4(p, static_cast<uint32_t>(v));
-  if (v < 100000000) return WriteUpTo8(p, static_cast<uint32_t>(v));
+// Most fields are small (descriptors, flags, counts): those take the inline path.
+[[gnu::always_inline]] inline char* WriteU64(char* p, uint64_t v) {
+  if (v < 10) {
+    *p = static_cast<char>('0' + v);
+    return p + 1;
+  }
+  if (v < 100) return Write2(p, static_cast<uint32_t>(v));
   return WriteU64Long(p, v);
 }
 
@@ -141,18 +157,21 @@ class RowWriter {
     if (json_) *p_++ = '{';
   }
 
-  [[gnu::always_inline]] void U(const char* name, uint64_t v) {
+  template <size_t N>
+  [[gnu::always_inline]] void U(const char (&name)[N], uint64_t v) {
     Key(name);
     p_ = WriteU64(p_, v);
     *p_++ = ',';
   }
-  [[gnu::always_inline]] void I(const char* name, int64_t v) {
+  template <size_t N>
+  [[gnu::always_inline]] void I(const char (&name)[N], int64_t v) {
     Key(name);
     p_ = WriteI64(p_, v);
     *p_++ = ',';
   }
   // A file id: empty (CSV) or null (JSON) when the row concerns no known file.
-  [[gnu::always_inline]] void File(const char* name, uint32_t id) {
+  template <size_t N>
+  [[gnu::always_inline]] void File(const char (&name)[N], uint32_t id) {
     Key(name);
     if (id != kNoFile) {
       p_ = WriteU64(p_, id);
@@ -162,14 +181,16 @@ class RowWriter {
     *p_++ = ',';
   }
   // Text of this program (op and kind names): no comma, quote, backslash or control byte.
-  [[gnu::always_inline]] void Word(const char* name, std::string_view text) {
+  template <size_t N>
+  [[gnu::always_inline]] void Word(const char (&name)[N], std::string_view text) {
     Key(name);
     if (json_) *p_++ = '"';
     p_ = Put(p_, text);
     if (json_) *p_++ = '"';
     *p_++ = ',';
   }
-  [[gnu::always_inline]] void Names(const char* name, const FlagNames& names, FlagSet set,
+  template <size_t N>
+  [[gnu::always_inline]] void Names(const char (&name)[N], const FlagNames& names, FlagSet set,
                                     uint64_t value) {
     Key(name);
     if (json_) *p_++ = '"';
@@ -181,11 +202,12 @@ class RowWriter {
     *p_++ = ',';
   }
   // Bytes from the trace (names): escaped (base/bytes_text.h) through `scratch`.
-  [[gnu::always_inline]] inline void S(const char* name, std::string_view bytes,
+  template <size_t N>
+  [[gnu::always_inline]] inline void S(const char (&name)[N], std::string_view bytes,
                                        std::string* scratch);
   // Free-form text written by `write(char*) -> char*` into at most `max` bytes.
-  template <typename F>
-  void Text(const char* name, size_t max, F&& write) {
+  template <size_t N, typename F>
+  void Text(const char (&name)[N], size_t max, F&& write) {
     Key(name);
     Room(max);
     if (json_) *p_++ = '"';
@@ -210,11 +232,14 @@ class RowWriter {
     std::memcpy(p, s.data(), s.size());
     return p + s.size();
   }
-  [[gnu::always_inline]] void Key(const char* name) {
-    if (names_) names_->emplace_back(name);
+  // The key's length is known at compile time, so its copy is a few moves.
+  template <size_t N>
+  [[gnu::always_inline]] void Key(const char (&name)[N]) {
+    const std::string_view key(name, N - 1);
+    if (names_) names_->emplace_back(key);
     if (json_) {
       *p_++ = '"';
-      p_ = Put(p_, name);
+      p_ = Put(p_, key);
       *p_++ = '"';
       *p_++ = ':';
     }
@@ -324,7 +349,8 @@ inline void RowWriter::Room(size_t n) {
   end_ = table_->end();
 }
 
-inline void RowWriter::S(const char* name, std::string_view bytes, std::string* scratch) {
+template <size_t N>
+inline void RowWriter::S(const char (&name)[N], std::string_view bytes, std::string* scratch) {
   Key(name);
   if (bytes.empty()) {
     if (json_) p_ = Put(p_, "\"\"");

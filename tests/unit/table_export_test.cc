@@ -305,12 +305,18 @@ TEST(TableExport, IntegersAtTheirLimitsRoundTrip) {
       s.length = UINT64_MAX - i;
     }
     b.Sys(IOT_OP_PREAD64, 0, 1, 1, -1, INT64_MIN).offset = 9;
+    // Values of every length, by a fixed pseudo-random sequence.
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 2000; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      b.Sys(IOT_OP_PREAD64, x >> (i % 64), 1, 1, -1, 0).offset = x;
+    }
     b.Finish();
   }
   auto r = ExportTables(dir / "t.iotwin", dir / "out", TableFormat::kJsonl);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const auto rows = JsonRows(dir / "out/syscalls.jsonl");
-  ASSERT_EQ(rows.size(), 21u);
+  ASSERT_EQ(rows.size(), 2021u);
   uint64_t v = 1;
   for (int i = 0; i < 20; i++, v *= 10) {
     EXPECT_EQ(rows[i]["ts_ns"].get<uint64_t>(), v - 1);
@@ -320,6 +326,12 @@ TEST(TableExport, IntegersAtTheirLimitsRoundTrip) {
     EXPECT_EQ(rows[i]["ret"].get<int64_t>(), i % 2 ? -ret : ret);
   }
   EXPECT_EQ(rows[20]["ret"].get<int64_t>(), INT64_MIN);
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 2000; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    ASSERT_EQ(rows[21 + i]["ts_ns"].get<uint64_t>(), x >> (i % 64)) << i;
+    ASSERT_EQ(rows[21 + i]["offset"].get<uint64_t>(), x) << i;
+  }
 }
 
 }  // namespace
