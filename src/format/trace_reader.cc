@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "format/layout.h"
 #include "format/record_packing.h"
@@ -26,10 +28,80 @@ std::string TraceReader::Where(uint64_t offset) const {
   return fmt::format("{}: byte {}", path_, offset);
 }
 
-Result<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path,
+namespace {
+
+constexpr const char* kStdinName = "<stdin>";
+
+// Standard input as a regular file: itself when it is one (`< trace`), else its bytes copied
+// into an O_TMPFILE under $TMPDIR (or /tmp). Memory does not grow with the trace.
+Result<UniqueFd> CopyStdin() {
+  struct stat st;
+  if (::fstat(STDIN_FILENO, &st) != 0) return Status::FromErrno(errno, "cannot stat <stdin>");
+  if (S_ISREG(st.st_mode)) {
+    UniqueFd same(::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3));
+    if (!same.valid()) return Status::FromErrno(errno, "cannot duplicate <stdin>");
+    return same;
+  }
+  if (::isatty(STDIN_FILENO)) {
+    return Status::Invalid("<stdin> is a terminal: pipe a trace into it, or name a trace file");
+  }
+  const char* dir = std::getenv("TMPDIR");
+  if (!dir || !*dir) dir = "/tmp";
+  UniqueFd copy(::open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!copy.valid()) {
+    return Status::FromErrno(errno, fmt::format("cannot create a temporary file in {} for <stdin>",
+                                                dir));
+  }
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(errno, "cannot read <stdin>");
+    if (n == 0) break;
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = ::write(copy.get(), buf.data() + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return Status::FromErrno(w < 0 ? errno : EIO, "cannot copy <stdin> to " +
+                                                                   std::string(dir));
+      done += w;
+    }
+  }
+  return copy;
+}
+
+// The copy of standard input, made at the first open of "-" and kept for the process.
+Result<UniqueFd> OpenStdin() {
+  static std::mutex mu;
+  static UniqueFd copy;
+  static Status failed = Status::Ok();
+  std::lock_guard<std::mutex> lock(mu);
+  if (!copy.valid() && failed.ok()) {
+    auto made = CopyStdin();
+    if (made.ok()) {
+      copy = std::move(*made);
+    } else {
+      failed = made.status();
+    }
+  }
+  if (!failed.ok()) return failed;
+  UniqueFd fd(::fcntl(copy.get(), F_DUPFD_CLOEXEC, 3));
+  if (!fd.valid()) return Status::FromErrno(errno, "cannot duplicate the copy of <stdin>");
+  return fd;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path_arg,
                                                        TraceReaderOptions options) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return Status::FromErrno(errno, "cannot open trace " + path);
+  UniqueFd fd;
+  std::string path = path_arg;
+  if (path == "-") {
+    IOTWIN_ASSIGN_OR_RETURN(fd, OpenStdin());
+    path = kStdinName;
+  } else {
+    fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return Status::FromErrno(errno, "cannot open trace " + path);
+  }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "cannot stat trace " + path);
   if (!S_ISREG(st.st_mode)) return Status::Invalid("{}: not a regular file", path);

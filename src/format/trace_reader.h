@@ -51,6 +51,9 @@ struct TraceDamage {
 
 class TraceReader {
  public:
+  // `path` "-" reads standard input: copied once per process into an unnamed temporary file
+  // (the reader needs random access, the index being in the footer), so a command that reads
+  // the trace twice reads the same copy. Messages name it "<stdin>".
   static Result<std::unique_ptr<TraceReader>> Open(const std::string& path,
                                                    TraceReaderOptions options = {});
   ~TraceReader();

@@ -141,5 +141,25 @@ TEST(CliConventions, AnonymizeMakesAKeyWhenAskedAndSaysHowWithoutOne) {
   EXPECT_TRUE(std::filesystem::exists(out));
 }
 
+TEST(CliConventions, ADashReadsTheTraceFromStandardInput) {
+  TempDir dir;
+  std::string trace = SmallTrace(dir);
+  RunResult file = test::Run({IotwinBin(), "report", "--json", trace});
+  // Through a pipe (copied to a temporary file) and as a redirected file.
+  RunResult piped = test::Run({"/bin/sh", "-c", "cat \"$1\" | \"$0\" report --json -", IotwinBin(), trace});
+  RunResult redirected = test::Run({"/bin/sh", "-c", "\"$0\" report --json - < \"$1\"", IotwinBin(), trace});
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  ASSERT_EQ(redirected.exit_code, 0) << redirected.err;
+  EXPECT_EQ(nlohmann::json::parse(piped.out)["totals"], nlohmann::json::parse(file.out)["totals"]);
+  EXPECT_EQ(nlohmann::json::parse(redirected.out)["totals"], nlohmann::json::parse(file.out)["totals"]);
+  RunResult dump = test::Run({"/bin/sh", "-c", "cat \"$1\" | \"$0\" dump -", IotwinBin(), trace});
+  EXPECT_EQ(dump.exit_code, 0) << dump.err;
+  EXPECT_NE(dump.out.find("records syscall 11"), std::string::npos) << dump.out;
+  RunResult empty = test::Run({"/bin/sh", "-c", "printf x | \"$0\" report -", IotwinBin()});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("<stdin>: byte 0: not an iotwin trace"), std::string::npos) << empty.err;
+}
+
 }  // namespace
 }  // namespace iotwin::test
