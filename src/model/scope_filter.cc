@@ -58,8 +58,12 @@ bool ScopeRecordFilter::KeepSyscall(const iot_syscall& sc) {
   const SyscallEffect e = state_.OnSyscall(sc, String(sc.path_id), String(sc.path2_id));
   const DescriptionId desc = e.created != kNoDescription ? e.created : e.desc;
   bool out = false;
+  const bool has_file = sc.ino != 0 && !(sc.sflags & IOT_SCF_NO_FILE);
   if (desc != kNoDescription) {
     out = DescriptionOut(desc);
+  } else if (has_file && sc.path_id == 0) {
+    // A descriptor no open showed (a pipe, a socket, an inherited tty): its kind alone.
+    out = !scope_.AdmitsKind(ClassifyFile(sc.ftype, {}, true));
   } else if (sc.op != IOT_OP_CHDIR && sc.path_id != 0 && sc.path2_id == 0 &&
              sc.ftype != kDirectoryType &&
              !(sc.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT))) {
@@ -67,7 +71,6 @@ bool ScopeRecordFilter::KeepSyscall(const iot_syscall& sc) {
     // with a second name (rename, link) stay: the names they move may be in scope.
     if (auto name = String(sc.path_id)) {
       if (auto resolved = state_.Resolve(sc.tgid, PathDirFd(sc), *name)) {
-        const bool has_file = sc.ino != 0 && !(sc.sflags & IOT_SCF_NO_FILE);
         out = !scope_.Admits(*resolved, ClassifyFile(has_file ? sc.ftype : 0, *resolved, false));
       }
     }
@@ -120,8 +123,10 @@ bool ScopeRecordFilter::Keep(const iot_rec_hdr* rec) {
       auto name = String(s.path_id);
       const std::string path = name && !name->empty() && (*name)[0] == '/' ? NormalizePath(*name)
                                                                            : std::string();
-      const bool out = path.empty() ? IdentityOut(s.dev, s.ino)
-                                    : !scope_.Admits(path, FileKind::kStorage);
+      if (path.empty()) return IdentityOut(s.dev, s.ino) ? Drop() : true;
+      // It names files no open showed (an executable mapped by exec): their faults follow it.
+      const bool out = !scope_.Admits(path, FileKind::kStorage);
+      NoteIdentity(s.dev, s.ino, out);
       return out ? Drop() : true;
     }
     case IOT_REC_PAGE_FAULT: {

@@ -3,12 +3,14 @@
 // judged resolved: relative and dirfd-relative opens, descriptors and mappings held at attach.
 //
 // Dropped: calls on a descriptor whose open file is out of scope (its open, reads, writes, mmap,
-// dup, close, ...), path calls (stat, unlink, failed opens) whose resolved path is out, the
+// dup, close, ...), calls on a descriptor no open showed whose kind the scope leaves out (a
+// pipe, a socket, a tty under `data`), path calls (stat, unlink, failed opens) whose resolved path is out, the
 // IOVEC record after a dropped call, attach snapshots of files out of scope, and the memory
 // layer's records (faults, page cache, write-back, cache state) of file identities seen only
-// out of scope; async requests submitted on such descriptors, with their completions. Kept:
+// out of scope (by an open, a snapshot or a cache state naming the file: an executable mapped by
+// exec is known by its cache state; its faults recorded before that stay); async requests submitted on such descriptors, with their completions. Kept:
 // STRING, process, block, NVMe, sched, intent and loss records; directories (the bases names
-// resolve against); calls whose file is not known. `iotwin record --scope` applies it to the
+// resolve against); calls that name no file. `iotwin record --scope` applies it to the
 // trace it writes.
 #pragma once
 
