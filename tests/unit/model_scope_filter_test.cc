@@ -89,5 +89,40 @@ TEST(ScopeRecordFilter, DropsEveryRecordOfAFileOutOfScopeByItsResolvedName) {
   EXPECT_EQ(counts.records, 0u);
 }
 
+// What no open shows: a pipe's descriptor (judged by its kind) and an executable mapped by exec
+// (its cache state names it, and its faults follow that verdict).
+TEST(ScopeRecordFilter, PipesByTheirKindAndExecutablesByTheirCacheState) {
+  SyntheticTrace t;
+  iot_syscall pipe_read = Call(IOT_OP_READ, kStart + 1, 5, 77, 10);
+  pipe_read.ftype = 1;  // S_IFIFO
+  t.Add(pipe_read);
+  iot_cache_state cs{};
+  InitRecord(&cs, IOT_REC_CACHE_STATE);
+  cs.dev = kDev;
+  cs.ino = 88;
+  cs.path_id = t.String("/usr/bin/python3.11");
+  t.Add(cs);
+  iot_page_fault f{};
+  InitRecord(&f, IOT_REC_PAGE_FAULT);
+  f.ts = kStart + 2;
+  f.tgid = f.tid = 1;
+  f.dev = kDev;
+  f.ino = 88;
+  t.Add(f);
+  ScopeRecordFilter filter(*Scope::Parse("data", {}, {}));
+  std::vector<int> kept;
+  t.Feed([&](const iot_rec_hdr* r) {
+    if (filter.Keep(r) && r->type != IOT_REC_STRING) kept.push_back(r->type);
+  });
+  EXPECT_TRUE(kept.empty()) << kept.size() << " records kept";
+  EXPECT_EQ(filter.dropped().calls, 1u);
+  EXPECT_EQ(filter.dropped().faults, 1u);
+  // Without the preset a pipe stays.
+  ScopeRecordFilter all(*Scope::Parse("all", {}, {"/nothing/*"}));
+  size_t kept_all = 0;
+  t.Feed([&](const iot_rec_hdr* r) { kept_all += all.Keep(r) && r->type != IOT_REC_STRING; });
+  EXPECT_EQ(kept_all, 3u);
+}
+
 }  // namespace
 }  // namespace iotwin::model
