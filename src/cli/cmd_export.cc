@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/scope_options.h"
 #include "interop/block_text.h"
 #include "interop/exporters.h"
 
@@ -15,6 +16,7 @@ CommandSpec SetupExport(CLI::App& parent) {
     std::vector<std::string> fio_devices;
     bool fio_faults = false;
     std::string chrome, csv, jsonl;
+    ScopeArgs scope;  // --fio only
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = parent.add_subcommand(
@@ -36,6 +38,7 @@ CommandSpec SetupExport(CLI::App& parent) {
   sub->add_option("--fio-direct", opt->fio_direct,
                   "fio: direct=1 per job: auto (from O_DIRECT opens; block layer: on), 0, 1")
       ->check(CLI::IsMember({"auto", "0", "1"}));
+  AddScopeOptions(sub, opt->scope);
   sub->add_option("--chrome", opt->chrome, "write Chrome trace-event JSON for Perfetto UI");
   sub->add_option("--csv", opt->csv, "write one CSV table per record type into DIR");
   sub->add_option("--jsonl", opt->jsonl, "write one JSON-lines table per record type into DIR");
@@ -45,8 +48,25 @@ CommandSpec SetupExport(CLI::App& parent) {
               fmt::print(stderr, "iotwin export: choose at least one of --fio, --chrome, --csv, --jsonl\n");
               return kExitError;
             }
+            auto scope = opt->scope.Parse();
+            if (!scope.ok()) {
+              fmt::print(stderr, "iotwin export: {}\n", scope.status().message());
+              return kExitError;
+            }
+            const bool tables = !opt->chrome.empty() || !opt->csv.empty() || !opt->jsonl.empty();
+            if (!scope->IsAll() && tables) {
+              fmt::print(stderr, "iotwin export: --scope, --include and --exclude apply to --fio "
+                                 "only; export --chrome, --csv and --jsonl without them\n");
+              return kExitError;
+            }
+            if (!scope->IsAll() && opt->layer == "block") {
+              fmt::print(stderr, "iotwin export: --scope, --include and --exclude choose files; "
+                                 "--layer block replays devices\n");
+              return kExitError;
+            }
             if (!opt->fio_dir.empty()) {
               interop::FioExportOptions fo;
+              fo.scope = *scope;
               fo.dir = opt->fio_dir;
               fo.fio_root = opt->fio_root;
               fo.block_layer = opt->layer == "block";
@@ -72,6 +92,7 @@ CommandSpec SetupExport(CLI::App& parent) {
                          "{} files -> {}\n",
                          r->jobs, r->reads, r->read_bytes, r->writes, r->write_bytes, r->trims,
                          r->syncs, r->files, r->job_file);
+              if (!fo.scope.IsAll()) fmt::print(stderr, "  scope: {}\n", fo.scope.Describe());
               for (const auto& [why, n] : r->files_left_out) {
                 fmt::print(stderr, "  files left out: {} x {}\n", n, why);
               }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "model/scope.h"
 
 namespace iotwin::interop {
 
@@ -27,6 +28,8 @@ struct FioExportOptions {
   // <fio_root>/blk-MAJ-MIN prepared at the traced size.
   std::map<uint32_t, std::string> device_paths;
   int direct = -1;  // -1: per job from the trace (O_DIRECT opens; block layer: 1); 0/1: forced
+  // Files out of scope are left out (syscall layer; counted in files_left_out and skipped).
+  model::Scope scope;
 };
 
 // One file the trace names, as the export treats it.
@@ -49,6 +52,7 @@ struct FioExportResult {
   std::map<std::string, uint64_t> files_left_out;
   std::vector<FioFileResult> per_file;      // every file, in index order (files.tsv)
   std::map<std::string, uint64_t> skipped;  // what fio cannot express, by reason
+  nlohmann::json scope;  // the scope's ToJson(), null for all files
   nlohmann::json ToJson() const;
 };
 

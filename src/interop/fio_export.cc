@@ -51,7 +51,7 @@ nlohmann::json FioExportResult::ToJson() const {
     }
     per_file_json.push_back(std::move(row));
   }
-  return {{"job_file", BytesToText(job_file)},
+  nlohmann::json out = {{"job_file", BytesToText(job_file)},
           {"jobs", jobs},
           {"reads", reads},
           {"writes", writes},
@@ -63,6 +63,8 @@ nlohmann::json FioExportResult::ToJson() const {
           {"files_left_out", files_left_out},
           {"per_file", std::move(per_file_json)},
           {"skipped", skipped}};
+  if (!scope.is_null()) out["scope"] = scope;
+  return out;
 }
 
 namespace {
@@ -75,6 +77,7 @@ constexpr uint64_t kMaxFioLength = 1ull << 30;
 // The largest offset a read, write or trim can reach: file offsets are off_t (signed 64 bits).
 constexpr uint64_t kMaxFileOffset = INT64_MAX;
 constexpr const char* kPastLargestOffset = "request ending past the largest file offset (2^63 - 1)";
+constexpr const char* kOutOfScope = "out of scope";
 // Per-stream reorder window: records of one thread are nearly in time order already.
 constexpr size_t kReorderWindow = 512;
 
@@ -185,6 +188,9 @@ class Walker {
         skipped_(skipped),
         count_(count) {}
 
+  // Files the data scope left out (pass 1).
+  size_t out_of_scope_files() const { return out_of_scope_.size(); }
+
   Status Run(TraceReader& r, const Sink& sink) {
     sink_ = &sink;
     if (const auto host = r.meta().find("host"); host != r.meta().end() && host->is_object()) {
@@ -272,14 +278,25 @@ class Walker {
   }
 
   // Why fio cannot replay I/O on a file, or nullptr when it can: storage (model::ClassifyFile)
-  // that fio can open as a file, with a known name.
-  const char* NotReplayable(const FileRef& f) const {
+  // in the data scope that fio can open as a file, with a known name.
+  const char* NotReplayable(const FileRef& f) {
     if (f.path.empty()) return "no path known for the descriptor";
     const char* kind = NotStorage(f.ftype, f.ino, f.path);
     if (kind) return kind;
+    if (!InScope(f.path)) return kOutOfScope;
     if (f.ftype == 4) return "directory (fio replays files)";
     if (f.ftype != 0 && f.ftype != 8 && f.ftype != 6) return "not a regular file";
     return nullptr;
+  }
+
+  // Storage files are in scope by their resolved absolute path (a path whose base is unknown
+  // counts as unknown); pass 1 notes those left out.
+  bool InScope(std::string_view path) {
+    if (options_.scope.IsAll()) return true;
+    const std::string_view absolute = !path.empty() && path[0] == '/' ? path : std::string_view();
+    if (options_.scope.Admits(absolute, model::FileKind::kStorage)) return true;
+    if (count_) out_of_scope_.emplace(path);
+    return false;
   }
 
   // Why a file is not storage, or nullptr when it is (model::ClassifyFile decides).
@@ -624,6 +641,7 @@ class Walker {
   std::map<std::string, uint64_t>* skipped_;
   bool count_;
   bool types_recorded_ = false;
+  std::unordered_set<std::string> out_of_scope_;  // pass 1: files the scope left out
   const Sink* sink_ = nullptr;
   model::TraceState fds_;
   std::map<std::pair<uint32_t, uint64_t>, std::string> by_inode_;
@@ -856,6 +874,10 @@ std::string JobFile(const std::string& trace, const FioExportOptions& options,
   if (options.fio_root[0] != '/') {
     job += "# The files' directory is relative: fio resolves it against its working directory.\n";
   }
+  if (!options.scope.IsAll()) {
+    // Globs are bytes: escaped, a line break in one cannot start a job option.
+    job += fmt::format("# Scope: {}.\n", BytesToText(options.scope.Describe()));
+  }
   for (const auto& [why, n] : result->files_left_out) {
     job += fmt::format("# Left out: {} file{} {}.\n", n, n == 1 ? "" : "s", why);
   }
@@ -913,7 +935,11 @@ Result<FioExportResult> ExportFio(const std::string& trace, const FioExportOptio
       return Status::Ok();
     };
     IOTWIN_RETURN_IF_ERROR(w.Run(*reader, sink));
+    if (w.out_of_scope_files() > 0) {
+      result.files_left_out[kOutOfScope] = w.out_of_scope_files();
+    }
   }
+  if (!options.scope.IsAll()) result.scope = options.scope.ToJson();
   uint64_t t0 = UINT64_MAX;
   for (const FileInfo& f : files) {
     if (f.traced_ops > 0) t0 = std::min(t0, f.first_ts);

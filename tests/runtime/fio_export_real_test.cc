@@ -269,6 +269,23 @@ TEST(FioExportReal, PythonNumpySaveLoadMemmap) {
   EXPECT_GT(run.exported.writes, 0u);  // np.save
 }
 
+// --scope data: the interpreter, its libraries and locale data are left out, counted; what is
+// left still runs and is issued exactly.
+TEST(FioExportReal, Sqlite3DataScope) {
+  REQUIRE_PROGRAM(!Find("sqlite3").empty(), "sqlite3");
+  TempDir tmp;
+  RealRun run = ExportAndReplay(tmp, "sqlite3-scope-data",
+                                {Find("sqlite3"), tmp / "s.db",
+                                 "create table t(a); insert into t values(1); select * from t;"},
+                                {"--scope", "data"});
+  if (!run.info.is_object()) return;  // the failure is reported
+  EXPECT_GT(Reasons(run.info, "files_left_out")["out of scope"], 0u) << run.info.dump(2);
+  for (const auto& f : run.info.at("per_file")) {
+    EXPECT_EQ(f.at("original").get<std::string>().find(".so"), std::string::npos) << f.dump();
+  }
+  EXPECT_EQ(run.info.at("scope").at("preset"), "data");
+}
+
 TEST(FioExportReal, TarGzipThroughAPipe) {
   REQUIRE_PROGRAM(!Find("tar").empty() && !Find("gzip").empty(), "tar or gzip");
   TempDir tmp;
@@ -280,6 +297,7 @@ TEST(FioExportReal, TarGzipThroughAPipe) {
   }
   RealRun run = ExportAndReplay(tmp, "tar-czf",
                                 {Find("tar"), "czf", tmp / "t.tgz", "-C", tmp.path(), "data"});
+  if (!run.info.is_object()) return;  // the failure is reported
   // The tar -> gzip pipe is not storage: its reads and writes are counted as left out.
   uint64_t pipe_ops = 0;
   for (const auto& [why, n] : Reasons(run.info, "skipped")) {
@@ -311,6 +329,7 @@ TEST(FioExportReal, ModelLoadMmap) {
   RealRun run = ExportAndReplay(tmp, "model-load-mmap",
                                 {WorkloadBin(), "model-load", "--dir", tmp / "m", "--mode", "mmap",
                                  "--drop-cache", "--quiet"});
+  if (!run.info.is_object()) return;  // the failure is reported
   // The shards are only mapped: left out, with the note that says how to replay their faults.
   bool noted = false;
   for (const auto& [why, n] : Reasons(run.info, "files_left_out")) {
@@ -327,6 +346,7 @@ TEST(FioExportReal, ModelLoadMmapWithFaults) {
                                 {WorkloadBin(), "model-load", "--dir", tmp / "m", "--mode", "mmap",
                                  "--drop-cache", "--quiet"},
                                 {"--fio-faults"});
+  if (!run.info.is_object()) return;  // the failure is reported
   // The shards are in the job and prepared: their header reads, and their major faults as page
   // reads when the capture saw any (a fault on a page readahead already brought in is minor).
   uint64_t shard_reads = 0;

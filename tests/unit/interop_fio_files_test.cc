@@ -1,7 +1,8 @@
 // fio export: which files a job names. Files a program only mapped are left out with a note
 // (fio would open them and nothing creates them), or prepared at their faulted extent with
 // --fio-faults; pipes, sockets, character devices, anonymous inodes and pseudo-files are never
-// exported and are counted by reason; a relative --fio-root stays relative for fio to resolve.
+// exported and are counted by reason; a relative --fio-root stays relative for fio to resolve;
+// files out of the data scope are left out.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 
 #include "format/records.h"
 #include "interop/exporters.h"
+#include "model/scope.h"
 #include "interop_test_util.h"
 
 namespace iotwin::interop {
@@ -177,6 +179,47 @@ TEST(FioExportFiles, RelativeRootStaysRelative) {
             std::string::npos);
   struct stat st {};
   EXPECT_NE(stat("replay-files", &st), 0);
+}
+
+// --scope data: the shared library the loader read is left out, counted as a file and a call;
+// the data file is replayed.
+TEST(FioExportFiles, DataScopeLeavesOutTheLibrary) {
+  ScratchDir dir;
+  {
+    TraceBuilder b(dir / "t.iotwin", nlohmann::json{{"capture", nlohmann::json::object()}});
+    {
+      auto& s = b.Sys(IOT_OP_OPENAT, 1 * kMs, 10, 10, AT_FDCWD, 3);
+      s.path_id = b.Str("/lib/x86_64-linux-gnu/libc.so.6");
+      s.ino = 1;
+    }
+    b.Sys(IOT_OP_READ, 1 * kMs + 100, 10, 10, 3, 832).length = 832;
+    b.Sys(IOT_OP_CLOSE, 1 * kMs + 200, 10, 10, 3, 0);
+    {
+      auto& s = b.Sys(IOT_OP_OPENAT, 2 * kMs, 10, 10, AT_FDCWD, 3);
+      s.path_id = b.Str("/data/in.bin");
+      s.ino = 2;
+    }
+    b.Sys(IOT_OP_READ, 3 * kMs, 10, 10, 3, 4096).length = 4096;
+    b.Finish();
+  }
+  FioExportOptions o;
+  o.dir = dir / "fio";
+  auto scope = model::Scope::Parse("data", {}, {});
+  ASSERT_TRUE(scope.ok());
+  o.scope = *scope;
+  auto r = ExportFio(dir / "t.iotwin", o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->files, 1u);
+  EXPECT_EQ(r->reads, 1u);
+  EXPECT_EQ(r->files_left_out["out of scope"], 1u);
+  EXPECT_EQ(r->skipped["read: out of scope"], 1u);
+  const std::string iolog = ReadFile(dir / "fio/p10-t10.iolog");
+  EXPECT_EQ(iolog.find("libc"), std::string::npos) << iolog;
+  EXPECT_NE(iolog.find("\n0 " + (dir / "fio/files/f00000_data_in.bin") + " add\n"), std::string::npos)
+      << iolog;
+  EXPECT_NE(ReadFile(dir / "fio/replay.fio").find("# Scope: data: "), std::string::npos);
+  auto info = nlohmann::json::parse(ReadFile(dir / "fio/export.json"));
+  EXPECT_EQ(info["scope"]["preset"], "data");
 }
 
 }  // namespace
