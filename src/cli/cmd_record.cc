@@ -1,7 +1,10 @@
 // iotwin record: capture a workload's file I/O with eBPF (src/capture/recorder.h, docs/record.md).
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +41,23 @@ struct RecordArgs {
   bool no_sched = false;
   ScopeArgs scope;
 };
+
+// `-o -`: the trace goes to standard output (a pipe: `| ssh host 'cat > run.iotwin'`), written
+// through a descriptor of its own; standard output itself then points at standard error, so the
+// traced command's output (which it inherits) and anything printed cannot mix into the trace.
+bool RedirectTraceToStdout(std::string* output) {
+  if (isatty(STDOUT_FILENO)) {
+    fprintf(stderr, "iotwin record: -o -: standard output is a terminal; pipe or redirect it\n");
+    return false;
+  }
+  int trace_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (trace_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    fprintf(stderr, "iotwin record: -o -: cannot set up standard output: %s\n", strerror(errno));
+    return false;
+  }
+  *output = "/proc/self/fd/" + std::to_string(trace_fd);
+  return true;
+}
 
 // With a scope, the capture writes every record to OUTPUT.unscoped and the trace is then written
 // to OUTPUT without the records on files out of scope (model/scope_filter.h): the filter needs
@@ -123,6 +143,14 @@ int RunRecord(RecordArgs& a) {
     fprintf(stderr, "iotwin record: %s\n", scope.status().message().c_str());
     return kExitError;
   }
+  if (o.output == "-") {
+    if (!scope->IsAll()) {
+      fprintf(stderr, "iotwin record: -o -: --scope, --include and --exclude need a trace file; "
+                      "apply them when reading (iotwin report - --scope data)\n");
+      return kExitError;
+    }
+    if (!RedirectTraceToStdout(&o.output)) return kExitError;
+  }
   const std::string output = o.output;
   if (!scope->IsAll()) o.output = output + ".unscoped";
   auto r = capture::Record(o);
@@ -142,7 +170,9 @@ CommandSpec SetupRecord(CLI::App& parent) {
       "record",
       "Record a workload's file I/O with eBPF: iotwin record -o TRACE [options] -- CMD ARGS...");
   capture::RecordOptions& o = args->options;
-  sub->add_option("-o,--output", o.output, "Trace file to write")->required();
+  sub->add_option("-o,--output", o.output,
+                  "Trace file to write ('-': standard output, which must be a pipe or a file)")
+      ->required();
   sub->add_option("--pid", args->pids, "Attach to running processes (PID[,PID...])")
       ->delimiter(',');
   sub->add_option(

@@ -161,5 +161,29 @@ TEST(CliConventions, ADashReadsTheTraceFromStandardInput) {
   EXPECT_NE(empty.err.find("<stdin>: byte 0: not an iotwin trace"), std::string::npos) << empty.err;
 }
 
+TEST(CliConventions, RecordToADashStreamsTheTraceAndKeepsTheCommandsOutputApart) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir dir;
+  std::string trace = dir / "piped.iotwin", data = dir / "data.bin";
+  // The traced command writes a file and prints to its standard output; the trace goes through
+  // a pipe into cat.
+  // What the command prints ("stdout-mark") is not in its arguments, which the trace holds.
+  std::string command = "printf '%s-%s\\n' stdout mark; head -c 8192 /dev/zero > " + data;
+  RunResult r = test::Run({"/bin/sh", "-c",
+                           "\"$0\" record --no-status -o - -- /bin/sh -c \"$2\" | cat > \"$1\"",
+                           IotwinBin(), trace, command});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("stdout-mark"), std::string::npos) << r.err;
+  RunResult dump = test::Run({IotwinBin(), "dump", trace});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  RunResult records = test::Run({IotwinBin(), "dump", "--records", trace});
+  ASSERT_EQ(records.exit_code, 0) << records.err;
+  EXPECT_NE(records.out.find(data), std::string::npos);
+  EXPECT_EQ(records.out.find("stdout-mark"), std::string::npos);
+  RunResult tty_scope = test::Run({IotwinBin(), "record", "-o", "-", "--scope", "data", "--", "true"});
+  EXPECT_EQ(tty_scope.exit_code, 2);
+  EXPECT_NE(tty_scope.err.find("-o -: --scope"), std::string::npos) << tty_scope.err;
+}
+
 }  // namespace
 }  // namespace iotwin::test
