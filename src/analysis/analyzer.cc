@@ -336,9 +336,13 @@ std::string Analyzer::AbsoluteName(uint32_t path_id) const {
 void Analyzer::AddFileName(int32_t file_index, uint32_t path_id, std::string_view resolved) {
   if (file_index < 0 || path_id == 0) return;
   FileStats& f = files_[static_cast<size_t>(file_index)];
-  // The scope judges resolved names only; one name in scope puts the file in.
-  if (!resolved.empty() && f.scope != 1 && !options_.filter.scope.IsAll())
-    f.scope = options_.filter.scope.AdmitsPath(resolved) ? 1 : 0;
+  // The scope judges resolved names only; one name in scope puts the file in. The kind of the
+  // resolved name counts too: a /proc file opened relative to a dirfd on /proc is no storage.
+  if (!resolved.empty() && f.scope != 1 && !options_.filter.scope.IsAll()) {
+    const model::FileKind kind =
+        model::ClassifyFile(f.ftype, resolved, types_recorded_ && f.untyped);
+    f.scope = options_.filter.scope.Admits(resolved, kind) ? 1 : 0;
+  }
   for (uint32_t i = 0; i < f.nnames; i++)
     if (f.names[i] == path_id) return;
   if (f.nnames < kMaxNames)

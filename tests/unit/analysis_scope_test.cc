@@ -123,5 +123,23 @@ TEST(AnalysisScope, IncludeExcludeAndDataPresetOnResolvedNames) {
   EXPECT_TRUE(m["filter"].is_null()) << "the scope is not a --filter";
 }
 
+// A /proc file opened relative to a descriptor on /proc has a regular file's type and a relative
+// name: only its resolved name says it is no storage, and the data scope leaves it out.
+TEST(AnalysisScope, DataPresetLeavesOutAPseudoFileOpenedThroughADirfd) {
+  SyntheticTrace t;
+  t.meta()["capture"] = {{"mode", "command"}};
+  uint64_t ts = kStart + 1000;
+  Open(t, ts++, -100, "/proc", 3, 1, kDirectory);
+  Open(t, ts++, 3, "self/status", 4, 2);
+  Read(t, ts++, 4, 2, 300);
+  Open(t, ts++, -100, "/w/data.bin", 5, 3);
+  Read(t, ts++, 5, 3, 50);
+  AnalysisFilter f;
+  f.scope = *model::Scope::Parse("data", {}, {});
+  json m = Analyze(t, f);
+  EXPECT_EQ(ReadBytes(m), 50u);
+  EXPECT_EQ(m["scope"]["left_out"]["call_bytes"].get<uint64_t>(), 300u);
+}
+
 }  // namespace
 }  // namespace iotwin::analysis
