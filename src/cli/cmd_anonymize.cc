@@ -1,7 +1,9 @@
 // `iotwin anonymize`: replace every name in a trace by a keyed hash (src/interop/anonymize.h,
 // docs/interop.md).
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "base/bytes_text.h"
 #include "cli/commands.h"
 #include "interop/anonymize.h"
 
@@ -11,6 +13,7 @@ CommandSpec SetupAnonymize(CLI::App& parent) {
   struct Options {
     std::string input, output, key, new_key;
     bool keep_extensions = false;
+    bool json = false;
     std::vector<std::string> keep_prefixes;
   };
   auto opt = std::make_shared<Options>();
@@ -25,6 +28,8 @@ CommandSpec SetupAnonymize(CLI::App& parent) {
   sub->add_option("--new-key", opt->new_key,
                   "create FILE holding a new random key (mode 0600; never overwrites), then "
                   "anonymize with it if a trace is given");
+  sub->add_flag("--json", opt->json,
+                "print what was replaced as one JSON object on stdout (schema iotwin-anonymize/1)");
   sub->add_flag("--keep-extensions", opt->keep_extensions,
                 "keep file extensions (model.safetensors -> <token>.safetensors)");
   sub->add_option("--keep-prefix", opt->keep_prefixes,
@@ -76,6 +81,16 @@ CommandSpec SetupAnonymize(CLI::App& parent) {
             if (!r.ok()) {
               fmt::print(stderr, "iotwin anonymize: {}\n", r.status().message());
               return kExitError;
+            }
+            if (opt->json) {
+              nlohmann::json j = {{"schema", "iotwin-anonymize/1"},
+                                  {"output", BytesToText(opt->output)},
+                                  {"records", r->records},
+                                  {"strings", r->strings},
+                                  {"unknown_records_dropped", r->unknown_records_dropped},
+                                  {"meta_keys_dropped", r->meta_keys_dropped},
+                                  {"input_truncated", r->input_truncated}};
+              fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
             }
             fmt::print(stderr, "iotwin anonymize: {} records, {} strings -> {}\n", r->records,
                        r->strings, opt->output);

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "format/record_text.h"
@@ -12,11 +13,35 @@
 
 namespace iotwin::cli {
 
+namespace {
+
+// dump --json: schema iotwin-dump/1.
+nlohmann::json DumpJson(const TraceReader& r, const std::map<std::string_view, uint64_t>& counts) {
+  const TraceDamage& d = r.damage();
+  nlohmann::json records = nlohmann::json::object();
+  for (const auto& [name, n] : counts) records[std::string(name)] = n;
+  return {{"schema", "iotwin-dump/1"},
+          {"format", fmt::format("{}.{}", r.format_major(), r.format_minor())},
+          {"meta", r.meta()},
+          {"records", records},
+          {"summary", r.summary() ? *r.summary() : nlohmann::json(nullptr)},
+          {"damage",
+           {{"truncated", d.truncated},
+            {"truncated_at", d.truncated_at},
+            {"truncated_detail", d.truncated_detail},
+            {"skipped_chunks", d.skipped_chunks},
+            {"unknown_records", d.unknown_records}}},
+          {"whole", !d.truncated && d.skipped_chunks.empty()}};
+}
+
+}  // namespace
+
 CommandSpec SetupDump(CLI::App& parent) {
   struct Options {
     std::string path;
     bool records = false;
     bool salvage = false;
+    bool json = false;
     uint64_t limit = 0;
   };
   auto opt = std::make_shared<Options>();
@@ -27,6 +52,10 @@ CommandSpec SetupDump(CLI::App& parent) {
   sub->add_option("trace", opt->path, "trace file")->required();
   sub->add_flag("--records", opt->records, "print every record, one line each");
   sub->add_option("--limit", opt->limit, "print at most N records (0: all)");
+  sub->add_flag("--json", opt->json,
+                "print header, record counts, summary and damage as one JSON object "
+                "(schema iotwin-dump/1, docs/user-guide.md)")
+      ->excludes("--records");
   sub->add_flag("--salvage", opt->salvage,
                 "skip damaged chunks and accept a truncated trace: print what can be read, exit 0");
   return {sub, [opt] {
@@ -41,8 +70,10 @@ CommandSpec SetupDump(CLI::App& parent) {
             // The header and footer were parsed as JSON, so they hold valid UTF-8; `replace`
             // only guarantees that printing them can never throw.
             constexpr auto kNoThrow = nlohmann::json::error_handler_t::replace;
-            fmt::print("format {}.{}\nmeta {}\n", r.format_major(), r.format_minor(),
-                       r.meta().dump(-1, ' ', false, kNoThrow));
+            if (!opt->json) {
+              fmt::print("format {}.{}\nmeta {}\n", r.format_major(), r.format_minor(),
+                         r.meta().dump(-1, ' ', false, kNoThrow));
+            }
             std::map<std::string_view, uint64_t> counts;
             uint64_t printed = 0;
             for (;;) {
@@ -59,10 +90,16 @@ CommandSpec SetupDump(CLI::App& parent) {
                 printed++;
               }
             }
-            for (const auto& [name, n] : counts) fmt::print("records {} {}\n", name, n);
-            if (r.summary()) fmt::print("summary {}\n", r.summary()->dump(-1, ' ', false, kNoThrow));
             const TraceDamage& d = r.damage();
-            if (d.unknown_records) fmt::print("unknown records skipped: {}\n", d.unknown_records);
+            if (opt->json) {
+              fmt::print("{}\n", DumpJson(r, counts).dump(-1, ' ', false, kNoThrow));
+            } else {
+              for (const auto& [name, n] : counts) fmt::print("records {} {}\n", name, n);
+              if (r.summary()) fmt::print("summary {}\n", r.summary()->dump(-1, ' ', false, kNoThrow));
+            }
+            if (d.unknown_records && !opt->json) {
+              fmt::print("unknown records skipped: {}\n", d.unknown_records);
+            }
             for (const auto& s : d.skipped_chunks) fmt::print(stderr, "damaged: {}\n", s);
             if (d.truncated) fmt::print(stderr, "truncated: {}\n", d.truncated_detail);
             // dump verifies: a trace that is not whole fails it, unless the caller asked for

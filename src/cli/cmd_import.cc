@@ -1,6 +1,7 @@
 // `iotwin import`: turn strace logs, ftrace/blkparse block traces, bpftrace CSV and fio iologs
 // into an iotwin trace (src/interop, docs/interop.md).
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "base/bytes_text.h"
 #include "cli/commands.h"
@@ -15,6 +16,7 @@ CommandSpec SetupImport(CLI::App& parent) {
     std::vector<std::string> inputs;
     std::string output;
     bool strict = false;
+    bool json = false;
     std::string dev;
     uint32_t pid = 0;
   };
@@ -31,6 +33,8 @@ CommandSpec SetupImport(CLI::App& parent) {
       ->required();
   sub->add_option("-o,--output", opt->output, "trace file to write")->required();
   sub->add_flag("--strict", opt->strict, "fail on the first line that cannot be read");
+  sub->add_flag("--json", opt->json,
+                "print the import's summary as one JSON object on stdout (schema iotwin-import/1)");
   sub->add_option("--dev", opt->dev,
                   "MAJ:MIN of the device, for block inputs that do not name it (bpftrace CSV)");
   sub->add_option("--pid", opt->pid,
@@ -58,6 +62,17 @@ CommandSpec SetupImport(CLI::App& parent) {
             const auto& st = result->stats;
             uint64_t records = 0;
             for (const auto& [type, n] : result->records) records += n;
+            if (opt->json) {
+              nlohmann::json inputs = nlohmann::json::array();
+              for (const auto& in : opt->inputs) inputs.push_back(BytesToText(in));
+              nlohmann::json j = {{"schema", "iotwin-import/1"},
+                                  {"inputs", inputs},
+                                  {"format", interop::ImportFormatName(result->format)},
+                                  {"output", BytesToText(opt->output)},
+                                  {"records", result->records},
+                                  {"stats", st.ToJson()}};
+              fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+            }
             fmt::print(stderr, "iotwin import: {} ({}): {} lines -> {} records in {}\n",
                        BytesToText(fmt::format("{}", fmt::join(opt->inputs, " "))),
                        interop::ImportFormatName(result->format),

@@ -185,5 +185,36 @@ TEST(CliConventions, RecordToADashStreamsTheTraceAndKeepsTheCommandsOutputApart)
   EXPECT_NE(tty_scope.err.find("-o -: --scope"), std::string::npos) << tty_scope.err;
 }
 
+TEST(CliConventions, DumpImportAndAnonymizePrintVersionedJson) {
+  TempDir dir;
+  std::string trace = SmallTrace(dir), key = dir / "key";
+  RunResult dump = test::Run({IotwinBin(), "dump", "--json", trace});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  auto d = nlohmann::json::parse(dump.out);
+  EXPECT_EQ(d["schema"], "iotwin-dump/1");
+  EXPECT_EQ(d["records"]["syscall"], 11);
+  EXPECT_EQ(d["whole"], true);
+
+  std::string strace = dir / "app.strace";
+  ASSERT_TRUE(WriteFile(strace, "100 openat(AT_FDCWD, \"/data/x\", O_RDONLY) = 3\n"
+                                "100 read(3, \"\"..., 4096) = 4096\n"
+                                "100 close(3) = 0\n"));
+  RunResult imported = test::Run({IotwinBin(), "import", "--json", "-o", dir / "i.iotwin", strace});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  auto i = nlohmann::json::parse(imported.out);
+  EXPECT_EQ(i["schema"], "iotwin-import/1");
+  EXPECT_EQ(i["format"], "strace");
+  EXPECT_EQ(i["records"]["syscall"], 3) << imported.out;
+  EXPECT_EQ(i["stats"]["lines"], 3) << imported.out;
+
+  ASSERT_EQ(test::Run({IotwinBin(), "anonymize", "--new-key", key}).exit_code, 0);
+  RunResult anon = test::Run({IotwinBin(), "anonymize", "--json", trace, "-o", dir / "a.iotwin",
+                              "--key", key});
+  ASSERT_EQ(anon.exit_code, 0) << anon.err;
+  auto a = nlohmann::json::parse(anon.out);
+  EXPECT_EQ(a["schema"], "iotwin-anonymize/1");
+  EXPECT_GT(a["strings"].get<uint64_t>(), 0u);
+}
+
 }  // namespace
 }  // namespace iotwin::test
