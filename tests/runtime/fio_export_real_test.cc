@@ -266,6 +266,7 @@ TEST(FioExportReal, PythonNumpySaveLoadMemmap) {
             "print(float(r.sum()), s, b.shape)\n");
   RealRun run = ExportAndReplay(tmp, "python3-numpy",
                                 {"/usr/bin/python3", tmp / "np_io.py", tmp.path()});
+  if (!run.info.is_object()) return;  // the failure is reported
   EXPECT_GT(run.exported.writes, 0u);  // np.save
 }
 
@@ -370,6 +371,7 @@ TEST(FioExportReal, PyTorchSaveLoad) {
             "print(float(x['w'].sum()))\n");
   RealRun run =
       ExportAndReplay(tmp, "pytorch", {"/usr/bin/python3", tmp / "torch_io.py", tmp.path()});
+  if (!run.info.is_object()) return;  // the failure is reported
   EXPECT_GT(run.exported.writes, 0u);  // torch.save
 }
 
