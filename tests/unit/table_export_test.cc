@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "format/records.h"
+#include "format/trace_reader.h"
 #include "interop/exporters.h"
 #include "interop/flag_names.h"
 #include "interop_test_util.h"
@@ -250,14 +251,27 @@ TEST(TableExport, FailedExportLeavesThePreviousTables) {
   WriteIntentTrace(dir / "a.iotwin");
   ASSERT_TRUE(ExportTables(dir / "a.iotwin", dir / "out", TableFormat::kCsv).ok());
   const std::string before = ReadFile(dir / "out/syscalls.csv");
-  // A trace whose records end in the middle of the file: the reader fails after the tables
-  // were opened.
-  WritePathTrace(dir / "b.iotwin");
+  // A trace of many chunks with one damaged in the middle: it opens (header and footer are
+  // intact), so the export fails only after its tables were created.
+  {
+    TraceBuilder b(dir / "b.iotwin");
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 60000; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      auto& s = b.Sys(IOT_OP_PREAD64, 1000 + i, 1, 1 + i % 7, 3, 4096);
+      s.offset = x;
+      s.length = 4096;
+    }
+    b.Finish();
+  }
   std::string bytes = ReadFile(dir / "b.iotwin");
-  for (size_t i = bytes.size() / 3; i < bytes.size() * 2 / 3; i++) bytes[i] = static_cast<char>(0xa5);
+  for (size_t i = bytes.size() / 2; i < bytes.size() / 2 + 64; i++) bytes[i] ^= 0x5a;
   std::FILE* f = std::fopen((dir / "bad.iotwin").c_str(), "wb");
   std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
+  auto opened = TraceReader::Open(dir / "bad.iotwin");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ASSERT_GE((*opened)->index().size(), 3u);  // the damage is past the first chunk
   auto r = ExportTables(dir / "bad.iotwin", dir / "out", TableFormat::kCsv);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(ReadFile(dir / "out/syscalls.csv"), before);
