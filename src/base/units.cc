@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "base/checked_math.h"
 
 namespace iotwin::units {
@@ -134,6 +136,13 @@ Result<double> ParseDurationNs(std::string_view text, double plain_unit_ns) {
     return Status::Invalid("'{}' is too long for a duration", text);
   }
   return ns;
+}
+
+std::string HumanBytes(uint64_t b) {
+  if (b >= (1ull << 30)) return fmt::format("{:.1f} GiB", b / double(1ull << 30));
+  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", b / double(1ull << 20));
+  if (b >= (1ull << 10)) return fmt::format("{:.1f} KiB", b / double(1ull << 10));
+  return fmt::format("{} B", b);
 }
 
 }  // namespace iotwin::units

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "base/status.h"
@@ -18,6 +19,10 @@ Result<uint64_t> ParseSizeBytes(std::string_view text, uint64_t plain_unit);
 // Digits with an optional fraction, then an optional unit: ns, us (or µs), ms, s, m or min, h.
 // Without a unit the number counts in `plain_unit_ns` nanoseconds. Returns nanoseconds.
 Result<double> ParseDurationNs(std::string_view text, double plain_unit_ns);
+
+// A byte count for people, one decimal in the largest binary unit it reaches: "512 B",
+// "10.3 KiB", "1.5 GiB".
+std::string HumanBytes(uint64_t bytes);
 
 // Examples for error messages.
 inline constexpr std::string_view kSizeExamples = "4096, 4k, 1M, 2G, 4KiB";

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/units.h"
 #include "capture/capture_bpf.h"
 #include "capture/launcher.h"
 #include "capture/memory_tracker.h"
@@ -201,13 +202,6 @@ iot_proc ProcRecord(uint16_t kind, pid_t pid, const std::string& comm) {
   return p;
 }
 
-std::string HumanBytes(uint64_t b) {
-  if (b >= (1ull << 30)) return fmt::format("{:.1f} GiB", b / double(1ull << 30));
-  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", b / double(1ull << 20));
-  if (b >= (1ull << 10)) return fmt::format("{:.1f} KiB", b / double(1ull << 10));
-  return fmt::format("{} B", b);
-}
-
 // ---- the block side (block, nvme, sched, pmu layers; capture/block_bpf.h) ----------------------------
 void AddBlockMeta(const CaptureBpf& bpf, json* layers, json* meta) {
   const BlockLayerPlan& plan = bpf.block_plan();
@@ -251,7 +245,7 @@ class Capture {
   // says; the words to add to the error.
   std::string StopCommandAfterFailure();
   Status WriteLost(bool final_round);
-  void PrintStatus(bool final_line);
+  void PrintStatus();
   uint64_t EventCount() const;
   // Appends a record the capture makes itself (not from the ring), counting it.
   template <typename T>
@@ -554,7 +548,7 @@ Status Capture::WriteLost(bool final_round) {
   return Status::Ok();
 }
 
-void Capture::PrintStatus(bool final_line) {
+void Capture::PrintStatus() {
   if (!status_tty_) return;
   uint64_t now = Mono();
   uint64_t events = EventCount();
@@ -563,9 +557,8 @@ void Capture::PrintStatus(bool final_line) {
   last_status_ns_ = now;
   last_status_events_ = events;
   std::string line = fmt::format("iotwin record: {} events ({:.0f}/s), {} written, {} lost", events,
-                                 rate, HumanBytes(writer_->bytes_written()), drops_.Total());
+                                 rate, units::HumanBytes(writer_->bytes_written()), drops_.Total());
   fprintf(stderr, "\r\033[K%s", line.c_str());
-  if (final_line) fputc('\n', stderr);
   fflush(stderr);
 }
 
@@ -613,7 +606,7 @@ Status Capture::Loop() {
     if (now >= next_status) {
       next_status = now + kStatusEveryNs;
       IOTWIN_RETURN_IF_ERROR(WriteLost(false));
-      PrintStatus(false);
+      PrintStatus();
     }
     if (now >= next_clock) {
       next_clock = now + kClockEveryNs;
@@ -722,7 +715,11 @@ Result<RecordOutcome> Capture::Run() {
   if (memory_) summary["memory"] = memory_->Summary();
   IOTWIN_RETURN_IF_ERROR(writer_->Finish(summary));
   out.file_bytes = writer_->bytes_written();
-  PrintStatus(true);
+  // The live line gives way to the summary line that `iotwin record` prints.
+  if (status_tty_) {
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+  }
 
   if (stop_reason_ == "duration" && command_ && !command_->exited()) {
     // The trace is complete; the command keeps running untraced and its status is still ours.

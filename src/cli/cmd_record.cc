@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/units.h"
 #include "capture/recorder.h"
 #include "cli/commands.h"
 #include "cli/scope_options.h"
@@ -143,7 +145,8 @@ int RunRecord(RecordArgs& a) {
     fprintf(stderr, "iotwin record: %s\n", scope.status().message().c_str());
     return kExitError;
   }
-  if (o.output == "-") {
+  const bool to_stdout = o.output == "-";
+  if (to_stdout) {
     if (!scope->IsAll()) {
       fprintf(stderr, "iotwin record: -o -: --scope, --include and --exclude need a trace file; "
                       "apply them when reading (iotwin report - --scope data)\n");
@@ -153,11 +156,19 @@ int RunRecord(RecordArgs& a) {
   }
   const std::string output = o.output;
   if (!scope->IsAll()) o.output = output + ".unscoped";
+  auto started = std::chrono::steady_clock::now();
   auto r = capture::Record(o);
   if (!r.ok()) {
     fprintf(stderr, "iotwin record: %s\n", r.status().message().c_str());
     return kExitError;
   }
+  // One summary line, terminal or not.
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  fprintf(stderr, "iotwin record: %llu events, %llu lost, %s to %s in %.1f s (%s)\n",
+          static_cast<unsigned long long>(r->events), static_cast<unsigned long long>(r->lost),
+          units::HumanBytes(r->file_bytes).c_str(),
+          to_stdout ? "standard output" : output.c_str(),
+          took.count(), r->stop_reason.c_str());
   if (!scope->IsAll() && ApplyScope(output, *scope) != kExitOk) return kExitError;
   return r.value().exit_status;
 }

@@ -174,6 +174,10 @@ TEST(CliConventions, RecordToADashStreamsTheTraceAndKeepsTheCommandsOutputApart)
                            IotwinBin(), trace, command});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("stdout-mark"), std::string::npos) << r.err;
+  // One summary line at the end, without a terminal too.
+  EXPECT_NE(r.err.find(" lost, "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" to standard output in "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("\033[K"), std::string::npos) << r.err;
   RunResult dump = test::Run({IotwinBin(), "dump", trace});
   ASSERT_EQ(dump.exit_code, 0) << dump.err;
   RunResult records = test::Run({IotwinBin(), "dump", "--records", trace});
