@@ -1,24 +1,138 @@
 // `iotwin export`: a trace as fio iologs + job file, Chrome trace JSON (Perfetto), or CSV/JSONL
 // tables (src/interop, docs/interop.md).
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "base/bytes_text.h"
 #include "cli/commands.h"
 #include "cli/scope_options.h"
 #include "interop/block_text.h"
 #include "interop/exporters.h"
 
 namespace iotwin::cli {
+namespace {
+
+struct ExportArgs {
+  std::string trace;
+  std::string fio_dir, fio_root, layer = "syscall", fio_direct = "auto";
+  std::vector<std::string> fio_devices;
+  bool fio_faults = false;
+  bool json = false;
+  std::string chrome, csv, jsonl;
+  ScopeArgs scope;  // --fio only
+};
+
+// --fio; adds its result to `summary`. Returns an exit status.
+int ExportFioJob(const ExportArgs& a, const model::Scope& scope, nlohmann::json* summary) {
+  interop::FioExportOptions fo;
+  fo.scope = scope;
+  fo.dir = a.fio_dir;
+  fo.fio_root = a.fio_root;
+  fo.block_layer = a.layer == "block";
+  fo.faults = a.fio_faults;
+  fo.direct = a.fio_direct == "auto" ? -1 : a.fio_direct == "1" ? 1 : 0;
+  for (const auto& d : a.fio_devices) {
+    size_t eq = d.find('=');
+    auto dev = eq == std::string::npos ? std::nullopt : interop::ParseDevT(d.substr(0, eq));
+    if (!dev) {
+      fmt::print(stderr, "iotwin export: --fio-device wants MAJ:MIN=PATH, got '{}'\n", d);
+      return kExitError;
+    }
+    fo.device_paths[*dev] = d.substr(eq + 1);
+  }
+  auto r = interop::ExportFio(a.trace, fo);
+  if (!r.ok()) {
+    fmt::print(stderr, "iotwin export: {}\n", r.status().message());
+    return kExitError;
+  }
+  fmt::print(stderr,
+             "fio: {} jobs, {} reads ({} B), {} writes ({} B), {} trims, {} syncs, {} files -> {}\n",
+             r->jobs, r->reads, r->read_bytes, r->writes, r->write_bytes, r->trims, r->syncs,
+             r->files, r->job_file);
+  if (!fo.scope.IsAll()) fmt::print(stderr, "  scope: {}\n", fo.scope.Describe());
+  for (const auto& [why, n] : r->files_left_out) {
+    fmt::print(stderr, "  files left out: {} x {}\n", n, why);
+  }
+  for (const auto& [why, n] : r->skipped) fmt::print(stderr, "  not replayed: {} x {}\n", n, why);
+  (*summary)["fio"] = r->ToJson();
+  return kExitOk;
+}
+
+int ExportChromeJson(const ExportArgs& a, nlohmann::json* summary) {
+  auto r = interop::ExportChrome(a.trace, a.chrome);
+  if (!r.ok()) {
+    fmt::print(stderr, "iotwin export: {}\n", r.status().message());
+    return kExitError;
+  }
+  fmt::print(stderr,
+             "chrome: {} events ({} syscall slices, {} async pairs, {} device slices, {} flows, "
+             "{} instants, {} clipped) -> {}\n",
+             r->events, r->slices, r->async_pairs, r->device_slices, r->flows, r->instants,
+             r->clipped, a.chrome);
+  for (const auto& [what, n] : r->skipped) fmt::print(stderr, "  not shown: {} x {}\n", n, what);
+  (*summary)["chrome"] = {{"output", BytesToText(a.chrome)}, {"events", r->events},
+                          {"slices", r->slices},         {"async_pairs", r->async_pairs},
+                          {"device_slices", r->device_slices}, {"flows", r->flows},
+                          {"instants", r->instants},     {"clipped", r->clipped},
+                          {"skipped", r->skipped}};
+  return kExitOk;
+}
+
+int ExportTableDir(const std::string& trace, const std::string& dir, interop::TableFormat format,
+                   const char* key, nlohmann::json* summary) {
+  auto r = interop::ExportTables(trace, dir, format);
+  if (!r.ok()) {
+    fmt::print(stderr, "iotwin export: {}\n", r.status().message());
+    return kExitError;
+  }
+  for (const auto& [table, rows] : r->rows) fmt::print(stderr, "{}: {:<14} {} rows\n", dir, table, rows);
+  nlohmann::json removed = nlohmann::json::array();
+  for (const auto& name : r->removed) removed.push_back(BytesToText(name));
+  (*summary)[key] = {{"dir", BytesToText(dir)}, {"rows", r->rows}, {"removed", removed}};
+  return kExitOk;
+}
+
+int RunExport(const ExportArgs& a) {
+  if (a.fio_dir.empty() && a.chrome.empty() && a.csv.empty() && a.jsonl.empty()) {
+    fmt::print(stderr, "iotwin export: choose at least one of --fio, --chrome, --csv, --jsonl\n");
+    return kExitError;
+  }
+  auto scope = a.scope.Parse();
+  if (!scope.ok()) {
+    fmt::print(stderr, "iotwin export: {}\n", scope.status().message());
+    return kExitError;
+  }
+  const bool tables = !a.chrome.empty() || !a.csv.empty() || !a.jsonl.empty();
+  if (!scope->IsAll() && tables) {
+    fmt::print(stderr, "iotwin export: --scope, --include and --exclude apply to --fio "
+                       "only; export --chrome, --csv and --jsonl without them\n");
+    return kExitError;
+  }
+  if (!scope->IsAll() && a.layer == "block") {
+    fmt::print(stderr, "iotwin export: --scope, --include and --exclude choose files; "
+                       "--layer block replays devices\n");
+    return kExitError;
+  }
+  nlohmann::json summary = {{"schema", "iotwin-export/1"}, {"trace", BytesToText(a.trace)}};
+  int rc = kExitOk;
+  if (!a.fio_dir.empty()) rc = ExportFioJob(a, *scope, &summary);
+  if (rc == kExitOk && !a.chrome.empty()) rc = ExportChromeJson(a, &summary);
+  if (rc == kExitOk && !a.csv.empty()) {
+    rc = ExportTableDir(a.trace, a.csv, interop::TableFormat::kCsv, "csv", &summary);
+  }
+  if (rc == kExitOk && !a.jsonl.empty()) {
+    rc = ExportTableDir(a.trace, a.jsonl, interop::TableFormat::kJsonl, "jsonl", &summary);
+  }
+  if (rc == kExitOk && a.json) {
+    fmt::print("{}\n", summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  return rc;
+}
+
+}  // namespace
 
 CommandSpec SetupExport(CLI::App& parent) {
-  struct Options {
-    std::string trace;
-    std::string fio_dir, fio_root, layer = "syscall", fio_direct = "auto";
-    std::vector<std::string> fio_devices;
-    bool fio_faults = false;
-    std::string chrome, csv, jsonl;
-    ScopeArgs scope;  // --fio only
-  };
-  auto opt = std::make_shared<Options>();
+  auto opt = std::make_shared<ExportArgs>();
   CLI::App* sub = parent.add_subcommand(
       "export", "Export a trace: fio iolog + job file, Chrome trace JSON, CSV or JSONL tables");
   sub->add_option("trace", opt->trace, "trace file")->required();
@@ -42,90 +156,9 @@ CommandSpec SetupExport(CLI::App& parent) {
   sub->add_option("--chrome", opt->chrome, "write Chrome trace-event JSON for Perfetto UI");
   sub->add_option("--csv", opt->csv, "write one CSV table per record type into DIR");
   sub->add_option("--jsonl", opt->jsonl, "write one JSON-lines table per record type into DIR");
-  return {sub, [opt] {
-            if (opt->fio_dir.empty() && opt->chrome.empty() && opt->csv.empty() &&
-                opt->jsonl.empty()) {
-              fmt::print(stderr, "iotwin export: choose at least one of --fio, --chrome, --csv, --jsonl\n");
-              return kExitError;
-            }
-            auto scope = opt->scope.Parse();
-            if (!scope.ok()) {
-              fmt::print(stderr, "iotwin export: {}\n", scope.status().message());
-              return kExitError;
-            }
-            const bool tables = !opt->chrome.empty() || !opt->csv.empty() || !opt->jsonl.empty();
-            if (!scope->IsAll() && tables) {
-              fmt::print(stderr, "iotwin export: --scope, --include and --exclude apply to --fio "
-                                 "only; export --chrome, --csv and --jsonl without them\n");
-              return kExitError;
-            }
-            if (!scope->IsAll() && opt->layer == "block") {
-              fmt::print(stderr, "iotwin export: --scope, --include and --exclude choose files; "
-                                 "--layer block replays devices\n");
-              return kExitError;
-            }
-            if (!opt->fio_dir.empty()) {
-              interop::FioExportOptions fo;
-              fo.scope = *scope;
-              fo.dir = opt->fio_dir;
-              fo.fio_root = opt->fio_root;
-              fo.block_layer = opt->layer == "block";
-              fo.faults = opt->fio_faults;
-              fo.direct = opt->fio_direct == "auto" ? -1 : opt->fio_direct == "1" ? 1 : 0;
-              for (const auto& d : opt->fio_devices) {
-                size_t eq = d.find('=');
-                auto dev = eq == std::string::npos ? std::nullopt
-                                                   : interop::ParseDevT(d.substr(0, eq));
-                if (!dev) {
-                  fmt::print(stderr, "iotwin export: --fio-device wants MAJ:MIN=PATH, got '{}'\n", d);
-                  return kExitError;
-                }
-                fo.device_paths[*dev] = d.substr(eq + 1);
-              }
-              auto r = interop::ExportFio(opt->trace, fo);
-              if (!r.ok()) {
-                fmt::print(stderr, "iotwin export: {}\n", r.status().message());
-                return kExitError;
-              }
-              fmt::print(stderr,
-                         "fio: {} jobs, {} reads ({} B), {} writes ({} B), {} trims, {} syncs, "
-                         "{} files -> {}\n",
-                         r->jobs, r->reads, r->read_bytes, r->writes, r->write_bytes, r->trims,
-                         r->syncs, r->files, r->job_file);
-              if (!fo.scope.IsAll()) fmt::print(stderr, "  scope: {}\n", fo.scope.Describe());
-              for (const auto& [why, n] : r->files_left_out) {
-                fmt::print(stderr, "  files left out: {} x {}\n", n, why);
-              }
-              for (const auto& [why, n] : r->skipped) fmt::print(stderr, "  not replayed: {} x {}\n", n, why);
-            }
-            if (!opt->chrome.empty()) {
-              auto r = interop::ExportChrome(opt->trace, opt->chrome);
-              if (!r.ok()) {
-                fmt::print(stderr, "iotwin export: {}\n", r.status().message());
-                return kExitError;
-              }
-              fmt::print(stderr,
-                         "chrome: {} events ({} syscall slices, {} async pairs, {} device slices, "
-                         "{} flows, {} instants, {} clipped) -> {}\n",
-                         r->events, r->slices, r->async_pairs, r->device_slices, r->flows,
-                         r->instants, r->clipped, opt->chrome);
-              for (const auto& [what, n] : r->skipped) fmt::print(stderr, "  not shown: {} x {}\n", n, what);
-            }
-            for (const auto& [dir, format] :
-                 {std::pair{opt->csv, interop::TableFormat::kCsv},
-                  std::pair{opt->jsonl, interop::TableFormat::kJsonl}}) {
-              if (dir.empty()) continue;
-              auto r = interop::ExportTables(opt->trace, dir, format);
-              if (!r.ok()) {
-                fmt::print(stderr, "iotwin export: {}\n", r.status().message());
-                return kExitError;
-              }
-              for (const auto& [table, rows] : r->rows) {
-                fmt::print(stderr, "{}: {:<14} {} rows\n", dir, table, rows);
-              }
-            }
-            return kExitOk;
-          }};
+  sub->add_flag("--json", opt->json,
+                "print what was exported as one JSON object on stdout (schema iotwin-export/1)");
+  return {sub, [opt] { return RunExport(*opt); }};
 }
 
 }  // namespace iotwin::cli

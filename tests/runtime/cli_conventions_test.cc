@@ -220,5 +220,19 @@ TEST(CliConventions, DumpImportAndAnonymizePrintVersionedJson) {
   EXPECT_GT(a["strings"].get<uint64_t>(), 0u);
 }
 
+TEST(CliConventions, ExportPrintsVersionedJsonOfEachOutput) {
+  TempDir dir;
+  std::string trace = SmallTrace(dir);
+  RunResult r = test::Run({IotwinBin(), "export", trace, "--json", "--fio", dir / "fio", "--csv",
+                           dir / "csv", "--chrome", dir / "c.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "iotwin-export/1");
+  EXPECT_EQ(j["fio"]["reads"], 10) << r.out;
+  EXPECT_EQ(j["csv"]["rows"]["syscalls"], 11) << r.out;
+  EXPECT_GT(j["chrome"]["events"].get<uint64_t>(), 0u);
+  EXPECT_FALSE(j.contains("jsonl"));
+}
+
 }  // namespace
 }  // namespace iotwin::test
