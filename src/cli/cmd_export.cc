@@ -86,6 +86,9 @@ int ExportTableDir(const std::string& trace, const std::string& dir, interop::Ta
     return kExitError;
   }
   for (const auto& [table, rows] : r->rows) fmt::print(stderr, "{}: {:<14} {} rows\n", dir, table, rows);
+  for (const auto& name : r->removed) {
+    fmt::print(stderr, "{}: removed {} (a table this trace does not have)\n", dir, BytesToText(name));
+  }
   nlohmann::json removed = nlohmann::json::array();
   for (const auto& name : r->removed) removed.push_back(BytesToText(name));
   (*summary)[key] = {{"dir", BytesToText(dir)}, {"rows", r->rows}, {"removed", removed}};
@@ -154,8 +157,11 @@ CommandSpec SetupExport(CLI::App& parent) {
       ->check(CLI::IsMember({"auto", "0", "1"}));
   AddScopeOptions(sub, opt->scope);
   sub->add_option("--chrome", opt->chrome, "write Chrome trace-event JSON for Perfetto UI");
-  sub->add_option("--csv", opt->csv, "write one CSV table per record type into DIR");
-  sub->add_option("--jsonl", opt->jsonl, "write one JSON-lines table per record type into DIR");
+  sub->add_option("--csv", opt->csv,
+                  "write one CSV table per record type, and files.csv, into DIR (docs/tables.md)");
+  sub->add_option("--jsonl", opt->jsonl,
+                  "write one JSON-lines table per record type, and files.jsonl, into DIR "
+                  "(docs/tables.md)");
   sub->add_flag("--json", opt->json,
                 "print what was exported as one JSON object on stdout (schema iotwin-export/1)");
   return {sub, [opt] { return RunExport(*opt); }};

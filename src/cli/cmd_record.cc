@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "base/bytes_text.h"
 #include "base/units.h"
 #include "capture/recorder.h"
 #include "cli/commands.h"
@@ -31,6 +34,7 @@ struct RecordArgs {
   bool no_markers = false;
   bool status = false;
   bool no_status = false;
+  bool json = false;
   // memory layer
   bool no_memory = false;
   std::string memory_parts;
@@ -146,6 +150,10 @@ int RunRecord(RecordArgs& a) {
     return kExitError;
   }
   const bool to_stdout = o.output == "-";
+  if (to_stdout && a.json) {
+    fprintf(stderr, "iotwin record: -o - writes the trace to standard output: no --json there\n");
+    return kExitError;
+  }
   if (to_stdout) {
     if (!scope->IsAll()) {
       fprintf(stderr, "iotwin record: -o -: --scope, --include and --exclude need a trace file; "
@@ -170,6 +178,22 @@ int RunRecord(RecordArgs& a) {
           to_stdout ? "standard output" : output.c_str(),
           took.count(), r->stop_reason.c_str());
   if (!scope->IsAll() && ApplyScope(output, *scope) != kExitOk) return kExitError;
+  if (a.json) {
+    // Printed after the command ended: the last line of standard output, which the command
+    // shares.
+    nlohmann::json j = {{"schema", "iotwin-record/1"},
+                        {"output", BytesToText(output)},
+                        {"events", r->events},
+                        {"lost", r->lost},
+                        {"file_bytes", r->file_bytes},
+                        {"seconds", took.count()},
+                        {"stop_reason", r->stop_reason},
+                        {"exit_status", r->exit_status},
+                        {"scope", scope->IsAll() ? nlohmann::json(nullptr)
+                                                 : nlohmann::json(scope->Describe())}};
+    fflush(stdout);
+    printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
   return r.value().exit_status;
 }
 
@@ -224,6 +248,8 @@ CommandSpec SetupRecord(CLI::App& parent) {
                 "Do not offer the IOTWIN_MARKER intent channel to the command");
   sub->add_flag("--status", args->status, "Show the live status line even when not on a terminal");
   sub->add_flag("--no-status", args->no_status, "Never show the live status line");
+  sub->add_flag("--json", args->json,
+                "At the end, print the summary as one JSON line on stdout (schema iotwin-record/1)");
   sub->add_flag("--no-memory", args->no_memory,
                 "Do not capture the memory layer (page faults, page cache, write-back, cache state)");
   sub->add_option("--memory", args->memory_parts,

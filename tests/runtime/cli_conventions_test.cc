@@ -184,6 +184,14 @@ TEST(CliConventions, RecordToADashStreamsTheTraceAndKeepsTheCommandsOutputApart)
   ASSERT_EQ(records.exit_code, 0) << records.err;
   EXPECT_NE(records.out.find(data), std::string::npos);
   EXPECT_EQ(records.out.find("stdout-mark"), std::string::npos);
+  // --json: the summary as the last line of standard output; not with -o -.
+  RunResult json = test::Run({IotwinBin(), "record", "--json", "-o", dir / "j.iotwin", "--", "true"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out.substr(json.out.rfind('{')));
+  EXPECT_EQ(j["schema"], "iotwin-record/1");
+  EXPECT_EQ(j["lost"], 0);
+  EXPECT_GT(j["events"].get<uint64_t>(), 0u);
+  EXPECT_EQ(test::Run({IotwinBin(), "record", "--json", "-o", "-", "--", "true"}).exit_code, 2);
   RunResult tty_scope = test::Run({IotwinBin(), "record", "-o", "-", "--scope", "data", "--", "true"});
   EXPECT_EQ(tty_scope.exit_code, 2);
   EXPECT_NE(tty_scope.err.find("-o -: --scope"), std::string::npos) << tty_scope.err;

@@ -325,8 +325,8 @@ TEST(TableExport, CsvAndJsonlColumnsQuotingCounts) {
   EXPECT_EQ(r->rows.at("proc"), 1u);
   std::string csv = ReadFile(dir / "csv/syscalls.csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "ts_ns,dur_ns,tgid,tid,cpu,op,ret,fd,fd2,offset,length,aux,flags,mode,ino,fsize,dev,"
-            "path,path2,ftype,sflags");
+            "ts_ns,dur_ns,tgid,tid,cpu,op,ret,fd,fd2,offset,length,aux,aux_names,flags,flags_names,"
+            "mode,mode_names,ino,fsize,dev,file_id,path,file2_id,path2,ftype,sflags");
   EXPECT_NE(csv.find(",openat,3,-100,-1,"), std::string::npos);
   EXPECT_NE(csv.find("\"/data/a,\"\"b\"\".bin\""), std::string::npos) << csv;  // RFC 4180
   EXPECT_NE(csv.find("2000,1000,1,1,0,pread64,4096,3,-1,8192,"), std::string::npos) << csv;
