@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/cli_docs.h"
 #include "cli/commands.h"
 #include "format/layout.h"
 
@@ -70,6 +71,10 @@ int main(int argc, char** argv) {
   CLI::App* help = app.add_subcommand("help", "Show the help of iotwin or of one subcommand");
   help->add_option("subcommand", help_topic, "the subcommand to explain");
 
+  // Hidden, run by the build: man pages and shell completion written from this definition.
+  if (argc == 4 && std::string_view(argv[1]) == "--generate") {
+    return GenerateDocs(app, argv[2], argv[3]);
+  }
   if (std::string unknown = UnknownSubcommand(app, argc, argv); !unknown.empty()) {
     std::fprintf(stderr, "%s\n", unknown.c_str());
     return kExitError;
