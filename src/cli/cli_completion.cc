@@ -34,13 +34,14 @@ std::string OptionWords(const CLI::App& app) {
   return words;
 }
 
-// A string inside zsh single quotes, also safe inside an _arguments [description].
-std::string ZshQuoted(std::string_view text) {
+// A string inside zsh single quotes; `in_brackets`: also safe inside an _arguments
+// [description], which ends at an unescaped ']' and has its backslashes removed.
+std::string ZshQuoted(std::string_view text, bool in_brackets) {
   std::string out;
   for (char c : text) {
     if (c == '\'') {
       out += "'\\''";
-    } else if (c == '[' || c == ']' || c == ':' || c == '\\') {
+    } else if (in_brackets && (c == '[' || c == ']' || c == ':' || c == '\\')) {
       out += '\\';
       out += c;
     } else if (c == '\n' || c == '\t') {
@@ -56,7 +57,7 @@ std::string ZshQuoted(std::string_view text) {
 std::string ZshArguments(const CLI::App& sub) {
   std::string out = "      _arguments -s";
   for (const CLI::Option* opt : NamedOptions(sub)) {
-    std::string help = ZshQuoted(opt->get_description());
+    std::string help = ZshQuoted(opt->get_description(), true);
     std::string repeat = opt->get_expected_max() > 1 || opt->get_multi_option_policy() ==
                                                             CLI::MultiOptionPolicy::TakeAll
                              ? "*"
@@ -65,8 +66,14 @@ std::string ZshArguments(const CLI::App& sub) {
     std::vector<std::string> names;
     for (const std::string& s : opt->get_snames()) names.push_back("-" + s);
     for (const std::string& l : opt->get_lnames()) names.push_back("--" + l);
+    // Once one name of an option is given, its other names are not offered (unless repeatable).
+    std::string exclusive;
+    if (repeat.empty() && names.size() > 1) {
+      for (const std::string& name : names) exclusive += (exclusive.empty() ? "(" : " ") + name;
+      exclusive += ")";
+    }
     for (const std::string& name : names) {
-      out += fmt::format(" \\\n        '{}{}[{}]{}'", repeat, name, help, value);
+      out += fmt::format(" \\\n        '{}{}{}[{}]{}'", exclusive, repeat, name, help, value);
     }
   }
   return out + " \\\n        '*:file:_files'\n";
@@ -115,7 +122,7 @@ std::string ZshCompletion(const CLI::App& app) {
       "  local -a subcommands\n"
       "  subcommands=(\n";
   for (const CLI::App* sub : CompletedSubcommands(app)) {
-    out += fmt::format("    '{}:{}'\n", sub->get_name(), ZshQuoted(sub->get_description()));
+    out += fmt::format("    '{}:{}'\n", sub->get_name(), ZshQuoted(sub->get_description(), false));
   }
   out += "  )\n"
          "  if (( CURRENT == 2 )); then\n"
