@@ -85,7 +85,10 @@ FileKind ClassifyFile(uint16_t ftype, std::string_view normalized, bool types_re
   }
   if (!normalized.empty() && normalized[0] == '/' && IsPseudoFsPath(normalized))
     return FileKind::kPseudoFs;
-  if (ftype == 0 && types_recorded) return FileKind::kAnonInode;
+  // Anonymous inodes have no path; a file known by an absolute path whose type no record gave
+  // (a mapping held at attach, a name only unlinked or renamed) is a file.
+  const bool has_path = !normalized.empty() && normalized[0] == '/';
+  if (ftype == 0 && types_recorded && !has_path) return FileKind::kAnonInode;
   return FileKind::kStorage;
 }
 

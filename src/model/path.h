@@ -59,7 +59,8 @@ enum class FileKind : uint8_t {
 inline constexpr int kFileKinds = 6;
 // `ftype` is S_IFMT >> 12 as recorded (0: unknown); `normalized` the file's absolute path, or
 // empty when unknown; `types_recorded`: the trace records every file's type (a live capture,
-// where 0 means an anonymous inode; imports leave types they cannot see at 0).
+// where 0 without an absolute path means an anonymous inode; imports leave types they cannot
+// see at 0).
 FileKind ClassifyFile(uint16_t ftype, std::string_view normalized, bool types_recorded);
 inline bool IsStorage(FileKind kind) { return kind == FileKind::kStorage; }
 // "storage", "pipe", "socket", "char device", "anon inode", "pseudo fs".

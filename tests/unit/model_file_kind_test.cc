@@ -34,6 +34,14 @@ TEST(FileKind, UnknownTypeIsAnAnonymousInodeOnlyWhereTypesAreRecorded) {
   EXPECT_EQ(ClassifyFile(4, "/data", true), FileKind::kStorage);
 }
 
+TEST(FileKind, AFileKnownByAPathIsNeverAnAnonymousInode) {
+  // A mapping held at attach (map snapshots carry no type), a name only unlinked or renamed:
+  // types are recorded, this one was not, and the file has a path.
+  EXPECT_EQ(ClassifyFile(0, "/data/train.bin", true), FileKind::kStorage);
+  EXPECT_EQ(ClassifyFile(0, "/proc/1/maps", true), FileKind::kPseudoFs);
+  EXPECT_EQ(ClassifyFile(0, "anon_inode:[eventfd]", true), FileKind::kAnonInode);
+}
+
 TEST(FileKind, NamesAndKeys) {
   EXPECT_EQ(FileKindName(FileKind::kCharDevice), "char device");
   EXPECT_EQ(FileKindKey(FileKind::kCharDevice), "char_device");
