@@ -1,5 +1,6 @@
 // iotwin record: capture a workload's file I/O with eBPF (src/capture/recorder.h, docs/record.md).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,6 +55,17 @@ struct RecordArgs {
 bool RedirectTraceToStdout(std::string* output) {
   if (isatty(STDOUT_FILENO)) {
     fprintf(stderr, "iotwin record: -o -: standard output is a terminal; pipe or redirect it\n");
+    return false;
+  }
+  // The writer opens the descriptor again through /proc (with O_TRUNC): that works for a pipe
+  // and a file opened for writing; a socket cannot be opened so, and an appended file would
+  // hold something before the trace.
+  struct stat st;
+  int flags = fcntl(STDOUT_FILENO, F_GETFL);
+  if (fstat(STDOUT_FILENO, &st) != 0 || flags < 0 ||
+      !(S_ISFIFO(st.st_mode) || (S_ISREG(st.st_mode) && !(flags & O_APPEND)))) {
+    fprintf(stderr, "iotwin record: -o -: standard output must be a pipe or a file opened for "
+                    "writing (not a socket, a terminal or a file opened for appending)\n");
     return false;
   }
   int trace_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);

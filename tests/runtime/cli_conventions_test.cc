@@ -169,7 +169,7 @@ TEST(CliConventions, RecordToADashStreamsTheTraceAndKeepsTheCommandsOutputApart)
   // a pipe into cat.
   // What the command prints ("stdout-mark") is not in its arguments, which the trace holds.
   std::string command = "printf '%s-%s\\n' stdout mark; head -c 8192 /dev/zero > " + data;
-  RunResult r = test::Run({"/bin/sh", "-c",
+  RunResult r = test::Run({"/bin/bash", "-o", "pipefail", "-c",
                            "\"$0\" record --no-status -o - -- /bin/sh -c \"$2\" | cat > \"$1\"",
                            IotwinBin(), trace, command});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -192,6 +192,12 @@ TEST(CliConventions, RecordToADashStreamsTheTraceAndKeepsTheCommandsOutputApart)
   EXPECT_EQ(j["lost"], 0);
   EXPECT_GT(j["events"].get<uint64_t>(), 0u);
   EXPECT_EQ(test::Run({IotwinBin(), "record", "--json", "-o", "-", "--", "true"}).exit_code, 2);
+  // Standard output that cannot carry a trace: a file opened for appending.
+  RunResult append = test::Run({"/bin/sh", "-c", "\"$0\" record -o - -- true >> \"$1\"", IotwinBin(),
+                                dir / "appended"});
+  EXPECT_EQ(append.exit_code, 2);
+  EXPECT_NE(append.err.find("standard output must be a pipe or a file"), std::string::npos)
+      << append.err;
   RunResult tty_scope = test::Run({IotwinBin(), "record", "-o", "-", "--scope", "data", "--", "true"});
   EXPECT_EQ(tty_scope.exit_code, 2);
   EXPECT_NE(tty_scope.err.find("-o -: --scope"), std::string::npos) << tty_scope.err;
