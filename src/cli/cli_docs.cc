@@ -230,6 +230,10 @@ std::string CostText(std::string_view name) {
     return "Runs a workload under iotwin-record(1) and replays it: the costs of iotwin-record(1) "
            "and iotwin-replay(1).";
   }
+  if (name == "import") {
+    return "Reads the text it imports and writes a trace: no probes, no cost to any other "
+           "process.";
+  }
   return "Reads the trace only (and writes its own output): no probes, no cost to any other "
          "process.";
 }
