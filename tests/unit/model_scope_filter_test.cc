@@ -124,5 +124,29 @@ TEST(ScopeRecordFilter, PipesByTheirKindAndExecutablesByTheirCacheState) {
   EXPECT_EQ(kept_all, 3u);
 }
 
+TEST(ScopeRecordFilter, KeepsTheCallsThatMakeAndRemoveDirectories) {
+  SyntheticTrace t;
+  uint64_t ts = kStart;
+  auto path_call = [&](uint16_t op, const char* path, uint32_t flags) {
+    iot_syscall s = SyntheticTrace::Sys(op, 1, ts++);
+    s.fd = -100;
+    s.flags = flags;
+    s.path_id = t.String(path);
+    t.Add(s);
+  };
+  path_call(IOT_OP_MKDIR, "/data/run", 0);
+  path_call(IOT_OP_MKDIRAT, "/data/run/sub", 0);
+  path_call(IOT_OP_UNLINKAT, "/data/run/sub", AT_REMOVEDIR);
+  path_call(IOT_OP_RMDIR, "/data/run", 0);
+  path_call(IOT_OP_UNLINK, "/data/other", 0);  // a file out of scope: left out
+  ScopeRecordFilter filter(*Scope::Parse("all", {"/data/run/*"}, {}));
+  std::vector<int> kept;
+  t.Feed([&](const iot_rec_hdr* r) {
+    if (filter.Keep(r) && r->type == IOT_REC_SYSCALL) kept.push_back(As<iot_syscall>(r).op);
+  });
+  EXPECT_EQ(kept, (std::vector<int>{IOT_OP_MKDIR, IOT_OP_MKDIRAT, IOT_OP_UNLINKAT, IOT_OP_RMDIR}));
+  EXPECT_EQ(filter.dropped().calls, 1u);
+}
+
 }  // namespace
 }  // namespace iotwin::model
