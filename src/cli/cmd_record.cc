@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/scope_options.h"
 #include "cli/unit_options.h"
+#include "interop/record_sink.h"
 #include "model/scope_filter.h"
 
 namespace iotwin::cli {
@@ -79,16 +81,28 @@ bool RedirectTraceToStdout(std::string* output) {
 
 // With a scope, the capture writes every record to OUTPUT.unscoped and the trace is then written
 // to OUTPUT without the records on files out of scope (model/scope_filter.h): the filter needs
-// each name resolved, which only the trace interpreter can do.
-int ApplyScope(const std::string& output, const model::Scope& scope) {
-  const std::string unscoped = output + ".unscoped";
-  auto dropped = model::WriteScopedTrace(unscoped, output, scope);
-  if (!dropped.ok()) {
-    fprintf(stderr, "iotwin record: --scope/--include/--exclude: %s (the whole trace is in %s)\n",
-            dropped.status().message().c_str(), unscoped.c_str());
+// each name resolved, which only the trace interpreter can do. Both files are created
+// exclusively (never through a planted symlink), and OUTPUT is written as OUTPUT.partial and
+// renamed when whole.
+int ApplyScope(interop::ExclusiveFile& unscoped, const std::string& output,
+               const model::Scope& scope) {
+  auto partial = interop::ExclusiveFile::Create(output + ".partial");
+  if (!partial.ok()) {
+    fprintf(stderr, "iotwin record: %s (the whole trace is in %s)\n",
+            partial.status().message().c_str(), unscoped.path().c_str());
     return kExitError;
   }
-  unlink(unscoped.c_str());
+  auto dropped = model::WriteScopedTrace(unscoped.writer_path(), partial->writer_path(), scope);
+  if (dropped.ok() && ::rename(partial->path().c_str(), output.c_str()) != 0) {
+    dropped = Status::FromErrno(errno, "cannot rename " + partial->path() + " to " + output);
+  }
+  if (!dropped.ok()) {
+    partial->Remove();
+    fprintf(stderr, "iotwin record: --scope/--include/--exclude: %s (the whole trace is in %s)\n",
+            dropped.status().message().c_str(), unscoped.path().c_str());
+    return kExitError;
+  }
+  unscoped.Remove();
   fprintf(stderr, "iotwin record: scope %s: left out %llu records (%llu calls, %llu bytes, %llu "
           "page faults)\n",
           scope.Describe().c_str(), static_cast<unsigned long long>(dropped->records),
@@ -175,11 +189,21 @@ int RunRecord(RecordArgs& a) {
     if (!RedirectTraceToStdout(&o.output)) return kExitError;
   }
   const std::string output = o.output;
-  if (!scope->IsAll()) o.output = output + ".unscoped";
+  std::optional<interop::ExclusiveFile> unscoped;
+  if (!scope->IsAll()) {
+    auto created = interop::ExclusiveFile::Create(output + ".unscoped");
+    if (!created.ok()) {
+      fprintf(stderr, "iotwin record: %s\n", created.status().message().c_str());
+      return kExitError;
+    }
+    unscoped.emplace(std::move(*created));
+    o.output = unscoped->writer_path();
+  }
   auto started = std::chrono::steady_clock::now();
   auto r = capture::Record(o);
   if (!r.ok()) {
     fprintf(stderr, "iotwin record: %s\n", r.status().message().c_str());
+    if (unscoped) unscoped->Remove();
     return kExitError;
   }
   // One summary line, terminal or not.
@@ -189,7 +213,7 @@ int RunRecord(RecordArgs& a) {
           units::HumanBytes(r->file_bytes).c_str(),
           to_stdout ? "standard output" : output.c_str(),
           took.count(), r->stop_reason.c_str());
-  if (!scope->IsAll() && ApplyScope(output, *scope) != kExitOk) return kExitError;
+  if (unscoped && ApplyScope(*unscoped, output, *scope) != kExitOk) return kExitError;
   if (a.json) {
     // Printed after the command ended: the last line of standard output, which the command
     // shares.

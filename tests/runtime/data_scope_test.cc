@@ -3,7 +3,9 @@
 // directory descriptor, a "shared library" and a /proc file (tests/progs/io_scope.cc). report
 // --include, --exclude, --scope data and --filter file= keep exactly the files their globs name on
 // the absolute paths, and the header says what the scope left out.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/fd.h"
 #include "record_check.h"
 
 namespace iotwin::test {
@@ -63,14 +66,22 @@ ScopeTrace Record(const TempDir& tmp, const std::string& name,
   }
   int pid = 0;
   std::ifstream(pidfile) >> pid;
-  std::vector<std::string> argv = {IotwinBin(), "record", "-o", s.trace, "--no-status", "--pid",
-                                   std::to_string(pid)};
+  // record writes one byte to --ready-fd once the process is traced: descriptor 3, a FIFO.
+  const std::string ready = s.dir + "/ready";
+  if (mkfifo(ready.c_str(), 0600) != 0) {
+    s.error = "mkfifo failed";
+    return s;
+  }
+  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$@\" 3>\"$0\"", ready, IotwinBin(),
+                                   "record", "-o", s.trace, "--no-status", "--ready-fd", "3",
+                                   "--pid", std::to_string(pid)};
   argv.insert(argv.end(), record_options.begin(), record_options.end());
   Spawned rec = Spawn(argv);
-  // With a scope the capture writes TRACE.unscoped, and TRACE once it has finished.
-  if (!WaitForFile(record_options.empty() ? s.trace : s.trace + ".unscoped"))
-    s.error = "no trace file";
-  usleep(300 * 1000);  // the trace file exists once the BPF programs are attached
+  {
+    UniqueFd fifo(open(ready.c_str(), O_RDONLY | O_CLOEXEC));
+    char byte = 0;
+    if (!fifo.valid() || read(fifo.get(), &byte, 1) != 1) s.error = "record never said ready";
+  }
   std::ofstream(go) << "go\n";
   RunResult pr = WaitSpawned(prog);
   RunResult rr = WaitSpawned(rec, 30);
