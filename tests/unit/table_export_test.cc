@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <vector>
 
@@ -43,6 +44,16 @@ std::map<uint64_t, std::string> FilePaths(const std::string& dir) {
   std::map<uint64_t, std::string> paths;
   for (const auto& f : JsonRows(dir + "/files.jsonl")) paths[f["file_id"]] = f["path"];
   return paths;
+}
+
+// The names of the temporary tables (*.partial) left in `dir`, space-separated.
+std::string PartialFiles(const std::string& dir) {
+  std::string found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::string name = entry.path().filename().string();
+    if (name.find(".partial") != std::string::npos) found += name + " ";
+  }
+  return found;
 }
 
 bool Exists(const std::string& path) {
@@ -237,13 +248,7 @@ TEST(TableExport, StaleTablesOfAnotherTraceAreRemoved) {
   EXPECT_TRUE(Exists(dir / "out/page_cache.csv"));
   auto info = nlohmann::json::parse(ReadFile(dir / "out/trace_info.json"));
   EXPECT_FALSE(info["tables"].contains("intents"));
-  // No temporary file is left.
-  std::string listing;
-  std::FILE* ls = ::popen(("ls -a " + dir / "out").c_str(), "r");
-  char buf[256];
-  while (std::fgets(buf, sizeof buf, ls)) listing += buf;
-  ::pclose(ls);
-  EXPECT_EQ(listing.find(".partial"), std::string::npos) << listing;
+  EXPECT_EQ(PartialFiles(dir / "out"), "");  // no temporary file is left
 }
 
 TEST(TableExport, FailedExportLeavesThePreviousTables) {
@@ -276,12 +281,7 @@ TEST(TableExport, FailedExportLeavesThePreviousTables) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(ReadFile(dir / "out/syscalls.csv"), before);
   EXPECT_TRUE(Exists(dir / "out/intents.csv"));
-  std::string listing;
-  std::FILE* ls = ::popen(("ls -a " + dir / "out").c_str(), "r");
-  char buf[256];
-  while (std::fgets(buf, sizeof buf, ls)) listing += buf;
-  ::pclose(ls);
-  EXPECT_EQ(listing.find(".partial"), std::string::npos) << listing;
+  EXPECT_EQ(PartialFiles(dir / "out"), "");
 }
 
 TEST(TableExport, FifoAndDeviceNamesAreWrittenInPlace) {
