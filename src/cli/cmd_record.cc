@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -206,14 +207,18 @@ int RunRecord(RecordArgs& a) {
     if (unscoped) unscoped->Remove();
     return kExitError;
   }
-  // One summary line, terminal or not.
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  if (unscoped) {
+    if (ApplyScope(*unscoped, output, *scope) != kExitOk) return kExitError;
+    std::error_code ec;
+    r->file_bytes = std::filesystem::file_size(output, ec);  // the scoped trace's size
+  }
+  // One summary line, terminal or not.
   fprintf(stderr, "iotwin record: %llu events, %llu lost, %s to %s in %.1f s (%s)\n",
           static_cast<unsigned long long>(r->events), static_cast<unsigned long long>(r->lost),
           units::HumanBytes(r->file_bytes).c_str(),
           to_stdout ? "standard output" : output.c_str(),
           took.count(), r->stop_reason.c_str());
-  if (unscoped && ApplyScope(*unscoped, output, *scope) != kExitOk) return kExitError;
   if (a.json) {
     // Printed after the command ended: the last line of standard output, which the command
     // shares.
