@@ -63,19 +63,27 @@ struct Dist {
     j["n"] = v.size();
     if (v.empty()) return j;
     std::sort(v.begin(), v.end());
-    double sum = 0;
-    for (int64_t x : v) sum += static_cast<double>(x);
+    // Sums saturate: a forged trace can hold durations near INT64_MAX, and a
+    // double that large does not convert back to int64_t.
+    int64_t sum = 0;
+    for (int64_t x : v) sum = SaturatingAdd(sum, x);
     auto pct = [&](double p) {
       size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
       return v[std::min(i, v.size() - 1)];
     };
-    j["mean_ns"] = static_cast<int64_t>(sum / static_cast<double>(v.size()));
+    // The mean of non-negative values lies within [min, max], so it fits.
+    long double mean = 0;
+    for (int64_t x : v) mean += static_cast<long double>(x);
+    mean /= static_cast<long double>(v.size());
+    j["mean_ns"] = std::clamp(static_cast<int64_t>(std::min<long double>(
+                                  mean, static_cast<long double>(v.back()))),
+                              v.front(), v.back());
     j["min_ns"] = v.front();
     j["p50_ns"] = pct(0.50);
     j["p90_ns"] = pct(0.90);
     j["p99_ns"] = pct(0.99);
     j["max_ns"] = v.back();
-    j["sum_ns"] = static_cast<int64_t>(sum);
+    j["sum_ns"] = sum;
     return j;
   }
 };

@@ -442,5 +442,31 @@ TEST(Correlate, DependentReadChainsAndAppPresplitAreFound) {
   EXPECT_EQ(LayersReport(c, tight)["dependent_chains"]["chains"], 0);
 }
 
+
+// Durations are checked before arithmetic: two requests whose device times together pass
+// INT64_MAX (a forged trace) give a saturated sum and a mean between their min and max.
+TEST(Correlate, LatencySumsOfForgedDurationsSaturate) {
+  constexpr uint64_t kHuge = 6'000'000'000'000'000'000ull;  // two of them pass INT64_MAX
+  Trace t;
+  t.Call(IOT_OP_PREAD64, 1000, 2 * kHuge).length = 1 << 20;
+  t.Block(IOT_BLK_QUEUE, 1100, 0, 1, 2048, 1 << 20, kRead, kPid);
+  t.Block(IOT_BLK_SPLIT, 1200, 0, 2, 2048, 512 << 10, kRead, kPid, 3072, /*parent=*/1);
+  t.Block(IOT_BLK_ISSUE, 1300, 10, 2, 2048, 512 << 10, kRead, kPid);
+  t.Block(IOT_BLK_ISSUE, 1400, 11, 1, 3072, 512 << 10, kRead, kPid);
+  t.Block(IOT_BLK_COMPLETE, 1300 + kHuge, 10, 2, 2048, 512 << 10, kRead, 0, 512 << 10);
+  t.Block(IOT_BLK_COMPLETE, 1400 + kHuge, 11, 1, 3072, 512 << 10, kRead, 0, 512 << 10);
+  Correlation c = t.Finish();
+  nlohmann::json layers = LayersReport(c)["latency"]["layers"];
+  const nlohmann::json* device = nullptr;
+  for (const nlohmann::json& l : layers) {
+    if (l["layer"] == "driver_device") device = &l;
+  }
+  ASSERT_NE(device, nullptr) << layers.dump();
+  EXPECT_EQ((*device)["n"], 2);
+  EXPECT_EQ((*device)["sum_ns"].get<int64_t>(), INT64_MAX);
+  EXPECT_GE((*device)["mean_ns"].get<int64_t>(), (*device)["min_ns"].get<int64_t>());
+  EXPECT_LE((*device)["mean_ns"].get<int64_t>(), (*device)["max_ns"].get<int64_t>());
+}
+
 }  // namespace
 }  // namespace iotwin::correlate
