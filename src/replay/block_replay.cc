@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -22,6 +23,7 @@
 #include "replay/fill.h"
 #include "replay/histogram.h"
 #include "replay/pacer.h"
+#include "replay/recorder.h"
 #include "replay/stats.h"
 
 namespace iotwin::replay {
@@ -491,10 +493,52 @@ int BlockReplayer::Reap(bool wait_one) {
   return n;
 }
 
+// --record: the replay's own block (and NVMe) layers, captured by `iotwin record --pid <self>`
+// around the run; the replaying thread's calls (its io_uring submissions) are kept with them.
+struct BlockRecording {
+  std::string path;  // absolute
+  std::unique_ptr<ReplayRecorder> recorder;
+};
+
+nlohmann::json RecordingMeta(const ReplayOptions& o, const BlockLayout& layout, uint32_t src_dev) {
+  return {{"source", o.trace},
+          {"layer", "block"},
+          {"pace", PaceName(o.pace)},
+          {"speed", o.speed},
+          {"device", o.device},
+          {"device_offset", o.device_offset},
+          {"wrapped", layout.wrapped},
+          {"source_dev", fmt::format("{}:{}", src_dev >> 20, src_dev & 0xfffff)}};
+}
+
+// Stops the tracer and writes the recording; a recording asked for and missing fails the replay.
+void FinishRecording(BlockRecording& rec, const nlohmann::json& meta, BlockReplayOutcome* out) {
+  const std::vector<pid_t> tids = {gettid()};
+  Status st = rec.recorder->Finish(tids, meta);
+  if (!st.ok()) {
+    out->summary["record"] = {{"ok", false}, {"error", st.ToString()}};
+    out->summary["warnings"].push_back("--record: " + st.ToString());
+    out->text += "  --record failed: " + st.ToString() + "\n";
+    out->exit_code = 1;
+    return;
+  }
+  out->summary["record"] = {{"ok", true}, {"path", rec.path}};
+  out->text += fmt::format("  recorded into {}\n", rec.path);
+}
+
 }  // namespace
 
 Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const ReplayOptions& o) {
+  if (o.dry_run || o.prepare_only) {
+    // Both promise to write nothing; this replay has no plan to print and no files to prepare.
+    return Status::Invalid("--dry-run and --prepare-only are for file-level replays, not --layer "
+                           "block");
+  }
   if (Status st = CheckTargetDevice(o); !st.ok()) return st;
+  BlockRecording rec;
+  if (!o.record_out.empty()) {
+    IOTWIN_ASSIGN_OR_RETURN(rec.path, ResolveRecordPath(o.record_out));
+  }
   std::vector<std::string> warnings;
   std::vector<const model::BlockRequest*> reqs = BusiestDeviceRequests(m, &warnings);
   if (reqs.empty()) return Status::Invalid("the trace holds no issued block requests");
@@ -515,8 +559,15 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
 
   BlockReplayer replayer(reqs, layout, o, fd.get());
   if (Status st = replayer.Init(max_qd); !st.ok()) return st;
+  if (!rec.path.empty()) {
+    // The memory layer has nothing to say about O_DIRECT requests on a raw device.
+    rec.recorder = MakeSubprocessRecorder(o.iotwin_bin, rec.path, {"--no-memory"});
+    if (Status st = rec.recorder->Start(); !st.ok()) return st.WithContext("--record");
+  }
   const double secs = replayer.Run();
-  return Summarize(replayer.tally(), layout, o, reqs.size(), max_qd, warnings, secs);
+  BlockReplayOutcome out = Summarize(replayer.tally(), layout, o, reqs.size(), max_qd, warnings, secs);
+  if (rec.recorder) FinishRecording(rec, RecordingMeta(o, layout, reqs.front()->dev), &out);
+  return out;
 }
 
 }  // namespace iotwin::replay

@@ -11,6 +11,10 @@
 // sizes come from the trace (untrusted): a request whose byte range overflows 64 bits, lies
 // outside [--device-offset, device size) after placement, or is too large to buffer is not
 // issued; it is counted under "refused" and named in the warnings.
+// --record OUT captures the replay's own block and NVMe layers (and the replaying thread's calls)
+// with `iotwin record --pid <self>` (replay/recorder.h); OUT's header names the source trace, the
+// layer ("block"), the pace, the target device and offset under "replay". An OUT that cannot be
+// written, or a tracer that does not start, stops the replay before any request is issued.
 #pragma once
 
 #include <array>

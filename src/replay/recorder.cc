@@ -5,11 +5,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <thread>
@@ -28,8 +30,11 @@ namespace {
 
 class SubprocessRecorder final : public ReplayRecorder {
  public:
-  SubprocessRecorder(std::string bin, std::string output)
-      : bin_(std::move(bin)), output_(std::move(output)), tmp_(output_ + ".capture.tmp") {}
+  SubprocessRecorder(std::string bin, std::string output, std::vector<std::string> options)
+      : bin_(std::move(bin)),
+        output_(std::move(output)),
+        tmp_(output_ + ".capture.tmp"),
+        options_(std::move(options)) {}
   ~SubprocessRecorder() override {
     if (pid_ > 0) {
       kill(pid_, SIGKILL);
@@ -44,6 +49,7 @@ class SubprocessRecorder final : public ReplayRecorder {
     // (`iotwin record --ready-fd`): no replayed call runs before it, whatever the load.
     std::vector<std::string> argv = {bin_,  "record",      "--pid", self,       "-o",
                                      tmp_,  "--no-status", "--ready-fd", "3"};
+    argv.insert(argv.end(), options_.begin(), options_.end());
     std::string log = output_ + ".capture.log";
     // Everything is allocated before fork: the child of a multi-threaded process may only make
     // async-signal-safe calls until it execs.
@@ -122,14 +128,36 @@ class SubprocessRecorder final : public ReplayRecorder {
   }
 
   std::string bin_, output_, tmp_;
+  std::vector<std::string> options_;
   pid_t pid_ = -1;
 };
 
 }  // namespace
 
-std::unique_ptr<ReplayRecorder> MakeSubprocessRecorder(const std::string& iotwin_bin,
-                                                       const std::string& output) {
-  return std::make_unique<SubprocessRecorder>(iotwin_bin, output);
+std::unique_ptr<ReplayRecorder> MakeSubprocessRecorder(
+    const std::string& iotwin_bin, const std::string& output,
+    const std::vector<std::string>& record_options) {
+  return std::make_unique<SubprocessRecorder>(iotwin_bin, output, record_options);
+}
+
+Result<std::string> ResolveRecordPath(const std::string& record_out) {
+  std::error_code ec;
+  std::filesystem::path out = std::filesystem::absolute(record_out, ec);
+  if (ec) return Status::Invalid("--record {}: {}", record_out, ec.message());
+  std::filesystem::path dir = out.parent_path();
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    return Status::FromErrno(errno, fmt::format("--record {}: directory {}", record_out,
+                                                dir.string()));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::Invalid("--record {}: {} is not a directory", record_out, dir.string());
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    return Status::FromErrno(errno, fmt::format("--record {}: directory {} is not writable",
+                                                record_out, dir.string()));
+  }
+  return out.string();
 }
 
 namespace {

@@ -31,9 +31,15 @@ class ReplayRecorder {
   virtual Status Finish(const std::vector<pid_t>& worker_tids, const nlohmann::json& replay_meta) = 0;
 };
 
-// Spawns `iotwin_bin record --pid <getpid()>`; `output` is the final trace path.
-std::unique_ptr<ReplayRecorder> MakeSubprocessRecorder(const std::string& iotwin_bin,
-                                                       const std::string& output);
+// Spawns `iotwin_bin record --pid <getpid()> [record_options...]`; `output` is the final trace
+// path.
+std::unique_ptr<ReplayRecorder> MakeSubprocessRecorder(
+    const std::string& iotwin_bin, const std::string& output,
+    const std::vector<std::string>& record_options = {});
+
+// --record OUT, absolute, once its directory is known to exist and be writable: a recording that
+// cannot be written stops the replay before it starts, instead of being found missing after it.
+Result<std::string> ResolveRecordPath(const std::string& record_out);
 
 // Rewrites trace `in` into `out` keeping only the records of `tids` (plus strings, clocks,
 // losses, snapshots and device-level records) and adding meta["replay"] = replay_meta.
