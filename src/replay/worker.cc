@@ -652,7 +652,8 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   const bool moves_data = write || kind == iotwin::AsyncKind::kRead;
   const uint64_t queued = NowNs();
   NoteIssued(queued);
-  outstanding_.push_back(Outstanding{index, op.end, queued, e, moves_data});
+  const bool reaped_by_call = op.aio.engine == IOT_AIO_ENGINE_LIBAIO && op.end != UINT64_MAX;
+  outstanding_.push_back(Outstanding{index, op.end, queued, e, moves_data, reaped_by_call});
   carried_batch_ = NextOpCarries(index);
   if (!carried_batch_) e->Flush();
   prev_rec_end_ = std::max(prev_rec_end_, op.ts);
@@ -686,6 +687,10 @@ void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
       op.async_ctx < engines_.size()) {
     EnsureEngine(op.async_ctx);
   }
+  if (code == IOT_OP_IO_DESTROY) {
+    DestroyAioContext(op, index);
+    return;
+  }
   bool waits = code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS ||
                (code == IOT_OP_IO_URING_ENTER && (op.sc.flags & 1 /*GETEVENTS*/));
   // io_uring_enter submits and waits in one call: the wait submits what it waits for, and
@@ -706,7 +711,28 @@ void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
 void ReplayEngine::Worker::CloseRing(const Op& op, uint32_t index) {
   uint64_t t0 = NowNs();
   NoteIssued(t0);
-  AsyncEngine* e = engines_[op.async_ctx].get();
+  TearDownEngine(op.async_ctx);
+  FinishEngineCall(op, index, t0);
+}
+
+// io_destroy(ctx): the engine of the libaio context with the recorded address in this process
+// is torn down here (its teardown is the replay's io_destroy), not when the thread ends.
+void ReplayEngine::Worker::DestroyAioContext(const Op& op, uint32_t index) {
+  uint64_t t0 = NowNs();
+  const auto& contexts = model_.async_contexts();
+  for (uint32_t c = 0; c < contexts.size() && c < engines_.size(); c++) {
+    if (engines_[c] && contexts[c].engine == IOT_AIO_ENGINE_LIBAIO &&
+        contexts[c].ctx == op.sc.aux && contexts[c].process == op.process) {
+      TearDownEngine(c);
+    }
+  }
+  FinishEngineCall(op, index, t0);
+}
+
+// An engine's requests complete (its queue submitted first), then it goes; a later request of
+// its context sets up a new one.
+void ReplayEngine::Worker::TearDownEngine(uint32_t context) {
+  AsyncEngine* e = engines_[context].get();
   // A failed submission leaves nothing to wait for: its requests are dropped below.
   const bool submitted = !e->queued() || e->Flush() >= 0;
   auto mine = [&](const Outstanding& o) { return o.engine == e; };
@@ -719,8 +745,7 @@ void ReplayEngine::Worker::CloseRing(const Op& op, uint32_t index) {
   // Requests that never completed are dropped with the engine, never left pointing at it.
   outstanding_.erase(std::remove_if(outstanding_.begin(), outstanding_.end(), mine),
                      outstanding_.end());
-  engines_[op.async_ctx].reset();  // a later request of the context sets up a new one
-  FinishEngineCall(op, index, t0);
+  engines_[context].reset();
 }
 
 void ReplayEngine::Worker::EnsureEngine(uint32_t context) {
@@ -768,12 +793,19 @@ void ReplayEngine::Worker::HandleCompletions(AsyncEngine* e, int n) {
   }
 }
 
+// Polls what has completed, except on an engine with a request that a recorded waiting call
+// reaps (Outstanding::reaped_by_call): that call reaps it in the replay.
 void ReplayEngine::Worker::ReapAvailable() {
   for (auto& e : engines_) {
-    if (!e) continue;
+    if (!e || AwaitsRecordedWait(e.get())) continue;
     int n;
     while ((n = e->Reap(comps_, 64, 0)) > 0) HandleCompletions(e.get(), n);
   }
+}
+
+bool ReplayEngine::Worker::AwaitsRecordedWait(const AsyncEngine* e) const {
+  return std::any_of(outstanding_.begin(), outstanding_.end(),
+                     [&](const Outstanding& o) { return o.engine == e && o.reaped_by_call; });
 }
 
 // Waits for the requests the original had completed by `rec_time` (its waiting call returned),

@@ -41,6 +41,10 @@ struct Outstanding {
   uint64_t submitted;  // live submission time
   AsyncEngine* engine;
   bool moves_data;     // reads or writes file data: its result is a byte count
+  // A libaio request whose completion the original reaped with a recorded io_getevents (the
+  // only way a libaio completion reaches the trace): reaped there in the replay too, never by a
+  // poll before it, or the replay would leave the call out.
+  bool reaped_by_call;
 };
 
 struct ReplayEngine::Worker {
@@ -118,6 +122,9 @@ struct ReplayEngine::Worker {
   inline bool NextOpCarries(uint32_t index) const;
   inline void ReplayAsyncSyscall(const model::Op& op, uint32_t index);
   void CloseRing(const model::Op& op, uint32_t index);
+  void DestroyAioContext(const model::Op& op, uint32_t index);
+  void TearDownEngine(uint32_t context);
+  bool AwaitsRecordedWait(const AsyncEngine* e) const;
   void EnsureEngine(uint32_t context);
   void FinishEngineCall(const model::Op& op, uint32_t index, uint64_t t0);
   void HandleCompletions(AsyncEngine* e, int n);
