@@ -26,6 +26,7 @@
 #include "base/units.h"
 #include "capture/capture_bpf.h"
 #include "capture/launcher.h"
+#include "capture/live_status.h"
 #include "capture/memory_tracker.h"
 #include "capture/proc_snapshot.h"
 #include "capture/ring_consumer.h"
@@ -279,6 +280,7 @@ class Capture {
   DropCounts drops_;
   std::array<uint64_t, IOT_REC_MAX + 1> own_counts_{};
   bool status_tty_ = false;
+  std::unique_ptr<LiveStatus> status_line_;  // while status_tty_
   uint64_t last_status_ns_ = 0, last_status_events_ = 0;
 };
 
@@ -558,8 +560,7 @@ void Capture::PrintStatus() {
   last_status_events_ = events;
   std::string line = fmt::format("iotwin record: {} events ({:.0f}/s), {} written, {} lost", events,
                                  rate, units::HumanBytes(writer_->bytes_written()), drops_.Total());
-  fprintf(stderr, "\r\033[K%s", line.c_str());
-  fflush(stderr);
+  status_line_->Draw(line);
 }
 
 Status Capture::Loop() {
@@ -652,6 +653,14 @@ Result<RecordOutcome> Capture::Run() {
   StopSignals signals;
   status_tty_ = opt_.status_line == StatusLine::kOn ||
                 (opt_.status_line == StatusLine::kAuto && isatty(STDERR_FILENO));
+  if (status_tty_) status_line_ = std::make_unique<capture::LiveStatus>(STDERR_FILENO);
+  // Every way out of Run gives the terminal's bottom row back before anything else is printed.
+  struct ClearStatus {
+    std::unique_ptr<capture::LiveStatus>& line;
+    ~ClearStatus() {
+      if (line) line->Clear();
+    }
+  } clear_status{status_line_};
 
   // Until the command runs, a failure removes the output: there is nothing worth keeping.
   auto setup = [&]() -> Status {
@@ -716,10 +725,7 @@ Result<RecordOutcome> Capture::Run() {
   IOTWIN_RETURN_IF_ERROR(writer_->Finish(summary));
   out.file_bytes = writer_->bytes_written();
   // The live line gives way to the summary line that `iotwin record` prints.
-  if (status_tty_) {
-    fputs("\r\033[K", stderr);
-    fflush(stderr);
-  }
+  if (status_line_) status_line_->Clear();
 
   if (stop_reason_ == "duration" && command_ && !command_->exited()) {
     // The trace is complete; the command keeps running untraced and its status is still ours.
