@@ -169,22 +169,24 @@ static __always_inline void iot_mem_mark(__u64 ino, __u32 dev)
  * first time for this file, record how many of its pages are cached right now
  * (`adjust`: pages this event already inserted), before the workload's own
  * accesses change it. The map insert is the atomic "first". */
-static __always_inline void iot_mem_first_touch(struct inode *inode, __u64 ino, __u32 dev,
+static __always_inline bool iot_mem_first_touch(struct inode *inode, __u64 ino, __u32 dev,
 						__u64 adjust, __u32 tgid)
 {
 	struct iot_mem_key k = {.ino = ino, .dev = dev};
 	if (bpf_map_lookup_elem(&iot_mem_state_done, &k))
-		return;
+		return true;
 	__u8 one = 1;
 	long err = bpf_map_update_elem(&iot_mem_state_done, &k, &one, BPF_NOEXIST);
 	if (err) {
-		if (err != -IOT_EEXIST)
+		if (err != -IOT_EEXIST) {
 			iot_mem_stat(IOT_MEM_STAT_STATE_FULL);
-		return;
+			return false;
+		}
+		return true;
 	}
 	iot_mem_mark(ino, dev);
 	if (!iot_mem_emit_state)
-		return;
+		return true;
 	struct iot_wire_cache_state w = {};
 	w.cs.hdr.type = IOT_WIRE_CACHE_STATE;
 	w.cs.hdr.size = sizeof(w);
@@ -198,6 +200,7 @@ static __always_inline void iot_mem_first_touch(struct inode *inode, __u64 ino, 
 	w.cs.resident_pages = cached > adjust ? cached - adjust : 0;
 	w.tgid = tgid;
 	iot_output(&w, sizeof(w), IOT_SRC_MEMORY);
+	return true;
 }
 
 static __always_inline void iot_folio_ident(struct folio *folio, __u64 *ino, __u32 *dev)
@@ -888,20 +891,59 @@ int BPF_PROG(iot_mem_ra_order_raw, struct inode *inode, unsigned long index,
 }
 
 /* read() of pages already cached leaves no other trace here: the first read
- * of a file by a traced thread still records its cache state. */
-static __always_inline int iot_mem_get_pages_body(struct address_space *mapping, unsigned long index,
-	     unsigned long last_index)
+ * of a file by a traced thread still records its cache state. This program
+ * runs once per read call of every process, so its common case (a read of the
+ * file this CPU last saw recorded) is a per-CPU array lookup (inlined, no
+ * helper call) and a few loads: a file stays in iot_mem_state_done once there,
+ * so for it there is nothing to do whoever reads, and the memo never goes
+ * stale. It holds the mapping's address and the file's identity (an inode freed
+ * and reused for another file has another identity). */
+struct iot_mem_seen {
+	__u64 mapping;
+	__u64 ino;
+	__u32 dev;
+	__u32 pad;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iot_mem_seen);
+} iot_mem_seen SEC(".maps");
+
+/* typed: tp_btf, whose arguments are BTF pointers read with plain loads; raw_tp
+ * reads them with probes. */
+static __always_inline int iot_mem_get_pages_body(struct address_space *mapping, const bool typed)
 {
 	if (!mapping)
+		return 0;
+	struct inode *host;
+	__u64 ino;
+	__u32 dev;
+	if (typed) {
+		host = mapping->host;
+		if (!host)
+			return 0;
+		ino = host->i_ino;
+		dev = host->i_sb->s_dev;
+	} else {
+		host = BPF_CORE_READ(mapping, host);
+		iot_inode_ident(host, &ino, &dev);
+	}
+	__u32 zero = 0;
+	struct iot_mem_seen *seen = bpf_map_lookup_elem(&iot_mem_seen, &zero);
+	if (!seen)
+		return 0;
+	if (seen->mapping == (__u64)mapping && seen->ino == ino && seen->dev == dev)
 		return 0;
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!iot_tgid_traced(tgid))
 		return 0;
-	struct inode *host = BPF_CORE_READ(mapping, host);
-	__u64 ino;
-	__u32 dev;
-	iot_inode_ident(host, &ino, &dev);
-	iot_mem_first_touch(host, ino, dev, 0, tgid);
+	if (!iot_mem_first_touch(host, ino, dev, 0, tgid))
+		return 0;
+	seen->mapping = (__u64)mapping;
+	seen->ino = ino;
+	seen->dev = dev;
 	return 0;
 }
 
@@ -909,14 +951,14 @@ SEC("tp_btf/mm_filemap_get_pages")
 int BPF_PROG(iot_mem_get_pages, struct address_space *mapping, unsigned long index,
 	     unsigned long last_index)
 {
-	return iot_mem_get_pages_body(mapping, index, last_index);
+	return iot_mem_get_pages_body(mapping, true);
 }
 
 SEC("raw_tp/mm_filemap_get_pages")
 int BPF_PROG(iot_mem_get_pages_raw, struct address_space *mapping, unsigned long index,
 	     unsigned long last_index)
 {
-	return iot_mem_get_pages_body(mapping, index, last_index);
+	return iot_mem_get_pages_body(mapping, false);
 }
 
 /* ---- dirtying and sub-page baselines ------------------------------------ */
