@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/compare_block.h"
 #include "analysis/distance.h"
 #include "analysis/report_text.h"
 #include "analysis/sequence.h"
@@ -382,7 +383,8 @@ Status ParseThreshold(const std::string& spec, CompareOptions* options) {
   if (eq == std::string::npos) return Status::Invalid("--threshold {}: expected NAME=VALUE", spec);
   std::string name = spec.substr(0, eq), value = spec.substr(eq + 1);
   bool known = std::any_of(Measures().begin(), Measures().end(),
-                           [&](const MeasureSpec& m) { return name == m.name; });
+                           [&](const MeasureSpec& m) { return name == m.name; }) ||
+               IsBlockStreamMeasure(name);
   if (!known) {
     std::string names;
     for (const auto& m : Measures()) names += std::string(names.empty() ? "" : ", ") + m.name;
@@ -469,6 +471,8 @@ json CompareBlock(const Analyzer& a, const json& ma, const Analyzer& b, const js
 
 Result<json> CompareTraces(const std::string& original, const std::string& replay,
                            const CompareOptions& options) {
+  IOTWIN_ASSIGN_OR_RETURN(const bool device_level, WantsBlockStreamCompare(replay, options));
+  if (device_level) return CompareBlockStreams(original, replay, options);
   TraceAnalysisOptions ao;
   ao.analyzer.collect_sequences = true;
   ao.analyzer.collect_distributions = true;
@@ -602,6 +606,7 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
 }
 
 std::string RenderCompareText(const json& r) {
+  if (IsBlockStreamResult(r)) return RenderBlockStreamText(r);
   std::string out;
   auto line = [&](const std::string& s) {
     out += s;

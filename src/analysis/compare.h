@@ -50,6 +50,9 @@ struct CompareOptions {
   // The data scope: calls on files it leaves out are not judged in either trace (a replay's
   // paths are judged below its sandbox root, model::ModelOptions::scope).
   model::Scope files;
+  // "auto": the block streams of one device (analysis/compare_block.h) when the replay's header
+  // says it is a device-level replay; "block": always; "syscall": never.
+  std::string layer = "auto";
 };
 
 // Parses "NAME=VALUE" or "NAME=off" into options->thresholds.

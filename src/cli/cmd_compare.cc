@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "analysis/compare.h"
+#include "analysis/compare_block.h"
 #include "cli/commands.h"
 #include "cli/scope_options.h"
 #include "cli/unit_options.h"
@@ -26,6 +27,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
     bool all_calls = false;
     double iat_resolution_us = 50;
     ScopeArgs scope;
+    std::string layer = "auto";
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = parent.add_subcommand(
@@ -43,7 +45,18 @@ CommandSpec SetupCompare(CLI::App& parent) {
                         m.default_threshold, m.timing ? " [timing]" : "",
                         m.enabled ? "" : " [off by default]", m.what);
   }
+  help += "\n device-level (--layer block):";
+  for (const auto& m : analysis::BlockStreamMeasures()) {
+    help += fmt::format("\n  {} {} {}{}{}: {}", m.name, m.at_least ? ">=" : "<=",
+                        m.default_threshold, m.timing ? " [timing]" : "",
+                        m.enabled ? "" : " [off by default]", m.what);
+  }
   sub->add_option("--threshold", opt->thresholds, help);
+  sub->add_option("--layer", opt->layer,
+                  "auto (block requests when the replay is a device-level replay, else system "
+                  "calls), syscall, or block (the block requests of one device)")
+      ->check(CLI::IsMember({"auto", "syscall", "block"}))
+      ->capture_default_str();
   sub->add_flag("--json", opt->json, "print the comparison as JSON");
   sub->add_option("--top", opt->top, "thread rows shown, worst first (0: all)")->capture_default_str();
   sub->add_option("--max-sequence-ops", opt->max_sequence_ops,
@@ -83,6 +96,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
               return kExitError;
             }
             o.files = *scope;
+            o.layer = opt->layer;
             o.top = opt->top;
             o.max_sequence_ops = opt->max_sequence_ops;
             o.salvage = opt->salvage;
