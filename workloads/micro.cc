@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <vector>
 
 #include "rng.h"
@@ -123,7 +124,9 @@ Result<ScenarioResult> RunMicro(const MicroOptions& o, RunContext& ctx) {
   if (o.direct && o.size % kDirectAlign != 0) {
     return BadOption("--direct needs --size to be a multiple of {} (got {})", kDirectAlign, o.size);
   }
-  if (!(o.rate >= 0) || !(o.seconds >= 0)) return BadOption("--rate and --seconds must be >= 0");
+  if (!(o.rate >= 0) || !(o.seconds >= 0) || !std::isfinite(o.rate)) {
+    return BadOption("--rate and --seconds must be finite and >= 0");
+  }
   const uint64_t ops = o.ops == 0 && o.seconds == 0 ? kDefaultOps : o.ops;
   const uint64_t blocks = file_bytes / o.size;
 
@@ -198,8 +201,12 @@ Result<ScenarioResult> RunMicro(const MicroOptions& o, RunContext& ctx) {
     for (; (ops == 0 || i < ops); i++) {
       if (deadline_ns != UINT64_MAX && MonotonicNs() >= deadline_ns) break;
       if (ns_per_slot > 0) {
-        SleepUntil(start_ns +
-                   static_cast<uint64_t>(static_cast<double>(i * threads + t) * ns_per_slot));
+        // Slow rates over many ops put the due time past 2^64 ns: it saturates (a double that
+        // large does not convert to an integer).
+        const double due = static_cast<double>(i * threads + t) * ns_per_slot;
+        const uint64_t due_ns = due < 0x1p63 ? start_ns + static_cast<uint64_t>(due) : UINT64_MAX;
+        if (deadline_ns != UINT64_MAX && due_ns >= deadline_ns) break;
+        SleepUntil(due_ns);
       }
       const uint64_t off = seq.Next() * o.size;
       long r;

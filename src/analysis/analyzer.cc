@@ -171,8 +171,12 @@ bool Analyzer::StartAt(uint64_t ts) {
   }
   series_.SetStart(start_);
   const AnalysisFilter& f = options_.filter;
-  if (f.from_s) from_ns_ = start_ + static_cast<uint64_t>(std::max(0.0, *f.from_s) * 1e9);
-  if (f.to_s) to_ns_ = start_ + static_cast<uint64_t>(std::max(0.0, *f.to_s) * 1e9);
+  // The options are parsed durations (at most 1e19 ns); the trace's start is not bounded.
+  auto after_start = [&](double s) {
+    return SaturatingAdd(start_, static_cast<uint64_t>(std::max(0.0, s) * 1e9));
+  };
+  if (f.from_s) from_ns_ = after_start(*f.from_s);
+  if (f.to_s) to_ns_ = after_start(*f.to_s);
   return true;
 }
 
@@ -1303,7 +1307,7 @@ void Analyzer::OnIntent(const iot_intent& r) {
         uint64_t dur = r.ts >= stack[i].second ? r.ts - stack[i].second : 0;
         LabelStats& l = labels_[r.label_id];
         ++l.count;
-        l.total_ns += dur;
+        l.total_ns = SaturatingAdd(l.total_ns, dur);
         l.max_ns = std::max(l.max_ns, dur);
         stack.erase(stack.begin() + static_cast<long>(i), stack.end());
         return;

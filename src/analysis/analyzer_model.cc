@@ -33,7 +33,7 @@ double Share(uint64_t part, uint64_t whole) {
 double Round4(double v) { return std::round(v * 1e4) / 1e4; }
 
 json LatencyJson(const LogLinearHistogram& h) {
-  return {{"count", h.total()},          {"mean", std::llround(h.mean())},
+  return {{"count", h.total()},          {"mean", h.MeanRounded()},
           {"p50", h.Percentile(50)},     {"p90", h.Percentile(90)},
           {"p99", h.Percentile(99)},     {"max", h.max()},
           {"min", h.min()}};

@@ -338,7 +338,7 @@ void TimeSection(Out& out, const json& m) {
   uint64_t width = U(ts, "bucket_ns");
   // At most 20 rows: merge neighbouring buckets.
   size_t per_row = (n + 19) / 20;
-  double row_s = static_cast<double>(width * per_row) / 1e9;
+  double row_s = static_cast<double>(width) * static_cast<double>(per_row) / 1e9;
   out.Section(fmt::format("THROUGHPUT OVER TIME ({} per row)", FormatDuration(row_s * 1e9)));
   out.Line("  {:>9} {:>11} {:>12} {:>11} {:>12}  {}", "from s", "read IOPS", "read/s", "write IOPS",
            "write/s", "bytes/s");

@@ -70,6 +70,13 @@ class HdrHistogram {
     return (static_cast<double>(sum_high_) * 0x1p64 + static_cast<double>(sum_low_)) /
            static_cast<double>(total_);
   }
+  // The mean rounded to the nearest integer, from the exact sum: it lies within [min, max], so
+  // it fits where the double mean of values near 2^64 would not convert back.
+  uint64_t MeanRounded() const {
+    if (!total_) return 0;
+    const unsigned __int128 sum = (static_cast<unsigned __int128>(sum_high_) << 64) | sum_low_;
+    return static_cast<uint64_t>((sum + total_ / 2) / total_);
+  }
   uint64_t count(int b) const { return counts_[b]; }
   const std::vector<uint64_t>& counts() const { return counts_; }
 

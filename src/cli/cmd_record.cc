@@ -117,8 +117,9 @@ int RunRecord(RecordArgs& a) {
   capture::RecordOptions& o = a.options;
   for (const std::string& p : a.pids) {
     char* end = nullptr;
+    errno = 0;
     long v = strtol(p.c_str(), &end, 10);
-    if (p.empty() || *end != '\0' || v <= 0) {
+    if (p.empty() || *end != '\0' || errno == ERANGE || v <= 0 || v > INT32_MAX) {
       fprintf(stderr, "iotwin record: --pid '%s' is not a process id\n", p.c_str());
       return kExitError;
     }

@@ -45,7 +45,10 @@ inline CLI::Validator DurationUnits(double unit_ns, std::string unit_name, bool 
         if (whole && std::fabs(value - std::round(value)) > 1e-9) {
           return fmt::format("'{}' is not a whole number of {}", text, unit_name);
         }
-        text = whole ? fmt::format("{}", std::llround(value)) : fmt::format("{}", value);
+        // ParseDurationNs refuses signs and caps at 1e19 ns, so the value fits a uint64_t (a
+        // long long does not hold 1e19).
+        text = whole ? fmt::format("{}", static_cast<uint64_t>(std::round(value)))
+                     : fmt::format("{}", value);
         return std::string();
       },
       "DURATION");

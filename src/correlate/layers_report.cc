@@ -13,6 +13,7 @@
 #include "correlate/chains.h"
 #include "correlate/device_time.h"
 #include "correlate/nvme_decode.h"
+#include "format/dev_number.h"
 #include "format/op_info.h"
 #include "format/records.h"
 
@@ -50,7 +51,7 @@ std::string Rwbs(uint32_t f) {
   return s;
 }
 
-std::string DevName(uint32_t dev) { return fmt::format("{}:{}", dev >> 20, dev & 0xfffff); }
+std::string DevName(uint32_t dev) { return FormatDev(dev); }
 
 // Summary statistics of a set of durations (ns).
 struct Dist {
@@ -136,20 +137,15 @@ std::map<uint32_t, DeviceLimits> Limits(const json& meta) {
   const json* devices = json_fields::Object(meta, "block_devices");
   if (!devices) return out;
   for (const auto& [name, d] : devices->items()) {
-    unsigned major = 0, minor = 0;
-    char tail = 0;
-    const std::string dev = json_fields::GetString(d, "dev");
-    // dev_t as the kernel packs it: 12 bits of major, 20 of minor.
-    if (sscanf(dev.c_str(), "%u:%u%c", &major, &minor, &tail) != 2 || major >= (1u << 12) ||
-        minor >= (1u << 20))
-      continue;
+    const std::optional<uint32_t> dev = ParseDev(json_fields::GetString(d, "dev"));
+    if (!dev) continue;
     DeviceLimits l;
     l.name = name;
     l.max_sectors_kb = json_fields::GetUint32(d, "max_sectors_kb", 0);
     l.max_segments = json_fields::GetUint32(d, "max_segments", 0);
     l.max_segment_size = json_fields::GetUint32(d, "max_segment_size", 0);
     l.lbs = json_fields::GetUint32(d, "logical_block_size", 0);
-    out[(major << 20) | minor] = l;
+    out[*dev] = l;
   }
   return out;
 }

@@ -33,7 +33,7 @@ void LayerTable(std::string& out, const json& layers, const std::string& indent)
                      "p50", "p90", "p99", "max");
   for (const json& l : layers) {
     out += fmt::format("{}{:<46} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}\n", indent,
-                       l.value("title", ""), l.value("n", 0), Ns(l.value("mean_ns", json())),
+                       l.value("title", ""), l.value("n", 0ull), Ns(l.value("mean_ns", json())),
                        Ns(l.value("p50_ns", json())), Ns(l.value("p90_ns", json())),
                        Ns(l.value("p99_ns", json())), Ns(l.value("max_ns", json())));
   }
@@ -56,9 +56,9 @@ void LayersAndCoverageText(std::string& out, const json& r) {
   out += fmt::format(
       "\nRequests: {} ({} linked to a cause, {} unattributed); {} bios, {} NVMe "
       "commands ({} not joined); lost: block {}, nvme {}, sched {}\n",
-      cov.value("requests", 0), cov.value("linked", 0), cov.value("unattributed", 0),
-      cov.value("bios", 0), cov.value("nvme_commands", 0), cov.value("nvme_unjoined", 0),
-      cov["lost"].value("block", 0), cov["lost"].value("nvme", 0), cov["lost"].value("sched", 0));
+      cov.value("requests", 0ull), cov.value("linked", 0ull), cov.value("unattributed", 0ull),
+      cov.value("bios", 0ull), cov.value("nvme_commands", 0ull), cov.value("nvme_unjoined", 0ull),
+      cov["lost"].value("block", 0ull), cov["lost"].value("nvme", 0ull), cov["lost"].value("sched", 0ull));
   for (const auto& [cause, n] : cov["by_cause"].items()) {
     out += fmt::format("  {:<14} {}\n", cause, n.get<uint64_t>());
   }
@@ -72,7 +72,7 @@ void LatencyText(std::string& out, const json& lat) {
       "\nPer-request latency by layer ({} requests of calls and async requests; "
       "each row's parts sum to its call's duration: {} within max({} ns, {}%), "
       "largest deviation {})\n",
-      lat.value("requests", 0), lat.value("within_tolerance", 0), lat["tolerance"].value("ns", 0),
+      lat.value("requests", 0ull), lat.value("within_tolerance", 0ull), lat["tolerance"].value("ns", 0ull),
       lat["tolerance"].value("fraction", 0.0) * 100, Ns(lat.value("max_deviation_ns", json())));
   LayerTable(out, lat["layers"], "  ");
   for (const auto& [op, t] : lat["by_op"].items()) {
@@ -80,7 +80,7 @@ void LatencyText(std::string& out, const json& lat) {
     LayerTable(out, t, "  ");
   }
   for (const json& f : lat["by_file"]) {
-    out += fmt::format("  -- file {} ({} requests)\n", f.value("file", ""), f.value("requests", 0));
+    out += fmt::format("  -- file {} ({} requests)\n", f.value("file", ""), f.value("requests", 0ull));
     LayerTable(out, f["layers"], "  ");
   }
 }
@@ -91,7 +91,7 @@ void BttText(std::string& out, const json& btt) {
                      "% Q2C");
   for (const json& b : btt) {
     out += fmt::format(
-        "  {:<6} {:>7} {:>9} {:>9} {:>9} {:>8}\n", b.value("metric", ""), b.value("n", 0),
+        "  {:<6} {:>7} {:>9} {:>9} {:>9} {:>8}\n", b.value("metric", ""), b.value("n", 0ull),
         Ns(b.value("min_ns", json())), Ns(b.value("mean_ns", json())),
         Ns(b.value("max_ns", json())),
         b.contains("pct_of_q2c") ? fmt::format("{:.1f}", b["pct_of_q2c"].get<double>()) : "");
@@ -102,8 +102,8 @@ void SplitsAndMergesText(std::string& out, const json& sp) {
   out += fmt::format(
       "\nSplits and merges: {} calls became several requests (at most {}); {} "
       "pieces split by the block layer\n",
-      sp.value("calls_split", 0), sp.value("max_requests_per_call", 0),
-      sp.value("kernel_split_pieces", 0));
+      sp.value("calls_split", 0ull), sp.value("max_requests_per_call", 0ull),
+      sp.value("kernel_split_pieces", 0ull));
   for (const auto& [why, n] : sp["kernel_split_reasons"].items()) {
     out += fmt::format("  split because of {}: {} pieces\n", why, n.get<uint64_t>());
   }
@@ -111,23 +111,23 @@ void SplitsAndMergesText(std::string& out, const json& sp) {
     out += fmt::format(
         "  {} tid {} {} bytes at {} -> {} bios from the file system, {} split "
         "pieces, {} requests of {}..{}\n",
-        cj.value("op", ""), cj.value("tid", 0), cj.value("length", 0), cj.value("offset", 0),
-        cj.value("bios_built_by_fs", 0), cj.value("kernel_split_pieces", 0),
-        cj.value("requests", 0), Bytes(cj.value("request_bytes_min", 0ull)),
+        cj.value("op", ""), cj.value("tid", 0ull), cj.value("length", 0ull), cj.value("offset", 0ull),
+        cj.value("bios_built_by_fs", 0ull), cj.value("kernel_split_pieces", 0ull),
+        cj.value("requests", 0ull), Bytes(cj.value("request_bytes_min", 0ull)),
         Bytes(cj.value("request_bytes_max", 0ull)));
   }
   out += fmt::format("  application-side pre-split: {} runs ({} calls)\n",
-                     sp.value("app_presplit_runs", 0), sp.value("app_presplit_calls", 0));
+                     sp.value("app_presplit_runs", 0ull), sp.value("app_presplit_calls", 0ull));
   for (const json& run : sp["app_presplit"]) {
-    out += fmt::format("    tid {} {}: {}\n", run.value("tid", 0), run.value("file", ""),
+    out += fmt::format("    tid {} {}: {}\n", run.value("tid", 0ull), run.value("file", ""),
                        run.value("suggestion", ""));
   }
   const json& m = sp["merges"];
   out += fmt::format(
       "  merges: {} bios merged into requests, {} requests of several bios, {} "
       "requests merged into others\n",
-      m.value("bios_merged", 0), m.value("requests_with_several_bios", 0),
-      m.value("requests_merged_into_others", 0));
+      m.value("bios_merged", 0ull), m.value("requests_with_several_bios", 0ull),
+      m.value("requests_merged_into_others", 0ull));
 }
 
 void AmplificationText(std::string& out, const json& amp) {
@@ -155,7 +155,7 @@ void AmplificationText(std::string& out, const json& amp) {
 
 void SoftwareShareText(std::string& out, const json& sw) {
   out += fmt::format("\nKernel software share of synchronous calls with device I/O: {} calls",
-                     sw.value("calls", 0));
+                     sw.value("calls", 0ull));
   if (!sw.contains("mean_pct")) {
     out += "\n";
     return;
@@ -165,7 +165,7 @@ void SoftwareShareText(std::string& out, const json& sw) {
       fmt::format(", mean {:.1f}%, p50 {:.1f}%, p90 {:.1f}% ({})\n", sw["mean_pct"].get<double>(),
                   d.value("p50_pct", 0.0), d.value("p90_pct", 0.0), sw.value("device_time", ""));
   for (const auto& [k, v] : sw["by_size"].items()) {
-    out += fmt::format("  {:<8} {} calls, mean {:.1f}%\n", k, v.value("calls", 0),
+    out += fmt::format("  {:<8} {} calls, mean {:.1f}%\n", k, v.value("calls", 0ull),
                        v.value("mean_pct", 0.0));
   }
   out += "  reference: " + sw.value("reference", "") + "\n";
@@ -177,7 +177,7 @@ void DependentChainsText(std::string& out, const json& dc) {
       "previous completed and re-reading none of the chain; at least {} reads): {} chains, {} "
       "reads",
       dc.value("query_marker", ""), Ns(dc.value("gap_threshold_ns", json())),
-      dc.value("min_reads", 0), dc.value("chains", 0), dc.value("reads_in_chains", 0));
+      dc.value("min_reads", 0ull), dc.value("chains", 0ull), dc.value("reads_in_chains", 0ull));
   if (dc.contains("estimated_speedup")) {
     out += fmt::format("; {} -> {} with in-kernel resubmission (x{:.2f}, an estimate)\n",
                        Ns(dc["span_ns"]), Ns(dc["estimated_with_driver_resubmission_ns"]),
@@ -190,7 +190,7 @@ void DependentChainsText(std::string& out, const json& dc) {
   out += fmt::format(
       "  told apart by: {} by query marker, {} by dependence (cuts: {})\n"
       "  per chain: {:.1f} hops of {:.1f} reads, {} per hop",
-      dc.value("chains_by_query_marker", 0), dc.value("chains_by_dependence", 0),
+      dc.value("chains_by_query_marker", 0ull), dc.value("chains_by_dependence", 0ull),
       dc.value("cuts", json::object()).dump(), m.value("hops", 0.0),
       m.value("reads_per_hop", 0.0), Ns(m.value("hop_ns", json())));
   if (m.contains("hop_device_ns")) {
@@ -200,9 +200,9 @@ void DependentChainsText(std::string& out, const json& dc) {
   }
   out += "\n";
   for (const json& ch : dc.value("top", json::array())) {
-    out += fmt::format("  tid {} {} at {}: {} reads in {} hops, {}", ch.value("tid", 0),
-                       ch.value("file", ""), Ns(ch.value("start_ts", json())), ch.value("reads", 0),
-                       ch.value("hops", 0), Ns(ch.value("span_ns", json())));
+    out += fmt::format("  tid {} {} at {}: {} reads in {} hops, {}", ch.value("tid", 0ull),
+                       ch.value("file", ""), Ns(ch.value("start_ts", json())), ch.value("reads", 0ull),
+                       ch.value("hops", 0ull), Ns(ch.value("span_ns", json())));
     if (ch.contains("estimated_saving_ns")) {
       out += fmt::format(", estimated saving {}", Ns(ch["estimated_saving_ns"]));
     }
@@ -215,7 +215,7 @@ void InterferenceText(std::string& out, const json& in) {
       "\nInterference while I/O was in flight: {} of {} requests of traced threads "
       "disturbed; summed over requests: preempted {}, hard irq {}, soft irq {} "
       "(blocked waiting {})\n",
-      in.value("requests_disturbed", 0), in.value("requests_of_traced_threads", 0),
+      in.value("requests_disturbed", 0ull), in.value("requests_of_traced_threads", 0ull),
       Ns(in["total_ns"].value("preempted", json())), Ns(in["total_ns"].value("hardirq", json())),
       Ns(in["total_ns"].value("softirq", json())),
       Ns(in["total_ns"].value("blocked_waiting", json())));
@@ -229,9 +229,9 @@ void WritebackText(std::string& out, const json& wb) {
     out += fmt::format(
         "  {}: {} requests, {}; dirtied by {} calls and {} faults; {} during a "
         "traced sync call; {} with unknown dirtier\n",
-        w.value("file", ""), w.value("requests", 0), Bytes(w.value("bytes", 0ull)),
-        w.value("dirtying_calls", 0), w.value("dirtying_faults", 0),
-        w.value("during_traced_sync_call", 0), w.value("requests_with_unknown_dirtier", 0));
+        w.value("file", ""), w.value("requests", 0ull), Bytes(w.value("bytes", 0ull)),
+        w.value("dirtying_calls", 0ull), w.value("dirtying_faults", 0ull),
+        w.value("during_traced_sync_call", 0ull), w.value("requests_with_unknown_dirtier", 0ull));
   }
 }
 
@@ -243,7 +243,7 @@ void RequestRowText(std::string& out, const json& q) {
   const json& l = lat != q.end() && lat->is_object() ? *lat : kNoLatency;
   std::string what = q.value("cause", "");
   if (q.contains("syscall")) {
-    what += fmt::format(" {}(tid {})", q["syscall"].value("op", ""), q["syscall"].value("tid", 0));
+    what += fmt::format(" {}(tid {})", q["syscall"].value("op", ""), q["syscall"].value("tid", 0ull));
   }
   if (q.contains("file")) what += " " + q["file"].get<std::string>();
   if (q.contains("why")) what += " [" + q["why"].get<std::string>() + "]";
@@ -274,8 +274,8 @@ void RequestRowText(std::string& out, const json& q) {
   if (q.contains("nvme")) {
     for (const json& n : q["nvme"]) {
       out += fmt::format("      nvme {} qid {} cid {} {} lba {} status {:#x}\n", n.value("op", ""),
-                         n.value("qid", 0), n.value("cid", 0), n.value("detail", ""),
-                         n.value("lba_size", 0), n.value("status", 0));
+                         n.value("qid", 0ull), n.value("cid", 0ull), n.value("detail", ""),
+                         n.value("lba_size", 0ull), n.value("status", 0ull));
     }
   }
 }
@@ -285,7 +285,7 @@ void RequestsText(std::string& out, const json& r) {
   out += fmt::format(
       "\nRequests ({} of {}): cause, then Q2D / D2C / NVMe and the call's split "
       "(syscall+fs | block | device | completion = total)\n",
-      rows.size(), r.value("requests_total", 0));
+      rows.size(), r.value("requests_total", 0ull));
   for (const json& q : rows) RequestRowText(out, q);
 }
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "base/checked_math.h"
+#include "format/dev_number.h"
 #include "format/records.h"
 #include "interop/block_text.h"
 #include "interop/importer.h"
@@ -120,10 +121,7 @@ std::optional<uint32_t> ParseDevT(std::string_view s) {
   size_t comma = s.find(',');
   if (comma == std::string_view::npos) comma = s.find(':');
   if (comma == std::string_view::npos) return std::nullopt;
-  auto maj = ParseDec(Trim(s.substr(0, comma)));
-  auto min = ParseDec(Trim(s.substr(comma + 1)));
-  if (!maj || !min || *maj > 0xfff || *min > 0xfffff) return std::nullopt;
-  return static_cast<uint32_t>((*maj << 20) | *min);
+  return ParseDevParts(Trim(s.substr(0, comma)), Trim(s.substr(comma + 1)));
 }
 
 uint64_t RequestIds::Begin(uint32_t dev, uint64_t sector) {

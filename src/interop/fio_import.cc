@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/checked_math.h"
 #include "format/records.h"
 #include "interop/importer.h"
 #include "interop/text_util.h"
@@ -100,7 +101,7 @@ class FioIologImporter : public Importer {
     } else {
       if (tok.size() != 2 && tok.size() != 4) return Unknown(pos, text, "v2 lines have 2 or 4 fields");
       // v2 has no time: one microsecond per line, plus waits.
-      src.clock_ns += 1000;
+      src.clock_ns = SaturatingAdd(src.clock_ns, uint64_t{1000});
       ts = src.clock_ns;
     }
     uint32_t tid = (options_.pid ? options_.pid : kDefaultTgid) + pos.source_index;
@@ -124,7 +125,7 @@ class FioIologImporter : public Importer {
     if (act == "wait") {
       // v2 only (fio ignores it in v3). The HOWTO says microseconds; taken as such.
       if (src.version == 3) return Unknown(pos, text, "wait is not valid in iolog v3");
-      src.clock_ns += *off * 1000;
+      src.clock_ns = SaturatingAdd(src.clock_ns, SaturatingMul(*off, uint64_t{1000}));
       stats_.counters["waits"]++;
       return Status::Ok();
     }

@@ -18,6 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/checked_math.h"
 #include "format/op_info.h"
 #include "format/records.h"
 #include "interop/importer.h"
@@ -348,7 +349,7 @@ class StraceImporter : public Importer {
       last_tod_ = ts;
       ts += day_offset_;
     } else if (h.kind == TsKind::kRelative) {
-      relative_sum_ += ts;
+      relative_sum_ = SaturatingAdd(relative_sum_, ts);
       ts = relative_sum_;
     }
     if (!clock_set_) {
@@ -1036,7 +1037,7 @@ class StraceImporter : public Importer {
     if (!iov_lens.empty()) IOTWIN_RETURN_IF_ERROR(EmitIovec(pid, ts, sc.aux, iov_lens));
     if (op == IOT_OP_IO_SUBMIT && ok) IOTWIN_RETURN_IF_ERROR(AioSubmit(pid, task, a, r.ret, ts));
     if ((op == IOT_OP_IO_GETEVENTS || op == IOT_OP_IO_PGETEVENTS) && ok && r.ret > 0) {
-      IOTWIN_RETURN_IF_ERROR(AioComplete(pid, task, a, ts + dur));
+      IOTWIN_RETURN_IF_ERROR(AioComplete(pid, task, a, SaturatingAdd(ts, dur)));
     }
     return Status::Ok();
   }
