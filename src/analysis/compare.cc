@@ -13,6 +13,7 @@
 #include "analysis/sequence.h"
 #include "analysis/trace_analysis.h"
 #include "analysis/compare_timing.h"
+#include "analysis/compare_query.h"
 #include "base/checked_math.h"
 #include "base/json_fields.h"
 #include "format/records.h"
@@ -337,7 +338,7 @@ void RenderWhy(const json& r, const Line& line) {
 }  // namespace
 
 const std::vector<MeasureSpec>& Measures() {
-  static const std::vector<MeasureSpec> kMeasures = {
+  static const std::vector<MeasureSpec> kMeasures = WithQueryMeasures({
       {"seq-match", 1.0, true, false, true,
        "share of operations identical in order and arguments (op, offset, length, flags, whence)"},
       {"op-count-rel-err", 0.01, false, false, true,
@@ -374,7 +375,7 @@ const std::vector<MeasureSpec>& Measures() {
       {"latency-ks", 0.25, false, true, false,
        "Kolmogorov-Smirnov distance of data-op latencies (worst of read/write; depends on the "
        "target storage, reported only unless a threshold is given)"},
-  };
+  });
   return kMeasures;
 }
 
@@ -600,8 +601,16 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   put("latency-ks", lat_ks);
   out["distributions"] = dist;
 
+  // ---- per-query latency, dependent hops and batch depth, where the original marks queries
+  QueryComparison queries;
+  IOTWIN_ASSIGN_OR_RETURN(
+      queries, CompareQueries(original, replay, seq.ta, seq.tb, seq.pairs, options.salvage));
+  for (const QueryMeasure& m : queries.measures) put(m.name, m.value, m.original, m.replay);
+  if (queries.present) out["queries"] = queries.detail;
+
   Judge(values, options, timing_judged, block_judged, &out);
   out["causes"] = out["failed"].empty() ? json::array() : LikelyCauses(out, ma, mb);
+  for (json& c : QueryCauses(queries, out["failed"])) out["causes"].push_back(std::move(c));
   return out;
 }
 

@@ -1,0 +1,52 @@
+// compare's per-query measures: where the original marks its queries and their hops with intent
+// markers (`query`, and `hop` or `rerank` inside it, as iotwin-workload vector-search does), the
+// replay is judged query by query: were the queries' reads issued, was each hop issued only after
+// the previous hop's reads completed (dependent hops per query), did each hop keep its reads in
+// flight together (queue depth), and how long did each query's reads take (per-query latency).
+//
+// A replay carries no markers: its reads are matched to the original's by thread (compare's
+// thread pairs), offset and length, in order, and take the query and hop of their match. Every
+// time is the trace's own: a read's issue (call entry or async submission) and completion (call
+// exit or async completion). docs/workloads.md (vector-search, "Comparing it") lists the
+// measures and their thresholds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/compare.h"
+#include "analysis/sequence.h"
+#include "base/status.h"
+
+namespace iotwin::analysis {
+
+struct QueryMeasure {
+  const char* name;
+  double value;
+  nlohmann::json original, replay;
+};
+
+struct QueryComparison {
+  bool present = false;  // the original marks queries: the measures below were computed
+  std::vector<QueryMeasure> measures;
+  nlohmann::json detail;  // compare's "queries": counts, hops, latency percentiles, differences
+};
+
+// `base` followed by the per-query measures (compare's Measures()).
+std::vector<MeasureSpec> WithQueryMeasures(std::vector<MeasureSpec> base);
+
+// Reads the markers and reads of `original` and, where it marks queries, the reads of `replay`;
+// threads pair as compare paired them (`pairs` of `ta`, `tb`). Errors name the file.
+Result<QueryComparison> CompareQueries(const std::string& original, const std::string& replay,
+                                       const std::vector<ThreadSeq>& ta, const std::vector<ThreadSeq>& tb,
+                                       const std::vector<ThreadPair>& pairs, bool salvage);
+
+// compare's likely causes for the per-query measures in `failed` (names): what differed, with
+// the first query that shows it.
+nlohmann::json QueryCauses(const QueryComparison& q, const nlohmann::json& failed);
+
+}  // namespace iotwin::analysis
