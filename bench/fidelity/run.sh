@@ -83,7 +83,7 @@ fi
 results="$work/results"
 mkdir -p "$results" "$work/data"
 
-# Scenarios: kind | name | A | B. kind gen: iotwin-workload, A = model-load args that prepare
+# Scenarios: kind | name | A | B. kind gen: iotwin-workload, A = workload args that prepare
 # its data before recording ("" = none), B = workload args. kind real: a program from Debian, A
 # = what it needs (an executable, or python3:MODULE,...), B = its driver in programs/, run as
 # `DRIVER prepare DIR SIZE` (not recorded) and `DRIVER run DIR SIZE` (recorded). Sized so that
@@ -94,10 +94,12 @@ scenarios=(
   "gen|kv-buffered||kv-offload --io buffered --chunks 256 --gets 4096"
   "gen|kv-direct||kv-offload --io direct --chunks 128 --gets 512"
   "gen|kv-uring||kv-offload --io uring --chunks 256 --gets 2048"
-  "gen|model-mmap|--prepare-only --shards 4 --shard-mb 32|model-load --mode mmap --shards 4 --drop-cache"
-  "gen|model-pread|--prepare-only --shards 8 --shard-mb 32|model-load --mode pread --shards 8 --drop-cache"
-  "gen|model-direct-async|--prepare-only --shards 4 --shard-mb 192|model-load --mode direct-async --shards 4"
+  "gen|model-mmap|model-load --prepare-only --shards 4 --shard-mb 32|model-load --mode mmap --shards 4 --drop-cache"
+  "gen|model-pread|model-load --prepare-only --shards 8 --shard-mb 32|model-load --mode pread --shards 8 --drop-cache"
+  "gen|model-direct-async|model-load --prepare-only --shards 4 --shard-mb 192|model-load --mode direct-async --shards 4"
   "gen|mixed||mixed --gets 1024 --writes 1024"
+  "gen|vector-libaio|vector-search --small --phase build|vector-search --small --phase search --queries 256 --io libaio"
+  "gen|vector-uring|vector-search --small --phase build|vector-search --small --phase search --queries 256 --io uring --threads 2"
   "real|sqlite-wal|/usr/bin/sqlite3|sqlite-wal.sh"
   "real|torch-checkpoint|python3:torch,numpy|torch-checkpoint.py"
   "real|rocksdb-bench|/usr/bin/db_bench|rocksdb-bench.sh"
@@ -171,7 +173,7 @@ for spec in "${scenarios[@]}"; do
     read -r -a argv <<<"$b"
     if [[ -n "$a" ]]; then
       read -r -a prepv <<<"$a"
-      "$workload" model-load --dir "$dir" "${prepv[@]}" --quiet
+      "$workload" "${prepv[@]}" --dir "$dir" --quiet
     fi
     argv=("$workload" "${argv[@]}" --dir "$dir")
   else
