@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "capture_wire.h"
+#include "syscall_wire.h"
 #include "format/records.h"
 
 namespace iotwin::capture {
@@ -95,6 +96,8 @@ Status RingConsumer::Handle(const uint8_t* data, size_t size) {
         return Status::Ok();
       }
       return Append(reinterpret_cast<const iot_rec_hdr*>(data));
+    case IOT_WIRE_SYSCALL_SHORT:
+      return HandleSyscallShort(data, hdr.size);
     case IOT_WIRE_SYSCALL_EXT:
       return HandleSyscallExt(data, hdr.size);
     case IOT_WIRE_EXEC:
@@ -108,6 +111,35 @@ Status RingConsumer::Handle(const uint8_t* data, size_t size) {
       return Status::Ok();
     }
   }
+}
+
+Status RingConsumer::HandleSyscallShort(const uint8_t* data, size_t size) {
+  iot_wire_syscall_short w;
+  if (size < sizeof(w)) {
+    counts_.malformed++;
+    return Status::Ok();
+  }
+  memcpy(&w, data, sizeof(w));
+  iot_syscall sc;
+  memset(&sc, 0, sizeof(sc));
+  InitRecord(&sc, IOT_REC_SYSCALL);
+  sc.op = w.op;
+  sc.cpu = w.cpu;
+  sc.ts = w.ts;
+  sc.dur = w.dur;
+  sc.tgid = w.tgid;
+  sc.tid = w.tid;
+  sc.ret = w.ret;
+  sc.fd = w.fd;
+  sc.fd2 = IOT_WIRE_SHORT_FD2;
+  sc.offset = w.offset;
+  sc.length = w.length;
+  sc.ino = w.ino;
+  sc.fsize = w.fsize;
+  sc.dev = w.dev;
+  sc.ftype = w.ftype;
+  sc.sflags = w.sflags;
+  return Append(&sc.hdr);
 }
 
 Status RingConsumer::HandleSyscallExt(const uint8_t* data, size_t size) {

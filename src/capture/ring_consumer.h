@@ -1,8 +1,9 @@
 // RingConsumer: moves records from the BPF ring buffer into the trace writer.
 //
-// Finished records (SYSCALL, PROC, ASYNC_IO) are appended byte for byte; wire records with
-// strings (paths, exec filenames, marker lines) are interned first, and vectored calls become a
-// SYSCALL record followed by its IOVEC record. Nothing is formatted: the consumer competes with
+// Finished records (SYSCALL, PROC, ASYNC_IO) are appended byte for byte; short syscall records
+// (syscall_wire.h) become the full SYSCALL record with the defaults they leave out; wire
+// records with strings (paths, exec filenames, marker lines) are interned first, and vectored
+// calls become a SYSCALL record followed by its IOVEC record. Nothing is formatted: the consumer competes with
 // the traced workload for CPU, so it only copies.
 #pragma once
 
@@ -60,6 +61,7 @@ class RingConsumer {
  private:
   static int OnRecord(void* ctx, void* data, size_t size);
   Status Append(const iot_rec_hdr* rec);
+  Status HandleSyscallShort(const uint8_t* data, size_t size);
   Status HandleSyscallExt(const uint8_t* data, size_t size);
   Status HandleExec(const uint8_t* data, size_t size);
   Status HandleIntent(const uint8_t* data, size_t size);
