@@ -4,7 +4,8 @@
 // directory rules: docs/tables.md.
 //
 // Speed: rows are written straight into one large buffer per table with a hand-rolled integer
-// writer (no per-row strings, no iostreams), and flushed with write(2) a megabyte at a time.
+// writer (no per-row strings, no iostreams), and flushed with write(2) a megabyte at a time; a
+// second thread formats the rows while the first reads the trace and keeps the model.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,9 +13,13 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -478,57 +483,270 @@ std::string_view IntentKind(uint16_t k) {
   return k < 3 ? kNames[k] : "?";
 }
 
+// What a row needs besides its record: the files it concerns and the trace's strings it shows
+// (a path, a second path, a label), worked out in record order where the model is kept.
+struct RowContext {
+  uint32_t file = kNoFile, file2 = kNoFile;
+  std::string_view text[2];
+};
+
+// The columns of each record table, for any table with Begin() -> a row writer, End(writer) and
+// scratch() (the text tables here, or columns in memory). Holds nothing that changes once built,
+// so the thread that formats rows shares it with no one who writes.
+class RowFormatter {
+ public:
+  explicit RowFormatter(FlagNames names) : names_(std::move(names)) {
+    for (uint16_t op = 0; op <= IOT_OP_MAX; op++) sets_[op] = SyscallFlagSetsOf(op);
+  }
+
+  template <typename TableT>
+  void Row(TableT& t, const iot_rec_hdr* h, const RowContext& ctx) const {
+    switch (h->type) {
+      case IOT_REC_SYSCALL: return Put(t, As<iot_syscall>(h), ctx);
+      case IOT_REC_PROC: return Put(t, As<iot_proc>(h), ctx);
+      case IOT_REC_FD_SNAPSHOT: return Put(t, As<iot_fd_snapshot>(h), ctx);
+      case IOT_REC_MAP_SNAPSHOT: return Put(t, As<iot_map_snapshot>(h), ctx);
+      case IOT_REC_PAGE_FAULT: return Put(t, As<iot_page_fault>(h), ctx);
+      case IOT_REC_PAGE_CACHE: return Put(t, As<iot_page_cache>(h), ctx);
+      case IOT_REC_WRITEBACK: return Put(t, As<iot_writeback>(h), ctx);
+      case IOT_REC_BLOCK: return Put(t, As<iot_block>(h), ctx);
+      case IOT_REC_NVME: return Put(t, As<iot_nvme>(h), ctx);
+      case IOT_REC_ASYNC_IO: return Put(t, As<iot_async_io>(h), ctx);
+      case IOT_REC_INTENT: return Put(t, As<iot_intent>(h), ctx);
+      case IOT_REC_LOST: return Put(t, As<iot_lost>(h), ctx);
+      case IOT_REC_CLOCK: return Put(t, As<iot_clock>(h), ctx);
+      case IOT_REC_CACHE_STATE: return Put(t, As<iot_cache_state>(h), ctx);
+      case IOT_REC_SUBPAGE: return Put(t, As<iot_subpage>(h), ctx);
+      case IOT_REC_SCHED: return Put(t, As<iot_sched>(h), ctx);
+      case IOT_REC_IOVEC: return Iovec(t, As<iot_iovec>(h), h);
+      default: return;
+    }
+  }
+
+ private:
+  template <typename TableT>
+  void Put(TableT& t, const iot_syscall& s, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_proc& p, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_fd_snapshot& s, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_map_snapshot& m, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_page_fault& f, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_page_cache& c, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_writeback& w, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_block& b, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_nvme& n, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_async_io& a, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_intent& in, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_lost& l, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_clock& c, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_cache_state& c, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_subpage& s, const RowContext& ctx) const;
+  template <typename TableT>
+  void Put(TableT& t, const iot_sched& s, const RowContext& ctx) const;
+  template <typename TableT>
+  void Iovec(TableT& t, const iot_iovec& v, const iot_rec_hdr* h) const;
+
+  FlagNames names_;
+  std::array<SyscallFlagSets, IOT_OP_MAX + 1> sets_{};
+};
+
+// Rows are formatted on a second thread while this one reads the trace and keeps the model
+// (each half is about half the work). Records go over in batches, copied with the strings their
+// rows show (the reader reuses both), and one thread formats them all in order, so each table
+// keeps the trace's order. The formatting thread writes the tables; nothing else touches them
+// until Finish has joined it.
+class RowPipeline {
+ public:
+  explicit RowPipeline(const RowFormatter& formatter) : formatter_(formatter) {
+    for (Batch& b : batches_) free_.push_back(&b);
+    filling_ = free_.back();
+    free_.pop_back();
+    worker_ = std::thread([this] { Work(); });
+  }
+  ~RowPipeline() { Finish(); }
+  RowPipeline(const RowPipeline&) = delete;
+  RowPipeline& operator=(const RowPipeline&) = delete;
+
+  // Queues the row of record `h` (valid, zero-extended by the reader) for table `t`.
+  void Push(Table* t, const iot_rec_hdr* h, const RowContext& ctx) {
+    Batch& b = *filling_;
+    Job& j = b.jobs.emplace_back();
+    j.table = t;
+    j.file = ctx.file;
+    j.file2 = ctx.file2;
+    const size_t size = std::max<size_t>(h->size, RecordFixedSize(h->type));
+    j.record = b.Append(h, size);
+    for (int i = 0; i < 2; i++) {
+      j.text_at[i] = static_cast<uint32_t>(b.texts.size());
+      j.text_len[i] = static_cast<uint32_t>(ctx.text[i].size());
+      b.texts.append(ctx.text[i]);
+    }
+    if (b.jobs.size() >= kBatchRows || b.texts.size() >= kBatchTextBytes) Submit();
+  }
+
+  // Formats what is queued and ends the thread.
+  void Finish() {
+    if (!worker_.joinable()) return;
+    if (!filling_->jobs.empty()) Submit();
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    full_cv_.notify_one();
+    worker_.join();
+  }
+
+ private:
+  static constexpr size_t kBatches = 4, kBatchRows = 4096, kBatchTextBytes = size_t{1} << 20;
+
+  struct Job {
+    Table* table;
+    size_t record;  // offset in Batch::words
+    uint32_t file, file2;
+    uint32_t text_at[2], text_len[2];
+  };
+  struct Batch {
+    std::vector<Job> jobs;
+    std::unique_ptr<uint64_t[]> words;  // the records, each 8-byte aligned
+    size_t used = 0, cap = 0;
+    std::string texts;
+
+    size_t Append(const iot_rec_hdr* h, size_t size) {
+      const size_t n = (size + 7) / 8;
+      if (used + n > cap) {
+        const size_t grown_cap = std::max(cap * 2, used + n + 4096);
+        auto grown = std::make_unique<uint64_t[]>(grown_cap);
+        if (used) std::memcpy(grown.get(), words.get(), used * 8);
+        words = std::move(grown);
+        cap = grown_cap;
+      }
+      words[used + n - 1] = 0;  // the padding after a record of size % 8 != 0
+      std::memcpy(words.get() + used, h, size);
+      used += n;
+      return used - n;
+    }
+    void Clear() {
+      jobs.clear();
+      used = 0;
+      texts.clear();
+    }
+  };
+
+  // Hands the filled batch to the formatting thread and takes an empty one.
+  void Submit() {
+    std::unique_lock lock(mu_);
+    full_.push_back(filling_);
+    full_cv_.notify_one();
+    free_cv_.wait(lock, [&] { return !free_.empty(); });
+    filling_ = free_.back();
+    free_.pop_back();
+  }
+
+  void Work() {
+    for (;;) {
+      Batch* b;
+      {
+        std::unique_lock lock(mu_);
+        full_cv_.wait(lock, [&] { return !full_.empty() || stop_; });
+        if (full_.empty()) return;
+        b = full_.front();
+        full_.pop_front();
+      }
+      for (const Job& j : b->jobs) {
+        RowContext ctx;
+        ctx.file = j.file;
+        ctx.file2 = j.file2;
+        for (int i = 0; i < 2; i++) ctx.text[i] = {b->texts.data() + j.text_at[i], j.text_len[i]};
+        formatter_.Row(*j.table, reinterpret_cast<const iot_rec_hdr*>(b->words.get() + j.record),
+                       ctx);
+      }
+      b->Clear();
+      {
+        std::lock_guard lock(mu_);
+        free_.push_back(b);
+      }
+      free_cv_.notify_one();
+    }
+  }
+
+  const RowFormatter& formatter_;
+  std::array<Batch, kBatches> batches_;
+  Batch* filling_ = nullptr;
+  std::mutex mu_;
+  std::condition_variable full_cv_, free_cv_;
+  std::deque<Batch*> full_;
+  std::vector<Batch*> free_;
+  bool stop_ = false;
+  std::thread worker_;  // last: started once everything it uses is built
+};
+
 // Streams the records of one trace into the tables, keeping the descriptor state.
 class Exporter {
  public:
-  Exporter(const TraceReader& reader, TableFormat format)
-      : reader_(reader), format_(format), names_(InitState(reader.meta())) {
-    for (uint16_t op = 0; op <= IOT_OP_MAX; op++) sets_[op] = SyscallFlagSetsOf(op);
+  Exporter(const TraceReader& reader, TableFormat format, std::string dir)
+      : reader_(reader), format_(format), dir_(std::move(dir)),
+        formatter_(InitState(reader.meta())), pipeline_(formatter_) {
     types_recorded_ = json_fields::Object(reader.meta(), "capture") != nullptr;
   }
 
   Status Row(const iot_rec_hdr* h) {
+    RowContext ctx;
     switch (h->type) {
-      case IOT_REC_SYSCALL: return Put(Get(h->type), As<iot_syscall>(h));
-      case IOT_REC_PROC: return Put(Get(h->type), As<iot_proc>(h));
-      case IOT_REC_FD_SNAPSHOT: return Put(Get(h->type), As<iot_fd_snapshot>(h));
-      case IOT_REC_MAP_SNAPSHOT: return Put(Get(h->type), As<iot_map_snapshot>(h));
-      case IOT_REC_PAGE_FAULT: return Put(Get(h->type), As<iot_page_fault>(h));
-      case IOT_REC_PAGE_CACHE: return Put(Get(h->type), As<iot_page_cache>(h));
-      case IOT_REC_WRITEBACK: return Put(Get(h->type), As<iot_writeback>(h));
-      case IOT_REC_BLOCK: return Put(Get(h->type), As<iot_block>(h));
-      case IOT_REC_NVME: return Put(Get(h->type), As<iot_nvme>(h));
-      case IOT_REC_ASYNC_IO: return Put(Get(h->type), As<iot_async_io>(h));
-      case IOT_REC_INTENT: return Put(Get(h->type), As<iot_intent>(h));
-      case IOT_REC_LOST: return Put(Get(h->type), As<iot_lost>(h));
-      case IOT_REC_CLOCK: return Put(Get(h->type), As<iot_clock>(h));
-      case IOT_REC_CACHE_STATE: return Put(Get(h->type), As<iot_cache_state>(h));
-      case IOT_REC_SUBPAGE: return Put(Get(h->type), As<iot_subpage>(h));
-      case IOT_REC_SCHED: return Put(Get(h->type), As<iot_sched>(h));
-      case IOT_REC_IOVEC: return Iovec(Get(h->type), As<iot_iovec>(h), h);
+      case IOT_REC_SYSCALL: ctx = Prepare(As<iot_syscall>(h)); break;
+      case IOT_REC_PROC: ctx = Prepare(As<iot_proc>(h)); break;
+      case IOT_REC_FD_SNAPSHOT: ctx = Prepare(As<iot_fd_snapshot>(h)); break;
+      case IOT_REC_MAP_SNAPSHOT: ctx = Prepare(As<iot_map_snapshot>(h)); break;
+      case IOT_REC_PAGE_FAULT: ctx.file = ByIdentity(As<iot_page_fault>(h)); break;
+      case IOT_REC_PAGE_CACHE: ctx.file = ByIdentity(As<iot_page_cache>(h)); break;
+      case IOT_REC_WRITEBACK: ctx.file = ByIdentity(As<iot_writeback>(h)); break;
+      case IOT_REC_BLOCK: {
+        const iot_block& b = As<iot_block>(h);
+        ctx.file = ByIdentity(b.ino_dev, b.ino);
+        break;
+      }
+      case IOT_REC_ASYNC_IO: ctx = Prepare(As<iot_async_io>(h)); break;
+      case IOT_REC_INTENT: ctx.text[0] = TextOrEmpty(As<iot_intent>(h).label_id); break;
+      case IOT_REC_CACHE_STATE: ctx = Prepare(As<iot_cache_state>(h)); break;
+      case IOT_REC_SUBPAGE: ctx.file = ByIdentity(As<iot_subpage>(h)); break;
+      case IOT_REC_NVME:
+      case IOT_REC_LOST:
+      case IOT_REC_CLOCK:
+      case IOT_REC_SCHED:
+      case IOT_REC_IOVEC: break;
       default: return Status::Ok();
     }
+    IOTWIN_ASSIGN_OR_RETURN(Table * t, Get(h->type));
+    pipeline_.Push(t, h, ctx);
+    return Status::Ok();
   }
 
   // The record tables (in order of first appearance) and the files table, all written to their
   // files, not yet committed.
-  Result<std::vector<std::unique_ptr<Table>>> Finish(const std::string& dir) {
+  Result<std::vector<std::unique_ptr<Table>>> Finish() {
+    pipeline_.Finish();
     std::vector<std::unique_ptr<Table>> tables;
     for (auto& t : order_) tables.push_back(std::move(t));
     if (!files_.entries().empty()) {
       auto t = std::make_unique<Table>(std::string(kFilesTable), format_);
-      IOTWIN_RETURN_IF_ERROR(t->OpenFile(dir));
+      IOTWIN_RETURN_IF_ERROR(t->OpenFile(dir_));
       FilesTable(*t);
       tables.push_back(std::move(t));
     }
     for (auto& t : tables) IOTWIN_RETURN_IF_ERROR(t->Finish());
     return tables;
-  }
-  // Tables are opened as their first record arrives; an open failure ends the export.
-  Status OpenPending(const std::string& dir) {
-    if (!pending_) return Status::Ok();
-    pending_ = nullptr;
-    return order_.back()->OpenFile(dir);
   }
 
  private:
@@ -540,12 +758,13 @@ class Exporter {
     return FlagNames(state_.o_direct_flag(), state_.o_directory_flag());
   }
 
-  Table& Get(uint16_t type) {
-    Table* t = by_type_[type];
-    if (t) return *t;
+  // The table of record type `type`, created and opened as its first record arrives (before
+  // the formatting thread sees it); an open failure ends the export.
+  Result<Table*> Get(uint16_t type) {
+    if (Table* t = by_type_[type]) return t;
     order_.push_back(std::make_unique<Table>(std::string(StemOf(type)), format_));
-    by_type_[type] = pending_ = order_.back().get();
-    return *pending_;
+    IOTWIN_RETURN_IF_ERROR(order_.back()->OpenFile(dir_));
+    return by_type_[type] = order_.back().get();
   }
   std::optional<std::string_view> Text(uint32_t id) const {
     if (id == 0) return std::nullopt;
@@ -555,55 +774,52 @@ class Exporter {
   uint32_t ByIdentity(uint32_t dev, uint64_t ino) {
     return ino != 0 ? files_.ByIdentity(dev, ino, {}, FileIds::kNoType) : kNoFile;
   }
+  template <typename R>
+  uint32_t ByIdentity(const R& r) {
+    return ByIdentity(r.dev, r.ino);
+  }
 
-  Status Put(Table& t, const iot_syscall& s);
-  Status Put(Table& t, const iot_proc& p);
-  Status Put(Table& t, const iot_fd_snapshot& s);
-  Status Put(Table& t, const iot_map_snapshot& m);
-  Status Put(Table& t, const iot_page_fault& f);
-  Status Put(Table& t, const iot_page_cache& c);
-  Status Put(Table& t, const iot_writeback& w);
-  Status Put(Table& t, const iot_block& b);
-  Status Put(Table& t, const iot_nvme& n);
-  Status Put(Table& t, const iot_async_io& a);
-  Status Put(Table& t, const iot_intent& in);
-  Status Put(Table& t, const iot_lost& l);
-  Status Put(Table& t, const iot_clock& c);
-  Status Put(Table& t, const iot_cache_state& c);
-  Status Put(Table& t, const iot_subpage& s);
-  Status Put(Table& t, const iot_sched& s);
-  Status Iovec(Table& t, const iot_iovec& v, const iot_rec_hdr* h);
+  RowContext Prepare(const iot_syscall& s);
+  RowContext Prepare(const iot_proc& p);
+  RowContext Prepare(const iot_fd_snapshot& s);
+  RowContext Prepare(const iot_map_snapshot& m);
+  RowContext Prepare(const iot_async_io& a);
+  RowContext Prepare(const iot_cache_state& c);
   void FilesTable(Table& t);
 
   const TraceReader& reader_;
   TableFormat format_;
+  std::string dir_;
   model::TraceState state_;
-  FlagNames names_;
-  std::array<SyscallFlagSets, IOT_OP_MAX + 1> sets_{};
   bool types_recorded_ = false;
   FileIds files_;
   std::array<Table*, 256> by_type_{};
   std::vector<std::unique_ptr<Table>> order_;
-  Table* pending_ = nullptr;  // created by the current record, file not yet opened
+  RowFormatter formatter_;  // after state_: built from it
+  RowPipeline pipeline_;    // last: its thread writes into order_'s tables until it ends
 };
 
 // The file a call concerns: the identity it recorded, else the open file behind its data
 // descriptor (or the one it opened), else its first path as resolved; and the second file
 // (a copy's destination, a rename's or link's new path).
-Status Exporter::Put(Table& t, const iot_syscall& s) {
+RowContext Exporter::Prepare(const iot_syscall& s) {
   const bool path_readable = !(s.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT));
   // Paths resolve against the cwd and descriptors as they were before the call.
   std::optional<std::string> resolved;
   if (s.path_id && path_readable && model::OpTakesPath(s.op)) {
     resolved = state_.Resolve(s.tgid, model::PathDirFd(s), reader_.String(s.path_id));
   }
-  uint32_t file2 = kNoFile;
+  RowContext ctx;
+  ctx.text[0] = TextOrEmpty(s.path_id);
+  ctx.text[1] = TextOrEmpty(s.path2_id);
   const int second_fd = model::SecondFd(s);
   if (second_fd >= 0) {
-    if (const auto* d2 = state_.FdDescription(s.tgid, second_fd)) file2 = files_.OfDescription(*d2);
+    if (const auto* d2 = state_.FdDescription(s.tgid, second_fd)) {
+      ctx.file2 = files_.OfDescription(*d2);
+    }
   } else if (s.path2_id && path_readable && model::OpTakesPath2(s.op)) {
     auto resolved2 = state_.Resolve(s.tgid, model::Path2DirFd(s), reader_.String(s.path2_id));
-    if (resolved2) file2 = files_.ByPath(*resolved2, FileIds::kNoType);
+    if (resolved2) ctx.file2 = files_.ByPath(*resolved2, FileIds::kNoType);
   }
   const model::SyscallEffect e = state_.OnSyscall(s, Text(s.path_id), Text(s.path2_id));
   const model::OpenFileDescription* d =
@@ -611,17 +827,79 @@ Status Exporter::Put(Table& t, const iot_syscall& s) {
   std::string_view path = d && !d->path.empty() ? std::string_view(d->path)
                           : resolved            ? std::string_view(*resolved)
                                                 : std::string_view();
-  uint32_t file = kNoFile;
   if (s.ino != 0 && !(s.sflags & IOT_SCF_NO_FILE)) {
-    file = files_.ByIdentity(s.dev, s.ino, path, s.ftype);
+    ctx.file = files_.ByIdentity(s.dev, s.ino, path, s.ftype);
   } else if (d && (d->ino != 0 || !d->path.empty())) {
-    file = files_.OfDescription(*d);
+    ctx.file = files_.OfDescription(*d);
   } else if (!path.empty()) {
-    file = files_.ByPath(path, FileIds::kNoType);
+    ctx.file = files_.ByPath(path, FileIds::kNoType);
   }
+  return ctx;
+}
 
+RowContext Exporter::Prepare(const iot_proc& p) {
+  state_.OnProc(p, Text(p.path_id));
+  RowContext ctx;
+  ctx.text[0] = TextOrEmpty(p.path_id);
+  return ctx;
+}
+
+RowContext Exporter::Prepare(const iot_fd_snapshot& s) {
+  const model::DescriptionId id = state_.OnFdSnapshot(s, Text(s.path_id));
+  RowContext ctx;
+  ctx.text[0] = TextOrEmpty(s.path_id);
+  if (const model::OpenFileDescription* d = state_.Description(id)) {
+    ctx.file = s.ino != 0 ? files_.ByIdentity(s.dev, s.ino, d->path, s.ftype)
+                          : files_.OfDescription(*d);
+  } else if (s.ino != 0) {
+    ctx.file = files_.ByIdentity(s.dev, s.ino, {}, s.ftype);
+  }
+  return ctx;
+}
+
+RowContext Exporter::Prepare(const iot_map_snapshot& m) {
+  state_.OnMapSnapshot(m, Text(m.path_id));
+  RowContext ctx;
+  ctx.text[0] = TextOrEmpty(m.path_id);
+  const model::FileMapping* map = m.end > m.start ? state_.MappingAt(m.tgid, m.start) : nullptr;
+  const model::OpenFileDescription* d = map ? state_.Description(map->desc) : nullptr;
+  if (m.ino != 0) {
+    ctx.file = files_.ByIdentity(m.dev, m.ino, d ? std::string_view(d->path) : "",
+                                 FileIds::kNoType);
+  } else if (d) {
+    ctx.file = files_.OfDescription(*d);
+  }
+  return ctx;
+}
+
+RowContext Exporter::Prepare(const iot_async_io& a) {
+  RowContext ctx;
+  if (a.fd >= 0) {
+    if (const auto* d = state_.FdDescription(a.tgid, a.fd)) ctx.file = files_.OfDescription(*d);
+  }
+  return ctx;
+}
+
+RowContext Exporter::Prepare(const iot_cache_state& c) {
+  RowContext ctx;
+  ctx.text[0] = TextOrEmpty(c.path_id);
+  std::string path;
+  if (c.path_id) {
+    const std::string_view text = reader_.String(c.path_id);
+    if (!text.empty() && text[0] == '/') path = model::NormalizePath(text);
+  }
+  if (c.ino != 0) {
+    ctx.file = files_.ByIdentity(c.dev, c.ino, path, FileIds::kNoType);
+  } else if (!path.empty()) {
+    ctx.file = files_.ByPath(path, FileIds::kNoType);
+  }
+  return ctx;
+}
+
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_syscall& s, const RowContext& ctx) const {
   const SyscallFlagSets& sets = sets_[s.op <= IOT_OP_MAX ? s.op : 0];
-  RowWriter w = t.Begin();
+  auto w = t.Begin();
   w.U("ts_ns", s.ts);
   w.U("dur_ns", s.dur);
   w.U("tgid", s.tgid);
@@ -642,19 +920,18 @@ Status Exporter::Put(Table& t, const iot_syscall& s) {
   w.U("ino", s.ino);
   w.U("fsize", s.fsize);
   w.U("dev", s.dev);
-  w.File("file_id", file);
-  w.S("path", TextOrEmpty(s.path_id), &t.scratch());
-  w.File("file2_id", file2);
-  w.S("path2", TextOrEmpty(s.path2_id), &t.scratch());
+  w.File("file_id", ctx.file);
+  w.S("path", ctx.text[0], &t.scratch());
+  w.File("file2_id", ctx.file2);
+  w.S("path2", ctx.text[1], &t.scratch());
   w.U("ftype", s.ftype);
   w.U("sflags", s.sflags);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_proc& p) {
-  state_.OnProc(p, Text(p.path_id));
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_proc& p, const RowContext& ctx) const {
+  auto w = t.Begin();
   w.U("ts_ns", p.ts);
   w.Word("kind", ProcKind(p.kind));
   w.U("flags", p.flags);
@@ -664,48 +941,32 @@ Status Exporter::Put(Table& t, const iot_proc& p) {
   w.U("child_tid", p.child_tid);
   w.U("clone_flags", p.clone_flags);
   w.I("exit_code", p.exit_code);
-  w.S("path", TextOrEmpty(p.path_id), &t.scratch());
+  w.S("path", ctx.text[0], &t.scratch());
   w.S("comm", Cstr(p.comm, sizeof p.comm), &t.scratch());
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_fd_snapshot& s) {
-  const model::DescriptionId id = state_.OnFdSnapshot(s, Text(s.path_id));
-  uint32_t file = kNoFile;
-  if (const model::OpenFileDescription* d = state_.Description(id)) {
-    file = s.ino != 0 ? files_.ByIdentity(s.dev, s.ino, d->path, s.ftype) : files_.OfDescription(*d);
-  } else if (s.ino != 0) {
-    file = files_.ByIdentity(s.dev, s.ino, {}, s.ftype);
-  }
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_fd_snapshot& s, const RowContext& ctx) const {
+  auto w = t.Begin();
   w.U("ts_ns", s.ts);
   w.U("tgid", s.tgid);
   w.I("fd", s.fd);
-  w.S("path", TextOrEmpty(s.path_id), &t.scratch());
+  w.S("path", ctx.text[0], &t.scratch());
   w.U("ino", s.ino);
   w.U("dev", s.dev);
-  w.File("file_id", file);
+  w.File("file_id", ctx.file);
   w.U("pos", s.pos);
   w.U("fsize", s.fsize);
   w.U("flags", s.flags);
   w.Names("flags_names", names_, FlagSet::kOpen, s.flags);
   w.U("ftype", s.ftype);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_map_snapshot& m) {
-  state_.OnMapSnapshot(m, Text(m.path_id));
-  uint32_t file = kNoFile;
-  const model::FileMapping* map = m.end > m.start ? state_.MappingAt(m.tgid, m.start) : nullptr;
-  const model::OpenFileDescription* d = map ? state_.Description(map->desc) : nullptr;
-  if (m.ino != 0) {
-    file = files_.ByIdentity(m.dev, m.ino, d ? std::string_view(d->path) : "", FileIds::kNoType);
-  } else if (d) {
-    file = files_.OfDescription(*d);
-  }
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_map_snapshot& m, const RowContext& ctx) const {
+  auto w = t.Begin();
   w.U("ts_ns", m.ts);
   w.U("tgid", m.tgid);
   w.U("start", m.start);
@@ -713,18 +974,18 @@ Status Exporter::Put(Table& t, const iot_map_snapshot& m) {
   w.U("pgoff", m.pgoff);
   w.U("ino", m.ino);
   w.U("dev", m.dev);
-  w.File("file_id", file);
-  w.S("path", TextOrEmpty(m.path_id), &t.scratch());
+  w.File("file_id", ctx.file);
+  w.S("path", ctx.text[0], &t.scratch());
   w.U("prot", m.prot);
   w.Names("prot_names", names_, FlagSet::kProt, m.prot);
   w.U("flags", m.flags);
   w.Names("flags_names", names_, FlagSet::kMap, m.flags);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_page_fault& f) {
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_page_fault& f, const RowContext& ctx) const {
+  auto w = t.Begin();
   w.U("ts_ns", f.ts);
   w.U("tgid", f.tgid);
   w.U("tid", f.tid);
@@ -732,7 +993,7 @@ Status Exporter::Put(Table& t, const iot_page_fault& f) {
   w.U("addr", f.addr);
   w.U("ino", f.ino);
   w.U("dev", f.dev);
-  w.File("file_id", ByIdentity(f.dev, f.ino));
+  w.File("file_id", ctx.file);
   w.U("pgoff", f.pgoff);
   w.U("nr_pages", f.nr_pages);
   w.U("write", (f.flags & IOT_PFF_WRITE) ? 1 : 0);
@@ -740,44 +1001,44 @@ Status Exporter::Put(Table& t, const iot_page_fault& f) {
   w.U("shared", (f.flags & IOT_PFF_SHARED) ? 1 : 0);
   w.U("exec", (f.flags & IOT_PFF_EXEC) ? 1 : 0);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_page_cache& c) {
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_page_cache& c, const RowContext& ctx) const {
+  auto w = t.Begin();
   w.U("ts_ns", c.ts);
   w.Word("kind", PageCacheKind(c.kind));
   w.U("cpu", c.cpu);
   w.U("ino", c.ino);
   w.U("dev", c.dev);
-  w.File("file_id", ByIdentity(c.dev, c.ino));
+  w.File("file_id", ctx.file);
   w.U("index", c.index);
   w.U("nr_pages", c.nr_pages);
   w.U("tgid", c.tgid);
   w.U("tid", c.tid);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_writeback& wb) {
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_writeback& wb, const RowContext& ctx) const {
+  auto w = t.Begin();
   w.U("ts_ns", wb.ts);
   w.Word("kind", WritebackKind(wb.kind));
   w.I("reason", static_cast<int64_t>(wb.reason) - 1);
   w.U("ino", wb.ino);
   w.U("dev", wb.dev);
-  w.File("file_id", ByIdentity(wb.dev, wb.ino));
+  w.File("file_id", ctx.file);
   w.U("index", wb.index);
   w.U("nr", wb.nr);
   w.U("tgid", wb.tgid);
   w.U("tid", wb.tid);
   w.U("sync_mode", wb.sync_mode);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_block& b) {
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_block& b, const RowContext& ctx) const {
+  auto w = t.Begin();
   w.U("ts_ns", b.ts);
   w.Word("phase", BlockPhaseName(b.phase));
   w.U("dev", b.dev);
@@ -799,14 +1060,14 @@ Status Exporter::Put(Table& t, const iot_block& b) {
   w.U("cpu", b.cpu);
   w.U("ino", b.ino);
   w.U("ino_dev", b.ino_dev);
-  w.File("file_id", ByIdentity(b.ino_dev, b.ino));
+  w.File("file_id", ctx.file);
   w.U("aux", b.aux);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_nvme& n) {
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_nvme& n, const RowContext&) const {
+  auto w = t.Begin();
   w.U("ts_ns", n.ts);
   w.Word("phase", NvmePhase(n.phase));
   w.U("ctrl_id", n.ctrl_id);
@@ -829,16 +1090,12 @@ Status Exporter::Put(Table& t, const iot_nvme& n) {
   w.U("retries", n.retries);
   w.U("cpu", n.cpu);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_async_io& a) {
-  uint32_t file = kNoFile;
-  if (a.fd >= 0) {
-    if (const auto* d = state_.FdDescription(a.tgid, a.fd)) file = files_.OfDescription(*d);
-  }
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_async_io& a, const RowContext& ctx) const {
   const AsyncOpInfo op = AsyncOp(a.engine, a.opcode);
-  RowWriter w = t.Begin();
+  auto w = t.Begin();
   w.U("ts_ns", a.ts);
   w.Word("engine", AsyncEngineName(a.engine));
   w.Word("phase", a.phase == IOT_AIO_SUBMIT ? "submit" : a.phase == IOT_AIO_COMPLETE ? "complete" : "?");
@@ -848,7 +1105,7 @@ Status Exporter::Put(Table& t, const iot_async_io& a) {
   w.U("req_id", a.req_id);
   w.U("user_data", a.user_data);
   w.I("fd", a.fd);
-  w.File("file_id", file);
+  w.File("file_id", ctx.file);
   w.U("offset", a.offset);
   w.U("length", a.length);
   w.I("res", a.res);
@@ -859,73 +1116,62 @@ Status Exporter::Put(Table& t, const iot_async_io& a) {
   w.Names("rw_flags_names", names_, FlagSet::kRwf, a.rw_flags);
   w.U("cpu", a.cpu);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_intent& in) {
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_intent& in, const RowContext& ctx) const {
+  auto w = t.Begin();
   w.U("ts_ns", in.ts);
   w.Word("kind", IntentKind(in.kind));
   w.U("source", in.source);
   w.U("tgid", in.tgid);
   w.U("tid", in.tid);
-  w.S("label", TextOrEmpty(in.label_id), &t.scratch());
+  w.S("label", ctx.text[0], &t.scratch());
   w.U("value", in.value);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_lost& l) {
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_lost& l, const RowContext&) const {
+  auto w = t.Begin();
   w.U("ts_ns", l.ts);
   w.Word("source", SourceName(l.source));
   w.U("cpu", l.cpu);
   w.U("count", l.count);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_clock& c) {
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_clock& c, const RowContext&) const {
+  auto w = t.Begin();
   w.U("monotonic_ns", c.monotonic_ns);
   w.U("realtime_ns", c.realtime_ns);
   w.U("boottime_ns", c.boottime_ns);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_cache_state& c) {
-  uint32_t file = kNoFile;
-  std::string path;
-  if (c.path_id) {
-    const std::string_view text = reader_.String(c.path_id);
-    if (!text.empty() && text[0] == '/') path = model::NormalizePath(text);
-  }
-  if (c.ino != 0) {
-    file = files_.ByIdentity(c.dev, c.ino, path, FileIds::kNoType);
-  } else if (!path.empty()) {
-    file = files_.ByPath(path, FileIds::kNoType);
-  }
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_cache_state& c, const RowContext& ctx) const {
+  auto w = t.Begin();
   w.U("ts_ns", c.ts);
-  w.S("path", TextOrEmpty(c.path_id), &t.scratch());
+  w.S("path", ctx.text[0], &t.scratch());
   w.U("ino", c.ino);
   w.U("dev", c.dev);
-  w.File("file_id", file);
+  w.File("file_id", ctx.file);
   w.U("fsize", c.fsize);
   w.U("resident_pages", c.resident_pages);
   w.U("total_pages", c.total_pages);
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_subpage& s) {
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_subpage& s, const RowContext& ctx) const {
+  auto w = t.Begin();
   w.U("ts_ns", s.ts);
   w.U("tgid", s.tgid);
   w.U("ino", s.ino);
   w.U("dev", s.dev);
-  w.File("file_id", ByIdentity(s.dev, s.ino));
+  w.File("file_id", ctx.file);
   w.U("pgoff", s.pgoff);
   w.U("changed_words", s.changed_words);
   w.Text("bitmap_hex", sizeof s.bitmap * 2, [&](char* p) {
@@ -936,11 +1182,11 @@ Status Exporter::Put(Table& t, const iot_subpage& s) {
     return p;
   });
   t.End(w);
-  return Status::Ok();
 }
 
-Status Exporter::Put(Table& t, const iot_sched& s) {
-  RowWriter w = t.Begin();
+template <typename TableT>
+void RowFormatter::Put(TableT& t, const iot_sched& s, const RowContext&) const {
+  auto w = t.Begin();
   w.U("ts_ns", s.ts);
   w.U("dur_ns", s.dur);
   w.Word("kind", SchedKind(s.kind));
@@ -949,15 +1195,15 @@ Status Exporter::Put(Table& t, const iot_sched& s) {
   w.U("tid", s.tid);
   w.U("vec", s.vec);
   t.End(w);
-  return Status::Ok();
 }
 
 // An iovec record carries the lengths of its buffers after its fixed part.
-Status Exporter::Iovec(Table& t, const iot_iovec& v, const iot_rec_hdr* h) {
+template <typename TableT>
+void RowFormatter::Iovec(TableT& t, const iot_iovec& v, const iot_rec_hdr* h) const {
   const size_t have = (h->size - sizeof(iot_iovec)) / 8;
   const size_t n = std::min<size_t>(v.captured, have);
   const auto* lengths = reinterpret_cast<const uint8_t*>(h) + sizeof(iot_iovec);
-  RowWriter w = t.Begin();
+  auto w = t.Begin();
   w.U("ts_ns", v.ts);
   w.U("tid", v.tid);
   w.U("count", v.count);
@@ -971,7 +1217,6 @@ Status Exporter::Iovec(Table& t, const iot_iovec& v, const iot_rec_hdr* h) {
     return p;
   });
   t.End(w);
-  return Status::Ok();
 }
 
 void Exporter::FilesTable(Table& t) {
@@ -997,14 +1242,13 @@ Result<TableExportResult> ExportTables(const std::string& trace, const std::stri
                                        TableFormat format) {
   IOTWIN_RETURN_IF_ERROR(PrepareTableDir(dir));
   IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(trace));
-  Exporter exporter(*reader, format);
+  Exporter exporter(*reader, format, dir);
   for (;;) {
     IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* h, reader->Next());
     if (!h) break;
     IOTWIN_RETURN_IF_ERROR(exporter.Row(h));
-    IOTWIN_RETURN_IF_ERROR(exporter.OpenPending(dir));
   }
-  IOTWIN_ASSIGN_OR_RETURN(auto tables, exporter.Finish(dir));
+  IOTWIN_ASSIGN_OR_RETURN(auto tables, exporter.Finish());
   TableExportResult result;
   std::vector<TableFile*> files;
   for (auto& t : tables) {

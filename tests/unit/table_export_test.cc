@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -345,6 +346,60 @@ TEST(TableExport, IntegersAtTheirLimitsRoundTrip) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     ASSERT_EQ(rows[21 + i]["ts_ns"].get<uint64_t>(), x >> (i % 64)) << i;
     ASSERT_EQ(rows[21 + i]["offset"].get<uint64_t>(), x) << i;
+  }
+}
+
+// Rows are formatted on a second thread, in batches of thousands of records with the strings
+// they show: a trace many batches long keeps each table's rows, and their paths, in trace order.
+TEST(TableExport, RowsSpanningManyBatchesKeepTraceOrder) {
+  ScratchDir dir;
+  constexpr int kRecords = 40000;
+  {
+    TraceBuilder b(dir / "t.iotwin");
+    for (int i = 0; i < kRecords; i++) {
+      if (i % 3 == 2) {
+        iot_page_fault pf{};
+        pf.hdr.type = IOT_REC_PAGE_FAULT;
+        pf.hdr.size = sizeof pf;
+        pf.ts = static_cast<uint64_t>(i);
+        pf.tgid = pf.tid = 1;
+        pf.pgoff = static_cast<uint64_t>(i);
+        b.Add(pf);
+      } else {
+        auto& s = b.Sys(IOT_OP_OPENAT, static_cast<uint64_t>(i), 1, 1, AT_FDCWD, -2);
+        s.path_id = b.Str("/p/" + std::to_string(i % 997));
+      }
+    }
+    b.Finish();
+  }
+  auto r = ExportTables(dir / "t.iotwin", dir / "out", TableFormat::kCsv);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (size_t pos = text.find('\n') + 1; pos < text.size();) {  // after the header
+      const size_t nl = text.find('\n', pos);
+      out.push_back(text.substr(pos, nl - pos));
+      pos = nl + 1;
+    }
+    return out;
+  };
+  auto field = [](const std::string& line, int index) {
+    size_t start = 0;
+    for (int i = 0; i < index; i++) start = line.find(',', start) + 1;
+    return line.substr(start, line.find(',', start) - start);
+  };
+  const auto syscalls = lines(ReadFile(dir / "out/syscalls.csv"));
+  const auto faults = lines(ReadFile(dir / "out/page_faults.csv"));
+  ASSERT_EQ(syscalls.size() + faults.size(), static_cast<size_t>(kRecords));
+  size_t s = 0, f = 0;
+  for (int i = 0; i < kRecords; i++) {
+    if (i % 3 == 2) {
+      ASSERT_EQ(field(faults[f], 0), std::to_string(i)) << faults[f];
+      ASSERT_EQ(field(faults[f++], 8), std::to_string(i)) << "pgoff";
+    } else {
+      ASSERT_EQ(field(syscalls[s], 0), std::to_string(i)) << syscalls[s];
+      ASSERT_EQ(field(syscalls[s++], 21), "/p/" + std::to_string(i % 997)) << "path";
+    }
   }
 }
 
