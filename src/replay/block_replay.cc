@@ -5,13 +5,17 @@
 #include <linux/falloc.h>
 #include <linux/fs.h>
 #include <liburing.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -493,6 +497,43 @@ int BlockReplayer::Reap(bool wait_one) {
   return n;
 }
 
+// The replaying thread's timing for the run: timer slack of 1 ns (the default 50 us would make
+// every sleep until a due time up to 50 us late), and SCHED_FIFO with --rt-priority (not passed
+// on to the --record tracer it forks). Restored when it goes out of scope.
+class ReplayThreadTiming {
+ public:
+  ReplayThreadTiming() : slack_(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0)) {
+    prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
+    pthread_getschedparam(pthread_self(), &policy_, &param_);
+  }
+  ~ReplayThreadTiming() {
+    if (slack_ > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(slack_), 0, 0, 0);
+    if (fifo_) pthread_setschedparam(pthread_self(), policy_, &param_);
+  }
+  ReplayThreadTiming(const ReplayThreadTiming&) = delete;
+  ReplayThreadTiming& operator=(const ReplayThreadTiming&) = delete;
+
+  Status RealTime(int priority) {
+    if (priority <= 0) return Status::Ok();
+    sched_param p{};
+    p.sched_priority = priority;
+    if (int err = pthread_setschedparam(pthread_self(), SCHED_FIFO | SCHED_RESET_ON_FORK, &p)) {
+      return Status::Io("--rt-priority {}: cannot make the replaying thread SCHED_FIFO: {} (needs "
+                        "root or CAP_SYS_NICE)", priority, strerror(err));
+    }
+    fifo_ = true;
+    return Status::Ok();
+  }
+  // 1 when the replaying thread runs SCHED_FIFO (the syscall replay's "fifo_threads").
+  int fifo_threads() const { return (sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO; }
+
+ private:
+  int slack_;
+  int policy_ = SCHED_OTHER;
+  sched_param param_{};
+  bool fifo_ = false;
+};
+
 // --record: the replay's own block (and NVMe) layers, captured by `iotwin record --pid <self>`
 // around the run; the replaying thread's calls (its io_uring submissions) are kept with them.
 struct BlockRecording {
@@ -564,8 +605,13 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
     rec.recorder = MakeSubprocessRecorder(o.iotwin_bin, rec.path, {"--no-memory"});
     if (Status st = rec.recorder->Start(); !st.ok()) return st.WithContext("--record");
   }
+  ReplayThreadTiming timing;
+  if (Status st = timing.RealTime(o.rt_priority); !st.ok()) return st;
+  const int fifo_threads = timing.fifo_threads();
   const double secs = replayer.Run();
   BlockReplayOutcome out = Summarize(replayer.tally(), layout, o, reqs.size(), max_qd, warnings, secs);
+  out.summary["rt_priority"] = o.rt_priority;
+  out.summary["fifo_threads"] = fifo_threads;
   if (rec.recorder) FinishRecording(rec, RecordingMeta(o, layout, reqs.front()->dev), &out);
   return out;
 }
