@@ -33,6 +33,8 @@
 #include "interop/block_text.h"
 #include "interop/exporters.h"
 #include "interop/flag_names.h"
+#include "interop/table_columns.h"
+#include "interop/table_export.h"
 #include "interop/table_files.h"
 #include "model/op_fields.h"
 #include "model/path.h"
@@ -693,79 +695,60 @@ class RowPipeline {
   std::thread worker_;  // last: started once everything it uses is built
 };
 
-// Streams the records of one trace into the tables, keeping the descriptor state.
-class Exporter {
+// What the rows of one trace need besides their records: the descriptor state and the files,
+// fed every record in order.
+class RowModel {
  public:
-  Exporter(const TraceReader& reader, TableFormat format, std::string dir)
-      : reader_(reader), format_(format), dir_(std::move(dir)),
-        formatter_(InitState(reader.meta())), pipeline_(formatter_) {
+  explicit RowModel(const TraceReader& reader) : reader_(reader) {
+    if (const nlohmann::json* host = json_fields::Object(reader.meta(), "host")) {
+      state_.SetArch(json_fields::GetString(*host, "arch"));
+      state_.SetPageSize(json_fields::GetUint(*host, "page_size", 4096));
+    }
     types_recorded_ = json_fields::Object(reader.meta(), "capture") != nullptr;
   }
 
-  Status Row(const iot_rec_hdr* h) {
-    RowContext ctx;
+  // The flag names of the trace's machine.
+  FlagNames flag_names() const {
+    return FlagNames(state_.o_direct_flag(), state_.o_directory_flag());
+  }
+
+  // Updates the model with record `h` and sets the context of its row; false for a record that
+  // has no table.
+  bool Context(const iot_rec_hdr* h, RowContext* ctx) {
     switch (h->type) {
-      case IOT_REC_SYSCALL: ctx = Prepare(As<iot_syscall>(h)); break;
-      case IOT_REC_PROC: ctx = Prepare(As<iot_proc>(h)); break;
-      case IOT_REC_FD_SNAPSHOT: ctx = Prepare(As<iot_fd_snapshot>(h)); break;
-      case IOT_REC_MAP_SNAPSHOT: ctx = Prepare(As<iot_map_snapshot>(h)); break;
-      case IOT_REC_PAGE_FAULT: ctx.file = ByIdentity(As<iot_page_fault>(h)); break;
-      case IOT_REC_PAGE_CACHE: ctx.file = ByIdentity(As<iot_page_cache>(h)); break;
-      case IOT_REC_WRITEBACK: ctx.file = ByIdentity(As<iot_writeback>(h)); break;
+      case IOT_REC_SYSCALL: *ctx = Prepare(As<iot_syscall>(h)); break;
+      case IOT_REC_PROC: *ctx = Prepare(As<iot_proc>(h)); break;
+      case IOT_REC_FD_SNAPSHOT: *ctx = Prepare(As<iot_fd_snapshot>(h)); break;
+      case IOT_REC_MAP_SNAPSHOT: *ctx = Prepare(As<iot_map_snapshot>(h)); break;
+      case IOT_REC_PAGE_FAULT: ctx->file = ByIdentity(As<iot_page_fault>(h)); break;
+      case IOT_REC_PAGE_CACHE: ctx->file = ByIdentity(As<iot_page_cache>(h)); break;
+      case IOT_REC_WRITEBACK: ctx->file = ByIdentity(As<iot_writeback>(h)); break;
       case IOT_REC_BLOCK: {
         const iot_block& b = As<iot_block>(h);
-        ctx.file = ByIdentity(b.ino_dev, b.ino);
+        ctx->file = ByIdentity(b.ino_dev, b.ino);
         break;
       }
-      case IOT_REC_ASYNC_IO: ctx = Prepare(As<iot_async_io>(h)); break;
-      case IOT_REC_INTENT: ctx.text[0] = TextOrEmpty(As<iot_intent>(h).label_id); break;
-      case IOT_REC_CACHE_STATE: ctx = Prepare(As<iot_cache_state>(h)); break;
-      case IOT_REC_SUBPAGE: ctx.file = ByIdentity(As<iot_subpage>(h)); break;
+      case IOT_REC_ASYNC_IO: *ctx = Prepare(As<iot_async_io>(h)); break;
+      case IOT_REC_INTENT: ctx->text[0] = TextOrEmpty(As<iot_intent>(h).label_id); break;
+      case IOT_REC_CACHE_STATE: *ctx = Prepare(As<iot_cache_state>(h)); break;
+      case IOT_REC_SUBPAGE: ctx->file = ByIdentity(As<iot_subpage>(h)); break;
       case IOT_REC_NVME:
       case IOT_REC_LOST:
       case IOT_REC_CLOCK:
       case IOT_REC_SCHED:
       case IOT_REC_IOVEC: break;
-      default: return Status::Ok();
+      default: return false;
     }
-    IOTWIN_ASSIGN_OR_RETURN(Table * t, Get(h->type));
-    pipeline_.Push(t, h, ctx);
-    return Status::Ok();
+    return true;
   }
 
-  // The record tables (in order of first appearance) and the files table, all written to their
-  // files, not yet committed.
-  Result<std::vector<std::unique_ptr<Table>>> Finish() {
-    pipeline_.Finish();
-    std::vector<std::unique_ptr<Table>> tables;
-    for (auto& t : order_) tables.push_back(std::move(t));
-    if (!files_.entries().empty()) {
-      auto t = std::make_unique<Table>(std::string(kFilesTable), format_);
-      IOTWIN_RETURN_IF_ERROR(t->OpenFile(dir_));
-      FilesTable(*t);
-      tables.push_back(std::move(t));
-    }
-    for (auto& t : tables) IOTWIN_RETURN_IF_ERROR(t->Finish());
-    return tables;
-  }
+  // The files table, and the files named so far (ids 0..n-1) with their paths.
+  template <class T>
+  void FilesTable(T& t) const;
+  size_t FileCount() const { return files_.entries().size(); }
+  std::string_view FilePath(uint32_t id) const { return files_.entries()[id].path; }
 
  private:
-  FlagNames InitState(const nlohmann::json& meta) {
-    if (const nlohmann::json* host = json_fields::Object(meta, "host")) {
-      state_.SetArch(json_fields::GetString(*host, "arch"));
-      state_.SetPageSize(json_fields::GetUint(*host, "page_size", 4096));
-    }
-    return FlagNames(state_.o_direct_flag(), state_.o_directory_flag());
-  }
-
-  // The table of record type `type`, created and opened as its first record arrives (before
-  // the formatting thread sees it); an open failure ends the export.
-  Result<Table*> Get(uint16_t type) {
-    if (Table* t = by_type_[type]) return t;
-    order_.push_back(std::make_unique<Table>(std::string(StemOf(type)), format_));
-    IOTWIN_RETURN_IF_ERROR(order_.back()->OpenFile(dir_));
-    return by_type_[type] = order_.back().get();
-  }
   std::optional<std::string_view> Text(uint32_t id) const {
     if (id == 0) return std::nullopt;
     return reader_.String(id);
@@ -785,24 +768,85 @@ class Exporter {
   RowContext Prepare(const iot_map_snapshot& m);
   RowContext Prepare(const iot_async_io& a);
   RowContext Prepare(const iot_cache_state& c);
-  void FilesTable(Table& t);
 
   const TraceReader& reader_;
-  TableFormat format_;
-  std::string dir_;
   model::TraceState state_;
   bool types_recorded_ = false;
   FileIds files_;
+};
+
+// Streams the records of one trace into the tables.
+class Exporter {
+ public:
+  Exporter(const TraceReader& reader, TableFormat format, std::string dir)
+      : format_(format), dir_(std::move(dir)), model_(reader),
+        formatter_(model_.flag_names()), pipeline_(formatter_) {}
+
+  // Writes table `table` alone, to descriptor `fd`, instead of every table into the directory.
+  // Every record still feeds the model, so file ids are those of the whole export.
+  void WriteOnly(std::string_view table, int fd) {
+    only_ = table;
+    fd_ = fd;
+  }
+
+  Status Row(const iot_rec_hdr* h) {
+    RowContext ctx;
+    if (!model_.Context(h, &ctx)) return Status::Ok();
+    IOTWIN_ASSIGN_OR_RETURN(Table * t, Get(h->type));
+    if (t) pipeline_.Push(t, h, ctx);
+    return Status::Ok();
+  }
+
+  // The record tables (in order of first appearance) and the files table, all written to their
+  // files, not yet committed.
+  Result<std::vector<std::unique_ptr<Table>>> Finish() {
+    pipeline_.Finish();
+    std::vector<std::unique_ptr<Table>> tables;
+    for (auto& t : order_) tables.push_back(std::move(t));
+    if (model_.FileCount() != 0 && (only_.empty() || only_ == kFilesTable)) {
+      auto t = std::make_unique<Table>(std::string(kFilesTable), format_);
+      IOTWIN_RETURN_IF_ERROR(Open(*t));
+      model_.FilesTable(*t);
+      tables.push_back(std::move(t));
+    }
+    for (auto& t : tables) IOTWIN_RETURN_IF_ERROR(t->Finish());
+    return tables;
+  }
+
+ private:
+  // The table of record type `type`, created and opened as its first record arrives (before
+  // the formatting thread sees it); an open failure ends the export. nullptr: not written.
+  Result<Table*> Get(uint16_t type) {
+    if (Table* t = by_type_[type]) return t;
+    if (skipped_[type]) return nullptr;
+    if (!only_.empty() && StemOf(type) != only_) {
+      skipped_[type] = true;
+      return nullptr;
+    }
+    order_.push_back(std::make_unique<Table>(std::string(StemOf(type)), format_));
+    IOTWIN_RETURN_IF_ERROR(Open(*order_.back()));
+    return by_type_[type] = order_.back().get();
+  }
+  Status Open(Table& t) {
+    return fd_ >= 0 ? t.file().OpenDescriptor(fd_, "standard output") : t.OpenFile(dir_);
+  }
+
+  TableFormat format_;
+  std::string dir_;
+  RowModel model_;
+  std::string_view only_;  // WriteOnly
+  int fd_ = -1;
   std::array<Table*, 256> by_type_{};
+  std::array<bool, 256> skipped_{};
   std::vector<std::unique_ptr<Table>> order_;
-  RowFormatter formatter_;  // after state_: built from it
+  RowFormatter formatter_;  // after model_: built from it
   RowPipeline pipeline_;    // last: its thread writes into order_'s tables until it ends
 };
 
 // The file a call concerns: the identity it recorded, else the open file behind its data
 // descriptor (or the one it opened), else its first path as resolved; and the second file
 // (a copy's destination, a rename's or link's new path).
-RowContext Exporter::Prepare(const iot_syscall& s) {
+RowContext RowModel::Prepare(const iot_syscall& s) {
   const bool path_readable = !(s.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT));
   // Paths resolve against the cwd and descriptors as they were before the call.
   std::optional<std::string> resolved;
@@ -837,14 +881,14 @@ RowContext Exporter::Prepare(const iot_syscall& s) {
   return ctx;
 }
 
-RowContext Exporter::Prepare(const iot_proc& p) {
+RowContext RowModel::Prepare(const iot_proc& p) {
   state_.OnProc(p, Text(p.path_id));
   RowContext ctx;
   ctx.text[0] = TextOrEmpty(p.path_id);
   return ctx;
 }
 
-RowContext Exporter::Prepare(const iot_fd_snapshot& s) {
+RowContext RowModel::Prepare(const iot_fd_snapshot& s) {
   const model::DescriptionId id = state_.OnFdSnapshot(s, Text(s.path_id));
   RowContext ctx;
   ctx.text[0] = TextOrEmpty(s.path_id);
@@ -857,7 +901,7 @@ RowContext Exporter::Prepare(const iot_fd_snapshot& s) {
   return ctx;
 }
 
-RowContext Exporter::Prepare(const iot_map_snapshot& m) {
+RowContext RowModel::Prepare(const iot_map_snapshot& m) {
   state_.OnMapSnapshot(m, Text(m.path_id));
   RowContext ctx;
   ctx.text[0] = TextOrEmpty(m.path_id);
@@ -872,7 +916,7 @@ RowContext Exporter::Prepare(const iot_map_snapshot& m) {
   return ctx;
 }
 
-RowContext Exporter::Prepare(const iot_async_io& a) {
+RowContext RowModel::Prepare(const iot_async_io& a) {
   RowContext ctx;
   if (a.fd >= 0) {
     if (const auto* d = state_.FdDescription(a.tgid, a.fd)) ctx.file = files_.OfDescription(*d);
@@ -880,7 +924,7 @@ RowContext Exporter::Prepare(const iot_async_io& a) {
   return ctx;
 }
 
-RowContext Exporter::Prepare(const iot_cache_state& c) {
+RowContext RowModel::Prepare(const iot_cache_state& c) {
   RowContext ctx;
   ctx.text[0] = TextOrEmpty(c.path_id);
   std::string path;
@@ -1219,13 +1263,14 @@ void RowFormatter::Iovec(TableT& t, const iot_iovec& v, const iot_rec_hdr* h) co
   t.End(w);
 }
 
-void Exporter::FilesTable(Table& t) {
+template <class T>
+void RowModel::FilesTable(T& t) const {
   const auto& entries = files_.entries();
   for (size_t id = 0; id < entries.size(); id++) {
     const FileIds::Entry& f = entries[id];
     const model::FileKind kind =
         model::ClassifyFile(f.ftype, f.path, types_recorded_ && f.untyped && f.ftype == 0);
-    RowWriter w = t.Begin();
+    auto w = t.Begin();
     w.U("file_id", id);
     w.U("dev", f.dev);
     w.U("ino", f.ino);
@@ -1268,5 +1313,117 @@ Result<TableExportResult> ExportTables(const std::string& trace, const std::stri
   IOTWIN_ASSIGN_OR_RETURN(result.removed, CommitTables(dir, format, files, known, text));
   return result;
 }
+
+std::vector<std::string_view> TableNames() {
+  std::vector<std::string_view> names;
+  for (const RecordTable& t : kRecordTables) names.push_back(t.stem);
+  names.push_back(kFilesTable);
+  return names;
+}
+
+Result<uint64_t> ExportTable(const std::string& trace, std::string_view table, TableFormat format,
+                             int fd) {
+  const auto names = TableNames();
+  if (std::find(names.begin(), names.end(), table) == names.end()) {
+    return Status::Invalid("no table '{}'", BytesToText(table));
+  }
+  IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(trace));
+  Exporter exporter(*reader, format, "");
+  exporter.WriteOnly(table, fd);
+  for (;;) {
+    IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* h, reader->Next());
+    if (!h) break;
+    IOTWIN_RETURN_IF_ERROR(exporter.Row(h));
+  }
+  IOTWIN_ASSIGN_OR_RETURN(auto tables, exporter.Finish());
+  uint64_t rows = 0;
+  for (auto& t : tables) {
+    rows += t->rows();
+    IOTWIN_RETURN_IF_ERROR(t->file().Commit());
+  }
+  return rows;
+}
+
+std::string_view TableOf(uint16_t type) {
+  const std::string_view stem = StemOf(type);
+  return stem == "unknown" ? std::string_view() : stem;
+}
+
+// ---- tables as columns (table_columns.h) -----------------------------------------------------
+
+struct ColumnReader::Impl {
+  Impl(std::unique_ptr<TraceReader> r, ColumnQuery q, bool salvage_)
+      : reader(std::move(r)), query(std::move(q)), salvage(salvage_), model(*reader),
+        formatter(model.flag_names()) {}
+  std::unique_ptr<TraceReader> reader;
+  ColumnQuery query;
+  bool salvage;
+  RowModel model;
+  RowFormatter formatter;
+  std::array<ColumnTable*, 256> by_type{};
+  std::vector<std::unique_ptr<ColumnTable>> order;
+  std::vector<int8_t> matches;  // per file id: -1 not yet known, 0 no, 1 yes
+  ColumnQuery all_columns;      // the files table's
+  std::unique_ptr<ColumnTable> files;
+};
+
+ColumnReader::ColumnReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ColumnReader::~ColumnReader() = default;
+
+Result<std::unique_ptr<ColumnReader>> ColumnReader::Open(const std::string& trace,
+                                                         ColumnQuery query, bool salvage) {
+  TraceReaderOptions options;
+  options.salvage = salvage;
+  IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(trace, options));
+  auto impl = std::make_unique<Impl>(std::move(reader), std::move(query), salvage);
+  Impl* p = impl.get();
+  p->query.file_matches = [p](uint32_t id) {
+    if (id >= p->matches.size()) p->matches.resize(size_t{id} + 1, -1);
+    if (p->matches[id] < 0) {
+      p->matches[id] = model::GlobMatch(p->query.path_glob, p->model.FilePath(id)) ? 1 : 0;
+    }
+    return p->matches[id] == 1;
+  };
+  return std::unique_ptr<ColumnReader>(new ColumnReader(std::move(impl)));
+}
+
+Result<bool> ColumnReader::Read(size_t max_rows) {
+  Impl& p = *impl_;
+  for (;;) {
+    IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* h, p.reader->Next());
+    if (!h) break;
+    RowContext ctx;
+    if (!p.model.Context(h, &ctx)) continue;
+    ColumnTable*& t = p.by_type[h->type];
+    if (!t) {
+      p.order.push_back(std::make_unique<ColumnTable>(std::string(StemOf(h->type)), &p.query));
+      t = p.order.back().get();
+    }
+    if (!t->wanted()) continue;
+    p.formatter.Row(*t, h, ctx);
+    if (t->rows() >= max_rows) return true;
+  }
+  const TraceDamage& damage = p.reader->damage();
+  if (damage.truncated && !p.salvage) return Status::Corrupt("{}", damage.truncated_detail);
+  return false;
+}
+
+std::vector<ColumnTable*> ColumnReader::Tables() const {
+  std::vector<ColumnTable*> tables;
+  for (const auto& t : impl_->order) {
+    if (t->wanted()) tables.push_back(t.get());
+  }
+  return tables;
+}
+
+ColumnTable& ColumnReader::Files() {
+  impl_->files = std::make_unique<ColumnTable>(std::string(kFilesTable), &impl_->all_columns);
+  impl_->model.FilesTable(*impl_->files);
+  return *impl_->files;
+}
+
+size_t ColumnReader::FileCount() const { return impl_->model.FileCount(); }
+std::string_view ColumnReader::FilePath(uint32_t id) const { return impl_->model.FilePath(id); }
+const TraceReader& ColumnReader::trace() const { return *impl_->reader; }
 
 }  // namespace iotwin::interop

@@ -1,0 +1,98 @@
+#include "interop/table_columns.h"
+
+#include <algorithm>
+#include <new>
+
+namespace iotwin::interop {
+
+bool ColumnQuery::WantsTable(std::string_view stem) const {
+  return tables.empty() || std::find(tables.begin(), tables.end(), stem) != tables.end();
+}
+
+bool ColumnQuery::WantsColumn(std::string_view name) const {
+  return columns.empty() || std::find(columns.begin(), columns.end(), name) != columns.end();
+}
+
+uint32_t Column::CodeSlow(std::string_view text, CacheSlot* slot) {
+  uint32_t code;
+  if (auto it = codes_.find(text); it != codes_.end()) {
+    code = it->second;
+  } else {
+    code = static_cast<uint32_t>(dictionary.size());
+    storage_.push_back(std::make_unique<std::string>(text));
+    dictionary.push_back(*storage_.back());
+    codes_.emplace(dictionary.back(), code);
+  }
+  *slot = CacheSlot{text.data(), text.size(), code};
+  return code;
+}
+
+Column* ColumnRowWriter::AddColumn(std::string_view name, Column::Kind kind, uint8_t width) {
+  Column c;
+  c.name = std::string(name);
+  c.kind = kind;
+  c.width = width;
+  // The filters' columns are kept whatever the query lists.
+  c.stored = t_->query_->WantsColumn(name) || name == "op" || name == "ts_ns" || name == "file_id";
+  if (c.stored) {
+    c.data.reset(static_cast<char*>(std::malloc(size_t{width} * ColumnTable::kFirstRows)));
+    if (!c.data) throw std::bad_alloc();
+  }
+  t_->columns_.push_back(std::move(c));
+  Column& added = t_->columns_.back();
+  return added.stored ? &added : nullptr;
+}
+
+void ColumnTable::Grow() {
+  capacity_ *= 2;
+  for (Column& c : columns_) {
+    if (!c.stored) continue;
+    void* grown = std::realloc(c.data.get(), capacity_ * c.width);
+    if (!grown) throw std::bad_alloc();
+    c.data.release();
+    c.data.reset(static_cast<char*>(grown));
+  }
+}
+
+void ColumnTable::End(ColumnRowWriter& w) {
+  if (!wanted_) return;
+  if (!w.columns_) {
+    capacity_ = kFirstRows;
+    for (size_t i = 0; i < columns_.size(); i++) {
+      if (columns_[i].name == "op" && columns_[i].kind == Column::Kind::kText) op_col_ = i + 1;
+      if (columns_[i].name == "ts_ns" && columns_[i].width == 8) ts_col_ = i + 1;
+      if (columns_[i].name == "file_id") file_col_ = i + 1;
+    }
+  }
+  if (Keep(rows_)) rows_++;
+}
+
+// Whether row `row` (written, not yet counted) passes the query's filters.
+bool ColumnTable::Keep(size_t row) {
+  const ColumnQuery& q = *query_;
+  if (ts_col_ && (q.ts_from != 0 || q.ts_to != UINT64_MAX)) {
+    const Column& c = columns_[ts_col_ - 1];
+    uint64_t ts;
+    std::memcpy(&ts, c.data.get() + row * sizeof ts, sizeof ts);
+    if (ts < q.ts_from || ts >= q.ts_to) return false;
+  }
+  if (op_col_ && !q.ops.empty()) {
+    const Column& c = columns_[op_col_ - 1];
+    uint32_t code;
+    std::memcpy(&code, c.data.get() + row * sizeof code, sizeof code);
+    if (code >= op_passes_.size()) op_passes_.resize(code + 1, -1);
+    if (op_passes_[code] < 0) {
+      op_passes_[code] = std::find(q.ops.begin(), q.ops.end(), c.dictionary[code]) != q.ops.end();
+    }
+    if (!op_passes_[code]) return false;
+  }
+  if (file_col_ && !q.path_glob.empty() && q.file_matches) {
+    const Column& c = columns_[file_col_ - 1];
+    int64_t id;
+    std::memcpy(&id, c.data.get() + row * sizeof id, sizeof id);
+    if (id < 0 || !q.file_matches(static_cast<uint32_t>(id))) return false;
+  }
+  return true;
+}
+
+}  // namespace iotwin::interop
