@@ -1,0 +1,254 @@
+"""Read iotwin traces from Python, and mark the phases of a traced Python program.
+
+    t = iotwin.open("run.iotwin")
+    t.header                      # the trace's header (dict)
+    t.tables()                    # the tables it holds: ["proc", "syscalls", ...]
+    a = t.to_numpy("syscalls")    # NumPy structured array
+    df = t.to_pandas("syscalls", columns=["op", "length", "dur_ns", "path"],
+                     where={"op": ["read", "pread64"], "path": "/data/*"})
+    for row in t.records("syscalls"): ...
+
+    with iotwin.phase("load"):    # intent markers, when run under `iotwin record`
+        ...
+
+The columns are those of `iotwin export --csv` (docs/tables.md), typed by the record field
+they hold; in tables with a `file_id` (`file2_id`), `path` (`path2`) is the file's resolved path
+from the files table and the path argument as recorded is `path_arg` (`path2_arg`).
+Reference: docs/python.md.
+"""
+
+import contextlib
+import json
+import os
+import threading
+
+import numpy as np
+
+from iotwin._native import TraceError
+from iotwin import _native
+
+__all__ = ["open", "Trace", "TraceError", "marker", "phase"]
+
+# where= keys and the column each filters on.
+_WHERE_KEYS = {"op": "op", "path": "file_id", "ts_ns": "ts_ns"}
+# Renamed columns of tables with file ids: the CSV's name -> ours.
+_ARG_COLUMNS = {"path": "path_arg", "path2": "path2_arg"}
+_RESOLVED = {"path": "file_id", "path2": "file2_id"}
+
+
+def open(path, salvage=False):  # noqa: A001 (the module's entry point, like io.open)
+    """Opens a trace. `salvage`: skip damaged chunks and accept a truncated end, as
+    `iotwin dump --salvage` does; otherwise such a trace raises TraceError."""
+    return Trace(path, salvage)
+
+
+class Trace:
+    """An iotwin trace file. Each read streams the file again; nothing is cached."""
+
+    def __init__(self, path, salvage=False):
+        self.path = os.fspath(path)
+        self.salvage = salvage
+        self._trace = _native.Trace(self.path, salvage)
+        self.header = json.loads(self._trace.header_json())
+        summary = self._trace.summary_json()
+        self.summary = json.loads(summary) if summary is not None else None
+        self.format_version = self._trace.format_version()
+
+    def __repr__(self):
+        return "iotwin.Trace(%r)" % self.path
+
+    def tables(self):
+        """Names of the record tables the trace holds, in the order of `iotwin export`
+        (one pass over the records). The `files` table can always be read too."""
+        return self._trace.tables()
+
+    def to_numpy(self, table, columns=None, where=None):
+        """The table as a structured array (text columns as Python str objects)."""
+        names, specs = self._read_all(table, columns, where)
+        dtype = np.dtype([(n, object if isinstance(c, tuple) else c.dtype)
+                          for n, c in zip(names, specs)])
+        rows = len(specs[0][0] if isinstance(specs[0], tuple) else specs[0]) if specs else 0
+        out = _native.empty_structured(rows, dtype)
+        _native.fill_structured(out, [(c[0], list(c[1])) if isinstance(c, tuple) else c
+                                      for c in specs])
+        return out
+
+    def to_pandas(self, table, columns=None, where=None):
+        """The table as a pandas DataFrame (pandas is imported only here)."""
+        import pandas as pd
+        names, specs = self._read_all(table, columns, where)
+        return pd.DataFrame({n: _materialize(c) for n, c in zip(names, specs)}, columns=names,
+                            copy=False)
+
+    def records(self, table, columns=None, where=None, batch=65536):
+        """Yields the table's rows one by one as dicts, reading `batch` rows at a time, so
+        memory stays bounded whatever the trace's size."""
+        reader, wanted = self._reader(table, columns, where)
+        dictionaries = {}
+        while True:
+            more = reader.read(batch)
+            found = reader.tables(False, {k: len(v) for k, v in dictionaries.items()})
+            if found:
+                names, specs = _assemble(found[0], wanted, where, dictionaries,
+                                         reader.file_paths)
+                arrays = [_materialize(c) for c in specs]
+                for i in range(len(arrays[0]) if arrays else 0):
+                    yield {n: _scalar(a[i]) for n, a in zip(names, arrays)}
+                reader.clear()
+            if not more:
+                return
+
+    # ---- internals -------------------------------------------------------------------------
+
+    def _reader(self, table, columns, where):
+        if table == "files":
+            reader = _native.Reader(self.path, ["files"], [], [], 0, 2**64 - 1, "",
+                                    self.salvage)
+            return reader, columns
+        where = dict(where or {})
+        unknown = set(where) - set(_WHERE_KEYS)
+        if unknown:
+            raise ValueError("where=: unknown key(s) %s; known: %s" %
+                             (sorted(unknown), sorted(_WHERE_KEYS)))
+        ops = where.get("op", [])
+        if isinstance(ops, str):
+            ops = [ops]
+        ts_from, ts_to = where.get("ts_ns", (None, None))
+        native_columns = []
+        if columns is not None:
+            columns = list(columns)
+            for c in columns:
+                native_columns += {"path_arg": ["path"], "path2_arg": ["path2"],
+                                   "path": ["path", "file_id"],
+                                   "path2": ["path2", "file2_id"]}.get(c, [c])
+        reader = _native.Reader(self.path, [table], native_columns, list(ops),
+                                0 if ts_from is None else int(ts_from),
+                                2**64 - 1 if ts_to is None else int(ts_to),
+                                where.get("path", ""), self.salvage)
+        return reader, columns
+
+    def _read_all(self, table, columns, where):
+        reader, wanted = self._reader(table, columns, where)
+        reader.read(0)
+        if table == "files":
+            found = [reader.files()]
+        else:
+            found = reader.tables(True, {})
+        if not found:
+            if table not in _native.table_names():
+                raise ValueError("unknown table %r; tables: %s" % (table, _native.table_names()))
+            return [], []  # the trace has no such records: no rows, no columns
+        return _assemble(found[0], wanted, where, {}, reader.file_paths)
+
+
+def _assemble(found, wanted, where, dictionaries, file_paths):
+    """Names and columns of a table read by the native reader, in the CSV's order (then `path`,
+    `path2`) or in the order asked for. A column is a NumPy array (numbers) or a pair
+    (codes, values): text, decoded lazily as values[codes] (code -1: the last value, "")."""
+    native = {}
+    order = []
+    for name, kind, array, dictionary in found["columns"]:
+        if kind == "text":
+            values = dictionaries.setdefault(name, [])
+            values.extend(dictionary)
+            array = (array, _lookup(values + [""]))
+        native[name] = array
+        order.append(name)
+    for key, column in _WHERE_KEYS.items():
+        if key in (where or {}) and column not in native and found["name"] != "files":
+            raise ValueError("where=%r: table %r has no column %r" % (key, found["name"], column))
+    out = {}
+    has_files = "file_id" in native and found["name"] != "files"
+    paths = None
+    for name in order:
+        if has_files and name in _ARG_COLUMNS:
+            out[_ARG_COLUMNS[name]] = native[name]
+        else:
+            out[name] = native[name]
+    if has_files:
+        for name, id_column in _RESOLVED.items():
+            if id_column in native:
+                if paths is None:
+                    paths = _lookup(file_paths() + [""])  # file id -1: no file
+                out[name] = (native[id_column], paths)
+    if wanted is None:
+        names = list(out)
+    else:
+        missing = [c for c in wanted if c not in out]
+        if missing:
+            raise ValueError("table %r has no column(s) %s; columns: %s" %
+                             (found["name"], missing, list(out)))
+        names = list(wanted)
+    return names, [out[n] for n in names]
+
+
+def _lookup(values):
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+def _materialize(column):
+    return column[1][column[0]] if isinstance(column, tuple) else column
+
+
+def _scalar(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+# ---- intent markers ----------------------------------------------------------------------------
+# The marker file of `iotwin record` (docs/record.md, "Intent"): $IOTWIN_MARKER names it; the
+# program opens it once, O_WRONLY, and writes one line per marker in one write(2). Without it
+# (not run under `iotwin record`), markers do nothing.
+
+_MAX_LABEL = 200
+_marker_lock = threading.Lock()
+_marker_fd = None  # None: not opened yet; -1: markers off
+
+
+def _marker_line(kind, label, value=None):
+    data = label.encode("ascii") if isinstance(label, str) and label.isascii() else None
+    if not data or len(data) > _MAX_LABEL or any(c <= 0x20 or c > 0x7e for c in data):
+        raise ValueError("iotwin marker label %r: 1 to %d printable ASCII characters, no spaces"
+                         % (label, _MAX_LABEL))
+    line = kind + b" " + data
+    if value is not None:
+        value = int(value)
+        if value < 0 or value >= 2**64:
+            raise ValueError("iotwin marker value %r: an unsigned 64-bit integer" % value)
+        line += b" %d" % value
+    return line + b"\n"
+
+
+def _marker_write(line):
+    global _marker_fd
+    if _marker_fd is None:
+        with _marker_lock:
+            if _marker_fd is None:
+                path = os.environ.get("IOTWIN_MARKER", "")
+                fd = -1
+                if path:
+                    try:
+                        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+                    except OSError:
+                        fd = -1  # as workloads/marker.h: an unopenable path turns markers off
+                _marker_fd = fd
+    if _marker_fd >= 0:
+        os.write(_marker_fd, line)  # one write(2): lines of different threads never mix
+
+
+def marker(label, value=None):
+    """An instant intent marker (`I label [value]`) when running under `iotwin record`;
+    nothing otherwise. The label is checked either way."""
+    _marker_write(_marker_line(b"I", label, value))
+
+
+@contextlib.contextmanager
+def phase(label):
+    """`with iotwin.phase("load"):` marks the block as a phase (begin and end markers) when
+    running under `iotwin record`; nothing otherwise. Also a decorator."""
+    _marker_write(_marker_line(b"B", label))
+    try:
+        yield
+    finally:
+        _marker_write(_marker_line(b"E", label))

@@ -1,0 +1,354 @@
+// iotwin._native: the C++ half of the Python module (python/iotwin/__init__.py is the API,
+// docs/python.md). Reads traces through interop::ColumnReader, the table export's own row
+// functions, and hands each column over as a NumPy array: numbers as they are, text as uint32
+// codes into a list of distinct values. Errors come back as iotwin.TraceError (an OSError and a
+// ValueError) with the reader's message, which names the file and the byte offset.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "format/op_info.h"
+#include "format/records.h"
+#include "format/trace_reader.h"
+#include "interop/table_columns.h"
+#include "model/scope.h"
+
+namespace py = pybind11;
+
+constexpr auto kReplaceInvalid = nlohmann::json::error_handler_t::replace;
+
+namespace iotwin::python {
+namespace {
+
+PyObject* g_trace_error = nullptr;
+
+struct TraceError {
+  std::string message;
+};
+
+[[noreturn]] void Raise(const Status& s) { throw TraceError{s.message()}; }
+
+template <typename T>
+T Check(Result<T> r) {
+  if (!r.ok()) Raise(r.status());
+  return std::move(r).value();
+}
+
+// Names are bytes: decoded as os.fsdecode does (UTF-8, other bytes as lone surrogates), so
+// os.fsencode gives the trace's bytes back.
+py::str Decode(std::string_view bytes) {
+  PyObject* s = PyUnicode_DecodeUTF8(bytes.data(), static_cast<Py_ssize_t>(bytes.size()),
+                                     "surrogateescape");
+  if (!s) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(s);
+}
+
+py::dtype DtypeOf(const interop::Column& c) {
+  if (c.kind == interop::Column::Kind::kText) return py::dtype("u4");
+  const char sign = c.kind == interop::Column::Kind::kSigned ? 'i' : 'u';
+  return py::dtype(std::string(1, sign) + std::to_string(c.width));
+}
+
+// The column's first `rows` values as an array. `take`: the array adopts the column's buffer
+// (no copy; the column is empty afterwards), else a copy.
+py::array ColumnArray(interop::Column& c, size_t rows, bool take) {
+  const py::dtype dtype = DtypeOf(c);
+  const std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(rows)};
+  if (!take) {
+    py::array a(dtype, shape, std::vector<py::ssize_t>{});
+    if (rows) std::memcpy(a.mutable_data(), c.data.get(), rows * c.width);
+    return a;
+  }
+  char* data = c.data.release();
+  py::capsule base(data, [](void* p) { std::free(p); });
+  return py::array(dtype, shape, std::vector<py::ssize_t>{}, data, base);
+}
+
+// One table as a dict: name, rows, columns [(name, kind, array, dictionary)], where kind is
+// "u", "i" or "text" and dictionary, for text, the values from `dict_from[name]` on (earlier
+// ones were handed over by an earlier batch).
+py::dict TableDict(interop::ColumnTable& t, bool take, py::dict dict_from) {
+  py::list columns;
+  for (interop::Column& c : t.columns()) {
+    if (!c.stored) continue;
+    py::object dictionary = py::none();
+    const char* kind = c.kind == interop::Column::Kind::kSigned ? "i" : "u";
+    if (c.kind == interop::Column::Kind::kText) {
+      kind = "text";
+      size_t from = 0;
+      if (dict_from.contains(c.name.c_str())) from = dict_from[c.name.c_str()].cast<size_t>();
+      py::list values;
+      for (size_t i = from; i < c.dictionary.size(); i++) values.append(Decode(c.dictionary[i]));
+      dictionary = values;
+    }
+    columns.append(py::make_tuple(c.name, kind, ColumnArray(c, t.rows(), take), dictionary));
+  }
+  py::dict d;
+  d["name"] = t.stem();
+  d["rows"] = t.rows();
+  d["columns"] = columns;
+  return d;
+}
+
+// A trace opened for its header, its summary and the tables it holds.
+class Trace {
+ public:
+  Trace(const std::string& path, bool salvage) : path_(path), salvage_(salvage) {
+    TraceReaderOptions options;
+    options.salvage = salvage;
+    reader_ = Check(TraceReader::Open(path, options));
+  }
+  std::string HeaderJson() const { return reader_->meta().dump(-1, ' ', false, kReplaceInvalid); }
+  py::object SummaryJson() const {
+    if (!reader_->summary()) return py::none();
+    return py::str(reader_->summary()->dump(-1, ' ', false, kReplaceInvalid));
+  }
+  std::string FormatVersion() const {
+    return std::to_string(reader_->format_major()) + "." + std::to_string(reader_->format_minor());
+  }
+  // The tables whose record types occur, in the export's order (one pass over the records).
+  std::vector<std::string> Tables() {
+    std::set<uint16_t> types;
+    {
+      py::gil_scoped_release release;
+      TraceReaderOptions options;
+      options.salvage = salvage_;
+      auto reader = Check(TraceReader::Open(path_, options));
+      for (;;) {
+        const iot_rec_hdr* h = Check(reader->Next());
+        if (!h) break;
+        types.insert(h->type);
+      }
+      if (reader->damage().truncated && !salvage_) {
+        Raise(Status::Corrupt("{}", reader->damage().truncated_detail));
+      }
+    }
+    std::vector<std::string> names;
+    for (uint16_t type : types) {
+      const std::string_view name = interop::TableOf(type);
+      if (!name.empty()) names.emplace_back(name);
+    }
+    return names;
+  }
+
+ private:
+  std::string path_;
+  bool salvage_;
+  std::unique_ptr<TraceReader> reader_;
+};
+
+// A query running over one trace, read whole or in batches.
+class Reader {
+ public:
+  Reader(const std::string& path, std::vector<std::string> tables,
+         std::vector<std::string> columns, std::vector<std::string> ops, uint64_t ts_from,
+         uint64_t ts_to, std::string path_glob, bool salvage) {
+    for (const std::string& op : ops) {
+      if (!OpFromName(op)) throw py::value_error("unknown op '" + op + "' in where=");
+    }
+    if (!path_glob.empty()) {
+      const Status s = model::CheckGlob("where path", path_glob);
+      if (!s.ok()) throw py::value_error(s.message());
+    }
+    interop::ColumnQuery q;
+    q.tables = std::move(tables);
+    q.columns = std::move(columns);
+    q.ops = std::move(ops);
+    q.ts_from = ts_from;
+    q.ts_to = ts_to;
+    q.path_glob = std::move(path_glob);
+    reader_ = Check(interop::ColumnReader::Open(path, std::move(q), salvage));
+  }
+
+  // Reads until a table holds `max_rows` rows (0: to the end); false once the trace has ended.
+  bool Read(size_t max_rows) {
+    py::gil_scoped_release release;
+    return Check(reader_->Read(max_rows ? max_rows : SIZE_MAX));
+  }
+  // The tables read so far; `take` hands the buffers over (the last call of a whole read).
+  py::list Tables(bool take, py::dict dict_from) {
+    py::list out;
+    for (interop::ColumnTable* t : reader_->Tables()) out.append(TableDict(*t, take, dict_from));
+    return out;
+  }
+  void Clear() {
+    for (interop::ColumnTable* t : reader_->Tables()) t->Clear();
+  }
+  py::dict Files() { return TableDict(reader_->Files(), true, py::dict()); }
+  // The path of every file known so far, by file id.
+  py::list FilePaths() const {
+    py::list paths;
+    for (size_t id = 0; id < reader_->FileCount(); id++) {
+      paths.append(Decode(reader_->FilePath(static_cast<uint32_t>(id))));
+    }
+    return paths;
+  }
+
+ private:
+  std::unique_ptr<interop::ColumnReader> reader_;
+};
+
+// An array of `n` rows of `dtype` whose object fields are NULL (read as None) rather than
+// filled with None one by one, which is what makes np.empty of a structured type with text
+// fields slow (seconds for millions of rows). The caller assigns every field.
+py::array EmptyStructured(size_t n, py::dtype dtype) {
+  return py::array(dtype, std::vector<py::ssize_t>{static_cast<py::ssize_t>(n)},
+                   std::vector<py::ssize_t>{});
+}
+
+// Copies rows [first, last) of a contiguous column of `width`-byte values into a field.
+void CopyField(char* field, size_t row_bytes, const char* data, size_t width, size_t first,
+               size_t last) {
+  auto copy = [&](auto tag) {
+    constexpr size_t w = sizeof(tag);
+    for (size_t r = first; r < last; r++) std::memcpy(field + r * row_bytes, data + r * w, w);
+  };
+  switch (width) {
+    case 1: return copy(uint8_t{});
+    case 2: return copy(uint16_t{});
+    case 4: return copy(uint32_t{});
+    case 8: return copy(uint64_t{});
+    default:
+      for (size_t r = first; r < last; r++) {
+        std::memcpy(field + r * row_bytes, data + r * width, width);
+      }
+  }
+}
+
+// Fills the structured array `out` block by block (NumPy's per-field assignment passes over the
+// whole array once per field, which for millions of rows goes to memory each time). `fields`: per
+// field of `out`, in order, either a contiguous array of the field's type or a pair (codes,
+// values): the field takes values[codes[i]] (int64 or uint32 codes; -1 is the last value).
+void FillStructured(py::array out, py::list fields) {
+  const size_t rows = static_cast<size_t>(out.shape(0));
+  const size_t row_bytes = static_cast<size_t>(out.itemsize());
+  py::dict dtype_fields = out.dtype().attr("fields");
+  py::list names = out.dtype().attr("names");
+  struct Source {
+    size_t offset, width;
+    const char* data = nullptr;  // numbers
+    const char* codes = nullptr;  // text
+    size_t code_width = 0;
+    std::vector<PyObject*> values;
+  };
+  std::vector<Source> sources;
+  std::vector<py::object> keep;  // owns the arrays read below
+  if (names.size() != fields.size()) throw py::value_error("fill_structured: field count");
+  for (size_t i = 0; i < fields.size(); i++) {
+    py::tuple field_info = dtype_fields[names[i]];
+    Source src;
+    src.offset = field_info[1].cast<size_t>();
+    py::dtype field_type = field_info[0];
+    src.width = static_cast<size_t>(field_type.itemsize());
+    py::handle f = fields[i];
+    if (py::isinstance<py::tuple>(f)) {
+      py::tuple pair = f.cast<py::tuple>();
+      auto codes = py::array::ensure(pair[0], py::array::c_style);
+      py::list values = pair[1];
+      if (!codes || static_cast<size_t>(codes.size()) != rows || values.empty() ||
+          field_type.kind() != 'O') {
+        throw py::value_error("fill_structured: bad text field");
+      }
+      src.codes = static_cast<const char*>(codes.data());
+      src.code_width = static_cast<size_t>(codes.itemsize());
+      for (py::handle v : values) src.values.push_back(v.ptr());
+      keep.push_back(codes);
+      keep.push_back(values);
+    } else {
+      auto a = py::array::ensure(f, py::array::c_style);
+      if (!a || static_cast<size_t>(a.size()) != rows || !a.dtype().is(field_type)) {
+        throw py::value_error("fill_structured: bad number field");
+      }
+      src.data = static_cast<const char*>(a.data());
+      keep.push_back(a);
+    }
+    sources.push_back(std::move(src));
+  }
+  // In blocks of rows, field by field: each block of the output stays in the cache while its
+  // fields are written, and each source is read in order.
+  char* base = static_cast<char*>(out.mutable_data());
+  constexpr size_t kBlock = 2048;
+  for (size_t first = 0; first < rows; first += kBlock) {
+    const size_t last = std::min(rows, first + kBlock);
+    for (const Source& src : sources) {
+      char* field = base + src.offset;
+      if (src.data) {
+        CopyField(field, row_bytes, src.data, src.width, first, last);
+        continue;
+      }
+      const size_t n = src.values.size();
+      for (size_t r = first; r < last; r++) {
+        int64_t code;
+        if (src.code_width == 8) {
+          std::memcpy(&code, src.codes + r * 8, 8);
+        } else {
+          uint32_t c32;
+          std::memcpy(&c32, src.codes + r * 4, 4);
+          code = c32;
+        }
+        PyObject* v = src.values[code < 0 || static_cast<size_t>(code) >= n ? n - 1 : code];
+        PyObject* old;
+        std::memcpy(&old, field + r * row_bytes, sizeof old);
+        Py_INCREF(v);
+        std::memcpy(field + r * row_bytes, &v, sizeof v);
+        Py_XDECREF(old);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace iotwin::python
+
+PYBIND11_MODULE(_native, m) {
+  using namespace iotwin::python;
+  m.doc() = "iotwin trace reader (C++ half of the iotwin package)";
+  // Both: a damaged file is bad data (ValueError) read from a file (OSError).
+  py::tuple bases = py::make_tuple(py::handle(PyExc_OSError), py::handle(PyExc_ValueError));
+  g_trace_error = PyErr_NewExceptionWithDoc(
+      "iotwin.TraceError", "A trace that cannot be read: missing, damaged or truncated.",
+      bases.ptr(), nullptr);
+  if (!g_trace_error) throw py::error_already_set();
+  m.attr("TraceError") = py::handle(g_trace_error);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const TraceError& e) {
+      PyErr_SetString(g_trace_error, e.message.c_str());
+    }
+  });
+
+  m.def("table_names", [] {
+    std::vector<std::string> names;
+    for (uint16_t type = 0; type <= IOT_REC_MAX; type++) {
+      if (!iotwin::interop::TableOf(type).empty()) names.emplace_back(iotwin::interop::TableOf(type));
+    }
+    names.emplace_back("files");
+    return names;
+  });
+  m.def("empty_structured", &EmptyStructured, py::arg("n"), py::arg("dtype"));
+  m.def("fill_structured", &FillStructured, py::arg("out"), py::arg("fields"));
+  py::class_<Trace>(m, "Trace")
+      .def(py::init<const std::string&, bool>(), py::arg("path"), py::arg("salvage") = false)
+      .def("header_json", &Trace::HeaderJson)
+      .def("summary_json", &Trace::SummaryJson)
+      .def("format_version", &Trace::FormatVersion)
+      .def("tables", &Trace::Tables);
+  py::class_<Reader>(m, "Reader")
+      .def(py::init<const std::string&, std::vector<std::string>, std::vector<std::string>,
+                    std::vector<std::string>, uint64_t, uint64_t, std::string, bool>(),
+           py::arg("path"), py::arg("tables"), py::arg("columns"), py::arg("ops"),
+           py::arg("ts_from"), py::arg("ts_to"), py::arg("path_glob"), py::arg("salvage"))
+      .def("read", &Reader::Read, py::arg("max_rows") = 0)
+      .def("tables", &Reader::Tables, py::arg("take"), py::arg("dict_from"))
+      .def("clear", &Reader::Clear)
+      .def("files", &Reader::Files)
+      .def("file_paths", &Reader::FilePaths);
+}

@@ -1,0 +1,135 @@
+"""iotwin.open: the tables as NumPy and pandas, checked against `iotwin export --csv` of the
+same trace (the same row functions must give the same values)."""
+import csv
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import iotwin
+
+
+def export_csv(iotwin_bin, trace, tmp_path):
+    out = tmp_path / "csv"
+    subprocess.run([iotwin_bin, "export", trace, "--csv", str(out)], check=True,
+                   capture_output=True)
+    tables = {}
+    for name in os.listdir(out):
+        if name.endswith(".csv"):
+            with open(out / name, newline="") as f:
+                tables[name[:-4]] = list(csv.DictReader(f))
+    return tables
+
+
+def as_csv_text(value):
+    """A value of ours as the CSV export writes it."""
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return value
+
+
+@pytest.mark.parametrize("trace_fixture", ["strace_trace", "synth_trace"])
+def test_tables_match_csv_export(request, trace_fixture, iotwin_bin, tmp_path):
+    trace = request.getfixturevalue(trace_fixture)
+    expected = export_csv(iotwin_bin, trace, tmp_path)
+    t = iotwin.open(trace)
+    assert sorted(t.tables()) == sorted(n for n in expected if n != "files")
+    files = {row["file_id"]: row["path"] for row in expected.get("files", [])}
+    for table, rows in expected.items():
+        a = t.to_numpy(table)
+        assert len(a) == len(rows), table
+        has_files = "file_id" in rows[0] and table != "files"
+        for i, row in enumerate(rows):
+            for column, text in row.items():
+                ours = column
+                if has_files and column in ("path", "path2"):
+                    ours = column + "_arg"
+                value = a[ours][i]
+                if column in ("file_id", "file2_id") and table != "files":
+                    assert (value == -1) == (text == ""), (table, i, column)
+                    if text:
+                        assert int(text) == value
+                    continue
+                assert as_csv_text(value) == text, (table, i, column, value, text)
+            if has_files:
+                assert a["path"][i] == files.get(row["file_id"], ""), (table, i)
+
+
+def test_pandas_groupby_bytes_per_file(strace_trace):
+    df = iotwin.open(strace_trace).to_pandas("syscalls")
+    per_file = df.groupby("path")["length"].sum()
+    # input.log: a 4096-byte read and a 131072-byte pread64 of data/shard,0.bin (opened
+    # relative to the cwd /work), a 12288-byte readv of it; two writes to out<x>.log.
+    assert per_file["/work/data/shard,0.bin"] == 4096 + 131072 + 12288 + 4096
+    assert per_file["/work/out<x>.log"] == 6
+    assert list(df.columns[:6]) == ["ts_ns", "dur_ns", "tgid", "tid", "cpu", "op"]
+    assert df["op"].dtype == object and df["length"].dtype == np.uint64
+
+
+def test_header_and_summary(strace_trace):
+    t = iotwin.open(strace_trace)
+    assert t.header["import"]["format"] == "strace"
+    assert t.summary["events"]["syscall"] == len(t.to_numpy("syscalls"))
+
+
+def test_columns_and_where(synth_trace):
+    t = iotwin.open(synth_trace)
+    full = t.to_pandas("syscalls")
+    part = t.to_pandas("syscalls", columns=["op", "length", "path"],
+                       where={"op": ["pread64", "read"], "path": "/data/shard-1*"})
+    assert list(part.columns) == ["op", "length", "path"]
+    mask = full["op"].isin(["pread64", "read"]) & full["path"].str.startswith("/data/shard-1")
+    assert len(part) == mask.sum() > 0
+    assert (part["length"].to_numpy() == full[mask]["length"].to_numpy()).all()
+    ts = full["ts_ns"]
+    lo, hi = int(ts.iloc[len(ts) // 4]), int(ts.iloc[len(ts) // 2])
+    window = t.to_numpy("syscalls", columns=["ts_ns"], where={"ts_ns": (lo, hi)})
+    assert len(window) == ((ts >= lo) & (ts < hi)).sum() > 0
+    with pytest.raises(ValueError, match="unknown op"):
+        t.to_numpy("syscalls", where={"op": "no_such_call"})
+    with pytest.raises(ValueError, match="no column"):
+        t.to_numpy("syscalls", columns=["no_such_column"])
+    with pytest.raises(ValueError, match="unknown table"):
+        t.to_numpy("no_such_table")
+    with pytest.raises(ValueError, match="unknown key"):
+        t.to_numpy("syscalls", where={"size": 1})
+
+
+def test_records_stream_equals_to_numpy(synth_trace):
+    t = iotwin.open(synth_trace)
+    a = t.to_numpy("syscalls")
+    n = 0
+    for i, row in enumerate(t.records("syscalls", batch=1000)):  # many batches
+        assert row["op"] == a["op"][i] and row["path"] == a["path"][i]
+        assert row["ts_ns"] == a["ts_ns"][i] and row["flags_names"] == a["flags_names"][i]
+        n += 1
+    assert n == len(a) > 1000
+
+
+def test_truncated_trace_raises_with_file_and_offset(synth_trace, tmp_path):
+    data = open(synth_trace, "rb").read()
+    cut = tmp_path / "cut.iotwin"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(iotwin.TraceError) as e:
+        iotwin.open(str(cut)).to_numpy("syscalls")
+    assert str(e.value).startswith(str(cut) + ": byte ")  # the file and the byte offset
+    assert isinstance(e.value, ValueError) and isinstance(e.value, OSError)
+    # salvage: what the complete chunks hold
+    assert 0 < len(iotwin.open(str(cut), salvage=True).to_numpy("syscalls"))
+
+
+def test_damaged_trace_raises(synth_trace, tmp_path):
+    data = bytearray(open(synth_trace, "rb").read())
+    for i in range(len(data) // 3, len(data) // 3 + 64):
+        data[i] ^= 0x5A
+    bad = tmp_path / "bad.iotwin"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(iotwin.TraceError, match=str(bad)):
+        iotwin.open(str(bad)).to_numpy("syscalls")
+    garbage = tmp_path / "garbage.iotwin"
+    garbage.write_bytes(b"not a trace\n" * 10)
+    with pytest.raises(iotwin.TraceError, match="garbage.iotwin"):
+        iotwin.open(str(garbage))
+    with pytest.raises(OSError):
+        iotwin.open(str(tmp_path / "missing.iotwin"))
