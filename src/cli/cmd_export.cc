@@ -1,5 +1,10 @@
 // `iotwin export`: a trace as fio iologs + job file, Chrome trace JSON (Perfetto), or CSV/JSONL
 // tables (src/interop, docs/interop.md).
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +13,7 @@
 #include "cli/scope_options.h"
 #include "interop/block_text.h"
 #include "interop/exporters.h"
+#include "interop/table_export.h"
 
 namespace iotwin::cli {
 namespace {
@@ -19,6 +25,7 @@ struct ExportArgs {
   bool fio_faults = false;
   bool json = false;
   std::string chrome, csv, jsonl;
+  std::string table;  // --csv - / --jsonl -: the one table written to standard output
   ScopeArgs scope;  // --fio only
 };
 
@@ -95,6 +102,42 @@ int ExportTableDir(const std::string& trace, const std::string& dir, interop::Ta
   return kExitOk;
 }
 
+// `--csv -` / `--jsonl -`: table `a.table` to standard output.
+int ExportTableToStdout(const ExportArgs& a, interop::TableFormat format) {
+  auto r = interop::ExportTable(a.trace, a.table, format, STDOUT_FILENO);
+  if (!r.ok()) {
+    fmt::print(stderr, "iotwin export: {}\n", r.status().message());
+    return kExitError;
+  }
+  fmt::print(stderr, "standard output: {:<14} {} rows\n", a.table, *r);
+  return kExitOk;
+}
+
+// The checks of `--csv -` / `--jsonl -` and --table; an error message, or "".
+std::string StdoutTableProblem(const ExportArgs& a) {
+  const bool csv = a.csv == "-", jsonl = a.jsonl == "-";
+  std::string names;
+  for (std::string_view t : interop::TableNames()) {
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", t);
+  }
+  if (csv && jsonl) return "--csv - and --jsonl - both write to standard output; choose one";
+  if (!csv && !jsonl) {
+    if (!a.table.empty()) return "--table chooses the table that --csv - or --jsonl - writes";
+    return "";
+  }
+  const char* opt = csv ? "--csv -" : "--jsonl -";
+  if (a.table.empty()) {
+    return fmt::format("{} writes one table to standard output: choose it with --table ({})", opt,
+                       names);
+  }
+  const auto tables = interop::TableNames();
+  if (std::find(tables.begin(), tables.end(), a.table) == tables.end()) {
+    return fmt::format("--table: no table '{}' (tables: {})", BytesToText(a.table), names);
+  }
+  if (a.json) return fmt::format("--json prints on standard output, which {} writes", opt);
+  return "";
+}
+
 int RunExport(const ExportArgs& a) {
   if (a.fio_dir.empty() && a.chrome.empty() && a.csv.empty() && a.jsonl.empty()) {
     fmt::print(stderr, "iotwin export: choose at least one of --fio, --chrome, --csv, --jsonl\n");
@@ -103,6 +146,10 @@ int RunExport(const ExportArgs& a) {
   auto scope = a.scope.Parse();
   if (!scope.ok()) {
     fmt::print(stderr, "iotwin export: {}\n", scope.status().message());
+    return kExitError;
+  }
+  if (const std::string problem = StdoutTableProblem(a); !problem.empty()) {
+    fmt::print(stderr, "iotwin export: {}\n", problem);
     return kExitError;
   }
   const bool tables = !a.chrome.empty() || !a.csv.empty() || !a.jsonl.empty();
@@ -121,10 +168,13 @@ int RunExport(const ExportArgs& a) {
   if (!a.fio_dir.empty()) rc = ExportFioJob(a, *scope, &summary);
   if (rc == kExitOk && !a.chrome.empty()) rc = ExportChromeJson(a, &summary);
   if (rc == kExitOk && !a.csv.empty()) {
-    rc = ExportTableDir(a.trace, a.csv, interop::TableFormat::kCsv, "csv", &summary);
+    rc = a.csv == "-" ? ExportTableToStdout(a, interop::TableFormat::kCsv)
+                      : ExportTableDir(a.trace, a.csv, interop::TableFormat::kCsv, "csv", &summary);
   }
   if (rc == kExitOk && !a.jsonl.empty()) {
-    rc = ExportTableDir(a.trace, a.jsonl, interop::TableFormat::kJsonl, "jsonl", &summary);
+    rc = a.jsonl == "-"
+             ? ExportTableToStdout(a, interop::TableFormat::kJsonl)
+             : ExportTableDir(a.trace, a.jsonl, interop::TableFormat::kJsonl, "jsonl", &summary);
   }
   if (rc == kExitOk && a.json) {
     fmt::print("{}\n", summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -158,10 +208,14 @@ CommandSpec SetupExport(CLI::App& parent) {
   AddScopeOptions(sub, opt->scope);
   sub->add_option("--chrome", opt->chrome, "write Chrome trace-event JSON for Perfetto UI");
   sub->add_option("--csv", opt->csv,
-                  "write one CSV table per record type, and files.csv, into DIR (docs/tables.md)");
+                  "write one CSV table per record type, and files.csv, into DIR (docs/tables.md); "
+                  "- writes the --table one to standard output");
   sub->add_option("--jsonl", opt->jsonl,
                   "write one JSON-lines table per record type, and files.jsonl, into DIR "
-                  "(docs/tables.md)");
+                  "(docs/tables.md); - writes the --table one to standard output");
+  sub->add_option("--table", opt->table,
+                  "--csv - / --jsonl -: the one table written to standard output (syscalls, "
+                  "files, ...)");
   sub->add_flag("--json", opt->json,
                 "print what was exported as one JSON object on stdout (schema iotwin-export/1)");
   return {sub, [opt] { return RunExport(*opt); }};

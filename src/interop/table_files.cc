@@ -52,6 +52,14 @@ Status TableFile::Open(const std::string& dir, std::string_view stem, std::strin
   return Status::FromErrno(err, "cannot create " + tried);
 }
 
+Status TableFile::OpenDescriptor(int fd, std::string name) {
+  final_ = std::move(name);
+  temp_.clear();
+  fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (fd_ < 0) return Status::FromErrno(errno, "cannot use " + final_);
+  return Status::Ok();
+}
+
 Status TableFile::Write(const char* data, size_t n) {
   if (fd_ < 0) return Status::Internal("{} written before it was opened", final_);
   while (n > 0) {

@@ -33,6 +33,8 @@ class TableFile {
   // `dir`/`stem`.`ext`: a temporary `dir`/.`stem`.`ext`.partial-PID-N (created exclusively,
   // never through a symlink), or the name itself when it is a FIFO or a device.
   Status Open(const std::string& dir, std::string_view stem, std::string_view ext);
+  // A copy of descriptor `fd` (standard output), written in place; `name` names it in messages.
+  Status OpenDescriptor(int fd, std::string name);
   bool is_open() const { return fd_ >= 0; }
   Status Write(const char* data, size_t n);
   // Closes the file and renames it to its name.
