@@ -6,7 +6,8 @@ page-cached file (64 MiB by default), run under `sh -c 'echo start; pread_loop .
 so that the capture is still attached when the loop has printed its result (the figures below are
 read then).
 
-Configurations, run alternately (untraced first) in each repetition:
+Configurations, run alternately in each repetition (untraced first, the others in an order
+rotated by one per repetition):
   untraced          the loop alone
   syscall           --no-memory --no-block --no-nvme --no-sched (syscall, process, async, intent)
   syscall+memory    --no-block --no-nvme --no-sched
@@ -280,7 +281,11 @@ def main():
         trace = os.path.join(tmp, "t.iotwin")
         subprocess.run(loop_cmd, stdout=subprocess.DEVNULL)  # warm-up
         for rep in range(args.reps):
-            for name, binary, flags in configs:
+            # Untraced first, then the others rotated by one per repetition: the run right
+            # after the untraced one is measurably slower on this machine, whichever it is.
+            traced = configs[1:]
+            shift = rep % len(traced) if traced else 0
+            for name, binary, flags in configs[:1] + traced[shift:] + traced[:shift]:
                 r = run_one(binary, loop_cmd, flags, trace, False)
                 runs[name].append(r)
                 if r:
