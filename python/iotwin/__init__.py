@@ -83,6 +83,12 @@ class Trace:
     def records(self, table, columns=None, where=None, batch=65536):
         """Yields the table's rows one by one as dicts, reading `batch` rows at a time, so
         memory stays bounded whatever the trace's size."""
+        if table == "files":  # built at the end of the trace: read whole
+            names, specs = self._read_all(table, columns, where)
+            arrays = [_materialize(c) for c in specs]
+            for i in range(len(arrays[0]) if arrays else 0):
+                yield {n: _scalar(a[i]) for n, a in zip(names, arrays)}
+            return
         reader, wanted = self._reader(table, columns, where)
         dictionaries = {}
         while True:

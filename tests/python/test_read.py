@@ -105,6 +105,8 @@ def test_records_stream_equals_to_numpy(synth_trace):
         assert row["ts_ns"] == a["ts_ns"][i] and row["flags_names"] == a["flags_names"][i]
         n += 1
     assert n == len(a) > 1000
+    files = t.to_numpy("files")
+    assert [r["path"] for r in t.records("files")] == list(files["path"]) and len(files) > 1
 
 
 def test_truncated_trace_raises_with_file_and_offset(synth_trace, tmp_path):
