@@ -43,6 +43,12 @@ Column* ColumnRowWriter::AddColumn(std::string_view name, Column::Kind kind, uin
   return added.stored ? &added : nullptr;
 }
 
+Column* ColumnRowWriter::Mismatch() {
+  t_->mismatched_ = true;
+  field_ = count_;  // the row's remaining fields are dropped too
+  return nullptr;
+}
+
 void ColumnTable::Grow() {
   capacity_ *= 2;
   for (Column& c : columns_) {
@@ -64,7 +70,8 @@ void ColumnTable::End(ColumnRowWriter& w) {
       if (columns_[i].name == "file_id") file_col_ = i + 1;
     }
   }
-  if (Keep(rows_)) rows_++;
+  if (w.field_ != w.count_ && w.columns_) mismatched_ = true;
+  if (!mismatched_ && Keep(rows_)) rows_++;
 }
 
 // Whether row `row` (written, not yet counted) passes the query's filters.

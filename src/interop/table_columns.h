@@ -98,8 +98,8 @@ class ColumnTable;
 // column k; the first row creates the columns.
 class ColumnRowWriter {
  public:
-  ColumnRowWriter(ColumnTable* table, Column* columns, size_t row)
-      : t_(table), columns_(columns), row_(row) {}
+  ColumnRowWriter(ColumnTable* table, Column* columns, size_t count, size_t row)
+      : t_(table), columns_(columns), count_(count), row_(row) {}
 
   template <size_t N, typename V>
   void U(const char (&name)[N], V v) {
@@ -149,13 +149,18 @@ class ColumnRowWriter {
   // column.
   [[gnu::always_inline]] Column* Next(std::string_view name, Column::Kind kind, uint8_t width) {
     if (!columns_) return AddColumn(name, kind, width);
+    if (field_ == count_) return Mismatch();
     Column& c = columns_[field_++];
+    // A row whose fields differ from the first row's would write past a column's values.
+    if (c.kind != kind || c.width != width) return Mismatch();
     return c.stored ? &c : nullptr;
   }
   Column* AddColumn(std::string_view name, Column::Kind kind, uint8_t width);
+  Column* Mismatch();
 
   ColumnTable* t_;
   Column* columns_;  // nullptr on the first row
+  size_t count_;     // columns
   size_t row_;
   size_t field_ = 0;
   std::string scratch_;
@@ -171,9 +176,9 @@ class ColumnTable {
       : stem_(std::move(stem)), query_(query), wanted_(query->WantsTable(stem_)) {}
 
   ColumnRowWriter Begin() {
-    if (columns_.empty()) return ColumnRowWriter(this, nullptr, rows_);
+    if (columns_.empty()) return ColumnRowWriter(this, nullptr, 0, rows_);
     if (rows_ == capacity_) Grow();
-    return ColumnRowWriter(this, columns_.data(), rows_);
+    return ColumnRowWriter(this, columns_.data(), columns_.size(), rows_);
   }
   void End(ColumnRowWriter& w);
   std::string& scratch() { return scratch_; }
@@ -181,6 +186,9 @@ class ColumnTable {
   const std::string& stem() const { return stem_; }
   bool wanted() const { return wanted_; }
   size_t rows() const { return rows_; }
+  // A row's fields differed from the first row's (a row function with a field it writes only
+  // sometimes): the table cannot be read as columns.
+  bool mismatched() const { return mismatched_; }
   std::vector<Column>& columns() { return columns_; }
   // Drops the rows kept (a batch read); columns and dictionaries stay.
   void Clear() { rows_ = 0; }
@@ -197,6 +205,7 @@ class ColumnTable {
   size_t rows_ = 0, capacity_ = 0;
   // Columns the filters read (index + 1; 0: the table has none).
   size_t op_col_ = 0, ts_col_ = 0, file_col_ = 0;
+  bool mismatched_ = false;
   std::vector<int8_t> op_passes_;  // per op code: -1 unknown, 0 no, 1 yes
   std::string scratch_;
 };

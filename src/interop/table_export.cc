@@ -1401,6 +1401,7 @@ Result<bool> ColumnReader::Read(size_t max_rows) {
     }
     if (!t->wanted()) continue;
     p.formatter.Row(*t, h, ctx);
+    if (t->mismatched()) return Status::Internal("table {}: a row unlike the first", t->stem());
     if (t->rows() >= max_rows) return true;
   }
   const TraceDamage& damage = p.reader->damage();
