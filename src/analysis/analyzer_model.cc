@@ -713,7 +713,10 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
   m["model_version"] = 1;
   m["trace"] = trace_facts;
   const size_t top = options_.top;
-  const uint64_t span = last_ts_ > start_ && first_ts_ != UINT64_MAX ? last_ts_ - start_ : 0;
+  // Rates are over the window looked at: from the trace's start, or from --from when given.
+  const uint64_t window_start = std::max(start_, from_ns_);
+  const uint64_t span =
+      last_ts_ > window_start && first_ts_ != UINT64_MAX ? last_ts_ - window_start : 0;
   m["capture"] = CaptureJson(meta_, summary, span, lost_);
   const json filter = options_.filter.ToJson();  // the scope has a key of its own
   m["filter"] = filter.empty() ? json(nullptr) : filter;

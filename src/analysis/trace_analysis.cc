@@ -103,7 +103,11 @@ Result<nlohmann::json> BuildReportModel(const std::string& path,
   // Second pass: heat maps of the busiest files (the model's file rows come sorted by volume).
   TraceAnalysisOptions second = options;
   second.analyzer.start_ns_override = first->analyzer->start_ns();
-  uint64_t span = model["totals"]["span_ns"].get<uint64_t>();
+  // Heat maps place requests by their time from the trace's start (not from --from).
+  const nlohmann::json& totals = model["totals"];
+  const uint64_t last = totals["last_ts_ns"].get<uint64_t>();
+  const uint64_t start = totals["start_ns"].get<uint64_t>();
+  const uint64_t span = last > start ? last - start : 0;
   second.analyzer.heatmap_span_ns = std::max<uint64_t>(span, 1);
   for (const auto& f : model["files"]["rows"]) {
     if (second.analyzer.heatmaps.size() >= heatmaps) break;

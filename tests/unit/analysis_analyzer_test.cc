@@ -427,6 +427,12 @@ TEST(Analyzer, FiltersByThreadFileOpAndTime) {
   EXPECT_EQ(m["totals"]["read"]["ops"], 4);
   EXPECT_EQ(m["totals"]["write"]["ops"], 4);
   EXPECT_EQ(m["filter"]["from_s"], 0.35);
+  // Rates are over the window: from --from, not from the trace's start.
+  const uint64_t from = m["totals"]["start_ns"].get<uint64_t>() + 350'000'000;
+  const uint64_t span = m["totals"]["last_ts_ns"].get<uint64_t>() - from;
+  EXPECT_EQ(m["totals"]["span_ns"].get<uint64_t>(), span);
+  EXPECT_NEAR(m["totals"]["read"]["iops"].get<double>(), 4 / (static_cast<double>(span) / 1e9),
+              1e-3);
 }
 
 TEST(Analyzer, TimeSeriesCountsOpsAndBytesPerBucket) {
