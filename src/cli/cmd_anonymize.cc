@@ -5,6 +5,7 @@
 
 #include "base/bytes_text.h"
 #include "cli/commands.h"
+#include "cli/stdout_output.h"
 #include "interop/anonymize.h"
 
 namespace iotwin::cli {
@@ -21,7 +22,7 @@ CommandSpec SetupAnonymize(CLI::App& parent) {
       "anonymize",
       "Replace path components, comms, arguments, labels and host name by keyed hashes");
   sub->add_option("trace", opt->input, "trace to anonymize");
-  sub->add_option("-o,--output", opt->output, "anonymized trace to write");
+  sub->add_option("-o,--output", opt->output, "anonymized trace to write ('-' for stdout)");
   sub->add_option("--key", opt->key,
                   "file with the secret key (>= 16 bytes; --new-key makes one); the same key "
                   "gives the same tokens across traces");
@@ -77,10 +78,25 @@ CommandSpec SetupAnonymize(CLI::App& parent) {
               fmt::print(stderr, "iotwin anonymize: output must differ from input\n");
               return kExitError;
             }
-            auto r = interop::AnonymizeTrace(opt->input, opt->output, *a);
+            std::string output = opt->output;
+            auto to_stdout = StdoutOutput::For(&output, "-o", /*binary=*/true);
+            if (!to_stdout.ok() || (*to_stdout && opt->json)) {
+              fmt::print(stderr, "iotwin anonymize: {}\n",
+                         to_stdout.ok() ? "-o - writes the trace to standard output: no --json there"
+                                        : to_stdout.status().message());
+              return kExitError;
+            }
+            auto r = interop::AnonymizeTrace(opt->input, output, *a);
             if (!r.ok()) {
               fmt::print(stderr, "iotwin anonymize: {}\n", r.status().message());
               return kExitError;
+            }
+            if (*to_stdout) {
+              Status copied = (*to_stdout)->CopyToStdout();
+              if (!copied.ok()) {
+                fmt::print(stderr, "iotwin anonymize: -o -: {}\n", copied.message());
+                return kExitError;
+              }
             }
             if (opt->json) {
               nlohmann::json j = {{"schema", "iotwin-anonymize/1"},

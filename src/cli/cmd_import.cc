@@ -5,6 +5,7 @@
 
 #include "base/bytes_text.h"
 #include "cli/commands.h"
+#include "cli/stdout_output.h"
 #include "interop/block_text.h"
 #include "interop/importer.h"
 
@@ -31,7 +32,7 @@ CommandSpec SetupImport(CLI::App& parent) {
                   "input files ('-' for stdin); several: strace -ff files or several iologs, "
                   "merged by time")
       ->required();
-  sub->add_option("-o,--output", opt->output, "trace file to write")->required();
+  sub->add_option("-o,--output", opt->output, "trace file to write ('-' for stdout)")->required();
   sub->add_flag("--strict", opt->strict, "fail on the first line that cannot be read");
   sub->add_flag("--json", opt->json,
                 "print the import's summary as one JSON object on stdout (schema iotwin-import/1)");
@@ -54,10 +55,24 @@ CommandSpec SetupImport(CLI::App& parent) {
               }
               req.options.dev = *dev;
             }
+            auto to_stdout = StdoutOutput::For(&req.output, "-o", /*binary=*/true);
+            if (!to_stdout.ok() || (*to_stdout && opt->json)) {
+              fmt::print(stderr, "iotwin import: {}\n",
+                         to_stdout.ok() ? "-o - writes the trace to standard output: no --json there"
+                                        : to_stdout.status().message());
+              return kExitError;
+            }
             auto result = interop::RunImport(req);
             if (!result.ok()) {
               fmt::print(stderr, "iotwin import: {}\n", result.status().message());
               return kExitError;
+            }
+            if (*to_stdout) {
+              Status copied = (*to_stdout)->CopyToStdout();
+              if (!copied.ok()) {
+                fmt::print(stderr, "iotwin import: -o -: {}\n", copied.message());
+                return kExitError;
+              }
             }
             const auto& st = result->stats;
             uint64_t records = 0;

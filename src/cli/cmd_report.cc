@@ -14,11 +14,46 @@
 #include "analysis/report_html.h"
 #include "analysis/report_text.h"
 #include "analysis/trace_analysis.h"
+#include "base/fd.h"
 #include "cli/commands.h"
 #include "cli/scope_options.h"
+#include "cli/stdout_output.h"
 #include "cli/unit_options.h"
 
 namespace iotwin::cli {
+namespace {
+
+// Writes the page to PATH.partial (created exclusively: never through a planted symlink) and
+// renames it when whole, so that a failed write never leaves a page that looks complete.
+Status WriteHtmlFile(const std::string& path, const std::string& html) {
+  const std::string partial = path + ".partial";
+  UniqueFd fd(::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd.valid()) {
+    if (errno == EEXIST) {
+      return Status::Invalid("{} already exists (another run writing, or one that crashed); "
+                             "remove it first", partial);
+    }
+    return Status::FromErrno(errno, "cannot create " + partial);
+  }
+  for (size_t done = 0; done < html.size();) {
+    ssize_t n = ::write(fd.get(), html.data() + done, html.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Status st = Status::FromErrno(n < 0 ? errno : EIO, "cannot write " + partial);
+      ::unlink(partial.c_str());
+      return st;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd.Release()) != 0 || ::rename(partial.c_str(), path.c_str()) != 0) {
+    Status st = Status::FromErrno(errno, "cannot write " + path);
+    ::unlink(partial.c_str());
+    return st;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 CommandSpec SetupReport(CLI::App& parent) {
   struct Options {
@@ -41,7 +76,8 @@ CommandSpec SetupReport(CLI::App& parent) {
   sub->add_option("trace", opt->path, "trace file (.iotwin)")->required();
   sub->add_flag("--json", opt->json, "print the report model as JSON instead of text tables");
   sub->add_option("--html", opt->html,
-                  "also write a self-contained HTML report with plots (opens offline)");
+                  "also write a self-contained HTML report with plots (opens offline; '-': "
+                  "only the page, to stdout)");
   sub->add_option("--top", opt->top, "rows in the process/thread/file tables (0: all)")
       ->capture_default_str();
   sub->add_option("--heatmaps", opt->heatmaps,
@@ -94,13 +130,20 @@ CommandSpec SetupReport(CLI::App& parent) {
                 fmt::print(stderr, "iotwin report: {}\n", html.status().message());
                 return kExitError;
               }
-              std::ofstream out(opt->html, std::ios::binary | std::ios::trunc);
-              out << *html;
-              out.close();
-              if (!out) {
-                fmt::print(stderr, "iotwin report: cannot write {}\n", opt->html);
+              if (opt->html == "-" && opt->json) {
+                fmt::print(stderr, "iotwin report: --html - writes the page to standard output: "
+                           "no --json there\n");
                 return kExitError;
               }
+              std::string html_path = opt->html;
+              auto to_stdout = StdoutOutput::For(&html_path, "--html", /*binary=*/true);
+              Status written = to_stdout.ok() ? WriteHtmlFile(html_path, *html) : to_stdout.status();
+              if (written.ok() && *to_stdout) written = (*to_stdout)->CopyToStdout();
+              if (!written.ok()) {
+                fmt::print(stderr, "iotwin report: {}\n", written.message());
+                return kExitError;
+              }
+              if (*to_stdout) return kExitOk;  // the page is the output
             }
             if (opt->json) {
               fmt::print("{}\n", model->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));

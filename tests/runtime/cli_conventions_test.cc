@@ -161,6 +161,42 @@ TEST(CliConventions, ADashReadsTheTraceFromStandardInput) {
   EXPECT_NE(empty.err.find("<stdin>: byte 0: not an iotwin trace"), std::string::npos) << empty.err;
 }
 
+// `-o -` of import and anonymize and `report --html -` write to standard output the bytes they
+// would write to a file, never a file named "-"; a failure writes nothing there.
+TEST(CliConventions, ADashOutputWritesStandardOutputNeverAFileNamedDash) {
+  TempDir dir;
+  std::string trace = SmallTrace(dir), key = dir / "key", anon = dir / "anon.iotwin";
+  std::string log = dir / "log.strace", imported = dir / "imported.iotwin";
+  auto in_dir = [&](const std::string& command) {
+    return test::Run({"/bin/sh", "-c", "cd \"$1\" && " + command, IotwinBin(), dir.path()});
+  };
+  ASSERT_EQ(test::Run({IotwinBin(), "anonymize", "--new-key", key}).exit_code, 0);
+  ASSERT_EQ(in_dir("\"$0\" anonymize t.iotwin -o anon.iotwin --key key").exit_code, 0);
+  ASSERT_TRUE(WriteFile(log, "100 openat(AT_FDCWD, \"/d/f\", O_RDONLY) = 3\n"
+                             "100 pread64(3, \"\"..., 4096, 0) = 4096\n100 close(3) = 0\n"));
+  ASSERT_EQ(in_dir("\"$0\" import log.strace -o imported.iotwin").exit_code, 0);
+  auto bytes_of = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  RunResult a = in_dir("\"$0\" anonymize t.iotwin -o - --key key");
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, bytes_of(anon)) << "the same keyed trace as to a file";
+  RunResult i = in_dir("\"$0\" import log.strace -o -");
+  EXPECT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_EQ(i.out, bytes_of(imported));
+  RunResult h = in_dir("\"$0\" report t.iotwin --html -");
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(h.out.rfind("<!DOCTYPE html>", 0), 0u) << "only the page: " << h.out.substr(0, 40);
+  RunResult failed = in_dir("printf 'not strace\\n' | \"$0\" import - -o - --format strace");
+  EXPECT_EQ(failed.exit_code, 2);
+  EXPECT_EQ(failed.out, "");
+  RunResult both = in_dir("\"$0\" import log.strace -o - --json");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("no --json there"), std::string::npos) << both.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "-"));
+}
+
 TEST(CliConventions, RecordToADashStreamsTheTraceAndKeepsTheCommandsOutputApart) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   TempDir dir;
