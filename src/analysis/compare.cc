@@ -262,7 +262,7 @@ SequenceMatch MatchSequences(const Analyzer& a, const Analyzer& b, const json& m
 
 // Judges every computed measure against its threshold: out's "measures", "failed", "verdict".
 void Judge(const std::map<std::string, json>& values, const CompareOptions& options,
-           bool timing_judged, bool block_judged, json* out) {
+           bool timing_judged, bool block_judged, const std::string& pace, json* out) {
   json measures = json::array();
   json failed = json::array();
   for (const MeasureSpec& spec : Measures()) {
@@ -271,7 +271,9 @@ void Judge(const std::map<std::string, json>& values, const CompareOptions& opti
     std::optional<double> threshold;
     if (spec.enabled) threshold = spec.default_threshold;
     if (auto o = options.thresholds.find(spec.name); o != options.thresholds.end()) threshold = o->second;
-    bool judged = threshold.has_value() && (!spec.timing || timing_judged) &&
+    bool judged = threshold.has_value() &&
+                  (!spec.timing || (timing_judged && (PaceJudges(pace, spec.name) ||
+                                                      options.thresholds.count(spec.name)))) &&
                   (!spec.block || block_judged || options.thresholds.count(spec.name));
     double v = it->second["value"].get<double>();
     bool pass = !threshold || (spec.at_least ? v >= *threshold - 1e-12 : v <= *threshold + 1e-12);
@@ -358,6 +360,9 @@ const std::vector<MeasureSpec>& Measures() {
       {"iops-rel-err", 0.05, false, true, true,
        "relative error of overall IOPS (data ops / active window: first to last judged call)"},
       {"throughput-rel-err", 0.05, false, true, true, "relative error of overall bytes/s (same window)"},
+      {"idle-rel-err", 0.10, false, true, true,
+       "relative error of the idle time between each thread's consecutive judged calls, summed "
+       "over threads: the think time gaps pacing keeps (gaps replays only)"},
       {"iops-series-err", 0.05, false, true, true,
        "area between the normalised cumulative data-op curves over normalised time (each trace's "
        "active window; the mean shift of the work, as a share of the run)"},
@@ -583,11 +588,16 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
     if (p.b >= 0) tp.b = scope_b.timeline.Find(seq.tb[static_cast<size_t>(p.b)].tgid, seq.tb[static_cast<size_t>(p.b)].tid);
     timeline_pairs.push_back(tp);
   }
-  TimingMeasures tm = MeasureTiming(scope_a.timeline, scope_b.timeline, timeline_pairs);
+  TimingMeasures tm = MeasureTiming(scope_a.timeline, scope_b.timeline, timeline_pairs, pace == "gaps");
   put("iops-series-err", tm.iops_series_err);
   put("throughput-series-err", tm.throughput_series_err);
   put("thread-series-err", tm.thread_series_err);
   if (tm.stall_measured) put("stall-ms", tm.stall_ms);
+  if (pace == "gaps") {
+    const json& idle = tm.detail["idle_ns"];
+    put("idle-rel-err", RelativeError(idle["original"].get<double>(), idle["replay"].get<double>()),
+        idle["original"], idle["replay"]);
+  }
   out["timing"] = tm.detail;
   out["timing"]["latency_ns"] = LatencyByOp(a, b);
   AlignedSeries s = AlignSeries(a, ma, b, mb);
@@ -608,7 +618,7 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   for (const QueryMeasure& m : queries.measures) put(m.name, m.value, m.original, m.replay);
   if (queries.present) out["queries"] = queries.detail;
 
-  Judge(values, options, timing_judged, block_judged, &out);
+  Judge(values, options, timing_judged, block_judged, pace, &out);
   out["causes"] = out["failed"].empty() ? json::array() : LikelyCauses(out, ma, mb);
   for (json& c : QueryCauses(queries, out["failed"])) out["causes"].push_back(std::move(c));
   return out;
@@ -635,9 +645,10 @@ std::string RenderCompareText(const json& r) {
   line("iotwin compare");
   line("  original  " + side(r["original"]));
   line("  replay    " + side(r["replay"]));
-  line(fmt::format("  timing    {}", r["timing_judged"].get<bool>()
-                                         ? "judged"
-                                         : "reported, not judged (pace " + r["pace"].get<std::string>() + ")"));
+  line(fmt::format("  timing    {}", !r["timing_judged"].get<bool>()
+                                         ? "reported, not judged (pace " + r["pace"].get<std::string>() + ")"
+                                     : r["pace"] == "gaps" ? std::string(kGapsJudgement)
+                                                           : std::string("judged")));
   if (r["block"].is_object())
     line(fmt::format("  block     {}", r.value("block_judged", false)
                                           ? "judged (>= 99% of the original's bytes are O_DIRECT)"

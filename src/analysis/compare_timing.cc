@@ -295,13 +295,14 @@ double CallTimeline::Normalised(uint64_t ts) const {
   return std::min(1.0, static_cast<double>(ts - first_) / static_cast<double>(window_ns()));
 }
 
-TimingMeasures MeasureTiming(const CallTimeline& a, const CallTimeline& b,
-                             const std::vector<TimelinePair>& pairs) {
-  TimingMeasures m;
-  Curves ca = DataCurves(a), cb = DataCurves(b);
-  m.iops_series_err = CurveDistance(ca.ops, cb.ops);
-  m.throughput_series_err = CurveDistance(ca.bytes, cb.bytes);
+namespace {
 
+// The curve distances (whole run and per thread pair) of `m`; the worst thread pair.
+json MeasureSeries(const CallTimeline& a, const CallTimeline& b,
+                   const std::vector<TimelinePair>& pairs, TimingMeasures* m) {
+  Curves ca = DataCurves(a), cb = DataCurves(b);
+  m->iops_series_err = CurveDistance(ca.ops, cb.ops);
+  m->throughput_series_err = CurveDistance(ca.bytes, cb.bytes);
   double weighted = 0, weight = 0, worst = -1;
   json worst_thread = nullptr;
   for (const TimelinePair& p : pairs) {
@@ -316,7 +317,50 @@ TimingMeasures MeasureTiming(const CallTimeline& a, const CallTimeline& b,
                       {"calls", p.a->calls.size()}, {"distance", std::round(d * 1e6) / 1e6}};
     }
   }
-  m.thread_series_err = weight > 0 ? weighted / weight : 0;
+  m->thread_series_err = weight > 0 ? weighted / weight : 0;
+  return worst_thread;
+}
+
+// gaps pacing's clock: each call's issue time less the time its thread spent in its earlier
+// calls, so that calls taking longer on the replay's target move no later call.
+CallTimeline ThinkTimeClock(const CallTimeline& t) {
+  CallTimeline out;
+  for (const ThreadCalls& th : t.threads()) {
+    uint64_t in_calls = 0, prev_end = 0;
+    for (const TimedCall& c : th.calls) {
+      TimedCall moved = c;
+      moved.ts = c.ts > in_calls ? c.ts - in_calls : 0;
+      moved.end = moved.ts;
+      out.Add(th.tgid, th.tid, moved);
+      if (c.async) continue;
+      // Only the part of a call after the previous one's end: calls of a thread never overlap,
+      // but a trace's clock may say so.
+      const uint64_t from = std::max(c.ts, prev_end);
+      if (c.end > from) in_calls = SaturatingAdd(in_calls, c.end - from);
+      prev_end = std::max(prev_end, c.end);
+    }
+  }
+  out.Finish();
+  return out;
+}
+
+}  // namespace
+
+TimingMeasures MeasureTiming(const CallTimeline& a, const CallTimeline& b,
+                             const std::vector<TimelinePair>& pairs, bool think_time_clock) {
+  TimingMeasures m;
+  Curves ca = DataCurves(a), cb = DataCurves(b);
+  json worst_thread = nullptr;
+  if (think_time_clock) {
+    const CallTimeline ta = ThinkTimeClock(a), tb = ThinkTimeClock(b);
+    std::vector<TimelinePair> think_pairs;
+    for (const TimelinePair& p : pairs)
+      think_pairs.push_back({p.a ? ta.Find(p.a->tgid, p.a->tid) : nullptr,
+                             p.b ? tb.Find(p.b->tgid, p.b->tid) : nullptr});
+    worst_thread = MeasureSeries(ta, tb, think_pairs, &m);
+  } else {
+    worst_thread = MeasureSeries(a, b, pairs, &m);
+  }
 
   size_t aligned = 0;
   json stall = Stall(a, b, pairs, &aligned);
@@ -336,7 +380,13 @@ TimingMeasures MeasureTiming(const CallTimeline& a, const CallTimeline& b,
               {"stall", stall},
               {"stall_threads", aligned},
               {"worst_thread", worst_thread}};
+  if (think_time_clock) m.detail["series_clock"] = "think time";
   return m;
+}
+
+bool PaceJudges(std::string_view pace, std::string_view measure) {
+  if (pace == "gaps") return measure != "iops-rel-err" && measure != "throughput-rel-err";
+  return measure != "idle-rel-err";
 }
 
 json LikelyCauses(const json& result, const json& ma, const json& mb) {
@@ -419,7 +469,8 @@ json LikelyCauses(const json& result, const json& ma, const json& mb) {
   if (!shape) thread_order();
   // Rates and shape: where did the time go, into calls or between them?
   const bool rates = failed["iops-rel-err"] || failed["throughput-rel-err"] ||
-                     failed["iops-series-err"] || failed["throughput-series-err"] || failed["iat-ks"];
+                     failed["iops-series-err"] || failed["throughput-series-err"] ||
+                     failed["iat-ks"] || failed["idle-rel-err"];
   const bool calls_dominate = std::fabs(busy) > std::fabs(idle);
   const char* faster_or_slower = busy > 0 ? "slower" : "faster";
   if (rates && calls_dominate) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -76,9 +77,23 @@ struct TimingMeasures {
   nlohmann::json detail;             // window, most diverged stretch, stall, busy/idle, worst thread
 };
 
-// The time measures of replay `b` against original `a`.
+// The time measures of replay `b` against original `a`. `think_time_clock` (gaps replays): the
+// curves put each call at its issue time less its thread's time in earlier calls, the clock gaps
+// pacing keeps; stalls, busy and idle time are measured on the traces' own clocks.
 TimingMeasures MeasureTiming(const CallTimeline& a, const CallTimeline& b,
-                             const std::vector<TimelinePair>& pairs);
+                             const std::vector<TimelinePair>& pairs, bool think_time_clock = false);
+
+// Whether compare judges timing measure `measure` for a replay paced `pace` ("" for a trace that
+// is not a replay). Gaps pacing keeps each thread's idle time between calls (its think time) and
+// lets every call take what it takes on the replay's target, so a run's length there is that
+// think time plus the replay's own call times: the overall rates (data ops and bytes over the
+// window) measure the target's calls, not the replay, and are reported only; idle-rel-err judges
+// what gaps keeps. Original pacing keeps issue times, whose rates are judged.
+bool PaceJudges(std::string_view pace, std::string_view measure);
+// compare's text line for a gaps replay's timing: what is judged and why.
+inline constexpr const char* kGapsJudgement =
+    "judged (pace gaps: idle time between calls, curves on the think-time clock; iops and "
+    "throughput follow the replay's own call times: reported, not judged)";
 
 // Likely causes of a FAIL, strongest first: [{cause, evidence, hint}]. `result` is compare's
 // output so far (measures judged, "failed"); `ma`/`mb` the two report models.

@@ -1,0 +1,104 @@
+// compare judges each pace by what it keeps: a gaps replay by the idle time between calls (its
+// overall rates follow the replay's own call times), an original-paced one by its rates.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "analysis/compare.h"
+#include "analysis_trace_builder.h"
+#include "interop_test_util.h"
+
+namespace iotwin::analysis {
+namespace {
+
+using test::SyntheticTrace;
+constexpr uint64_t kStart = 2'000'000'000;
+constexpr uint64_t kUs = 1'000;
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint32_t kDev = 0x800001;
+constexpr uint64_t kIno = 141;
+constexpr int kFd = 3;
+
+// Thread 101 of process 100: 200 preads of 4 KiB, each `dur(i)` long, `idle` apart (end of one
+// to start of the next).
+void Reads(SyntheticTrace* t, uint64_t idle, const std::function<uint64_t(size_t)>& dur) {
+  t->Open(101, kStart - 10 * kUs, "/data/f", kFd, kDev, kIno, O_RDONLY, 100);
+  uint64_t ts = kStart;
+  for (size_t i = 0; i < 200; i++) {
+    const uint64_t d = dur(i);
+    t->Io(IOT_OP_PREAD64, 101, ts, d, kFd, kDev, kIno, i * 4096, 4096, 4096, 100);
+    ts += d + idle;
+  }
+  t->Close(101, ts, kFd, kDev, kIno, 100);
+}
+
+SyntheticTrace Replay(const char* pace) {
+  SyntheticTrace t;
+  t.meta()["replay"] = {{"source", "orig.iotwin"}, {"pace", pace}, {"speed", 1.0}};
+  return t;
+}
+
+nlohmann::json Compare(const SyntheticTrace& orig, const SyntheticTrace& replay) {
+  interop::testing::ScratchDir dir;
+  std::string a = dir / "orig.iotwin", b = dir / "replay.iotwin";
+  EXPECT_TRUE(orig.Write(a, {}).ok());
+  EXPECT_TRUE(replay.Write(b, {}).ok());
+  auto r = CompareTraces(a, b, {});
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : nlohmann::json::object();
+}
+
+const nlohmann::json& Measure(const nlohmann::json& r, const char* name) {
+  for (const auto& m : r["measures"])
+    if (m["name"] == name) return m;
+  static const nlohmann::json kNone = nlohmann::json::object();
+  return kNone;
+}
+
+// Two calls 15 ms long where the original's took 20 us (a sync flushing more, a descriptor
+// table growing): the run is 30 ms longer with every recorded gap kept.
+uint64_t TwoSlowCalls(size_t i) { return i == 50 || i == 150 ? 15 * kMs : 20 * kUs; }
+uint64_t Fast(size_t) { return 20 * kUs; }
+
+TEST(ComparePace, GapsReplayWithSlowerCallsKeepsItsThinkTimeAndPasses) {
+  SyntheticTrace orig;
+  Reads(&orig, 100 * kUs, Fast);
+  SyntheticTrace replay = Replay("gaps");
+  Reads(&replay, 100 * kUs, TwoSlowCalls);
+  nlohmann::json r = Compare(orig, replay);
+  const std::string text = RenderCompareText(r);
+  EXPECT_EQ(r["verdict"], "pass") << text;
+  // The rates are off by the calls' own time: reported, not judged.
+  EXPECT_GT(Measure(r, "iops-rel-err")["value"].get<double>(), 0.5) << text;
+  EXPECT_FALSE(Measure(r, "iops-rel-err")["judged"].get<bool>());
+  EXPECT_FALSE(Measure(r, "throughput-rel-err")["judged"].get<bool>());
+  EXPECT_TRUE(Measure(r, "idle-rel-err")["judged"].get<bool>()) << text;
+  EXPECT_LT(Measure(r, "idle-rel-err")["value"].get<double>(), 1e-6);
+  EXPECT_NE(text.find("pace gaps: idle time between calls"), std::string::npos) << text;
+}
+
+TEST(ComparePace, GapsReplayThatStretchesThinkTimeFailsIdle) {
+  SyntheticTrace orig;
+  Reads(&orig, 100 * kUs, Fast);
+  SyntheticTrace replay = Replay("gaps");
+  Reads(&replay, 125 * kUs, Fast);
+  nlohmann::json r = Compare(orig, replay);
+  EXPECT_NEAR(Measure(r, "idle-rel-err")["value"].get<double>(), 0.25, 1e-3);
+  bool idle_failed = false;
+  for (const auto& f : r["failed"]) idle_failed |= f == "idle-rel-err";
+  EXPECT_TRUE(idle_failed) << RenderCompareText(r);
+}
+
+TEST(ComparePace, OriginalPacedReplayIsJudgedOnItsRates) {
+  SyntheticTrace orig;
+  Reads(&orig, 100 * kUs, Fast);
+  SyntheticTrace replay = Replay("original");
+  Reads(&replay, 100 * kUs, TwoSlowCalls);
+  nlohmann::json r = Compare(orig, replay);
+  EXPECT_TRUE(Measure(r, "iops-rel-err")["judged"].get<bool>());
+  EXPECT_FALSE(Measure(r, "iops-rel-err")["pass"].get<bool>());
+  EXPECT_TRUE(Measure(r, "idle-rel-err").empty());  // measured for gaps replays only
+}
+
+}  // namespace
+}  // namespace iotwin::analysis
