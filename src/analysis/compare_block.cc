@@ -40,6 +40,7 @@ struct Stream {
   std::vector<uint64_t> depth_ns;  // time spent at each queue depth (index: depth)
   std::vector<uint64_t> depth_at_issue;  // requests by the depth they found (themselves included)
   uint64_t first_ts = 0, last_ts = 0;
+  std::vector<uint64_t> issue_ts;  // every request's issue time, in issue order
   std::string pace;  // the replay's header; empty when not a replay
   bool wrapped = false;
 };
@@ -138,6 +139,7 @@ Result<Stream> LoadStream(const std::string& path, std::optional<uint32_t> wante
     s.depth_at_issue[depth]++;
     if (s.requests > 1) s.iat.Add(r->ts >= prev_ts ? r->ts - prev_ts : 0);
     prev_ts = r->ts;
+    s.issue_ts.push_back(r->ts);
     if (s.first_ts == 0) s.first_ts = r->ts;
     s.last_ts = std::max(s.last_ts, r->ts);
   }
@@ -297,6 +299,28 @@ std::map<std::string, Value> ComputeMeasures(const Stream& a, const Stream& b,
   return v;
 }
 
+// How far from its place in the original's timeline each request was issued: request i of the
+// replay at (its issue - the replay's first issue) against request i of the original at (its
+// issue - the original's first issue). Only when both issued the same number of requests (then
+// the i-th of each are the same request); null otherwise.
+json ScheduleOffsets(const Stream& a, const Stream& b) {
+  if (a.issue_ts.size() != b.issue_ts.size() || a.issue_ts.empty()) return nullptr;
+  LogLinearHistogram late, early;
+  for (size_t i = 0; i < a.issue_ts.size(); i++) {
+    const uint64_t at_a = a.issue_ts[i] - a.issue_ts[0], at_b = b.issue_ts[i] - b.issue_ts[0];
+    if (at_b >= at_a) late.Add(at_b - at_a);
+    else early.Add(at_a - at_b);
+  }
+  LogLinearHistogram both = late;
+  both.Merge(early);
+  return {{"requests", a.issue_ts.size()},
+          {"late", late.total()},
+          {"early", early.total()},
+          {"p50", both.Percentile(50)},
+          {"p99", both.Percentile(99)},
+          {"max", both.max()}};
+}
+
 }  // namespace
 
 const std::vector<MeasureSpec>& BlockStreamMeasures() {
@@ -391,6 +415,7 @@ Result<json> CompareBlockStreams(const std::string& original, const std::string&
               {"measures", measures},
               {"failed", failed},
               {"differences", differences},
+              {"schedule_offset_ns", ScheduleOffsets(a, b)},
               {"verdict", failed.empty() ? "pass" : "fail"}};
 }
 
@@ -445,6 +470,14 @@ std::string RenderBlockStreamText(const json& r) {
                      u(s, "flushes"), u(s, "fua"), u(s, "discards"), u(s, "queue_depth/p50"),
                      FormatDuration(static_cast<double>(u(s, "iat_ns/p50"))),
                      FormatDuration(static_cast<double>(u(s, "d2c_ns/p50")))));
+  }
+  if (const json* off = json_fields::Object(r, "schedule_offset_ns")) {
+    line(fmt::format("  schedule  request i issued at |(replay i - replay first) - (original i - "
+                     "original first)|: p50 {}, p99 {}, max {} ({} late, {} early)",
+                     FormatDuration(static_cast<double>(u(*off, "p50"))),
+                     FormatDuration(static_cast<double>(u(*off, "p99"))),
+                     FormatDuration(static_cast<double>(u(*off, "max"))), u(*off, "late"),
+                     u(*off, "early")));
   }
   if (!r["differences"].empty()) {
     line("");

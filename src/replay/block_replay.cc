@@ -169,6 +169,11 @@ Result<BlockLayout> PlaceBlockRequests(const std::vector<const model::BlockReque
 
 namespace {
 
+// Requests due within this of the first one prepared leave with it in one io_uring_enter:
+// one submission costs a few microseconds, so a burst submitted one by one would spread out by
+// more than this (and the device would see a shallower queue than recorded).
+constexpr uint64_t kBatchWindowNs = 5'000;
+
 // One line naming how many requests were refused, why, and the first of them.
 std::string RefusalWarning(const std::vector<const model::BlockRequest*>& reqs,
                            const BlockLayout& layout, const ReplayOptions& o, uint64_t dev_size) {
@@ -335,8 +340,10 @@ class BlockReplayer {
   uint64_t Due(const model::BlockRequest& r);
   void WaitForDue(uint64_t due);
   void NoteIssued(const model::BlockRequest& r, uint64_t due, uint64_t issued);
-  void IssueIoctl(const model::BlockRequest& r, BlockOp op, uint64_t off, uint64_t issued);
-  void Submit(size_t i, BlockOp op, uint64_t off);
+  void NoteSubmitted(uint64_t due, uint64_t submitted);
+  void IssueIoctl(const model::BlockRequest& r, BlockOp op, uint64_t off, uint64_t due);
+  void Submit(size_t i, BlockOp op, uint64_t off, uint64_t due);
+  void Flush();
   int Reap(bool wait_one);
 
   const std::vector<const model::BlockRequest*>& reqs_;
@@ -348,7 +355,10 @@ class BlockReplayer {
   AlignedBuffer rbuf_, wbuf_;
   std::vector<Live> live_;
   BlockTally tally_;
-  unsigned inflight_ = 0;
+  unsigned inflight_ = 0;  // prepared or submitted, not yet reaped
+  // Prepared and not yet submitted (index, due): requests due together leave in one
+  // io_uring_enter, as a burst does from an application's io_submit.
+  std::vector<std::pair<size_t, uint64_t>> pending_;
   // Pacing.
   uint64_t live_start_ = 0, trace_start_ = 0;
   uint64_t prev_rec_ = 0, prev_issue_ = 0;
@@ -378,23 +388,31 @@ double BlockReplayer::Run() {
     const BlockLayout::Placement& place = layout_.placements[i];
     if (place.refused != BlockRefusal::kNone) continue;
     // Queue depth as recorded: no more in flight than the device had when this one was issued.
-    while (inflight_ >= std::max<uint32_t>(r.inflight, 1)) Reap(true);
+    while (inflight_ >= std::max<uint32_t>(r.inflight, 1)) {
+      Flush();
+      Reap(true);
+    }
     const uint64_t due = Due(r);
+    // What is prepared leaves now, unless this one is overdue too or due within the batching
+    // window of the first prepared (so no request waits longer than the window for others).
+    if (!pending_.empty() && due > NowNs() && due > pending_.front().second + kBatchWindowNs) {
+      Flush();
+    }
     WaitForDue(due);
-    const uint64_t issued = NowNs();
-    NoteIssued(r, due, issued);
+    NoteIssued(r, due, NowNs());
 
     BlockOp op = Classify(r);
     Live& l = live_[i];
     l.op = op;
     l.recorded_error = r.error;
-    l.submitted = issued;
     if (op == BlockOp::kDiscard || op == BlockOp::kWriteZeroes) {
-      IssueIoctl(r, op, place.offset, issued);
+      Flush();
+      IssueIoctl(r, op, place.offset, due);
     } else {
-      Submit(i, op, place.offset);
+      Submit(i, op, place.offset, due);
     }
   }
+  Flush();
   while (inflight_ > 0) Reap(true);
   uint64_t end = NowNs();
   return ElapsedSeconds(first_issue_ ? std::min(first_issue_, live_start_) : end, end);
@@ -428,21 +446,35 @@ void BlockReplayer::WaitForDue(uint64_t due) {
   WaitUntil(due, o_.spin_ns);
 }
 
+// Pacing state, when the request is handed to the ring (or the ioctl is made).
 void BlockReplayer::NoteIssued(const model::BlockRequest& r, uint64_t due, uint64_t issued) {
   if (first_issue_ == 0) first_issue_ = issued;
-  if (issued > due) {
-    if (o_.pace == PaceMode::kGaps) carry_ += issued - due;
-    if (o_.pace != PaceMode::kFast) tally_.sched.Add(issued - due);
-  } else if (o_.pace != PaceMode::kFast) {
-    tally_.sched.Add(0);
-  }
+  if (issued > due && o_.pace == PaceMode::kGaps) carry_ += issued - due;
   prev_rec_ = r.ts;
   prev_issue_ = issued;
 }
 
+// The schedule error, when the request reaches the kernel.
+void BlockReplayer::NoteSubmitted(uint64_t due, uint64_t submitted) {
+  if (o_.pace != PaceMode::kFast) tally_.sched.Add(submitted > due ? submitted - due : 0);
+}
+
+void BlockReplayer::Flush() {
+  if (pending_.empty()) return;
+  io_uring_submit(&ring_);
+  const uint64_t now = NowNs();
+  for (const auto& [i, due] : pending_) {
+    live_[i].submitted = now;
+    NoteSubmitted(due, now);
+  }
+  pending_.clear();
+}
+
 // Synchronous ioctls: the block layer has no async discard interface for user space.
 void BlockReplayer::IssueIoctl(const model::BlockRequest& r, BlockOp op, uint64_t off,
-                               uint64_t issued) {
+                               uint64_t due) {
+  const uint64_t issued = NowNs();
+  NoteSubmitted(due, issued);
   uint64_t range[2] = {off, r.bytes};
   int res = ioctl(fd_, op == BlockOp::kDiscard ? BLKDISCARD : BLKZEROOUT, range);
   const char* name = BlockOpName(op);
@@ -452,11 +484,11 @@ void BlockReplayer::IssueIoctl(const model::BlockRequest& r, BlockOp op, uint64_
   if ((res != 0) != (r.error != 0)) tally_.mismatches++;
 }
 
-void BlockReplayer::Submit(size_t i, BlockOp op, uint64_t off) {
+void BlockReplayer::Submit(size_t i, BlockOp op, uint64_t off, uint64_t due) {
   const auto& r = *reqs_[i];
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-  while (!sqe) {
-    io_uring_submit(&ring_);
+  while (!sqe) {  // not while fewer than the ring's entries are in flight
+    Flush();
     Reap(true);
     sqe = io_uring_get_sqe(&ring_);
   }
@@ -470,7 +502,7 @@ void BlockReplayer::Submit(size_t i, BlockOp op, uint64_t off) {
   }
   io_uring_sqe_set_data64(sqe, i);
   inflight_++;
-  io_uring_submit(&ring_);
+  pending_.emplace_back(i, due);
 }
 
 // Collects completions: all that are ready, waiting for the first when `wait_one`.

@@ -103,6 +103,8 @@ TEST_F(CompareBlockStreamsTest, AFaithfulReplayAtAnOffsetOnAnotherDevicePasses) 
   EXPECT_EQ(Find(r, "dev-qd-ks")["value"], 0.0);
   EXPECT_TRUE(Find(r, "dev-iops-rel-err")["judged"].get<bool>());
   EXPECT_FALSE(Find(r, "dev-d2c-ks")["judged"].get<bool>());  // information only
+  EXPECT_EQ(r["schedule_offset_ns"]["p50"], 0u);
+  EXPECT_EQ(r["schedule_offset_ns"]["max"], 0u);
 }
 
 TEST_F(CompareBlockStreamsTest, EveryTenthRequestDroppedFailsOnTheRequestCount) {
@@ -110,6 +112,7 @@ TEST_F(CompareBlockStreamsTest, EveryTenthRequestDroppedFailsOnTheRequestCount) 
   EXPECT_EQ(r["verdict"], "fail");
   EXPECT_FALSE(Find(r, "dev-requests-rel-err")["pass"].get<bool>());
   EXPECT_EQ(Find(r, "dev-requests-rel-err")["replay"], 180u);
+  EXPECT_TRUE(r["schedule_offset_ns"].is_null());  // the i-th requests are not the same ones
   const std::string text = RenderCompareText(r);
   EXPECT_NE(text.find("the replay issued 180 requests, the original 200 (-10.0%)"),
             std::string::npos)
@@ -145,6 +148,9 @@ TEST_F(CompareBlockStreamsTest, TimingIsJudgedOnlyWhenThePacingPromisesIt) {
   auto paced = Compare({.dev = kTargetDev, .gap_ns = 10'000, .replay_pace = "original"});
   EXPECT_EQ(paced["verdict"], "fail");
   EXPECT_FALSE(Find(paced, "dev-iops-rel-err")["pass"].get<bool>());
+  // Request i at 10 us * i instead of 20 us * i: the last is 1.99 ms early.
+  EXPECT_NEAR(paced["schedule_offset_ns"]["max"].get<double>(), 1'990'000, 1'990'000 / 64.0);
+  EXPECT_EQ(paced["schedule_offset_ns"]["early"], 199u);
   EXPECT_TRUE(Find(paced, "dev-size-ks")["pass"].get<bool>());
 }
 
