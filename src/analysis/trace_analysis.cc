@@ -84,9 +84,7 @@ Result<TraceAnalysis> AnalyzeTraceFile(const std::string& path,
   nlohmann::json facts = {{"path", path},
                           {"size_bytes", reader.file_size()},
                           {"format", fmt::format("{}.{}", reader.format_major(), reader.format_minor())}};
-  std::string damage;
-  if (d.truncated) damage = d.truncated_detail;
-  for (const std::string& s : d.skipped_chunks) damage += (damage.empty() ? "" : "; ") + s;
+  const std::string damage = d.Description();
   if (!damage.empty()) facts["damage"] = damage;
   if (d.unknown_records) facts["unknown_records"] = d.unknown_records;
   out.model = out.analyzer->Model(reader.summary(), facts);

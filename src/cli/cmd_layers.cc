@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "base/json_fields.h"
 #include "cli/commands.h"
 #include "cli/scope_options.h"
 #include "cli/unit_options.h"
@@ -94,6 +95,10 @@ CommandSpec SetupLayers(CLI::App& parent) {
             if (!report.ok()) {
               fmt::print(stderr, "iotwin layers: {}\n", report.status().message());
               return kExitError;
+            }
+            if (report->contains("damage")) {
+              fmt::print(stderr, "iotwin layers: warning: {}\n",
+                         json_fields::GetString(*report, "damage"));
             }
             if (opt->json) {
               fmt::print("{}\n",

@@ -938,7 +938,9 @@ Result<Correlation> CorrelateTrace(const std::string& path, const CorrelateOptio
     c.Add(rec);
   }
   c.SetMeta(reader->meta(), reader->summary() ? *reader->summary() : nlohmann::json::object());
-  return c.Finish();
+  Correlation out = c.Finish();
+  out.damage = reader->damage().Description();
+  return out;
 }
 
 }  // namespace iotwin::correlate

@@ -182,6 +182,7 @@ struct CorrelateOptions {
 struct Correlation {
   nlohmann::json meta;     // the trace header's metadata
   nlohmann::json summary;  // the footer summary (empty when truncated)
+  std::string damage;      // the reader's words for a truncated trace (TraceDamage); else empty
   std::vector<Syscall> syscalls;  // sorted by ts
   std::vector<PageFault> faults;
   std::vector<AsyncRequest> asyncs;

@@ -723,6 +723,7 @@ json LayersReport(const Correlation& c, const LayersOptions& o) {
     if (layer) layers[k] = *layer;
   }
   j["layers"] = layers;
+  if (!c.damage.empty()) j["damage"] = c.damage;
   j["coverage"] = Coverage(c);
   j["latency"] = Latency(c, o);
   j["btt"] = Btt(c);

@@ -47,6 +47,10 @@ void LayersAndCoverageText(std::string& out, const json& r) {
                        json_fields::GetBool(l, "enabled", false) ? "on" : "off",
                        json_fields::GetString(l, "reason"));
   }
+  if (r.contains("damage")) {
+    out += fmt::format("  damage  {} (the layers of what could be read)\n",
+                       json_fields::GetString(r, "damage"));
+  }
   if (const json* scope = json_fields::Object(r, "scope")) {
     out += fmt::format("  scope   {}; left out {} requests\n",
                        json_fields::GetString(*scope, "description"),

@@ -47,6 +47,13 @@ struct TraceDamage {
   // Chunks skipped in salvage mode, each with offset and reason.
   std::vector<std::string> skipped_chunks;
   uint64_t unknown_records = 0;  // records of types this build does not know (skipped)
+
+  // The truncation and the skipped chunks in words; empty for a whole trace.
+  std::string Description() const {
+    std::string s = truncated ? truncated_detail : std::string();
+    for (const std::string& c : skipped_chunks) s += (s.empty() ? "" : "; ") + c;
+    return s;
+  }
 };
 
 class TraceReader {

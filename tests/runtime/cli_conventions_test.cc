@@ -121,6 +121,21 @@ TEST(CliConventions, DumpOfATruncatedTraceFailsUnlessSalvaging) {
   EXPECT_NE(salvaged.out.find("records syscall"), std::string::npos) << salvaged.out;
 }
 
+// The commands that read what a truncated trace holds say so, on stderr and in their JSON.
+TEST(CliConventions, LayersOfATruncatedTraceSaysItIsTruncated) {
+  TempDir dir;
+  std::string trace = SmallTrace(dir);
+  std::filesystem::resize_file(trace, std::filesystem::file_size(trace) - 16);
+  RunResult text = test::Run({IotwinBin(), "layers", trace});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.err.find("iotwin layers: warning: "), std::string::npos) << text.err;
+  EXPECT_NE(text.err.find("truncated"), std::string::npos) << text.err;
+  EXPECT_NE(text.out.find("  damage  "), std::string::npos) << text.out;
+  RunResult json = test::Run({IotwinBin(), "layers", "--json", trace});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(nlohmann::json::parse(json.out).value("damage", "").find("truncated"), std::string::npos);
+}
+
 TEST(CliConventions, AnonymizeMakesAKeyWhenAskedAndSaysHowWithoutOne) {
   TempDir dir;
   std::string trace = SmallTrace(dir), key = dir / "key", out = dir / "anon.iotwin";
