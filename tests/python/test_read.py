@@ -3,6 +3,7 @@ same trace (the same row functions must give the same values)."""
 import csv
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -65,6 +66,20 @@ def test_pandas_groupby_bytes_per_file(strace_trace):
     assert per_file["/work/out<x>.log"] == 6
     assert list(df.columns[:6]) == ["ts_ns", "dur_ns", "tgid", "tid", "cpu", "op"]
     assert df["op"].dtype == object and df["length"].dtype == np.uint64
+
+
+def test_structured_array_releases_its_text(strace_trace):
+    """The array's memory is released by the module, not NumPy: every text object it holds is
+    released once, views keep it alive, copies are NumPy's own."""
+    a = iotwin.open(strace_trace).to_numpy("syscalls")
+    op = a["op"][0]
+    rows_holding = int(sum(1 for v in a["op"] if v is op))
+    assert sys.getrefcount(op) == 2 + rows_holding  # `op` and getrefcount's argument
+    view, copy = a[::2], a.copy()
+    del a
+    assert view[0]["op"] is op and copy[0]["op"] is op
+    del view, copy
+    assert sys.getrefcount(op) == 2
 
 
 def test_header_and_summary(strace_trace):
