@@ -142,7 +142,7 @@ inline char* WriteUpTo8(char* p, uint32_t v) {  // v < 10^8, no leading zeros
   return WriteU64Long(p, v);
 }
 
-inline char* WriteI64(char* p, int64_t v) {
+[[gnu::always_inline]] inline char* WriteI64(char* p, int64_t v) {
   if (v >= 0) return WriteU64(p, static_cast<uint64_t>(v));
   *p++ = '-';
   return WriteU64(p, 0 - static_cast<uint64_t>(v));
@@ -276,7 +276,7 @@ class Table {
     p_ = buf_.get();
   }
 
-  RowWriter Begin() {
+  [[gnu::always_inline]] RowWriter Begin() {
     if (static_cast<size_t>(end() - p_) < kRowRoom) p_ = MakeRoom(p_, kRowRoom);
     return RowWriter(p_, end(), json_, header_done_ ? nullptr : &names_, this);
   }
@@ -573,7 +573,13 @@ class RowFormatter {
 class RowPipeline {
  public:
   explicit RowPipeline(const RowFormatter& formatter) : formatter_(formatter) {
-    for (Batch& b : batches_) free_.push_back(&b);
+    for (uint16_t type = 0; type < fixed_size_.size(); type++) {
+      fixed_size_[type] = static_cast<uint16_t>(RecordFixedSize(type));
+    }
+    for (Batch& b : batches_) {
+      b.jobs.reserve(kBatchRows);
+      free_.push_back(&b);
+    }
     filling_ = free_.back();
     free_.pop_back();
     worker_ = std::thread([this] { Work(); });
@@ -589,12 +595,13 @@ class RowPipeline {
     j.table = t;
     j.file = ctx.file;
     j.file2 = ctx.file2;
-    const size_t size = std::max<size_t>(h->size, RecordFixedSize(h->type));
-    j.record = b.Append(h, size);
+    const size_t fixed =
+        h->type < fixed_size_.size() ? fixed_size_[h->type] : RecordFixedSize(h->type);
+    j.record = b.Append(h, std::max<size_t>(h->size, fixed));
     for (int i = 0; i < 2; i++) {
       j.text_at[i] = static_cast<uint32_t>(b.texts.size());
       j.text_len[i] = static_cast<uint32_t>(ctx.text[i].size());
-      b.texts.append(ctx.text[i]);
+      if (!ctx.text[i].empty()) b.texts.append(ctx.text[i]);
     }
     if (b.jobs.size() >= kBatchRows || b.texts.size() >= kBatchTextBytes) Submit();
   }
@@ -612,11 +619,12 @@ class RowPipeline {
   }
 
  private:
-  static constexpr size_t kBatches = 4, kBatchRows = 4096, kBatchTextBytes = size_t{1} << 20;
+  // Small batches: the records in flight stay in cache between the two threads.
+  static constexpr size_t kBatches = 4, kBatchRows = 2048, kBatchTextBytes = size_t{1} << 20;
 
   struct Job {
     Table* table;
-    size_t record;  // offset in Batch::words
+    uint32_t record;  // offset in Batch::words
     uint32_t file, file2;
     uint32_t text_at[2], text_len[2];
   };
@@ -626,7 +634,8 @@ class RowPipeline {
     size_t used = 0, cap = 0;
     std::string texts;
 
-    size_t Append(const iot_rec_hdr* h, size_t size) {
+    // A copy of the record's `size` bytes; the padding of a last partial word is zero.
+    uint32_t Append(const iot_rec_hdr* h, size_t size) {
       const size_t n = (size + 7) / 8;
       if (used + n > cap) {
         const size_t grown_cap = std::max(cap * 2, used + n + 4096);
@@ -635,10 +644,10 @@ class RowPipeline {
         words = std::move(grown);
         cap = grown_cap;
       }
-      words[used + n - 1] = 0;  // the padding after a record of size % 8 != 0
+      words[used + n - 1] = 0;
       std::memcpy(words.get() + used, h, size);
       used += n;
-      return used - n;
+      return static_cast<uint32_t>(used - n);
     }
     void Clear() {
       jobs.clear();
@@ -685,6 +694,7 @@ class RowPipeline {
   }
 
   const RowFormatter& formatter_;
+  std::array<uint16_t, 64> fixed_size_{};  // RecordFixedSize by type
   std::array<Batch, kBatches> batches_;
   Batch* filling_ = nullptr;
   std::mutex mu_;
