@@ -41,7 +41,8 @@ struct Stream {
   std::vector<uint64_t> depth_at_issue;  // requests by the depth they found (themselves included)
   uint64_t first_ts = 0, last_ts = 0;
   std::vector<uint64_t> issue_ts;  // every request's issue time, in issue order
-  std::string pace;  // the replay's header; empty when not a replay
+  std::string pace;        // the replay's header; empty when not a replay
+  std::string source_dev;  // the replay's header: the device it replayed ("MAJ:MIN")
   bool wrapped = false;
 };
 
@@ -103,6 +104,7 @@ Result<Stream> LoadStream(const std::string& path, std::optional<uint32_t> wante
   s.path = path;
   const json& meta = m->meta();
   s.pace = json_fields::GetString(meta, "replay/pace");
+  s.source_dev = json_fields::GetString(meta, "replay/source_dev");
   if (const json* off = json_fields::Find(meta, "replay/device_offset");
       off && off->is_number_unsigned()) {
     s.offset = off->get<uint64_t>();
@@ -373,10 +375,7 @@ Result<bool> WantsBlockStreamCompare(const std::string& replay, const CompareOpt
 Result<json> CompareBlockStreams(const std::string& original, const std::string& replay,
                                  const CompareOptions& options) {
   IOTWIN_ASSIGN_OR_RETURN(Stream b, LoadStream(replay, std::nullopt));
-  IOTWIN_ASSIGN_OR_RETURN(auto rmeta_reader, TraceReader::Open(replay, {}));
-  const std::optional<uint32_t> source_dev =
-      ParseDev(json_fields::GetString(rmeta_reader->meta(), "replay/source_dev"));
-  IOTWIN_ASSIGN_OR_RETURN(Stream a, LoadStream(original, source_dev));
+  IOTWIN_ASSIGN_OR_RETURN(Stream a, LoadStream(original, ParseDev(b.source_dev)));
   if (a.requests == 0 || b.requests == 0) {
     return Status::Invalid("{} holds no block requests: compare --layer block needs the block "
                            "layer in both traces", a.requests == 0 ? original : replay);
