@@ -135,6 +135,10 @@ std::string StdoutTableProblem(const ExportArgs& a) {
     return fmt::format("--table: no table '{}' (tables: {})", BytesToText(a.table), names);
   }
   if (a.json) return fmt::format("--json prints on standard output, which {} writes", opt);
+  // As every `-` output (docs/user-guide.md): a table is meant for a pipe or a file.
+  if (isatty(STDOUT_FILENO)) {
+    return fmt::format("{}: standard output is a terminal; pipe or redirect it", opt);
+  }
   return "";
 }
 
