@@ -313,6 +313,8 @@ int32_t Analyzer::FileIndex(uint32_t dev, uint64_t ino, bool create) {
   FileStats f;
   f.dev = dev;
   f.ino = ino;
+  const auto& images = options_.filter.program_images;
+  if (images && images->contains({dev, ino})) f.scope = 0;  // no name will ever say otherwise
   files_.push_back(f);
   if (packable)
     file_index_.FindOrInsert(key) = idx;

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -31,6 +32,7 @@
 #include "analysis/pattern.h"
 #include "iotwin_abi.h"
 #include "model/path.h"
+#include "model/program_images.h"
 #include "model/scope.h"
 #include "model/trace_state.h"
 
@@ -57,6 +59,9 @@ struct AnalysisFilter {
   // The data scope, on resolved absolute paths; what it leaves out is counted apart (the
   // model's "scope").
   model::Scope scope;
+  // The program images a scope that leaves them out finds in a first pass over the trace
+  // (model/program_images.h); null when it admits them.
+  std::shared_ptr<const std::set<model::ProgramImages::Key>> program_images;
 
   bool empty() const {
     return tgids.empty() && tids.empty() && file_globs.empty() && ops.empty() && !from_s &&

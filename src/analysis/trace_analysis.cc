@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "analysis/report_text.h"
 #include "format/trace_reader.h"
+#include "model/program_images.h"
 
 namespace iotwin::analysis {
 namespace {
@@ -56,10 +59,34 @@ class ProgressBar {
 
 }  // namespace
 
+namespace {
+
+// The first pass of a scope that leaves program images out: which files they are.
+Result<std::shared_ptr<const std::set<model::ProgramImages::Key>>> FindProgramImages(
+    const std::string& path, const TraceReaderOptions& ro) {
+  IOTWIN_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path, ro));
+  model::ProgramImages images;
+  for (;;) {
+    IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* rec, reader->Next());
+    if (!rec) break;
+    images.Add(rec);
+  }
+  return std::make_shared<const std::set<model::ProgramImages::Key>>(images.Images());
+}
+
+}  // namespace
+
 Result<TraceAnalysis> AnalyzeTraceFile(const std::string& path,
                                        const TraceAnalysisOptions& options) {
   TraceReaderOptions ro;
   ro.salvage = options.salvage;
+  const model::Scope& scope = options.analyzer.filter.scope;
+  if (!scope.AdmitsProgramImages() && !options.analyzer.filter.program_images) {
+    TraceAnalysisOptions with_images = options;
+    IOTWIN_ASSIGN_OR_RETURN(with_images.analyzer.filter.program_images,
+                            FindProgramImages(path, ro));
+    return AnalyzeTraceFile(path, with_images);
+  }
   auto opened = TraceReader::Open(path, ro);
   if (!opened.ok()) return opened.status();
   TraceReader& reader = **opened;

@@ -26,6 +26,7 @@
 #include "model/op_fields.h"
 #include "model/ordering.h"
 #include "model/path.h"
+#include "model/program_images.h"
 #include "model/trace_model.h"
 #include "model/trace_state.h"
 
@@ -125,6 +126,7 @@ struct ModelBuilder::Impl {
   };
 
   ModelOptions options;
+  ProgramImages program_images;  // fed only when the scope leaves program images out
   std::unique_ptr<TraceModel> m = std::make_unique<TraceModel>();
 
   // ---- collected records (Add) ----

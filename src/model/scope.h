@@ -83,6 +83,9 @@ class Scope {
   bool AdmitsKind(FileKind kind) const {
     return preset_ != ScopePreset::kData || IsStorage(kind);
   }
+  // The executable and loader execve maps, known only by inode (model/program_images.h): the
+  // `data` preset leaves them out.
+  bool AdmitsProgramImages() const { return preset_ != ScopePreset::kData; }
   // A scope that admits every file (preset all, no globs): callers skip the work.
   bool IsAll() const {
     return preset_ == ScopePreset::kAll && include_.empty() && exclude_.empty();

@@ -711,6 +711,7 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
     }
     return Add(reinterpret_cast<const iot_rec_hdr*>(buf.data()));
   }
+  if (!s.options.scope.AdmitsProgramImages()) s.program_images.Add(rec);
   auto push = [&](uint8_t type, uint32_t index, uint64_t ts) {
     s.events.push_back(Impl::Event{ts, s.seq, 1, s.seq, type, index});
     s.seq++;
@@ -808,11 +809,14 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
 
 Result<std::unique_ptr<TraceModel>> ModelBuilder::Finish() {
   IOTWIN_RETURN_IF_ERROR(impl_->Finish());
-  if (!impl_->options.scope.IsAll()) ApplyScope(*impl_->m, impl_->options.scope);
+  if (!impl_->options.scope.IsAll()) {
+    ApplyScope(*impl_->m, impl_->options.scope, impl_->program_images.Images());
+  }
   return std::move(impl_->m);
 }
 
-void ModelBuilder::ApplyScope(TraceModel& m, const Scope& scope) {
+void ModelBuilder::ApplyScope(TraceModel& m, const Scope& scope,
+                              const std::set<ProgramImages::Key>& program_images) {
   const bool types_recorded = m.meta_.contains("capture");
   std::string root = json_fields::GetString(m.meta_, "replay/root");
   if (!root.empty()) root = NormalizePath(root);
@@ -821,7 +825,8 @@ void ModelBuilder::ApplyScope(TraceModel& m, const Scope& scope) {
     std::string path = f.path != kNone ? m.paths_[f.path] : std::string();
     if (!root.empty() && root != "/" && !path.empty() && PathIsWithin(path, root))
       path = ReplacePrefix(path, root, "/");
-    f.out_of_scope = !scope.Admits(path, ClassifyFile(f.ftype, path, types_recorded));
+    f.out_of_scope = !scope.Admits(path, ClassifyFile(f.ftype, path, types_recorded)) ||
+                     program_images.contains({f.dev, f.ino});
   }
   auto out = [&](uint32_t file) { return file != kNone && m.files_[file].out_of_scope; };
   for (Thread& th : m.threads_) {

@@ -41,6 +41,7 @@
 #include "format/trace_reader.h"
 #include "model/dependency.h"
 #include "model/initial_residency.h"
+#include "model/program_images.h"
 #include "model/scope.h"
 #include "iotwin_abi.h"
 
@@ -333,7 +334,8 @@ class ModelBuilder {
   Result<std::unique_ptr<TraceModel>> Finish();
 
  private:
-  static void ApplyScope(TraceModel& m, const Scope& scope);
+  static void ApplyScope(TraceModel& m, const Scope& scope,
+                         const std::set<ProgramImages::Key>& program_images);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
