@@ -81,6 +81,7 @@ class UringEngine final : public AsyncEngine {
     if (queued_ == 0) return 0;
     int r = io_uring_submit(&ring_);
     queued_ = 0;
+    if (r > 0) submitted_ += static_cast<unsigned>(r);
     return r;
   }
   int Reap(AsyncCompletion* out, int max, int min_wait) override {
@@ -90,6 +91,34 @@ class UringEngine final : public AsyncEngine {
     return Collect(out, max, min_wait, true);
   }
   unsigned queued() const override { return queued_; }
+  bool replays_ring_calls() const override { return true; }
+  int Enter(unsigned min_complete, unsigned flags, AsyncCompletion* out, int max) override {
+    unsigned to_submit = PublishQueued();
+    queued_ = 0;
+    const unsigned enter_flags = flags & IORING_ENTER_GETEVENTS;
+    // Completions the kernel can still post: those submitted now and not yet collected.
+    const unsigned wait =
+        enter_flags ? std::min(min_complete, submitted_ + to_submit - collected_) : 0;
+    int r;
+    while ((r = io_uring_enter(static_cast<unsigned>(ring_.ring_fd), to_submit, wait,
+                               enter_flags, nullptr)) == -EINTR) {
+      // Interrupted: what the kernel took is in; only the rest is submitted again.
+      const unsigned left = io_uring_sq_ready(&ring_);
+      submitted_ += to_submit - left;
+      to_submit = left;
+    }
+    if (r < 0) return r;
+    submitted_ += static_cast<unsigned>(r);
+    return Drain(out, max);
+  }
+  int Register(unsigned opcode, unsigned nr_args) override {
+    if (opcode != IORING_REGISTER_PROBE) return -EOPNOTSUPP;
+    // The probe fills one entry per opcode the kernel knows, up to nr_args (at most 256).
+    const unsigned n = std::min(nr_args, 256u);
+    std::vector<uint8_t> probe(sizeof(io_uring_probe) + n * sizeof(io_uring_probe_op), 0);
+    return io_uring_register(static_cast<unsigned>(ring_.ring_fd), IORING_REGISTER_PROBE,
+                             probe.data(), n);
+  }
 
  private:
   // At most one io_uring_enter: submitting (when asked and anything is queued) and waiting for
@@ -101,6 +130,7 @@ class UringEngine final : public AsyncEngine {
     if (submit && queued_ > 0) {
       r = io_uring_submit_and_wait(&ring_, want);
       queued_ = 0;
+      if (r > 0) submitted_ += static_cast<unsigned>(r);
       // Interrupted after submitting: the requests are in; wait for them without resubmitting.
       while (r == -EINTR && want > 0 && io_uring_cq_ready(&ring_) < want) {
         io_uring_cqe* cqe = nullptr;
@@ -113,21 +143,42 @@ class UringEngine final : public AsyncEngine {
       } while (r == -EINTR);
     }
     if (r < 0 && r != -EINTR) return r;
+    return Drain(out, max);
+  }
+  // The completions the ring holds, read from its memory: never a system call (liburing's
+  // io_uring_peek_cqe enters the kernel with GETEVENTS when it finds none and the ring flags ask
+  // for a flush, a call the original did not make; the next recorded waiting call flushes).
+  int Drain(AsyncCompletion* out, int max) {
     int got = 0;
-    while (got < max) {
-      io_uring_cqe* cqe = nullptr;
-      if (io_uring_peek_cqe(&ring_, &cqe) < 0 || cqe == nullptr) break;
+    unsigned head;
+    io_uring_cqe* cqe;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      if (got >= max) break;
       out[got].token = io_uring_cqe_get_data64(cqe);
       out[got].res = cqe->res;
-      io_uring_cqe_seen(&ring_, cqe);
       got++;
     }
+    io_uring_cq_advance(&ring_, static_cast<unsigned>(got));
+    collected_ += static_cast<unsigned>(got);
     return got;
+  }
+  // Makes the queued entries visible to the kernel without entering it (what liburing's submit
+  // does before its io_uring_enter); returns how many the kernel has not taken yet.
+  unsigned PublishQueued() {
+    io_uring_sq* sq = &ring_.sq;
+    const unsigned tail = sq->sqe_tail;
+    if (sq->sqe_head != tail) {
+      sq->sqe_head = tail;
+      io_uring_smp_store_release(sq->ktail, tail);
+    }
+    return io_uring_sq_ready(&ring_);
   }
 
   io_uring ring_{};
   bool ready_ = false;
   unsigned queued_ = 0;
+  // Requests the kernel took and completions collected: their difference bounds a wait.
+  unsigned submitted_ = 0, collected_ = 0;
   std::deque<iovec> iovs_;
 };
 

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <sys/uio.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -95,6 +96,20 @@ class AsyncEngine {
     return Reap(out, max, min_wait);
   }
   virtual unsigned queued() const = 0;
+  // Whether recorded io_uring_enter and io_uring_register calls are replayed one for one on
+  // this engine (Enter, Register) instead of by what the requests need (SubmitAndReap).
+  virtual bool replays_ring_calls() const { return false; }
+  // A recorded io_uring_enter(fd, to_submit, min_complete, flags) as one call: submits what is
+  // queued (the requests the recorded call carried), with the recorded IORING_ENTER_GETEVENTS
+  // flag and min_complete (never more than the requests submitted and not yet collected, so it
+  // cannot wait for ever), then collects what the completion ring holds without a system call.
+  // Returns the completions collected or -errno.
+  virtual int Enter(unsigned min_complete, unsigned flags, AsyncCompletion* out, int max) {
+    return SubmitAndReap(out, max, (flags & 1u) ? static_cast<int>(min_complete) : 0);
+  }
+  // A recorded io_uring_register(fd, opcode, arg, nr_args): the result, or -EOPNOTSUPP for an
+  // opcode whose argument the trace does not hold (only a probe can be reissued).
+  virtual int Register(unsigned /*opcode*/, unsigned /*nr_args*/) { return -EOPNOTSUPP; }
 };
 
 class Backend {

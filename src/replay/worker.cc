@@ -691,6 +691,11 @@ void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
     DestroyAioContext(op, index);
     return;
   }
+  if ((code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_URING_REGISTER) &&
+      ReplayRingCall(op)) {
+    FinishEngineCall(op, index, t0);
+    return;
+  }
   bool waits = code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS ||
                (code == IOT_OP_IO_URING_ENTER && (op.sc.flags & 1 /*GETEVENTS*/));
   // io_uring_enter submits and waits in one call: the wait submits what it waits for, and
@@ -703,6 +708,36 @@ void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
   if (waits) WaitCompletionsUntil(op.end, max_events);
   if (code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_SUBMIT) FlushAll();
   FinishEngineCall(op, index, t0);
+}
+
+// io_uring_enter / io_uring_register one for one, with the recorded arguments, on the ring that
+// has requests queued, else requests in flight, else on the thread's only ring. A waiting
+// enter waits for at least the requests whose completion the original had by the call's end
+// (a program reaps them from the ring in user space, without a call): waiting for only the
+// recorded min_complete, a slower target would pile up more requests in flight than the
+// original had, until the ring overflowed. False when no engine replays ring calls (the caller
+// then submits and waits by what the requests need).
+bool ReplayEngine::Worker::ReplayRingCall(const Op& op) {
+  AsyncEngine* ring = nullptr;
+  int best = -1;
+  for (auto& e : engines_) {
+    if (!e || !e->replays_ring_calls()) continue;
+    const bool in_flight = std::any_of(outstanding_.begin(), outstanding_.end(),
+                                       [&](const Outstanding& o) { return o.engine == e.get(); });
+    const int rank = e->queued() > 0 ? 2 : in_flight ? 1 : 0;
+    if (rank > best) ring = e.get(), best = rank;
+  }
+  if (!ring) return false;
+  if (op.sc.op == IOT_OP_IO_URING_REGISTER) {
+    ring->Register(op.sc.mode, static_cast<unsigned>(op.sc.length));
+    return true;
+  }
+  unsigned due = 0;
+  for (const Outstanding& o : outstanding_) due += o.engine == ring && o.rec_end <= op.end;
+  int n = ring->Enter(std::max(op.sc.mode, due), op.sc.flags, comps_, 64);
+  if (n > 0) HandleCompletions(ring, n);
+  while (n == 64 && (n = ring->Reap(comps_, 64, 0)) > 0) HandleCompletions(ring, n);
+  return true;
 }
 
 // The close of an io_uring instance: this worker's engine for it is torn down here, so the ring

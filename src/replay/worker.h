@@ -122,6 +122,7 @@ struct ReplayEngine::Worker {
   inline bool NextOpCarries(uint32_t index) const;
   inline void ReplayAsyncSyscall(const model::Op& op, uint32_t index);
   void CloseRing(const model::Op& op, uint32_t index);
+  bool ReplayRingCall(const model::Op& op);
   void DestroyAioContext(const model::Op& op, uint32_t index);
   void TearDownEngine(uint32_t context);
   bool AwaitsRecordedWait(const AsyncEngine* e) const;
