@@ -6,6 +6,10 @@
 #
 #   build/bench/synth_trace T.iotwin 10000000
 #   bench/export_ab.sh T.iotwin OLD/iotwin build/src/cli/iotwin 3
+#
+# The export formats rows on a second thread: its wall time needs a second idle core. On a
+# machine others keep busy, `chrt -f 1 bench/export_ab.sh ...` (root) gives both binaries the
+# cores for the few seconds each run takes; rows per CPU-second are the load-independent figure.
 set -euo pipefail
 trace=$1 old=$2 new=$3 rounds=${4:-3}
 work=$(mktemp -d)
