@@ -127,7 +127,9 @@ int RunCheck(const CheckOptions& options) {
   }
   try {
     if (options.json) {
-      std::printf("%s\n", features->ToJson().dump(2).c_str());
+      nlohmann::json j = features->ToJson();
+      j["schema"] = "iotwin-check/1";
+      std::printf("%s\n", j.dump(2).c_str());
     } else {
       PrintHuman(*features);
     }

@@ -101,6 +101,7 @@ CommandSpec SetupLayers(CLI::App& parent) {
                          json_fields::GetString(*report, "damage"));
             }
             if (opt->json) {
+              (*report)["schema"] = "iotwin-layers/1";
               fmt::print("{}\n",
                          report->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
             } else {

@@ -146,6 +146,7 @@ CommandSpec SetupReport(CLI::App& parent) {
               if (*to_stdout) return kExitOk;  // the page is the output
             }
             if (opt->json) {
+              (*model)["schema"] = "iotwin-report/1";
               fmt::print("{}\n", model->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
             } else {
               fmt::print("{}", analysis::RenderText(*model));
