@@ -81,7 +81,10 @@ constexpr const char* kOutOfScope = "out of scope";
 // Per-stream reorder window: records of one thread are nearly in time order already.
 constexpr size_t kReorderWindow = 512;
 
-std::string NormalizePath(std::string_view path) {
+// Lexical normalisation that keeps a relative path relative ("a/../b" -> "b", "../x" stays):
+// for names fio resolves itself (a relative --fio-root, a traced name whose base the trace never
+// showed). Paths of the trace are resolved by the model (TraceState::Resolve).
+std::string NormalizeKeepingRelative(std::string_view path) {
   bool absolute = !path.empty() && path[0] == '/';
   std::vector<std::string_view> parts;
   size_t i = 0;
@@ -264,17 +267,11 @@ class Walker {
     return idx;
   }
 
-  // Paths as fio names them: a relative path whose base is unknown is kept relative.
+  // Paths as the model resolves them (`dirfd` < 0: the cwd); a relative path whose base the
+  // trace never showed is kept relative, for fio to name.
   std::string Resolve(uint32_t tgid, int32_t dirfd, std::string_view path) {
-    if (!path.empty() && path[0] == '/') return NormalizePath(path);
-    std::string_view base;
-    if (dirfd >= 0) {
-      if (const model::OpenFileDescription* d = fds_.FdDescription(tgid, dirfd)) base = d->path;
-    } else {
-      base = fds_.Cwd(tgid);
-    }
-    if (base.empty()) return NormalizePath(path);
-    return NormalizePath(std::string(base) + "/" + std::string(path));
+    if (auto resolved = fds_.Resolve(tgid, dirfd < 0 ? AT_FDCWD : dirfd, path)) return *resolved;
+    return NormalizeKeepingRelative(path);
   }
 
   // Why fio cannot replay I/O on a file, or nullptr when it can: storage (model::ClassifyFile)
@@ -663,10 +660,10 @@ Status MakeDirs(const std::string& path) {
 }
 
 std::string Absolute(const std::string& p) {
-  if (!p.empty() && p[0] == '/') return NormalizePath(p);
+  if (!p.empty() && p[0] == '/') return model::NormalizePath(p);
   char buf[4096];
   if (!::getcwd(buf, sizeof buf)) return p;
-  return NormalizePath(std::string(buf) + "/" + p);
+  return model::ResolvePath(buf, p);
 }
 
 const char* ActName(Act a) {
@@ -795,7 +792,7 @@ Result<FioExportOptions> CheckedOptions(const FioExportOptions& in_options) {
   if (options.dir.empty()) return Status::Invalid("export --fio: no output directory");
   options.dir = Absolute(options.dir);
   options.fio_root = options.fio_root.empty() ? options.dir + "/files"
-                                              : NormalizePath(options.fio_root);
+                                              : NormalizeKeepingRelative(options.fio_root);
   // The job file is line-oriented (read_iolog=DIR/...): a line break in DIR would start a new
   // option.
   if (options.dir.find_first_of("\n\r") != std::string::npos) {
