@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -576,7 +577,13 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   };
   uint64_t ops_a = CallOps(tA);
   uint64_t ops_b = CallOps(tB);
-  const uint64_t window_a = scope_a.timeline.window_ns(), window_b = scope_b.timeline.window_ns();
+  // A replay at --speed N is judged against the original's timeline scaled to that speed.
+  const double speed = ReplaySpeed(mb);
+  std::optional<CallTimeline> scaled_a;
+  if (speed != 1.0) scaled_a = ScaledTimeline(scope_a.timeline, speed, pace);
+  const CallTimeline& timeline_a = scaled_a ? *scaled_a : scope_a.timeline;
+  if (speed != 1.0) out["speed"] = speed;
+  const uint64_t window_a = timeline_a.window_ns(), window_b = scope_b.timeline.window_ns();
   double iops_a = rate(ops_a, window_a), iops_b = rate(ops_b, window_b);
   double bps_a = rate(bytes_a, window_a), bps_b = rate(bytes_b, window_b);
   put("iops-rel-err", RelativeError(iops_a, iops_b), Round6(iops_a), Round6(iops_b));
@@ -584,11 +591,11 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   std::vector<TimelinePair> timeline_pairs;
   for (const ThreadPair& p : seq.pairs) {
     TimelinePair tp;
-    if (p.a >= 0) tp.a = scope_a.timeline.Find(seq.ta[static_cast<size_t>(p.a)].tgid, seq.ta[static_cast<size_t>(p.a)].tid);
+    if (p.a >= 0) tp.a = timeline_a.Find(seq.ta[static_cast<size_t>(p.a)].tgid, seq.ta[static_cast<size_t>(p.a)].tid);
     if (p.b >= 0) tp.b = scope_b.timeline.Find(seq.tb[static_cast<size_t>(p.b)].tgid, seq.tb[static_cast<size_t>(p.b)].tid);
     timeline_pairs.push_back(tp);
   }
-  TimingMeasures tm = MeasureTiming(scope_a.timeline, scope_b.timeline, timeline_pairs, pace == "gaps");
+  TimingMeasures tm = MeasureTiming(timeline_a, scope_b.timeline, timeline_pairs, pace == "gaps");
   put("iops-series-err", tm.iops_series_err);
   put("throughput-series-err", tm.throughput_series_err);
   put("thread-series-err", tm.thread_series_err);
@@ -603,8 +610,11 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   AlignedSeries s = AlignSeries(a, ma, b, mb);
   out["timeseries"] = {{"bucket_ns", s.width_ns}, {"original_ops", s.ops_a}, {"replay_ops", s.ops_b},
                        {"original_bytes", s.bytes_a}, {"replay_bytes", s.bytes_b}};
-  put("iat-ks", KsDistanceFrom(a.inter_arrival(), b.inter_arrival(), options.iat_resolution_ns),
-      a.inter_arrival().Percentile(50), b.inter_arrival().Percentile(50));
+  // At another speed both sides' inter-arrival times come from the timelines compare judges.
+  const LogLinearHistogram iat_a = scaled_a ? InterArrival(*scaled_a) : a.inter_arrival();
+  const LogLinearHistogram iat_b = scaled_a ? InterArrival(scope_b.timeline) : b.inter_arrival();
+  put("iat-ks", KsDistanceFrom(iat_a, iat_b, options.iat_resolution_ns), iat_a.Percentile(50),
+      iat_b.Percentile(50));
   double lat_ks = 0;
   for (int dir = 0; dir < 2; dir++)
     lat_ks = std::max(lat_ks, KsDistance(MergedLatency(a, dir), MergedLatency(b, dir)));
@@ -637,14 +647,21 @@ std::string RenderCompareText(const json& r) {
                                 FormatDuration(static_cast<double>(U(s, "span_ns"))),
                                 s["complete"].get<bool>() ? "" : ", INCOMPLETE");
     if (json_fields::Object(s, "replay"))
-      t += fmt::format("\n            replay of {}, pace {}",
+      t += fmt::format("\n            replay of {}, pace {}{}",
                        json_fields::GetString(s, "replay/source", "?"),
-                       json_fields::GetString(s, "replay/pace", "?"));
+                       json_fields::GetString(s, "replay/pace", "?"),
+                       json_fields::GetDouble(s, "replay/speed", 1.0) != 1.0
+                           ? fmt::format(", speed {:g}", json_fields::GetDouble(s, "replay/speed", 1.0))
+                           : std::string());
     return t;
   };
   line("iotwin compare");
   line("  original  " + side(r["original"]));
   line("  replay    " + side(r["replay"]));
+  if (r.value("speed", 1.0) != 1.0)
+    line(fmt::format("  speed     {:g}: the original's timeline is scaled by 1/{:g} (pace {}) before "
+                     "it is compared", r["speed"].get<double>(), r["speed"].get<double>(),
+                     r["pace"].get<std::string>()));
   line(fmt::format("  timing    {}", !r["timing_judged"].get<bool>()
                                          ? "reported, not judged (pace " + r["pace"].get<std::string>() + ")"
                                      : r["pace"] == "gaps" ? std::string(kGapsJudgement)

@@ -384,6 +384,55 @@ TimingMeasures MeasureTiming(const CallTimeline& a, const CallTimeline& b,
   return m;
 }
 
+double ReplaySpeed(const json& replay_model) {
+  const std::string pace = json_fields::GetString(replay_model, "capture/replay/pace");
+  const double speed = json_fields::GetDouble(replay_model, "capture/replay/speed", 1.0);
+  if (pace.empty() || pace == "fast" || !std::isfinite(speed) || !(speed > 0)) return 1.0;
+  return speed;
+}
+
+CallTimeline ScaledTimeline(const CallTimeline& t, double speed, std::string_view pace) {
+  auto scaled = [&](uint64_t from, uint64_t ns) {
+    const double v = static_cast<double>(from) + static_cast<double>(ns) / speed;
+    return v < 18446744073709551616.0 ? static_cast<uint64_t>(v) : UINT64_MAX;  // 2^64
+  };
+  const uint64_t first = t.first_ns();
+  auto from_first = [&](uint64_t ts) { return scaled(first, ts > first ? ts - first : 0); };
+  CallTimeline out;
+  for (const ThreadCalls& th : t.threads()) {
+    uint64_t prev_end = 0, prev_end_scaled = 0;  // the thread's previous call (not async)
+    for (const TimedCall& c : th.calls) {
+      TimedCall m = c;
+      if (pace == "gaps" && prev_end != 0) {
+        m.ts = scaled(prev_end_scaled, c.ts > prev_end ? c.ts - prev_end : 0);
+      } else {
+        // Never before the thread's previous call returned: a late call is issued at once.
+        m.ts = c.async ? from_first(c.ts) : std::max(from_first(c.ts), prev_end_scaled);
+      }
+      m.end = SaturatingAdd(m.ts, c.end - c.ts);
+      out.Add(th.tgid, th.tid, m);
+      if (!c.async && c.end >= prev_end) prev_end = c.end, prev_end_scaled = m.end;
+    }
+    if (th.start_ns) out.SetStart(th.tgid, th.tid, from_first(th.start_ns));
+  }
+  out.Finish();
+  return out;
+}
+
+LogLinearHistogram InterArrival(const CallTimeline& t) {
+  LogLinearHistogram h;
+  for (const ThreadCalls& th : t.threads()) {
+    uint64_t prev = 0;
+    bool any = false;
+    for (const TimedCall& c : th.calls) {
+      if (c.async) continue;
+      if (any) h.Add(c.ts - prev);  // calls are sorted by issue time (Finish)
+      prev = c.ts, any = true;
+    }
+  }
+  return h;
+}
+
 bool PaceJudges(std::string_view pace, std::string_view measure) {
   if (pace == "gaps") return measure != "iops-rel-err" && measure != "throughput-rel-err";
   return measure != "idle-rel-err";

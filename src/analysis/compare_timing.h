@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/histogram.h"
+
 namespace iotwin::analysis {
 
 // One judged call: a call a replay re-issues (or, with --all-calls, any system call), or an
@@ -82,6 +84,17 @@ struct TimingMeasures {
 // pacing keeps; stalls, busy and idle time are measured on the traces' own clocks.
 TimingMeasures MeasureTiming(const CallTimeline& a, const CallTimeline& b,
                              const std::vector<TimelinePair>& pairs, bool think_time_clock = false);
+
+// The speed a replay ran at (its header's replay.speed), 1 for a trace that is not a replay, a
+// fast replay or a speed that is not a positive finite number.
+double ReplaySpeed(const nlohmann::json& replay_model);
+// The original's timeline as a replay at `speed` is to follow it: pace original issues each call
+// at the recorded time from the first call divided by `speed`, or when the thread's previous
+// call returned if that is later; pace gaps divides each thread's idle time between calls.
+// Calls keep their durations (speed only shortens the waits).
+CallTimeline ScaledTimeline(const CallTimeline& t, double speed, std::string_view pace);
+// Per-thread inter-arrival times (issue to issue) of the calls of `t`, async requests left out.
+LogLinearHistogram InterArrival(const CallTimeline& t);
 
 // Whether compare judges timing measure `measure` for a replay paced `pace` ("" for a trace that
 // is not a replay). Gaps pacing keeps each thread's idle time between calls (its think time) and

@@ -100,5 +100,41 @@ TEST(ComparePace, OriginalPacedReplayIsJudgedOnItsRates) {
   EXPECT_TRUE(Measure(r, "idle-rel-err").empty());  // measured for gaps replays only
 }
 
+// Reads every `step` from kStart, each 20 us long.
+void Every(SyntheticTrace* t, uint64_t step) {
+  t->Open(101, kStart - 10 * kUs, "/data/f", kFd, kDev, kIno, O_RDONLY, 100);
+  for (size_t i = 0; i < 200; i++) {
+    t->Io(IOT_OP_PREAD64, 101, kStart + i * step, 20 * kUs, kFd, kDev, kIno, i * 4096, 4096, 4096,
+          100);
+  }
+  t->Close(101, kStart + 200 * step, kFd, kDev, kIno, 100);
+}
+
+TEST(ComparePace, ReplayAtSpeedTwoIsJudgedAgainstTheOriginalAtSpeedTwo) {
+  for (const char* pace : {"original", "gaps"}) {
+    SyntheticTrace orig;
+    Every(&orig, 1 * kMs);
+    SyntheticTrace replay = Replay(pace);
+    replay.meta()["replay"]["speed"] = 2.0;
+    // Calls every 0.5 ms: the schedule halved, or each 980 us gap halved (+ the 20 us call).
+    Every(&replay, std::string(pace) == "gaps" ? 510 * kUs : 500 * kUs);
+    nlohmann::json r = Compare(orig, replay);
+    const std::string text = RenderCompareText(r);
+    EXPECT_EQ(r["verdict"], "pass") << pace << "\n" << text;
+    EXPECT_LT(Measure(r, "iat-ks")["value"].get<double>(), 0.01) << text;
+    EXPECT_NE(text.find("speed     2: the original's timeline is scaled by 1/2"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("pace " + std::string(pace) + ", speed 2"), std::string::npos) << text;
+  }
+  // Where the original was too busy for double speed, a call waits for its predecessor.
+  SyntheticTrace orig;
+  Every(&orig, 30 * kUs);
+  SyntheticTrace replay = Replay("original");
+  replay.meta()["replay"]["speed"] = 2.0;
+  Every(&replay, 20 * kUs);
+  nlohmann::json r = Compare(orig, replay);
+  EXPECT_LT(Measure(r, "iops-rel-err")["value"].get<double>(), 0.01) << RenderCompareText(r);
+}
+
 }  // namespace
 }  // namespace iotwin::analysis
