@@ -7,6 +7,7 @@
 // writer (no per-row strings, no iostreams), and flushed with write(2) a megabyte at a time; a
 // second thread formats the rows while the first reads the trace and keeps the model.
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -573,6 +574,9 @@ class RowFormatter {
 class RowPipeline {
  public:
   explicit RowPipeline(const RowFormatter& formatter) : formatter_(formatter) {
+    // On one CPU a second thread only adds the hand-over: rows are then formatted in Push.
+    cpu_set_t cpus;
+    if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) < 2) return;
     for (uint16_t type = 0; type < fixed_size_.size(); type++) {
       fixed_size_[type] = static_cast<uint16_t>(RecordFixedSize(type));
     }
@@ -590,6 +594,7 @@ class RowPipeline {
 
   // Queues the row of record `h` (valid, zero-extended by the reader) for table `t`.
   void Push(Table* t, const iot_rec_hdr* h, const RowContext& ctx) {
+    if (!worker_.joinable()) return formatter_.Row(*t, h, ctx);
     Batch& b = *filling_;
     Job& j = b.jobs.emplace_back();
     j.table = t;

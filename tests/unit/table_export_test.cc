@@ -2,6 +2,7 @@
 // raw values, the directory rules (atomic replacement, stale tables removed, FIFOs and devices
 // written in place) and the integer writer.
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -351,27 +352,30 @@ TEST(TableExport, IntegersAtTheirLimitsRoundTrip) {
 
 // Rows are formatted on a second thread, in batches of thousands of records with the strings
 // they show: a trace many batches long keeps each table's rows, and their paths, in trace order.
+// `records` records: every third a page fault, the others opens of /p/<i % 997>, ts = i.
+void WriteManyBatchTrace(const std::string& path, int records) {
+  TraceBuilder b(path);
+  for (int i = 0; i < records; i++) {
+    if (i % 3 == 2) {
+      iot_page_fault pf{};
+      pf.hdr.type = IOT_REC_PAGE_FAULT;
+      pf.hdr.size = sizeof pf;
+      pf.ts = static_cast<uint64_t>(i);
+      pf.tgid = pf.tid = 1;
+      pf.pgoff = static_cast<uint64_t>(i);
+      b.Add(pf);
+    } else {
+      auto& s = b.Sys(IOT_OP_OPENAT, static_cast<uint64_t>(i), 1, 1, AT_FDCWD, -2);
+      s.path_id = b.Str("/p/" + std::to_string(i % 997));
+    }
+  }
+  b.Finish();
+}
+
 TEST(TableExport, RowsSpanningManyBatchesKeepTraceOrder) {
   ScratchDir dir;
   constexpr int kRecords = 40000;
-  {
-    TraceBuilder b(dir / "t.iotwin");
-    for (int i = 0; i < kRecords; i++) {
-      if (i % 3 == 2) {
-        iot_page_fault pf{};
-        pf.hdr.type = IOT_REC_PAGE_FAULT;
-        pf.hdr.size = sizeof pf;
-        pf.ts = static_cast<uint64_t>(i);
-        pf.tgid = pf.tid = 1;
-        pf.pgoff = static_cast<uint64_t>(i);
-        b.Add(pf);
-      } else {
-        auto& s = b.Sys(IOT_OP_OPENAT, static_cast<uint64_t>(i), 1, 1, AT_FDCWD, -2);
-        s.path_id = b.Str("/p/" + std::to_string(i % 997));
-      }
-    }
-    b.Finish();
-  }
+  WriteManyBatchTrace(dir / "t.iotwin", kRecords);
   auto r = ExportTables(dir / "t.iotwin", dir / "out", TableFormat::kCsv);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   auto lines = [](const std::string& text) {
@@ -399,6 +403,35 @@ TEST(TableExport, RowsSpanningManyBatchesKeepTraceOrder) {
     } else {
       ASSERT_EQ(field(syscalls[s], 0), std::to_string(i)) << syscalls[s];
       ASSERT_EQ(field(syscalls[s++], 21), "/p/" + std::to_string(i % 997)) << "path";
+    }
+  }
+}
+
+// Restricted to one CPU, the export formats rows on its own thread: the same bytes.
+TEST(TableExport, OneCpuFormatsRowsInlineWithTheSameBytes) {
+  ScratchDir dir;
+  WriteManyBatchTrace(dir / "t.iotwin", 10000);
+  for (TableFormat format : {TableFormat::kCsv, TableFormat::kJsonl}) {
+    const std::string ext = format == TableFormat::kCsv ? "csv" : "jsonl";
+    ASSERT_TRUE(ExportTables(dir / "t.iotwin", dir / ("threads-" + ext), format).ok());
+    cpu_set_t all, one;
+    ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+    CPU_ZERO(&one);
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+      if (CPU_ISSET(cpu, &all)) {
+        CPU_SET(cpu, &one);
+        break;
+      }
+    }
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    auto inline_result = ExportTables(dir / "t.iotwin", dir / ("inline-" + ext), format);
+    ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+    ASSERT_TRUE(inline_result.ok()) << inline_result.status().ToString();
+    for (const char* table : {"syscalls", "page_faults", "files"}) {
+      const std::string name = std::string("/") + table + "." + ext;
+      const std::string threaded = ReadFile(dir / ("threads-" + ext) + name);
+      EXPECT_FALSE(threaded.empty()) << name;
+      EXPECT_EQ(ReadFile(dir / ("inline-" + ext) + name), threaded) << name;
     }
   }
 }
