@@ -263,7 +263,8 @@ SequenceMatch MatchSequences(const Analyzer& a, const Analyzer& b, const json& m
 
 // Judges every computed measure against its threshold: out's "measures", "failed", "verdict".
 void Judge(const std::map<std::string, json>& values, const CompareOptions& options,
-           bool timing_judged, bool block_judged, const std::string& pace, json* out) {
+           bool timing_judged, bool block_judged, const std::string& pace, bool strace_original,
+           json* out) {
   json measures = json::array();
   json failed = json::array();
   for (const MeasureSpec& spec : Measures()) {
@@ -273,7 +274,8 @@ void Judge(const std::map<std::string, json>& values, const CompareOptions& opti
     if (spec.enabled) threshold = spec.default_threshold;
     if (auto o = options.thresholds.find(spec.name); o != options.thresholds.end()) threshold = o->second;
     bool judged = threshold.has_value() &&
-                  (!spec.timing || (timing_judged && (PaceJudges(pace, spec.name) ||
+                  (!spec.timing || (timing_judged && ((PaceJudges(pace, spec.name) &&
+                                                       !(strace_original && spec.name == std::string("iat-ks"))) ||
                                                       options.thresholds.count(spec.name)))) &&
                   (!spec.block || block_judged || options.thresholds.count(spec.name));
     double v = it->second["value"].get<double>();
@@ -628,7 +630,9 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   for (const QueryMeasure& m : queries.measures) put(m.name, m.value, m.original, m.replay);
   if (queries.present) out["queries"] = queries.detail;
 
-  Judge(values, options, timing_judged, block_judged, pace, &out);
+  const bool strace_original = IsStraceImport(ma) && !IsStraceImport(mb);
+  if (strace_original) out["iat_note"] = kStraceIatNote;
+  Judge(values, options, timing_judged, block_judged, pace, strace_original, &out);
   out["causes"] = out["failed"].empty() ? json::array() : LikelyCauses(out, ma, mb);
   for (json& c : QueryCauses(queries, out["failed"])) out["causes"].push_back(std::move(c));
   return out;
@@ -662,6 +666,7 @@ std::string RenderCompareText(const json& r) {
     line(fmt::format("  speed     {:g}: the original's timeline is scaled by 1/{:g} (pace {}) before "
                      "it is compared", r["speed"].get<double>(), r["speed"].get<double>(),
                      r["pace"].get<std::string>()));
+  if (r.contains("iat_note")) line("  iat-ks    " + r["iat_note"].get<std::string>());
   line(fmt::format("  timing    {}", !r["timing_judged"].get<bool>()
                                          ? "reported, not judged (pace " + r["pace"].get<std::string>() + ")"
                                      : r["pace"] == "gaps" ? std::string(kGapsJudgement)

@@ -433,6 +433,10 @@ LogLinearHistogram InterArrival(const CallTimeline& t) {
   return h;
 }
 
+bool IsStraceImport(const json& original_model) {
+  return json_fields::GetString(original_model, "capture/tool").rfind("iotwin import (strace)", 0) == 0;
+}
+
 bool PaceJudges(std::string_view pace, std::string_view measure) {
   if (pace == "gaps") return measure != "iops-rel-err" && measure != "throughput-rel-err";
   return measure != "idle-rel-err";

@@ -103,6 +103,17 @@ LogLinearHistogram InterArrival(const CallTimeline& t);
 // window) measure the target's calls, not the replay, and are reported only; idle-rel-err judges
 // what gaps keeps. Original pacing keeps issue times, whose rates are judged.
 bool PaceJudges(std::string_view pace, std::string_view measure);
+// Whether the original is an strace import (its header's tool). strace stops the program twice
+// per call (ptrace), so its recorded gaps carry tens of microseconds of the tracer's own cost
+// per call; a replay that falls behind its schedule (a slower call) catches up at its own pace,
+// without that cost, so inter-arrival times differ for a reason the replay cannot remove:
+// iat-ks is reported, not judged, for such an original.
+bool IsStraceImport(const nlohmann::json& original_model);
+inline constexpr const char* kStraceIatNote =
+    "reported, not judged: the original is an strace import, whose gaps between calls carry "
+    "strace's own cost per call (two ptrace stops), which a replay catching up after a slower "
+    "call does not pay";
+
 // compare's text line for a gaps replay's timing: what is judged and why.
 inline constexpr const char* kGapsJudgement =
     "judged (pace gaps: idle time between calls, curves on the think-time clock; iops and "

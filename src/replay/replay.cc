@@ -1,9 +1,12 @@
 #include "replay/replay.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -302,6 +305,21 @@ nlohmann::json StatsJson(const ReplayStats& stats, double secs, const ReplayOpti
   return s;
 }
 
+}  // namespace
+
+int GrowDescriptorTable() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 2) return 0;
+  const uint64_t limit = rl.rlim_cur == RLIM_INFINITY ? kMaxGrownDescriptors
+                                                      : std::min<uint64_t>(rl.rlim_cur, kMaxGrownDescriptors);
+  const int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, static_cast<int>(limit - 1));
+  if (fd < 0) return 0;
+  close(fd);
+  return static_cast<int>(limit);
+}
+
+namespace {
+
 // Sets up one engine per plan, records them when asked, runs them to the end and reports.
 Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<ReplayPlan>& plans,
                                  const PrepareReport& prep, const ReplayOptions& o,
@@ -320,6 +338,7 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
   for (auto& e : engines) {
     for (pid_t t : e->WorkerTids()) tids.push_back(t);
   }
+  if (o.backend != BackendKind::kNull) GrowDescriptorTable();
 
   std::unique_ptr<ReplayRecorder> recorder;
   if (!o.record_out.empty()) {

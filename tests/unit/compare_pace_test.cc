@@ -136,5 +136,29 @@ TEST(ComparePace, ReplayAtSpeedTwoIsJudgedAgainstTheOriginalAtSpeedTwo) {
   EXPECT_LT(Measure(r, "iops-rel-err")["value"].get<double>(), 0.01) << RenderCompareText(r);
 }
 
+// An strace import's gaps carry strace's own cost per call: a replay that runs the same calls
+// closer together (catching up after a slower call) differs in iat-ks for that reason alone.
+TEST(ComparePace, StraceImportedOriginalReportsIatWithoutJudgingIt) {
+  for (bool strace : {false, true}) {
+    SyntheticTrace orig;
+    if (strace) orig.meta()["tool"] = "iotwin import (strace)";
+    Every(&orig, 100 * kUs);
+    SyntheticTrace replay = Replay("original");
+    // About the same window; the calls in bursts 10 us apart where the original had them 100 us
+    // apart (inter-arrival times under 50 us count as 50 us: --iat-resolution-us).
+    replay.Open(101, kStart - 10 * kUs, "/data/f", kFd, kDev, kIno, O_RDONLY, 100);
+    for (size_t i = 0; i < 200; i++) {
+      const uint64_t at = kStart + (i / 20) * 2190 * kUs + (i % 20) * 10 * kUs;
+      replay.Io(IOT_OP_PREAD64, 101, at, 2 * kUs, kFd, kDev, kIno, i * 4096, 4096, 4096, 100);
+    }
+    replay.Close(101, kStart + 200 * 100 * kUs, kFd, kDev, kIno, 100);
+    nlohmann::json r = Compare(orig, replay);
+    const std::string text = RenderCompareText(r);
+    EXPECT_GT(Measure(r, "iat-ks")["value"].get<double>(), 0.5) << text;
+    EXPECT_EQ(Measure(r, "iat-ks")["judged"].get<bool>(), !strace) << text;
+    EXPECT_EQ(text.find("the original is an strace import") != std::string::npos, strace) << text;
+  }
+}
+
 }  // namespace
 }  // namespace iotwin::analysis
