@@ -10,6 +10,7 @@
 
 #include "base/bytes_text.h"
 #include "cli/commands.h"
+#include "cli/stdout_output.h"
 #include "cli/scope_options.h"
 #include "interop/block_text.h"
 #include "interop/exporters.h"
@@ -66,10 +67,23 @@ int ExportFioJob(const ExportArgs& a, const model::Scope& scope, nlohmann::json*
 }
 
 int ExportChromeJson(const ExportArgs& a, nlohmann::json* summary) {
-  auto r = interop::ExportChrome(a.trace, a.chrome);
+  std::string output = a.chrome;  // "-": written whole, then copied to standard output
+  auto to_stdout = StdoutOutput::For(&output, "--chrome", /*binary=*/true);
+  if (!to_stdout.ok()) {
+    fmt::print(stderr, "iotwin export: {}\n", to_stdout.status().message());
+    return kExitError;
+  }
+  auto r = interop::ExportChrome(a.trace, output);
   if (!r.ok()) {
     fmt::print(stderr, "iotwin export: {}\n", r.status().message());
     return kExitError;
+  }
+  if (*to_stdout) {
+    Status copied = (*to_stdout)->CopyToStdout();
+    if (!copied.ok()) {
+      fmt::print(stderr, "iotwin export: --chrome -: {}\n", copied.message());
+      return kExitError;
+    }
   }
   fmt::print(stderr,
              "chrome: {} events ({} syscall slices, {} async pairs, {} device slices, {} flows, "
@@ -120,7 +134,10 @@ std::string StdoutTableProblem(const ExportArgs& a) {
   for (std::string_view t : interop::TableNames()) {
     names += fmt::format("{}{}", names.empty() ? "" : ", ", t);
   }
-  if (csv && jsonl) return "--csv - and --jsonl - both write to standard output; choose one";
+  if (a.fio_dir == "-") return "--fio writes a job directory (iologs and replay.fio): give one";
+  const int to_stdout = int{csv} + int{jsonl} + int{a.chrome == "-"};
+  if (to_stdout > 1) return "several outputs given as - would share standard output; choose one";
+  if (a.chrome == "-" && a.json) return "--json prints on standard output, which --chrome - writes";
   if (!csv && !jsonl) {
     if (!a.table.empty()) return "--table chooses the table that --csv - or --jsonl - writes";
     return "";
@@ -210,7 +227,8 @@ CommandSpec SetupExport(CLI::App& parent) {
                   "fio: direct=1 per job: auto (from O_DIRECT opens; block layer: on), 0, 1")
       ->check(CLI::IsMember({"auto", "0", "1"}));
   AddScopeOptions(sub, opt->scope);
-  sub->add_option("--chrome", opt->chrome, "write Chrome trace-event JSON for Perfetto UI");
+  sub->add_option("--chrome", opt->chrome,
+                  "write Chrome trace-event JSON for Perfetto UI ('-': to stdout)");
   sub->add_option("--csv", opt->csv,
                   "write one CSV table per record type, and files.csv, into DIR (docs/tables.md); "
                   "- writes the --table one to standard output");

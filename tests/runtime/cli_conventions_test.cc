@@ -176,8 +176,9 @@ TEST(CliConventions, ADashReadsTheTraceFromStandardInput) {
   EXPECT_NE(empty.err.find("<stdin>: byte 0: not an iotwin trace"), std::string::npos) << empty.err;
 }
 
-// `-o -` of import and anonymize and `report --html -` write to standard output the bytes they
-// would write to a file, never a file named "-"; a failure writes nothing there.
+// `-o -` of import and anonymize, `report --html -` and `export --chrome -` write to standard
+// output the bytes they would write to a file, never a file named "-"; a failure writes nothing
+// there.
 TEST(CliConventions, ADashOutputWritesStandardOutputNeverAFileNamedDash) {
   TempDir dir;
   std::string trace = SmallTrace(dir), key = dir / "key", anon = dir / "anon.iotwin";
@@ -203,6 +204,12 @@ TEST(CliConventions, ADashOutputWritesStandardOutputNeverAFileNamedDash) {
   RunResult h = in_dir("\"$0\" report t.iotwin --html -");
   EXPECT_EQ(h.exit_code, 0) << h.err;
   EXPECT_EQ(h.out.rfind("<!DOCTYPE html>", 0), 0u) << "only the page: " << h.out.substr(0, 40);
+  RunResult chrome = in_dir("\"$0\" export t.iotwin --chrome -");
+  EXPECT_EQ(chrome.exit_code, 0) << chrome.err;
+  EXPECT_TRUE(nlohmann::json::accept(chrome.out)) << chrome.out.substr(0, 80);
+  RunResult fio = in_dir("\"$0\" export t.iotwin --fio -");
+  EXPECT_EQ(fio.exit_code, 2);
+  EXPECT_NE(fio.err.find("--fio writes a job directory"), std::string::npos) << fio.err;
   RunResult failed = in_dir("printf 'not strace\\n' | \"$0\" import - -o - --format strace");
   EXPECT_EQ(failed.exit_code, 2);
   EXPECT_EQ(failed.out, "");
