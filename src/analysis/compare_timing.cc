@@ -524,7 +524,10 @@ json LikelyCauses(const json& result, const json& ma, const json& mb) {
   const bool rates = failed["iops-rel-err"] || failed["throughput-rel-err"] ||
                      failed["iops-series-err"] || failed["throughput-series-err"] ||
                      failed["iat-ks"] || failed["idle-rel-err"];
-  const bool calls_dominate = std::fabs(busy) > std::fabs(idle);
+  // A gaps replay is judged on its idle time and think-time curves: its calls' own time, which
+  // those leave out, never explains a failure there.
+  const bool calls_dominate =
+      result["pace"] != "gaps" && std::fabs(busy) > std::fabs(idle);
   const char* faster_or_slower = busy > 0 ? "slower" : "faster";
   if (rates && calls_dominate) {
     if (cache_differs) add(fmt::format("cache state differs (calls {})", faster_or_slower), cache_evidence + "; " + split, cache_hint);

@@ -81,12 +81,15 @@ TEST(ComparePace, GapsReplayThatStretchesThinkTimeFailsIdle) {
   SyntheticTrace orig;
   Reads(&orig, 100 * kUs, Fast);
   SyntheticTrace replay = Replay("gaps");
-  Reads(&replay, 125 * kUs, Fast);
+  // Calls 40 us slower too: more time than the idle time gained, and no cause of the FAIL.
+  Reads(&replay, 125 * kUs, [](size_t) { return 60 * kUs; });
   nlohmann::json r = Compare(orig, replay);
   EXPECT_NEAR(Measure(r, "idle-rel-err")["value"].get<double>(), 0.25, 1e-3);
   bool idle_failed = false;
   for (const auto& f : r["failed"]) idle_failed |= f == "idle-rel-err";
   EXPECT_TRUE(idle_failed) << RenderCompareText(r);
+  ASSERT_FALSE(r["causes"].empty());
+  EXPECT_EQ(r["causes"][0]["cause"], "replay overhead or pacing (idle time between calls differs)");
 }
 
 TEST(ComparePace, OriginalPacedReplayIsJudgedOnItsRates) {
