@@ -476,6 +476,31 @@ json CompareBlock(const Analyzer& a, const json& ma, const Analyzer& b, const js
                       {"write", bb["write"].value("dominant", json(nullptr))}}}};
 }
 
+// The curve, stall and idle-time measures of replay `b` against original `a` over the thread
+// pairs the sequence match found; returns their detail (compare's "timing").
+json CurvesStallsIdle(const CallTimeline& a, const CallTimeline& b, const SequenceMatch& seq,
+                      const std::string& pace, Values* values) {
+  std::vector<TimelinePair> timeline_pairs;
+  for (const ThreadPair& p : seq.pairs) {
+    TimelinePair tp;
+    if (p.a >= 0) tp.a = a.Find(seq.ta[static_cast<size_t>(p.a)].tgid, seq.ta[static_cast<size_t>(p.a)].tid);
+    if (p.b >= 0) tp.b = b.Find(seq.tb[static_cast<size_t>(p.b)].tgid, seq.tb[static_cast<size_t>(p.b)].tid);
+    timeline_pairs.push_back(tp);
+  }
+  TimingMeasures tm = MeasureTiming(a, b, timeline_pairs, pace == "gaps");
+  Put(values, "iops-series-err", tm.iops_series_err);
+  Put(values, "throughput-series-err", tm.throughput_series_err);
+  Put(values, "thread-series-err", tm.thread_series_err);
+  if (tm.stall_measured) Put(values, "stall-ms", tm.stall_ms);
+  if (pace == "gaps") {
+    const json& idle = tm.detail["idle_ns"];
+    Put(values, "idle-rel-err",
+        RelativeError(idle["original"].get<double>(), idle["replay"].get<double>()),
+        idle["original"], idle["replay"]);
+  }
+  return tm.detail;
+}
+
 }  // namespace
 
 Result<json> CompareTraces(const std::string& original, const std::string& replay,
@@ -590,24 +615,7 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   double bps_a = rate(bytes_a, window_a), bps_b = rate(bytes_b, window_b);
   put("iops-rel-err", RelativeError(iops_a, iops_b), Round6(iops_a), Round6(iops_b));
   put("throughput-rel-err", RelativeError(bps_a, bps_b), Round6(bps_a), Round6(bps_b));
-  std::vector<TimelinePair> timeline_pairs;
-  for (const ThreadPair& p : seq.pairs) {
-    TimelinePair tp;
-    if (p.a >= 0) tp.a = timeline_a.Find(seq.ta[static_cast<size_t>(p.a)].tgid, seq.ta[static_cast<size_t>(p.a)].tid);
-    if (p.b >= 0) tp.b = scope_b.timeline.Find(seq.tb[static_cast<size_t>(p.b)].tgid, seq.tb[static_cast<size_t>(p.b)].tid);
-    timeline_pairs.push_back(tp);
-  }
-  TimingMeasures tm = MeasureTiming(timeline_a, scope_b.timeline, timeline_pairs, pace == "gaps");
-  put("iops-series-err", tm.iops_series_err);
-  put("throughput-series-err", tm.throughput_series_err);
-  put("thread-series-err", tm.thread_series_err);
-  if (tm.stall_measured) put("stall-ms", tm.stall_ms);
-  if (pace == "gaps") {
-    const json& idle = tm.detail["idle_ns"];
-    put("idle-rel-err", RelativeError(idle["original"].get<double>(), idle["replay"].get<double>()),
-        idle["original"], idle["replay"]);
-  }
-  out["timing"] = tm.detail;
+  out["timing"] = CurvesStallsIdle(timeline_a, scope_b.timeline, seq, pace, &values);
   out["timing"]["latency_ns"] = LatencyByOp(a, b);
   AlignedSeries s = AlignSeries(a, ma, b, mb);
   out["timeseries"] = {{"bucket_ns", s.width_ns}, {"original_ops", s.ops_a}, {"replay_ops", s.ops_b},
