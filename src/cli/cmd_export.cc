@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/bytes_text.h"
+#include "base/units.h"
 #include "cli/commands.h"
 #include "cli/stdout_output.h"
 #include "cli/scope_options.h"
@@ -62,6 +63,16 @@ int ExportFioJob(const ExportArgs& a, const model::Scope& scope, nlohmann::json*
     fmt::print(stderr, "  files left out: {} x {}\n", n, why);
   }
   for (const auto& [why, n] : r->skipped) fmt::print(stderr, "  not replayed: {} x {}\n", n, why);
+  // fio writes every prepared file in full: a stand-in for a whole disk fills the disk.
+  constexpr uint64_t kLargePrepare = uint64_t{4} << 30;
+  if (r->largest_prepare_bytes > kLargePrepare) {
+    fmt::print(stderr,
+               "  warning: the job's preparation writes {} before replaying (largest: {}, {}); "
+               "a device's stand-in is as large as its traced extent: replay a device onto one "
+               "of your own with --fio-device MAJ:MIN=PATH\n",
+               units::HumanBytes(r->prepare_bytes), BytesToText(r->largest_prepare),
+               units::HumanBytes(r->largest_prepare_bytes));
+  }
   (*summary)["fio"] = r->ToJson();
   return kExitOk;
 }

@@ -52,6 +52,11 @@ struct FioExportResult {
   std::map<std::string, uint64_t> files_left_out;
   std::vector<FioFileResult> per_file;      // every file, in index order (files.tsv)
   std::map<std::string, uint64_t> skipped;  // what fio cannot express, by reason
+  // What the preparation jobs write before the replay (fio lays out each file in full), and the
+  // largest such file: a device stand-in is as large as the device's traced extent.
+  uint64_t prepare_bytes = 0;
+  std::string largest_prepare;
+  uint64_t largest_prepare_bytes = 0;
   nlohmann::json scope;  // the scope's ToJson(), null for all files
   nlohmann::json ToJson() const;
 };

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "base/bytes_text.h"
+#include "base/checked_math.h"
 #include "format/op_info.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
@@ -61,6 +62,7 @@ nlohmann::json FioExportResult::ToJson() const {
           {"write_bytes", write_bytes},
           {"files", files},
           {"files_left_out", files_left_out},
+          {"prepare_bytes", prepare_bytes},
           {"per_file", std::move(per_file_json)},
           {"skipped", skipped}};
   if (!scope.is_null()) out["scope"] = scope;
@@ -852,6 +854,11 @@ std::string PrepareFiles(const std::vector<FileInfo>& files, const FioExportOpti
     result->per_file.push_back(std::move(row));
     if (!replayed || !f.prepare) continue;
     const uint64_t size = std::max<uint64_t>(4096, (f.extent + 4095) / 4096 * 4096);
+    result->prepare_bytes = SaturatingAdd(result->prepare_bytes, size);
+    if (size > result->largest_prepare_bytes) {
+      result->largest_prepare_bytes = size;
+      result->largest_prepare = f.name;
+    }
     jobs += fmt::format("[prepare-{}]\nfilename={}\nsize={}\nrw=write\nbs={}\ncreate_only=1\n\n",
                         i, f.name, size, size >= (1u << 20) ? "1M" : "4k");
   }
