@@ -199,6 +199,7 @@ json Side(const std::string& path, const json& m) {
             {"syscalls", m["totals"]["syscalls"]},
             {"complete", m["capture"]["complete"]}};
   if (const json* replay = json_fields::Find(m, "capture/replay")) s["replay"] = *replay;
+  if (const json* damage = json_fields::Find(m, "trace/damage")) s["damage"] = *damage;
   return s;
 }
 
@@ -556,7 +557,9 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   // workload still has a few buffered reads (the dynamic loader reading libraries): judged when
   // at least 99% of the bytes moved (by system calls and async requests) were O_DIRECT.
   uint64_t moved_a = CallBytes(ma["totals"]);
-  bool block_judged = moved_a > 0 && U(ma["totals"], "direct_bytes") * 100 >= moved_a * 99;
+  // In 128 bits: byte totals from a trace can be near 2^64.
+  const unsigned __int128 direct_a = U(ma["totals"], "direct_bytes");
+  bool block_judged = moved_a > 0 && direct_a * 100 >= static_cast<unsigned __int128>(moved_a) * 99;
   out["block_judged"] = block_judged;
 
   Values values;

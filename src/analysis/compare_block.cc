@@ -12,6 +12,7 @@
 #include "analysis/report_text.h"
 #include "base/checked_math.h"
 #include "base/json_fields.h"
+#include "format/dev_number.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "model/trace_model.h"
@@ -46,15 +47,6 @@ struct Stream {
   bool wrapped = false;
 };
 
-// "MAJ:MIN" as the kernel's dev_t encoding the traces use (major << 20 | minor).
-std::optional<uint32_t> ParseDev(const std::string& s) {
-  unsigned maj = 0, min = 0;
-  char extra = 0;
-  if (sscanf(s.c_str(), "%u:%u%c", &maj, &min, &extra) != 2 || maj > 0xfff || min > 0xfffff) {
-    return std::nullopt;
-  }
-  return (maj << 20) | min;
-}
 
 // The device whose requests are compared: `wanted` when the trace has requests on it, else the
 // one with the most requests (the one `replay --layer block` replays).
@@ -205,7 +197,7 @@ double Pct(double reference, double value) {
 
 json SideJson(const Stream& s) {
   return {{"path", s.path},
-          {"dev", fmt::format("{}:{}", s.dev >> 20, s.dev & 0xfffff)},
+          {"dev", FormatDev(s.dev)},
           {"device_offset", s.offset},
           {"requests", s.requests},
           {"reads", s.reads},

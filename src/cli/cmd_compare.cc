@@ -9,6 +9,7 @@
 
 #include "analysis/compare.h"
 #include "analysis/compare_block.h"
+#include "base/json_fields.h"
 #include "cli/commands.h"
 #include "cli/scope_options.h"
 #include "cli/unit_options.h"
@@ -103,11 +104,25 @@ CommandSpec SetupCompare(CLI::App& parent) {
             o.storage_calls_only = !opt->all_calls;
             o.iat_resolution_ns = static_cast<uint64_t>(opt->iat_resolution_us * 1000);
             o.progress = !opt->no_progress && isatty(STDERR_FILENO);
+            if (opt->original == "-" && opt->replay == "-") {
+              fmt::print(stderr, "iotwin compare: only one of the two traces can be read from "
+                                 "standard input\n");
+              return kExitError;
+            }
             auto result = analysis::CompareTraces(opt->original, opt->replay, o);
             if (!result.ok()) {
               fmt::print(stderr, "iotwin compare: {}\n", result.status().message());
               return kExitError;
             }
+            for (const char* side : {"original", "replay"}) {
+              const nlohmann::json* damage =
+                  json_fields::Find(*result, std::string(side) + "/damage");
+              if (damage && damage->is_string()) {
+                fmt::print(stderr, "iotwin compare: warning: the {} is damaged, compared as far "
+                           "as it could be read: {}\n", side, damage->get<std::string>());
+              }
+            }
+            (*result)["schema"] = "iotwin-compare/1";
             if (opt->json) {
               fmt::print("{}\n", result->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
             } else {

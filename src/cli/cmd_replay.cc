@@ -132,6 +132,7 @@ CommandSpec SetupReplay(CLI::App& parent) {
             if (!r.ok()) return fail(r.status());
             for (const auto& w : r->warnings) std::fprintf(stderr, "iotwin replay: warning: %s\n", w.c_str());
             if (o.json) {
+              r->summary["schema"] = "iotwin-replay/1";
               // Names are bytes: a name that is not UTF-8 shows with U+FFFD, never aborts.
               std::printf("%s\n",
                           r->summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)

@@ -141,6 +141,11 @@ std::unique_ptr<ReplayRecorder> MakeSubprocessRecorder(
 }
 
 Result<std::string> ResolveRecordPath(const std::string& record_out) {
+  // The replay's own output (its summary, --json) is on standard output: the trace needs a file.
+  if (record_out == "-") {
+    return Status::Invalid("--record -: the replay's trace needs a file (standard output carries "
+                           "the replay's summary)");
+  }
   std::error_code ec;
   std::filesystem::path out = std::filesystem::absolute(record_out, ec);
   if (ec) return Status::Invalid("--record {}: {}", record_out, ec.message());

@@ -66,6 +66,11 @@ Status CheckTrace(const model::TraceModel& m, const TraceDamage& damage, const R
   if (o.layer == Layer::kSyscall) {
     if (layer_enabled("syscall") == 0 || (m.stats().syscalls == 0 && m.stats().page_faults == 0 &&
                                           m.stats().async_requests == 0)) {
+      if (damage.truncated) {
+        return Status::Invalid("{} is truncated at byte {} ({}) and holds no system call before "
+                               "that: nothing to replay", o.trace, damage.truncated_at,
+                               damage.truncated_detail);
+      }
       return Status::Invalid("{} holds no system-call layer: nothing to replay at file level{}",
                              o.trace, m.block_requests().empty()
                                           ? ""
@@ -191,23 +196,7 @@ Status ResolveRoot(ReplayOptions* o) {
 // stop the replay before it starts, not be found missing after it.
 Status ResolveRecordOutput(ReplayOptions* o) {
   if (o->record_out.empty()) return Status::Ok();
-  std::error_code ec;
-  std::filesystem::path out = std::filesystem::absolute(o->record_out, ec);
-  if (ec) return Status::Invalid("--record {}: {}", o->record_out, ec.message());
-  std::filesystem::path dir = out.parent_path();
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0) {
-    return Status::FromErrno(errno, fmt::format("--record {}: directory {}", o->record_out,
-                                                dir.string()));
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return Status::Invalid("--record {}: {} is not a directory", o->record_out, dir.string());
-  }
-  if (access(dir.c_str(), W_OK) != 0) {
-    return Status::FromErrno(errno, fmt::format("--record {}: directory {} is not writable",
-                                                o->record_out, dir.string()));
-  }
-  o->record_out = out.string();
+  IOTWIN_ASSIGN_OR_RETURN(o->record_out, ResolveRecordPath(o->record_out));
   return Status::Ok();
 }
 

@@ -136,6 +136,23 @@ TEST(CliConventions, LayersOfATruncatedTraceSaysItIsTruncated) {
   EXPECT_NE(nlohmann::json::parse(json.out).value("damage", "").find("truncated"), std::string::npos);
 }
 
+TEST(CliConventions, CompareWarnsOfATruncatedTraceAndRefusesTwoStandardInputs) {
+  TempDir dir;
+  std::string trace = SmallTrace(dir), cut = dir / "cut.iotwin";
+  std::filesystem::copy_file(trace, cut);
+  std::filesystem::resize_file(cut, std::filesystem::file_size(cut) - 16);
+  RunResult r = test::Run({IotwinBin(), "compare", trace, cut});
+  EXPECT_NE(r.err.find("iotwin compare: warning: the replay is damaged"), std::string::npos)
+      << r.err;
+  RunResult both = test::Run({"/bin/sh", "-c", "\"$0\" compare - - < \"$1\"", IotwinBin(), trace});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("only one of the two traces"), std::string::npos) << both.err;
+  RunResult rec = test::Run({IotwinBin(), "replay", trace, "--root", dir / "root", "--record", "-"});
+  EXPECT_EQ(rec.exit_code, 2);
+  EXPECT_NE(rec.err.find("--record -: the replay's trace needs a file"), std::string::npos)
+      << rec.err;
+}
+
 TEST(CliConventions, AnonymizeMakesAKeyWhenAskedAndSaysHowWithoutOne) {
   TempDir dir;
   std::string trace = SmallTrace(dir), key = dir / "key", out = dir / "anon.iotwin";
