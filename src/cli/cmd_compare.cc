@@ -122,6 +122,15 @@ CommandSpec SetupCompare(CLI::App& parent) {
                            "as it could be read: {}\n", side, damage->get<std::string>());
               }
             }
+            // A scoped replay re-issued only the files in its scope: judged against the whole
+            // original, everything else shows as missing.
+            const nlohmann::json* replayed_scope = json_fields::Find(*result, "replay/replay/scope");
+            if (replayed_scope && o.files.IsAll()) {
+              fmt::print(stderr, "iotwin compare: note: the replay was made with a data scope "
+                         "({}); give compare the same --scope/--include/--exclude to judge the "
+                         "files it replayed\n",
+                         json_fields::GetString(*replayed_scope, "description"));
+            }
             (*result)["schema"] = "iotwin-compare/1";
             if (opt->json) {
               fmt::print("{}\n", result->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));

@@ -393,6 +393,7 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
     nlohmann::json rm = {{"source", o.trace}, {"pace", PaceName(o.pace)}, {"speed", o.speed},
                          {"amplify", o.amplify}, {"root", o.root},
                          {"thread_map", s["thread_map"]}};
+    if (!o.scope.IsAll()) rm["scope"] = o.scope.ToJson();
     Status st = recorder->Finish(tids, rm);
     for (auto& e : engines) e->Release();
     if (!st.ok()) {

@@ -229,6 +229,22 @@ TEST(DataScope, ReplayDryRunSkipsWhatTheScopeLeavesOut) {
             a["files"]["preexisting_files"].get<uint64_t>());
 }
 
+// A scoped replay's own trace names its scope; compare without that scope says so.
+TEST(DataScope, CompareOfAScopedReplayWithoutTheScopeSaysSo) {
+  IOTWIN_SHARED_TRACE_OR_FAIL(s);
+  TempDir tmp;
+  const std::string replayed = tmp / "replay.iotwin", include = s.dir + "/data/*";
+  RunResult replay = test::Run({IotwinBin(), "replay", s.trace, "--root", tmp / "root", "-q",
+                                "--include", include, "--record", replayed},
+                               120);
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  RunResult bare = test::Run({IotwinBin(), "compare", s.trace, replayed}, 60);
+  EXPECT_NE(bare.err.find("note: the replay was made with a data scope"), std::string::npos)
+      << bare.err;
+  RunResult scoped = test::Run({IotwinBin(), "compare", s.trace, replayed, "--include", include}, 60);
+  EXPECT_EQ(scoped.err.find("note: the replay was made"), std::string::npos) << scoped.err;
+}
+
 // record --scope: the trace written holds no record of the files out of scope, its header says
 // which scope, its summary what was left out, and the unscoped copy is gone.
 TEST(DataScope, RecordWithAScopeWritesOnlyTheDataFiles) {
