@@ -59,9 +59,12 @@ CommandSpec SetupCompare(CLI::App& parent) {
       ->check(CLI::IsMember({"auto", "syscall", "block"}))
       ->capture_default_str();
   sub->add_flag("--json", opt->json, "print the comparison as JSON");
-  sub->add_option("--top", opt->top, "thread rows shown, worst first (0: all)")->capture_default_str();
+  sub->add_option("--top", opt->top, "thread rows shown, worst first (0: all)")
+      ->check(Count())
+      ->capture_default_str();
   sub->add_option("--max-sequence-ops", opt->max_sequence_ops,
                   "operations kept per trace for sequence matching (8 bytes each)")
+      ->check(Count())
       ->capture_default_str();
   sub->add_flag("--all-calls", opt->all_calls,
                 "judge every system call; by default only the storage calls a replay re-issues "

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/unit_options.h"
 #include "format/record_text.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
@@ -51,7 +52,8 @@ CommandSpec SetupDump(CLI::App& parent) {
       "2 when the trace is damaged or truncated, unless --salvage");
   sub->add_option("trace", opt->path, "trace file")->required();
   sub->add_flag("--records", opt->records, "print every record, one line each");
-  sub->add_option("--limit", opt->limit, "print at most N records (0: all)");
+  sub->add_option("--limit", opt->limit, "print at most N records (0: all)")
+      ->check(Count());
   sub->add_flag("--json", opt->json,
                 "print header, record counts, summary and damage as one JSON object "
                 "(schema iotwin-dump/1, docs/user-guide.md)")

@@ -71,7 +71,9 @@ CommandSpec SetupLayers(CLI::App& parent) {
                   "rows of the per-request table (0: all)")
       ->capture_default_str();
   sub->add_flag("--all-requests", opt->all_requests, "list every request");
-  sub->add_option("--top", opt->layers.top, "rows of the other tables")->capture_default_str();
+  sub->add_option("--top", opt->layers.top, "rows of the other tables")
+      ->check(Count())
+      ->capture_default_str();
   sub->add_option("--dependent-gap-ns", opt->layers.dependent_gap_ns,
                   "a batch of reads this soon (ns, or 1ms) after the previous batch of its "
                   "thread completed continues its dependent chain")

@@ -79,9 +79,11 @@ CommandSpec SetupReport(CLI::App& parent) {
                   "also write a self-contained HTML report with plots (opens offline; '-': "
                   "only the page, to stdout)");
   sub->add_option("--top", opt->top, "rows in the process/thread/file tables (0: all)")
+      ->check(Count())
       ->capture_default_str();
   sub->add_option("--heatmaps", opt->heatmaps,
                   "HTML: files with an offset heat map and offset-over-time plot")
+      ->check(Count())
       ->capture_default_str();
   sub->add_flag("--salvage", opt->salvage, "skip damaged chunks instead of failing");
   sub->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr");

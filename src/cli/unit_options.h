@@ -54,4 +54,14 @@ inline CLI::Validator DurationUnits(double unit_ns, std::string unit_name, bool 
       "DURATION");
 }
 
+// A count (rows, records): decimal digits only. CLI11 would wrap "-1" into a huge unsigned.
+inline CLI::Validator Count() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        return digits ? std::string() : fmt::format("'{}' is not a count (0, 1, 2, ...)", text);
+      },
+      "COUNT");
+}
+
 }  // namespace iotwin::cli

@@ -48,6 +48,10 @@ TEST(CliConventions, ABadUnitIsAnErrorNamingTheSubcommandOptionAndExamples) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.rfind("iotwin report: --from: '4x' is not a duration", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("500ms"), std::string::npos) << r.err;
+  // A negative count is refused, not wrapped into "every row".
+  RunResult top = test::Run({IotwinBin(), "report", SmallTrace(dir), "--top", "-1"});
+  EXPECT_EQ(top.exit_code, 2);
+  EXPECT_EQ(top.err.rfind("iotwin report: --top: '-1' is not a count", 0), 0u) << top.err;
 }
 
 TEST(CliConventions, WorkloadSizesTakeUnits) {
