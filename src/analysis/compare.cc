@@ -649,6 +649,39 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   return out;
 }
 
+std::string RenderMeasuresTable(const json& measures) {
+  std::string out = fmt::format("  {:<24} {:>14} {:>14} {:>10} {:>12}  {}\n", "measure", "original",
+                                "replay", "value", "threshold", "result");
+  auto num = [](const json& v) -> std::string {
+    if (v.is_null()) return "";
+    if (v.is_number_integer() || v.is_number_unsigned()) return FormatCount(v.get<uint64_t>());
+    double d = v.get<double>();
+    return std::fabs(d) >= 1e5 ? fmt::format("{:.4g}", d) : fmt::format("{:.4f}", d);
+  };
+  for (const json& m : measures) {
+    std::string threshold = m["threshold"].is_null()
+                                ? "-"
+                                : fmt::format("{} {:.4g}", m["condition"].get<std::string>(),
+                                              m["threshold"].get<double>());
+    bool judged = m["judged"].get<bool>(), pass = m["pass"].get<bool>();
+    std::string result = judged                     ? (pass ? "ok" : "FAIL")
+                         : m["threshold"].is_null() ? "info"
+                         : pass                     ? "not judged"
+                                                    : "not judged, over";
+    out += fmt::format("  {:<24} {:>14} {:>14} {:>10.4f} {:>12}  {}\n", m["name"].get<std::string>(),
+                       num(m["original"]), num(m["replay"]), m["value"].get<double>(), threshold,
+                       result);
+  }
+  return out;
+}
+
+std::string RenderVerdictLine(const json& r) {
+  if (r["verdict"] == "pass") return "VERDICT: PASS (every judged measure is within its threshold)";
+  std::string names;
+  for (const json& f : r["failed"]) names += (names.empty() ? "" : ", ") + f.get<std::string>();
+  return "VERDICT: FAIL (" + names + ")";
+}
+
 std::string RenderCompareText(const json& r) {
   if (IsBlockStreamResult(r)) return RenderBlockStreamText(r);
   std::string out;
@@ -710,27 +743,7 @@ std::string RenderCompareText(const json& r) {
                      FormatDuration(static_cast<double>(U((*w)["replay"], "ns")))));
   }
   line("");
-  line(fmt::format("  {:<24} {:>14} {:>14} {:>10} {:>12}  {}", "measure", "original", "replay", "value",
-                   "threshold", "result"));
-  auto num = [](const json& v) -> std::string {
-    if (v.is_null()) return "";
-    if (v.is_number_integer() || v.is_number_unsigned()) return FormatCount(v.get<uint64_t>());
-    double d = v.get<double>();
-    return std::fabs(d) >= 1e5 ? fmt::format("{:.4g}", d) : fmt::format("{:.4f}", d);
-  };
-  for (const json& m : r["measures"]) {
-    std::string threshold = m["threshold"].is_null()
-                                ? "-"
-                                : fmt::format("{} {:.4g}", m["condition"].get<std::string>(),
-                                              m["threshold"].get<double>());
-    bool judged = m["judged"].get<bool>(), pass = m["pass"].get<bool>();
-    std::string result = judged                     ? (pass ? "ok" : "FAIL")
-                         : m["threshold"].is_null() ? "info"
-                         : pass                     ? "not judged"
-                                                    : "not judged, over";
-    line(fmt::format("  {:<24} {:>14} {:>14} {:>10.4f} {:>12}  {}", m["name"].get<std::string>(),
-                     num(m["original"]), num(m["replay"]), m["value"].get<double>(), threshold, result));
-  }
+  out += RenderMeasuresTable(r["measures"]);
   line("");
   line(fmt::format("  {:<20} {:>12} {:>12} {:>10}", "operation", "original", "replay", "diff"));
   for (const json& o : r["ops"]) {
@@ -770,13 +783,7 @@ std::string RenderCompareText(const json& r) {
   }
   if (r["verdict"] != "pass") RenderWhy(r, line);
   line("");
-  if (r["verdict"] == "pass") {
-    line("VERDICT: PASS (every judged measure is within its threshold)");
-  } else {
-    std::string names;
-    for (const json& f : r["failed"]) names += (names.empty() ? "" : ", ") + f.get<std::string>();
-    line("VERDICT: FAIL (" + names + ")");
-  }
+  line(RenderVerdictLine(r));
   return out;
 }
 

@@ -64,5 +64,9 @@ Result<nlohmann::json> CompareTraces(const std::string& original, const std::str
                                      const CompareOptions& options);
 
 std::string RenderCompareText(const nlohmann::json& result);
+// The parts of the text both comparisons (calls, block streams) print: the measures table
+// (rows of `result["measures"]`) and the VERDICT line.
+std::string RenderMeasuresTable(const nlohmann::json& measures);
+std::string RenderVerdictLine(const nlohmann::json& result);
 
 }  // namespace iotwin::analysis

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/compare.h"
 #include "analysis/distance.h"
 #include "analysis/histogram.h"
 #include "analysis/report_text.h"
@@ -430,26 +431,7 @@ std::string RenderBlockStreamText(const json& r) {
                                          : "reported, not judged (pace " +
                                                r["pace"].get<std::string>() + ")"));
   line("");
-  line(fmt::format("  {:<22} {:>12} {:>12} {:>10} {:>10}  {}", "measure", "original", "replay",
-                   "value", "threshold", "result"));
-  auto num = [](const json& v) -> std::string {
-    if (v.is_null()) return "";
-    if (v.is_number_unsigned()) return FormatCount(v.get<uint64_t>());
-    return fmt::format("{:.4g}", v.get<double>());
-  };
-  for (const json& m : r["measures"]) {
-    const bool judged = m["judged"].get<bool>(), pass = m["pass"].get<bool>();
-    const std::string threshold =
-        m["threshold"].is_null() ? "-"
-                                 : fmt::format("{} {:.4g}", m["condition"].get<std::string>(),
-                                               m["threshold"].get<double>());
-    const std::string result = judged ? (pass ? "ok" : "FAIL")
-                               : m["threshold"].is_null() ? "info"
-                                                          : "not judged";
-    line(fmt::format("  {:<22} {:>12} {:>12} {:>10.4f} {:>10}  {}", m["name"].get<std::string>(),
-                     num(m["original"]), num(m["replay"]), m["value"].get<double>(), threshold,
-                     result));
-  }
+  out += RenderMeasuresTable(r["measures"]);
   line("");
   line(fmt::format("  {:<10} {:>9} {:>7} {:>7} {:>12} {:>6} {:>5} {:>8} {:>9} {:>10} {:>10}",
                    "", "requests", "reads", "writes", "bytes", "flush", "fua", "discard",
@@ -476,13 +458,7 @@ std::string RenderBlockStreamText(const json& r) {
     for (const json& d : r["differences"]) line("    " + d.get<std::string>());
   }
   line("");
-  if (r["verdict"] == "pass") {
-    line("VERDICT: PASS (every judged measure is within its threshold)");
-  } else {
-    std::string names;
-    for (const json& f : r["failed"]) names += (names.empty() ? "" : ", ") + f.get<std::string>();
-    line("VERDICT: FAIL (" + names + ")");
-  }
+  line(RenderVerdictLine(r));
   return out;
 }
 
