@@ -110,7 +110,9 @@ TEST_P(VectorChainLayers, ChainsMatchTheReadLogWithPrecisionAndRecallOf95Percent
   EXPECT_GE(s.recall, 0.95) << dc["cuts"].dump();
 
   // Per chain: hops, reads per hop (at most the beam of 4), and every hop's time split into
-  // software and device.
+  // software and device. Device time is seen for at least 95% of hops, the tolerance of the
+  // chain membership above (a hop whose reads were all left out of a chain has none).
+  uint64_t hops = 0, hops_with_device = 0;
   for (const auto& chain : dc["list"]) {
     ASSERT_EQ(chain["reads_per_hop"].size(), chain["hops"].get<size_t>());
     for (size_t h = 0; h < chain["reads_per_hop"].size(); h++) {
@@ -118,11 +120,14 @@ TEST_P(VectorChainLayers, ChainsMatchTheReadLogWithPrecisionAndRecallOf95Percent
       EXPECT_EQ(
           chain["hop_software_ns"][h].get<uint64_t>() + chain["hop_device_ns"][h].get<uint64_t>(),
           chain["hop_ns"][h].get<uint64_t>());
-      EXPECT_GT(chain["hop_device_ns"][h].get<uint64_t>(), 0u);
+      ++hops;
+      if (chain["hop_device_ns"][h].get<uint64_t>() > 0) ++hops_with_device;
     }
     EXPECT_LE(chain["estimated_with_driver_resubmission_ns"].get<uint64_t>(),
               chain["span_ns"].get<uint64_t>());
   }
+  ASSERT_GT(hops, 0u);
+  EXPECT_GE(hops_with_device * 100, hops * 95) << hops_with_device << " of " << hops;
 }
 
 INSTANTIATE_TEST_SUITE_P(EnginesThreadsMarkers, VectorChainLayers,
