@@ -263,18 +263,17 @@ std::map<std::string, Value> ComputeMeasures(const Stream& a, const Stream& b,
       flags_err, nullptr, nullptr,
       fmt::format("flush {} vs {}, FUA {} vs {}, discard {} vs {} (replay vs original)",
                   b.flushes, a.flushes, b.fua, a.fua, b.discards, a.discards)};
-  v["dev-qd-ks"] = {
-      KsDistance(a.depth_at_issue, b.depth_at_issue), DepthPercentile(a.depth_at_issue, 50),
-      DepthPercentile(b.depth_at_issue, 50),
-      fmt::format("queue depth at issue: p50 {} in the replay vs {}, p99 {} vs {}",
-                  DepthPercentile(b.depth_at_issue, 50), DepthPercentile(a.depth_at_issue, 50),
-                  DepthPercentile(b.depth_at_issue, 99), DepthPercentile(a.depth_at_issue, 99))};
-  v["dev-qd-time-ks"] = {
-      KsDistance(a.depth_ns, b.depth_ns), DepthPercentile(a.depth_ns, 50),
-      DepthPercentile(b.depth_ns, 50),
-      fmt::format("queue depth over time: p50 {} in the replay vs {}, p99 {} vs {}",
-                  DepthPercentile(b.depth_ns, 50), DepthPercentile(a.depth_ns, 50),
-                  DepthPercentile(b.depth_ns, 99), DepthPercentile(a.depth_ns, 99))};
+  // Queue depth, at each issue and weighted by time: the KS distance, both medians, and the
+  // medians and 99th percentiles in words.
+  auto depth = [](const std::vector<uint64_t>& da, const std::vector<uint64_t>& db,
+                  const char* what) -> Value {
+    return {KsDistance(da, db), DepthPercentile(da, 50), DepthPercentile(db, 50),
+            fmt::format("{}: p50 {} in the replay vs {}, p99 {} vs {}", what,
+                        DepthPercentile(db, 50), DepthPercentile(da, 50), DepthPercentile(db, 99),
+                        DepthPercentile(da, 99))};
+  };
+  v["dev-qd-ks"] = depth(a.depth_at_issue, b.depth_at_issue, "queue depth at issue");
+  v["dev-qd-time-ks"] = depth(a.depth_ns, b.depth_ns, "queue depth over time");
   v["dev-iat-ks"] = {
       KsDistanceFrom(a.iat, b.iat, o.iat_resolution_ns), a.iat.Percentile(50),
       b.iat.Percentile(50),
