@@ -479,8 +479,9 @@ json CompareBlock(const Analyzer& a, const json& ma, const Analyzer& b, const js
 
 // The curve, stall and idle-time measures of replay `b` against original `a` over the thread
 // pairs the sequence match found; returns their detail (compare's "timing").
-json CurvesStallsIdle(const CallTimeline& a, const CallTimeline& b, const SequenceMatch& seq,
-                      const std::string& pace, Values* values) {
+// The timelines' threads paired as the sequence match paired them.
+std::vector<TimelinePair> TimelinePairs(const CallTimeline& a, const CallTimeline& b,
+                                        const SequenceMatch& seq) {
   std::vector<TimelinePair> timeline_pairs;
   for (const ThreadPair& p : seq.pairs) {
     TimelinePair tp;
@@ -488,7 +489,12 @@ json CurvesStallsIdle(const CallTimeline& a, const CallTimeline& b, const Sequen
     if (p.b >= 0) tp.b = b.Find(seq.tb[static_cast<size_t>(p.b)].tgid, seq.tb[static_cast<size_t>(p.b)].tid);
     timeline_pairs.push_back(tp);
   }
-  TimingMeasures tm = MeasureTiming(a, b, timeline_pairs, pace == "gaps");
+  return timeline_pairs;
+}
+
+json CurvesStallsIdle(const CallTimeline& a, const CallTimeline& b, const SequenceMatch& seq,
+                      const std::string& pace, Values* values) {
+  TimingMeasures tm = MeasureTiming(a, b, TimelinePairs(a, b, seq), pace == "gaps");
   Put(values, "iops-series-err", tm.iops_series_err);
   Put(values, "throughput-series-err", tm.throughput_series_err);
   Put(values, "thread-series-err", tm.thread_series_err);
@@ -626,8 +632,19 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   // At another speed both sides' inter-arrival times come from the timelines compare judges.
   const LogLinearHistogram iat_a = scaled_a ? InterArrival(*scaled_a) : a.inter_arrival();
   const LogLinearHistogram iat_b = scaled_a ? InterArrival(scope_b.timeline) : b.inter_arrival();
-  put("iat-ks", KsDistanceFrom(iat_a, iat_b, options.iat_resolution_ns), iat_a.Percentile(50),
-      iat_b.Percentile(50));
+  if (pace == "original" || pace == "gaps") {
+    // A paced replay: against the original's schedule with the replay's call durations.
+    const PacedArrivals paced =
+        PacedInterArrival(timeline_a, scope_b.timeline, TimelinePairs(timeline_a, scope_b.timeline, seq), pace);
+    put("iat-ks", KsDistanceFrom(paced.original, paced.replay, options.iat_resolution_ns),
+        iat_a.Percentile(50), iat_b.Percentile(50));
+    values["iat-ks"]["paced_original_p50"] = paced.original.Percentile(50);
+    values["iat-ks"]["paced_calls"] = paced.paced_calls;
+    values["iat-ks"]["calls"] = paced.calls;
+  } else {
+    put("iat-ks", KsDistanceFrom(iat_a, iat_b, options.iat_resolution_ns), iat_a.Percentile(50),
+        iat_b.Percentile(50));
+  }
   double lat_ks = 0;
   for (int dir = 0; dir < 2; dir++)
     lat_ks = std::max(lat_ks, KsDistance(MergedLatency(a, dir), MergedLatency(b, dir)));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -431,6 +432,69 @@ LogLinearHistogram InterArrival(const CallTimeline& t) {
     }
   }
   return h;
+}
+
+namespace {
+
+std::vector<const TimedCall*> SyncCalls(const ThreadCalls& th) {
+  std::vector<const TimedCall*> out;
+  for (const TimedCall& c : th.calls)
+    if (!c.async) out.push_back(&c);
+  return out;
+}
+
+void AddInterArrival(const std::vector<const TimedCall*>& calls, LogLinearHistogram* h) {
+  for (size_t i = 1; i < calls.size(); i++) h->Add(calls[i]->ts - calls[i - 1]->ts);
+}
+
+// The issue-to-issue times of original calls `a` paced `pace` with the durations of replay
+// calls `b` (same count), anchored at the replay's first call.
+void AddPacedInterArrival(const std::vector<const TimedCall*>& a,
+                          const std::vector<const TimedCall*>& b, bool gaps,
+                          LogLinearHistogram* h) {
+  uint64_t prev_issue = b[0]->ts;
+  for (size_t i = 1; i < a.size(); i++) {
+    const uint64_t prev_dur = b[i - 1]->end - b[i - 1]->ts;
+    const uint64_t prev_done = SaturatingAdd(prev_issue, prev_dur);
+    uint64_t issue;
+    if (gaps) {
+      issue = SaturatingAdd(prev_done, a[i]->ts > a[i - 1]->end ? a[i]->ts - a[i - 1]->end : 0);
+    } else {
+      issue = std::max(SaturatingAdd(b[0]->ts, a[i]->ts - a[0]->ts), prev_done);
+    }
+    h->Add(issue - prev_issue);
+    prev_issue = issue;
+  }
+}
+
+}  // namespace
+
+PacedArrivals PacedInterArrival(const CallTimeline& a, const CallTimeline& b,
+                                const std::vector<TimelinePair>& pairs, std::string_view pace) {
+  PacedArrivals out;
+  std::set<const ThreadCalls*> seen_a, seen_b;
+  for (const TimelinePair& p : pairs) {
+    if (!p.a || !p.b) continue;
+    seen_a.insert(p.a);
+    seen_b.insert(p.b);
+    const std::vector<const TimedCall*> ca = SyncCalls(*p.a), cb = SyncCalls(*p.b);
+    if (ca.size() != cb.size() || ca.empty()) {
+      AddInterArrival(ca, &out.original);
+      AddInterArrival(cb, &out.replay);
+      continue;
+    }
+    out.paced_calls += ca.size();
+    AddPacedInterArrival(ca, cb, pace == "gaps", &out.original);
+    AddInterArrival(cb, &out.replay);
+  }
+  for (const ThreadCalls& th : a.threads()) {
+    const std::vector<const TimedCall*> c = SyncCalls(th);
+    out.calls += c.size();
+    if (!seen_a.count(&th)) AddInterArrival(c, &out.original);
+  }
+  for (const ThreadCalls& th : b.threads())
+    if (!seen_b.count(&th)) AddInterArrival(SyncCalls(th), &out.replay);
+  return out;
 }
 
 bool IsStraceImport(const json& original_model) {

@@ -96,6 +96,24 @@ CallTimeline ScaledTimeline(const CallTimeline& t, double speed, std::string_vie
 // Per-thread inter-arrival times (issue to issue) of the calls of `t`, async requests left out.
 LogLinearHistogram InterArrival(const CallTimeline& t);
 
+// Inter-arrival times judged by iat-ks for a replay paced `pace` ("original" or "gaps"): the
+// replay's own, against the original's schedule as that pace issues it when every call takes what
+// it took in the replay. A thread's calls are sequential, so a call that runs longer on the
+// replay's target delays the next: pace original issues each call at its recorded time from the
+// thread's first call, or when the previous call returned if that is later (a late call goes at
+// once); pace gaps issues it the recorded idle gap after the previous call returned. Without
+// that, a device-bound thread (dependent reads, each waiting for the previous) is judged on the
+// target's latency, which iat-ks does not measure (latency-ks does). Thread pairs whose call
+// counts differ, and unpaired threads, give their own inter-arrival times on both sides.
+struct PacedArrivals {
+  LogLinearHistogram original;  // the original's schedule with the replay's call durations
+  LogLinearHistogram replay;
+  uint64_t paced_calls = 0;  // calls of the thread pairs with equal call counts
+  uint64_t calls = 0;        // every call (not async) of the original
+};
+PacedArrivals PacedInterArrival(const CallTimeline& a, const CallTimeline& b,
+                                const std::vector<TimelinePair>& pairs, std::string_view pace);
+
 // Whether compare judges timing measure `measure` for a replay paced `pace` ("" for a trace that
 // is not a replay). Gaps pacing keeps each thread's idle time between calls (its think time) and
 // lets every call take what it takes on the replay's target, so a run's length there is that

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "analysis/compare.h"
+#include "analysis/compare_timing.h"
 #include "analysis/distance.h"
 #include "analysis_trace_builder.h"
 #include "interop_test_util.h"
@@ -275,6 +276,54 @@ TEST(CompareTiming, AFailExplainsItself) {
   std::string text = RenderCompareText(r);
   for (const char* want : {"WHY", "likely cause: calls slower", "most diverged stretch", "pread64"})
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+}
+
+// A dependent chain of one thread: each call waits on the device (`dur`), then `think` ns pass
+// before the next (none from call `skip_think_from` on); each call carries one async request.
+CallTimeline Chain(uint64_t dur, uint64_t think, int calls, uint64_t skip_think_from = UINT64_MAX) {
+  CallTimeline t;
+  uint64_t ts = kStart;
+  for (int i = 0; i < calls; i++) {
+    t.Add(100, 101, TimedCall{ts, ts + dur, 4096, true, false});
+    t.Add(100, 101, TimedCall{ts + 1000, ts + dur, 4096, true, true});  // async: left out
+    ts += dur + (static_cast<uint64_t>(i) >= skip_think_from ? 0 : think);
+  }
+  t.Finish();
+  return t;
+}
+
+// The replay's target twice as slow as the original's: the replay's own inter-arrival times are
+// longer, which iat-ks judges against the original's schedule paced with the replay's call
+// durations. Gaps pacing keeps the think time after each longer call; original pacing, late
+// after each call that outlasts the recorded spacing, issues the next at once.
+TEST(CompareTiming, InterArrivalIsJudgedAgainstTheScheduleThePaceKeepsOnTheReplaysTarget) {
+  const CallTimeline original = Chain(100'000, 20'000, 200);
+  const CallTimeline think_kept = Chain(200'000, 20'000, 200);
+  const CallTimeline think_lost = Chain(200'000, 20'000, 200, 0);
+  auto ks = [&](const CallTimeline& replay, const char* pace) {
+    const PacedArrivals p =
+        PacedInterArrival(original, replay, {{original.Find(100, 101), replay.Find(100, 101)}}, pace);
+    EXPECT_EQ(p.paced_calls, 200u);
+    EXPECT_EQ(p.calls, 200u);
+    EXPECT_EQ(p.original.total(), 199u);
+    return KsDistanceFrom(p.original, p.replay, 1);
+  };
+  EXPECT_GT(KsDistanceFrom(InterArrival(original), InterArrival(think_kept), 1), 0.9);
+  EXPECT_LT(ks(think_kept, "gaps"), 0.01);
+  EXPECT_GT(ks(think_lost, "gaps"), 0.9);
+  EXPECT_LT(ks(think_lost, "original"), 0.01);
+  EXPECT_GT(ks(think_kept, "original"), 0.9);
+  // Original pacing on a faster target waits for the schedule: the original's own times.
+  const CallTimeline faster = Chain(50'000, 70'000, 200);
+  EXPECT_LT(ks(faster, "original"), 0.01);
+  EXPECT_GT(ks(faster, "gaps"), 0.9);
+  // Call counts that differ: each side's own times.
+  const CallTimeline shorter = Chain(200'000, 20'000, 150);
+  const PacedArrivals u = PacedInterArrival(
+      original, shorter, {{original.Find(100, 101), shorter.Find(100, 101)}}, "gaps");
+  EXPECT_EQ(u.paced_calls, 0u);
+  EXPECT_EQ(u.original.total(), 199u);
+  EXPECT_EQ(u.replay.total(), 149u);
 }
 
 TEST(Distance, CurveDistanceIsTheMeanShiftOfTheWork) {
