@@ -2,12 +2,19 @@
 """Capture overhead of `iotwin record`, side by side with strace, bpftrace and perf trace.
 
 Workloads (one process each, traced with all its threads and children):
-  W1   cached 4 KiB pread loop, 1 thread    (tests/progs/pread_loop; it times itself)
-  W1b  the same with 2 threads
+  W1   cached 4 KiB pread loop at random offsets, 1 thread (tests/progs/pread_loop; it times
+       itself)
+  W1f  the same loop reading one offset (`pread_loop ... fixed`): one page, so the page-cache
+       work per read is the least it can be
+  W1b  W1 with 2 threads
+  W1bf W1f with 2 threads
   W2   fio 4 KiB random reads, page-cached  (--invalidate=0 after a pre-read)
   W3   fio 4 KiB random reads, O_DIRECT on a file in --dir (not tmpfs)
   KV   iotwin-workload kv-offload            (LMCache-style 128 KiB chunk puts and gets)
   ML   iotwin-workload model-load --mode mmap (safetensors shards touched page by page, warm)
+  VS   iotwin-workload vector-search --small --phase search --io libaio: DiskANN-style beam
+       search, dependent rounds of 4 KiB O_DIRECT node reads batched per hop (the index is built
+       beforehand with --phase build in --dir, which must not be tmpfs)
 
 Tracers:
   iotwin          iotwin record (syscall layer + process + async + intent + memory + block +
@@ -159,6 +166,7 @@ class Workload:
     def __init__(self, key, title, cmd, metric, time_like, unit, prepare=None):
         self.key, self.title, self.cmd, self.metric = key, title, cmd, metric
         self.time_like, self.unit, self.prepare = time_like, unit, prepare
+        self.prepare_cmd = None  # shown with the commands when the preparation is one
 
     def slowdown(self, traced, untraced):
         if not traced or not untraced:
@@ -177,11 +185,44 @@ def last_json_line(stdout):
     return None
 
 
-def pread_workload(key, title, prog, path, calls, threads):
+def pread_workload(key, title, prog, path, calls, threads, offsets):
     def metric(stdout):
         d = last_json_line(stdout)
         return d and d.get("calls_per_s")
-    return Workload(key, title, [prog, path, str(calls), str(threads)], metric, False, "calls/s")
+    return Workload(key, title, [prog, path, str(calls), str(threads), offsets], metric, False,
+                    "calls/s")
+
+
+# The pread loops: key -> (threads, offsets).
+PREAD_LOOPS = {"W1": (1, "random"), "W1f": (1, "fixed"), "W1b": (2, "random"),
+               "W1bf": (2, "fixed")}
+
+
+def pread_title(key):
+    threads, offsets = PREAD_LOOPS[key]
+    return "pread 4 KiB cached, %s, %d thread%s" % (
+        "random offsets" if offsets == "random" else "one offset", threads,
+        "" if threads == 1 else "s")
+
+
+def vector_search_workload(workload_bin, wdir, smoke):
+    """The search phase of vector-search --small over libaio, O_DIRECT; the index is built
+    (--phase build, same options) by its prepare step. --small has 16 queries: the full run asks
+    for more so that the search, not the process start, is what is timed."""
+    base = [workload_bin, "vector-search", "--dir", os.path.join(wdir, "vector-search"),
+            "--small"] + ([] if smoke else ["--queries", "512"])
+
+    def prepare():
+        os.makedirs(wdir, exist_ok=True)  # the workload makes only the last directory
+        rc, _, err, _ = sh(base + ["--phase", "build", "--quiet"])
+        if rc != 0:
+            sys.exit("overhead: vector-search --phase build failed: " + err)
+    w = Workload("VS", "vector-search --small, search phase, libaio O_DIRECT%s" %
+                 ("" if smoke else " (512 queries)"),
+                 base + ["--phase", "search", "--io", "libaio"], workload_seconds, True, "s",
+                 prepare=prepare)
+    w.prepare_cmd = base + ["--phase", "build", "--quiet"]
+    return w
 
 
 def fio_workload(key, title, path, size_mb, seconds, direct):
@@ -253,8 +294,8 @@ def main():
     ap.add_argument("--fio-seconds", type=int, help="fio runtime; default 2, smoke 1")
     ap.add_argument("--tracers", help="comma-separated, of iotwin,iotwin-syscall,strace,perf,"
                     "bpftrace,bpftrace-count; default all (those installed)")
-    ap.add_argument("--workloads", default="W1,W1b,W2,W3,KV,ML",
-                    help="comma-separated, of W1,W1b,W2,W3,KV,ML")
+    ap.add_argument("--workloads", default="W1,W1f,W1b,W1bf,W2,W3,KV,ML,VS",
+                    help="comma-separated, of W1,W1f,W1b,W1bf,W2,W3,KV,ML,VS")
     ap.add_argument("--dir", default="/var/tmp", help="where the data files go (O_DIRECT capable)")
     ap.add_argument("--json", help="also write the raw measurements here")
     ap.add_argument("--md", help="write the markdown section here (default: stdout)")
@@ -293,14 +334,12 @@ def main():
     wanted = args.workloads.split(",")
     workloads = []
     for key in wanted:
-        if key in ("W1", "W1b", "W2"):
+        if key in PREAD_LOOPS or key == "W2":
             make_file(cached, size_mb)
-        if key == "W1":
-            workloads.append(pread_workload("W1", "pread 4 KiB cached, 1 thread", pread_loop,
-                                            cached, calls, 1))
-        elif key == "W1b":
-            workloads.append(pread_workload("W1b", "pread 4 KiB cached, 2 threads", pread_loop,
-                                            cached, calls, 2))
+        if key in PREAD_LOOPS:
+            threads, offsets = PREAD_LOOPS[key]
+            workloads.append(pread_workload(key, pread_title(key), pread_loop, cached, calls,
+                                            threads, offsets))
         elif key == "W2":
             workloads.append(fio_workload("W2", "fio 4 KiB randread, page cache", cached, size_mb,
                                           fio_s, False))
@@ -326,6 +365,8 @@ def main():
             workloads.append(Workload(
                 "ML", "model-load mmap (%d x %d MiB shards, warm)" % (shards, shard_mb),
                 base + ["--mode", "mmap"], workload_seconds, True, "s", prepare=prepare))
+        elif key == "VS":
+            workloads.append(vector_search_workload(workload_bin, wdir, args.smoke))
         elif key:
             sys.exit("overhead: unknown workload " + key)
 
@@ -417,6 +458,11 @@ def main():
       "bpftrace count output lines (one per system call, plus a few exit/signal lines); "
       "bpftrace-count counts system calls in the kernel. model-load touches mapped pages "
       "without system calls, so only iotwin sees its page faults.")
+    if any(w.key == "VS" for w in workloads):
+        p("")
+        p("vector-search times its whole run, which includes work without I/O (the data set "
+          "generated from the seed, product-quantisation training, the recall check against "
+          "brute force): its slowdown is that of the whole program, not of its reads alone.")
     if skipped:
         p("")
         p("Not run (not installed): %s." % ", ".join(skipped))
@@ -426,6 +472,8 @@ def main():
     p("```")
     for w in workloads:
         p("# %s" % w.title)
+        if w.prepare_cmd:
+            p(rel(w.prepare_cmd) + "   # once, before the runs")
         p(rel(w.cmd))
     for t in tracers[1:]:
         cmd = t.wrap(["CMD..."], "TRACE", "COMM")
@@ -469,6 +517,9 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": {"%s/%s" % k: v for k, v in results.items()},
+                       "workloads": {w.key: {"title": w.title, "time_like": w.time_like,
+                                             "unit": w.unit, "cmd": rel(w.cmd)}
+                                     for w in workloads},
                        "jsonl": sizes, "skipped": skipped}, f, indent=1)
 
 

@@ -1,7 +1,8 @@
-// pread_loop FILE CALLS [THREADS]: cached 4 KiB pread(2) loop for overhead measurements. Each
-// thread reads CALLS blocks at pseudo-random 4 KiB offsets of FILE (which must be >= 1 MiB and
-// should be in the page cache) and the program prints the elapsed seconds and calls per second
-// as JSON on stdout.
+// pread_loop FILE CALLS [THREADS [random|fixed]]: cached 4 KiB pread(2) loop for overhead
+// measurements. Each thread reads CALLS blocks of FILE (which must be >= 1 MiB and should be in
+// the page cache) at pseudo-random 4 KiB offsets (`random`, the default) or always at offset 0
+// (`fixed`: one page, so no per-read page-cache work beyond the first) and the program prints the
+// elapsed seconds and calls per second as JSON on stdout.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -25,9 +27,15 @@ double Now() {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: pread_loop FILE CALLS [THREADS]\n");
+    fprintf(stderr, "usage: pread_loop FILE CALLS [THREADS [random|fixed]]\n");
     return 2;
   }
+  const std::string mode = argc > 4 ? argv[4] : "random";
+  if (mode != "random" && mode != "fixed") {
+    fprintf(stderr, "pread_loop: offsets must be `random` or `fixed`, not `%s`\n", mode.c_str());
+    return 2;
+  }
+  const bool fixed = mode == "fixed";
   const char* path = argv[1];
   long calls = atol(argv[2]);
   int threads = argc > 3 ? atoi(argv[3]) : 1;
@@ -53,7 +61,7 @@ int main(int argc, char** argv) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        off_t off = static_cast<off_t>(x % blocks) * 4096;
+        off_t off = fixed ? 0 : static_cast<off_t>(x % blocks) * 4096;
         if (pread(fd, buf, sizeof buf, off) != sizeof buf) failures[t]++;
       }
     });
@@ -70,8 +78,8 @@ int main(int argc, char** argv) {
                ru.ru_stime.tv_usec / 1e6;
   printf(
       "{\"elapsed_s\": %.6f, \"cpu_s\": %.6f, \"calls\": %ld, \"threads\": %d, "
-      "\"calls_per_s\": %.0f, \"failed\": %ld}\n",
-      elapsed, cpu, calls * threads, threads, calls * threads / elapsed, failed);
+      "\"calls_per_s\": %.0f, \"failed\": %ld, \"offsets\": \"%s\"}\n",
+      elapsed, cpu, calls * threads, threads, calls * threads / elapsed, failed, mode.c_str());
   close(fd);
   return failed ? 1 : 0;
 }
