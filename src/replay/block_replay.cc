@@ -11,6 +11,8 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -79,7 +81,13 @@ struct BlockTally {
   std::map<std::string, Histogram> lat;
   std::map<std::string, uint64_t> count, errors, bytes;
   Histogram sched;  // issue - target, paced modes only
+  // Why requests are late: `held` is the part of a request's lateness spent waiting, past its due
+  // time, for the recorded queue depth (for completions: the device's doing); `free_sched` the
+  // schedule error of the requests that were not held (waking, batching, submitting: the
+  // replayer's and the CPU's doing); `submit` the time one io_uring_enter took.
+  Histogram held, free_sched, submit;
   uint64_t mismatches = 0;
+  uint64_t deeper = 0;  // requests issued with more in flight than recorded (original pacing)
 };
 
 }  // namespace
@@ -169,6 +177,12 @@ Result<BlockLayout> PlaceBlockRequests(const std::vector<const model::BlockReque
 
 namespace {
 
+// The most requests original pacing keeps in flight (at least; twice the recorded depth if more):
+// enough that a device stalling for milliseconds at tens of thousands of requests per second
+// does not hold back the requests due meanwhile, bounded so a stalled device cannot take
+// unbounded memory.
+constexpr uint32_t kOpenLoopInflight = 256;
+
 // Requests due within this of the first one prepared leave with it in one io_uring_enter:
 // one submission costs a few microseconds, so a burst submitted one by one would spread out by
 // more than this (and the device would see a shallower queue than recorded).
@@ -213,6 +227,7 @@ BlockReplayOutcome Summarize(const BlockTally& t, const BlockLayout& layout,
                  {"pace", PaceName(o.pace)}, {"speed", o.speed}, {"requests", requests},
                  {"ops", total}, {"bytes", total_bytes}, {"duration_s", secs},
                  {"iops", PerSecond(total, secs)}, {"max_queue_depth", max_qd},
+                 {"deeper_than_recorded", t.deeper},
                  {"per_op", per_op}, {"mismatches", {{"total", t.mismatches}}},
                  {"warnings", warnings}};
   nlohmann::json refused = {{"total", layout.refused_total()}};
@@ -222,8 +237,15 @@ BlockReplayOutcome Summarize(const BlockTally& t, const BlockLayout& layout,
   out.summary["refused"] = refused;
   const Histogram& sched = t.sched;
   if (o.pace != PaceMode::kFast) {
-    out.summary["schedule_error_ns"] = {{"count", sched.count()}, {"p50", sched.Quantile(0.5)},
-                                        {"p99", sched.Quantile(0.99)}, {"max", sched.max()}};
+    auto quantiles = [](const Histogram& h) {
+      return nlohmann::json{{"count", h.count()}, {"p50", h.Quantile(0.5)},
+                            {"p99", h.Quantile(0.99)}, {"max", h.max()}};
+    };
+    out.summary["schedule_error_ns"] = quantiles(sched);
+    // Where the lateness came from (BlockTally): waiting for completions, or the rest.
+    out.summary["schedule_error_ns"]["held_by_queue_depth"] = quantiles(t.held);
+    out.summary["schedule_error_ns"]["not_held"] = quantiles(t.free_sched);
+    out.summary["submit_ns"] = quantiles(t.submit);
   }
   out.text = fmt::format("replayed {} block requests onto {} ({} pacing) in {:.3f} s: {:.0f} IOPS, "
                          "{} bytes, {} result mismatches\n",
@@ -235,6 +257,11 @@ BlockReplayOutcome Summarize(const BlockTally& t, const BlockLayout& layout,
     out.text += fmt::format(
         "  schedule   issue - target: p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us\n",
         sched.Quantile(0.5) / 1e3, sched.Quantile(0.99) / 1e3, sched.max() / 1e3);
+    out.text += fmt::format(
+        "             {} requests held past their due time for the recorded queue depth (p99 "
+        "{:.1f} us held); the others p50 {:.1f} us, p99 {:.1f} us\n",
+        t.held.count(), t.held.Quantile(0.99) / 1e3, t.free_sched.Quantile(0.5) / 1e3,
+        t.free_sched.Quantile(0.99) / 1e3);
   }
   if (o.strict && t.mismatches) out.exit_code = 1;
   return out;
@@ -312,6 +339,25 @@ std::vector<const model::BlockRequest*> BusiestDeviceRequests(const model::Trace
   return reqs;
 }
 
+// How late this machine's timer sleeps wake the replaying thread: on a virtual machine the
+// wake-up alone takes tens of microseconds, longer than a fixed spin, and a request whose
+// sleep overruns its spin leaves late. SpinNs(): the 95th percentile of the last 128
+// wake-ups plus a margin, at most 1 ms (0 until 128 were seen).
+class WakeLateness {
+ public:
+  void Note(uint64_t late_ns);
+  uint64_t SpinNs() const { return spin_ns_; }
+  const Histogram& all() const { return all_; }
+
+ private:
+  static constexpr uint64_t kSpinMarginNs = 5'000;
+  static constexpr uint64_t kMaxLearnedSpinNs = 1'000'000;
+  std::array<uint64_t, 128> recent_{};
+  size_t next_ = 0;
+  uint64_t spin_ns_ = 0;
+  Histogram all_;
+};
+
 // Issues placed requests onto the opened device through one io_uring, at their due times and
 // recorded queue depths, and tallies what they did.
 class BlockReplayer {
@@ -329,10 +375,13 @@ class BlockReplayer {
   // Replays every request that was placed; returns the seconds the replay took.
   double Run();
   const BlockTally& tally() const { return tally_; }
+  const WakeLateness& wake() const { return wake_; }
+  bool fixed_buffers() const { return fixed_buffers_; }
 
  private:
   struct Live {
     uint64_t submitted = 0;
+    uint64_t held_late = 0;  // ns past its due time spent waiting for the recorded queue depth
     BlockOp op;
     int32_t recorded_error = 0;
   };
@@ -340,8 +389,8 @@ class BlockReplayer {
   uint64_t Due(const model::BlockRequest& r);
   void WaitForDue(uint64_t due);
   void NoteIssued(const model::BlockRequest& r, uint64_t due, uint64_t issued);
-  void NoteSubmitted(uint64_t due, uint64_t submitted);
-  void IssueIoctl(const model::BlockRequest& r, BlockOp op, uint64_t off, uint64_t due);
+  void NoteSubmitted(uint64_t due, uint64_t submitted, uint64_t held_late);
+  void IssueIoctl(size_t i, BlockOp op, uint64_t off, uint64_t due);
   void Submit(size_t i, BlockOp op, uint64_t off, uint64_t due);
   void Flush();
   int Reap(bool wait_one);
@@ -352,9 +401,12 @@ class BlockReplayer {
   const int fd_;
   io_uring ring_;
   bool ring_ready_ = false;
+  bool fixed_buffers_ = false;  // rbuf_ and wbuf_ registered as buffers 0 and 1
+  uint32_t open_loop_limit_ = 0;  // most requests in flight in original pacing
   AlignedBuffer rbuf_, wbuf_;
   std::vector<Live> live_;
   BlockTally tally_;
+  WakeLateness wake_;
   unsigned inflight_ = 0;  // prepared or submitted, not yet reaped
   // Prepared and not yet submitted (index, due): requests due together leave in one
   // io_uring_enter, as a burst does from an application's io_submit.
@@ -367,14 +419,23 @@ class BlockReplayer {
 };
 
 Status BlockReplayer::Init(uint32_t max_qd) {
+  // Original pacing issues each request at its time whatever is in flight, up to
+  // kOpenLoopInflight (or twice the recorded depth): the ring has room for them all.
+  open_loop_limit_ = std::max(kOpenLoopInflight, std::min(max_qd, 1u << 14) * 2);
   unsigned entries = 1;
-  while (entries < std::max(max_qd * 2, 8u)) entries <<= 1;
+  const uint32_t need = o_.pace == PaceMode::kOriginal ? open_loop_limit_ : max_qd * 2;
+  while (entries < std::max(need, 8u)) entries <<= 1;
   int rc = io_uring_queue_init(entries, &ring_, 0);
   if (rc < 0) return Status::FromErrno(-rc, "io_uring_queue_init");
   ring_ready_ = true;
   rbuf_ = AlignedBuffer(layout_.max_transfer);
   wbuf_ = AlignedBuffer(layout_.max_transfer);
+  if (!rbuf_.data() || !wbuf_.data()) return Status::Io("cannot allocate the transfer buffers");
   FillPattern(wbuf_.data(), wbuf_.size(), o_.fill, 99);
+  // Registered once, the buffers are not pinned and unpinned again by every request; where the
+  // kernel refuses (memlock limit), plain reads and writes do the same work a little slower.
+  iovec iov[2] = {{rbuf_.data(), rbuf_.size()}, {wbuf_.data(), wbuf_.size()}};
+  fixed_buffers_ = io_uring_register_buffers(&ring_, iov, 2) == 0;
   return Status::Ok();
 }
 
@@ -387,11 +448,18 @@ double BlockReplayer::Run() {
     const auto& r = *reqs_[i];
     const BlockLayout::Placement& place = layout_.placements[i];
     if (place.refused != BlockRefusal::kNone) continue;
-    // Queue depth as recorded: no more in flight than the device had when this one was issued.
-    while (inflight_ >= std::max<uint32_t>(r.inflight, 1)) {
+    // Queue depth as recorded: in gaps and fast pacing no more in flight than the device had
+    // when this one was issued; in original pacing the request's time decides, and a device
+    // slower than the recorded one finds a deeper queue (counted).
+    const uint32_t recorded_depth = std::max<uint32_t>(r.inflight, 1);
+    const uint32_t limit = o_.pace == PaceMode::kOriginal ? open_loop_limit_ : recorded_depth;
+    uint64_t held_until = 0;
+    while (inflight_ >= limit) {
       Flush();
       Reap(true);
+      held_until = NowNs();
     }
+    if (inflight_ >= recorded_depth) tally_.deeper++;
     const uint64_t due = Due(r);
     // What is prepared leaves now, unless this one is overdue too or due within the batching
     // window of the first prepared (so no request waits longer than the window for others).
@@ -405,9 +473,10 @@ double BlockReplayer::Run() {
     Live& l = live_[i];
     l.op = op;
     l.recorded_error = r.error;
+    l.held_late = held_until > due ? held_until - due : 0;
     if (op == BlockOp::kDiscard || op == BlockOp::kWriteZeroes) {
       Flush();
-      IssueIoctl(r, op, place.offset, due);
+      IssueIoctl(i, op, place.offset, due);
     } else {
       Submit(i, op, place.offset, due);
     }
@@ -432,18 +501,44 @@ uint64_t BlockReplayer::Due(const model::BlockRequest& r) {
   return NowNs();
 }
 
-// Reaps while waiting so latencies are measured when they happen.
+// Sleeps until `spin` before the due time (reaping while requests are in flight, so latencies
+// are measured when they happen), then spins. The spin is at least --spin-us, and longer when
+// this machine's sleeps overrun by more (WakeLateness), up to 4/5 of the time since the previous
+// issue: the thread still leaves the CPU between requests, to the device's worker (a loop
+// device's) and, real-time, before the kernel's real-time throttling stops it for milliseconds.
 void BlockReplayer::WaitForDue(uint64_t due) {
+  const uint64_t since_prev = due > prev_issue_ ? due - prev_issue_ : 0;
+  const uint64_t spin = std::max(o_.spin_ns, std::min(wake_.SpinNs(), since_prev / 5 * 4));
   while (true) {
     Reap(false);
-    uint64_t now = NowNs();
-    if (now + o_.spin_ns >= due || inflight_ == 0) break;
-    __kernel_timespec ts{
-        0, static_cast<long long>(std::min<uint64_t>(due - now - o_.spin_ns, 1'000'000))};
-    io_uring_cqe* cqe;
-    io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
+    const uint64_t now = NowNs();
+    if (now + spin >= due) break;
+    const uint64_t wake = due - spin;
+    if (inflight_ > 0) {
+      __kernel_timespec ts{0, static_cast<long long>(std::min<uint64_t>(wake - now, 1'000'000))};
+      io_uring_cqe* cqe;
+      io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
+    } else {
+      timespec ts{static_cast<time_t>(wake / 1'000'000'000ull),
+                  static_cast<long>(wake % 1'000'000'000ull)};
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+      }
+    }
+    const uint64_t woke = NowNs();
+    // A wait that ended past its end is a timer's wake-up (a completion ends it earlier).
+    if (woke >= wake) wake_.Note(woke - wake);
   }
-  WaitUntil(due, o_.spin_ns);
+  WaitUntil(due, UINT64_MAX);  // spins the rest
+}
+
+void WakeLateness::Note(uint64_t late_ns) {
+  all_.Add(late_ns);
+  recent_[next_++ % recent_.size()] = late_ns;
+  if (next_ % 32 != 0 || next_ < recent_.size()) return;
+  std::array<uint64_t, 128> sorted = recent_;
+  auto at = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() * 95 / 100);
+  std::nth_element(sorted.begin(), at, sorted.end());
+  spin_ns_ = std::min(*at + kSpinMarginNs, kMaxLearnedSpinNs);
 }
 
 // Pacing state, when the request is handed to the ring (or the ioctl is made).
@@ -455,26 +550,35 @@ void BlockReplayer::NoteIssued(const model::BlockRequest& r, uint64_t due, uint6
 }
 
 // The schedule error, when the request reaches the kernel.
-void BlockReplayer::NoteSubmitted(uint64_t due, uint64_t submitted) {
-  if (o_.pace != PaceMode::kFast) tally_.sched.Add(submitted > due ? submitted - due : 0);
+void BlockReplayer::NoteSubmitted(uint64_t due, uint64_t submitted, uint64_t held_late) {
+  if (o_.pace == PaceMode::kFast) return;
+  const uint64_t late = submitted > due ? submitted - due : 0;
+  tally_.sched.Add(late);
+  if (held_late > 0) {
+    tally_.held.Add(held_late);
+  } else {
+    tally_.free_sched.Add(late);
+  }
 }
 
 void BlockReplayer::Flush() {
   if (pending_.empty()) return;
+  const uint64_t before = NowNs();
   io_uring_submit(&ring_);
   const uint64_t now = NowNs();
+  tally_.submit.Add(now - before);
   for (const auto& [i, due] : pending_) {
     live_[i].submitted = now;
-    NoteSubmitted(due, now);
+    NoteSubmitted(due, now, live_[i].held_late);
   }
   pending_.clear();
 }
 
 // Synchronous ioctls: the block layer has no async discard interface for user space.
-void BlockReplayer::IssueIoctl(const model::BlockRequest& r, BlockOp op, uint64_t off,
-                               uint64_t due) {
+void BlockReplayer::IssueIoctl(size_t i, BlockOp op, uint64_t off, uint64_t due) {
+  const model::BlockRequest& r = *reqs_[i];
   const uint64_t issued = NowNs();
-  NoteSubmitted(due, issued);
+  NoteSubmitted(due, issued, live_[i].held_late);
   uint64_t range[2] = {off, r.bytes};
   int res = ioctl(fd_, op == BlockOp::kDiscard ? BLKDISCARD : BLKZEROOUT, range);
   const char* name = BlockOpName(op);
@@ -493,9 +597,13 @@ void BlockReplayer::Submit(size_t i, BlockOp op, uint64_t off, uint64_t due) {
     sqe = io_uring_get_sqe(&ring_);
   }
   switch (op) {
-    case BlockOp::kRead: io_uring_prep_read(sqe, fd_, rbuf_.data(), r.bytes, off); break;
+    case BlockOp::kRead:
+      if (fixed_buffers_) io_uring_prep_read_fixed(sqe, fd_, rbuf_.data(), r.bytes, off, 0);
+      else io_uring_prep_read(sqe, fd_, rbuf_.data(), r.bytes, off);
+      break;
     case BlockOp::kWrite:
-      io_uring_prep_write(sqe, fd_, wbuf_.data(), r.bytes, off);
+      if (fixed_buffers_) io_uring_prep_write_fixed(sqe, fd_, wbuf_.data(), r.bytes, off, 1);
+      else io_uring_prep_write(sqe, fd_, wbuf_.data(), r.bytes, off);
       if (r.flags & IOT_BLKF_FUA) sqe->rw_flags = RWF_DSYNC;
       break;
     default: io_uring_prep_fsync(sqe, fd_, IORING_FSYNC_DATASYNC); break;
@@ -643,6 +751,13 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
   const double secs = replayer.Run();
   BlockReplayOutcome out = Summarize(replayer.tally(), layout, o, reqs.size(), max_qd, warnings, secs);
   out.summary["rt_priority"] = o.rt_priority;
+  out.summary["registered_buffers"] = replayer.fixed_buffers();
+  if (o.pace != PaceMode::kFast) {
+    const Histogram& w = replayer.wake().all();
+    out.summary["wake_late_ns"] = {{"count", w.count()}, {"p50", w.Quantile(0.5)},
+                                   {"p99", w.Quantile(0.99)}, {"max", w.max()}};
+    out.summary["learned_spin_ns"] = replayer.wake().SpinNs();
+  }
   out.summary["fifo_threads"] = fifo_threads;
   if (rec.recorder) FinishRecording(rec, RecordingMeta(o, layout, reqs.front()->dev), &out);
   return out;

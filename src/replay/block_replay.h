@@ -1,11 +1,14 @@
 // Device-level replay (--layer block): the captured stream of block requests as the device saw
 // them (IOT_REC_BLOCK issue/complete), reissued onto a block device with O_DIRECT through
 // io_uring: same sectors (shifted by --device-offset), sizes, directions and flush/FUA/discard
-// flags, the recorded queue depth (a request waits until fewer requests are in flight than were
-// when it was issued in the trace), and the same pacing modes:
-//   original  each request at its recorded issue time relative to the first;
-//   gaps      each request the recorded inter-arrival gap after the previous issue;
-//   fast      as soon as the queue depth allows.
+// flags, and the same pacing modes:
+//   original  each request at its recorded issue time relative to the first, whatever is in
+//             flight (up to a bound of hundreds): the queue depth the device sees is then the
+//             recorded one where it is as fast as the recorded device, and deeper (counted in
+//             the summary's deeper_than_recorded) where it is slower;
+//   gaps      each request the recorded inter-arrival gap after the previous issue, once fewer
+//             requests are in flight than were when it was issued in the trace;
+//   fast      as soon as that recorded queue depth allows.
 // Writes destroy the device's contents: the device must be named with --device and allowed with
 // --allow-device, and a device that is mounted (itself or a partition) is refused. Sectors and
 // sizes come from the trace (untrusted): a request whose byte range overflows 64 bits, lies

@@ -113,6 +113,36 @@ TEST(ReplayBlock, OriginalPacingKeepsTheRecordedTimes) {
   EXPECT_EQ(J(r.summary, "/schedule_error_ns/count"), 42u);
 }
 
+// Original pacing issues each request at its time even when the target is slower than the
+// recorded device: an 8 MiB FUA write recorded as done within 50 us, then 4 KiB reads every
+// 100 us each recorded alone in flight. The loop device takes longer for the write (a
+// synchronous write-through of 8 MiB), so the reads find it still in flight: they go deeper
+// than recorded instead of waiting for it (none is held for the recorded queue depth).
+TEST(ReplayBlock, OriginalPacingDoesNotWaitForTheRecordedQueueDepth) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for losetup";
+  LoopDevice loop(32 << 20);
+  ASSERT_FALSE(loop.dev().empty());
+  TempDir tmp;
+  TraceBuilder b = BlockTrace(0);
+  b.step = 50'000;
+  b.Block(IOT_BLK_ISSUE, 16384, 8 << 20, IOT_BLKF_WRITE | IOT_BLKF_FUA, 1);
+  b.Block(IOT_BLK_COMPLETE, 16384, 8 << 20, IOT_BLKF_WRITE, 1);
+  for (int i = 0; i < 20; i++) {
+    b.Block(IOT_BLK_ISSUE, i * 8, 4096, IOT_BLKF_READ, 10 + i);
+    b.Block(IOT_BLK_COMPLETE, i * 8, 4096, IOT_BLKF_READ, 10 + i);
+  }
+  std::string trace = WriteTrace(b, tmp / "t.iotwin");
+  auto r = RunReplayCmd({trace, "--layer", "block", "--device", loop.dev(), "--allow-device",
+                         "--pace", "original", "--json", "-q"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const uint64_t scheduled = J(r.summary, "/schedule_error_ns/count");
+  EXPECT_EQ(scheduled, 23u) << r.summary.dump(2);  // BlockTrace(0)'s flush and write too
+  EXPECT_EQ(J(r.summary, "/schedule_error_ns/held_by_queue_depth/count"), 0u);
+  EXPECT_EQ(J(r.summary, "/schedule_error_ns/not_held/count"), scheduled);
+  EXPECT_GE(J(r.summary, "/deeper_than_recorded"), 1u) << r.summary.dump(2);
+  EXPECT_TRUE(r.summary["registered_buffers"].get<bool>());
+}
+
 TEST(ReplayBlock, RefusesWithoutPermissionTooSmallOrMounted) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for losetup";
   TempDir tmp;
