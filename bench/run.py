@@ -5,8 +5,9 @@
 
 Sections (--only, comma-separated): capture (overhead, loss and trace size:
 bench/capture/overhead.py, loss_rate.py, and the per-layer cost of breakdown.py), replay
-(bench/replay/replay_vs_fio.py), analysis (report throughput and peak RSS on a synthetic trace
-from build/bench/synth_trace), export (CSV/JSONL export and Python to_numpy rows/s:
+(bench/replay/replay_vs_fio.py), device (original-pacing device replay against fio's on a
+loop device: bench/replay/device_vs_fio.py), analysis (report throughput and peak RSS on a
+synthetic trace from build/bench/synth_trace), export (CSV/JSONL export and Python to_numpy rows/s:
 bench/export_speed.py), inprocess (Google Benchmark iotwin_bench and replay_bench). Every
 figure is a ratio or a rate measured side by side in this one run: the machine is a shared,
 noisy VM, so absolute times are not comparable between runs.
@@ -29,7 +30,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SECTIONS = ("capture", "replay", "analysis", "export", "inprocess")
+SECTIONS = ("capture", "replay", "device", "analysis", "export", "inprocess")
 
 
 def sh(cmd, timeout=1800, **kw):
@@ -156,6 +157,25 @@ def section_export(a, work):
 
 def section_replay(a, work):
     return run_script(a, work, "replay/replay_vs_fio.py", "replay")
+
+
+def section_device(a, work):
+    """bench/replay/device_vs_fio.py, and whether iotwin's measured schedule error met the
+    targets (p50 <= 20 us, p99 <= 200 us at 10k requests/s) in the median run."""
+    text, results, wall = run_script(a, work, "replay/device_vs_fio.py", "device")
+    lines = []
+    for key, name in (("iotwin", "`iotwin replay`"),
+                      ("iotwin_rt", "`iotwin replay --rt-priority 10`")):
+        errs = [r[key]["error_us"] for r in results["runs"] if r.get(key, {}).get("error_us")]
+        if not errs:
+            continue
+        p50 = statistics.median(e["p50"] for e in errs)
+        p99 = statistics.median(e["p99"] for e in errs)
+        lines.append("* %s, measured, median of %d run%s: p50 %.1f µs (target ≤ 20: %s), p99 "
+                     "%.0f µs (target ≤ 200: %s)." % (
+                         name, len(errs), "" if len(errs) == 1 else "s", p50,
+                         "met" if p50 <= 20 else "missed", p99, "met" if p99 <= 200 else "missed"))
+    return text + ("\n" + "\n".join(lines) + "\n" if lines else ""), results, wall
 
 
 def section_analysis(a, work):
@@ -470,6 +490,8 @@ def main():
                 texts["capture"], texts["size"], results["capture"], times[s] = section_capture(a, work)
             elif s == "replay":
                 texts["replay"], results["replay"], times[s] = section_replay(a, work)
+            elif s == "device":
+                texts["device"], results["device"], times[s] = section_device(a, work)
             elif s == "analysis":
                 texts["analysis"], results["analysis"], times[s] = section_analysis(a, work)
             elif s == "export":
@@ -555,6 +577,9 @@ def main():
         parts.append("## 2. Trace size\n\n" + texts["size"])
     if "replay" in texts:
         parts.append("## 3. Replay\n\n" + texts["replay"] + "\n" + summarize_replay(results.get("replay")))
+    if "device" in texts:
+        parts.append(("" if "replay" in texts else "## 3. Replay\n\n") +
+                     "### Device level (`--layer block`), original pacing\n\n" + texts["device"])
     if "analysis" in texts:
         parts.append("## 4. Analysis throughput\n\n" + texts["analysis"] + "\n" +
                      summarize_analysis(results.get("analysis"), results.get("inprocess")))
