@@ -1,11 +1,15 @@
-// iotwin-workload vector-search --small --io libaio, recorded with the block layer on an ext4
-// file system on a loop device, replayed with --pace original and --pace gaps while recording
-// the replay: in the replay's own trace each hop's batch is submitted whole (the recorded batch
-// size) and only after every read of the previous batches completed, and compare passes the
-// structural measures of the calls and of the queries (reads of each query, dependent hops per
-// query, reads in flight per hop). A replay that serialises each batch (--async sync) fails on
-// the batch depth.
+// iotwin-workload vector-search --small --io libaio on an ext4 file system on a loop device: the
+// index built first (not recorded: a user records the serving process, not its index build, and
+// the build's journal writes would differ from run to run in the block stream), then 128 queries
+// recorded with the block layer and replayed with --pace original and --pace gaps while
+// recording the replay: in the replay's own trace each hop's batch is submitted whole (the
+// recorded batch size) and only after every read of the previous batches completed, and
+// compare's whole verdict passes (exit 0), the per-query measures (reads of each query,
+// dependent hops per query, reads in flight per hop) and the block stream included, with the
+// timing thresholds below. A replay that serialises each batch (--async sync) fails on the
+// batch depth.
 #include <algorithm>
+#include <iostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -63,21 +67,46 @@ const nlohmann::json* Measure(const nlohmann::json& r, const std::string& name) 
   return nullptr;
 }
 
+// Timing thresholds for CI's 2 shared cores. The loop device's reads are served by the loop
+// worker thread from the page cache of its backing file, so its "device" time is CPU time that
+// competes with the replay, its tracer and every other test: in 10 runs of this test and of the
+// same commands by hand (128 queries, load average 2 to 6 from concurrent builds and benchmarks
+// on the 2-core development VM), io_getevents took 8 us at the median in one recording and 78 us
+// in its replay, and the measures spread over: iops-rel-err 0.002-0.68 (original pacing),
+// series errors 0.001-0.32 (original) and 0.009-0.13 (gaps), idle-rel-err 0.02-0.18, stall-ms
+// 0-41, iat-ks 0.007-0.12 (original) and 0.014-0.043 (gaps). Each threshold is that maximum with
+// about a third more. The median query latency, which is the device's time per hop times the
+// hops, differed by 0.005x to 22x: not judged here (threshold off); docs/validation.md judges it
+// on a disk. The defaults (docs/report.md) stay for a quiet machine and a real device.
+std::vector<std::string> LoadedMachineThresholds() {
+  return {"--threshold", "iops-rel-err=0.9",           "--threshold", "throughput-rel-err=0.9",
+          "--threshold", "iops-series-err=0.45",       "--threshold", "throughput-series-err=0.45",
+          "--threshold", "thread-series-err=0.45",     "--threshold", "idle-rel-err=0.25",
+          "--threshold", "stall-ms=60",                "--threshold", "iat-ks=0.16",
+          "--threshold", "query-latency-p50-rel-err=off"};
+}
+
 TEST(VectorReplay, HopsStayDependentAndWholeAndComparePassesPerQuery) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   LoopFs fs;
   ASSERT_TRUE(fs.ok()) << fs.error();
   TempDir dir;
+  const RunResult build = test::Run({WorkloadBin(), "vector-search", "--small", "--phase", "build",
+                                     "--dir", fs.path("w"), "--quiet"},
+                                    120);
+  ASSERT_EQ(build.exit_code, 0) << build.err;
+  ASSERT_EQ(test::Run({"/bin/sync"}, 60).exit_code, 0);
   const std::string orig = dir / "orig.iotwin";
-  const RunResult rec =
-      test::Run({IotwinBin(), "record", "-o", orig, "--no-status", "--", WorkloadBin(),
-                 "vector-search", "--small", "--dir", fs.path("w"), "--io", "libaio", "--quiet"},
-                180);
+  const RunResult rec = test::Run(
+      {IotwinBin(), "record", "-o", orig, "--no-status", "--", WorkloadBin(), "vector-search",
+       "--small", "--phase", "search", "--queries", "128", "--dir", fs.path("w"), "--io", "libaio",
+       "--quiet"},
+      180);
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
   const LoadedTrace original = LoadTrace(orig);
   ASSERT_TRUE(original.error.empty()) << original.error;
   const std::vector<int64_t> batches = SubmitBatches(original);
-  ASSERT_GT(batches.size(), 100u);
+  ASSERT_GT(batches.size(), 1000u);
 
   for (const char* pace : {"original", "gaps"}) {
     SCOPED_TRACE(pace);
@@ -97,31 +126,29 @@ TEST(VectorReplay, HopsStayDependentAndWholeAndComparePassesPerQuery) {
     for (int64_t b : batches) total += static_cast<size_t>(b);
     EXPECT_EQ(completions, total) << "every read's completion reaped by a replayed io_getevents";
 
-    const RunResult cmp = test::Run({IotwinBin(), "compare", orig, rep, "--json", "--no-progress"}, 120);
+    std::vector<std::string> argv = {IotwinBin(), "compare", orig, rep, "--json", "--no-progress"};
+    for (const std::string& a : LoadedMachineThresholds()) argv.push_back(a);
+    const RunResult cmp = test::Run(argv, 120);
     const nlohmann::json j = nlohmann::json::parse(cmp.out, nullptr, false);
     ASSERT_TRUE(j.is_object()) << cmp.err << cmp.out;
     ASSERT_TRUE(j.contains("queries")) << "no per-query measures";
-    EXPECT_EQ(j["queries"]["queries"], 16);
-    // The structural measures of the calls and of the queries must pass. Left to the fidelity
-    // run (docs/validation.md): the timing measures, per-query latency included, which follow
-    // the device and the load of the machine the test shares (here a loop device over a file
-    // the host may or may not cache: the median query took 0.4 to 3.7 ms in the recordings of
-    // this test on a shared 2-core VM, and its replays 0.4 to 8.3 ms); and the block stream,
-    // whose few file-system journal writes of the index build differ from run to run.
-    for (const auto& m : j["measures"]) {
-      const std::string name = m["name"];
-      if (!m["judged"].get<bool>() || m["kind"] == "timing" || name.rfind("block-", 0) == 0) continue;
-      EXPECT_TRUE(m["pass"].get<bool>()) << m.dump();
-    }
-    for (const char* name : {"query-match", "query-hops-err", "hop-depth-err"}) {
+    EXPECT_EQ(j["queries"]["queries"], 128);
+    // The whole verdict: every judged measure, timing (thresholds above) and block stream
+    // included.
+    EXPECT_EQ(cmp.exit_code, 0) << "failed " << j["failed"].dump();
+    for (const char* name : {"query-match", "query-hops-err", "hop-depth-err", "iat-ks",
+                             "block-requests-rel-err"}) {
       const nlohmann::json* m = Measure(j, name);
       ASSERT_NE(m, nullptr) << name;
       EXPECT_TRUE((*m)["judged"].get<bool>()) << name;
     }
+    std::string values;
+    for (const auto& m : j["measures"]) {
+      if (m["kind"] == "timing" && m.contains("value"))
+        values += " " + m["name"].get<std::string>() + "=" + m["value"].dump();
+    }
     std::cout << "[ vector-replay ] " << pace << ": verdict " << j["verdict"].get<std::string>()
-              << " (failed " << j["failed"].dump() << "), per-query latency p50 "
-              << j["queries"]["latency_ns"]["original"]["p50"] << " / "
-              << j["queries"]["latency_ns"]["replay"]["p50"] << " ns\n";
+              << " (failed " << j["failed"].dump() << ")" << values << "\n";
   }
 
   // Each batch's reads one after another: compare says the batches were not in flight together.
