@@ -3,7 +3,7 @@
 of the same request stream (docs/benchmarks.md "Device replay").
 
 Trace: N block requests (4 KiB, 70% reads, random 4 KiB-aligned offsets in 64 MiB) issued evenly
-at RATE requests/s, each completing 20-120 us after its issue (so 1-3 are in flight at a time),
+at RATE requests/s, each completing 20-120 us after its issue (so 1-2 are in flight at a time),
 written as blkparse text (D and C events) and imported (`iotwin import --format blkparse`).
 Target: a raw loop device over a preallocated image in --dir (not tmpfs).
 
@@ -231,7 +231,7 @@ def markdown(res):
     lines = []
     p = lines.append
     p("**Original pacing on a loop device**: %d requests (4 KiB, 70%% reads, random offsets) at "
-      "%d requests/s, 1-3 in flight as recorded; %d run%s of each replayer, alternating (load "
+      "%d requests/s, 1-2 in flight as recorded; %d run%s of each replayer, alternating (load "
       "%.1f at start, %.1f at end). Schedule error = issue - scheduled time (µs), one figure per "
       "run:" % (res["requests"], res["rate"], len(rows), "" if len(rows) == 1 else "s",
                 res.get("load_start", 0), res.get("load_end", 0)))
