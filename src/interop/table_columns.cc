@@ -1,5 +1,7 @@
 #include "interop/table_columns.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <new>
 
@@ -12,6 +14,23 @@ bool ColumnQuery::WantsTable(std::string_view stem) const {
 bool ColumnQuery::WantsColumn(std::string_view name) const {
   return columns.empty() || std::find(columns.begin(), columns.end(), name) != columns.end();
 }
+
+namespace {
+
+// Asks for transparent huge pages for a column's buffer (where THP is "madvise", as on Debian):
+// the columns of millions of rows grow into fresh memory, and the kernel faulting and zeroing it
+// 4 KiB at a time is a large part of a read (docs/python.md, "Speed"). The 2 MiB-aligned part of
+// a large malloc'd buffer qualifies (glibc maps such buffers, and realloc moves them with
+// mremap, which keeps the advice). Advice only: failure changes nothing.
+void AdviseHugePages(void* data, size_t bytes) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < 2 * kHuge) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+}  // namespace
 
 uint32_t Column::CodeSlow(std::string_view text, CacheSlot* slot) {
   uint32_t code;
@@ -35,8 +54,10 @@ Column* ColumnRowWriter::AddColumn(std::string_view name, Column::Kind kind, uin
   // The filters' columns are kept whatever the query lists.
   c.stored = t_->query_->WantsColumn(name) || name == "op" || name == "ts_ns" || name == "file_id";
   if (c.stored) {
-    c.data.reset(static_cast<char*>(std::malloc(size_t{width} * ColumnTable::kFirstRows)));
+    const size_t bytes = size_t{width} * t_->FirstCapacity();
+    c.data.reset(static_cast<char*>(std::malloc(bytes)));
     if (!c.data) throw std::bad_alloc();
+    AdviseHugePages(c.data.get(), bytes);
   }
   t_->columns_.push_back(std::move(c));
   Column& added = t_->columns_.back();
@@ -57,13 +78,14 @@ void ColumnTable::Grow() {
     if (!grown) throw std::bad_alloc();
     c.data.release();
     c.data.reset(static_cast<char*>(grown));
+    AdviseHugePages(grown, capacity_ * c.width);
   }
 }
 
 void ColumnTable::End(ColumnRowWriter& w) {
   if (!wanted_) return;
   if (!w.columns_) {
-    capacity_ = kFirstRows;
+    capacity_ = FirstCapacity();
     for (size_t i = 0; i < columns_.size(); i++) {
       if (columns_[i].name == "op" && columns_[i].kind == Column::Kind::kText) op_col_ = i + 1;
       if (columns_[i].name == "ts_ns" && columns_[i].width == 8) ts_col_ = i + 1;

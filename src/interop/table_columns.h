@@ -6,6 +6,7 @@
 // that pass its filters, so memory grows with what is returned, not with the trace.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,10 @@ struct ColumnQuery {
   std::vector<std::string> ops;
   uint64_t ts_from = 0, ts_to = UINT64_MAX;
   std::string path_glob;
+  // Rows each stored column makes room for at its first row (at least ColumnTable::kFirstRows):
+  // a caller that knows the table's size (the trace's footer counts, capped: they are untrusted)
+  // saves the columns' regrowing. Room not filled costs address space only.
+  size_t reserve_rows = 0;
   // Set by ColumnReader: whether the file `file_id` passes path_glob.
   std::function<bool(uint32_t)> file_matches;
 
@@ -197,6 +202,7 @@ class ColumnTable {
   friend class ColumnRowWriter;
   void Grow();
   bool Keep(size_t row);
+  size_t FirstCapacity() const { return std::max(kFirstRows, query_->reserve_rows); }
 
   std::string stem_;
   ColumnQuery* query_;
