@@ -7,6 +7,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -144,12 +147,16 @@ class Trace {
   std::unique_ptr<TraceReader> reader_;
 };
 
+// The most rows a read makes room for at once (64 Mi: 512 MiB of address space per 8-byte
+// column); the hint comes from the trace's footer, which is untrusted.
+constexpr size_t kMaxReserveRows = size_t{1} << 26;
+
 // A query running over one trace, read whole or in batches.
 class Reader {
  public:
   Reader(const std::string& path, std::vector<std::string> tables,
          std::vector<std::string> columns, std::vector<std::string> ops, uint64_t ts_from,
-         uint64_t ts_to, std::string path_glob, bool salvage) {
+         uint64_t ts_to, std::string path_glob, bool salvage, size_t reserve_rows) {
     for (const std::string& op : ops) {
       if (!OpFromName(op)) throw py::value_error("unknown op '" + op + "' in where=");
     }
@@ -164,6 +171,7 @@ class Reader {
     q.ts_from = ts_from;
     q.ts_to = ts_to;
     q.path_glob = std::move(path_glob);
+    q.reserve_rows = std::min(reserve_rows, kMaxReserveRows);
     reader_ = Check(interop::ColumnReader::Open(path, std::move(q), salvage));
   }
 
@@ -195,46 +203,6 @@ class Reader {
   std::unique_ptr<interop::ColumnReader> reader_;
 };
 
-// An array of `n` rows of `dtype` whose object fields are NULL (read as None), for
-// FillStructured to fill. Its memory belongs to a capsule that releases the objects field by
-// field: NumPy's own release of an array it owns walks the dtype's fields dictionary once per
-// row (seconds for millions of rows, on every `del`), and np.empty first fills every object field
-// with None one by one.
-py::array EmptyStructured(size_t n, py::dtype dtype) {
-  struct Block {
-    char* data;
-    size_t rows, row_bytes;
-    std::vector<size_t> object_offsets;
-  };
-  auto block = std::make_unique<Block>();
-  block->rows = n;
-  block->row_bytes = static_cast<size_t>(dtype.itemsize());
-  py::dict fields = dtype.attr("fields").is_none() ? py::dict() : dtype.attr("fields");
-  for (auto item : fields) {
-    py::tuple info = item.second.cast<py::tuple>();
-    if (info[0].cast<py::dtype>().kind() == 'O') {
-      block->object_offsets.push_back(info[1].cast<size_t>());
-    }
-  }
-  block->data = static_cast<char*>(std::calloc(n ? n : 1, block->row_bytes ? block->row_bytes : 1));
-  if (!block->data) throw std::bad_alloc();
-  char* data = block->data;
-  py::capsule owner(block.release(), [](void* p) {
-    auto* b = static_cast<Block*>(p);
-    for (size_t r = 0; r < b->rows; r++) {
-      for (size_t offset : b->object_offsets) {
-        PyObject* o;
-        std::memcpy(&o, b->data + r * b->row_bytes + offset, sizeof o);
-        Py_XDECREF(o);
-      }
-    }
-    std::free(b->data);
-    delete b;
-  });
-  return py::array(dtype, std::vector<py::ssize_t>{static_cast<py::ssize_t>(n)},
-                   std::vector<py::ssize_t>{}, data, owner);
-}
-
 // Copies rows [first, last) of a contiguous column of `width`-byte values into a field.
 void CopyField(char* field, size_t row_bytes, const char* data, size_t width, size_t first,
                size_t last) {
@@ -254,25 +222,101 @@ void CopyField(char* field, size_t row_bytes, const char* data, size_t width, si
   }
 }
 
-// Fills the structured array `out` block by block (NumPy's per-field assignment passes over the
-// whole array once per field, which for millions of rows goes to memory each time). `fields`: per
-// field of `out`, in order, either a contiguous array of the field's type or a pair (codes,
-// values): the field takes values[codes[i]] (int64 or uint32 codes; -1 is the last value).
-void FillStructured(py::array out, py::list fields) {
-  const size_t rows = static_cast<size_t>(out.shape(0));
-  const size_t row_bytes = static_cast<size_t>(out.itemsize());
-  py::dict dtype_fields = out.dtype().attr("fields");
-  py::list names = out.dtype().attr("names");
+// The rows of a structured array, built batch by batch in memory of its own: anonymous pages
+// (zeros: object fields read as NULL until filled), with transparent huge pages asked for, since
+// the kernel faulting in and zeroing fresh memory 4 KiB at a time is a large part of the time.
+// The room, first the footer's count of rows (capped), grows with mremap (no copy). Finish
+// hands the memory to a NumPy array whose capsule releases the objects field by field: NumPy's
+// own release of an array it owns walks the dtype's fields dictionary once per row (seconds for
+// millions of rows).
+class StructuredBuilder {
+ public:
+  StructuredBuilder(py::dtype dtype, size_t expected_rows) : dtype_(std::move(dtype)) {
+    block_ = std::make_unique<Block>();
+    block_->row_bytes = std::max<size_t>(1, static_cast<size_t>(dtype_.itemsize()));
+    py::dict fields = dtype_.attr("fields").is_none() ? py::dict() : dtype_.attr("fields");
+    for (auto item : fields) {
+      py::tuple info = item.second.cast<py::tuple>();
+      if (info[0].cast<py::dtype>().kind() == 'O') {
+        block_->object_offsets.push_back(info[1].cast<size_t>());
+      }
+    }
+    // At most 4 GiB of address space at first, whatever the footer says.
+    const size_t most = std::max<size_t>(1024, (size_t{4} << 30) / block_->row_bytes);
+    Reserve(std::clamp<size_t>(expected_rows, 1024, most));
+  }
+
+  // Appends rows: `fields` holds, per field of the dtype, in order, either a contiguous array
+  // of the field's type or a pair (codes, values): the field takes values[codes[i]] (int64 or
+  // uint32 codes; -1 is the last value). Every field has the same number of rows.
+  void Append(py::list fields);
+
+  py::array Finish() {
+    Block* b = block_.get();
+    // Room beyond the rows goes back (never touched, it holds no pages).
+    const size_t used = PageRound(std::max<size_t>(1, b->rows * b->row_bytes));
+    if (used < b->bytes) {
+      munmap(b->data + used, b->bytes - used);
+      b->bytes = used;
+    }
+    py::capsule owner(block_.release(), [](void* p) { delete static_cast<Block*>(p); });
+    return py::array(dtype_, std::vector<py::ssize_t>{static_cast<py::ssize_t>(b->rows)},
+                     std::vector<py::ssize_t>{}, b->data, owner);
+  }
+
+ private:
+  struct Block {
+    char* data = nullptr;
+    size_t rows = 0, row_bytes = 0, bytes = 0;
+    std::vector<size_t> object_offsets;
+    ~Block() {
+      if (!data) return;
+      for (size_t r = 0; r < rows; r++) {
+        for (size_t offset : object_offsets) {
+          PyObject* o;
+          std::memcpy(&o, data + r * row_bytes + offset, sizeof o);
+          Py_XDECREF(o);
+        }
+      }
+      munmap(data, bytes);
+    }
+  };
+  static size_t PageRound(size_t bytes) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return (bytes + page - 1) / page * page;
+  }
+  void Reserve(size_t rows) {
+    Block& b = *block_;
+    const size_t bytes = PageRound(rows * b.row_bytes);
+    if (bytes <= b.bytes) return;
+    void* data = b.data ? mremap(b.data, b.bytes, bytes, MREMAP_MAYMOVE)
+                        : mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (data == MAP_FAILED) throw std::bad_alloc();
+    madvise(data, bytes, MADV_HUGEPAGE);  // advice only: failure changes nothing
+    b.data = static_cast<char*>(data);
+    b.bytes = bytes;
+  }
+
+  py::dtype dtype_;
+  std::unique_ptr<Block> block_;
+};
+
+void StructuredBuilder::Append(py::list fields) {
+  if (!block_) throw py::value_error("StructuredBuilder: finished");
+  py::dict dtype_fields = dtype_.attr("fields");
+  py::list names = dtype_.attr("names");
   struct Source {
     size_t offset, width;
-    const char* data = nullptr;  // numbers
+    const char* data = nullptr;   // numbers
     const char* codes = nullptr;  // text
     size_t code_width = 0;
     std::vector<PyObject*> values;
   };
   std::vector<Source> sources;
   std::vector<py::object> keep;  // owns the arrays read below
-  if (names.size() != fields.size()) throw py::value_error("fill_structured: field count");
+  if (names.size() != fields.size()) throw py::value_error("StructuredBuilder: field count");
+  size_t rows = 0;
   for (size_t i = 0; i < fields.size(); i++) {
     py::tuple field_info = dtype_fields[names[i]];
     Source src;
@@ -280,39 +324,45 @@ void FillStructured(py::array out, py::list fields) {
     py::dtype field_type = field_info[0];
     src.width = static_cast<size_t>(field_type.itemsize());
     py::handle f = fields[i];
+    py::array a;
     if (py::isinstance<py::tuple>(f)) {
       py::tuple pair = f.cast<py::tuple>();
-      auto codes = py::array::ensure(pair[0], py::array::c_style);
+      a = py::array::ensure(pair[0], py::array::c_style);
       py::list values = pair[1];
-      if (!codes || static_cast<size_t>(codes.size()) != rows || values.empty() ||
+      if (!a || (a.itemsize() != 4 && a.itemsize() != 8) || values.empty() ||
           field_type.kind() != 'O') {
-        throw py::value_error("fill_structured: bad text field");
+        throw py::value_error("StructuredBuilder: bad text field");
       }
-      src.codes = static_cast<const char*>(codes.data());
-      src.code_width = static_cast<size_t>(codes.itemsize());
+      src.codes = static_cast<const char*>(a.data());
+      src.code_width = static_cast<size_t>(a.itemsize());
       for (py::handle v : values) src.values.push_back(v.ptr());
-      keep.push_back(codes);
       keep.push_back(values);
     } else {
-      auto a = py::array::ensure(f, py::array::c_style);
-      if (!a || static_cast<size_t>(a.size()) != rows || !a.dtype().is(field_type)) {
-        throw py::value_error("fill_structured: bad number field");
+      a = py::array::ensure(f, py::array::c_style);
+      if (!a || !a.dtype().is(field_type)) {
+        throw py::value_error("StructuredBuilder: bad number field");
       }
       src.data = static_cast<const char*>(a.data());
-      keep.push_back(a);
     }
+    if (i == 0) rows = static_cast<size_t>(a.size());
+    if (static_cast<size_t>(a.size()) != rows) {
+      throw py::value_error("StructuredBuilder: fields of different lengths");
+    }
+    keep.push_back(a);
     sources.push_back(std::move(src));
   }
+  Block& b = *block_;
+  if (b.rows + rows > b.bytes / b.row_bytes) Reserve(std::max(b.rows + rows, 2 * b.rows));
   // In blocks of rows, field by field: each block of the output stays in the cache while its
   // fields are written, and each source is read in order.
-  char* base = static_cast<char*>(out.mutable_data());
+  char* base = b.data + b.rows * b.row_bytes;
   constexpr size_t kBlock = 2048;
   for (size_t first = 0; first < rows; first += kBlock) {
     const size_t last = std::min(rows, first + kBlock);
     for (const Source& src : sources) {
       char* field = base + src.offset;
       if (src.data) {
-        CopyField(field, row_bytes, src.data, src.width, first, last);
+        CopyField(field, b.row_bytes, src.data, src.width, first, last);
         continue;
       }
       const size_t n = src.values.size();
@@ -326,14 +376,12 @@ void FillStructured(py::array out, py::list fields) {
           code = c32;
         }
         PyObject* v = src.values[code < 0 || static_cast<size_t>(code) >= n ? n - 1 : code];
-        PyObject* old;
-        std::memcpy(&old, field + r * row_bytes, sizeof old);
         Py_INCREF(v);
-        std::memcpy(field + r * row_bytes, &v, sizeof v);
-        Py_XDECREF(old);
+        std::memcpy(field + r * b.row_bytes, &v, sizeof v);
       }
     }
   }
+  b.rows += rows;
 }
 
 }  // namespace
@@ -366,8 +414,10 @@ PYBIND11_MODULE(_native, m) {
     names.emplace_back("files");
     return names;
   });
-  m.def("empty_structured", &EmptyStructured, py::arg("n"), py::arg("dtype"));
-  m.def("fill_structured", &FillStructured, py::arg("out"), py::arg("fields"));
+  py::class_<StructuredBuilder>(m, "StructuredBuilder")
+      .def(py::init<py::dtype, size_t>(), py::arg("dtype"), py::arg("expected_rows"))
+      .def("append", &StructuredBuilder::Append, py::arg("fields"))
+      .def("finish", &StructuredBuilder::Finish);
   py::class_<Trace>(m, "Trace")
       .def(py::init<const std::string&, bool>(), py::arg("path"), py::arg("salvage") = false)
       .def("header_json", &Trace::HeaderJson)
@@ -376,9 +426,10 @@ PYBIND11_MODULE(_native, m) {
       .def("tables", &Trace::Tables);
   py::class_<Reader>(m, "Reader")
       .def(py::init<const std::string&, std::vector<std::string>, std::vector<std::string>,
-                    std::vector<std::string>, uint64_t, uint64_t, std::string, bool>(),
+                    std::vector<std::string>, uint64_t, uint64_t, std::string, bool, size_t>(),
            py::arg("path"), py::arg("tables"), py::arg("columns"), py::arg("ops"),
-           py::arg("ts_from"), py::arg("ts_to"), py::arg("path_glob"), py::arg("salvage"))
+           py::arg("ts_from"), py::arg("ts_to"), py::arg("path_glob"), py::arg("salvage"),
+           py::arg("reserve_rows") = 0)
       .def("read", &Reader::Read, py::arg("max_rows") = 0)
       .def("tables", &Reader::Tables, py::arg("take"), py::arg("dict_from"))
       .def("clear", &Reader::Clear)

@@ -64,14 +64,32 @@ class Trace:
 
     def to_numpy(self, table, columns=None, where=None):
         """The table as a structured array (text columns as Python str objects)."""
-        names, specs = self._read_all(table, columns, where)
-        dtype = np.dtype([(n, object if isinstance(c, tuple) else c.dtype)
-                          for n, c in zip(names, specs)])
-        rows = len(specs[0][0] if isinstance(specs[0], tuple) else specs[0]) if specs else 0
-        out = _native.empty_structured(rows, dtype)
-        _native.fill_structured(out, [(c[0], list(c[1])) if isinstance(c, tuple) else c
-                                      for c in specs])
-        return out
+        if table == "files":  # built at the end of the trace: read whole
+            names, specs = self._read_all(table, columns, where)
+            builder = _structured_builder(names, specs, 0)
+            builder.append(_fill_fields(specs))
+            return builder.finish()
+        # In batches straight into the array: the reader's columns hold one batch and are
+        # reused, so only the array takes fresh memory (docs/python.md, "Speed").
+        reader, wanted = self._reader(table, columns, where)
+        builder, dictionaries = None, {}
+        while True:
+            more = reader.read(_TO_NUMPY_BATCH)
+            found = reader.tables(False, {k: len(v) for k, v in dictionaries.items()})
+            if found:
+                names, specs = _assemble(found[0], wanted, where, dictionaries,
+                                         reader.file_paths)
+                if builder is None:
+                    builder = _structured_builder(names, specs, self._expected_rows(table))
+                builder.append(_fill_fields(specs))
+                reader.clear()
+            if not more:
+                break
+        if builder is None:
+            if table not in _native.table_names():
+                raise ValueError("unknown table %r; tables: %s" % (table, _native.table_names()))
+            return _native.StructuredBuilder(np.dtype([]), 0).finish()
+        return builder.finish()
 
     def to_pandas(self, table, columns=None, where=None):
         """The table as a pandas DataFrame (pandas is imported only here)."""
@@ -106,7 +124,17 @@ class Trace:
 
     # ---- internals -------------------------------------------------------------------------
 
-    def _reader(self, table, columns, where):
+    def _expected_rows(self, table):
+        """The table's rows as the footer counts them (0: unknown): room the reader makes at
+        once instead of regrowing its columns. A hint only, capped by the module: the footer
+        is untrusted, and a wrong count costs address space or regrowing, never rows."""
+        events = (self.summary or {}).get("events")
+        if not isinstance(events, dict):
+            return 0
+        count = events.get(table, events.get(table[:-1] if table.endswith("s") else table))
+        return count if isinstance(count, int) and count > 0 else 0
+
+    def _reader(self, table, columns, where, reserve_rows=0):
         if table == "files":
             reader = _native.Reader(self.path, ["files"], [], [], 0, 2**64 - 1, "",
                                     self.salvage)
@@ -130,11 +158,11 @@ class Trace:
         reader = _native.Reader(self.path, [table], native_columns, list(ops),
                                 0 if ts_from is None else int(ts_from),
                                 2**64 - 1 if ts_to is None else int(ts_to),
-                                where.get("path", ""), self.salvage)
+                                where.get("path", ""), self.salvage, reserve_rows)
         return reader, columns
 
     def _read_all(self, table, columns, where):
-        reader, wanted = self._reader(table, columns, where)
+        reader, wanted = self._reader(table, columns, where, self._expected_rows(table))
         reader.read(0)
         if table == "files":
             found = [reader.files()]
@@ -186,6 +214,21 @@ def _assemble(found, wanted, where, dictionaries, file_paths):
                              (found["name"], missing, list(out)))
         names = list(wanted)
     return names, [out[n] for n in names]
+
+
+# Rows to_numpy reads at a time: the reader's columns for a batch (about 20 MB for all the
+# columns of syscalls) are reused from batch to batch.
+_TO_NUMPY_BATCH = 1 << 17
+
+
+def _structured_builder(names, specs, expected_rows):
+    dtype = np.dtype([(n, object if isinstance(c, tuple) else c.dtype)
+                      for n, c in zip(names, specs)])
+    return _native.StructuredBuilder(dtype, expected_rows)
+
+
+def _fill_fields(specs):
+    return [(c[0], list(c[1])) if isinstance(c, tuple) else c for c in specs]
 
 
 def _lookup(values):
