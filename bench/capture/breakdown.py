@@ -359,9 +359,10 @@ def main():
         if srs:
             bpf_table(p, stats_name, srs)
     p("")
-    p("Command: `sudo bench/capture/breakdown.py --calls %d --reps %d%s%s%s`" %
+    p("Command: `sudo bench/capture/breakdown.py --calls %d --reps %d%s%s%s%s`" %
       (args.calls, args.reps, " --threads %d" % args.threads if args.threads != 1 else "",
        " --file-mb %d" % args.file_mb if args.file_mb != 64 else "",
+       " --configs " + args.configs if args.configs else "",
        " --baseline BASE_IOTWIN" if args.baseline else ""))
     if args.json:
         with open(args.json, "w") as f:
