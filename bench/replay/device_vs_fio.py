@@ -13,7 +13,7 @@ Replayers, alternating, `runs` times each:
     `iotwin record --no-memory`;
   * fio on `iotwin export T --fio D --layer block --fio-device MAJ:MIN=LOOP` (read_iolog, libaio,
     direct=1, iodepth = the recorded maximum), under `iotwin record --no-memory`;
-  * optionally `iotwin replay ... --rt-priority 10` (--rt).
+  * `iotwin replay ... --rt-priority 10` under `iotwin record --no-memory` (full runs, or --rt).
 Measured from outside, the same way for both: the issue (D) time of each request on the loop
 device in the capture; error_i = (t_i - s_i) - min_j (t_j - s_j), s the scheduled times
 (replay_vs_fio.external_error: neither replayer's clock origin is visible from outside, so the
