@@ -11,10 +11,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "format/op_info.h"
@@ -59,12 +62,21 @@ py::dtype DtypeOf(const interop::Column& c) {
   return py::dtype(std::string(1, sign) + std::to_string(c.width));
 }
 
-// The column's first `rows` values as an array. `take`: the array adopts the column's buffer
-// (no copy; the column is empty afterwards), else a copy.
-py::array ColumnArray(interop::Column& c, size_t rows, bool take) {
+// How a column's values are handed over.
+enum class HandOver {
+  kCopy,  // a copy
+  kTake,  // the array adopts the column's buffer (no copy; the column is empty afterwards)
+  kView,  // a view of the buffer, valid until the reader reads again (to_numpy's batches)
+};
+
+// The column's first `rows` values as an array. `owner`: what keeps a view's buffer alive.
+py::array ColumnArray(interop::Column& c, size_t rows, HandOver how, py::handle owner) {
   const py::dtype dtype = DtypeOf(c);
   const std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(rows)};
-  if (!take) {
+  if (how == HandOver::kView) {
+    return py::array(dtype, shape, std::vector<py::ssize_t>{}, c.data.get(), owner);
+  }
+  if (how == HandOver::kCopy) {
     py::array a(dtype, shape, std::vector<py::ssize_t>{});
     if (rows) std::memcpy(a.mutable_data(), c.data.get(), rows * c.width);
     return a;
@@ -77,7 +89,8 @@ py::array ColumnArray(interop::Column& c, size_t rows, bool take) {
 // One table as a dict: name, rows, columns [(name, kind, array, dictionary)], where kind is
 // "u", "i" or "text" and dictionary, for text, the values from `dict_from[name]` on (earlier
 // ones were handed over by an earlier batch).
-py::dict TableDict(interop::ColumnTable& t, bool take, py::dict dict_from) {
+py::dict TableDict(interop::ColumnTable& t, HandOver how, py::dict dict_from,
+                   py::handle owner = py::none()) {
   py::list columns;
   for (interop::Column& c : t.columns()) {
     if (!c.stored) continue;
@@ -91,7 +104,8 @@ py::dict TableDict(interop::ColumnTable& t, bool take, py::dict dict_from) {
       for (size_t i = from; i < c.dictionary.size(); i++) values.append(Decode(c.dictionary[i]));
       dictionary = values;
     }
-    columns.append(py::make_tuple(c.name, kind, ColumnArray(c, t.rows(), take), dictionary));
+    columns.append(py::make_tuple(c.name, kind, ColumnArray(c, t.rows(), how, owner),
+                                  dictionary));
   }
   py::dict d;
   d["name"] = t.stem();
@@ -180,16 +194,22 @@ class Reader {
     py::gil_scoped_release release;
     return Check(reader_->Read(max_rows ? max_rows : SIZE_MAX));
   }
-  // The tables read so far; `take` hands the buffers over (the last call of a whole read).
-  py::list Tables(bool take, py::dict dict_from) {
+  // The tables read so far; `take` hands the buffers over (the last call of a whole read);
+  // `view` gives views that the next read overwrites (no copy: to_numpy, which copies each
+  // batch into its array before reading the next).
+  py::list Tables(bool take, py::dict dict_from, bool view) {
+    const HandOver how = take ? HandOver::kTake : view ? HandOver::kView : HandOver::kCopy;
+    py::object self = py::cast(this, py::return_value_policy::reference);
     py::list out;
-    for (interop::ColumnTable* t : reader_->Tables()) out.append(TableDict(*t, take, dict_from));
+    for (interop::ColumnTable* t : reader_->Tables()) {
+      out.append(TableDict(*t, how, dict_from, self));
+    }
     return out;
   }
   void Clear() {
     for (interop::ColumnTable* t : reader_->Tables()) t->Clear();
   }
-  py::dict Files() { return TableDict(reader_->Files(), true, py::dict()); }
+  py::dict Files() { return TableDict(reader_->Files(), HandOver::kTake, py::dict()); }
   // The path of every file known so far, by file id.
   py::list FilePaths() const {
     py::list paths;
@@ -244,7 +264,9 @@ class StructuredBuilder {
     // At most 4 GiB of address space at first, whatever the footer says.
     const size_t most = std::max<size_t>(1024, (size_t{4} << 30) / block_->row_bytes);
     Reserve(std::clamp<size_t>(expected_rows, 1024, most));
+    StartPrefault();
   }
+  ~StructuredBuilder() { StopPrefault(); }
 
   // Appends rows: `fields` holds, per field of the dtype, in order, either a contiguous array
   // of the field's type or a pair (codes, values): the field takes values[codes[i]] (int64 or
@@ -252,6 +274,7 @@ class StructuredBuilder {
   void Append(py::list fields);
 
   py::array Finish() {
+    StopPrefault();
     Block* b = block_.get();
     // Room beyond the rows goes back (never touched, it holds no pages).
     const size_t used = PageRound(std::max<size_t>(1, b->rows * b->row_bytes));
@@ -289,6 +312,7 @@ class StructuredBuilder {
     Block& b = *block_;
     const size_t bytes = PageRound(rows * b.row_bytes);
     if (bytes <= b.bytes) return;
+    StopPrefault();  // the mapping may move
     void* data = b.data ? mremap(b.data, b.bytes, bytes, MREMAP_MAYMOVE)
                         : mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -298,8 +322,40 @@ class StructuredBuilder {
     b.bytes = bytes;
   }
 
+  // Faults the room in from a second thread, ahead of the rows being filled: on a fresh
+  // mapping the kernel's zeroing of pages costs about as much as reading the rows (docs/python.md,
+  // "Speed"), and this way it runs on another CPU at the same time. MADV_POPULATE_WRITE (Linux
+  // 5.14) only faults pages in, so the filling thread may write them meanwhile.
+  void StartPrefault() {
+    char* data = block_->data;
+    const size_t bytes = block_->bytes;
+    stop_prefault_ = false;
+    // At most kAhead past the rows filled: a footer that overstates the rows (it is untrusted)
+    // costs no more memory than that.
+    prefault_ = std::thread([this, data, bytes] {
+      constexpr size_t kStep = size_t{32} << 20, kAhead = size_t{256} << 20;
+      for (size_t at = 0; at < bytes && !stop_prefault_.load(std::memory_order_relaxed);) {
+        if (at > filled_bytes_.load(std::memory_order_relaxed) + kAhead) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          continue;
+        }
+        if (madvise(data + at, std::min(kStep, bytes - at), MADV_POPULATE_WRITE) != 0) break;
+        at += kStep;
+      }
+    });
+  }
+  void StopPrefault() {
+    if (!prefault_.joinable()) return;
+    stop_prefault_ = true;
+    py::gil_scoped_release release;
+    prefault_.join();
+  }
+
   py::dtype dtype_;
   std::unique_ptr<Block> block_;
+  std::thread prefault_;
+  std::atomic<bool> stop_prefault_{false};
+  std::atomic<size_t> filled_bytes_{0};
 };
 
 void StructuredBuilder::Append(py::list fields) {
@@ -382,6 +438,7 @@ void StructuredBuilder::Append(py::list fields) {
     }
   }
   b.rows += rows;
+  filled_bytes_.store(b.rows * b.row_bytes, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -431,7 +488,8 @@ PYBIND11_MODULE(_native, m) {
            py::arg("ts_from"), py::arg("ts_to"), py::arg("path_glob"), py::arg("salvage"),
            py::arg("reserve_rows") = 0)
       .def("read", &Reader::Read, py::arg("max_rows") = 0)
-      .def("tables", &Reader::Tables, py::arg("take"), py::arg("dict_from"))
+      .def("tables", &Reader::Tables, py::arg("take"), py::arg("dict_from"),
+           py::arg("view") = false)
       .def("clear", &Reader::Clear)
       .def("files", &Reader::Files)
       .def("file_paths", &Reader::FilePaths);

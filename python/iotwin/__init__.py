@@ -75,13 +75,15 @@ class Trace:
         builder, dictionaries = None, {}
         while True:
             more = reader.read(_TO_NUMPY_BATCH)
-            found = reader.tables(False, {k: len(v) for k, v in dictionaries.items()})
+            # Views of the reader's columns: copied into the array before the next read.
+            found = reader.tables(False, {k: len(v) for k, v in dictionaries.items()}, True)
             if found:
                 names, specs = _assemble(found[0], wanted, where, dictionaries,
                                          reader.file_paths)
                 if builder is None:
                     builder = _structured_builder(names, specs, self._expected_rows(table))
                 builder.append(_fill_fields(specs))
+                del found, specs
                 reader.clear()
             if not more:
                 break
