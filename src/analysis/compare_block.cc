@@ -46,6 +46,12 @@ struct Stream {
   std::string pace;        // the replay's header; empty when not a replay
   std::string source_dev;  // the replay's header: the device it replayed ("MAJ:MIN")
   bool wrapped = false;
+  // NVMe commands sent for the device's requests (NVME SETUP records on an I/O queue of the
+  // namespace `dev`), when the trace has the NVMe layer.
+  bool nvme_layer = false;
+  uint64_t nvme_commands = 0;
+  std::map<uint8_t, uint64_t> nvme_opcodes;  // opcode -> commands
+  LogLinearHistogram nvme_sizes;             // data bytes of each command that moves data
 };
 
 
@@ -86,6 +92,26 @@ std::vector<uint64_t> DepthOverTime(const std::vector<const model::BlockRequest*
     ns[bin] = SaturatingAdd(ns[bin], events[i + 1].first - events[i].first);
   }
   return ns;
+}
+
+// The NVMe commands of `s->dev`, read in a second pass when the header says the NVMe layer ran
+// (the trace model keeps no NVMe records). Admin commands (nsid 0) are not the device's.
+Status LoadNvmeCommands(const std::string& path, Stream* s) {
+  IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(path, {}));
+  const json* enabled = json_fields::Find(reader->meta(), "layers/nvme/enabled");
+  if (!enabled || !enabled->is_boolean() || !enabled->get<bool>()) return Status::Ok();
+  s->nvme_layer = true;
+  while (true) {
+    IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* rec, reader->Next());
+    if (!rec) break;
+    if (rec->type != IOT_REC_NVME || rec->size < sizeof(iot_nvme)) continue;
+    const iot_nvme n = As<iot_nvme>(rec);
+    if (n.phase != IOT_NVME_SETUP || n.dev != s->dev || n.nsid == 0) continue;
+    s->nvme_commands++;
+    s->nvme_opcodes[n.opcode]++;
+    if (n.nlb > 0 && n.lba_size > 0) s->nvme_sizes.Add(uint64_t{n.nlb} * n.lba_size);
+  }
+  return Status::Ok();
 }
 
 Result<Stream> LoadStream(const std::string& path, std::optional<uint32_t> wanted_dev) {
@@ -139,6 +165,7 @@ Result<Stream> LoadStream(const std::string& path, std::optional<uint32_t> wante
     s.last_ts = std::max(s.last_ts, r->ts);
   }
   s.depth_ns = DepthOverTime(reqs);
+  IOTWIN_RETURN_IF_ERROR(LoadNvmeCommands(path, &s));
   return s;
 }
 
@@ -196,6 +223,20 @@ double Pct(double reference, double value) {
   return reference != 0 ? (value - reference) / reference * 100 : 0.0;
 }
 
+// "read=120 write=80 flush=2": the NVM command set's names of its three commonest I/O opcodes
+// (NVM Command Set Specification, "Opcodes for NVM Commands"), others in hex.
+std::string OpcodeMix(const Stream& s) {
+  std::string out;
+  for (const auto& [opcode, n] : s.nvme_opcodes) {
+    const std::string name = opcode == 0x00   ? "flush"
+                             : opcode == 0x01 ? "write"
+                             : opcode == 0x02 ? "read"
+                                              : fmt::format("{:#04x}", opcode);
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, n);
+  }
+  return out.empty() ? "none" : out;
+}
+
 json SideJson(const Stream& s) {
   return {{"path", s.path},
           {"dev", FormatDev(s.dev)},
@@ -216,16 +257,66 @@ json SideJson(const Stream& s) {
           {"iat_ns", {{"p50", s.iat.Percentile(50)}, {"p99", s.iat.Percentile(99)}}},
           {"d2c_ns", {{"p50", s.d2c.Percentile(50)}, {"p99", s.d2c.Percentile(99)}}},
           {"size", {{"read_p50", Median(s.size_values[0])},
-                    {"write_p50", Median(s.size_values[1])}}}};
+                    {"write_p50", Median(s.size_values[1])}}},
+          {"nvme", s.nvme_layer ? json{{"commands", s.nvme_commands}, {"opcodes", OpcodeMix(s)}}
+                                : json(nullptr)}};
 }
 
 struct Value {
   double value = 0;
   json original, replay;
   std::string differed;  // what a FAIL says
+  bool applicable = true;  // false: the traces lack what the measure needs (not judged)
 };
 
 double Round6(double v) { return std::round(v * 1e6) / 1e6; }
+
+// NVMe commands of the two sides (judged when both traces have the NVMe layer and commands on
+// their device): how many, the share of each opcode, the data size of each command.
+void AddNvmeMeasures(const Stream& a, const Stream& b, std::map<std::string, Value>* v) {
+  const bool both = a.nvme_commands > 0 && b.nvme_commands > 0;
+  const std::string missing =
+      both ? ""
+           : fmt::format("no NVMe commands on the device in the {}",
+                         a.nvme_commands == 0 ? "original" : "replay");
+  auto fd = [](uint64_t x) { return static_cast<double>(x); };
+  (*v)["dev-nvme-commands-rel-err"] = {
+      RelativeError(fd(a.nvme_commands), fd(b.nvme_commands)), a.nvme_commands,
+      b.nvme_commands,
+      fmt::format("the replay sent {} NVMe commands, the original {} ({:+.1f}%)",
+                  b.nvme_commands, a.nvme_commands,
+                  Pct(fd(a.nvme_commands), fd(b.nvme_commands))),
+      both};
+  double worst = 0;
+  std::map<uint8_t, uint64_t> opcodes = a.nvme_opcodes;
+  opcodes.insert(b.nvme_opcodes.begin(), b.nvme_opcodes.end());
+  for (const auto& [opcode, unused] : opcodes) {
+    auto share = [&](const Stream& s) {
+      auto it = s.nvme_opcodes.find(opcode);
+      return it == s.nvme_opcodes.end() || s.nvme_commands == 0
+                 ? 0.0
+                 : fd(it->second) / fd(s.nvme_commands);
+    };
+    worst = std::max(worst, std::fabs(share(a) - share(b)));
+  }
+  (*v)["dev-nvme-opcode-diff"] = {
+      worst, nullptr, nullptr,
+      fmt::format("NVMe opcodes: {} in the replay, {} in the original", OpcodeMix(b), OpcodeMix(a)),
+      both};
+  (*v)["dev-nvme-size-ks"] = {
+      KsDistance(a.nvme_sizes, b.nvme_sizes), a.nvme_sizes.Percentile(50),
+      b.nvme_sizes.Percentile(50),
+      fmt::format("NVMe command sizes: p50 {} bytes in the replay vs {}, max {} vs {}",
+                  b.nvme_sizes.Percentile(50), a.nvme_sizes.Percentile(50), b.nvme_sizes.max(),
+                  a.nvme_sizes.max()),
+      both};
+  if (!both) {
+    for (const char* name : {"dev-nvme-commands-rel-err", "dev-nvme-opcode-diff",
+                             "dev-nvme-size-ks"}) {
+      (*v)[name].differed = missing;
+    }
+  }
+}
 
 std::map<std::string, Value> ComputeMeasures(const Stream& a, const Stream& b,
                                              const CompareOptions& o) {
@@ -290,6 +381,7 @@ std::map<std::string, Value> ComputeMeasures(const Stream& a, const Stream& b,
       KsDistance(a.d2c, b.d2c), a.d2c.Percentile(50), b.d2c.Percentile(50),
       fmt::format("device time D2C: p50 {} on the replay's device vs {}",
                   FormatDuration(fd(b.d2c.Percentile(50))), FormatDuration(fd(a.d2c.Percentile(50))))};
+  AddNvmeMeasures(a, b, &v);
   return v;
 }
 
@@ -345,6 +437,13 @@ const std::vector<MeasureSpec>& BlockStreamMeasures() {
        "relative error of requests/s, first to last issue"},
       {"dev-d2c-ks", 0.25, false, true, false,
        "Kolmogorov-Smirnov distance of D2C device times (the target device's: information)"},
+      {"dev-nvme-commands-rel-err", 0.01, false, false, true,
+       "relative error of the NVMe commands sent for the device's requests (both traces with the "
+       "NVMe layer)"},
+      {"dev-nvme-opcode-diff", 0.01, false, false, true,
+       "largest difference of one NVMe opcode's share of the commands"},
+      {"dev-nvme-size-ks", 0.05, false, false, true,
+       "Kolmogorov-Smirnov distance of NVMe command data sizes (blocks x LBA size)"},
   };
   return kMeasures;
 }
@@ -384,7 +483,7 @@ Result<json> CompareBlockStreams(const std::string& original, const std::string&
     // Folded ranges (--wrap) land elsewhere by design.
     const bool lba = std::string(spec.name).rfind("dev-lba", 0) == 0;
     const bool judged = threshold.has_value() && (!spec.timing || timing_judged) &&
-                        !(lba && (a.wrapped || b.wrapped));
+                        !(lba && (a.wrapped || b.wrapped)) && v.applicable;
     const double value = Round6(v.value);
     const bool pass = !threshold || (spec.at_least ? value >= *threshold - 1e-12
                                                    : value <= *threshold + 1e-12);
@@ -442,6 +541,12 @@ std::string RenderBlockStreamText(const json& r) {
                      u(s, "flushes"), u(s, "fua"), u(s, "discards"), u(s, "queue_depth/p50"),
                      FormatDuration(static_cast<double>(u(s, "iat_ns/p50"))),
                      FormatDuration(static_cast<double>(u(s, "d2c_ns/p50")))));
+  }
+  for (const char* side : {"original", "replay"}) {
+    if (const json* n = json_fields::Object(r[side], "nvme")) {
+      line(fmt::format("  {:<10} NVMe commands {} ({})", side, u(*n, "commands"),
+                       (*n)["opcodes"].get<std::string>()));
+    }
   }
   if (const json* off = json_fields::Object(r, "schedule_offset_ns")) {
     line(fmt::format("  schedule  request i issued at |(replay i - replay first) - (original i - "

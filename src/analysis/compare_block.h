@@ -6,8 +6,9 @@
 // device_offset. Measures: request count, bytes, sizes, start-LBA distribution, read share,
 // flush/FUA/discard counts (structural, always judged), queue depth over time, inter-arrival
 // times and IOPS (timing, judged only when the replay was paced "original" or "gaps", or is not
-// a replay), and the device's D2C latency (information: it is the target device's, not the
-// replay's). Thresholds: docs/validation.md, "Device-level replay".
+// a replay), the device's D2C latency (information: it is the target device's, not the
+// replay's), and, when both traces have the NVMe layer, the NVMe commands' count, opcode mix and
+// sizes (structural). Thresholds: docs/replay.md, "Comparing a device replay".
 #pragma once
 
 #include <string>

@@ -3,9 +3,13 @@
 // lost the flushes fails, and says what differed.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <vector>
+
 #include "analysis/compare.h"
 #include "analysis/compare_block.h"
 #include "format/records.h"
+#include "format/trace_writer.h"
 #include "interop_test_util.h"
 #include "trace_builder.h"
 
@@ -25,6 +29,7 @@ struct StreamShape {
   uint64_t gap_ns = 20'000;   // between issues
   const char* replay_pace = nullptr;  // a replay's header when set
   uint64_t device_offset = 0;
+  uint32_t nvme_split = 0;  // with the NVMe layer: each data request sent as this many commands
 };
 
 // 200 requests: 4 KiB and 16 KiB reads and writes over 64 MiB, each completing 50 us after its
@@ -32,12 +37,14 @@ struct StreamShape {
 // only the original has (the loader reading libraries): the busiest device, not the replayed one.
 void WriteStream(const std::string& path, const StreamShape& s, bool other_device = false) {
   test::TraceBuilder b;
-  b.meta()["layers"] = {{"syscall", {{"enabled", false}}}, {"block", {{"enabled", true}}}};
+  b.meta()["layers"] = {{"syscall", {{"enabled", false}}}, {"block", {{"enabled", true}}},
+                        {"nvme", {{"enabled", s.nvme_split > 0}}}};
   if (s.replay_pace) {
     b.meta()["replay"] = {{"source", "orig.iotwin"}, {"layer", "block"}, {"pace", s.replay_pace},
                           {"device_offset", s.device_offset}, {"source_dev", "7:0"}};
   }
   const uint64_t t0 = 1'000'000'000;
+  std::map<uint64_t, std::vector<iot_nvme>> nvme;  // request -> its commands, after its issue
   for (uint64_t i = 0; i < 200; i++) {
     if (s.drop_every && (i + 1) % static_cast<uint64_t>(s.drop_every) == 0) continue;
     const uint64_t ts = t0 + i * s.gap_ns;
@@ -52,6 +59,22 @@ void WriteStream(const std::string& path, const StreamShape& s, bool other_devic
     }
     b.SetTime(ts);
     b.Block(IOT_BLK_ISSUE, sector, bytes, flags, i + 1, s.dev);
+    for (uint32_t c = 0; s.nvme_split && c < (bytes ? s.nvme_split : 1); c++) {
+      iot_nvme n{};
+      n.hdr.type = IOT_REC_NVME;
+      n.hdr.size = sizeof n;
+      n.phase = IOT_NVME_SETUP;
+      n.ts = ts + 1000;
+      n.opcode = bytes == 0 ? 0x00 : flags & IOT_BLKF_WRITE ? 0x01 : 0x02;
+      n.nlb = bytes / 512 / s.nvme_split;
+      n.slba = sector + c * n.nlb;
+      n.rq_id = i + 1;
+      n.dev = s.dev;
+      n.lba_size = 512;
+      n.nsid = 1;
+      n.qid = 1;
+      nvme[i + 1].push_back(n);
+    }
     b.SetTime(ts + 50'000);
     b.Block(IOT_BLK_COMPLETE, sector, bytes, flags, i + 1, s.dev);
   }
@@ -60,7 +83,18 @@ void WriteStream(const std::string& path, const StreamShape& s, bool other_devic
     b.Block(IOT_BLK_ISSUE, 1'000'000 + i * 8, 4096, IOT_BLKF_READ, 10'000 + i, kOtherDev);
     b.Block(IOT_BLK_COMPLETE, 1'000'000 + i * 8, 4096, IOT_BLKF_READ, 10'000 + i, kOtherDev);
   }
-  Status st = b.WriteFile(path);
+  auto writer = TraceWriter::Create(path, b.meta());
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  for (const auto& bytes : b.records()) {
+    const auto* rec = reinterpret_cast<const iot_rec_hdr*>(bytes.data());
+    ASSERT_TRUE((*writer)->Append(rec).ok());
+    if (rec->type != IOT_REC_BLOCK || As<iot_block>(rec).phase != IOT_BLK_ISSUE) continue;
+    auto it = nvme.find(As<iot_block>(rec).rq_id);
+    for (size_t c = 0; it != nvme.end() && c < it->second.size(); c++) {
+      ASSERT_TRUE((*writer)->Append(it->second[c]).ok());
+    }
+  }
+  Status st = (*writer)->Finish({{"stop_reason", "exit"}});
   ASSERT_TRUE(st.ok()) << st.ToString();
 }
 
@@ -152,6 +186,38 @@ TEST_F(CompareBlockStreamsTest, TimingIsJudgedOnlyWhenThePacingPromisesIt) {
   EXPECT_NEAR(paced["schedule_offset_ns"]["max"].get<double>(), 1'990'000, 1'990'000 / 64.0);
   EXPECT_EQ(paced["schedule_offset_ns"]["early"], 199u);
   EXPECT_TRUE(Find(paced, "dev-size-ks")["pass"].get<bool>());
+}
+
+TEST_F(CompareBlockStreamsTest, NvmeCommandsAreJudgedWhenBothTracesHaveThem) {
+  WriteStream(orig_, {.nvme_split = 1}, /*other_device=*/true);
+  // One command per request on both sides: 200 commands, the same opcodes and sizes.
+  auto same = Compare({.dev = kTargetDev, .replay_pace = "fast", .nvme_split = 1});
+  EXPECT_EQ(same["verdict"], "pass") << RenderCompareText(same);
+  EXPECT_TRUE(Find(same, "dev-nvme-commands-rel-err")["judged"].get<bool>());
+  EXPECT_EQ(Find(same, "dev-nvme-commands-rel-err")["original"], 200u);
+  EXPECT_EQ(Find(same, "dev-nvme-opcode-diff")["value"], 0.0);
+  EXPECT_EQ(same["replay"]["nvme"]["opcodes"], "flush=4 write=66 read=130");
+  // Every data request split in two commands: the block stream is the same, the NVMe one not.
+  auto split = Compare({.dev = kTargetDev, .replay_pace = "fast", .nvme_split = 2});
+  EXPECT_EQ(split["verdict"], "fail");
+  EXPECT_TRUE(Find(split, "dev-requests-rel-err")["pass"].get<bool>());
+  EXPECT_FALSE(Find(split, "dev-nvme-commands-rel-err")["pass"].get<bool>());
+  EXPECT_FALSE(Find(split, "dev-nvme-size-ks")["pass"].get<bool>());
+  const std::string text = RenderCompareText(split);
+  EXPECT_NE(text.find("the replay sent 396 NVMe commands, the original 200 (+98.0%)"),
+            std::string::npos)
+      << text;
+  // Flushes lost: 2% of the commands were flushes, none are.
+  auto no_flush =
+      Compare({.dev = kTargetDev, .flushes = false, .replay_pace = "fast", .nvme_split = 1});
+  EXPECT_FALSE(Find(no_flush, "dev-nvme-opcode-diff")["pass"].get<bool>());
+  EXPECT_NEAR(Find(no_flush, "dev-nvme-opcode-diff")["value"].get<double>(), 0.02, 1e-9);
+  // A replay without the NVMe layer (another kind of device): reported, not judged.
+  auto none = Compare({.dev = kTargetDev, .replay_pace = "fast"});
+  EXPECT_EQ(none["verdict"], "pass") << RenderCompareText(none);
+  EXPECT_FALSE(Find(none, "dev-nvme-commands-rel-err")["judged"].get<bool>());
+  EXPECT_EQ(Find(none, "dev-nvme-commands-rel-err")["detail"],
+            "no NVMe commands on the device in the replay");
 }
 
 TEST_F(CompareBlockStreamsTest, LayerOptionChoosesTheComparison) {
