@@ -21,89 +21,12 @@
 #include <nlohmann/json.hpp>
 
 #include "format/records.h"
-#include "format/trace_reader.h"
-#include "runtime_util.h"
+#include "nvme_guest_util.h"
 
 namespace iotwin::test {
 namespace {
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct ProbeOp {
-  std::string op;
-  uint64_t offset = 0, bytes = 0;
-};
-
-std::vector<ProbeOp> ParseProbeLog(const std::string& text) {
-  std::vector<ProbeOp> ops;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("op=", 0) != 0) continue;
-    ProbeOp p;
-    char op[16] = {};
-    unsigned long long off = 0, bytes = 0;
-    if (sscanf(line.c_str(), "op=%15s offset=%llu bytes=%llu", op, &off, &bytes) >= 1) {
-      p.op = op;
-      p.offset = off;
-      p.bytes = bytes;
-      ops.push_back(p);
-    }
-  }
-  return ops;
-}
-
-struct Trace {
-  nlohmann::json meta;
-  std::vector<iot_nvme> nvme;
-  std::vector<iot_block> block;
-  std::vector<iot_syscall> calls;
-  std::string error;
-};
-
-Trace Load(const std::string& path) {
-  Trace t;
-  auto r = TraceReader::Open(path);
-  if (!r.ok()) {
-    t.error = r.status().message();
-    return t;
-  }
-  t.meta = (*r)->meta();
-  for (;;) {
-    auto rec = (*r)->Next();
-    if (!rec.ok()) {
-      t.error = rec.status().message();
-      break;
-    }
-    if (!*rec) break;
-    const iot_rec_hdr* h = *rec;
-    if (h->type == IOT_REC_NVME) t.nvme.push_back(As<iot_nvme>(h));
-    if (h->type == IOT_REC_BLOCK) t.block.push_back(As<iot_block>(h));
-    if (h->type == IOT_REC_SYSCALL) t.calls.push_back(As<iot_syscall>(h));
-  }
-  return t;
-}
-
 #if defined(IOTWIN_NVME_GUEST_DIR)
-
-bool IsStatic(const std::string& path) {
-  RunResult r = iotwin::test::Run({"/bin/sh", "-c", "LC_ALL=C readelf -l \"$0\"", path}, 30);
-  return r.exit_code == 0 && r.out.find("Requesting program interpreter") == std::string::npos;
-}
-
-std::string StaticIotwin() {
-  if (const char* bin = getenv("IOTWIN_NVME_GUEST_IOTWIN"); bin && *bin) return bin;
-  if (IsStatic(IotwinBin())) return IotwinBin();
-#ifdef IOTWIN_STATIC_BIN
-  return IOTWIN_STATIC_BIN;  // the build's iotwin-static: same objects, linked -static
-#else
-  return "";
-#endif
-}
 
 // What runs in the guest: record the probe, keep the trace and the probe's log.
 constexpr const char* kGuestScript = R"(set -u
@@ -123,30 +46,22 @@ TEST_P(NvmeCapture, RecordedCommandsAreTheProbesAndJoinTheirRequests) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   const int lba = GetParam();
   std::string iotwin = StaticIotwin();
-  if (iotwin.empty()) {
-    GTEST_SKIP() << "no static iotwin: configure a build with -DIOTWIN_STATIC=ON (its "
-                    "iotwin_runtime_tests uses its own) or set IOTWIN_NVME_GUEST_IOTWIN";
-  }
-  RunResult setup = iotwin::test::Run({std::string(IOTWIN_NVME_GUEST_DIR) + "/setup.sh"}, 600);
+  if (iotwin.empty()) GTEST_SKIP() << kNoStaticIotwin;
+  RunResult setup = NvmeGuestSetup();
   if (setup.exit_code != 0) {
     if (BpfRequired()) FAIL() << "setup.sh: " << setup.err;
     GTEST_SKIP() << "tools/nvme-guest/setup.sh failed: " << setup.err;
   }
   TempDir tmp;
-  std::string script = tmp / "guest.sh";
-  std::ofstream(script) << kGuestScript;
-  RunResult run = iotwin::test::Run({std::string(IOTWIN_NVME_GUEST_DIR) + "/run.sh", "--binary",
-                       IOTWIN_NVME_GUEST_PROBE, iotwin, "--script", script, "--disk-mb", "16",
-                       "--timeout", "150", "--lba-size", std::to_string(lba), "--out",
-                       tmp / "out"},
-                      170);
+  RunResult run = BootNvmeGuest(kGuestScript, tmp / "out", {IOTWIN_NVME_GUEST_PROBE, iotwin}, {},
+                                lba);
   std::string results = tmp / "out/results";
   ASSERT_EQ(run.exit_code, 0) << run.err << "\n" << ReadAll(tmp / "out/console.log");
   ASSERT_EQ(ReadAll(results + "/record.status"), "0\n") << ReadAll(results + "/record.out");
   ASSERT_EQ(std::stoi(ReadAll(results + "/lba_size")), lba);
   uint64_t max_bytes = std::stoull(ReadAll(results + "/max_sectors_kb")) * 1024;
 
-  Trace t = Load(results + "/trace.iotwin");
+  GuestTrace t = LoadGuestTrace(results + "/trace.iotwin");
   ASSERT_TRUE(t.error.empty()) << t.error;
   // The header says the NVMe layer ran, and gives the namespace's LBA size from sysfs.
   EXPECT_EQ(t.meta["layers"]["nvme"]["enabled"], true) << t.meta["layers"].dump();
@@ -245,7 +160,7 @@ TEST(NvmeCaptureHost, WithoutAnNvmeDriverTheHeaderSaysSo) {
   TempDir dir;
   RunResult r = iotwin::test::Run({IotwinBin(), "record", "-o", dir / "t.iotwin", "--no-status", "--", "/bin/true"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  Trace t = Load(dir / "t.iotwin");
+  GuestTrace t = LoadGuestTrace(dir / "t.iotwin");
   ASSERT_TRUE(t.error.empty()) << t.error;
   EXPECT_EQ(t.meta["layers"]["nvme"]["enabled"], false);
   EXPECT_NE(t.meta["layers"]["nvme"]["reason"].get<std::string>().find("no NVMe driver loaded"),

@@ -11,9 +11,9 @@
 #include <iostream>
 #include <map>
 
+#include "block_distort.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
-#include "format/trace_writer.h"
 #include "replay_util.h"
 
 namespace iotwin::test {
@@ -171,30 +171,6 @@ std::string FindFio() {
     if (access(p, X_OK) == 0) return p;
   }
   return {};
-}
-
-// The test's distortion of a recorded trace, before replaying it: on device `dev`, every 10th
-// issued request is dropped (its ISSUE record; the orphaned completion matches nothing) and the
-// rest are twice their recorded size. Everything else is copied as it is.
-Status WriteDistorted(const std::string& in, const std::string& out, uint32_t dev) {
-  IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(in, {}));
-  IOTWIN_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(out, reader->meta()));
-  uint64_t issued = 0;
-  while (true) {
-    IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* rec, reader->Next());
-    if (!rec) break;
-    if (rec->type == IOT_REC_BLOCK && As<iot_block>(rec).dev == dev &&
-        As<iot_block>(rec).phase == IOT_BLK_ISSUE) {
-      if (++issued % 10 == 0) continue;
-      iot_block b = As<iot_block>(rec);
-      b.bytes *= 2;
-      b.nr_sector *= 2;
-      IOTWIN_RETURN_IF_ERROR(writer->Append(b));
-      continue;
-    }
-    IOTWIN_RETURN_IF_ERROR(writer->Append(rec));
-  }
-  return writer->Finish(reader->summary().value_or(nlohmann::json::object()));
 }
 
 // The timing measures are judged (original pacing) with thresholds for CI's 2 shared cores, where
