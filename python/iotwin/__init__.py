@@ -81,7 +81,9 @@ class Trace:
                 names, specs = _assemble(found[0], wanted, where, dictionaries,
                                          reader.file_paths)
                 if builder is None:
-                    builder = _structured_builder(names, specs, self._expected_rows(table))
+                    # A filter keeps an unknown share of the rows: no count, the array grows.
+                    expected = 0 if where else self._expected_rows(table)
+                    builder = _structured_builder(names, specs, expected)
                 builder.append(_fill_fields(specs))
                 del found, specs
                 reader.clear()

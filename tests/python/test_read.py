@@ -150,3 +150,26 @@ def test_damaged_trace_raises(synth_trace, tmp_path):
         iotwin.open(str(garbage))
     with pytest.raises(OSError):
         iotwin.open(str(tmp_path / "missing.iotwin"))
+
+
+@pytest.mark.parametrize("batch,expected_rows", [(1000, None), (None, 10), (None, 10**12)])
+def test_to_numpy_batches_and_footer_counts(synth_trace, monkeypatch, batch, expected_rows):
+    """to_numpy reads in batches into an array first sized from the footer's row count: many
+    batches (text dictionaries growing between them), a count far too small (the array grows)
+    and one far too large (capped; the unused end given back) give the same array."""
+    t = iotwin.open(synth_trace)
+    whole = t.to_numpy("syscalls")
+    if batch:
+        monkeypatch.setattr(iotwin, "_TO_NUMPY_BATCH", batch)
+    if expected_rows:
+        monkeypatch.setattr(iotwin.Trace, "_expected_rows", lambda self, table: expected_rows)
+    a = t.to_numpy("syscalls")
+    assert a.dtype == whole.dtype and len(a) == len(whole) > 3000
+    for name in a.dtype.names:
+        assert list(a[name]) == list(whole[name]), name
+
+
+def test_to_numpy_no_rows_keeps_columns(synth_trace):
+    t = iotwin.open(synth_trace)
+    none = t.to_numpy("syscalls", columns=["ts_ns", "op", "path"], where={"ts_ns": (0, 1)})
+    assert len(none) == 0 and none.dtype.names == ("ts_ns", "op", "path")
