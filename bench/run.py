@@ -879,6 +879,25 @@ def capture_targets(cap):
     return lines
 
 
+def floor_versus_targets(base_ns, floor_added_ns):
+    """The 1-thread targets as nanoseconds a call may gain, beside what the counting floor adds."""
+    if not base_ns or floor_added_ns is None:
+        return ""
+    floor_ratio = (base_ns + floor_added_ns) / base_ns
+    budgets = [(name, ratio, (ratio - 1) * base_ns) for name, ratio in
+               (("the syscall layer", 1.20), ("the default layers", 1.25))]
+    text = ("The 1-thread targets leave a call %s; the counting tracepoint alone adds %+.0f ns "
+            "(%.2fx). " % (" and ".join("%+.0f ns under %s (%.2fx)" % (b, n, r)
+                                         for n, r, b in budgets),
+                           floor_added_ns, floor_ratio))
+    below = [n for n, r, _ in budgets if floor_ratio > r]
+    if below:
+        text += ("On this machine in this run the target of %s is below the floor: no tracer "
+                 "with a program on every system call met it, so no change to iotwin's programs "
+                 "alone can. " % " and of ".join(below))
+    return text
+
+
 def missed_reason(bd):
     """Where the cost per call goes, in the breakdown's numbers, and what would close the gap."""
     text = ""
@@ -897,6 +916,7 @@ def missed_reason(bd):
                     base or 0, added.get("syscall", 0), added.get("default", 0), floor,
                     _breakdown_field(bd, "default", "consumer_ns") or 0,
                     _breakdown_field(bd, "default", "ring_bytes") or 0))
+        text += floor_versus_targets(base, added.get("bpftrace-count"))
     return text + ("What would close it: fewer nanoseconds in the per-call programs "
                    "(`iot_sys_enter`/`iot_sys_exit`, the BPF table below), a smaller ring record "
                    "for the common read/write case, a consumer that wakes less often, and a quiet "
