@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -274,9 +276,10 @@ class StructuredBuilder {
   void Append(py::list fields);
 
   py::array Finish() {
+    if (!block_) throw py::value_error("StructuredBuilder: finished");
     StopPrefault();
     Block* b = block_.get();
-    // Room beyond the rows goes back (never touched, it holds no pages).
+    // Room beyond the rows goes back, with the pages prefaulted there (at most kAhead).
     const size_t used = PageRound(std::max<size_t>(1, b->rows * b->row_bytes));
     if (used < b->bytes) {
       munmap(b->data + used, b->bytes - used);
@@ -312,14 +315,23 @@ class StructuredBuilder {
     Block& b = *block_;
     const size_t bytes = PageRound(rows * b.row_bytes);
     if (bytes <= b.bytes) return;
+    const bool prefaulting = prefault_.joinable();
     StopPrefault();  // the mapping may move
+    // MAP_NORESERVE: the room is a guess (an untrusted footer's count); only filled rows and
+    // the prefault's lead are ever touched.
     void* data = b.data ? mremap(b.data, b.bytes, bytes, MREMAP_MAYMOVE)
                         : mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (data == MAP_FAILED) throw std::bad_alloc();
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (data == MAP_FAILED) {
+      const std::string what = "to_numpy: no room for " + std::to_string(rows) + " rows (" +
+                               std::to_string(bytes) + " bytes): " + std::strerror(errno);
+      PyErr_SetString(PyExc_MemoryError, what.c_str());
+      throw py::error_already_set();
+    }
     madvise(data, bytes, MADV_HUGEPAGE);  // advice only: failure changes nothing
     b.data = static_cast<char*>(data);
     b.bytes = bytes;
+    if (prefaulting) StartPrefault();
   }
 
   // Faults the room in from a second thread, ahead of the rows being filled: on a fresh
@@ -334,7 +346,8 @@ class StructuredBuilder {
     // costs no more memory than that.
     prefault_ = std::thread([this, data, bytes] {
       constexpr size_t kStep = size_t{32} << 20, kAhead = size_t{256} << 20;
-      for (size_t at = 0; at < bytes && !stop_prefault_.load(std::memory_order_relaxed);) {
+      for (size_t at = filled_bytes_.load(std::memory_order_relaxed) / kStep * kStep;
+           at < bytes && !stop_prefault_.load(std::memory_order_relaxed);) {
         if (at > filled_bytes_.load(std::memory_order_relaxed) + kAhead) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
           continue;
@@ -395,7 +408,7 @@ void StructuredBuilder::Append(py::list fields) {
       keep.push_back(values);
     } else {
       a = py::array::ensure(f, py::array::c_style);
-      if (!a || !a.dtype().is(field_type)) {
+      if (!a || !a.dtype().is(field_type) || field_type.kind() == 'O') {
         throw py::value_error("StructuredBuilder: bad number field");
       }
       src.data = static_cast<const char*>(a.data());

@@ -136,7 +136,15 @@ class Trace:
         if not isinstance(events, dict):
             return 0
         count = events.get(table, events.get(table[:-1] if table.endswith("s") else table))
-        return count if isinstance(count, int) and count > 0 else 0
+        if not isinstance(count, int) or count <= 0:
+            return 0
+        # No more than the file could hold: the densest traces pack a record in about 1.6
+        # bytes (docs/benchmarks.md, in-process writer rows); 64 per byte leaves room for that.
+        try:
+            most = os.path.getsize(self.path) * 64
+        except OSError:
+            return 0
+        return min(count, most)
 
     def _reader(self, table, columns, where, reserve_rows=0):
         if table == "files":
@@ -166,7 +174,9 @@ class Trace:
         return reader, columns
 
     def _read_all(self, table, columns, where):
-        reader, wanted = self._reader(table, columns, where, self._expected_rows(table))
+        # A filter keeps an unknown share of the rows: no room made for the footer's count.
+        reader, wanted = self._reader(table, columns, where,
+                                      0 if where else self._expected_rows(table))
         reader.read(0)
         if table == "files":
             found = [reader.files()]

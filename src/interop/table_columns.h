@@ -202,7 +202,11 @@ class ColumnTable {
   friend class ColumnRowWriter;
   void Grow();
   bool Keep(size_t row);
-  size_t FirstCapacity() const { return std::max(kFirstRows, query_->reserve_rows); }
+  // The caller's hint may come from a trace's footer (untrusted): capped.
+  static constexpr size_t kMostReservedRows = size_t{1} << 26;
+  size_t FirstCapacity() const {
+    return std::clamp(query_->reserve_rows, kFirstRows, kMostReservedRows);
+  }
 
   std::string stem_;
   ColumnQuery* query_;

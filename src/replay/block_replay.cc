@@ -423,10 +423,14 @@ Status BlockReplayer::Init(uint32_t max_qd) {
   // kOpenLoopInflight (or twice the recorded depth): the ring has room for them all.
   open_loop_limit_ = std::max(kOpenLoopInflight, std::min(max_qd, 1u << 14) * 2);
   unsigned entries = 1;
-  const uint32_t need = o_.pace == PaceMode::kOriginal ? open_loop_limit_ : max_qd * 2;
+  // The recorded depth comes from the trace: kept within io_uring's 32768 entries.
+  const uint32_t need =
+      o_.pace == PaceMode::kOriginal ? open_loop_limit_ : std::min(max_qd, 1u << 14) * 2;
   while (entries < std::max(need, 8u)) entries <<= 1;
   int rc = io_uring_queue_init(entries, &ring_, 0);
-  if (rc < 0) return Status::FromErrno(-rc, "io_uring_queue_init");
+  if (rc < 0) {
+    return Status::FromErrno(-rc, "io_uring_queue_init of " + std::to_string(entries) + " entries");
+  }
   ring_ready_ = true;
   rbuf_ = AlignedBuffer(layout_.max_transfer);
   wbuf_ = AlignedBuffer(layout_.max_transfer);
@@ -507,7 +511,7 @@ uint64_t BlockReplayer::Due(const model::BlockRequest& r) {
 // the previous issue, so it still leaves the CPU between requests to the device's worker (a loop
 // device's) and stays under the kernel's real-time throttling. A SCHED_OTHER thread keeps the
 // fixed spin: spinning longer, it is preempted more by the fair scheduler and leaves the device's
-// worker less CPU (on 2 loaded cores its p50 went from 59-211 us to 471-729 us).
+// worker less CPU (docs/replay.md, "Device-level replay").
 void BlockReplayer::WaitForDue(uint64_t due) {
   const uint64_t since_prev = due > prev_issue_ ? due - prev_issue_ : 0;
   const uint64_t learned = o_.rt_priority > 0 ? std::min(wake_.SpinNs(), since_prev / 5 * 4) : 0;

@@ -173,3 +173,23 @@ def test_to_numpy_no_rows_keeps_columns(synth_trace):
     t = iotwin.open(synth_trace)
     none = t.to_numpy("syscalls", columns=["ts_ns", "op", "path"], where={"ts_ns": (0, 1)})
     assert len(none) == 0 and none.dtype.names == ("ts_ns", "op", "path")
+
+
+def test_structured_builder_refuses_misuse():
+    """finish() twice and an object field fed as numbers raise instead of crashing."""
+    from iotwin import _native
+    builder = _native.StructuredBuilder(np.dtype([("n", np.int64)]), 4)
+    builder.append([np.arange(3, dtype=np.int64)])
+    assert list(builder.finish()["n"]) == [0, 1, 2]
+    with pytest.raises(ValueError):
+        builder.finish()
+    objects = _native.StructuredBuilder(np.dtype([("o", object)]), 4)
+    with pytest.raises(ValueError):
+        objects.append([np.array([None, None], dtype=object)])
+
+
+def test_footer_count_is_capped_by_the_file_size(synth_trace):
+    """A footer claiming more rows than the file could hold reserves no more than it could."""
+    t = iotwin.open(synth_trace)
+    t.summary = dict(t.summary or {}, events={"syscalls": 1 << 60})
+    assert t._expected_rows("syscalls") <= os.path.getsize(synth_trace) * 64
