@@ -290,7 +290,8 @@ void AddNvmeMeasures(const Stream& a, const Stream& b, std::map<std::string, Val
   double worst = 0;
   std::map<uint8_t, uint64_t> opcodes = a.nvme_opcodes;
   opcodes.insert(b.nvme_opcodes.begin(), b.nvme_opcodes.end());
-  for (const auto& [opcode, unused] : opcodes) {
+  for (const auto& entry : opcodes) {
+    const uint8_t opcode = entry.first;  // a copy: clang 14 cannot capture a structured binding
     auto share = [&](const Stream& s) {
       auto it = s.nvme_opcodes.find(opcode);
       return it == s.nvme_opcodes.end() || s.nvme_commands == 0
