@@ -428,7 +428,7 @@ def run_replay_bench(a, work, p):
 
 # ---------------------------------------------------------------------------------------------
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, output to a temp dir")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory")
@@ -447,6 +447,18 @@ def main():
                     "about 12 s per export on the 2-core VM)")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
+    if a.only is not None:
+        a.sections = [s for s in a.only.split(",") if s]
+    else:
+        a.sections = [] if a.reuse else list(SECTIONS)
+    for s in a.sections:
+        if s not in SECTIONS:
+            ap.error("unknown section " + s)
+    return a
+
+
+def check_prerequisites(a):
+    """Exits (77: skipped, unless IOTWIN_REQUIRE_BPF=1) when the run cannot measure."""
     require = os.environ.get("IOTWIN_REQUIRE_BPF") == "1"
     if os.geteuid() != 0:
         log("needs root (iotwin record, bpftrace and perf trace load eBPF)")
@@ -462,117 +474,90 @@ def main():
         if not shutil.which(tool):
             log("%s is not installed (tools/debian-packages.txt)" % tool)
             sys.exit(2)
-    if a.only is not None:
-        sections = [s for s in a.only.split(",") if s]
-    else:
-        sections = [] if a.reuse else list(SECTIONS)
-    for s in sections:
-        if s not in SECTIONS:
-            ap.error("unknown section " + s)
 
-    work = tempfile.mkdtemp(prefix="iotwin-bench-run-")
-    out = a.out or (os.path.join(work, "benchmarks.md") if a.smoke
-                    else os.path.join(ROOT, "docs/benchmarks.md"))
-    started = time.monotonic()
-    load_start = os.getloadavg()
-    results, failures, times = {}, [], {}
-    texts = {}
-    commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])[1].strip() or "?"
-    dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])[1].strip()
-    commit_here = commit + (" (with uncommitted changes)" if dirty else "")
-    # The code each section measured: this run's for the sections run here, the earlier run's
-    # for sections taken over with --reuse.
-    commits = {s: commit_here for s in sections}
-    mode_here = "smoke" if a.smoke else "full"
-    modes = {s: mode_here for s in sections}  # sizes each section ran with
-    for s in sections:
+
+SECTION_RUNNERS = {
+    "capture": lambda a, work: section_capture(a, work),
+    "replay": lambda a, work: section_replay(a, work),
+    "device": lambda a, work: section_device(a, work),
+    "analysis": lambda a, work: section_analysis(a, work),
+    "export": lambda a, work: section_export(a, work),
+    "inprocess": lambda a, work: section_inprocess(a, work),
+}
+
+
+def run_sections(a, work, run):
+    """Runs the sections asked for, each saved in `work` as it ends (for a later --reuse)."""
+    for s in a.sections:
         log("section %s ..." % s)
         try:
+            got = SECTION_RUNNERS[s](a, work)
             if s == "capture":
-                texts["capture"], texts["size"], results["capture"], times[s] = section_capture(a, work)
-            elif s == "replay":
-                texts["replay"], results["replay"], times[s] = section_replay(a, work)
-            elif s == "device":
-                texts["device"], results["device"], times[s] = section_device(a, work)
-            elif s == "analysis":
-                texts["analysis"], results["analysis"], times[s] = section_analysis(a, work)
-            elif s == "export":
-                texts["export"], results["export"], times[s] = section_export(a, work)
-            elif s == "inprocess":
-                texts["inprocess"], results["inprocess"], times[s] = section_inprocess(a, work)
-            log("section %s done in %.0f s" % (s, times[s]))
-            saved = {"texts": {k: v for k, v in texts.items()
+                run.texts["capture"], run.texts["size"], run.results[s], run.times[s] = got
+            else:
+                run.texts[s], run.results[s], run.times[s] = got
+            log("section %s done in %.0f s" % (s, run.times[s]))
+            saved = {"texts": {k: v for k, v in run.texts.items()
                                if k == s or (s == "capture" and k == "size")},
-                     "results": results[s], "time": times[s], "commit": commit_here,
-                     "mode": mode_here}
+                     "results": run.results[s], "time": run.times[s],
+                     "commit": run.commit_here, "mode": run.mode_here}
             with open(os.path.join(work, "section-%s.json" % s), "w") as f:
                 json.dump(saved, f, default=str)
         except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
-            failures.append("%s: %s" % (s, e))
+            run.failures.append("%s: %s" % (s, e))
             log("section %s FAILED: %s" % (s, e))
-    total = time.monotonic() - started
-    load_end = os.getloadavg()
-    if a.reuse:
-        reused_meta_path = os.path.join(a.reuse, "run-meta.json")
-        try:
-            reused_meta = json.load(open(reused_meta_path))
-        except (OSError, ValueError):
-            reused_meta = {}
-        for s in SECTIONS:
-            path = os.path.join(a.reuse, "section-%s.json" % s)
-            if s in sections or not os.path.exists(path):
-                continue
-            saved = json.load(open(path))
-            texts.update(saved["texts"])
-            results[s] = saved["results"]
-            times[s] = saved["time"]
-            # Sections saved before they carried their commit: the earlier run's.
-            commits[s] = saved.get("commit") or reused_meta.get("commit", "?")
-            modes[s] = saved.get("mode") or (
-                "smoke" if reused_meta.get("mode", "full").startswith("smoke") else "full")
-            # This run's directory holds every section it renders, so it can be reused in turn.
-            saved["commit"] = commits[s]
-            saved["mode"] = modes[s]
-            with open(os.path.join(work, "section-%s.json" % s), "w") as f:
-                json.dump(saved, f, default=str)
-            log("section %s taken from %s" % (s, a.reuse))
 
-    run_meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                "commit": commit_here,
-                "load": "%.1f at start, %.1f at end" % (load_start[0], load_end[0]),
-                "mode": "smoke (tiny sizes: figures meaningless)" if a.smoke else "full"}
-    meta_path = os.path.join(a.reuse, "run-meta.json") if a.reuse else None
-    rerendered = bool(meta_path and not sections and reused_meta)
-    if rerendered:
-        run_meta = dict(reused_meta)  # pure re-rendering: the measuring run's facts
-        run_meta["date"] += " (text re-rendered later with `--reuse`)"
-    if sections or rerendered:
-        with open(os.path.join(work, "run-meta.json"), "w") as f:
-            json.dump(reused_meta if rerendered else run_meta, f)
-    header = TEMPLATE_HEAD.format(
-        date=run_meta["date"],
-        kernel=os.uname().release, cpus=os.cpu_count(), load=run_meta["load"],
-        mode=run_meta.get("mode", "full"),
-        total="%.0f" % sum(times.values()),
-        times=", ".join("%s %.0f s" % (k, v) for k, v in times.items()),
-        fio=first_line(["fio", "--version"]), strace=first_line(["strace", "-V"]),
-        bpftrace=first_line(["bpftrace", "--version"]),
-        perf=first_line(["perf", "--version"]) if shutil.which("perf") else "not installed")
-    parts = [header]
-    reused = [s for s in SECTIONS if s not in sections and s in results]
+
+def take_reused(a, work, run):
+    """The sections not rerun, from --reuse's directory; returns that run's meta ({} if none)."""
+    try:
+        reused_meta = json.load(open(os.path.join(a.reuse, "run-meta.json")))
+    except (OSError, ValueError):
+        reused_meta = {}
+    for s in SECTIONS:
+        path = os.path.join(a.reuse, "section-%s.json" % s)
+        if s in a.sections or not os.path.exists(path):
+            continue
+        saved = json.load(open(path))
+        run.texts.update(saved["texts"])
+        run.results[s] = saved["results"]
+        run.times[s] = saved["time"]
+        # Sections saved before they carried their commit: the earlier run's.
+        run.commits[s] = saved.get("commit") or reused_meta.get("commit", "?")
+        run.modes[s] = saved.get("mode") or (
+            "smoke" if reused_meta.get("mode", "full").startswith("smoke") else "full")
+        # This run's directory holds every section it renders, so it can be reused in turn.
+        saved["commit"] = run.commits[s]
+        saved["mode"] = run.modes[s]
+        with open(os.path.join(work, "section-%s.json" % s), "w") as f:
+            json.dump(saved, f, default=str)
+        log("section %s taken from %s" % (s, a.reuse))
+    return reused_meta
+
+
+def reuse_notes(a, run, rerendered):
+    """What the document says of sections taken over with --reuse and of failed sections."""
+    parts = []
+    reused = [s for s in SECTIONS if s not in a.sections and s in run.results]
     if a.reuse and reused:
         parts.append("Sections %s were measured in an earlier run and reused here (`--reuse`); "
                      "the date and load above are those of %s.\n" %
-                     (", ".join(s + (" (smoke sizes)" if modes.get(s) == "smoke" else "")
+                     (", ".join(s + (" (smoke sizes)" if run.modes.get(s) == "smoke" else "")
                                 for s in reused),
                       "the run this text was re-rendered from" if rerendered else "this run"))
-        tiny = [s for s in reused if modes.get(s) == "smoke"]
+        tiny = [s for s in reused if run.modes.get(s) == "smoke"]
         if tiny and not a.smoke:
             log("warning: sections %s were measured with smoke sizes" % ", ".join(tiny))
             parts.append("**Sections %s were measured with `--smoke` sizes: their figures are "
                          "meaningless.**\n" % ", ".join(tiny))
-    if failures:
-        parts.append("**Sections that failed in this run:** " + "; ".join(failures) + "\n")
+    if run.failures:
+        parts.append("**Sections that failed in this run:** " + "; ".join(run.failures) + "\n")
+    return parts
+
+
+def section_texts(texts, results):
+    """The document's numbered sections, in order, from the texts present."""
+    parts = []
     if "capture" in texts:
         parts.append("## 1. Capture overhead\n\n" + CAPTURE_INTRO + texts["capture"] + "\n" +
                      summarize_capture(results.get("capture")))
@@ -589,24 +574,76 @@ def main():
         parts.append("## 5. Export throughput\n\n" + texts["export"])
     if "inprocess" in texts:
         parts.append("## 6. In-process micro-benchmarks\n\n" + texts["inprocess"])
+    return parts
+
+
+def run_meta_of(a, work, run, reused_meta, load_start, load_end):
+    """The run's date, commit, load and mode, as the header shows them; returns (meta,
+    rerendered): a pure re-rendering shows the measuring run's facts."""
+    run_meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "commit": run.commit_here,
+                "load": "%.1f at start, %.1f at end" % (load_start[0], load_end[0]),
+                "mode": "smoke (tiny sizes: figures meaningless)" if a.smoke else "full"}
+    rerendered = bool(a.reuse and not a.sections and reused_meta)
+    if rerendered:
+        run_meta = dict(reused_meta)
+        run_meta["date"] += " (text re-rendered later with `--reuse`)"
+    if a.sections or rerendered:
+        with open(os.path.join(work, "run-meta.json"), "w") as f:
+            json.dump(reused_meta if rerendered else run_meta, f)
+    return run_meta, rerendered
+
+
+def main():
+    a = parse_args()
+    check_prerequisites(a)
+    work = tempfile.mkdtemp(prefix="iotwin-bench-run-")
+    out = a.out or (os.path.join(work, "benchmarks.md") if a.smoke
+                    else os.path.join(ROOT, "docs/benchmarks.md"))
+    started = time.monotonic()
+    load_start = os.getloadavg()
+    commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])[1].strip() or "?"
+    dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])[1].strip()
+    commit_here = commit + (" (with uncommitted changes)" if dirty else "")
+    mode_here = "smoke" if a.smoke else "full"
+    # The code each section measured and the sizes it ran with: this run's for the sections
+    # run here, the earlier run's for sections taken over with --reuse.
+    run = argparse.Namespace(texts={}, results={}, times={}, failures=[],
+                             commit_here=commit_here, mode_here=mode_here,
+                             commits={s: commit_here for s in a.sections},
+                             modes={s: mode_here for s in a.sections})
+    run_sections(a, work, run)
+    total = time.monotonic() - started
+    load_end = os.getloadavg()
+    reused_meta = take_reused(a, work, run) if a.reuse else {}
+    run_meta, rerendered = run_meta_of(a, work, run, reused_meta, load_start, load_end)
+    header = TEMPLATE_HEAD.format(
+        date=run_meta["date"],
+        kernel=os.uname().release, cpus=os.cpu_count(), load=run_meta["load"],
+        mode=run_meta.get("mode", "full"),
+        total="%.0f" % sum(run.times.values()),
+        times=", ".join("%s %.0f s" % (k, v) for k, v in run.times.items()),
+        fio=first_line(["fio", "--version"]), strace=first_line(["strace", "-V"]),
+        bpftrace=first_line(["bpftrace", "--version"]),
+        perf=first_line(["perf", "--version"]) if shutil.which("perf") else "not installed")
+    parts = [header] + reuse_notes(a, run, rerendered) + section_texts(run.texts, run.results)
     parts.append(TEMPLATE_TAIL)
-    doc = "\n".join(parts)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
-        f.write(doc)
+        f.write("\n".join(parts))
     with open(os.path.splitext(out)[0] + ".json", "w") if not a.smoke else open(
             os.path.join(work, "results.json"), "w") as f:
-        json.dump(portable(results, a.build), f, indent=1, default=str)
-    if not a.smoke and not a.out and "capture" in texts:
-        update_record_md(texts["capture"])
+        json.dump(portable(run.results, a.build), f, indent=1, default=str)
+    if not a.smoke and not a.out and "capture" in run.texts:
+        update_record_md(run.texts["capture"])
     remove_data_files(a.dir)
-    log("wrote %s in %.0f s%s" % (out, total, "; FAILED: " + "; ".join(failures) if failures else ""))
+    log("wrote %s in %.0f s%s" % (out, total,
+                                  "; FAILED: " + "; ".join(run.failures) if run.failures else ""))
     if a.smoke and not a.out:
         shutil.rmtree(work, ignore_errors=True)
     else:
         log("raw results in %s" % work)
-    sys.exit(1 if failures else 0)
-
+    sys.exit(1 if run.failures else 0)
 
 # The data files the capture scripts make in --dir and share between them (they keep them so that
 # one script's runs reuse them): removed at the end of the run, they take up to 600 MiB.

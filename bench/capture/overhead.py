@@ -285,7 +285,7 @@ def fmt_num(v, spec="%.0f"):
     return "-" if v is None else spec % v
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory")
     ap.add_argument("--smoke", action="store_true", help="a run of a few seconds (figures are rough)")
@@ -300,24 +300,15 @@ def main():
     ap.add_argument("--json", help="also write the raw measurements here")
     ap.add_argument("--md", help="write the markdown section here (default: stdout)")
     args = ap.parse_args()
+    return args
 
-    reps = args.reps or (1 if args.smoke else 3)
-    calls = args.calls or (5000 if args.smoke else 50000)
-    fio_s = args.fio_seconds or (1 if args.smoke else 2)
-    iotwin = os.path.join(args.build, "src/cli/iotwin")
-    pread_loop = os.path.join(args.build, "tests/progs/pread_loop")
-    workload_bin = os.path.join(args.build, "workloads/iotwin-workload")
-    for p in (iotwin, pread_loop, workload_bin):
-        if not os.access(p, os.X_OK):
-            sys.exit("overhead: %s is missing: build first (ninja -C %s)" % (p, args.build))
-    if os.geteuid() != 0:
-        sys.exit("overhead: needs root (iotwin record, bpftrace and perf trace load eBPF)")
-    if not os.path.ismount("/sys/kernel/tracing") and os.path.isdir("/sys/kernel/tracing"):
-        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"])
 
+def find_tracers(iotwin, names):
+    """The untraced baseline first, then the tracers asked for that are installed; and the
+    names of those skipped."""
     tracers = [Tracer("none", iotwin)]
     skipped = []
-    names = args.tracers or "iotwin,iotwin-syscall,strace,perf,bpftrace,bpftrace-count"
+    names = names or "iotwin,iotwin-syscall,strace,perf,bpftrace,bpftrace-count"
     for name in names.split(","):
         binary = name.split("-")[0]
         if name and (binary == "iotwin" or shutil.which(binary)):
@@ -326,6 +317,11 @@ def main():
             skipped.append(name)
             print("overhead: %s not installed, skipped" % binary, file=sys.stderr)
 
+    return tracers, skipped
+
+
+def make_workloads(args, pread_loop, workload_bin, calls, fio_s):
+    """The workloads asked for (--workloads), their data files made in --dir."""
     os.makedirs(args.dir, exist_ok=True)
     size_mb = 16 if args.smoke else 256
     cached = os.path.join(args.dir, "iotwin-bench-cached.dat")
@@ -370,6 +366,12 @@ def main():
         elif key:
             sys.exit("overhead: unknown workload " + key)
 
+    return workloads
+
+
+def measure(args, workloads, tracers, reps, iotwin):
+    """Every workload under every tracer, alternately, `reps` times: results per (workload
+    key, tracer name), and the JSONL export size of iotwin's first trace per workload."""
     results = {}  # (workload, tracer) -> list of dicts
     sizes = {}    # workload -> {"jsonl": (bytes, rows)}
     with tempfile.TemporaryDirectory(prefix="iotwin-bench-", dir=args.dir) as tmp:
@@ -400,21 +402,32 @@ def main():
                         sizes[w.key] = jsonl_size(iotwin, out, tmp)
                     if os.path.exists(out):
                         os.unlink(out)
+    return results, sizes
 
-    def med(key, tracer, field):
-        vals = [r[field] for r in results.get((key, tracer), []) if r[field] is not None]
+
+class Figures:
+    """Medians and slowdowns of the measurements, and commands as the document shows them."""
+
+    def __init__(self, args, results):
+        self.args, self.results = args, results
+
+    def med(self, key, tracer, field):
+        vals = [r[field] for r in self.results.get((key, tracer), []) if r[field] is not None]
         return statistics.median(vals) if vals else None
 
-    def slowdown(w, tracer):
-        pairs = zip(results.get((w.key, "none"), []), results.get((w.key, tracer), []))
+    def slowdown(self, w, tracer):
+        pairs = zip(self.results.get((w.key, "none"), []), self.results.get((w.key, tracer), []))
         vals = [w.slowdown(t["value"], b["value"]) for b, t in pairs]
         vals = [v for v in vals if v is not None]
         return statistics.median(vals) if vals else None
 
-    def rel(cmd):
-        return shell_join([c.replace(args.build, "build").replace(ROOT + "/", "")
-                           .replace(args.dir, "DIR") for c in cmd])
+    def rel(self, cmd):
+        return shell_join([c.replace(self.args.build, "build").replace(ROOT + "/", "")
+                           .replace(self.args.dir, "DIR") for c in cmd])
 
+
+def overhead_markdown(args, workloads, tracers, skipped, reps, f):
+    """The slowdown table, the events table and the commands."""
     lines = []
     p = lines.append
     p("Slowdown = traced time / untraced time of the same repetition (fio: untraced IOPS / traced "
@@ -425,7 +438,7 @@ def main():
     p("| " + " | ".join(head) + " |")
     p("|" + "---|" * len(head))
     for w in workloads:
-        base = med(w.key, "none", "value")
+        base = f.med(w.key, "none", "value")
         if not base:
             shown = "failed"
         elif w.time_like:
@@ -434,8 +447,8 @@ def main():
             shown = "{:,.0f} {}".format(base, w.unit)
         row = [w.title, shown]
         for t in tracers[1:]:
-            s = slowdown(w, t.name)
-            ran = (w.key, t.name) in results
+            s = f.slowdown(w, t.name)
+            ran = (w.key, t.name) in f.results
             row.append("%.2fx" % s if s else ("failed" if ran else "not run"))
         p("| " + " | ".join(row) + " |")
     p("")
@@ -447,9 +460,9 @@ def main():
     for w in workloads:
         row = [w.title]
         for t in tracers[1:]:
-            ev = med(w.key, t.name, "events")
-            lost = sum(r["lost"] or 0 for r in results.get((w.key, t.name), []))
-            ran = (w.key, t.name) in results
+            ev = f.med(w.key, t.name, "events")
+            lost = sum(r["lost"] or 0 for r in f.results.get((w.key, t.name), []))
+            ran = (w.key, t.name) in f.results
             row.append("%s / %d" % (fmt_num(ev), lost) if ran else "not run")
         p("| " + " | ".join(row) + " |")
     p("")
@@ -473,17 +486,20 @@ def main():
     for w in workloads:
         p("# %s" % w.title)
         if w.prepare_cmd:
-            p(rel(w.prepare_cmd) + "   # once, before the runs")
-        p(rel(w.cmd))
+            p(f.rel(w.prepare_cmd) + "   # once, before the runs")
+        p(f.rel(w.cmd))
     for t in tracers[1:]:
         cmd = t.wrap(["CMD..."], "TRACE", "COMM")
         p("# %s (COMM = the workload's command name, first 15 characters)" % t.name
           if t.name.startswith("bpftrace") else "# %s" % t.name)
-        p(re.sub(r"\s+", " ", rel(cmd)))
+        p(re.sub(r"\s+", " ", f.rel(cmd)))
     p("```")
-    overhead_md = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
 
-    # Trace size.
+
+
+def size_markdown(workloads, tracers, results, sizes):
+    """Bytes per event of each tool's output and of iotwin's JSONL export."""
     lines = []
     p = lines.append
     size_tracers = [t for t in tracers[1:] if t.name != "bpftrace-count"]
@@ -504,7 +520,33 @@ def main():
       "captured (the events table above). iotwin: the compressed .iotwin file (zstd level 1, "
       "strings and clock anchors included). strace: `-f -tt -T` text. JSONL: `iotwin export "
       "TRACE --jsonl DIR` of that same trace, bytes of all `DIR/*.jsonl` / their rows.")
-    size_md = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+
+def main():
+    args = parse_args()
+    reps = args.reps or (1 if args.smoke else 3)
+    calls = args.calls or (5000 if args.smoke else 50000)
+    fio_s = args.fio_seconds or (1 if args.smoke else 2)
+    iotwin = os.path.join(args.build, "src/cli/iotwin")
+    pread_loop = os.path.join(args.build, "tests/progs/pread_loop")
+    workload_bin = os.path.join(args.build, "workloads/iotwin-workload")
+    for p in (iotwin, pread_loop, workload_bin):
+        if not os.access(p, os.X_OK):
+            sys.exit("overhead: %s is missing: build first (ninja -C %s)" % (p, args.build))
+    if os.geteuid() != 0:
+        sys.exit("overhead: needs root (iotwin record, bpftrace and perf trace load eBPF)")
+    if not os.path.ismount("/sys/kernel/tracing") and os.path.isdir("/sys/kernel/tracing"):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+
+    tracers, skipped = find_tracers(iotwin, args.tracers)
+    workloads = make_workloads(args, pread_loop, workload_bin, calls, fio_s)
+    results, sizes = measure(args, workloads, tracers, reps, iotwin)
+    figures = Figures(args, results)
+    overhead_md = overhead_markdown(args, workloads, tracers, skipped, reps, figures)
+    size_md = size_markdown(workloads, tracers, results, sizes)
+    rel = figures.rel
 
     if args.md:
         with open(args.md, "w") as f:
