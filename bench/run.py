@@ -749,7 +749,9 @@ TEMPLATE_TAIL = """## Reading these numbers
 * Export throughput (section 5) is measured with the tables written to /dev/null, i.e. the
   exporter's cost, not the disk's. The export formats rows on a second thread, so its rows per
   wall second need a free second core, which this shared machine rarely has; rows per
-  CPU-second do not depend on the load. `to_numpy` runs in one thread.
+  CPU-second do not depend on the load. `to_numpy` reads on one thread while a second
+  faults in the array's fresh memory ahead of it (docs/python.md, "Speed"), so its wall time
+  too needs the second core.
 * Smoke runs (`bench/run.sh --smoke`, ctest label `bench`) only check that every piece still runs.
 """
 
