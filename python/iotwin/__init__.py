@@ -79,7 +79,7 @@ class Trace:
             found = reader.tables(False, {k: len(v) for k, v in dictionaries.items()}, True)
             if found:
                 names, specs = _assemble(found[0], wanted, where, dictionaries,
-                                         reader.file_paths)
+                                         reader.file_paths, self._column_names)
                 if builder is None:
                     # A filter keeps an unknown share of the rows: no count, the array grows.
                     expected = 0 if where else self._expected_rows(table)
@@ -118,7 +118,7 @@ class Trace:
             found = reader.tables(False, {k: len(v) for k, v in dictionaries.items()})
             if found:
                 names, specs = _assemble(found[0], wanted, where, dictionaries,
-                                         reader.file_paths)
+                                         reader.file_paths, self._column_names)
                 arrays = [_materialize(c) for c in specs]
                 for i in range(len(arrays[0]) if arrays else 0):
                     yield {n: _scalar(a[i]) for n, a in zip(names, arrays)}
@@ -146,6 +146,11 @@ class Trace:
             return 0
         return min(count, most)
 
+    def _column_names(self, table):
+        """Every column of `table`, in order, from its first row (for messages only)."""
+        names, _ = self._read_all(table, None, None, max_rows=1)
+        return names
+
     def _reader(self, table, columns, where, reserve_rows=0):
         if table == "files":
             reader = _native.Reader(self.path, ["files"], [], [], 0, 2**64 - 1, "",
@@ -156,10 +161,9 @@ class Trace:
         if unknown:
             raise ValueError("where=: unknown key(s) %s; known: %s" %
                              (sorted(unknown), sorted(_WHERE_KEYS)))
-        ops = where.get("op", [])
-        if isinstance(ops, str):
-            ops = [ops]
-        ts_from, ts_to = where.get("ts_ns", (None, None))
+        ops = _where_ops(where.get("op", []))
+        ts_from, ts_to = _where_time(where.get("ts_ns", (None, None)))
+        path_glob = _where_path(where.get("path", ""))
         native_columns = []
         if columns is not None:
             columns = list(columns)
@@ -170,14 +174,14 @@ class Trace:
         reader = _native.Reader(self.path, [table], native_columns, list(ops),
                                 0 if ts_from is None else int(ts_from),
                                 2**64 - 1 if ts_to is None else int(ts_to),
-                                where.get("path", ""), self.salvage, reserve_rows)
+                                path_glob, self.salvage, reserve_rows)
         return reader, columns
 
-    def _read_all(self, table, columns, where):
+    def _read_all(self, table, columns, where, max_rows=0):
         # A filter keeps an unknown share of the rows: no room made for the footer's count.
         reader, wanted = self._reader(table, columns, where,
-                                      0 if where else self._expected_rows(table))
-        reader.read(0)
+                                      0 if where or max_rows else self._expected_rows(table))
+        reader.read(max_rows)
         if table == "files":
             found = [reader.files()]
         else:
@@ -186,10 +190,39 @@ class Trace:
             if table not in _native.table_names():
                 raise ValueError("unknown table %r; tables: %s" % (table, _native.table_names()))
             return [], []  # the trace has no such records: no rows, no columns
-        return _assemble(found[0], wanted, where, {}, reader.file_paths)
+        return _assemble(found[0], wanted, where, {}, reader.file_paths, self._column_names)
 
 
-def _assemble(found, wanted, where, dictionaries, file_paths):
+def _where_ops(ops):
+    """where={"op": ...}: one op name or a list of them."""
+    if isinstance(ops, str):
+        return [ops]
+    if isinstance(ops, (list, tuple, set, frozenset)) and all(isinstance(o, str) for o in ops):
+        return list(ops)
+    raise ValueError("where=%r: an op name or a list of op names, e.g. {'op': ['read', "
+                     "'pread64']}" % {"op": ops})
+
+
+def _where_time(window):
+    """where={"ts_ns": (start, end)}: start included, end excluded, either None for open."""
+    if isinstance(window, (list, tuple)) and len(window) == 2 and all(
+            v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool) and
+                          0 <= v < 2**64)
+            for v in window):
+        return window
+    raise ValueError("where=%r: a pair (start, end) of nanoseconds on the trace's clock, "
+                     "either None for open, e.g. {'ts_ns': (t0, t0 + 10**9)}" % {"ts_ns": window})
+
+
+def _where_path(glob):
+    """where={"path": glob}: a str, bytes or os.PathLike glob on the resolved path."""
+    if isinstance(glob, (str, bytes, os.PathLike)):
+        return os.fsencode(glob)  # the trace's names are bytes: os.fsdecode'd names round-trip
+    raise ValueError("where=%r: a glob on the resolved path, e.g. {'path': '/data/*'}"
+                     % {"path": glob})
+
+
+def _assemble(found, wanted, where, dictionaries, file_paths, column_names):
     """Names and columns of a table read by the native reader, in the CSV's order (then `path`,
     `path2`) or in the order asked for. A column is a NumPy array (numbers) or a pair
     (codes, values): text, decoded lazily as values[codes] (code -1: the last value, "")."""
@@ -224,8 +257,9 @@ def _assemble(found, wanted, where, dictionaries, file_paths):
     else:
         missing = [c for c in wanted if c not in out]
         if missing:
+            # `out` holds only what was read: the message lists every column of the table.
             raise ValueError("table %r has no column(s) %s; columns: %s" %
-                             (found["name"], missing, list(out)))
+                             (found["name"], missing, column_names(found["name"]) or list(out)))
         names = list(wanted)
     return names, [out[n] for n in names]
 

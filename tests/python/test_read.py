@@ -193,3 +193,30 @@ def test_footer_count_is_capped_by_the_file_size(synth_trace):
     t = iotwin.open(synth_trace)
     t.summary = dict(t.summary or {}, events={"syscalls": 1 << 60})
     assert t._expected_rows("syscalls") <= os.path.getsize(synth_trace) * 64
+
+
+def test_where_values_of_the_wrong_shape_say_what_they_take(synth_trace):
+    """A where= value of the wrong type names its key and shows an example, instead of an
+    unpacking or argument-matching error from inside the module."""
+    t = iotwin.open(synth_trace)
+    for where, key in [({"ts_ns": (5,)}, "ts_ns"), ({"ts_ns": 5}, "ts_ns"),
+                       ({"ts_ns": ("a", None)}, "ts_ns"), ({"path": 3}, "path"),
+                       ({"op": 3}, "op"), ({"op": ["read", 3]}, "op")]:
+        with pytest.raises(ValueError) as e:
+            t.to_numpy("syscalls", where=where)
+        assert str(e.value).startswith("where=%r" % {key: where[key]}), str(e.value)
+        assert "e.g." in str(e.value), str(e.value)
+    # The accepted shapes: bytes and os.PathLike paths, a list of ops, an open end.
+    glob = t.to_numpy("syscalls", columns=["path"], where={"path": "/data/shard-1*"})
+    assert len(glob) > 0
+    assert len(t.to_numpy("syscalls", columns=["path"], where={"path": b"/data/shard-1*"})) == len(glob)
+    assert len(t.to_numpy("syscalls", where={"op": ("read", "pread64"), "ts_ns": [0, None]})) > 0
+
+
+def test_an_unknown_column_lists_every_column_of_the_table(synth_trace):
+    t = iotwin.open(synth_trace)
+    every = list(t.to_pandas("syscalls").columns)
+    with pytest.raises(ValueError) as e:
+        t.to_numpy("syscalls", columns=["op", "no_such_column"])
+    assert "['no_such_column']" in str(e.value)
+    assert str(every) in str(e.value), str(e.value)
