@@ -82,8 +82,11 @@ install_deps() {
     sudo=(sudo)
   fi
   "${sudo[@]}" apt-get update
+  # --force-unsafe-io: dpkg skips its fsync of every unpacked file (dpkg(1)); only a crash in the
+  # middle of the install can then leave a file unwritten.
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y --no-install-recommends "${missing[@]}" </dev/null
+    apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-unsafe-io \
+    "${missing[@]}" </dev/null
   log "Installed at $(elapsed)"
 }
 
