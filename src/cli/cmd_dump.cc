@@ -102,8 +102,12 @@ CommandSpec SetupDump(CLI::App& parent) {
             if (d.unknown_records && !opt->json) {
               fmt::print("unknown records skipped: {}\n", d.unknown_records);
             }
-            for (const auto& s : d.skipped_chunks) fmt::print(stderr, "damaged: {}\n", s);
-            if (d.truncated) fmt::print(stderr, "truncated: {}\n", d.truncated_detail);
+            for (const auto& s : d.skipped_chunks) {
+              fmt::print(stderr, "iotwin dump: damaged: {}\n", s);
+            }
+            if (d.truncated) {
+              fmt::print(stderr, "iotwin dump: truncated: {}\n", d.truncated_detail);
+            }
             // dump verifies: a trace that is not whole fails it, unless the caller asked for
             // what can be salvaged, which is then what was printed.
             bool damaged = d.truncated || !d.skipped_chunks.empty();

@@ -6,6 +6,7 @@
 #include "base/bytes_text.h"
 #include "cli/commands.h"
 #include "cli/stdout_output.h"
+#include "cli/unit_options.h"
 #include "interop/block_text.h"
 #include "interop/importer.h"
 
@@ -39,7 +40,8 @@ CommandSpec SetupImport(CLI::App& parent) {
   sub->add_option("--dev", opt->dev,
                   "MAJ:MIN of the device, for block inputs that do not name it (bpftrace CSV)");
   sub->add_option("--pid", opt->pid,
-                  "strace: pid of the first task when the log does not show it (stderr output)");
+                  "strace: pid of the first task when the log does not show it (stderr output)")
+      ->check(Number(true, "1234"));
   return {sub, [opt] {
             interop::ImportRequest req;
             req.format = *interop::ImportFormatFromName(opt->format);

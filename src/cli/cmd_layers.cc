@@ -69,6 +69,7 @@ CommandSpec SetupLayers(CLI::App& parent) {
   sub->add_flag("--json", opt->json, "print the report as JSON");
   sub->add_option("--requests", opt->layers.max_request_rows,
                   "rows of the per-request table (0: all)")
+      ->check(Count())
       ->capture_default_str();
   sub->add_flag("--all-requests", opt->all_requests, "list every request");
   sub->add_option("--top", opt->layers.top, "rows of the other tables")

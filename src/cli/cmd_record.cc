@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +38,7 @@ struct RecordArgs {
   bool status = false;
   bool no_status = false;
   bool json = false;
+  std::string on_failure = "terminate";  // checked by OneOf: terminate, kill or leave
   // memory layer
   bool no_memory = false;
   std::string memory_parts;
@@ -161,6 +161,9 @@ int RunRecord(RecordArgs& a) {
   o.ring_bytes = a.ring_mb << 20;
   o.wake_bytes = a.wake_kb << 10;
   o.async = !a.no_async;
+  o.on_failure = a.on_failure == "kill"    ? capture::OnFailure::kKill
+                 : a.on_failure == "leave" ? capture::OnFailure::kLeave
+                                           : capture::OnFailure::kTerminate;
   o.markers = !a.no_markers;
   if (a.sched && a.no_sched) {
     fprintf(stderr, "iotwin record: give either --sched or --no-sched\n");
@@ -263,14 +266,10 @@ CommandSpec SetupRecord(CLI::App& parent) {
       ->group("");
   sub->add_option("--user", o.user, "Run the command as this user (name or uid)");
   sub->add_flag("--fail-on-loss", o.fail_on_loss, "Exit non-zero when any event was lost");
-  sub->add_option("--on-failure", o.on_failure,
+  sub->add_option("--on-failure", args->on_failure,
                   "When the recording fails under a running command: terminate it (SIGTERM, "
                   "SIGKILL 5 s later), kill it, or leave it running untraced")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, capture::OnFailure>{{"terminate", capture::OnFailure::kTerminate},
-                                                    {"kill", capture::OnFailure::kKill},
-                                                    {"leave", capture::OnFailure::kLeave}},
-          CLI::ignore_case))
+      ->check(OneOf({"terminate", "kill", "leave"}))
       ->capture_default_str();
   sub->add_option("--uprobe", args->uprobes,
                   "Record calls of a function as intent: BINARY:FUNCTION[=label] (repeatable)");

@@ -52,18 +52,24 @@ CommandSpec SetupReplay(CLI::App& parent) {
   sub->add_option("--cache", args->cache, "Initial page cache: as-captured, cold or warm")
       ->capture_default_str();
   sub->add_option("--pace", args->pace, "original (recorded times), gaps (think times), fast")
+      ->check(OneOf({"original", "gaps", "fast"}))
       ->capture_default_str();
-  sub->add_option("--speed", o.speed, "Compress waiting N-fold")->capture_default_str();
+  sub->add_option("--speed", o.speed, "Compress waiting N-fold")
+      ->check(Number(false, "2, 0.5"))
+      ->capture_default_str();
   sub->add_option("--amplify", o.amplify, "Run K independent copies, each on its own file set")
+      ->check(Number(true, "1, 4"))
       ->capture_default_str();
   sub->add_flag("--strict", o.strict, "Any result mismatch, lost event or damage is fatal");
   sub->add_flag("--json", o.json, "Print the summary as JSON");
   sub->add_flag("-q,--quiet", args->quiet, "No progress line");
   sub->add_option("--record", o.record_out, "Capture the replay itself into this trace");
   sub->add_option("--backend", args->backend, "sync (real calls) or null (nothing executed)")
+      ->check(OneOf({"sync", "null"}))
       ->capture_default_str();
   sub->add_option("--async", args->async,
                   "Async requests: native (io_uring/libaio as recorded), sync or null")
+      ->check(OneOf({"native", "sync", "null"}))
       ->capture_default_str();
   sub->add_option("--spin-us", args->spin_us, "Busy-wait this close to a deadline (us)")
       ->transform(DurationUnits(1e3, "us"))
@@ -71,8 +77,10 @@ CommandSpec SetupReplay(CLI::App& parent) {
   sub->add_option("--rt-priority", o.rt_priority,
                   "Run the replay threads SCHED_FIFO at this priority (1-99; root): "
                   "schedule accuracy on a busy machine")
+      ->check(Number(true, "1, 50"))
       ->check(CLI::Range(1, 99));
   sub->add_option("--layer", args->layer, "syscall (file-level) or block (device-level)")
+      ->check(OneOf({"syscall", "block"}))
       ->capture_default_str();
   sub->add_option("--device", o.device, "Block device for --layer block");
   sub->add_flag("--allow-device", o.allow_device, "Allow writing to --device");

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
+#include "cli/unit_options.h"
 #include "model/scope.h"
 
 namespace iotwin::cli {
@@ -37,6 +38,7 @@ inline void AddScopeOptions(CLI::App* sub, ScopeArgs& args, bool capitalised = f
                   help("data: leave out programs, the loader's cache, shared libraries, "
                        "interpreter files, locale data and what is not storage (pseudo files, "
                        "pipes, sockets, devices); all: every file"))
+      ->check(OneOf({"data", "all"}))
       ->capture_default_str();
 }
 

@@ -2,6 +2,8 @@
 // with units, `help`, `-V`, a mistyped subcommand, errors prefixed with the subcommand.
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -52,6 +54,69 @@ TEST(CliConventions, ABadUnitIsAnErrorNamingTheSubcommandOptionAndExamples) {
   RunResult top = test::Run({IotwinBin(), "report", SmallTrace(dir), "--top", "-1"});
   EXPECT_EQ(top.exit_code, 2);
   EXPECT_EQ(top.err.rfind("iotwin report: --top: '-1' is not a count", 0), 0u) << top.err;
+}
+
+// The subcommands `iotwin --help` lists, and the options of `iotwin SUB --help` whose value CLI11
+// types as a number (INT, UINT, FLOAT, with or without a unit or range after the colon).
+std::vector<std::string> HelpSubcommands() {
+  RunResult help = test::Run({IotwinBin(), "--help"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  std::vector<std::string> subs;
+  std::string text = help.out.substr(help.out.find("Subcommands:"));
+  const std::regex line("\n  ([a-z]+) ");
+  for (std::sregex_iterator it(text.begin(), text.end(), line), end; it != end; ++it) {
+    if ((*it)[1] != "help") subs.push_back((*it)[1]);
+  }
+  return subs;
+}
+
+std::vector<std::string> NumericOptions(const std::string& sub) {
+  RunResult help = test::Run({IotwinBin(), sub, "--help"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  std::vector<std::string> options;
+  std::regex numeric("\n  (?:-[a-zA-Z],)?(--[a-z0-9-]+) (?:INT|UINT|FLOAT)\\b");
+  for (std::sregex_iterator it(help.out.begin(), help.out.end(), numeric), end; it != end; ++it) {
+    options.push_back((*it)[1]);
+  }
+  return options;
+}
+
+// Not CLI11's "Could not convert: --amplify = x": the subcommand, the option, what it takes.
+TEST(CliConventions, EveryNumericOptionRefusesAWordNamingTheOptionAndAnExample) {
+  size_t checked = 0;
+  for (const std::string& sub : HelpSubcommands()) {
+    for (const std::string& option : NumericOptions(sub)) {
+      RunResult r = test::Run({IotwinBin(), sub, option, "x"});
+      EXPECT_EQ(r.exit_code, 2) << sub << " " << option;
+      EXPECT_EQ(r.err.rfind("iotwin " + sub + ": " + option + ": 'x' is not ", 0), 0u) << r.err;
+      EXPECT_NE(r.err.find("example"), std::string::npos) << r.err;
+      checked++;
+    }
+  }
+  EXPECT_GE(checked, 15u) << "the help texts list fewer numeric options than there are";
+  // A value that is a number but not a whole one of the option's unit shows examples too.
+  RunResult ring = test::Run({IotwinBin(), "record", "--ring-mb", "4k", "-o", "x", "--", "true"});
+  EXPECT_EQ(ring.exit_code, 2);
+  EXPECT_EQ(ring.err.rfind("iotwin record: --ring-mb: '4k' is not a whole number of MiB; "
+                           "examples: ", 0), 0u) << ring.err;
+  RunResult poll = test::Run({IotwinBin(), "record", "--poll-ms", "500us", "-o", "x", "--", "true"});
+  EXPECT_EQ(poll.exit_code, 2);
+  EXPECT_EQ(poll.err.rfind("iotwin record: --poll-ms: '500us' is not a whole number of ms; "
+                           "examples: ", 0), 0u) << poll.err;
+}
+
+// An option with a fixed set of words lists them (and --help, the man page and completion do).
+TEST(CliConventions, AWordOutsideAnOptionsChoicesListsThem) {
+  RunResult r = test::Run({IotwinBin(), "record", "--on-failure", "nope", "-o", "x", "--", "true"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("iotwin record: --on-failure: 'nope' is not one of: terminate, kill, leave",
+                        0), 0u) << r.err;
+  RunResult pace = test::Run({IotwinBin(), "replay", "t.iotwin", "--pace", "nope"});
+  EXPECT_EQ(pace.exit_code, 2);
+  EXPECT_EQ(pace.err.rfind("iotwin replay: --pace: 'nope' is not one of: original, gaps, fast", 0),
+            0u) << pace.err;
+  RunResult help = test::Run({IotwinBin(), "replay", "--help"});
+  EXPECT_NE(help.out.find("{original,gaps,fast}"), std::string::npos) << help.out;
 }
 
 TEST(CliConventions, WorkloadSizesTakeUnits) {
@@ -122,6 +187,13 @@ TEST(CliConventions, DumpOfATruncatedTraceFailsUnlessSalvaging) {
   EXPECT_NE(r.err.find("--salvage"), std::string::npos) << r.err;
   RunResult salvaged = test::Run({IotwinBin(), "dump", "--salvage", trace});
   EXPECT_EQ(salvaged.exit_code, 0) << salvaged.err;
+  // Every line on stderr says who speaks, the damage too.
+  for (const std::string& err : {r.err, salvaged.err}) {
+    std::istringstream lines(err);
+    std::string line;
+    while (std::getline(lines, line)) EXPECT_EQ(line.rfind("iotwin dump: ", 0), 0u) << err;
+  }
+  EXPECT_NE(salvaged.err.find("iotwin dump: truncated: "), std::string::npos) << salvaged.err;
   EXPECT_NE(salvaged.out.find("records syscall"), std::string::npos) << salvaged.out;
 }
 
