@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/cli_docs.h"
 #include "cli/commands.h"
@@ -53,6 +54,45 @@ std::string ZshQuoted(std::string_view text, bool in_brackets) {
   return out;
 }
 
+// What completes an option's value in zsh: its words, nothing for a number (a single space: the
+// message alone), else a file name.
+std::string ZshValueAction(const CLI::Option& opt) {
+  std::vector<std::string> words = ValueChoices(opt);
+  if (!words.empty()) return ZshQuoted(fmt::format("({})", fmt::join(words, " ")), false);
+  return TakesNumber(opt) ? " " : "_files";
+}
+
+// The names of an option ("-o --output") joined as bash case patterns ('record -o'|...).
+std::string BashCasePatterns(const CLI::App& sub, const CLI::Option& opt) {
+  std::string out;
+  for (const std::string& s : opt.get_snames()) {
+    out += fmt::format("{}'{} -{}'", out.empty() ? "" : "|", sub.get_name(), s);
+  }
+  for (const std::string& l : opt.get_lnames()) {
+    out += fmt::format("{}'{} --{}'", out.empty() ? "" : "|", sub.get_name(), l);
+  }
+  return out;
+}
+
+// bash: the case branches that complete the value after an option, keyed by "SUBCOMMAND
+// OPTION": an option's words, or nothing for a number; other values fall through to files.
+std::string BashValueCases(const CLI::App& app) {
+  std::string out;
+  for (const CLI::App* sub : CompletedSubcommands(app)) {
+    for (const CLI::Option* opt : NamedOptions(*sub)) {
+      if (opt->get_expected_max() == 0) continue;
+      std::vector<std::string> words = ValueChoices(*opt);
+      if (!words.empty()) {
+        out += fmt::format("      {}) words=\"{}\" ;;\n", BashCasePatterns(*sub, *opt),
+                           fmt::join(words, " "));
+      } else if (TakesNumber(*opt)) {
+        out += fmt::format("      {}) return ;;\n", BashCasePatterns(*sub, *opt));
+      }
+    }
+  }
+  return out;
+}
+
 // _arguments specs of one subcommand: every option name, its help, a file for a value.
 std::string ZshArguments(const CLI::App& sub) {
   std::string out = "      _arguments -s";
@@ -62,7 +102,7 @@ std::string ZshArguments(const CLI::App& sub) {
                                                             CLI::MultiOptionPolicy::TakeAll
                              ? "*"
                              : "";
-    std::string value = opt->get_expected_max() != 0 ? ":value:_files" : "";
+    std::string value = opt->get_expected_max() != 0 ? ":value:" + ZshValueAction(*opt) : "";
     std::vector<std::string> names;
     for (const std::string& s : opt->get_snames()) names.push_back("-" + s);
     for (const std::string& l : opt->get_lnames()) names.push_back("--" + l);
@@ -92,6 +132,18 @@ std::string BashCompletion(const CLI::App& app) {
       "# bash completion for iotwin, generated from its command-line definition.\n"
       "_iotwin() {\n"
       "  local cur=${COMP_WORDS[COMP_CWORD]} words\n"
+      "  COMPREPLY=()\n"
+      "  if (( COMP_CWORD > 1 )); then\n"
+      "    # The value of an option: its words, or nothing for a number.\n"
+      "    case \"${COMP_WORDS[1]} ${COMP_WORDS[COMP_CWORD-1]}\" in\n" +
+      BashValueCases(app) +
+      "      *) words= ;;\n"
+      "    esac\n"
+      "    if [[ -n $words ]]; then\n"
+      "      mapfile -t COMPREPLY < <(compgen -W \"$words\" -- \"$cur\")\n"
+      "      return\n"
+      "    fi\n"
+      "  fi\n"
       "  if (( COMP_CWORD == 1 )); then\n" +
       fmt::format("    words=\"{} {}\"\n", subcommands, OptionWords(app)) +
       "  else\n"

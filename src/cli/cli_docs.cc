@@ -125,8 +125,9 @@ std::string ValueName(const CLI::Option& opt) {
   return name;
 }
 
-// The words of a CheckedTransformer ("ENUM:value in {kill->1,leave->2} OR {1,2}") as
-// (word, value) pairs; empty for other options.
+// The words of an option with a fixed set, from its type string: "TEXT:{a,b}" (CLI::IsMember,
+// OneOf) or "ENUM:value in {kill->1,leave->2} OR {1,2}" (CLI::CheckedTransformer), as (word,
+// value) pairs, the value being the word itself for a plain set; empty for other options.
 std::vector<std::pair<std::string, std::string>> EnumChoices(const CLI::Option& opt) {
   std::vector<std::pair<std::string, std::string>> choices;
   std::string type = opt.get_type_name();
@@ -139,8 +140,11 @@ std::vector<std::pair<std::string, std::string>> EnumChoices(const CLI::Option& 
     size_t end = std::min(list.find(',', start), list.size());
     std::string item = list.substr(start, end - start);
     size_t arrow = item.find("->");
-    if (arrow == std::string::npos) return {};
-    choices.emplace_back(item.substr(0, arrow), item.substr(arrow + 2));
+    if (arrow == std::string::npos) {
+      choices.emplace_back(item, item);
+    } else {
+      choices.emplace_back(item.substr(0, arrow), item.substr(arrow + 2));
+    }
     start = end + 1;
   }
   return choices;
@@ -238,18 +242,62 @@ std::string CostText(std::string_view name) {
          "process.";
 }
 
+// What exit statuses 0, 1 and 2 mean for one subcommand (docs/user-guide.md and each
+// subcommand's reference); `name` empty: iotwin(1), the shared meaning.
 std::string ExitStatusText(std::string_view name) {
-  std::string out = fmt::format(".TP\n{}\nSuccess.\n", kExitOk);
-  if (name.empty() || name == "compare") {
-    out += fmt::format(".TP\n{}\n{}\n", kExitNegative,
-                       RoffEscape("compare only: the replay is out of the thresholds (the answer "
-                                  "is \"no\"; compare itself worked)."));
+  std::string success = "Success.";
+  std::string negative;  // exit status 1, where the subcommand has one
+  std::string error = "Bad input or usage: an unknown option or value, an unreadable or damaged "
+                      "file, a failure.";
+  if (name.empty()) {
+    negative = "A negative answer: compare judged the replay out of its thresholds (and the "
+               "subcommand-specific cases of each page).";
+  } else if (name == "record") {
+    success = "The recording worked and the command exited with 0 (with --pid or --cgroup: "
+              "the recording worked). Any other exit status of the command is passed on (its "
+              "exit code, or 128 + N when signal N killed it): iotwin record exits with the "
+              "traced command's exit status.";
+    negative = "With --fail-on-loss: events were lost and the command's status was 0.";
+    error = "A setup error (bad option, no BPF, the command cannot run): no trace is written.";
+  } else if (name == "replay") {
+    success = "The replay ran (result mismatches are reported, not fatal).";
+    negative = "--strict stopped on a result mismatch, or --record failed at the end.";
+    error = "Bad input, an unsafe target or an error: nothing was replayed.";
+  } else if (name == "compare") {
+    success = "Every judged measure is within its threshold (VERDICT: PASS).";
+    negative = "The replay is out of the thresholds (the answer is \"no\"; compare itself "
+               "worked).";
+  } else if (name == "demo") {
+    success = "Every step succeeded and compare's verdict is PASS.";
+    negative = "compare judged the replay out of its thresholds.";
+    error = "A step failed.";
+  } else if (name == "dump") {
+    success = "The trace is whole, or --salvage printed what could be read.";
+    error = "Bad input or usage, or the trace is damaged or truncated (without --salvage).";
+  } else if (name == "import") {
+    error = "Bad input or usage, or an input that yields no record (the wrong --format, or no "
+            "file I/O): no trace is written.";
   }
-  out += fmt::format(".TP\n{}\nBad input or usage: unknown options, unreadable or damaged "
-                     "files, failures.\n",
-                     kExitError);
-  return out;
+  std::string out = fmt::format(".TP\n{}\n{}", kExitOk, RoffText(success));
+  if (!negative.empty()) out += fmt::format(".TP\n{}\n{}", kExitNegative, RoffText(negative));
+  return out + fmt::format(".TP\n{}\n{}", kExitError, RoffText(error));
 }
+
+// iotwin(1)'s CONVENTIONS: what every subcommand shares (docs/user-guide.md).
+constexpr std::string_view kConventions =
+    "Sizes take binary multiples as fio counts them: 4096, 4k, 4KiB, 1M, 2G, 1.5G (k, M, G, T, "
+    "P, each optionally followed by B or iB, all powers of 1024). Durations take ns, us, ms, s, "
+    "m (or min), h: 500ms, 10s, 2m. A number without a unit keeps the option's own unit "
+    "(seconds for --duration, MiB for --ring-mb).\n\n"
+    "A trace argument - reads the trace from standard input (ssh host cat run.iotwin | iotwin "
+    "report -). record -o - writes the trace to standard output, a pipe or a file; import -o -, "
+    "anonymize -o -, report --html - and export --csv - / --jsonl - (with --table) write to "
+    "standard output. An output given as - is never a file named -.\n\n"
+    "--json prints one JSON object on standard output whose schema key names its schema and "
+    "version (iotwin-report/1, iotwin-record/1, ...); messages stay on standard error.\n\n"
+    "Errors start with iotwin SUBCOMMAND: and name the option and an example of what it takes; a "
+    "mistyped subcommand gets the nearest name. iotwin help [SUBCOMMAND] is --help; -V is "
+    "--version.";
 
 // NAME line text: the description without a leading "iotwin: ", up to its first ": ", ". "
 // or " (".
@@ -264,6 +312,18 @@ std::string ShortDescription(std::string description) {
 }  // namespace cli_docs_internal
 
 using namespace cli_docs_internal;
+
+std::vector<std::string> ValueChoices(const CLI::Option& opt) {
+  std::vector<std::string> words;
+  for (const auto& [word, value] : EnumChoices(opt)) words.push_back(word);
+  return words;
+}
+
+bool TakesNumber(const CLI::Option& opt) {
+  std::string type = opt.get_type_name();
+  std::string first = type.substr(0, type.find(':'));
+  return first == "INT" || first == "UINT" || first == "FLOAT";
+}
 
 std::string ManPage(const CLI::App& app, const CLI::App* sub) {
   std::string title = sub ? "iotwin-" + sub->get_name() : std::string("iotwin");
@@ -286,6 +346,7 @@ std::string ManPage(const CLI::App& app, const CLI::App* sub) {
       out += RoffText(ShortDescription(s->get_description()) + ".");
     }
   }
+  if (!sub) out += ".SH CONVENTIONS\n" + RoffText(kConventions);
   out += ".SH EXIT STATUS\n" + ExitStatusText(sub ? sub->get_name() : "");
   out += ".SH OVERHEAD\n";
   out += sub ? RoffText(CostText(sub->get_name()))

@@ -183,6 +183,52 @@ TEST(ManCompletion, BashCompletesSubcommandsOptionsAndFiles) {
             std::vector<std::string>{dir / "run.iotwin"});
 }
 
+// After an option with a fixed set of words, those words; after one that takes a number, nothing
+// (not the files of the current directory).
+TEST(ManCompletion, BashCompletesTheValuesOfAnOption) {
+  EXPECT_EQ(BashComplete({"iotwin", "record", "--on-failure", ""}),
+            (std::vector<std::string>{"terminate", "kill", "leave"}));
+  EXPECT_EQ(BashComplete({"iotwin", "replay", "run.iotwin", "--pace", "g"}),
+            std::vector<std::string>{"gaps"});
+  EXPECT_EQ(BashComplete({"iotwin", "import", "--format", "str"}), std::vector<std::string>{"strace"});
+  EXPECT_EQ(BashComplete({"iotwin", "report", "x", "--scope", ""}),
+            (std::vector<std::string>{"data", "all"}));
+  TempDir dir;
+  std::ofstream(dir / "5file") << "x";
+  EXPECT_EQ(BashComplete({"iotwin", "record", "--duration", dir / "5"}), std::vector<std::string>{});
+  EXPECT_EQ(BashComplete({"iotwin", "record", "-o", dir / "5"}),
+            std::vector<std::string>{dir / "5file"});
+}
+
+// iotwin(1) holds the conventions every subcommand shares; each page its own exit statuses.
+TEST(ManCompletion, PagesSayTheConventionsAndEachSubcommandsExitStatuses) {
+  auto page = [](const std::string& name) {
+    RunResult man = test::Run({"/usr/bin/man", "-l", DocsDir() / "man1" / (name + ".1")}, 60,
+                              {"MANWIDTH=200"});
+    EXPECT_EQ(man.exit_code, 0) << name << ": " << man.err;
+    return man.out;
+  };
+  std::string main_page = page("iotwin");
+  for (const char* text : {"\nCONVENTIONS\n", "4k", "500ms", "standard input", "--json",
+                           "iotwin SUBCOMMAND:"}) {
+    EXPECT_NE(main_page.find(text), std::string::npos) << "iotwin(1) lacks " << text;
+  }
+  auto exit_status = [&](const std::string& name) {
+    std::string text = page(name);
+    size_t start = text.find("\nEXIT STATUS\n"), end = text.find("\nOVERHEAD\n");
+    EXPECT_LT(start, end) << name;
+    return text.substr(start, end - start);
+  };
+  EXPECT_NE(exit_status("iotwin-record").find("traced command's exit status"), std::string::npos)
+      << exit_status("iotwin-record");
+  EXPECT_NE(exit_status("iotwin-record").find("--fail-on-loss"), std::string::npos);
+  EXPECT_NE(exit_status("iotwin-replay").find("--strict"), std::string::npos);
+  EXPECT_NE(exit_status("iotwin-demo").find("\n       1 "), std::string::npos) << exit_status("iotwin-demo");
+  EXPECT_NE(exit_status("iotwin-dump").find("--salvage"), std::string::npos);
+  EXPECT_NE(exit_status("iotwin-import").find("no record"), std::string::npos);
+  EXPECT_EQ(exit_status("iotwin-report").find("\n       1 "), std::string::npos);
+}
+
 std::string ZshPath() {
   for (const char* path : {"/usr/bin/zsh", "/bin/zsh"}) {
     if (fs::exists(path)) return path;
