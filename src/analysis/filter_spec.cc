@@ -55,7 +55,12 @@ Result<AnalysisFilter> ParseFilterSpecs(const std::vector<std::string>& specs,
           continue;
         }
         auto op = OpFromName(v);
-        if (!op) return Status::Invalid("--filter op={}: unknown operation", v);
+        if (!op) {
+          return Status::Invalid(
+              "--filter op={}: unknown operation (a system call such as pread64, or reads, writes; "
+              "e.g. op=pread64,pwrite64)",
+              v);
+        }
         f.ops.push_back(*op);
       } else {
         return Status::Invalid("--filter {}: unknown key '{}' (tgid, tid, file, op)", spec, key);

@@ -59,7 +59,9 @@ Result<UserCredentials> LookupUser(const std::string& name_or_uid) {
   }
   if (!found) {
     if (rc != 0) return Status::FromErrno(rc, fmt::format("looking up user '{}'", name_or_uid));
-    return Status::NotFound("no such user '{}'", name_or_uid);
+    return Status::NotFound("--user {}: no such user (a user name or a numeric uid, e.g. "
+                            "--user nobody)",
+                            name_or_uid);
   }
   u.name = pw.pw_name;
   u.uid = pw.pw_uid;

@@ -117,6 +117,11 @@ TEST(CliConventions, AWordOutsideAnOptionsChoicesListsThem) {
             0u) << pace.err;
   RunResult help = test::Run({IotwinBin(), "replay", "--help"});
   EXPECT_NE(help.out.find("{original,gaps,fast}"), std::string::npos) << help.out;
+  TempDir dir;
+  RunResult op = test::Run({IotwinBin(), "report", SmallTrace(dir), "--filter", "op=nope"});
+  EXPECT_EQ(op.exit_code, 2);
+  EXPECT_EQ(op.err.rfind("iotwin report: --filter op=nope: unknown operation", 0), 0u) << op.err;
+  EXPECT_NE(op.err.find("e.g. op=pread64"), std::string::npos) << op.err;
 }
 
 TEST(CliConventions, WorkloadSizesTakeUnits) {

@@ -110,6 +110,7 @@ TEST(RecordProcess, BadInputIsRefusedWithoutOutput) {
       {IotwinBin(), "record", "-o", trace, "--user", "iotwin-no-such-user", "--", "/bin/true"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no such user"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("e.g. --user nobody"), std::string::npos) << r.err;
   r = test::Run({IotwinBin(), "record", "-o", trace, "--uprobe", "nocolon", "--", "/bin/true"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_FALSE(std::filesystem::exists(trace));
