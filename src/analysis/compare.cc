@@ -508,6 +508,61 @@ json CurvesStallsIdle(const CallTimeline& a, const CallTimeline& b, const Sequen
   return tm.detail;
 }
 
+// compare's timing measures (rates, curves, stalls, idle time, inter-arrival times) of replay `b`
+// against the original's timeline as the replay's pace issues it: at the replay's speed and, for
+// a replay paced original or gaps, with the replay's call durations (PaceOnReplayTarget). Writes
+// out's "speed", "paced", "timing" and "timeseries"; returns the paced timeline of a paced replay.
+std::optional<PacedTimeline> CompareTiming(const CallScope& scope_a, const CallScope& scope_b,
+                                           const SequenceMatch& seq, const Analyzer& a,
+                                           const Analyzer& b, const json& ma, const json& mb,
+                                           const std::string& pace, const CompareOptions& options,
+                                           Values* values, json* out) {
+  const double speed = ReplaySpeed(mb);
+  std::optional<PacedTimeline> scaled, paced;
+  if (speed != 1.0) {
+    scaled = PaceOnReplayTarget(scope_a.timeline, CallTimeline(), {}, pace, speed);
+    (*out)["speed"] = speed;
+  }
+  if (pace == "original" || pace == "gaps") {
+    paced = PaceOnReplayTarget(scope_a.timeline, scope_b.timeline,
+                               TimelinePairs(scope_a.timeline, scope_b.timeline, seq), pace, speed);
+  }
+  const CallTimeline& recorded = scaled ? scaled->timeline : scope_a.timeline;
+  const CallTimeline& judged = paced ? paced->timeline : recorded;
+  const CallTimeline& replayed = scope_b.timeline;
+  auto rate = [](uint64_t v, uint64_t span) {
+    return span ? static_cast<double>(v) * 1e9 / static_cast<double>(span) : 0.0;
+  };
+  auto put_rate = [&](const char* name, uint64_t amount_a, uint64_t amount_b) {
+    const double ra = rate(amount_a, judged.window_ns()), rb = rate(amount_b, replayed.window_ns());
+    Put(values, name, RelativeError(ra, rb), Round6(ra), Round6(rb));
+    if (paced) (*values)[name]["recorded_original"] = Round6(rate(amount_a, recorded.window_ns()));
+  };
+  put_rate("iops-rel-err", CallOps(ma["totals"]), CallOps(mb["totals"]));
+  put_rate("throughput-rel-err", CallBytes(ma["totals"]), CallBytes(mb["totals"]));
+  if (paced) (*out)["paced"] = PacedSummary(recorded, *paced, replayed, pace, ma, mb);
+  (*out)["timing"] = CurvesStallsIdle(judged, replayed, seq, pace, values);
+  (*out)["timing"]["latency_ns"] = LatencyByOp(a, b);
+  AlignedSeries s = AlignSeries(a, ma, b, mb);
+  (*out)["timeseries"] = {{"bucket_ns", s.width_ns}, {"original_ops", s.ops_a}, {"replay_ops", s.ops_b},
+                          {"original_bytes", s.bytes_a}, {"replay_bytes", s.bytes_b}};
+  // At another speed both sides' inter-arrival times come from the timelines compare judges.
+  const LogLinearHistogram iat_a = scaled ? InterArrival(recorded) : a.inter_arrival();
+  const LogLinearHistogram iat_b = scaled ? InterArrival(replayed) : b.inter_arrival();
+  if (paced) {
+    const PacedArrivals arrivals = PacedInterArrival(*paced, replayed);
+    Put(values, "iat-ks", KsDistanceFrom(arrivals.original, arrivals.replay, options.iat_resolution_ns),
+        iat_a.Percentile(50), iat_b.Percentile(50));
+    (*values)["iat-ks"]["paced_original_p50"] = arrivals.original.Percentile(50);
+    (*values)["iat-ks"]["paced_calls"] = paced->paced_calls;
+    (*values)["iat-ks"]["calls"] = paced->calls;
+  } else {
+    Put(values, "iat-ks", KsDistanceFrom(iat_a, iat_b, options.iat_resolution_ns),
+        iat_a.Percentile(50), iat_b.Percentile(50));
+  }
+  return paced;
+}
+
 }  // namespace
 
 Result<json> CompareTraces(const std::string& original, const std::string& replay,
@@ -608,43 +663,7 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   out["block"] = CompareBlock(a, ma, b, mb, &values);
 
   // ---- timing, over each trace's active window (first to last judged call issued)
-  auto rate = [](uint64_t v, uint64_t span) {
-    return span ? static_cast<double>(v) * 1e9 / static_cast<double>(span) : 0.0;
-  };
-  uint64_t ops_a = CallOps(tA);
-  uint64_t ops_b = CallOps(tB);
-  // A replay at --speed N is judged against the original's timeline scaled to that speed.
-  const double speed = ReplaySpeed(mb);
-  std::optional<CallTimeline> scaled_a;
-  if (speed != 1.0) scaled_a = ScaledTimeline(scope_a.timeline, speed, pace);
-  const CallTimeline& timeline_a = scaled_a ? *scaled_a : scope_a.timeline;
-  if (speed != 1.0) out["speed"] = speed;
-  const uint64_t window_a = timeline_a.window_ns(), window_b = scope_b.timeline.window_ns();
-  double iops_a = rate(ops_a, window_a), iops_b = rate(ops_b, window_b);
-  double bps_a = rate(bytes_a, window_a), bps_b = rate(bytes_b, window_b);
-  put("iops-rel-err", RelativeError(iops_a, iops_b), Round6(iops_a), Round6(iops_b));
-  put("throughput-rel-err", RelativeError(bps_a, bps_b), Round6(bps_a), Round6(bps_b));
-  out["timing"] = CurvesStallsIdle(timeline_a, scope_b.timeline, seq, pace, &values);
-  out["timing"]["latency_ns"] = LatencyByOp(a, b);
-  AlignedSeries s = AlignSeries(a, ma, b, mb);
-  out["timeseries"] = {{"bucket_ns", s.width_ns}, {"original_ops", s.ops_a}, {"replay_ops", s.ops_b},
-                       {"original_bytes", s.bytes_a}, {"replay_bytes", s.bytes_b}};
-  // At another speed both sides' inter-arrival times come from the timelines compare judges.
-  const LogLinearHistogram iat_a = scaled_a ? InterArrival(*scaled_a) : a.inter_arrival();
-  const LogLinearHistogram iat_b = scaled_a ? InterArrival(scope_b.timeline) : b.inter_arrival();
-  if (pace == "original" || pace == "gaps") {
-    // A paced replay: against the original's schedule with the replay's call durations.
-    const PacedArrivals paced =
-        PacedInterArrival(timeline_a, scope_b.timeline, TimelinePairs(timeline_a, scope_b.timeline, seq), pace);
-    put("iat-ks", KsDistanceFrom(paced.original, paced.replay, options.iat_resolution_ns),
-        iat_a.Percentile(50), iat_b.Percentile(50));
-    values["iat-ks"]["paced_original_p50"] = paced.original.Percentile(50);
-    values["iat-ks"]["paced_calls"] = paced.paced_calls;
-    values["iat-ks"]["calls"] = paced.calls;
-  } else {
-    put("iat-ks", KsDistanceFrom(iat_a, iat_b, options.iat_resolution_ns), iat_a.Percentile(50),
-        iat_b.Percentile(50));
-  }
+  const std::optional<PacedTimeline> paced = CompareTiming(scope_a, scope_b, seq, a, b, ma, mb, pace, options, &values, &out);
   double lat_ks = 0;
   for (int dir = 0; dir < 2; dir++)
     lat_ks = std::max(lat_ks, KsDistance(MergedLatency(a, dir), MergedLatency(b, dir)));
@@ -654,8 +673,12 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   // ---- per-query latency, dependent hops and batch depth, where the original marks queries
   QueryComparison queries;
   IOTWIN_ASSIGN_OR_RETURN(
-      queries, CompareQueries(original, replay, seq.ta, seq.tb, seq.pairs, options.salvage));
-  for (const QueryMeasure& m : queries.measures) put(m.name, m.value, m.original, m.replay);
+      queries, CompareQueries(original, replay, seq.ta, seq.tb, seq.pairs, options.salvage,
+                              paced ? &*paced : nullptr));
+  for (const QueryMeasure& m : queries.measures) {
+    put(m.name, m.value, m.original, m.replay);
+    if (!m.recorded_original.is_null()) values[m.name]["recorded_original"] = m.recorded_original;
+  }
   if (queries.present) out["queries"] = queries.detail;
 
   const bool strace_original = IsStraceImport(ma) && !IsStraceImport(mb);
@@ -732,6 +755,17 @@ std::string RenderCompareText(const json& r) {
                                          ? "reported, not judged (pace " + r["pace"].get<std::string>() + ")"
                                      : r["pace"] == "gaps" ? std::string(kGapsJudgement)
                                                            : std::string("judged")));
+  if (const json* p = json_fields::Object(r, "paced")) {
+    auto window = [&](const char* which) {
+      return FormatDuration(json_fields::GetDouble(*p, std::string("window_ns/") + which, 0));
+    };
+    line(fmt::format("  paced     judged against the original's calls as pace {} issues them taking the "
+                     "replay's call durations ({} of {} calls); window recorded {}, paced {}, replay {}",
+                     json_fields::GetString(*p, "pace"), FormatCount(U(*p, "paced_calls")),
+                     FormatCount(U(*p, "calls")), window("recorded"), window("paced"), window("replay")));
+    for (const json& c : (*p)["target"])
+      line(fmt::format("  target    {}: {}", c["cause"].get<std::string>(), c["evidence"].get<std::string>()));
+  }
   if (r["block"].is_object())
     line(fmt::format("  block     {}", r.value("block_judged", false)
                                           ? "judged (>= 99% of the original's bytes are O_DIRECT)"
@@ -754,9 +788,9 @@ std::string RenderCompareText(const json& r) {
   if (scope.contains("files"))
     line("  files     " + scope.value("files", "") + " (their calls are left out, out_of_scope)");
   if (const json* w = json_fields::Find(r, "timing/window")) {
-    line(fmt::format("  window    original {}, replay {}: first to last judged call issued (the time "
+    line(fmt::format("  window    original{} {}, replay {}: first to last judged call issued (the time "
                      "base of rates and curves)",
-                     FormatDuration(static_cast<double>(U((*w)["original"], "ns"))),
+                     r.contains("paced") ? " (paced)" : "", FormatDuration(static_cast<double>(U((*w)["original"], "ns"))),
                      FormatDuration(static_cast<double>(U((*w)["replay"], "ns")))));
   }
   line("");

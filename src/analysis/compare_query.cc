@@ -286,7 +286,7 @@ struct Tally {
   size_t queries = 0, reads = 0, found = 0, hops = 0;
   size_t hop_count_differs = 0, depth_differs = 0;
   uint64_t rounds_a = 0, rounds_b = 0, depth_a = 0, depth_b = 0;
-  std::vector<uint64_t> latency_a, latency_b;
+  std::vector<uint64_t> latency_a, latency_b, latency_paced;
   json missing = json::array(), hop_differences = json::array(), depth_differences = json::array();
 };
 
@@ -350,6 +350,23 @@ bool SummarySaysNoMarkers(const std::string& path, bool salvage) {
   return it == events->end() || (it->is_number_unsigned() && it->get<uint64_t>() == 0);
 }
 
+// The reads of original thread `tid` flagged in `wanted` on the paced timeline: each issued where
+// its call was paced, taking what its replay match took (`match` into `b`), or its own time
+// without a match.
+std::vector<Read> PacedReads(uint32_t tid, const std::vector<Read>& a, const std::vector<bool>& wanted,
+                             const std::vector<size_t>& match, const std::vector<Read>* b,
+                             const PacedTimeline& paced) {
+  std::vector<Read> out(a.size());
+  for (size_t i = 0; i < a.size(); i++) {
+    if (!wanted[i]) continue;
+    const Read& timed = match[i] != kNone && (*b)[match[i]].done != kNever ? (*b)[match[i]] : a[i];
+    const uint64_t issue = paced.Map(tid, a[i].issue);
+    const uint64_t done = timed.done == kNever ? kNever : SaturatingAdd(issue, timed.done - timed.issue);
+    out[i] = Read{issue, done, a[i].offset, a[i].length};
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<MeasureSpec> WithQueryMeasures(std::vector<MeasureSpec> base) {
@@ -378,7 +395,8 @@ std::vector<MeasureSpec> WithQueryMeasures(std::vector<MeasureSpec> base) {
 
 Result<QueryComparison> CompareQueries(const std::string& original, const std::string& replay,
                                        const std::vector<ThreadSeq>& ta, const std::vector<ThreadSeq>& tb,
-                                       const std::vector<ThreadPair>& pairs, bool salvage) {
+                                       const std::vector<ThreadPair>& pairs, bool salvage,
+                                       const PacedTimeline* paced) {
   QueryComparison out;
   if (SummarySaysNoMarkers(original, salvage)) return out;
   TraceReads a;
@@ -396,6 +414,7 @@ Result<QueryComparison> CompareQueries(const std::string& original, const std::s
   // Per original thread: which of its reads belong to a query, and their replay matches.
   std::map<uint32_t, std::vector<size_t>> matches;
   std::map<uint32_t, const std::vector<Read>*> replay_reads;
+  std::map<uint32_t, std::vector<Read>> paced_reads;
   for (const auto& [tid, t] : a) {
     std::vector<bool> wanted(t.reads.size(), false);
     for (const MarkedQuery& q : queries) {
@@ -410,6 +429,7 @@ Result<QueryComparison> CompareQueries(const std::string& original, const std::s
     }
     replay_reads[tid] = rb;
     matches[tid] = MatchReads(t.reads, wanted, rb);
+    if (paced) paced_reads[tid] = PacedReads(tid, t.reads, wanted, matches[tid], rb, *paced);
   }
 
   Tally tally;
@@ -423,12 +443,19 @@ Result<QueryComparison> CompareQueries(const std::string& original, const std::s
       return m[i] == kNone ? nullptr : &(*rb)[m[i]];
     });
     CompareOne(n + 1, q, sa, sb, &tally);
+    if (paced) {
+      const std::vector<Read>& rp = paced_reads.at(q.tid);
+      const QueryShape sp = Shape(q, [&](size_t i) { return &rp[i]; });
+      if (sp.complete) tally.latency_paced.push_back(sp.latency);
+    }
   }
 
   const double share = tally.reads ? static_cast<double>(tally.found) / static_cast<double>(tally.reads) : 1.0;
   const double per_query = static_cast<double>(tally.queries);
-  const double p50a = Percentile(tally.latency_a, 50), p50b = Percentile(tally.latency_b, 50);
-  const double p90a = Percentile(tally.latency_a, 90), p90b = Percentile(tally.latency_b, 90);
+  // Latency is judged against the paced original's where there is one.
+  const std::vector<uint64_t>& judged_a = paced ? tally.latency_paced : tally.latency_a;
+  const double p50a = Percentile(judged_a, 50), p50b = Percentile(tally.latency_b, 50);
+  const double p90a = Percentile(judged_a, 90), p90b = Percentile(tally.latency_b, 90);
   out.present = true;
   out.measures = {
       {"query-match", share, tally.reads, tally.found},
@@ -439,9 +466,13 @@ Result<QueryComparison> CompareQueries(const std::string& original, const std::s
        Mean(tally.depth_a, tally.hops), Mean(tally.depth_b, tally.hops)},
       {"query-latency-p50-rel-err", RelativeError(p50a, p50b), p50a, p50b},
       {"query-latency-p90-rel-err", RelativeError(p90a, p90b), p90a, p90b},
-      {"query-latency-ks", SampleKs(tally.latency_a, tally.latency_b), nullptr, nullptr},
+      {"query-latency-ks", SampleKs(judged_a, tally.latency_b), nullptr, nullptr},
   };
   for (QueryMeasure& m : out.measures) m.value = Round6(m.value);
+  if (paced) {
+    out.measures[3].recorded_original = Percentile(tally.latency_a, 50);
+    out.measures[4].recorded_original = Percentile(tally.latency_a, 90);
+  }
   out.detail = {
       {"queries", tally.queries},
       {"reads", tally.reads},
@@ -456,6 +487,7 @@ Result<QueryComparison> CompareQueries(const std::string& original, const std::s
                        {"hops", tally.hop_differences},
                        {"depth", tally.depth_differences}}},
   };
+  if (paced) out.detail["latency_ns"]["paced_original"] = LatencyJson(tally.latency_paced);
   return out;
 }
 
@@ -499,15 +531,21 @@ json QueryCauses(const QueryComparison& q, const json& failed) {
   }
   if (has("query-latency-p50-rel-err") || has("query-latency-p90-rel-err") || has("query-latency-ks")) {
     const json& l = d["latency_ns"];
+    const bool paced = l.contains("paced_original");
+    const json& o = paced ? l["paced_original"] : l["original"];
     causes.push_back({{"cause", "per-query latency differs"},
-                      {"evidence", fmt::format("per-query latency p50 {} vs {}, p90 {} vs {} (original vs replay)",
-                                               Us(static_cast<uint64_t>(l["original"]["p50"].get<double>())),
+                      {"evidence", fmt::format("per-query latency p50 {} vs {}, p90 {} vs {} ({} vs replay)",
+                                               Us(static_cast<uint64_t>(o["p50"].get<double>())),
                                                Us(static_cast<uint64_t>(l["replay"]["p50"].get<double>())),
-                                               Us(static_cast<uint64_t>(l["original"]["p90"].get<double>())),
-                                               Us(static_cast<uint64_t>(l["replay"]["p90"].get<double>())))},
-                      {"hint", "a query's time is its hops' device time plus the think time between "
-                               "them: compare the devices (latency per op below) and the replay's "
-                               "schedule error (iotwin replay --json: schedule_error_ns)"}});
+                                               Us(static_cast<uint64_t>(o["p90"].get<double>())),
+                                               Us(static_cast<uint64_t>(l["replay"]["p90"].get<double>())),
+                                               paced ? "original paced with the replay's read times" : "original")},
+                      {"hint", paced ? "the replay's reads took what they took; the difference is the time "
+                                       "between them: see the replay's schedule error (iotwin replay --json: "
+                                       "schedule_error_ns)"
+                                     : "a query's time is its hops' device time plus the think time between "
+                                       "them: compare the devices (latency per op below) and the replay's "
+                                       "schedule error (iotwin replay --json: schedule_error_ns)"}});
   }
   return causes;
 }

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.h"
+#include "analysis/compare_timing.h"
 #include "analysis/sequence.h"
 #include "base/status.h"
 
@@ -28,6 +29,7 @@ struct QueryMeasure {
   const char* name;
   double value;
   nlohmann::json original, replay;
+  nlohmann::json recorded_original = nullptr;  // the original's own figure, where `original` is paced
 };
 
 struct QueryComparison {
@@ -41,9 +43,14 @@ std::vector<MeasureSpec> WithQueryMeasures(std::vector<MeasureSpec> base);
 
 // Reads the markers and reads of `original` and, where it marks queries, the reads of `replay`;
 // threads pair as compare paired them (`pairs` of `ta`, `tb`). Errors name the file.
+// `paced` (a replay paced original or gaps): per-query latency is judged against the original's
+// queries on that timeline, each read issued where its call was paced and taking what its match
+// took in the replay (a query's time is mostly its reads' device time, which pacing does not
+// control); hops and depths are judged on the traces' own times.
 Result<QueryComparison> CompareQueries(const std::string& original, const std::string& replay,
                                        const std::vector<ThreadSeq>& ta, const std::vector<ThreadSeq>& tb,
-                                       const std::vector<ThreadPair>& pairs, bool salvage);
+                                       const std::vector<ThreadPair>& pairs, bool salvage,
+                                       const PacedTimeline* paced = nullptr);
 
 // compare's likely causes for the per-query measures in `failed` (names): what differed, with
 // the first query that shows it.

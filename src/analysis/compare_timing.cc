@@ -392,31 +392,97 @@ double ReplaySpeed(const json& replay_model) {
   return speed;
 }
 
-CallTimeline ScaledTimeline(const CallTimeline& t, double speed, std::string_view pace) {
-  auto scaled = [&](uint64_t from, uint64_t ns) {
-    const double v = static_cast<double>(from) + static_cast<double>(ns) / speed;
-    return v < 18446744073709551616.0 ? static_cast<uint64_t>(v) : UINT64_MAX;  // 2^64
+namespace {
+
+// `base` plus `ns` of recorded time divided by `speed`; saturating.
+uint64_t Scaled(uint64_t base, uint64_t ns, double speed) {
+  const double v = static_cast<double>(base) + static_cast<double>(ns) / speed;
+  return v < 18446744073709551616.0 ? static_cast<uint64_t>(v) : UINT64_MAX;  // 2^64
+}
+
+std::vector<const TimedCall*> SyncCalls(const ThreadCalls& th) {
+  std::vector<const TimedCall*> out;
+  for (const TimedCall& c : th.calls)
+    if (!c.async) out.push_back(&c);
+  return out;
+}
+
+// Thread `th` of the original paced `gaps` or original; each call (not async) takes the duration
+// of `replay`'s call of the same rank when given (same count), else its own.
+void PaceThread(const ThreadCalls& th, const std::vector<const TimedCall*>* replay, bool gaps,
+                PacedTimeline* out) {
+  auto from_first = [&](uint64_t ts) {
+    return Scaled(out->first_ns, ts > out->first_ns ? ts - out->first_ns : 0, out->speed);
   };
-  const uint64_t first = t.first_ns();
-  auto from_first = [&](uint64_t ts) { return scaled(first, ts > first ? ts - first : 0); };
-  CallTimeline out;
-  for (const ThreadCalls& th : t.threads()) {
-    uint64_t prev_end = 0, prev_end_scaled = 0;  // the thread's previous call (not async)
-    for (const TimedCall& c : th.calls) {
-      TimedCall m = c;
-      if (pace == "gaps" && prev_end != 0) {
-        m.ts = scaled(prev_end_scaled, c.ts > prev_end ? c.ts - prev_end : 0);
-      } else {
-        // Never before the thread's previous call returned: a late call is issued at once.
-        m.ts = c.async ? from_first(c.ts) : std::max(from_first(c.ts), prev_end_scaled);
-      }
+  std::vector<std::pair<uint64_t, uint64_t>>& moved = out->moved[th.tid];
+  bool have_prev = false;
+  uint64_t prev_end = 0, prev_done = 0;  // the previous call's recorded and paced completion
+  size_t k = 0;
+  for (const TimedCall& c : th.calls) {
+    TimedCall m = c;
+    if (c.async) {
+      // With the call that carried it (its offset into that call kept), else on the schedule.
+      m.ts = moved.empty() ? from_first(c.ts) : SaturatingAdd(moved.back().second, c.ts - moved.back().first);
       m.end = SaturatingAdd(m.ts, c.end - c.ts);
-      out.Add(th.tgid, th.tid, m);
-      if (!c.async && c.end >= prev_end) prev_end = c.end, prev_end_scaled = m.end;
+      out->timeline.Add(th.tgid, th.tid, m);
+      continue;
     }
-    if (th.start_ns) out.SetStart(th.tgid, th.tid, from_first(th.start_ns));
+    const TimedCall& timed = replay ? *(*replay)[k] : c;
+    if (gaps && have_prev) {
+      m.ts = Scaled(prev_done, c.ts > prev_end ? c.ts - prev_end : 0, out->speed);
+    } else {
+      // Never before the thread's previous call returned: a late call is issued at once.
+      m.ts = have_prev ? std::max(from_first(c.ts), prev_done) : from_first(c.ts);
+    }
+    m.end = SaturatingAdd(m.ts, timed.end - timed.ts);
+    out->timeline.Add(th.tgid, th.tid, m);
+    moved.emplace_back(c.ts, m.ts);
+    // The call that returned last is the one the next waits for (a trace's clock may show a
+    // thread's calls overlapping).
+    if (!have_prev || c.end >= prev_end) prev_end = c.end, prev_done = m.end;
+    have_prev = true;
+    k++;
   }
-  out.Finish();
+  if (th.start_ns) out->timeline.SetStart(th.tgid, th.tid, from_first(th.start_ns));
+}
+
+}  // namespace
+
+uint64_t PacedTimeline::Map(uint32_t tid, uint64_t ts) const {
+  auto it = moved.find(tid);
+  if (it != moved.end()) {
+    const auto& v = it->second;
+    auto at = std::upper_bound(v.begin(), v.end(), std::make_pair(ts, UINT64_MAX));
+    if (at != v.begin()) {
+      --at;
+      return SaturatingAdd(at->second, ts - at->first);
+    }
+  }
+  return Scaled(first_ns, ts > first_ns ? ts - first_ns : 0, speed);
+}
+
+PacedTimeline PaceOnReplayTarget(const CallTimeline& a, const CallTimeline& b,
+                                 const std::vector<TimelinePair>& pairs, std::string_view pace,
+                                 double speed) {
+  PacedTimeline out;
+  out.first_ns = a.first_ns();
+  out.speed = std::isfinite(speed) && speed > 0 ? speed : 1.0;
+  std::map<const ThreadCalls*, std::vector<const TimedCall*>> counterpart;
+  for (const TimelinePair& p : pairs) {
+    if (!p.a || !p.b || b.Find(p.b->tgid, p.b->tid) != p.b) continue;
+    std::vector<const TimedCall*> cb = SyncCalls(*p.b);
+    if (!cb.empty() && cb.size() == SyncCalls(*p.a).size()) counterpart.emplace(p.a, std::move(cb));
+  }
+  for (const ThreadCalls& th : a.threads()) {
+    auto it = counterpart.find(&th);
+    const std::vector<const TimedCall*>* replay = it == counterpart.end() ? nullptr : &it->second;
+    PaceThread(th, replay, pace == "gaps", &out);
+    const uint64_t n = SyncCalls(th).size();
+    out.calls += n;
+    if (replay) out.paced_calls += n;
+  }
+  for (auto& [tid, v] : out.moved) std::sort(v.begin(), v.end());  // threads sharing a tid
+  out.timeline.Finish();
   return out;
 }
 
@@ -434,67 +500,8 @@ LogLinearHistogram InterArrival(const CallTimeline& t) {
   return h;
 }
 
-namespace {
-
-std::vector<const TimedCall*> SyncCalls(const ThreadCalls& th) {
-  std::vector<const TimedCall*> out;
-  for (const TimedCall& c : th.calls)
-    if (!c.async) out.push_back(&c);
-  return out;
-}
-
-void AddInterArrival(const std::vector<const TimedCall*>& calls, LogLinearHistogram* h) {
-  for (size_t i = 1; i < calls.size(); i++) h->Add(calls[i]->ts - calls[i - 1]->ts);
-}
-
-// The issue-to-issue times of original calls `a` paced `pace` with the durations of replay
-// calls `b` (same count), anchored at the replay's first call.
-void AddPacedInterArrival(const std::vector<const TimedCall*>& a,
-                          const std::vector<const TimedCall*>& b, bool gaps,
-                          LogLinearHistogram* h) {
-  uint64_t prev_issue = b[0]->ts;
-  for (size_t i = 1; i < a.size(); i++) {
-    const uint64_t prev_dur = b[i - 1]->end - b[i - 1]->ts;
-    const uint64_t prev_done = SaturatingAdd(prev_issue, prev_dur);
-    uint64_t issue;
-    if (gaps) {
-      issue = SaturatingAdd(prev_done, a[i]->ts > a[i - 1]->end ? a[i]->ts - a[i - 1]->end : 0);
-    } else {
-      issue = std::max(SaturatingAdd(b[0]->ts, a[i]->ts - a[0]->ts), prev_done);
-    }
-    h->Add(issue - prev_issue);
-    prev_issue = issue;
-  }
-}
-
-}  // namespace
-
-PacedArrivals PacedInterArrival(const CallTimeline& a, const CallTimeline& b,
-                                const std::vector<TimelinePair>& pairs, std::string_view pace) {
-  PacedArrivals out;
-  std::set<const ThreadCalls*> seen_a, seen_b;
-  for (const TimelinePair& p : pairs) {
-    if (!p.a || !p.b) continue;
-    seen_a.insert(p.a);
-    seen_b.insert(p.b);
-    const std::vector<const TimedCall*> ca = SyncCalls(*p.a), cb = SyncCalls(*p.b);
-    if (ca.size() != cb.size() || ca.empty()) {
-      AddInterArrival(ca, &out.original);
-      AddInterArrival(cb, &out.replay);
-      continue;
-    }
-    out.paced_calls += ca.size();
-    AddPacedInterArrival(ca, cb, pace == "gaps", &out.original);
-    AddInterArrival(cb, &out.replay);
-  }
-  for (const ThreadCalls& th : a.threads()) {
-    const std::vector<const TimedCall*> c = SyncCalls(th);
-    out.calls += c.size();
-    if (!seen_a.count(&th)) AddInterArrival(c, &out.original);
-  }
-  for (const ThreadCalls& th : b.threads())
-    if (!seen_b.count(&th)) AddInterArrival(SyncCalls(th), &out.replay);
-  return out;
+PacedArrivals PacedInterArrival(const PacedTimeline& paced, const CallTimeline& b) {
+  return {InterArrival(paced.timeline), InterArrival(b)};
 }
 
 bool IsStraceImport(const json& original_model) {
@@ -504,6 +511,100 @@ bool IsStraceImport(const json& original_model) {
 bool PaceJudges(std::string_view pace, std::string_view measure) {
   if (pace == "gaps") return measure != "iops-rel-err" && measure != "throughput-rel-err";
   return measure != "idle-rel-err";
+}
+
+namespace {
+
+// Whether the two runs read from different cache states: block read bytes or the read hit ratio
+// differ.
+struct CacheCompare {
+  bool differs = false;
+  std::string evidence;
+};
+CacheCompare CompareCacheState(const json& ma, const json& mb) {
+  const uint64_t blk_a = json_fields::GetUint(ma, "amplification/block_read_bytes", 0);
+  const uint64_t blk_b = json_fields::GetUint(mb, "amplification/block_read_bytes", 0);
+  const bool have_block = json_fields::Find(ma, "amplification/block_read_bytes") && json_fields::Find(mb, "amplification/block_read_bytes");
+  const double hit_a = Number(ma, "memory/read_hit_ratio", -1), hit_b = Number(mb, "memory/read_hit_ratio", -1);
+  const double blk_err = RelativeError(static_cast<double>(blk_a), static_cast<double>(blk_b));
+  CacheCompare c;
+  c.differs = (have_block && blk_err > 0.10 && std::max(blk_a, blk_b) >= (1u << 20)) ||
+              (hit_a >= 0 && hit_b >= 0 && std::fabs(hit_a - hit_b) > 0.05);
+  c.evidence = fmt::format(
+      "block read bytes {} vs {}{}", FormatBytes(static_cast<double>(blk_a)),
+      FormatBytes(static_cast<double>(blk_b)),
+      hit_a >= 0 && hit_b >= 0 ? fmt::format(", read hit ratio {} vs {}", FormatPercent(hit_a), FormatPercent(hit_b))
+                               : std::string());
+  return c;
+}
+constexpr const char* kCacheHint = "cache state differs: see the page-cache hit ratio (report: memory "
+                                   "read_hit_ratio) and block read bytes (report: amplification)";
+
+// "window +X, time in calls +Y, idle between calls -Z": replay minus original.
+std::string TimeSplit(double window, double busy, double idle) {
+  return fmt::format("window {}{}, time in calls {}{}, idle between calls {}{}", window < 0 ? "-" : "+",
+                     FormatDuration(std::fabs(window)), busy < 0 ? "-" : "+", FormatDuration(std::fabs(busy)),
+                     idle < 0 ? "-" : "+", FormatDuration(std::fabs(idle)));
+}
+
+// Why the replay's calls took longer (busy > 0) or shorter than the original's: the cache state,
+// the device (block D2C), or either when neither trace has the block layer. `split`: TimeSplit.
+json CallTimeCauses(double busy, const std::string& split, const json& ma, const json& mb) {
+  json causes = json::array();
+  auto add = [&](std::string cause, std::string evidence, std::string hint) {
+    causes.push_back({{"cause", std::move(cause)}, {"evidence", std::move(evidence)},
+                      {"hint", std::move(hint)}});
+  };
+  const CacheCompare cache = CompareCacheState(ma, mb);
+  const double d2c_a = Number(ma, "block/latency_ns/D2C/p50", -1), d2c_b = Number(mb, "block/latency_ns/D2C/p50", -1);
+  const char* faster_or_slower = busy > 0 ? "slower" : "faster";
+  if (cache.differs) add(fmt::format("cache state differs (calls {})", faster_or_slower), cache.evidence + "; " + split, kCacheHint);
+  if (d2c_a > 0 && d2c_b > 0) {
+    const bool device = busy > 0 ? d2c_b > d2c_a * 1.2 : d2c_b * 1.2 < d2c_a;
+    add(device ? fmt::format("device {}", faster_or_slower)
+               : fmt::format("calls {} (the device's own time does not explain it)", faster_or_slower),
+        fmt::format("block D2C p50 {} vs {}; {}", FormatDuration(d2c_a), FormatDuration(d2c_b), split),
+        "device slower: see block D2C (report --json: block.latency_ns.D2C)");
+  } else if (!cache.differs) {
+    add(fmt::format("calls {} (device or cache state)", faster_or_slower), split,
+        "record both with the block layer to tell: block D2C (device) and block read bytes "
+        "(cache state)");
+  }
+  return causes;
+}
+
+// Time in calls and idle time, summed over threads, and the window: replay minus original.
+struct TimeDelta {
+  double window = 0, busy = 0, idle = 0;
+};
+TimeDelta Delta(const CallTimeline& a, const CallTimeline& b) {
+  const auto [busy_a, idle_a] = BusyIdle(a);
+  const auto [busy_b, idle_b] = BusyIdle(b);
+  auto d = [](uint64_t x, uint64_t y) { return static_cast<double>(y) - static_cast<double>(x); };
+  return {d(a.window_ns(), b.window_ns()), d(busy_a, busy_b), d(idle_a, idle_b)};
+}
+
+}  // namespace
+
+json PacedSummary(const CallTimeline& recorded, const PacedTimeline& paced, const CallTimeline& b,
+                  std::string_view pace, const json& ma, const json& mb) {
+  auto three = [&](auto get) {
+    return json{{"recorded", get(recorded)}, {"paced", get(paced.timeline)}, {"replay", get(b)}};
+  };
+  json out = {{"pace", pace},
+              {"calls", paced.calls},
+              {"paced_calls", paced.paced_calls},
+              {"window_ns", three([](const CallTimeline& t) { return t.window_ns(); })},
+              {"busy_ns", three([](const CallTimeline& t) { return BusyIdle(t).first; })},
+              {"idle_ns", three([](const CallTimeline& t) { return BusyIdle(t).second; })},
+              {"target", json::array()}};
+  // The target's own share of the difference: shown when the replay's window is off the
+  // recorded one by more than iops-rel-err's default and its calls' time explains most of it.
+  const TimeDelta d = Delta(recorded, b);
+  const double window = static_cast<double>(recorded.window_ns());
+  if (window > 0 && std::fabs(d.window) > 0.05 * window && std::fabs(d.busy) > std::fabs(d.idle))
+    out["target"] = CallTimeCauses(d.busy, TimeSplit(d.window, d.busy, d.idle), ma, mb);
+  return out;
 }
 
 json LikelyCauses(const json& result, const json& ma, const json& mb) {
@@ -528,34 +629,16 @@ json LikelyCauses(const json& result, const json& ma, const json& mb) {
         "see THREADS (first difference per thread) and the replay's mismatches (iotwin replay "
         "--json: mismatches)");
   }
-  // Cache state: block read bytes or the read hit ratio differ.
-  const uint64_t blk_a = json_fields::GetUint(ma, "amplification/block_read_bytes", 0);
-  const uint64_t blk_b = json_fields::GetUint(mb, "amplification/block_read_bytes", 0);
-  const bool have_block = json_fields::Find(ma, "amplification/block_read_bytes") && json_fields::Find(mb, "amplification/block_read_bytes");
-  const double hit_a = Number(ma, "memory/read_hit_ratio", -1), hit_b = Number(mb, "memory/read_hit_ratio", -1);
-  const double blk_err = RelativeError(static_cast<double>(blk_a), static_cast<double>(blk_b));
-  const bool cache_differs = (have_block && blk_err > 0.10 && std::max(blk_a, blk_b) >= (1u << 20)) ||
-                             (hit_a >= 0 && hit_b >= 0 && std::fabs(hit_a - hit_b) > 0.05);
-  const std::string cache_evidence = fmt::format(
-      "block read bytes {} vs {}{}", FormatBytes(static_cast<double>(blk_a)),
-      FormatBytes(static_cast<double>(blk_b)),
-      hit_a >= 0 && hit_b >= 0 ? fmt::format(", read hit ratio {} vs {}", FormatPercent(hit_a), FormatPercent(hit_b))
-                               : std::string());
-  const char* cache_hint = "cache state differs: see the page-cache hit ratio (report: memory "
-                           "read_hit_ratio) and block read bytes (report: amplification)";
+  const CacheCompare cache = CompareCacheState(ma, mb);
   if (!failed_kind["timing"]) {
-    if (failed_kind["block"] || cache_differs) add("cache state differs", cache_evidence, cache_hint);
+    if (failed_kind["block"] || cache.differs) add("cache state differs", cache.evidence, kCacheHint);
     return causes;
   }
   const json& t = result["timing"];
   const double busy = Number(t, "busy_ns/replay", 0) - Number(t, "busy_ns/original", 0);
   const double idle = Number(t, "idle_ns/replay", 0) - Number(t, "idle_ns/original", 0);
   const double window = Number(t, "window/replay/ns", 0) - Number(t, "window/original/ns", 0);
-  const std::string split = fmt::format(
-      "window {}{}, time in calls {}{}, idle between calls {}{}", window < 0 ? "-" : "+",
-      FormatDuration(std::fabs(window)), busy < 0 ? "-" : "+", FormatDuration(std::fabs(busy)),
-      idle < 0 ? "-" : "+", FormatDuration(std::fabs(idle)));
-  const double d2c_a = Number(ma, "block/latency_ns/D2C/p50", -1), d2c_b = Number(mb, "block/latency_ns/D2C/p50", -1);
+  const std::string split = TimeSplit(window, busy, idle);
   const bool replay = result["pace"].is_string();
   const char* schedule_hint = "replay overhead: see the replay's schedule error (iotwin replay "
                               "--json: schedule_error_ns)";
@@ -588,24 +671,13 @@ json LikelyCauses(const json& result, const json& ma, const json& mb) {
   const bool rates = failed["iops-rel-err"] || failed["throughput-rel-err"] ||
                      failed["iops-series-err"] || failed["throughput-series-err"] ||
                      failed["iat-ks"] || failed["idle-rel-err"];
-  // A gaps replay is judged on its idle time and think-time curves: its calls' own time, which
-  // those leave out, never explains a failure there.
+  // A gaps replay is judged on its idle time and think-time curves, a paced replay against the
+  // original with the replay's call durations: the calls' own time explains a failure only where
+  // it was not re-paced (thread pairs whose call counts differ, a replay that is not paced).
   const bool calls_dominate =
       result["pace"] != "gaps" && std::fabs(busy) > std::fabs(idle);
-  const char* faster_or_slower = busy > 0 ? "slower" : "faster";
   if (rates && calls_dominate) {
-    if (cache_differs) add(fmt::format("cache state differs (calls {})", faster_or_slower), cache_evidence + "; " + split, cache_hint);
-    if (d2c_a > 0 && d2c_b > 0) {
-      const bool device = busy > 0 ? d2c_b > d2c_a * 1.2 : d2c_b * 1.2 < d2c_a;
-      add(device ? fmt::format("device {}", faster_or_slower)
-                 : fmt::format("calls {} (the device's own time does not explain it)", faster_or_slower),
-          fmt::format("block D2C p50 {} vs {}; {}", FormatDuration(d2c_a), FormatDuration(d2c_b), split),
-          "device slower: see block D2C (report --json: block.latency_ns.D2C)");
-    } else if (!cache_differs) {
-      add(fmt::format("calls {} (device or cache state)", faster_or_slower), split,
-          "record both with the block layer to tell: block D2C (device) and block read bytes "
-          "(cache state)");
-    }
+    for (json& c : CallTimeCauses(busy, split, ma, mb)) causes.push_back(std::move(c));
   }
   if (rates && !calls_dominate) {
     add(replay ? "replay overhead or pacing (idle time between calls differs)"

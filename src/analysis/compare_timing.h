@@ -88,38 +88,55 @@ TimingMeasures MeasureTiming(const CallTimeline& a, const CallTimeline& b,
 // The speed a replay ran at (its header's replay.speed), 1 for a trace that is not a replay, a
 // fast replay or a speed that is not a positive finite number.
 double ReplaySpeed(const nlohmann::json& replay_model);
-// The original's timeline as a replay at `speed` is to follow it: pace original issues each call
-// at the recorded time from the first call divided by `speed`, or when the thread's previous
-// call returned if that is later; pace gaps divides each thread's idle time between calls.
-// Calls keep their durations (speed only shortens the waits).
-CallTimeline ScaledTimeline(const CallTimeline& t, double speed, std::string_view pace);
+// The original's calls as a replay paced `pace` ("original" or "gaps") at `speed` issues them on
+// the replay's target: each call of a thread paired with a replay thread of the same call count
+// takes what its counterpart took in the replay (the target's time, which pacing does not
+// control); the other threads keep their recorded durations. A thread's calls are sequential, so
+// a call that runs longer delays the next: pace original issues each call at its recorded time
+// from the run's first call divided by `speed`, or when the thread's previous call returned if
+// that is later (a late call goes at once; a target slower than the recorded spacing leaves no
+// think time); pace gaps issues it the recorded idle gap, divided by `speed`, after the previous
+// call returned. A thread's first call is at its recorded time from the run's first call. An
+// async request keeps its offset from the thread's call that carried it (the latest call issued
+// at or before it). Waits on other threads (a join, a lock) are not re-paced. Every judged timing
+// measure of a paced replay is taken against this timeline: what stays is the replay's own part
+// (waking late, adding or losing think time, catching up wrongly). Without a replay (`b` empty,
+// no pairs) it is the recorded timeline at `speed`.
+struct PacedTimeline {
+  CallTimeline timeline;
+  uint64_t paced_calls = 0;  // calls (not async) that took their replay counterpart's duration
+  uint64_t calls = 0;        // every call (not async) of the original
+  // Where recorded time `ts` of thread `tid` lies on the paced timeline: moved as the latest call
+  // of the thread issued at or before it was moved (the schedule at `speed` before its first).
+  uint64_t Map(uint32_t tid, uint64_t ts) const;
+
+  std::map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> moved;  // tid -> (recorded, paced) issue
+  uint64_t first_ns = 0;
+  double speed = 1.0;
+};
+PacedTimeline PaceOnReplayTarget(const CallTimeline& a, const CallTimeline& b,
+                                 const std::vector<TimelinePair>& pairs, std::string_view pace,
+                                 double speed);
 // Per-thread inter-arrival times (issue to issue) of the calls of `t`, async requests left out.
 LogLinearHistogram InterArrival(const CallTimeline& t);
 
-// Inter-arrival times judged by iat-ks for a replay paced `pace` ("original" or "gaps"): the
-// replay's own, against the original's schedule as that pace issues it when every call takes what
-// it took in the replay. A thread's calls are sequential, so a call that runs longer on the
-// replay's target delays the next: pace original issues each call at its recorded time from the
-// thread's first call, or when the previous call returned if that is later (a late call goes at
-// once); pace gaps issues it the recorded idle gap after the previous call returned. Without
-// that, a device-bound thread (dependent reads, each waiting for the previous) is judged on the
-// target's latency, which iat-ks does not measure (latency-ks does). Thread pairs whose call
-// counts differ, and unpaired threads, give their own inter-arrival times on both sides.
+// Inter-arrival times judged by iat-ks for a paced replay: the replay's own against those of the
+// original paced on the replay's target (PaceOnReplayTarget). Without that, a device-bound
+// thread (dependent reads, each waiting for the previous) is judged on the target's latency,
+// which iat-ks does not measure (latency-ks does).
 struct PacedArrivals {
-  LogLinearHistogram original;  // the original's schedule with the replay's call durations
+  LogLinearHistogram original;  // the paced original's
   LogLinearHistogram replay;
-  uint64_t paced_calls = 0;  // calls of the thread pairs with equal call counts
-  uint64_t calls = 0;        // every call (not async) of the original
 };
-PacedArrivals PacedInterArrival(const CallTimeline& a, const CallTimeline& b,
-                                const std::vector<TimelinePair>& pairs, std::string_view pace);
+PacedArrivals PacedInterArrival(const PacedTimeline& paced, const CallTimeline& b);
 
 // Whether compare judges timing measure `measure` for a replay paced `pace` ("" for a trace that
 // is not a replay). Gaps pacing keeps each thread's idle time between calls (its think time) and
 // lets every call take what it takes on the replay's target, so a run's length there is that
-// think time plus the replay's own call times: the overall rates (data ops and bytes over the
-// window) measure the target's calls, not the replay, and are reported only; idle-rel-err judges
-// what gaps keeps. Original pacing keeps issue times, whose rates are judged.
+// think time plus the replay's own call times: against the original paced on the replay's target
+// the overall rates (data ops and bytes over the window) add up the same idle time that
+// idle-rel-err judges, and are reported only. Original pacing keeps issue times, whose rates are
+// judged.
 bool PaceJudges(std::string_view pace, std::string_view measure);
 // Whether the original is an strace import (its header's tool). strace stops the program twice
 // per call (ptrace), so its recorded gaps carry tens of microseconds of the tracer's own cost
@@ -135,7 +152,16 @@ inline constexpr const char* kStraceIatNote =
 // compare's text line for a gaps replay's timing: what is judged and why.
 inline constexpr const char* kGapsJudgement =
     "judged (pace gaps: idle time between calls, curves on the think-time clock; iops and "
-    "throughput follow the replay's own call times: reported, not judged)";
+    "throughput add up the same idle time: reported, not judged)";
+
+// compare's "paced": the calls paced and the window, time in calls and idle time of the recorded
+// original (at the replay's speed), the paced one and the replay; "target": why the replay's own
+// window is off the recorded one when its calls' time explains it (the device, the cache state),
+// worded as LikelyCauses words it, so that a replay that passes against the paced original still
+// shows that, and why, its target ran slower or faster.
+nlohmann::json PacedSummary(const CallTimeline& recorded, const PacedTimeline& paced,
+                            const CallTimeline& b, std::string_view pace,
+                            const nlohmann::json& ma, const nlohmann::json& mb);
 
 // Likely causes of a FAIL, strongest first: [{cause, evidence, hint}]. `result` is compare's
 // output so far (measures judged, "failed"); `ma`/`mb` the two report models.

@@ -300,13 +300,17 @@ TEST(CompareTiming, InterArrivalIsJudgedAgainstTheScheduleThePaceKeepsOnTheRepla
   const CallTimeline original = Chain(100'000, 20'000, 200);
   const CallTimeline think_kept = Chain(200'000, 20'000, 200);
   const CallTimeline think_lost = Chain(200'000, 20'000, 200, 0);
+  auto paced = [&](const CallTimeline& replay, const char* pace) {
+    return PaceOnReplayTarget(original, replay, {{original.Find(100, 101), replay.Find(100, 101)}},
+                              pace, 1.0);
+  };
   auto ks = [&](const CallTimeline& replay, const char* pace) {
-    const PacedArrivals p =
-        PacedInterArrival(original, replay, {{original.Find(100, 101), replay.Find(100, 101)}}, pace);
+    const PacedTimeline p = paced(replay, pace);
     EXPECT_EQ(p.paced_calls, 200u);
     EXPECT_EQ(p.calls, 200u);
-    EXPECT_EQ(p.original.total(), 199u);
-    return KsDistanceFrom(p.original, p.replay, 1);
+    const PacedArrivals arrivals = PacedInterArrival(p, replay);
+    EXPECT_EQ(arrivals.original.total(), 199u);
+    return KsDistanceFrom(arrivals.original, arrivals.replay, 1);
   };
   EXPECT_GT(KsDistanceFrom(InterArrival(original), InterArrival(think_kept), 1), 0.9);
   EXPECT_LT(ks(think_kept, "gaps"), 0.01);
@@ -317,13 +321,26 @@ TEST(CompareTiming, InterArrivalIsJudgedAgainstTheScheduleThePaceKeepsOnTheRepla
   const CallTimeline faster = Chain(50'000, 70'000, 200);
   EXPECT_LT(ks(faster, "original"), 0.01);
   EXPECT_GT(ks(faster, "gaps"), 0.9);
-  // Call counts that differ: each side's own times.
+  // The paced window is the replay's where it kept what the pace keeps.
+  EXPECT_EQ(paced(think_kept, "gaps").timeline.window_ns(), think_kept.window_ns());
+  EXPECT_EQ(paced(think_lost, "original").timeline.window_ns(), think_lost.window_ns());
+  EXPECT_EQ(paced(faster, "original").timeline.window_ns(), original.window_ns());
+  // Async requests move with the call that carried them.
+  const PacedTimeline moved = paced(think_lost, "original");
+  const ThreadCalls* th = moved.timeline.Find(100, 101);
+  ASSERT_NE(th, nullptr);
+  EXPECT_EQ(th->calls[2].ts, kStart + 200'000);
+  EXPECT_TRUE(th->calls[3].async);
+  EXPECT_EQ(th->calls[3].ts, kStart + 201'000);
+  EXPECT_EQ(moved.Map(101, kStart + 120'000 + 500), kStart + 200'000 + 500);
+  // Call counts that differ: the recorded times.
   const CallTimeline shorter = Chain(200'000, 20'000, 150);
-  const PacedArrivals u = PacedInterArrival(
-      original, shorter, {{original.Find(100, 101), shorter.Find(100, 101)}}, "gaps");
+  const PacedTimeline u = paced(shorter, "gaps");
   EXPECT_EQ(u.paced_calls, 0u);
-  EXPECT_EQ(u.original.total(), 199u);
-  EXPECT_EQ(u.replay.total(), 149u);
+  EXPECT_EQ(u.timeline.window_ns(), original.window_ns());
+  const PacedArrivals ua = PacedInterArrival(u, shorter);
+  EXPECT_EQ(ua.original.total(), 199u);
+  EXPECT_EQ(ua.replay.total(), 149u);
 }
 
 TEST(Distance, CurveDistanceIsTheMeanShiftOfTheWork) {
