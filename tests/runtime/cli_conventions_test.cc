@@ -390,6 +390,26 @@ TEST(CliConventions, DumpImportAndAnonymizePrintVersionedJson) {
   EXPECT_GT(a["strings"].get<uint64_t>(), 0u);
 }
 
+// The subcommands whose --json is documented in their references name their schema too.
+TEST(CliConventions, ReportLayersCompareReplayAndCheckNameTheirJsonSchema) {
+  TempDir dir;
+  std::string trace = SmallTrace(dir);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"iotwin-report/1", {IotwinBin(), "report", "--json", trace}},
+      {"iotwin-layers/1", {IotwinBin(), "layers", "--json", trace}},
+      {"iotwin-compare/1", {IotwinBin(), "compare", "--json", "--no-progress", trace, trace}},
+      {"iotwin-replay/1",
+       {IotwinBin(), "replay", "--json", "-q", "--pace", "fast", trace, "--root", dir / "root"}},
+      {"iotwin-check/1", {IotwinBin(), "check", "--json"}},
+  };
+  for (const auto& [schema, argv] : runs) {
+    RunResult r = test::Run(argv, 120);
+    EXPECT_EQ(r.exit_code, 0) << argv[1] << ": " << r.err;
+    ASSERT_TRUE(nlohmann::json::accept(r.out)) << argv[1] << ": " << r.out.substr(0, 200);
+    EXPECT_EQ(nlohmann::json::parse(r.out).value("schema", ""), schema) << argv[1];
+  }
+}
+
 TEST(CliConventions, ExportPrintsVersionedJsonOfEachOutput) {
   TempDir dir;
   std::string trace = SmallTrace(dir);
