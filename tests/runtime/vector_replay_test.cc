@@ -5,9 +5,9 @@
 // recording the replay: in the replay's own trace each hop's batch is submitted whole (the
 // recorded batch size) and only after every read of the previous batches completed, and
 // compare's whole verdict passes (exit 0), the per-query measures (reads of each query,
-// dependent hops per query, reads in flight per hop) and the block stream included, with the
-// timing thresholds below. A replay that serialises each batch (--async sync) fails on the
-// batch depth.
+// dependent hops per query, reads in flight per hop, per-query latency) and the block stream
+// included, at compare's default thresholds but for iat-ks (below). A replay that serialises each
+// batch (--async sync) fails on the batch depth.
 #include <algorithm>
 #include <iostream>
 #include <set>
@@ -67,24 +67,20 @@ const nlohmann::json* Measure(const nlohmann::json& r, const std::string& name) 
   return nullptr;
 }
 
-// Timing thresholds for CI's 2 shared cores. The loop device's reads are served by the loop
-// worker thread from the page cache of its backing file, so its "device" time is CPU time that
-// competes with the replay, its tracer and every other test: in 10 runs of this test and of the
-// same commands by hand (128 queries, load average 2 to 6 from concurrent builds and benchmarks
-// on the 2-core development VM), io_getevents took 8 us at the median in one recording and 78 us
-// in its replay, and the measures spread over: iops-rel-err 0.002-0.68 (original pacing),
-// series errors 0.001-0.32 (original) and 0.009-0.13 (gaps), idle-rel-err 0.02-0.18, stall-ms
-// 0-41, iat-ks 0.007-0.12 (original) and 0.014-0.043 (gaps). Each threshold is that maximum with
-// about a third more. The median query latency, which is the device's time per hop times the
-// hops, differed by 0.005x to 22x: not judged here (threshold off); docs/validation.md judges it
-// on a disk. The defaults (docs/report.md) stay for a quiet machine and a real device.
-std::vector<std::string> LoadedMachineThresholds() {
-  return {"--threshold", "iops-rel-err=0.9",           "--threshold", "throughput-rel-err=0.9",
-          "--threshold", "iops-series-err=0.45",       "--threshold", "throughput-series-err=0.45",
-          "--threshold", "thread-series-err=0.45",     "--threshold", "idle-rel-err=0.25",
-          "--threshold", "stall-ms=60",                "--threshold", "iat-ks=0.16",
-          "--threshold", "query-latency-p50-rel-err=off"};
-}
+// compare's thresholds for this test: its defaults but for iat-ks. The loop device's reads are
+// served by the loop worker thread from the page cache of its backing file, so its "device" time
+// is CPU time that competes with the replay, its tracer and every other test, and differs between
+// the recording and its replays by up to 10x on the loaded 2-core VM; compare judges a paced
+// replay against the original paced with the replay's own call durations (docs/replay.md,
+// "Pacing"), so what it judges is the replay's issuing. In 6 runs of this test at load average 5
+// to 6 (concurrent builds) the measures stayed within the defaults but for iat-ks in original
+// pacing: iops-rel-err 0.00006-0.014 (original) and 0.0008-0.025 (gaps, not judged), series
+// errors at most 0.026, idle-rel-err at most 0.056, stall-ms at most 7.3, query latency p50 at
+// most 0.15, iat-ks 0.015-0.032 (gaps) but 0.06-0.17 (original): a call due before the previous
+// one returned is paced at that return, where the replayer also pays its own cost of leaving one
+// call and entering the next (4 us at the median on the loaded VM, more when it is descheduled),
+// which moves the short inter-arrival times. The threshold is that maximum with about half more.
+std::vector<std::string> LoadedMachineThresholds() { return {"--threshold", "iat-ks=0.25"}; }
 
 TEST(VectorReplay, HopsStayDependentAndWholeAndComparePassesPerQuery) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
