@@ -1,5 +1,6 @@
-// compare judges each pace by what it keeps: a gaps replay by the idle time between calls (its
-// overall rates follow the replay's own call times), an original-paced one by its rates.
+// compare judges each pace by what it keeps, against the original paced on the replay's target
+// (each call taking what it took in the replay): a gaps replay by the idle time between calls, an
+// original-paced one by its rates.
 #include <gtest/gtest.h>
 
 #include <functional>
