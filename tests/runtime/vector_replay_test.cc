@@ -6,7 +6,7 @@
 // recorded batch size) and only after every read of the previous batches completed, and
 // compare's whole verdict passes (exit 0), the per-query measures (reads of each query,
 // dependent hops per query, reads in flight per hop, per-query latency) and the block stream
-// included, at compare's default thresholds but for iat-ks (below). A replay that serialises each
+// included, at thresholds for a loaded machine (below). A replay that serialises each
 // batch (--async sync) fails on the batch depth.
 #include <algorithm>
 #include <iostream>
@@ -67,20 +67,29 @@ const nlohmann::json* Measure(const nlohmann::json& r, const std::string& name) 
   return nullptr;
 }
 
-// compare's thresholds for this test: its defaults but for iat-ks. The loop device's reads are
-// served by the loop worker thread from the page cache of its backing file, so its "device" time
-// is CPU time that competes with the replay, its tracer and every other test, and differs between
-// the recording and its replays by up to 10x on the loaded 2-core VM; compare judges a paced
-// replay against the original paced with the replay's own call durations (docs/replay.md,
-// "Pacing"), so what it judges is the replay's issuing. In 6 runs of this test at load average 5
-// to 6 (concurrent builds) the measures stayed within the defaults but for iat-ks in original
-// pacing: iops-rel-err 0.00006-0.014 (original) and 0.0008-0.025 (gaps, not judged), series
-// errors at most 0.026, idle-rel-err at most 0.056, stall-ms at most 7.3, query latency p50 at
-// most 0.15, iat-ks 0.015-0.032 (gaps) but 0.06-0.17 (original): a call due before the previous
-// one returned is paced at that return, where the replayer also pays its own cost of leaving one
-// call and entering the next (4 us at the median on the loaded VM, more when it is descheduled),
-// which moves the short inter-arrival times. The threshold is that maximum with about half more.
-std::vector<std::string> LoadedMachineThresholds() { return {"--threshold", "iat-ks=0.25"}; }
+// compare's thresholds for this test, above its defaults where a loaded CI machine moves the
+// measures. The loop device's reads are served by the loop worker thread from the page cache of
+// its backing file, so its "device" time is CPU time that competes with the replay, its tracer
+// and every other test, and differs between the recording and its replays by up to 10x on the
+// loaded 2-core VM; compare judges a paced replay against the original paced with the replay's
+// own call durations (docs/replay.md, "Pacing"), so what it judges is the replay's issuing, and
+// what the machine's load adds to it between calls still counts. Measured (this test, 11 runs at
+// load average 1.7 to 6 with concurrent builds; gaps' rates are judged here only because the
+// thresholds below name them): iops-rel-err 0.0002-0.12 (original) and up to 0.17 (gaps), series
+// errors up to 0.098, idle-rel-err up to 0.17, stall-ms up to 8, query latency p50 up to 0.26,
+// iat-ks 0.015-0.09 (gaps) but 0.02-0.17 (original). The large values come from runs where the
+// replayer was descheduled between calls; a call due before the previous one returned is paced
+// at that return, where the replayer also pays its own cost of leaving one call and entering the
+// next (4 us at the median on the loaded VM), which moves the short inter-arrival times and adds
+// to a window with little think time. Each threshold is the worst measured with about half more;
+// docs/validation.md judges the same scenario at the defaults on a quiet machine. A replay that
+// ignored the dependence or the batches fails the per-query measures, judged at their defaults.
+std::vector<std::string> LoadedMachineThresholds() {
+  return {"--threshold", "iops-rel-err=0.25",          "--threshold", "throughput-rel-err=0.25",
+          "--threshold", "iops-series-err=0.15",       "--threshold", "throughput-series-err=0.15",
+          "--threshold", "thread-series-err=0.15",     "--threshold", "idle-rel-err=0.25",
+          "--threshold", "stall-ms=15",                "--threshold", "iat-ks=0.25"};
+}
 
 TEST(VectorReplay, HopsStayDependentAndWholeAndComparePassesPerQuery) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
