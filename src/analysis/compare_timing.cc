@@ -11,6 +11,7 @@
 #include "analysis/distance.h"
 #include "analysis/report_text.h"
 #include "base/checked_math.h"
+#include "base/gap_floor.h"
 #include "base/json_fields.h"
 
 namespace iotwin::analysis {
@@ -407,6 +408,19 @@ std::vector<const TimedCall*> SyncCalls(const ThreadCalls& th) {
   return out;
 }
 
+// The gap floor of thread `th` (base/gap_floor.h): from the gaps between its consecutive calls
+// (not async) that do not overlap.
+uint64_t RecordedGapFloor(const ThreadCalls& th) {
+  std::vector<uint64_t> gaps;
+  const TimedCall* prev = nullptr;
+  for (const TimedCall& c : th.calls) {
+    if (c.async) continue;
+    if (prev && c.ts >= prev->end) gaps.push_back(c.ts - prev->end);
+    prev = &c;
+  }
+  return GapFloor(gaps);
+}
+
 // Thread `th` of the original paced `gaps` or original; each call (not async) takes the duration
 // of `replay`'s call of the same rank when given (same count), else its own.
 void PaceThread(const ThreadCalls& th, const std::vector<const TimedCall*>* replay, bool gaps,
@@ -417,6 +431,7 @@ void PaceThread(const ThreadCalls& th, const std::vector<const TimedCall*>* repl
   std::vector<std::pair<uint64_t, uint64_t>>& moved = out->moved[th.tid];
   bool have_prev = false;
   uint64_t prev_end = 0, prev_done = 0;  // the previous call's recorded and paced completion
+  const uint64_t gap_floor = gaps ? 0 : RecordedGapFloor(th);
   size_t k = 0;
   for (const TimedCall& c : th.calls) {
     TimedCall m = c;
@@ -431,8 +446,11 @@ void PaceThread(const ThreadCalls& th, const std::vector<const TimedCall*>* repl
     if (gaps && have_prev) {
       m.ts = Scaled(prev_done, c.ts > prev_end ? c.ts - prev_end : 0, out->speed);
     } else {
-      // Never before the thread's previous call returned: a late call is issued at once.
-      m.ts = have_prev ? std::max(from_first(c.ts), prev_done) : from_first(c.ts);
+      // Never before the thread's previous call returned plus the cost of getting from one call
+      // to the next (the floor, or the recorded gap if shorter): a late call goes then.
+      const uint64_t gap = c.ts > prev_end ? c.ts - prev_end : 0;
+      m.ts = have_prev ? std::max(from_first(c.ts), SaturatingAdd(prev_done, std::min(gap, gap_floor)))
+                       : from_first(c.ts);
     }
     m.end = SaturatingAdd(m.ts, timed.end - timed.ts);
     out->timeline.Add(th.tgid, th.tid, m);

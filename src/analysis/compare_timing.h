@@ -94,8 +94,10 @@ double ReplaySpeed(const nlohmann::json& replay_model);
 // control); the other threads keep their recorded durations. A thread's calls are sequential, so
 // a call that runs longer delays the next: pace original issues each call at its recorded time
 // from the run's first call divided by `speed`, or when the thread's previous call returned if
-// that is later (a late call goes at once; a target slower than the recorded spacing leaves no
-// think time); pace gaps issues it the recorded idle gap, divided by `speed`, after the previous
+// that is later plus the thread's gap floor (base/gap_floor.h: the cost of a call's return and
+// entry, at most 2 us, and never more than the recorded gap), which the replayer pays as the
+// program did: a late call goes as soon as it can, and a target slower than the recorded spacing
+// leaves no think time; pace gaps issues it the recorded idle gap, divided by `speed`, after the previous
 // call returned. A thread's first call is at its recorded time from the run's first call. An
 // async request keeps its offset from the thread's call that carried it (the latest call issued
 // at or before it). Waits on other threads (a join, a lock) are not re-paced. Every judged timing

@@ -20,13 +20,6 @@ Pacer::Pacer(PaceMode mode, double speed, uint64_t trace_start, uint64_t live_st
     : mode_(mode), speed_(speed > 0 ? speed : 1.0), trace_start_(trace_start),
       live_start_(live_start), gap_floor_(gap_floor) {}
 
-uint64_t GapFloor(std::vector<uint64_t>& gaps) {
-  if (gaps.size() < 16) return 0;
-  auto at = gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 20);
-  std::nth_element(gaps.begin(), at, gaps.end());
-  return std::min(*at, kMaxGapFloorNs);
-}
-
 uint64_t Pacer::Due(uint64_t ts, uint64_t prev_rec_end, uint64_t prev_live_done, uint64_t now) {
   switch (mode_) {
     case PaceMode::kFast:

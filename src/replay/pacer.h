@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/gap_floor.h"
 #include "replay/options.h"
 
 namespace iotwin::replay {
@@ -51,13 +52,9 @@ class Pacer {
   uint64_t carry_ = 0;
 };
 
-// The gap floor of a thread from its recorded gaps between consecutive calls (ns): a low
-// quantile (the 5th percentile), so that a few gaps shortened by clock skew between CPUs do not
-// decide it, and at most kMaxGapFloorNs: a call's return and entry cost microseconds at most,
-// so a larger floor is the program's think time (a thread that always waits 5 ms between calls)
-// and is kept. 0 with fewer than 16 gaps. Reorders `gaps`.
-inline constexpr uint64_t kMaxGapFloorNs = 2'000;
-uint64_t GapFloor(std::vector<uint64_t>& gaps);
+// GapFloor, kMaxGapFloorNs: base/gap_floor.h.
+using iotwin::GapFloor;
+using iotwin::kMaxGapFloorNs;
 
 // CLOCK_MONOTONIC now, ns.
 // base + recorded_ns / speed, saturating: recorded times come from an untrusted trace, and a

@@ -12,6 +12,7 @@
 #include "analysis/compare_timing.h"
 #include "analysis/distance.h"
 #include "analysis_trace_builder.h"
+#include "base/gap_floor.h"
 #include "interop_test_util.h"
 
 namespace iotwin::analysis {
@@ -280,13 +281,16 @@ TEST(CompareTiming, AFailExplainsItself) {
 
 // A dependent chain of one thread: each call waits on the device (`dur`), then `think` ns pass
 // before the next (none from call `skip_think_from` on); each call carries one async request.
-CallTimeline Chain(uint64_t dur, uint64_t think, int calls, uint64_t skip_think_from = UINT64_MAX) {
+// A thread of `calls` calls of `dur` ns, `think` ns apart; from call `skip_think_from` on only
+// `late_gap` ns apart (a replay catching up on its schedule: one call right after the other).
+CallTimeline Chain(uint64_t dur, uint64_t think, int calls, uint64_t skip_think_from = UINT64_MAX,
+                   uint64_t late_gap = 0) {
   CallTimeline t;
   uint64_t ts = kStart;
   for (int i = 0; i < calls; i++) {
     t.Add(100, 101, TimedCall{ts, ts + dur, 4096, true, false});
     t.Add(100, 101, TimedCall{ts + 1000, ts + dur, 4096, true, true});  // async: left out
-    ts += dur + (static_cast<uint64_t>(i) >= skip_think_from ? 0 : think);
+    ts += dur + (static_cast<uint64_t>(i) >= skip_think_from ? late_gap : think);
   }
   t.Finish();
   return t;
@@ -295,11 +299,13 @@ CallTimeline Chain(uint64_t dur, uint64_t think, int calls, uint64_t skip_think_
 // The replay's target twice as slow as the original's: the replay's own inter-arrival times are
 // longer, which iat-ks judges against the original's schedule paced with the replay's call
 // durations. Gaps pacing keeps the think time after each longer call; original pacing, late
-// after each call that outlasts the recorded spacing, issues the next at once.
+// after each call that outlasts the recorded spacing, issues the next as soon as it can: after
+// the thread's gap floor (the cost of one call's return and the next's entry: here 2 us, the
+// floor's cap, as every recorded gap is 20 us).
 TEST(CompareTiming, InterArrivalIsJudgedAgainstTheScheduleThePaceKeepsOnTheReplaysTarget) {
   const CallTimeline original = Chain(100'000, 20'000, 200);
   const CallTimeline think_kept = Chain(200'000, 20'000, 200);
-  const CallTimeline think_lost = Chain(200'000, 20'000, 200, 0);
+  const CallTimeline think_lost = Chain(200'000, 20'000, 200, 0, kMaxGapFloorNs);
   auto paced = [&](const CallTimeline& replay, const char* pace) {
     return PaceOnReplayTarget(original, replay, {{original.Find(100, 101), replay.Find(100, 101)}},
                               pace, 1.0);
@@ -329,10 +335,13 @@ TEST(CompareTiming, InterArrivalIsJudgedAgainstTheScheduleThePaceKeepsOnTheRepla
   const PacedTimeline moved = paced(think_lost, "original");
   const ThreadCalls* th = moved.timeline.Find(100, 101);
   ASSERT_NE(th, nullptr);
-  EXPECT_EQ(th->calls[2].ts, kStart + 200'000);
+  EXPECT_EQ(th->calls[2].ts, kStart + 202'000);
   EXPECT_TRUE(th->calls[3].async);
-  EXPECT_EQ(th->calls[3].ts, kStart + 201'000);
-  EXPECT_EQ(moved.Map(101, kStart + 120'000 + 500), kStart + 200'000 + 500);
+  EXPECT_EQ(th->calls[3].ts, kStart + 203'000);
+  EXPECT_EQ(moved.Map(101, kStart + 120'000 + 500), kStart + 202'000 + 500);
+  // The floor is in the model: a replay issuing each late call with no gap at all differs.
+  const CallTimeline no_gap = Chain(200'000, 20'000, 200, 0);
+  EXPECT_GT(ks(no_gap, "original"), 0.9);
   // Call counts that differ: the recorded times.
   const CallTimeline shorter = Chain(200'000, 20'000, 150);
   const PacedTimeline u = paced(shorter, "gaps");

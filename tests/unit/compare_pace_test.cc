@@ -8,6 +8,7 @@
 #include "analysis/compare.h"
 #include "analysis/distance.h"
 #include "analysis_trace_builder.h"
+#include "base/gap_floor.h"
 #include "interop_test_util.h"
 
 namespace iotwin::analysis {
@@ -111,7 +112,8 @@ TEST(ComparePace, OriginalPacedReplayIsJudgedOnItsRates) {
 
 // A device-bound thread, as pace original replays it: the original's calls take 80 us with 20 us
 // of think time after each (one every 100 us); on the replay's target they take 130 us, so every
-// call is due before the previous one returned and is issued the moment it did.
+// call is due before the previous one returned and is issued as soon as the replayer can: the
+// thread's gap floor after it (base/gap_floor.h; 2 us here, the floor's cap).
 constexpr uint64_t kThink = 20 * kUs;
 uint64_t Recorded(size_t) { return 80 * kUs; }
 uint64_t SlowerTarget(size_t) { return 130 * kUs; }
@@ -126,7 +128,7 @@ TEST(ComparePace, OriginalPacedReplayOnASlowerTargetIssuingFaithfullyPasses) {
   SyntheticTrace orig;
   Reads(&orig, kThink, Recorded);
   SyntheticTrace replay = Replay("original");
-  Reads(&replay, 0, SlowerTarget);
+  Reads(&replay, kMaxGapFloorNs, SlowerTarget);
   nlohmann::json r = Compare(orig, replay);
   const std::string text = RenderCompareText(r);
   EXPECT_EQ(r["verdict"], "pass") << text;
@@ -215,12 +217,13 @@ TEST(ComparePace, ReplayAtSpeedTwoIsJudgedAgainstTheOriginalAtSpeedTwo) {
         << text;
     EXPECT_NE(text.find("pace " + std::string(pace) + ", speed 2"), std::string::npos) << text;
   }
-  // Where the original was too busy for double speed, a call waits for its predecessor.
+  // Where the original was too busy for double speed, a call waits for its predecessor (and the
+  // gap floor after it: the recorded 10 us gaps put it at its 2 us cap).
   SyntheticTrace orig;
   Every(&orig, 30 * kUs);
   SyntheticTrace replay = Replay("original");
   replay.meta()["replay"]["speed"] = 2.0;
-  Every(&replay, 20 * kUs);
+  Every(&replay, 20 * kUs + kMaxGapFloorNs);
   nlohmann::json r = Compare(orig, replay);
   EXPECT_LT(Measure(r, "iops-rel-err")["value"].get<double>(), 0.01) << RenderCompareText(r);
 }
