@@ -443,14 +443,22 @@ void PaceThread(const ThreadCalls& th, const std::vector<const TimedCall*>* repl
       continue;
     }
     const TimedCall& timed = replay ? *(*replay)[k] : c;
+    // A call the trace shows entered before its predecessor returned (clock skew between CPUs,
+    // or a forged trace) keeps that overlap from the predecessor's paced return, so that a trace
+    // paced on its own durations is itself.
+    const bool overlaps = have_prev && c.ts < prev_end;
+    const uint64_t overlap = overlaps ? Scaled(0, prev_end - c.ts, out->speed) : 0;
+    const uint64_t overlapped = prev_done > overlap ? prev_done - overlap : 0;
     if (gaps && have_prev) {
-      m.ts = Scaled(prev_done, c.ts > prev_end ? c.ts - prev_end : 0, out->speed);
-    } else {
+      m.ts = overlaps ? overlapped : Scaled(prev_done, c.ts - prev_end, out->speed);
+    } else if (have_prev) {
       // Never before the thread's previous call returned plus the cost of getting from one call
       // to the next (the floor, or the recorded gap if shorter): a late call goes then.
-      const uint64_t gap = c.ts > prev_end ? c.ts - prev_end : 0;
-      m.ts = have_prev ? std::max(from_first(c.ts), SaturatingAdd(prev_done, std::min(gap, gap_floor)))
-                       : from_first(c.ts);
+      const uint64_t earliest =
+          overlaps ? overlapped : SaturatingAdd(prev_done, std::min(c.ts - prev_end, gap_floor));
+      m.ts = std::max(from_first(c.ts), earliest);
+    } else {
+      m.ts = from_first(c.ts);
     }
     m.end = SaturatingAdd(m.ts, timed.end - timed.ts);
     out->timeline.Add(th.tgid, th.tid, m);
