@@ -47,6 +47,9 @@ CommandSpec SetupReplay(CLI::App& parent) {
   sub->add_flag("--dry-run", o.dry_run, "Print the plan (threads, files, ops, estimated time); write nothing");
   sub->add_flag("--force", o.force, "Use a root that is not empty or was prepared for another trace");
   sub->add_flag("--sparse", o.sparse, "Create pre-existing files sparse (no data blocks)");
+  sub->add_flag("--keep-modes", o.keep_modes,
+                "Create files and directories with the recorded group/other write bits "
+                "(set-user-ID and set-group-ID are never applied)");
   sub->add_option("--fill", args->fill, "Payload: zero, random or compressible:RATIO")
       ->capture_default_str();
   sub->add_option("--cache", args->cache, "Initial page cache: as-captured, cold or warm")

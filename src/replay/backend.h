@@ -45,6 +45,7 @@ struct LiveArgs {
   int dirfd2 = AT_FDCWD;
   const char* path = nullptr;   // mapped target path ("" for AT_EMPTY_PATH calls)
   const char* path2 = nullptr;  // second target path; symlink: the rewritten link target is `path`
+                                //   (confined: the absolute target in the worker's root)
   uint8_t* buf = nullptr;       // read destination / write source, at least `len` bytes
   uint64_t len = 0;
   const iovec* iov = nullptr;
@@ -131,7 +132,8 @@ class Backend {
                                                               AsyncKind kind) = 0;
 };
 
-std::unique_ptr<Backend> MakeSyncBackend();
+// `keep_modes`: group and other write of recorded modes are applied (modes.h).
+std::unique_ptr<Backend> MakeSyncBackend(bool keep_modes = false);
 std::unique_ptr<Backend> MakeNullBackend();
 
 // Page touches can hit SIGBUS (the file is shorter than the mapping) or SIGSEGV (mapping gone):

@@ -32,6 +32,7 @@ struct ReplayOptions {
   bool dry_run = false;
   bool force = false;
   bool sparse = false;
+  bool keep_modes = false;  // apply recorded group/other write (set-id bits never; modes.h)
   bool strict = false;
   bool json = false;
   bool progress = true;  // shown only when stderr is a terminal

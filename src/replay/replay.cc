@@ -17,6 +17,7 @@
 #include "model/trace_model.h"
 #include "replay/block_replay.h"
 #include "replay/engine.h"
+#include "replay/modes.h"
 #include "replay/pacer.h"
 #include "replay/plan.h"
 #include "replay/prepare.h"
@@ -147,6 +148,7 @@ std::string SummaryText(const nlohmann::json& s) {
       t += fmt::format("    {:<18} {}\n", reason, n);
     }
   }
+  if (s.contains("modes")) t += ModeChangesText(s["modes"]);
   uint64_t mm = s["mismatches"]["total"].get<uint64_t>();
   t += fmt::format("  mismatches {} results differ from the trace\n", mm);
   for (auto& [kind, ops] : s["mismatches"]["by_kind"].items()) {
@@ -314,7 +316,7 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
                                  const PrepareReport& prep, const ReplayOptions& o,
                                  ReplayOutcome out) {
   std::unique_ptr<Backend> backend =
-      o.backend == BackendKind::kNull ? MakeNullBackend() : MakeSyncBackend();
+      o.backend == BackendKind::kNull ? MakeNullBackend() : MakeSyncBackend(o.keep_modes);
   Engines engines;
   for (auto& plan : plans) {
     engines.push_back(std::make_unique<ReplayEngine>(plan, o, backend.get()));
@@ -388,6 +390,7 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
                 {"lost_events", model.stats().lost_events},
                 {"dependencies", model.stats().deps}};
   s["prepare"] = prep.ToJson();
+  s["modes"] = ModeChangesJson(model, o.keep_modes);
 
   if (recorder) {
     nlohmann::json rm = {{"source", o.trace}, {"pace", PaceName(o.pace)}, {"speed", o.speed},
@@ -449,8 +452,9 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
   IOTWIN_ASSIGN_OR_RETURN(std::vector<ReplayPlan> plans, BuildPlans(*model, o));
   if (o.dry_run) {
     out.summary = PlanToJson(plans[0], o);
+    out.summary["modes"] = ModeChangesJson(*model, o.keep_modes);
     out.summary["warnings"] = out.warnings;
-    out.text = PlanToText(plans[0], o);
+    out.text = PlanToText(plans[0], o) + ModeChangesText(out.summary["modes"]);
     return out;
   }
   IOTWIN_ASSIGN_OR_RETURN(PrepareReport prep, PrepareSandbox(plans, o));

@@ -1,5 +1,6 @@
 #include "replay/sandbox.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -80,6 +81,7 @@ std::string Sandbox::MountPoint(const PathMapper& mapper, std::string_view recor
 
 Result<std::shared_ptr<const Sandbox>> Sandbox::Open(const PathMapper& mapper) {
   auto sb = std::make_shared<Sandbox>();
+  sb->mapper_ = mapper;
   for (const std::string& b : mapper.Bases()) {
     Base base;
     base.path = b;
@@ -243,7 +245,183 @@ int Sandbox::Symlink(std::string_view points_to, std::string_view link) const {
   } else {
     return -EINVAL;
   }
-  return Ret(symlinkat(text.c_str(), p.fd, p.name.c_str()));
+  int rc = Ret(symlinkat(text.c_str(), p.fd, p.name.c_str()));
+  if (rc == 0) NoteLink(text);
+  return rc;
+}
+
+namespace {
+
+// Where open directory `dirfd` is in the calling thread's root: its working directory goes there
+// and back.
+int CwdPathOf(int dirfd, std::string* out) {
+  UniqueFd saved(open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!saved.valid()) return -errno;
+  if (fchdir(dirfd) != 0) return -errno;
+  char buf[PATH_MAX];
+  const char* cwd = getcwd(buf, sizeof buf);
+  const int err = errno;
+  if (fchdir(saved.get()) != 0) return -errno;
+  if (cwd == nullptr) return err == ERANGE ? -ENAMETOOLONG : -err;
+  if (cwd[0] != '/') return -ENOENT;  // not reachable from the root
+  out->assign(cwd);
+  return 0;
+}
+
+// The number of ".." components a relative symlink text starts with; `rest`: where the rest
+// starts.
+size_t LeadingUps(std::string_view text, size_t* rest) {
+  size_t ups = 0, pos = 0;
+  while (text.substr(pos, 2) == ".." && (pos + 2 == text.size() || text[pos + 2] == '/')) {
+    ups++;
+    pos = std::min(text.size(), pos + 3);
+  }
+  if (rest) *rest = pos;
+  return ups;
+}
+
+// Components of a normalised absolute path ("/" has none).
+size_t Depth(std::string_view path) {
+  return path == "/" ? 0 : static_cast<size_t>(std::count(path.begin(), path.end(), '/'));
+}
+
+// Symlink `name` in `dirfd`, `depth` directories below its base: a text climbing above the
+// base is replaced by one that stops there.
+void ClampLink(int dirfd, const char* name, size_t depth) {
+  char buf[PATH_MAX];
+  ssize_t n = readlinkat(dirfd, name, buf, sizeof buf);
+  if (n <= 0 || n >= static_cast<ssize_t>(sizeof buf)) return;
+  const std::string_view text(buf, static_cast<size_t>(n));
+  size_t rest;
+  if (LeadingUps(text, &rest) <= depth) return;
+  std::string clamped;
+  for (size_t i = 0; i < depth; i++) clamped += i == 0 ? ".." : "/..";
+  if (rest < text.size()) {
+    if (!clamped.empty()) clamped += '/';
+    clamped += text.substr(rest);
+  }
+  if (clamped.empty()) clamped = ".";
+  // Made beside it and renamed over it: the name never points outside, nor goes missing.
+  const std::string tmp = std::string(name) + ".iotwin-clamp";
+  if (symlinkat(clamped.c_str(), dirfd, tmp.c_str()) != 0) {
+    unlinkat(dirfd, name, 0);  // what cannot be fixed must not stay
+    return;
+  }
+  if (renameat(dirfd, tmp.c_str(), dirfd, name) != 0) {
+    unlinkat(dirfd, tmp.c_str(), 0);
+    unlinkat(dirfd, name, 0);
+  }
+}
+
+// Every symlink beneath directory `top` (`depth` below its base), walked without following
+// any symlink or leaving its mount.
+void ClampLinksBeneath(int top, size_t depth) {
+  std::vector<std::pair<std::string, size_t>> todo{{".", depth}};
+  while (!todo.empty()) {
+    std::string rel = std::move(todo.back().first);
+    const size_t d = todo.back().second;
+    todo.pop_back();
+    int fd = Openat2(top, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0,
+                     kBeneath | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV);
+    if (fd < 0) continue;
+    DIR* dir = fdopendir(fd);
+    if (!dir) {
+      close(fd);
+      continue;
+    }
+    while (dirent* e = readdir(dir)) {
+      const std::string_view n = e->d_name;
+      if (n == "." || n == "..") continue;
+      unsigned char type = e->d_type;
+      struct stat st;
+      if (type == DT_UNKNOWN && fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+      }
+      if (type == DT_LNK) ClampLink(fd, e->d_name, d);
+      if (type == DT_DIR) todo.emplace_back(rel + "/" + e->d_name, d + 1);
+    }
+    closedir(dir);
+  }
+}
+
+// The --map prefix `path` (a path in a confined root) lies under, or "/" for the root's own.
+std::string_view InRootBase(const PathMapper& mapper, std::string_view path) {
+  for (const auto& [from, to] : mapper.maps()) {
+    if (model::PathIsWithin(path, from)) return from;
+  }
+  return "/";
+}
+
+}  // namespace
+
+std::string Sandbox::InRootLinkText(std::string_view dir, std::string_view points_to) const {
+  // From the root's own directories a relative text stays in the root for a walker outside too
+  // (a --map prefix is a directory of the root there); from a --map target it would climb out
+  // of the target.
+  const std::string_view base = InRootBase(mapper_, dir);
+  if (base != "/" && base != InRootBase(mapper_, points_to)) {
+    return mapper_.Map(points_to);  // another base: see the header
+  }
+  return model::RelativePath(dir, points_to);
+}
+
+int Sandbox::SymlinkInRoot(std::string_view points_to, std::string_view link) const {
+  if (points_to.find('\0') != std::string_view::npos || link.find('\0') != std::string_view::npos ||
+      points_to.empty() || points_to[0] != '/' || link.empty() || link[0] != '/') {
+    return -EINVAL;
+  }
+  const std::string normal = model::NormalizePath(link);
+  if (normal == "/") return -EEXIST;
+  const std::string parent(model::ParentPath(normal));
+  const std::string name(model::BaseName(normal));
+  UniqueFd dir(open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return -errno;
+  std::string real;
+  if (int rc = CwdPathOf(dir.get(), &real); rc < 0) return rc;
+  const std::string text = InRootLinkText(real, model::NormalizePath(points_to));
+  int rc = Ret(symlinkat(text.c_str(), dir.get(), name.c_str()));
+  if (rc == 0) NoteLink(text);
+  return rc;
+}
+
+void Sandbox::NoteLink(std::string_view text) const {
+  if (LeadingUps(text, nullptr) > 0) climbing_links_.store(true, std::memory_order_relaxed);
+}
+
+void Sandbox::ClampMovedLinks(std::string_view name, bool in_root) const {
+  if (!climbing_links_.load(std::memory_order_relaxed) || name.find('\0') != std::string_view::npos) {
+    return;
+  }
+  // The directory holding `name`, and how deep it really is below its base.
+  UniqueFd dir;
+  std::string real, leaf;
+  std::string_view base;
+  if (in_root) {
+    const std::string normal = model::NormalizePath(name);
+    if (normal == "/") return;
+    leaf = model::BaseName(normal);
+    dir.Reset(open(std::string(model::ParentPath(normal)).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!dir.valid() || CwdPathOf(dir.get(), &real) < 0) return;
+    base = InRootBase(mapper_, real);
+  } else {
+    Parent p;
+    if (OpenParent(name, &p) < 0) return;
+    leaf = p.name;
+    dir.Reset(fcntl(p.fd, F_DUPFD_CLOEXEC, 0));
+    real = p.fd == p.base->fd.get() ? p.base->real : RealPathOf(p.fd);
+    base = p.base->real;
+  }
+  if (!dir.valid() || !model::PathIsWithin(real, base)) return;
+  const size_t depth = Depth(real) - Depth(base);
+  struct stat st;
+  if (fstatat(dir.get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (S_ISLNK(st.st_mode)) {
+    ClampLink(dir.get(), leaf.c_str(), depth);
+  } else if (S_ISDIR(st.st_mode)) {
+    UniqueFd top(Openat2(dir.get(), leaf.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                         kBeneath | RESOLVE_NO_SYMLINKS));
+    if (top.valid()) ClampLinksBeneath(top.get(), depth + 1);
+  }
 }
 
 int Sandbox::Truncate(std::string_view target, int64_t length) const {

@@ -23,10 +23,18 @@
 // price of one more call per path and, for some calls, another system call than recorded.
 //
 // Symlinks the replay creates point to relative targets computed from the real location of the
-// link's directory inside the same base, so they resolve under RESOLVE_BENEATH, and a program
-// walking the sandbox without it also stays inside. A target in another base (a symlink from the
-// root into a --map target) is written as the mapped absolute path; RESOLVE_BENEATH refuses to
-// follow it (EXDEV), which the replay counts as a result mismatch.
+// link's directory inside the same base, the directory the kernel puts the link in (which differs
+// from the recorded one when a directory on the way is itself a symlink), never from the
+// recorded path. Such a text climbs at most to the base (its ".." components lead from the real
+// directory up to the deepest directory it shares with the target, and both lie in the base), so
+// the link resolves under RESOLVE_BENEATH, in a confined worker's root, and for a program walking
+// the sandbox without either. A target in another base (a symlink from the root into a --map
+// target) is written as the mapped absolute path; RESOLVE_BENEATH refuses to follow it (EXDEV),
+// which the replay counts as a result mismatch. Confined workers see each --map target bound at
+// its recorded prefix inside the root: a link from the root into one keeps its relative text
+// (on the host it leads to the empty directory of the prefix, still inside the root); a link
+// from a --map target elsewhere gets the mapped absolute path, which a confined worker does not
+// find (a mismatch as well).
 //
 // Every method returns what the system call would (>= 0, or -errno) and is safe to call from
 // several threads at once.
@@ -35,6 +43,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -81,6 +90,17 @@ class Sandbox {
   int LinkDescriptor(int fd, std::string_view to) const;
   // Creates a symlink at `link` pointing to `points_to` (both mapped absolute paths).
   int Symlink(std::string_view points_to, std::string_view link) const;
+  // The same from a worker confined by ConfineThread: `points_to` and `link` are absolute paths
+  // in its root (recorded, normalised). Moves the calling thread's working directory for a moment
+  // (its own, CLONE_FS: /proc is not mounted in its root, so getcwd says where a directory is).
+  int SymlinkInRoot(std::string_view points_to, std::string_view link) const;
+  // After a rename, exchange or link gave something the name `name` (a mapped path, or with
+  // `in_root` a path in the calling confined worker's root): a symlink there, or beneath it when
+  // it is a directory, may now lie less deep below its base than its text's leading ".." climb.
+  // Such a text loses the ".." that would climb above the base (a confined worker's kernel stops
+  // there anyway), so that the link still resolves inside for a walker on the host. Nothing is
+  // walked until the replay has made a link whose text climbs.
+  void ClampMovedLinks(std::string_view name, bool in_root) const;
   int Truncate(std::string_view target, int64_t length) const;
   int Chdir(std::string_view target) const;
   // The kind of `target` without following a final symlink: S_IFREG, S_IFDIR, ... or -errno.
@@ -106,8 +126,15 @@ class Sandbox {
     std::string name;
   };
   int OpenParent(std::string_view target, Parent* out) const;
+  // The text of a link in directory `dir` to `points_to`, both paths in a confined root.
+  std::string InRootLinkText(std::string_view dir, std::string_view points_to) const;
+
+  // Notes a link this replay made, with its text.
+  void NoteLink(std::string_view text) const;
 
   std::vector<Base> bases_;  // longest path first
+  mutable std::atomic<bool> climbing_links_{false};  // a link whose text starts with ".."
+  PathMapper mapper_;        // for paths in a confined worker's root (--map prefixes bound there)
 };
 
 }  // namespace iotwin::replay

@@ -24,6 +24,7 @@
 #include "format/op_info.h"
 #include "model/op_fields.h"
 #include "replay/backend.h"
+#include "replay/modes.h"
 #include "replay/sandbox.h"
 
 namespace iotwin::replay {
@@ -92,22 +93,23 @@ uint64_t HonouredOpenFlags(uint64_t flags) {
 
 // Calls that name a path, issued as recorded (same system call, same flags) by a worker confined
 // to its base (LiveArgs::in_root: its own root directory, see sandbox.h), on the recorded path.
-int64_t ConfinedPathCall(const LiveArgs& a) {
+// `mode`: the mode a creating call passes (modes.h), not the recorded one.
+int64_t ConfinedPathCall(const LiveArgs& a, uint32_t mode) {
   const iot_syscall& sc = a.op->sc;
   switch (sc.op) {
 #ifdef SYS_open
-    case IOT_OP_OPEN: return Ret(syscall(SYS_open, a.path, sc.flags, sc.mode));
-    case IOT_OP_CREAT: return Ret(syscall(SYS_creat, a.path, sc.mode));
+    case IOT_OP_OPEN: return Ret(syscall(SYS_open, a.path, sc.flags, mode));
+    case IOT_OP_CREAT: return Ret(syscall(SYS_creat, a.path, mode));
 #else
-    case IOT_OP_OPEN: return Ret(syscall(SYS_openat, AT_FDCWD, a.path, sc.flags, sc.mode));
+    case IOT_OP_OPEN: return Ret(syscall(SYS_openat, AT_FDCWD, a.path, sc.flags, mode));
     case IOT_OP_CREAT:
-      return Ret(syscall(SYS_openat, AT_FDCWD, a.path, O_CREAT | O_WRONLY | O_TRUNC, sc.mode));
+      return Ret(syscall(SYS_openat, AT_FDCWD, a.path, O_CREAT | O_WRONLY | O_TRUNC, mode));
 #endif
-    case IOT_OP_OPENAT: return Ret(syscall(SYS_openat, a.dirfd, a.path, sc.flags, sc.mode));
+    case IOT_OP_OPENAT: return Ret(syscall(SYS_openat, a.dirfd, a.path, sc.flags, mode));
     case IOT_OP_OPENAT2: {
       open_how how{};
       how.flags = sc.flags;
-      how.mode = sc.flags & (O_CREAT | __O_TMPFILE) ? sc.mode : 0;
+      how.mode = sc.flags & (O_CREAT | __O_TMPFILE) ? mode : 0;
       // Paths are absolute in the worker's root: "beneath the dirfd" would reject them.
       how.resolve = model::Openat2Resolve(sc) & ~static_cast<uint64_t>(RESOLVE_BENEATH | RESOLVE_IN_ROOT);
       return Ret(syscall(SYS_openat2, a.dirfd, a.path, &how, sizeof how));
@@ -132,21 +134,24 @@ int64_t ConfinedPathCall(const LiveArgs& a) {
       return Ret(syscall(SYS_statx, a.dirfd, a.path, sc.flags, sc.mode, &stx));
     }
 #ifdef SYS_mkdir
-    case IOT_OP_MKDIR: return Ret(syscall(SYS_mkdir, a.path, sc.mode));
+    case IOT_OP_MKDIR: return Ret(syscall(SYS_mkdir, a.path, mode));
     case IOT_OP_UNLINK: return Ret(syscall(SYS_unlink, a.path));
     case IOT_OP_RMDIR: return Ret(syscall(SYS_rmdir, a.path));
     case IOT_OP_RENAME: return Ret(syscall(SYS_rename, a.path, a.path2));
     case IOT_OP_LINK: return Ret(syscall(SYS_link, a.path, a.path2));
-    case IOT_OP_SYMLINK: return Ret(syscall(SYS_symlink, a.path, a.path2));
 #endif
-    case IOT_OP_MKDIRAT: return Ret(syscall(SYS_mkdirat, a.dirfd, a.path, sc.mode));
+    case IOT_OP_MKDIRAT: return Ret(syscall(SYS_mkdirat, a.dirfd, a.path, mode));
     case IOT_OP_UNLINKAT: return Ret(syscall(SYS_unlinkat, a.dirfd, a.path, sc.flags));
     case IOT_OP_RENAMEAT: return Ret(syscall(SYS_renameat, a.dirfd, a.path, a.dirfd2, a.path2));
     case IOT_OP_RENAMEAT2:
       return Ret(syscall(SYS_renameat2, a.dirfd, a.path, a.dirfd2, a.path2, sc.flags));
     case IOT_OP_LINKAT:
       return Ret(syscall(SYS_linkat, a.dirfd, a.path, a.dirfd2, a.path2, sc.flags));
-    case IOT_OP_SYMLINKAT: return Ret(syscall(SYS_symlinkat, a.path, a.dirfd2, a.path2));
+    case IOT_OP_SYMLINK:
+    case IOT_OP_SYMLINKAT:
+      // Not symlink(2) with the text as given: where the kernel puts the link (its directory
+      // may be reached through a symlink) decides the text (Sandbox::SymlinkInRoot).
+      return a.sandbox ? a.sandbox->SymlinkInRoot(a.path, a.path2) : -EPERM;
     case IOT_OP_CHDIR: return Ret(syscall(SYS_chdir, a.path));
     default: return -ENOSYS;
   }
@@ -154,19 +159,19 @@ int64_t ConfinedPathCall(const LiveArgs& a) {
 
 // Calls that name a path, from a worker that could not be confined: resolved beneath the base
 // with openat2 (one more call than recorded, sometimes another system call; see sandbox.h).
-int64_t OpenCall(const LiveArgs& a) {
-  if (a.in_root) return ConfinedPathCall(a);
+int64_t OpenCall(const LiveArgs& a, uint32_t mode) {
+  if (a.in_root) return ConfinedPathCall(a, mode);
   if (!a.sandbox) return -EPERM;
   const iot_syscall& sc = a.op->sc;
   uint64_t flags = sc.flags, resolve = 0;
   if (sc.op == IOT_OP_CREAT) flags = O_CREAT | O_WRONLY | O_TRUNC;
   if (sc.op == IOT_OP_OPENAT2) resolve = model::Openat2Resolve(sc);
-  return a.sandbox->OpenFile(a.path, HonouredOpenFlags(flags), sc.mode, resolve);
+  return a.sandbox->OpenFile(a.path, HonouredOpenFlags(flags), mode, resolve);
 }
 
 int64_t StatCall(const LiveArgs& a) {
   const iot_syscall& sc = a.op->sc;
-  if (a.in_root) return ConfinedPathCall(a);
+  if (a.in_root) return ConfinedPathCall(a, 0);
   if (a.path != nullptr && a.path[0] == '\0') {
     // AT_EMPTY_PATH: the object is a live descriptor, no name is resolved.
     if (sc.op == IOT_OP_STATX) {
@@ -190,14 +195,14 @@ int64_t StatCall(const LiveArgs& a) {
   }
 }
 
-int64_t NameCall(const LiveArgs& a) {
-  if (a.in_root) return ConfinedPathCall(a);
+int64_t NameCall(const LiveArgs& a, uint32_t mode) {
+  if (a.in_root) return ConfinedPathCall(a, mode);
   if (!a.sandbox) return -EPERM;
   const Sandbox& sb = *a.sandbox;
   const iot_syscall& sc = a.op->sc;
   switch (sc.op) {
     case IOT_OP_MKDIR:
-    case IOT_OP_MKDIRAT: return sb.Mkdir(a.path, static_cast<mode_t>(sc.mode));
+    case IOT_OP_MKDIRAT: return sb.Mkdir(a.path, mode);
     case IOT_OP_UNLINK: return sb.Unlink(a.path, 0);
     case IOT_OP_UNLINKAT: return sb.Unlink(a.path, static_cast<int>(sc.flags) & AT_REMOVEDIR);
     case IOT_OP_RMDIR: return sb.Unlink(a.path, AT_REMOVEDIR);
@@ -213,6 +218,20 @@ int64_t NameCall(const LiveArgs& a) {
     case IOT_OP_CHDIR: return sb.Chdir(a.path);
     default: return -ENOSYS;
   }
+}
+
+// rename, exchange and link give a file another name, perhaps less deep below the base than the
+// old one: the symlinks there are kept from climbing out of it (Sandbox::ClampMovedLinks).
+int64_t NewNameCall(const LiveArgs& a) {
+  const int64_t r = NameCall(a, 0);
+  if (r == 0 && a.sandbox != nullptr) {
+    a.sandbox->ClampMovedLinks(a.path2, a.in_root);
+    const iot_syscall& sc = a.op->sc;
+    if (sc.op == IOT_OP_RENAMEAT2 && (sc.flags & RENAME_EXCHANGE)) {
+      a.sandbox->ClampMovedLinks(a.path, a.in_root);
+    }
+  }
+  return r;
 }
 
 // ---- locks (docs/replay.md, "Locks") ----
@@ -380,6 +399,7 @@ int64_t MapAsRecorded(const LiveArgs& a) {
 
 class SyncBackend final : public Backend {
  public:
+  explicit SyncBackend(bool keep_modes) : keep_modes_(keep_modes) {}
   const char* name() const override { return "sync"; }
 
   int64_t Execute(const LiveArgs& a) override {
@@ -395,7 +415,7 @@ class SyncBackend final : public Backend {
       case IOT_OP_OPENAT:
       case IOT_OP_OPENAT2:
       case IOT_OP_CREAT:
-        return OpenCall(a);
+        return OpenCall(a, AppliedMode(sc.mode, keep_modes_));
       case IOT_OP_CLOSE:
         posix_locks_.Release(a.fd);
         return Ret(syscall(SYS_close, a.fd));
@@ -453,7 +473,7 @@ class SyncBackend final : public Backend {
         return Ret(syscall(SYS_fallocate, a.fd, model::FallocateMode(sc), sc.offset, sc.length));
       case IOT_OP_FTRUNCATE: return Ret(syscall(SYS_ftruncate, a.fd, model::TruncateLength(sc)));
       case IOT_OP_TRUNCATE:
-        if (a.in_root) return ConfinedPathCall(a);
+        if (a.in_root) return ConfinedPathCall(a, 0);
         if (!a.sandbox) return -EPERM;
         return a.sandbox->Truncate(a.path, static_cast<int64_t>(model::TruncateLength(sc)));
       case IOT_OP_FADVISE64:
@@ -497,15 +517,16 @@ class SyncBackend final : public Backend {
       case IOT_OP_UNLINK:
       case IOT_OP_UNLINKAT:
       case IOT_OP_RMDIR:
+      case IOT_OP_SYMLINK:
+      case IOT_OP_SYMLINKAT:
+      case IOT_OP_CHDIR:
+        return NameCall(a, AppliedMode(sc.mode, keep_modes_));
       case IOT_OP_RENAME:
       case IOT_OP_RENAMEAT:
       case IOT_OP_RENAMEAT2:
       case IOT_OP_LINK:
       case IOT_OP_LINKAT:
-      case IOT_OP_SYMLINK:
-      case IOT_OP_SYMLINKAT:
-      case IOT_OP_CHDIR:
-        return NameCall(a);
+        return NewNameCall(a);
       case IOT_OP_FCHDIR: return Ret(syscall(SYS_fchdir, a.fd));
       default:
         return -ENOSYS;
@@ -537,6 +558,7 @@ class SyncBackend final : public Backend {
                                                       AsyncKind kind) override;
 
  private:
+  const bool keep_modes_;  // --keep-modes (modes.h)
   PosixLockOwners posix_locks_;
 };
 
@@ -572,9 +594,9 @@ void InstallTouchGuards() {
   });
 }
 
-std::unique_ptr<Backend> MakeSyncBackend() {
+std::unique_ptr<Backend> MakeSyncBackend(bool keep_modes) {
   InstallTouchGuards();
-  return std::make_unique<SyncBackend>();
+  return std::make_unique<SyncBackend>(keep_modes);
 }
 
 namespace {

@@ -437,11 +437,10 @@ void ReplayEngine::Worker::TranslateSymlinkText(const Op& op, Translation* t) {
     t->bad_name = true;
   }
   if (in_root) {
-    // Relative from the link's directory, so that it also resolves inside the sandbox for
-    // anyone walking it from outside.
+    // Absolute in the worker's root: the back end writes it relative to the directory the
+    // kernel puts the link in (Sandbox::SymlinkInRoot).
     const std::string link = model::NormalizePath(model_.path(op.path2));
-    std::string_view dir = model::ParentPath(link);
-    scratch_ = model::RelativePath(dir, model::ResolvePath(dir, text));
+    scratch_ = model::ResolvePath(model::ParentPath(link), text);
   } else {
     scratch_ = engine_.plan_.mapper.MapSymlinkTarget(model_.path(op.path2), text);
   }
