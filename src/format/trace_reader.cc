@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/json_parse.h"
 #include "format/layout.h"
 #include "format/record_packing.h"
 #include "format/records.h"
@@ -180,10 +181,10 @@ Status TraceReader::ReadHeader() {
     return Status::Corrupt("{}: header checksum mismatch (stored {:016x}, computed {:016x})",
                            Where(24), h.hash, hash);
   }
-  meta_ = nlohmann::json::parse(meta_text, nullptr, /*allow_exceptions=*/false);
-  if (meta_.is_discarded() || !meta_.is_object()) {
-    return Status::Corrupt("{}: metadata is not a JSON object", Where(32));
-  }
+  Result<nlohmann::json> meta = ParseUntrustedJson(meta_text, sizeof h);
+  if (!meta.ok()) return Status::Corrupt("{}: metadata: {}", path_, meta.status().message());
+  if (!meta->is_object()) return Status::Corrupt("{}: metadata is not a JSON object", Where(32));
+  meta_ = std::move(*meta);
   data_start_ = sizeof h + h.meta_len;
   data_end_ = file_size_;
   return Status::Ok();
@@ -237,13 +238,13 @@ Status TraceReader::LoadFooter() {
     }
     index.push_back({e.offset, e.min_ts, e.max_ts, e.records, e.flags});
   }
-  auto summary = nlohmann::json::parse(trailer.begin() + static_cast<ptrdiff_t>(pos), trailer.end(),
-                                       nullptr, false);
-  if (summary.is_discarded() || !summary.is_object()) {
-    return bad("summary is not a JSON object");
-  }
+  Result<nlohmann::json> summary = ParseUntrustedJson(
+      std::string_view(reinterpret_cast<const char*>(trailer.data()) + pos, trailer.size() - pos),
+      f.trailer_offset + pos);
+  if (!summary.ok()) return bad("summary: " + summary.status().message());
+  if (!summary->is_object()) return bad("summary is not a JSON object");
   index_ = std::move(index);
-  summary_ = std::move(summary);
+  summary_ = std::move(*summary);
   data_end_ = f.trailer_offset;
   return Status::Ok();
 }

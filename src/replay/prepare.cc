@@ -18,6 +18,7 @@
 #include "base/bytes_text.h"
 #include "base/checked_math.h"
 #include "base/fd.h"
+#include "base/json_parse.h"
 #include "base/page_cache.h"
 #include "model/path.h"
 #include "replay/fill.h"
@@ -390,12 +391,12 @@ Result<nlohmann::json> CheckRoot(const std::string& root, const ReplayOptions& o
   if (manifest) {
     std::string path = root + "/" + kManifestName;
     Result<std::string> text = ReadManifest(path);
-    m = text.ok() ? nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false)
-                  : nlohmann::json(nlohmann::json::value_t::discarded);
+    Result<nlohmann::json> parsed = text.ok() ? ParseUntrustedJson(*text) : text.status();
+    m = parsed.ok() ? *parsed : nlohmann::json(nlohmann::json::value_t::discarded);
     if (m.is_discarded()) {
       if (!o.force) {
         return Status::Corrupt("{}: unreadable manifest ({}); use --force to overwrite it", path,
-                               text.ok() ? "not JSON" : text.status().message());
+                               parsed.status().message());
       }
       m = nullptr;
     }
