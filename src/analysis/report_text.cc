@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/bytes_text.h"
 #include "base/checked_math.h"
 #include "base/json_fields.h"
 
@@ -615,7 +616,9 @@ std::string RenderText(const nlohmann::json& model) {
   AmplificationSection(out, model);
   AsyncSection(out, model);
   IntentSection(out, model);
-  return out.Take();
+  // Names, comms, labels and header strings come from the trace as bytes: the report is escaped
+  // as a whole, so none of them can put a control sequence on the terminal.
+  return LinesToText(out.Take());
 }
 
 }  // namespace iotwin::analysis

@@ -88,6 +88,22 @@ std::string BytesToText(std::string_view bytes) {
   return out;
 }
 
+std::string LinesToText(std::string_view lines) {
+  std::string out;
+  out.reserve(lines.size());
+  for (size_t start = 0; start < lines.size();) {
+    const size_t end = lines.find('\n', start);
+    if (end == std::string_view::npos) {
+      AppendBytesAsText(&out, lines.substr(start));
+      break;
+    }
+    AppendBytesAsText(&out, lines.substr(start, end - start));
+    out.push_back('\n');
+    start = end + 1;
+  }
+  return out;
+}
+
 std::optional<std::string> TextToBytes(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -125,6 +141,10 @@ void AppendBytesAsJsonString(std::string* out, std::string_view bytes) {
 
 void AppendBytesAsCsvField(std::string* out, std::string_view bytes) {
   std::string text = BytesToText(bytes);
+  // Tab and CR, which OWASP lists too, are escaped by BytesToText already.
+  if (!text.empty() && std::string_view("=+-@'").find(text[0]) != std::string_view::npos) {
+    text.insert(text.begin(), '\'');
+  }
   if (text.find_first_of(",\"") == std::string::npos) {
     out->append(text);
     return;

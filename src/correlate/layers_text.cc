@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/bytes_text.h"
 #include "base/json_fields.h"
 #include "correlate/layers_report.h"
 
@@ -307,7 +308,9 @@ std::string RenderLayersText(const json& r) {
   InterferenceText(out, r["interference"]);
   WritebackText(out, r["writeback"]);
   RequestsText(out, r);
-  return out;
+  // File names and header strings come from the trace as bytes: escaped here, all at once, so
+  // none of them can put a control sequence on the terminal.
+  return LinesToText(out);
 }
 
 }  // namespace iotwin::correlate

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "base/bytes_text.h"
 #include "model/trace_model.h"
 #include "replay/block_replay.h"
 #include "replay/engine.h"
@@ -104,7 +105,7 @@ Status CheckTrace(const model::TraceModel& m, const TraceDamage& damage, const R
     if (host.contains("arch") && host["arch"].is_string() && host["arch"] != u.machine) {
       std::string w = fmt::format("the trace comes from a {} machine, this one is {}: operations "
                                   "are architecture-neutral and replay as recorded",
-                                  host["arch"].get<std::string>(), u.machine);
+                                  BytesToText(host["arch"].get<std::string>()), u.machine);
       if (o.strict) return Status::Invalid("{} (refused: --strict)", w);
       warn->push_back(w);
     }
@@ -158,7 +159,7 @@ std::string SummaryText(const nlohmann::json& s) {
     for (const auto& e : exs) {
       t += fmt::format("    e.g. {} {} of tid {} (op {}) {}: recorded {}, replay {}\n", kind,
                        e["op"].get<std::string>(), e["tid"].get<uint32_t>(),
-                       e["index"].get<uint32_t>(), e["path"].get<std::string>(),
+                       e["index"].get<uint32_t>(), BytesToText(e["path"].get<std::string>()),
                        e["recorded"].get<int64_t>(), e["live"].get<int64_t>());
     }
   }
