@@ -57,10 +57,12 @@ struct Column {
   std::vector<std::string_view> dictionary;  // by code
 
   // Text: the code of `text`, added when new. A small cache keyed by the text's address comes
-  // first (callers mostly pass the same static names); a hit is checked against the content.
+  // first (callers mostly pass the same static names); a hit is checked against the content. An
+  // empty view may have no address (the reader's text for an undefined string id): it never
+  // matches a slot, whose initial address is null too and whose code may not exist yet.
   uint32_t Code(std::string_view text) {
     CacheSlot& slot = cache_[(reinterpret_cast<uintptr_t>(text.data()) >> 3) % kCache];
-    if (slot.data == text.data() && slot.size == text.size() &&
+    if (slot.data != nullptr && slot.data == text.data() && slot.size == text.size() &&
         std::memcmp(dictionary[slot.code].data(), text.data(), text.size()) == 0) {
       return slot.code;
     }

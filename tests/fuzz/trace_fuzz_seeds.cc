@@ -1,9 +1,10 @@
 // Writes the seed inputs of the trace-consumer fuzz targets (model, report, layers, compare,
 // replay plan) in the layout of trace_fuzz_util.h, from small hand-written workloads built with
 // the tests' TraceBuilder: file I/O, processes and mappings, async I/O, the block and NVMe
-// layers with their header facts, and damaged or unusual traces.
+// layers with their header facts, and damaged or unusual traces; and the trace files of
+// trace_reader_fuzz (and of the Python module's fuzz test) that TraceWriter would never write.
 //
-//   trace_fuzz_seeds DIR    writes DIR/<target>/<name>
+//   trace_fuzz_seeds DIR    writes DIR/<target>/<name> and DIR/<name>.iotwin
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <string>
 
+#include "../unit/raw_trace_file.h"
 #include "../unit/trace_builder.h"
 #include "trace_fuzz_util.h"
 
@@ -258,6 +260,41 @@ void Unusual(Encoder* e) {
   e->Record(reinterpret_cast<const iot_rec_hdr*>(unknown.data()));
 }
 
+// File I/O whose last open names a path by an id no STRING record defines: consumers read it
+// as "no name" (the CLI's "#id" or ""), never as another string or a crash.
+void UndefinedStringId(TraceBuilder& b) {
+  FileIo(b);
+  iot_syscall& open = b.Syscall(kPid, IOT_OP_OPENAT, 7);
+  open.fd = -100;
+  open.flags = O_RDONLY;
+  open.path_id = 4242;
+  open.ino = 4242;
+  b.Read(kPid, 7, 4096, 4096);
+}
+
+// Levels of nested arrays in the header's and footer's JSON: past the readers' bound of 128
+// (base/json_parse.h), and small enough to keep as seed files.
+constexpr uint16_t kNestedLevels = 1000;
+
+bool WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  return static_cast<bool>(out);
+}
+
+// DIR/*.iotwin: whole trace files for trace_reader_fuzz, which mutates files.
+bool WriteRawSeeds(const std::string& dir) {
+  TraceBuilder b;
+  UndefinedStringId(b);
+  bool ok = b.WriteFile(dir + "/undefined_string_id.iotwin").ok();
+  ok &= WriteFile(dir + "/nested_header.iotwin",
+                  iotwin::test::RawTraceBytes(iotwin::test::NestedJson(kNestedLevels)));
+  ok &= WriteFile(dir + "/nested_footer.iotwin",
+                  iotwin::test::RawTraceBytes("{\"tool\": \"seed\"}",
+                                              iotwin::test::NestedJson(kNestedLevels)));
+  return ok;
+}
+
 bool WriteSeed(const std::string& dir, const std::string& target, const std::string& name,
                const std::string& bytes) {
   std::string d = dir + "/" + target;
@@ -293,6 +330,19 @@ int main(int argc, char** argv) {
     Unusual(&e);
     return e.bytes();
   };
+  // File I/O with header or footer JSON nested past the readers' bound.
+  auto nested = [](uint8_t options, bool header) {
+    Encoder e(options, 0);
+    TraceBuilder b;
+    FileIo(b);
+    Add(&e, b);
+    if (header) {
+      e.MetaNested("host/hostname", kNestedLevels);
+    } else {
+      e.SummaryNested("lost", kNestedLevels);
+    }
+    return e.bytes();
+  };
   bool ok = true;
   for (const char* target : {"model_fuzz", "report_fuzz", "layers_fuzz", "replay_plan_fuzz"}) {
     const bool replay = std::string(target) == "replay_plan_fuzz";
@@ -302,7 +352,11 @@ int main(int argc, char** argv) {
     ok &= WriteSeed(dir, target, "async", workload(opt, 1, Async));
     ok &= WriteSeed(dir, target, "block", block(opt, 2));
     ok &= WriteSeed(dir, target, "unusual_truncated", unusual(opt, 4 | 8));
+    ok &= WriteSeed(dir, target, "undefined_string_id", workload(opt, 0, UndefinedStringId));
+    ok &= WriteSeed(dir, target, "nested_header", nested(opt, true));
+    ok &= WriteSeed(dir, target, "nested_footer", nested(opt, false));
   }
+  ok &= WriteRawSeeds(dir);
   // compare: a trace with itself, and an original against a replay of it with other timing.
   ok &= WriteSeed(dir, "compare_fuzz", "self_file_io", workload(0, 0, FileIo));
   ok &= WriteSeed(dir, "compare_fuzz", "self_async", workload(2, 0, Async));
@@ -332,6 +386,8 @@ int main(int argc, char** argv) {
     e.Meta("replay", {{"source", "x"}, {"pace", "fast"}});
     ok &= WriteSeed(dir, "compare_fuzz", "unrelated", e.bytes());
   }
+  ok &= WriteSeed(dir, "compare_fuzz", "undefined_string_id", workload(0, 0, UndefinedStringId));
+  ok &= WriteSeed(dir, "compare_fuzz", "nested_header", nested(0, true));
   if (!ok) {
     std::fprintf(stderr, "trace_fuzz_seeds: cannot write under %s\n", dir.c_str());
     return 1;

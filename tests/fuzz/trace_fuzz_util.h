@@ -26,7 +26,9 @@
 //     19..31   a record of an unknown type: size:u8, 4 + size bytes
 //   json    := tag:u8 ...  tag % 9: 0 null, 1 bool u8, 2 u64, 3 i64, 4 f64 (bits), 5 string
 //              (len:u8 bytes, each byte a code point: always valid UTF-8), 6 array (n:u8 % 4
-//              values), 7 object (n:u8 % 4 of string key + value), 8 (edits only) remove the key
+//              values), 7 object (n:u8 % 4 of string key + value), 8 (edits only) remove the key;
+//              tag 0xff as the edit's value: levels:u16 % (kMaxNestedLevels + 1) arrays nested
+//              inside one another, past the readers' depth bound (base/json_parse.h)
 //
 // With TRACE_FUZZ_FIXED_HEADER set in the environment, meta and summary edits are decoded but not
 // applied: the records alone are fuzzed (while a header-handling defect is still open, say).
@@ -54,6 +56,10 @@ namespace iotwin::fuzz {
 inline constexpr uint8_t kRaw = 0x20;
 inline constexpr uint8_t kStringTruncated = 0x80;
 inline constexpr size_t kMaxJsonDepth = 4;
+inline constexpr uint8_t kNestedTag = 0xff;
+// Deep enough to pass the readers' bound many times over, shallow enough for the writer's
+// recursive dump.
+inline constexpr uint16_t kMaxNestedLevels = 1024;
 
 // Header keys the consumers read ("a/b" is a path of nested objects).
 inline constexpr const char* kMetaKeys[] = {
@@ -143,7 +149,18 @@ inline std::string LatinToUtf8(std::string_view bytes) {
 // A JSON value; `removed` set (and null returned) for tag 8 where `allow_remove`.
 inline nlohmann::json DecodeJson(ByteStream& in, size_t depth, bool allow_remove = false,
                                  bool* removed = nullptr) {
-  uint8_t tag = in.U8() % 9;
+  const uint8_t byte = in.U8();
+  if (byte == kNestedTag && depth == 0) {
+    const uint16_t levels = in.Get<uint16_t>() % (kMaxNestedLevels + 1);
+    nlohmann::json nested = nlohmann::json::array();
+    nlohmann::json* at = &nested;
+    for (uint16_t i = 1; i < levels; i++) {  // built in place: no deep copies
+      at->push_back(nlohmann::json::array());
+      at = &at->back();
+    }
+    return nested;
+  }
+  uint8_t tag = byte % 9;
   if (depth >= kMaxJsonDepth && tag >= 6) tag = 0;
   switch (tag) {
     case 1: return (in.U8() & 1) != 0;
@@ -357,6 +374,11 @@ class Encoder {
   void Summary(std::string_view key, const nlohmann::json& value) {
     Edit(2, kSummaryKeys, key, value);
   }
+  // Arrays nested `levels` deep as the value of a header or footer key (kNestedTag).
+  void MetaNested(std::string_view key, uint16_t levels) { Nested(1, kMetaKeys, key, levels); }
+  void SummaryNested(std::string_view key, uint16_t levels) {
+    Nested(2, kSummaryKeys, key, levels);
+  }
   void NextTrace(uint8_t writer) {
     Control(3);
     out_.push_back(static_cast<char>(writer));
@@ -375,6 +397,17 @@ class Encoder {
       Control(sub);
       out_.push_back(static_cast<char>(i));
       Json(value);
+      return;
+    }
+  }
+  template <size_t N>
+  void Nested(uint8_t sub, const char* const (&keys)[N], std::string_view key, uint16_t levels) {
+    for (size_t i = 0; i < N; i++) {
+      if (key != keys[i]) continue;
+      Control(sub);
+      out_.push_back(static_cast<char>(i));
+      out_.push_back(static_cast<char>(kNestedTag));
+      Put(levels);
       return;
     }
   }
