@@ -1,7 +1,4 @@
 // `iotwin report`: characterise a workload from its trace (text tables, --json, --html).
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -14,7 +11,7 @@
 #include "analysis/report_html.h"
 #include "analysis/report_text.h"
 #include "analysis/trace_analysis.h"
-#include "base/fd.h"
+#include "base/output_file.h"
 #include "cli/commands.h"
 #include "cli/scope_options.h"
 #include "cli/stdout_output.h"
@@ -23,34 +20,13 @@
 namespace iotwin::cli {
 namespace {
 
-// Writes the page to PATH.partial (created exclusively: never through a planted symlink) and
-// renames it when whole, so that a failed write never leaves a page that looks complete.
+// Writes the page through an OutputFile (base/output_file.h): a private temporary renamed over
+// the name when whole, so that a failed write never leaves a page that looks complete and a
+// planted symlink is never written through.
 Status WriteHtmlFile(const std::string& path, const std::string& html) {
-  const std::string partial = path + ".partial";
-  UniqueFd fd(::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!fd.valid()) {
-    if (errno == EEXIST) {
-      return Status::Invalid("{} already exists (another run writing, or one that crashed); "
-                             "remove it first", partial);
-    }
-    return Status::FromErrno(errno, "cannot create " + partial);
-  }
-  for (size_t done = 0; done < html.size();) {
-    ssize_t n = ::write(fd.get(), html.data() + done, html.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Status st = Status::FromErrno(n < 0 ? errno : EIO, "cannot write " + partial);
-      ::unlink(partial.c_str());
-      return st;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd.Release()) != 0 || ::rename(partial.c_str(), path.c_str()) != 0) {
-    Status st = Status::FromErrno(errno, "cannot write " + path);
-    ::unlink(partial.c_str());
-    return st;
-  }
-  return Status::Ok();
+  IOTWIN_ASSIGN_OR_RETURN(OutputFile out, OutputFile::Create(path));
+  IOTWIN_RETURN_IF_ERROR(out.Write(html));
+  return out.Commit();
 }
 
 }  // namespace

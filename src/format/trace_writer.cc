@@ -5,6 +5,7 @@
 #include <zstd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "format/layout.h"
@@ -30,26 +31,60 @@ uint64_t RecordTimestamp(const iot_rec_hdr* rec) {
   }
 }
 
-TraceWriter::TraceWriter(std::string path, UniqueFd fd, TraceWriterOptions options)
-    : path_(std::move(path)), fd_(std::move(fd)), options_(options) {
+namespace {
+
+// IOTWIN_MAX_STRING_BYTES and IOTWIN_MAX_STRINGS lower the string budget (tests reach it with a
+// few names); they never raise it, so every trace stays within what readers accept.
+void LowerBudgetFromEnvironment(TraceWriterOptions* options) {
+  auto lower = [](const char* name, uint64_t* value) {
+    const char* text = std::getenv(name);
+    if (!text || !*text) return;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(text, &end, 10);
+    if (errno == 0 && *end == '\0' && v < *value) *value = v;
+  };
+  lower("IOTWIN_MAX_STRING_BYTES", &options->max_string_bytes);
+  uint64_t count = options->max_strings;
+  lower("IOTWIN_MAX_STRINGS", &count);
+  options->max_strings = static_cast<uint32_t>(count);
+}
+
+}  // namespace
+
+TraceWriter::TraceWriter(OutputFile out, TraceWriterOptions options)
+    : path_(out.name()), out_(std::move(out)), options_(options) {
   chunk_.reserve(options_.chunk_bytes + 65536);
 }
 
 TraceWriter::~TraceWriter() {
   if (cctx_) ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(cctx_));
+  // Unfinished: the records so far go to the name, without footer (readers report the trace
+  // as truncated), unless the options or Discard said otherwise.
+  if (!finished_ && options_.keep_unfinished && out_.is_open()) (void)out_.Commit();
 }
 
 Result<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path,
                                                          const nlohmann::json& meta,
                                                          TraceWriterOptions options) {
+  auto out = OutputFile::Create(path);
+  if (!out.ok()) return out.status().WithContext("cannot create trace " + path);
+  return Create(std::move(*out), meta, options);
+}
+
+Result<std::unique_ptr<TraceWriter>> TraceWriter::Create(OutputFile out,
+                                                         const nlohmann::json& meta,
+                                                         TraceWriterOptions options) {
+  const std::string path = out.name();
   if (!meta.is_object()) return Status::Invalid("{}: trace metadata must be a JSON object", path);
   if (options.chunk_bytes < 4096 || options.chunk_bytes > (32u << 20)) {
     return Status::Invalid("{}: chunk size {} out of range [4 KiB, 32 MiB]", path,
                            options.chunk_bytes);
   }
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Status::FromErrno(errno, "cannot create trace " + path);
-  std::unique_ptr<TraceWriter> w(new TraceWriter(path, std::move(fd), options));
+  LowerBudgetFromEnvironment(&options);
+  const bool keep = options.keep_unfinished;
+  options.keep_unfinished = false;  // a header that fails leaves nothing
+  std::unique_ptr<TraceWriter> w(new TraceWriter(std::move(out), options));
   w->cctx_ = ZSTD_createCCtx();
   if (!w->cctx_) return Status::Internal("{}: cannot allocate a zstd context", path);
   ZSTD_CCtx_setParameter(static_cast<ZSTD_CCtx*>(w->cctx_), ZSTD_c_compressionLevel,
@@ -69,21 +104,14 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path
   XXH3_freeState(st);
   IOTWIN_RETURN_IF_ERROR(w->WriteAll(&h, sizeof h));
   IOTWIN_RETURN_IF_ERROR(w->WriteAll(meta_text.data(), meta_text.size()));
+  w->options_.keep_unfinished = keep;
   return w;
 }
 
 Status TraceWriter::WriteAll(const void* data, size_t size) {
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd_.get(), p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, fmt::format("{}: write at byte {}", path_, file_offset_));
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-    file_offset_ += static_cast<uint64_t>(n);
-  }
+  Status st = out_.Write(data, size);
+  if (!st.ok()) return st.WithContext(fmt::format("{}: write at byte {}", path_, file_offset_));
+  file_offset_ += size;
   return Status::Ok();
 }
 
@@ -119,10 +147,36 @@ Result<uint32_t> TraceWriter::InternString(std::string_view s, bool truncated) {
     s = s.substr(0, IOT_STRING_MAX);
     truncated = true;
   }
-  auto it = strings_.find(std::string(s));
+  const XXH128_hash_t digest = XXH3_128bits(s.data(), s.size());
+  const NameKey key{digest.low64, digest.high64};
+  auto it = strings_.find(key);
   if (it != strings_.end()) return it->second;
-  uint32_t id = static_cast<uint32_t>(strings_.size() + 1);
-  strings_.emplace(std::string(s), id);
+  if (strings_.size() >= options_.max_strings) {
+    // The table is full: every further name shares one id, written once.
+    over_budget_.shared++;
+    if (shared_string_id_ == 0) {
+      IOTWIN_ASSIGN_OR_RETURN(shared_string_id_,
+                              WriteString("(names past the trace's string budget)", true));
+    }
+    return shared_string_id_;
+  }
+  uint32_t id = 0;
+  if (full_string_bytes_ + s.size() <= options_.max_string_bytes) {
+    full_string_bytes_ += s.size();
+    IOTWIN_ASSIGN_OR_RETURN(id, WriteString(s, truncated));
+  } else {
+    over_budget_.digested++;
+    const std::string bounded =
+        fmt::format("{}#xxh128:{:016x}{:016x}", s.substr(0, kBoundedPrefix), digest.high64,
+                    digest.low64);
+    IOTWIN_ASSIGN_OR_RETURN(id, WriteString(bounded, true));
+  }
+  strings_.emplace(key, id);
+  return id;
+}
+
+Result<uint32_t> TraceWriter::WriteString(std::string_view s, bool truncated) {
+  const uint32_t id = next_string_id_++;
   uint8_t buf[sizeof(iot_string) + IOT_STRING_MAX];
   auto* rec = reinterpret_cast<iot_string*>(buf);
   InitRecord(rec, IOT_REC_STRING);
@@ -133,6 +187,11 @@ Result<uint32_t> TraceWriter::InternString(std::string_view s, bool truncated) {
   if (!s.empty()) std::memcpy(buf + sizeof(iot_string), s.data(), s.size());  // data() may be null
   IOTWIN_RETURN_IF_ERROR(Append(&rec->hdr));
   return id;
+}
+
+void TraceWriter::Discard() {
+  options_.keep_unfinished = false;
+  out_.Discard();
 }
 
 Status TraceWriter::FlushChunk() {
@@ -191,7 +250,14 @@ Status TraceWriter::Finish(const nlohmann::json& summary) {
   if (finished_) return Status::Internal("{}: Finish called twice", path_);
   if (!failed_.ok()) return failed_;
   IOTWIN_RETURN_IF_ERROR(FlushChunk());
-  std::string summary_text = summary.is_null() ? "{}" : summary.dump();
+  nlohmann::json footer = summary.is_null() ? nlohmann::json::object() : summary;
+  if (footer.is_object() && (over_budget_.digested > 0 || over_budget_.shared > 0)) {
+    footer["strings_over_budget"] = {{"digested", over_budget_.digested},
+                                     {"shared", over_budget_.shared},
+                                     {"max_string_bytes", options_.max_string_bytes},
+                                     {"max_strings", options_.max_strings}};
+  }
+  std::string summary_text = footer.dump();
   std::vector<uint8_t> trailer(sizeof(layout::TrailerHeader) +
                                index_.size() * sizeof(layout::IndexEntry) + summary_text.size());
   layout::TrailerHeader th{layout::kTrailerMagic, static_cast<uint32_t>(index_.size()),
@@ -217,12 +283,8 @@ Status TraceWriter::Finish(const nlohmann::json& summary) {
   XXH3_freeState(st);
   IOTWIN_RETURN_IF_ERROR(WriteAll(trailer.data(), trailer.size()));
   IOTWIN_RETURN_IF_ERROR(WriteAll(&f, sizeof f));
-  if (::fsync(fd_.get()) != 0 && errno != EINVAL) {
-    return Status::FromErrno(errno, path_ + ": fsync");
-  }
   finished_ = true;
-  fd_.Reset();
-  return Status::Ok();
+  return out_.Commit();
 }
 
 }  // namespace iotwin

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/fd.h"
+#include "base/output_file.h"
 #include "base/status.h"
 #include "format/record_packing.h"
 #include "iotwin_abi.h"
@@ -31,6 +32,19 @@ struct TraceWriterOptions {
   // every reader reads.
   bool pack_records = true;
   PackedLayout packed_layout = PackedLayout::kShaped;
+  // The string table's budget (docs/security.md, "Names"): the bytes of names kept in full, and
+  // the distinct names. Past the bytes a new name is stored in a bounded form (its first
+  // kBoundedPrefix bytes and a 128-bit digest); past the count every new name shares one id.
+  // Both kinds are flagged IOT_STRF_TRUNCATED (no consumer takes them for a path) and counted in
+  // the footer ("strings_over_budget"). The defaults keep every trace within the reader's 1 GiB
+  // of names (TraceReaderOptions::max_string_bytes) and the writer's own table under about
+  // 128 MiB (it keeps a digest of each name, not the name).
+  uint64_t max_string_bytes = 256ull << 20;
+  uint32_t max_strings = 1u << 21;
+  // Destroyed before Finish: true renames what was written to the name, without footer, which
+  // readers report as truncated (a recording that failed keeps what it captured); false removes
+  // it (TraceWriter::Discard does the same for one writer).
+  bool keep_unfinished = true;
 };
 
 struct ChunkIndexEntry {
@@ -41,12 +55,25 @@ struct ChunkIndexEntry {
   uint32_t flags = 0;  // chunk flags (layout::kChunkHasStrings)
 };
 
+// Names that did not fit the string budget (TraceWriterOptions::max_string_bytes, max_strings).
+struct StringsOverBudget {
+  uint64_t digested = 0;  // new names stored as prefix + digest
+  uint64_t shared = 0;    // new names given the one shared id (each time one is interned)
+};
+
 class TraceWriter {
  public:
-  // Creates (truncates) `path` and writes the file header holding `meta` (a JSON object: host
-  // facts, command line, layers; see docs/trace-format.md).
+  // Bytes of a name kept before the digest when it is stored in bounded form.
+  static constexpr size_t kBoundedPrefix = 64;
+
+  // Writes the trace for `path` through an OutputFile (base/output_file.h: a private temporary
+  // renamed over the name by Finish, never through a planted symlink) and writes the file header
+  // holding `meta` (a JSON object: host facts, command line, layers; see docs/trace-format.md).
   static Result<std::unique_ptr<TraceWriter>> Create(const std::string& path,
                                                      const nlohmann::json& meta,
+                                                     TraceWriterOptions options = {});
+  // The same into an output already opened.
+  static Result<std::unique_ptr<TraceWriter>> Create(OutputFile out, const nlohmann::json& meta,
                                                      TraceWriterOptions options = {});
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
@@ -61,13 +88,19 @@ class TraceWriter {
   }
 
   // Returns the id of `s`, writing a STRING record the first time it is seen. Ids start at 1.
+  // Past the string budget the record holds a bounded form of `s` (TraceWriterOptions).
   Result<uint32_t> InternString(std::string_view s, bool truncated = false);
+  const StringsOverBudget& strings_over_budget() const { return over_budget_; }
+
+  // Removes what was written: nothing is left at the name (an export or a filter that failed).
+  void Discard();
 
   // Compresses and writes the current chunk (no-op when empty).
   Status FlushChunk();
 
   // Flushes, then writes the index and the footer holding `summary` (a JSON object: stop
-  // reason, exit status, event and loss counts). The file is complete after this returns ok.
+  // reason, exit status, event and loss counts; the writer adds "strings_over_budget" when names
+  // went over it), and renames the file to its name. The file is complete after this returns ok.
   Status Finish(const nlohmann::json& summary);
 
   uint64_t records_written() const { return records_; }
@@ -75,11 +108,20 @@ class TraceWriter {
   const std::string& path() const { return path_; }
 
  private:
-  TraceWriter(std::string path, UniqueFd fd, TraceWriterOptions options);
+  struct NameKey {
+    uint64_t low = 0, high = 0;  // XXH3-128 of the name
+    bool operator==(const NameKey&) const = default;
+  };
+  struct NameKeyHash {
+    size_t operator()(const NameKey& k) const noexcept { return static_cast<size_t>(k.low); }
+  };
+
+  TraceWriter(OutputFile out, TraceWriterOptions options);
   Status WriteAll(const void* data, size_t size);
+  Result<uint32_t> WriteString(std::string_view s, bool truncated);
 
   std::string path_;
-  UniqueFd fd_;
+  OutputFile out_;
   TraceWriterOptions options_;
   std::vector<uint8_t> chunk_;
   std::vector<uint8_t> packed_;
@@ -93,7 +135,11 @@ class TraceWriter {
   uint64_t chunk_min_ts_ = UINT64_MAX;
   uint64_t chunk_max_ts_ = 0;
   std::vector<ChunkIndexEntry> index_;
-  std::unordered_map<std::string, uint32_t> strings_;
+  std::unordered_map<NameKey, uint32_t, NameKeyHash> strings_;  // by digest: bounded memory
+  uint32_t next_string_id_ = 1;
+  uint64_t full_string_bytes_ = 0;  // bytes of the names stored in full
+  uint32_t shared_string_id_ = 0;   // the id names past max_strings share (0: none yet)
+  StringsOverBudget over_budget_;
   bool finished_ = false;
   Status failed_;  // the write error that stopped the writer (ok while it works)
 };

@@ -388,15 +388,9 @@ Result<AnonymizeResult> AnonymizeTrace(const std::string& input, const std::stri
                         {"keep_extensions", anonymizer.options().keep_extensions},
                         {"kept_prefixes", kept},
                         {"meta_keys_dropped", result.meta_keys_dropped}};
-  // Created exclusively, never through a planted symlink; renamed when complete.
-  std::string tmp = output + ".partial";
-  IOTWIN_ASSIGN_OR_RETURN(ExclusiveFile partial, ExclusiveFile::Create(tmp));
-  auto created = TraceWriter::Create(partial.writer_path(), meta);
-  if (!created.ok()) {
-    partial.Remove();
-    return created.status().WithContext(tmp);
-  }
-  std::unique_ptr<TraceWriter> writer = std::move(*created);
+  // An OutputFile (base/output_file.h): a private temporary, renamed over `output` by Finish
+  // when complete and removed if anything fails.
+  IOTWIN_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer, TraceWriter::Create(output, meta));
 
   std::unordered_map<uint32_t, uint32_t> ids;
   auto remap = [&](uint32_t id) -> uint32_t {
@@ -505,8 +499,7 @@ Result<AnonymizeResult> AnonymizeTrace(const std::string& input, const std::stri
     result.records++;
   }
   if (!st.ok()) {
-    writer.reset();
-    partial.Remove();
+    writer->Discard();
     return st;
   }
   result.unknown_records_dropped = reader->damage().unknown_records;
@@ -515,15 +508,10 @@ Result<AnonymizeResult> AnonymizeTrace(const std::string& input, const std::stri
       AnonymizeSummary(reader->summary() ? *reader->summary() : nlohmann::json::object());
   summary["events"] = events;
   if (result.input_truncated) summary["anonymized_from_truncated_trace"] = true;
-  Status fin = writer->Finish(summary);
-  if (!fin.ok()) {
-    partial.Remove();
-    return fin.WithContext(tmp);
-  }
-  if (::rename(tmp.c_str(), output.c_str()) != 0) {
-    int err = errno;
-    partial.Remove();
-    return Status::FromErrno(err, "cannot rename " + tmp + " to " + output);
+  Status finished = writer->Finish(summary);
+  if (!finished.ok()) {
+    writer->Discard();
+    return finished;
   }
   return result;
 }

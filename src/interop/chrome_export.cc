@@ -27,6 +27,7 @@
 
 #include "base/bytes_text.h"
 #include "base/checked_math.h"
+#include "base/output_file.h"
 #include "format/op_info.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
@@ -144,13 +145,8 @@ Status MakePlan(TraceReader& r, Plan* plan) {
 // ---- output ----------------------------------------------------------------------------------
 class JsonFile {
  public:
-  ~JsonFile() {
-    if (f_) std::fclose(f_);
-  }
   Status Open(const std::string& path) {
-    path_ = path;
-    f_ = std::fopen(path.c_str(), "w");
-    if (!f_) return Status::FromErrno(errno, "cannot create " + path);
+    IOTWIN_ASSIGN_OR_RETURN(out_, OutputFile::Create(path));
     buf_ = "{\"traceEvents\":[\n";
     return Status::Ok();
   }
@@ -163,28 +159,23 @@ class JsonFile {
     if (buf_.size() > (1u << 20)) return Flush();
     return Status::Ok();
   }
+  // Writes the end and renames the file to its name (base/output_file.h).
   Status Close(const std::string& tail) {
     buf_ += "\n]";
     buf_ += tail;
     buf_ += "}\n";
     IOTWIN_RETURN_IF_ERROR(Flush());
-    int rc = std::fclose(f_);
-    f_ = nullptr;
-    if (rc != 0) return Status::FromErrno(errno, "cannot write " + path_);
-    return Status::Ok();
+    return out_.Commit();
   }
   uint64_t events() const { return events_; }
 
  private:
   Status Flush() {
-    if (std::fwrite(buf_.data(), 1, buf_.size(), f_) != buf_.size()) {
-      return Status::FromErrno(errno, "cannot write " + path_);
-    }
+    IOTWIN_RETURN_IF_ERROR(out_.Write(buf_));
     buf_.clear();
     return Status::Ok();
   }
-  std::string path_;
-  FILE* f_ = nullptr;
+  OutputFile out_;
   std::string buf_;
   bool first_ = true;
   uint64_t events_ = 0;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -24,6 +25,7 @@
 
 #include "base/bytes_text.h"
 #include "base/checked_math.h"
+#include "base/output_file.h"
 #include "format/op_info.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
@@ -687,9 +689,6 @@ class IologWriter {
  public:
   IologWriter(std::string path, std::vector<FileInfo>* files, uint64_t t0)
       : path_(std::move(path)), files_(files), t0_(t0) {}
-  ~IologWriter() {
-    if (out_) std::fclose(out_);
-  }
 
   Status Add(const Event& e, FioExportResult* res) {
     pending_.emplace(e.ts, e);
@@ -702,25 +701,23 @@ class IologWriter {
     for (uint32_t f : open_order_) {
       if (open_.erase(f)) IOTWIN_RETURN_IF_ERROR(Write(last_us_, (*files_)[f].name, "close"));
     }
-    if (out_ && std::fclose(out_) != 0) {
-      out_ = nullptr;
-      return Status::FromErrno(errno, "cannot write " + path_);
-    }
-    out_ = nullptr;
-    return Status::Ok();
+    if (!out_.is_open()) return Status::Ok();
+    IOTWIN_RETURN_IF_ERROR(out_.Write(buf_));
+    buf_.clear();
+    return out_.Commit();  // renamed to its name when whole (base/output_file.h)
   }
 
  private:
   Status Write(uint64_t us, const std::string& name, std::string_view rest) {
-    if (!out_) {
-      out_ = std::fopen(path_.c_str(), "w");
-      if (!out_) return Status::FromErrno(errno, "cannot create " + path_);
-      std::fputs("fio version 3 iolog\n", out_);
+    if (!out_.is_open()) {
+      IOTWIN_ASSIGN_OR_RETURN(out_, OutputFile::Create(path_));
+      buf_ = "fio version 3 iolog\n";
     }
-    if (std::fprintf(out_, "%llu %s %.*s\n", static_cast<unsigned long long>(us), name.c_str(),
-                     static_cast<int>(rest.size()), rest.data()) < 0) {
-      return Status::FromErrno(errno, "cannot write " + path_);
-    }
+    // The name as far as a NUL, as fio reads it.
+    fmt::format_to(std::back_inserter(buf_), "{} {} {}\n", us, std::string_view(name.c_str()), rest);
+    if (buf_.size() < (1u << 16)) return Status::Ok();
+    IOTWIN_RETURN_IF_ERROR(out_.Write(buf_));
+    buf_.clear();
     return Status::Ok();
   }
 
@@ -779,7 +776,8 @@ class IologWriter {
   std::string path_;
   std::vector<FileInfo>* files_;
   uint64_t t0_;
-  FILE* out_ = nullptr;
+  OutputFile out_;
+  std::string buf_;  // lines not yet written
   std::multimap<uint64_t, Event> pending_;
   std::unordered_set<uint32_t> added_, open_;
   std::vector<uint32_t> open_order_;
@@ -909,11 +907,9 @@ std::string JobFile(const std::string& trace, const FioExportOptions& options,
 }
 
 Status WriteTextFile(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) return Status::FromErrno(errno, "cannot create " + path);
-  size_t n = std::fwrite(text.data(), 1, text.size(), f);
-  if (std::fclose(f) != 0 || n != text.size()) return Status::FromErrno(errno, "cannot write " + path);
-  return Status::Ok();
+  IOTWIN_ASSIGN_OR_RETURN(OutputFile out, OutputFile::Create(path));
+  IOTWIN_RETURN_IF_ERROR(out.Write(text));
+  return out.Commit();
 }
 
 }  // namespace

@@ -24,67 +24,21 @@ Status PrepareTableDir(const std::string& dir) {
   return Status::Ok();
 }
 
-TableFile::~TableFile() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!temp_.empty()) ::unlink(temp_.c_str());
-}
-
 Status TableFile::Open(const std::string& dir, std::string_view stem, std::string_view ext) {
-  final_ = fmt::format("{}/{}.{}", dir, stem, ext);
-  struct stat st;
-  if (::stat(final_.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return Status::Invalid("{} is a directory, not a table", final_);
-    if (!S_ISREG(st.st_mode)) {
-      fd_ = ::open(final_.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd_ < 0) return Status::FromErrno(errno, "cannot open " + final_);
-      return Status::Ok();
-    }
-  }
-  for (int attempt = 0; attempt < 100; attempt++) {
-    temp_ = fmt::format("{}/.{}.{}.partial-{}-{}", dir, stem, ext, ::getpid(), attempt);
-    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd_ >= 0) return Status::Ok();
-    if (errno != EEXIST) break;
-  }
-  const int err = errno;
-  const std::string tried = temp_;
-  temp_.clear();
-  return Status::FromErrno(err, "cannot create " + tried);
-}
-
-Status TableFile::OpenDescriptor(int fd, std::string name) {
-  final_ = std::move(name);
-  temp_.clear();
-  fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
-  if (fd_ < 0) return Status::FromErrno(errno, "cannot use " + final_);
+  name_ = fmt::format("{}/{}.{}", dir, stem, ext);
+  IOTWIN_ASSIGN_OR_RETURN(out_, OutputFile::Create(name_));
   return Status::Ok();
 }
 
-Status TableFile::Write(const char* data, size_t n) {
-  if (fd_ < 0) return Status::Internal("{} written before it was opened", final_);
-  while (n > 0) {
-    const ssize_t w = ::write(fd_, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "cannot write " + (temp_.empty() ? final_ : temp_));
-    }
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
+Status TableFile::OpenDescriptor(int fd, std::string name) {
+  name_ = name;
+  IOTWIN_ASSIGN_OR_RETURN(out_, OutputFile::ForDescriptor(fd, std::move(name)));
   return Status::Ok();
 }
 
 Status TableFile::Commit() {
-  if (fd_ < 0) return Status::Ok();
-  const int rc = ::close(fd_);
-  fd_ = -1;
-  if (rc != 0) return Status::FromErrno(errno, "cannot write " + (temp_.empty() ? final_ : temp_));
-  if (temp_.empty()) return Status::Ok();
-  if (::rename(temp_.c_str(), final_.c_str()) != 0) {
-    return Status::FromErrno(errno, "cannot rename " + temp_ + " to " + final_);
-  }
-  temp_.clear();
-  return Status::Ok();
+  if (!out_.is_open()) return Status::Ok();
+  return out_.Commit();
 }
 
 Result<std::vector<std::string>> CommitTables(const std::string& dir, TableFormat format,

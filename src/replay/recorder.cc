@@ -19,6 +19,7 @@
 
 #include "base/checked_math.h"
 #include "base/fd.h"
+#include "base/output_file.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
@@ -59,12 +60,12 @@ class SubprocessRecorder final : public ReplayRecorder {
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) != 0) return Status::FromErrno(errno, "pipe for iotwin record");
     UniqueFd ready_read(ready[0]), ready_write(ready[1]);
-    int logfd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // The log is an OutputFile (base/output_file.h): kept at its name only when it has
+    // something to explain (Start or Finish failed), never written through a planted symlink.
+    IOTWIN_ASSIGN_OR_RETURN(log_, OutputFile::Create(log));
+    const int logfd = log_.fd();
     pid_ = fork();
-    if (pid_ < 0) {
-      if (logfd >= 0) close(logfd);
-      return Status::FromErrno(errno, "fork for iotwin record");
-    }
+    if (pid_ < 0) return Status::FromErrno(errno, "fork for iotwin record");
     if (pid_ == 0) {
       if (logfd >= 0) {
         dup2(logfd, 1);
@@ -77,9 +78,10 @@ class SubprocessRecorder final : public ReplayRecorder {
       execv(args[0], args.data());
       _exit(127);
     }
-    if (logfd >= 0) close(logfd);
     ready_write.Reset();
-    return WaitReady(ready_read.get(), log);
+    Status traced = WaitReady(ready_read.get(), log);
+    if (!traced.ok()) (void)log_.Commit();
+    return traced;
   }
 
   Status Finish(const std::vector<pid_t>& tids, const nlohmann::json& meta) override {
@@ -90,7 +92,11 @@ class SubprocessRecorder final : public ReplayRecorder {
     pid_ = -1;
     Status st = FilterTraceToThreads(tmp_, output_, tids, meta);
     unlink(tmp_.c_str());
-    if (st.ok()) unlink((output_ + ".capture.log").c_str());
+    if (st.ok()) {
+      log_.Discard();
+    } else if (log_.is_open()) {
+      (void)log_.Commit();
+    }
     return st;
   }
 
@@ -129,6 +135,7 @@ class SubprocessRecorder final : public ReplayRecorder {
 
   std::string bin_, output_, tmp_;
   std::vector<std::string> options_;
+  OutputFile log_;
   pid_t pid_ = -1;
 };
 
@@ -315,6 +322,14 @@ Status FilterTraceToThreads(const std::string& in, const std::string& out,
   nlohmann::json meta = reader->meta();
   meta["replay"] = replay_meta;
   IOTWIN_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(out, meta));
+  // A filter that fails leaves nothing at `out`.
+  struct DiscardUnlessFinished {
+    TraceWriter* writer;
+    bool finished = false;
+    ~DiscardUnlessFinished() {
+      if (!finished) writer->Discard();
+    }
+  } guard{writer.get()};
   const std::set<uint32_t> keep(tids.begin(), tids.end());
   IOTWIN_ASSIGN_OR_RETURN(const std::set<RequestKey> kept_requests, KeptRequests(in, ro, keep));
   BookkeeperSnapshots snapshots(writer.get(), &keep);
@@ -343,7 +358,9 @@ Status FilterTraceToThreads(const std::string& in, const std::string& out,
   nlohmann::json summary = reader->summary().value_or(nlohmann::json::object());
   summary["replay_filter"] = {{"kept", kept}, {"dropped", dropped},
                               {"snapshots", snapshots.written()}, {"threads", tids.size()}};
-  return writer->Finish(summary);
+  IOTWIN_RETURN_IF_ERROR(writer->Finish(summary));
+  guard.finished = true;
+  return Status::Ok();
 }
 
 }  // namespace iotwin::replay
