@@ -18,6 +18,7 @@
 #include "base/bytes_text.h"
 #include "base/checked_math.h"
 #include "base/fd.h"
+#include "base/output_file.h"
 #include "base/json_parse.h"
 #include "base/page_cache.h"
 #include "model/path.h"
@@ -106,18 +107,14 @@ std::vector<std::string> MapTargets(const ReplayOptions& o) {
   return out;
 }
 
-// Entries of a host directory other than "." and ".." and the manifest; -1 when it is missing.
-int64_t CountEntries(const std::string& dir, bool* has_manifest) {
+// Entries of a host directory other than "." and ".."; -1 when it is missing.
+int64_t CountEntries(const std::string& dir) {
   DIR* d = opendir(dir.c_str());
   if (!d) return -1;
   int64_t n = 0;
   while (dirent* e = readdir(d)) {
     std::string_view name = e->d_name;
     if (name == "." || name == "..") continue;
-    if (name == kManifestName) {
-      if (has_manifest) *has_manifest = true;
-      continue;
-    }
     n++;
   }
   closedir(d);
@@ -127,10 +124,17 @@ int64_t CountEntries(const std::string& dir, bool* has_manifest) {
 // A --map target, like the root, must be empty or prepared by iotwin for this trace: the trace
 // decides which names there are overwritten.
 Status CheckMapTargets(const ReplayOptions& o, const nlohmann::json& manifest) {
+  // The manifest must stay out of every name the trace can reach, --force or not.
+  for (const std::string& t : MapTargets(o)) {
+    if (model::PathIsWithin(ManifestPath(o.root), t)) {
+      return Status::Invalid("--map target {} holds the replay's manifest {}: map to a directory "
+                             "that does not contain the root's parent", t, ManifestPath(o.root));
+    }
+  }
   if (o.force) return Status::Ok();
   for (const std::string& t : MapTargets(o)) {
     if (model::PathIsWithin(t, o.root)) continue;  // covered by the root's own check
-    if (CountEntries(t, nullptr) <= 0) continue;
+    if (CountEntries(t) <= 0) continue;
     bool prepared = false;
     if (manifest.is_object() && manifest.contains("bases") && manifest["bases"].is_array()) {
       for (const auto& b : manifest["bases"]) prepared |= NameFromJson(b) == t;
@@ -290,7 +294,8 @@ Status CreateInitialSet(const std::vector<ReplayPlan>& plans, const ReplayOption
   return Status::Ok();
 }
 
-// The manifest, written to a temporary name and renamed; neither name is followed if a symlink.
+// The manifest, beside the root (ManifestPath), written through an OutputFile: a private
+// temporary renamed over the name, never through a symlink someone else planted.
 Status WriteManifest(const std::vector<ReplayPlan>& plans, const ReplayOptions& o) {
   nlohmann::json created = nlohmann::json::array();
   for (const auto& plan : plans) {
@@ -307,20 +312,9 @@ Status WriteManifest(const std::vector<ReplayPlan>& plans, const ReplayOptions& 
                         {"bases", bases},
                         {"files", FileList(plans)},
                         {"created", created}};
-  std::string text = out.dump(1) + "\n";
-  std::string path = o.root + "/" + kManifestName, tmp = path + ".tmp";
-  unlink(tmp.c_str());
-  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Status::FromErrno(errno, "create " + tmp);
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t w = write(fd.get(), text.data() + done, text.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return Status::FromErrno(errno, "write " + tmp);
-    done += static_cast<size_t>(w);
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(errno, "rename " + path);
-  return Status::Ok();
+  IOTWIN_ASSIGN_OR_RETURN(OutputFile file, OutputFile::Create(ManifestPath(o.root)));
+  IOTWIN_RETURN_IF_ERROR(file.Write(out.dump(1) + "\n"));
+  return file.Commit();
 }
 
 // The manifest's text, read without following a symlink and with a bounded size.
@@ -359,6 +353,12 @@ nlohmann::json PrepareReport::ToJson() const {
           {"cache_pages_resident", cache_pages_resident}, {"notes", notes}};
 }
 
+std::string ManifestPath(const std::string& root) {
+  const size_t slash = root.rfind('/');
+  if (slash == std::string::npos) return "." + root + kManifestSuffix;
+  return root.substr(0, slash + 1) + "." + root.substr(slash + 1) + kManifestSuffix;
+}
+
 Result<std::string> CanonicalRoot(const std::string& root) {
   if (root.empty()) return Status::Invalid("--root is required");
   std::string abs = root;
@@ -379,17 +379,18 @@ Result<std::string> CanonicalRoot(const std::string& root) {
 Result<nlohmann::json> CheckRoot(const std::string& root, const ReplayOptions& o) {
   DIR* d = opendir(root.c_str());
   if (!d) return Status::FromErrno(errno, "opendir " + root);
-  bool other = false, manifest = false;
+  bool other = false;
   while (dirent* e = readdir(d)) {
     std::string n = e->d_name;
     if (n == "." || n == "..") continue;
-    if (n == kManifestName) manifest = true;
-    else other = true;
+    other = true;
+    break;
   }
   closedir(d);
   nlohmann::json m;
-  if (manifest) {
-    std::string path = root + "/" + kManifestName;
+  const std::string path = ManifestPath(root);
+  struct stat manifest_st;
+  if (lstat(path.c_str(), &manifest_st) == 0) {
     Result<std::string> text = ReadManifest(path);
     Result<nlohmann::json> parsed = text.ok() ? ParseUntrustedJson(*text) : text.status();
     m = parsed.ok() ? *parsed : nlohmann::json(nlohmann::json::value_t::discarded);
@@ -403,16 +404,15 @@ Result<nlohmann::json> CheckRoot(const std::string& root, const ReplayOptions& o
     if (!m.is_null() && (!m.is_object() || !m.contains("iotwin_manifest") ||
                          m["iotwin_manifest"] != 1)) {
       if (!o.force) {
-        return Status::Corrupt("{}/{}: not an iotwin manifest; use --force to overwrite it", root,
-                               kManifestName);
+        return Status::Corrupt("{}: not an iotwin manifest; use --force to overwrite it", path);
       }
       m = nullptr;
     }
   }
   if (other && m.is_null() && !o.force) {
     return Status::Invalid(
-        "replay root {} is not empty and holds no iotwin manifest: use an empty directory, one "
-        "prepared by 'iotwin replay --prepare-only', or --force", root);
+        "replay root {} is not empty and has no iotwin manifest ({}): use an empty directory, "
+        "one prepared by 'iotwin replay --prepare-only', or --force", root, path);
   }
   return m;
 }
@@ -427,8 +427,8 @@ Result<PrepareReport> PrepareSandbox(std::vector<ReplayPlan>& plans, const Repla
       std::optional<std::string> source =
           manifest.contains("source") ? NameFromJson(manifest["source"]) : std::nullopt;
       return Status::Invalid(
-          "{}/{} describes the file set of another trace ({}); use another root, or --force to "
-          "rebuild it", o.root, kManifestName, source.value_or("?"));
+          "{} describes the file set of another trace ({}); use another root, or --force to "
+          "rebuild it", ManifestPath(o.root), source.value_or("?"));
     }
   }
   IOTWIN_RETURN_IF_ERROR(CheckMapTargets(o, manifest));

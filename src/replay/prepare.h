@@ -1,5 +1,8 @@
 // Preparing the sandbox: the initial file set on disk, the initial page-cache state, and the
-// manifest (DIR/.iotwin-manifest.json) that lets a later replay verify and reuse the set.
+// manifest (PARENT/.ROOT.iotwin-manifest.json, beside the root ROOT) that lets a later replay
+// verify and reuse the set. The manifest lies outside the root, where no name a trace uses can
+// reach it (a worker's root is the replay root); the root's parent is the user's, named on the
+// command line.
 //
 // Safety rules: a root, or a --map target, that holds anything but what iotwin prepared is refused
 // (unless --force); free space is checked before anything is written; only names listed in our
@@ -21,7 +24,10 @@
 
 namespace iotwin::replay {
 
-inline constexpr const char* kManifestName = ".iotwin-manifest.json";
+inline constexpr const char* kManifestSuffix = ".iotwin-manifest.json";
+
+// The manifest of canonical root `root`: PARENT/.NAME.iotwin-manifest.json for PARENT/NAME.
+std::string ManifestPath(const std::string& root);
 
 struct PrepareReport {
   bool manifest_found = false;

@@ -163,7 +163,7 @@ TEST(ReplayUntrusted, NonUtf8NamesReplayAndReport) {
     ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
     EXPECT_EQ(J(r.summary, "/mismatches/total"), 0u) << r.run.out;
     EXPECT_EQ(FileSize(root + name), 4096);
-    EXPECT_FALSE(Exists(root + "/.iotwin-manifest.json.tmp"));
+    EXPECT_FALSE(Exists(root + "/.iotwin-manifest.json"));
   }
 }
 
