@@ -252,20 +252,31 @@ int Sandbox::Symlink(std::string_view points_to, std::string_view link) const {
 
 namespace {
 
-// Where open directory `dirfd` is in the calling thread's root: its working directory goes there
-// and back.
-int CwdPathOf(int dirfd, std::string* out) {
+// Runs `body` (returning >= 0 or -errno) with the calling thread's working directory in open
+// directory `dirfd`, then moves it back.
+template <typename Body>
+int InDirectory(int dirfd, Body body) {
   UniqueFd saved(open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!saved.valid()) return -errno;
   if (fchdir(dirfd) != 0) return -errno;
+  int rc = body();
+  if (fchdir(saved.get()) != 0 && rc >= 0) rc = -errno;
+  return rc;
+}
+
+// Where the working directory is in the calling thread's root.
+int CwdPath(std::string* out) {
   char buf[PATH_MAX];
   const char* cwd = getcwd(buf, sizeof buf);
-  const int err = errno;
-  if (fchdir(saved.get()) != 0) return -errno;
-  if (cwd == nullptr) return err == ERANGE ? -ENAMETOOLONG : -err;
+  if (cwd == nullptr) return errno == ERANGE ? -ENAMETOOLONG : -errno;
   if (cwd[0] != '/') return -ENOENT;  // not reachable from the root
   out->assign(cwd);
   return 0;
+}
+
+// Where open directory `dirfd` is in the calling thread's root.
+int CwdPathOf(int dirfd, std::string* out) {
+  return InDirectory(dirfd, [out] { return CwdPath(out); });
 }
 
 // The number of ".." components a relative symlink text starts with; `rest`: where the rest
@@ -365,7 +376,7 @@ std::string Sandbox::InRootLinkText(std::string_view dir, std::string_view point
   return model::RelativePath(dir, points_to);
 }
 
-int Sandbox::SymlinkInRoot(std::string_view points_to, std::string_view link) const {
+int Sandbox::SymlinkInRoot(std::string_view points_to, std::string_view link, bool at) const {
   if (points_to.find('\0') != std::string_view::npos || link.find('\0') != std::string_view::npos ||
       points_to.empty() || points_to[0] != '/' || link.empty() || link[0] != '/') {
     return -EINVAL;
@@ -376,12 +387,21 @@ int Sandbox::SymlinkInRoot(std::string_view points_to, std::string_view link) co
   const std::string name(model::BaseName(normal));
   UniqueFd dir(open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir.valid()) return -errno;
-  std::string real;
-  if (int rc = CwdPathOf(dir.get(), &real); rc < 0) return rc;
-  const std::string text = InRootLinkText(real, model::NormalizePath(points_to));
-  int rc = Ret(symlinkat(text.c_str(), dir.get(), name.c_str()));
-  if (rc == 0) NoteLink(text);
-  return rc;
+  // In that directory the final name is all that is resolved: the link lands where its text
+  // was computed for, whatever renames other threads make meanwhile.
+  return InDirectory(dir.get(), [&] {
+    std::string real;
+    if (int rc = CwdPath(&real); rc < 0) return rc;
+    const std::string text = InRootLinkText(real, model::NormalizePath(points_to));
+#ifdef SYS_symlink
+    int rc = at ? Ret(symlinkat(text.c_str(), dir.get(), name.c_str()))
+                : Ret(static_cast<int>(syscall(SYS_symlink, text.c_str(), name.c_str())));
+#else
+    int rc = Ret(symlinkat(text.c_str(), at ? dir.get() : AT_FDCWD, name.c_str()));
+#endif
+    if (rc == 0) NoteLink(text);
+    return rc;
+  });
 }
 
 void Sandbox::NoteLink(std::string_view text) const {

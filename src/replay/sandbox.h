@@ -91,9 +91,11 @@ class Sandbox {
   // Creates a symlink at `link` pointing to `points_to` (both mapped absolute paths).
   int Symlink(std::string_view points_to, std::string_view link) const;
   // The same from a worker confined by ConfineThread: `points_to` and `link` are absolute paths
-  // in its root (recorded, normalised). Moves the calling thread's working directory for a moment
-  // (its own, CLONE_FS: /proc is not mounted in its root, so getcwd says where a directory is).
-  int SymlinkInRoot(std::string_view points_to, std::string_view link) const;
+  // in its root (recorded, normalised). The calling thread's working directory (its own,
+  // CLONE_FS) moves to the link's directory for the call and back: /proc is not mounted in its
+  // root, so getcwd says where that directory is, and the link is made there by its final name,
+  // with symlinkat on the directory when `at`, else with symlink(2) as recorded.
+  int SymlinkInRoot(std::string_view points_to, std::string_view link, bool at) const;
   // After a rename, exchange or link gave something the name `name` (a mapped path, or with
   // `in_root` a path in the calling confined worker's root): a symlink there, or beneath it when
   // it is a directory, may now lie less deep below its base than its text's leading ".." climb.

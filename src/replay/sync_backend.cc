@@ -149,9 +149,10 @@ int64_t ConfinedPathCall(const LiveArgs& a, uint32_t mode) {
       return Ret(syscall(SYS_linkat, a.dirfd, a.path, a.dirfd2, a.path2, sc.flags));
     case IOT_OP_SYMLINK:
     case IOT_OP_SYMLINKAT:
-      // Not symlink(2) with the text as given: where the kernel puts the link (its directory
-      // may be reached through a symlink) decides the text (Sandbox::SymlinkInRoot).
-      return a.sandbox ? a.sandbox->SymlinkInRoot(a.path, a.path2) : -EPERM;
+      // The same call, from inside the link's directory: where the kernel puts the link (its
+      // directory may be reached through a symlink) decides the text (Sandbox::SymlinkInRoot).
+      return a.sandbox ? a.sandbox->SymlinkInRoot(a.path, a.path2, sc.op == IOT_OP_SYMLINKAT)
+                       : -EPERM;
     case IOT_OP_CHDIR: return Ret(syscall(SYS_chdir, a.path));
     default: return -ENOSYS;
   }
