@@ -113,6 +113,7 @@ json CaptureJson(const json& meta, const std::optional<json>& summary, uint64_t 
     CopyKey(*summary, "exit_status", cap);
     CopyKey(*summary, "events", cap);
     CopyKey(*summary, "scope_dropped", cap);
+    CopyKey(*summary, "strings_over_budget", cap);  // names the writer could not keep in full
     cap["duration_ns"] = json_fields::GetUint(*summary, "duration_ns", span);
   }
   cap["complete"] = summary.has_value();

@@ -174,6 +174,11 @@ void CaptureSection(Out& out, const json& m) {
     }
   }
   out.Line("  lost       {}", lost_total ? lost + "  (statistics undercount)" : "none");
+  if (const json* names = json_fields::Object(c, "strings_over_budget")) {
+    out.Line("  names      past the writer's string budget: {} stored as prefix + digest, {} "
+             "given one shared name (their calls are skipped as unknown_path)",
+             FormatCount(U(*names, "digested")), FormatCount(U(*names, "shared")));
+  }
   if (json_fields::Object(c, "replay"))
     out.Line("  replay     of {}, pace {}",
              Truncate(json_fields::GetString(c, "replay/source"), 64),
