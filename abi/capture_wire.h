@@ -18,6 +18,7 @@
 #define IOT_WIRE_SYSCALL_EXT 0x101 /* iot_wire_syscall_ext + iovec lengths or paths */
 #define IOT_WIRE_EXEC 0x102        /* iot_wire_exec + filename bytes */
 #define IOT_WIRE_INTENT 0x103      /* iot_wire_intent + marker line bytes */
+#define IOT_WIRE_ASYNC_EXT 0x104   /* iot_wire_async_ext + iovec lengths */
 
 /* A syscall record with a tail: either `iov_captured` u64 iovec lengths, or
  * path bytes (path_len[0] bytes of the first path, then path_len[1] bytes of
@@ -33,6 +34,16 @@ struct iot_wire_syscall_ext {
 	/* tail starts here, 8-byte aligned (offset 120) */
 };
 #define IOT_WIRE_SYSCALL_EXT_TAIL 120
+
+/* A vectored async request: its finished ASYNC_IO submit record and the
+ * lengths of its first `iov_captured` iovecs (the consumer writes them as the
+ * IOVEC record that follows the request in the trace). */
+struct iot_wire_async_ext {
+	struct iot_async_io a;
+	iot_u16 iov_captured; /* lengths in the tail (<= IOT_IOVEC_MAX) */
+	iot_u16 pad[3];
+	/* iot_u64 len[iov_captured]; */
+};
 
 /* exec: `proc` is a finished IOT_PROC_EXEC record except path_id. */
 struct iot_wire_exec {

@@ -181,7 +181,8 @@ struct iot_syscall {
 #define IOT_SCF_INTERRUPTED 8 /* exit never seen (thread died / capture stopped) */
 #define IOT_SCF_APPROX_LENGTH 16  /* length not in the source (import): approximate */
 
-/* iovec layout of a vectored call: follows its SYSCALL record (same tid). */
+/* iovec layout of a vectored call: follows its SYSCALL record, or the SUBMIT
+ * ASYNC_IO record of a vectored request (same tid; ts is the record's ts). */
 #define IOT_IOVEC_MAX 64
 struct iot_iovec {
 	struct iot_rec_hdr hdr;
@@ -410,7 +411,19 @@ struct iot_async_io {
 	iot_u32 rw_flags; /* per-request rw flags */
 	iot_u16 cpu;
 	iot_u16 pad1;
+	/* appended fields: 0 in records of older writers (then aflags is 0 too) */
+	iot_u32 ring_flags; /* io_uring: IORING_SETUP_* flags of the ring */
+	iot_u16 iov_count;  /* vectored submit: iovecs passed (an IOVEC record follows) */
+	iot_u16 buf_index;  /* io_uring *_FIXED submit: registered buffer index */
+	iot_u16 aflags;     /* IOT_AIOF_* */
+	iot_u16 pad2[3];
 };
+/* `length` is the request's bytes, for vectored requests the sum of the iovec
+ * lengths. Records without this flag come from older writers, whose length of a
+ * vectored request is its iovec count (its bytes are unknown there). */
+#define IOT_AIOF_BYTES 1
+#define IOT_AIOF_IOV_FAULT 2 /* the iovec array could not be read: length unknown (0) */
+#define IOT_AIOF_BUF_INDEX 4 /* buf_index holds a registered buffer's index */
 
 /* ---- application intent ------------------------------------------------ */
 #define IOT_INTENT_INSTANT 0

@@ -17,6 +17,7 @@
  */
 #include "common.bpf.h"
 #include "syscall_wire.h"
+#include "iovec.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -383,6 +384,9 @@ int iot_sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 }
 
 /* ---- libaio: one ASYNC_IO record per iocb / io_event ---------------------- */
+#define IOT_IOCB_CMD_PREADV 7
+#define IOT_IOCB_CMD_PWRITEV 8
+
 struct iot_aio_loop {
 	__u64 array; /* user address of iocb*[] or io_event[] */
 	__u64 ctx;
@@ -399,7 +403,7 @@ struct iot_aio_loop {
 struct iot_aio_scratch {
 	struct iocb cb;
 	struct io_event ev;
-	struct iot_async_io a;
+	struct iot_async_scratch v; /* the record (and a vectored request's iovecs) */
 };
 
 struct {
@@ -437,16 +441,26 @@ static long iot_aio_submit_one(__u32 i, void *data)
 		iot_count_drop(IOT_SRC_ASYNC);
 		return 0;
 	}
-	struct iot_async_io *a = iot_aio_record(&s->a, l);
+	struct iot_async_io *a = iot_aio_record(&s->v.ext.a, l);
 	a->phase = IOT_AIO_SUBMIT;
+	/* each request its own instant inside the call, so that an IOVEC record
+	 * pairs with one request (by tid and ts) */
+	a->ts = l->ts + 1 + i;
 	a->opcode = s->cb.aio_lio_opcode;
 	a->req_id = iocb_addr;
 	a->user_data = s->cb.aio_data;
 	a->offset = s->cb.aio_offset;
-	a->length = s->cb.aio_nbytes;
 	a->fd = s->cb.aio_fildes;
 	a->flags = s->cb.aio_flags;
 	a->rw_flags = s->cb.aio_rw_flags;
+	a->aflags = IOT_AIOF_BYTES;
+	if (a->opcode == IOT_IOCB_CMD_PREADV || a->opcode == IOT_IOCB_CMD_PWRITEV) {
+		/* aio_buf is the iovec array, aio_nbytes its count */
+		__u32 size = iot_async_iovecs(&s->v, s->cb.aio_buf, s->cb.aio_nbytes);
+		iot_output(&s->v, size, IOT_SRC_ASYNC);
+		return 0;
+	}
+	a->length = s->cb.aio_nbytes;
 	iot_output(a, sizeof(*a), IOT_SRC_ASYNC);
 	return 0;
 }
@@ -463,7 +477,7 @@ static long iot_aio_complete_one(__u32 i, void *data)
 		iot_count_drop(IOT_SRC_ASYNC);
 		return 0;
 	}
-	struct iot_async_io *a = iot_aio_record(&s->a, l);
+	struct iot_async_io *a = iot_aio_record(&s->v.ext.a, l);
 	a->phase = IOT_AIO_COMPLETE;
 	a->req_id = s->ev.obj;
 	a->user_data = s->ev.data;

@@ -104,6 +104,8 @@ Status RingConsumer::Handle(const uint8_t* data, size_t size) {
       return HandleExec(data, hdr.size);
     case IOT_WIRE_INTENT:
       return HandleIntent(data, hdr.size);
+    case IOT_WIRE_ASYNC_EXT:
+      return HandleAsyncExt(data, hdr.size);
     default: {
       auto h = wire_handlers_.find(hdr.type);
       if (h != wire_handlers_.end()) return h->second(data, hdr.size);
@@ -142,6 +144,41 @@ Status RingConsumer::HandleSyscallShort(const uint8_t* data, size_t size) {
   return Append(&sc.hdr);
 }
 
+// The IOVEC record after a vectored call or request: `captured` (<= IOT_IOVEC_MAX) lengths.
+Status RingConsumer::AppendIovec(uint32_t tid, uint64_t ts, uint16_t count, const uint8_t* lens,
+                                 size_t captured) {
+  alignas(8) uint8_t buf[sizeof(iot_iovec) + IOT_IOVEC_MAX * 8];
+  iot_iovec iov{};
+  InitRecord(&iov, IOT_REC_IOVEC);
+  iov.hdr.size = static_cast<uint16_t>(sizeof(iov) + captured * 8);
+  iov.tid = tid;
+  iov.count = count;
+  iov.captured = static_cast<uint16_t>(captured);
+  iov.ts = ts;
+  memcpy(buf, &iov, sizeof(iov));
+  memcpy(buf + sizeof(iov), lens, captured * 8);
+  return Append(reinterpret_cast<const iot_rec_hdr*>(buf));
+}
+
+// A vectored async request: its ASYNC_IO record, then its IOVEC record (same tid and ts).
+Status RingConsumer::HandleAsyncExt(const uint8_t* data, size_t size) {
+  iot_wire_async_ext ext;
+  if (size < sizeof(ext)) {
+    counts_.malformed++;
+    return Status::Ok();
+  }
+  memcpy(&ext, data, sizeof(ext));
+  const size_t captured = ext.iov_captured;
+  if (captured > IOT_IOVEC_MAX || captured * 8 > size - sizeof(ext)) {
+    counts_.malformed++;
+    return Status::Ok();
+  }
+  iot_async_io a = ext.a;
+  InitRecord(&a, IOT_REC_ASYNC_IO);
+  IOTWIN_RETURN_IF_ERROR(Append(&a.hdr));
+  return AppendIovec(a.tid, a.ts, a.iov_count, data + sizeof(ext), captured);
+}
+
 Status RingConsumer::HandleSyscallExt(const uint8_t* data, size_t size) {
   iot_wire_syscall_ext ext;
   if (size < sizeof(ext)) {
@@ -162,17 +199,7 @@ Status RingConsumer::HandleSyscallExt(const uint8_t* data, size_t size) {
       return Status::Ok();
     }
     IOTWIN_RETURN_IF_ERROR(Append(&sc.hdr));
-    alignas(8) uint8_t buf[sizeof(iot_iovec) + IOT_IOVEC_MAX * 8];
-    iot_iovec iov{};
-    InitRecord(&iov, IOT_REC_IOVEC);
-    iov.hdr.size = static_cast<uint16_t>(sizeof(iov) + captured * 8);
-    iov.tid = sc.tid;
-    iov.count = ext.iov_count;
-    iov.captured = static_cast<uint16_t>(captured);
-    iov.ts = sc.ts;
-    memcpy(buf, &iov, sizeof(iov));
-    memcpy(buf + sizeof(iov), tail, captured * 8);
-    return Append(reinterpret_cast<const iot_rec_hdr*>(buf));
+    return AppendIovec(sc.tid, sc.ts, ext.iov_count, tail, captured);
   }
 
   size_t offset = 0;

@@ -3,7 +3,7 @@
 // Finished records (SYSCALL, PROC, ASYNC_IO) are appended byte for byte; short syscall records
 // (syscall_wire.h) become the full SYSCALL record with the defaults they leave out; wire
 // records with strings (paths, exec filenames, marker lines) are interned first, and vectored
-// calls become a SYSCALL record followed by its IOVEC record. Nothing is formatted: the consumer competes with
+// calls and async requests become a SYSCALL or ASYNC_IO record followed by its IOVEC record. Nothing is formatted: the consumer competes with
 // the traced workload for CPU, so it only copies.
 #pragma once
 
@@ -63,6 +63,9 @@ class RingConsumer {
   Status Append(const iot_rec_hdr* rec);
   Status HandleSyscallShort(const uint8_t* data, size_t size);
   Status HandleSyscallExt(const uint8_t* data, size_t size);
+  Status HandleAsyncExt(const uint8_t* data, size_t size);
+  Status AppendIovec(uint32_t tid, uint64_t ts, uint16_t count, const uint8_t* lens,
+                     size_t captured);
   Status HandleExec(const uint8_t* data, size_t size);
   Status HandleIntent(const uint8_t* data, size_t size);
 

@@ -332,4 +332,13 @@ AsyncOpInfo AsyncOp(uint8_t engine, uint8_t opcode) {
   return AsyncOpInfo{AsyncKind::kOther, {}, false, false, false, false};
 }
 
+bool AsyncLengthKnown(const iot_async_io& a) {
+  if (a.aflags & IOT_AIOF_BYTES) return true;
+  if (a.aflags & IOT_AIOF_IOV_FAULT) return false;
+  // Engines other than libaio replay as io_uring, and so are their opcodes read.
+  const uint8_t engine =
+      a.engine == IOT_AIO_ENGINE_LIBAIO ? IOT_AIO_ENGINE_LIBAIO : IOT_AIO_ENGINE_URING;
+  return !AsyncOp(engine, a.opcode).vectored;
+}
+
 }  // namespace iotwin
