@@ -1206,14 +1206,18 @@ void Analyzer::OnAsync(const iot_async_io& r) {
     AsyncPending& p = async_pending_.FindOrInsert(key);
     p.ts = r.ts;
     p.offset = r.offset;
-    p.length = r.length;
+    p.length_known = AsyncLengthKnown(r);
+    p.length = p.length_known ? r.length : 0;
     p.ctx = r.ctx;
     p.tgid = r.tgid;
     p.tid = r.tid;
     p.engine = r.engine;
     p.opcode = r.opcode;
     DescriptionNote* note = nullptr;
-    const model::OpenFileDescription* d = FdDescription(r.tgid, r.fd, &note);
+    // io_uring's IOSQE_FIXED_FILE (1): fd indexes the ring's registered files, no descriptor.
+    const bool fixed_file = r.engine == IOT_AIO_ENGINE_URING && (r.flags & 1);
+    const model::OpenFileDescription* d =
+        fixed_file ? nullptr : FdDescription(r.tgid, r.fd, &note);
     p.file = d ? note->file : -1;
     p.direct = d && d->direct;
     // Access pattern at submission, where the application chose the offset.
@@ -1223,7 +1227,7 @@ void Analyzer::OnAsync(const iot_async_io& r) {
       ThreadStats& t = Thread(r.tgid, r.tid, r.ts);
       if (StreamState* st = Stream(t, p.file, dir, true)) {
         int64_t gap = 0;
-        Access a = ClassifyAccess(*st, r.offset, ClampedLength(r.offset, r.length), &gap);
+        Access a = ClassifyAccess(*st, r.offset, ClampedLength(r.offset, p.length), &gap);
         ++access_[dir][static_cast<int>(a)];
         ++files_[static_cast<size_t>(p.file)].access[dir][static_cast<int>(a)];
         if (a != Access::kFirst) seek_[dir].Add(gap);
@@ -1265,6 +1269,7 @@ void Analyzer::OnAsync(const iot_async_io& r) {
   s.opcode = p.opcode;
   ++s.count;
   uint64_t bytes = r.res > 0 ? static_cast<uint64_t>(r.res) : 0;
+  if (!p.length_known) p.length = bytes;
   if (r.res < 0) ++s.errors;
   s.bytes = SaturatingAdd(s.bytes, bytes);
   s.requested = SaturatingAdd(s.requested, p.length);

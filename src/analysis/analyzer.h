@@ -252,6 +252,7 @@ class Analyzer {
     int32_t file = -1;
     uint8_t engine = 0, opcode = 0;
     bool direct = false;  // submitted on an O_DIRECT descriptor
+    bool length_known = true;  // false: an older writer's vectored request (its result counts)
   };
   struct AsyncStats {
     uint8_t engine = 0, opcode = 0;

@@ -108,7 +108,7 @@ Result<TraceReads> LoadReads(const std::string& path, bool salvage, bool markers
       if (!complete && (a.phase != IOT_AIO_SUBMIT || AsyncDirection(a.engine, a.opcode) != 0))
         continue;
       asyncs.push_back(AsyncEvent{a.ts, complete, a.tid, {a.engine, a.ctx, a.req_id, a.user_data},
-                                  a.offset, a.length});
+                                  a.offset, AsyncLengthKnown(a) ? a.length : 0});
     } else if (h->type == IOT_REC_INTENT && markers) {
       const iot_intent& in = As<iot_intent>(h);
       const Phase phase = PhaseOfLabel((*reader)->String(in.label_id));

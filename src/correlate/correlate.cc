@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/json_fields.h"
+#include "format/op_info.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 
@@ -536,15 +537,17 @@ void PairAsyncRequests(std::vector<iot_async_io>& recs, Correlation& c) {
       r.req_id = a.req_id;
       r.user_data = a.user_data;
       r.offset = a.offset;
-      r.length = a.length;
+      r.length = AsyncLengthKnown(a) ? a.length : 0;  // unknown: the result, below
       r.fd = a.fd;
       open[key] = c.asyncs.size();
       c.asyncs.push_back(r);
     } else {
       auto it = open.find(key);
       if (it == open.end()) continue;
-      c.asyncs[it->second].complete_ts = a.ts;
-      c.asyncs[it->second].res = a.res;
+      AsyncRequest& done = c.asyncs[it->second];
+      done.complete_ts = a.ts;
+      done.res = a.res;
+      if (done.length == 0 && a.res > 0) done.length = static_cast<uint64_t>(a.res);
       open.erase(it);
     }
   }

@@ -673,6 +673,7 @@ struct ModelBuilder::Impl {
   };
   void HandleSyscall(const iot_syscall& sc);
   void LayOutIovecs(SyscallStep& s);
+  void LayOutIovecs(uint32_t tid, uint64_t ts, uint64_t count, uint64_t total, Op& op);
   void ResolvePaths(SyscallStep& s);
   void ClassifyDescriptors(SyscallStep& s);
   // Each returns false for a call outside its family.

@@ -68,14 +68,17 @@ void ModelBuilder::Impl::NoteDataPages(const SyscallStep& s) {
   residency.Add(sc.dev, sc.ino, s.op.end, ResidencyEvidence::Kind::kUsed, first, last - first + 1);
 }
 
-// The lengths of a vectored call's buffers: the IOVEC record's, and for those it could not
-// capture, equal shares of the rest of the call's length.
 void ModelBuilder::Impl::LayOutIovecs(SyscallStep& s) {
-  const iot_syscall& sc = s.sc;
-  auto key = std::make_pair(sc.tid, sc.ts);
+  LayOutIovecs(s.sc.tid, s.sc.ts, s.sc.aux, s.sc.length, s.op);
+}
+
+// The lengths of a vectored call's or request's buffers: those of the IOVEC record of (tid, ts),
+// and for those it could not capture, equal shares of the rest of `total`.
+void ModelBuilder::Impl::LayOutIovecs(uint32_t tid, uint64_t ts, uint64_t count, uint64_t total,
+                                      Op& op) {
+  auto key = std::make_pair(tid, ts);
   auto it = iovecs.find(key);
   std::vector<uint64_t> lens;
-  uint64_t count = sc.aux;
   if (it != iovecs.end()) {
     lens = it->second;
     count = std::max<uint64_t>(iovec_counts[key], lens.size());
@@ -87,13 +90,13 @@ void ModelBuilder::Impl::LayOutIovecs(SyscallStep& s) {
   uint64_t known = 0;
   for (auto l : lens) known = Sum(known, l);
   uint64_t missing = count - lens.size();
-  uint64_t rest = sc.length > known ? sc.length - known : 0;
+  uint64_t rest = total > known ? total - known : 0;
   for (uint64_t i = 0; i < missing; i++) {
     uint64_t share = rest / missing + (i < rest % missing ? 1 : 0);
     lens.push_back(share);
   }
-  s.op.extra_begin = static_cast<uint32_t>(m->extra_.size());
-  s.op.extra_count = static_cast<uint32_t>(lens.size());
+  op.extra_begin = static_cast<uint32_t>(m->extra_.size());
+  op.extra_count = static_cast<uint32_t>(lens.size());
   m->extra_.insert(m->extra_.end(), lens.begin(), lens.end());
 }
 

@@ -161,6 +161,9 @@ bool ScopeRecordFilter::Keep(const iot_rec_hdr* rec) {
         const DescriptionId id = state_.DescriptionOf(a.tgid, a.fd);
         if (id == kNoDescription || !DescriptionOut(id)) return true;
         if (dropped_async_.size() < (size_t{1} << 20)) dropped_async_.insert(key);
+        // A vectored request's IOVEC record follows it and goes with it.
+        last_call_dropped_ = true;
+        dropped_call_tid_ = a.tid;
         return Drop();
       }
       if (dropped_async_.erase(key)) return Drop();

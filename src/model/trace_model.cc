@@ -60,15 +60,19 @@ std::vector<uint32_t> TraceModel::CreatedFiles() const {
 
 namespace {
 
+// IOSQE_FIXED_FILE, as io_uring keeps it in the request flags the capture records.
+constexpr uint32_t kIosqeFixedFile = 1;
+
 bool IsSubmitCall(uint16_t op) { return op == IOT_OP_IO_URING_ENTER || op == IOT_OP_IO_SUBMIT; }
 
 // What request `a` does. The replay's back end runs every engine but libaio as io_uring, so the
 // model reads the opcodes of any other engine as io_uring's.
-AsyncKind AsyncRequestKind(const iot_async_io& a) {
+AsyncOpInfo AsyncRequestOp(const iot_async_io& a) {
   const uint8_t engine =
       a.engine == IOT_AIO_ENGINE_LIBAIO ? IOT_AIO_ENGINE_LIBAIO : IOT_AIO_ENGINE_URING;
-  return AsyncOp(engine, a.opcode).kind;
+  return AsyncOp(engine, a.opcode);
 }
+AsyncKind AsyncRequestKind(const iot_async_io& a) { return AsyncRequestOp(a).kind; }
 
 }  // namespace
 
@@ -320,6 +324,11 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
     op.result = a.res;
     op.end = a.ts;
     op.interrupted = false;
+    if (!AsyncLengthKnown(op.aio)) {
+      // An older writer's vectored request: its bytes are what it completed with.
+      op.aio.length = a.res > 0 ? static_cast<uint64_t>(a.res) : 0;
+      LayOutIovecs(op.aio.tid, op.aio.ts, op.aio.iov_count, op.aio.length, op);
+    }
     if (op.async_ctx != kNone && async_inflight[op.async_ctx] > 0) async_inflight[op.async_ctx]--;
     async_pending.erase(it);
     auto g = async_growth.find({ckey, req});
@@ -387,7 +396,24 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
   op.interrupted = true;
   op.async_ctx = ci;
   op.pos = a.offset;
-  BindDataFd(a.fd, &op);
+  if (a.engine == IOT_AIO_ENGINE_URING && (a.flags & kIosqeFixedFile)) {
+    // fd is an index into the ring's registered files, which the trace does not list: binding
+    // it as a descriptor would name another file.
+    op.skip = Skip::kUnknownFd;
+  } else {
+    BindDataFd(a.fd, &op);
+  }
+  const bool length_known = AsyncLengthKnown(a);
+  if (!length_known) {
+    // Set at completion; an older writer put the iovec count in length.
+    if (!(a.aflags & IOT_AIOF_IOV_FAULT)) op.aio.iov_count = static_cast<uint16_t>(
+        std::min<uint64_t>(a.length, UINT16_MAX));
+    op.aio.length = 0;
+  } else if (AsyncRequestOp(a).vectored) {
+    LayOutIovecs(a.tid, a.ts, a.iov_count, a.length, op);
+  }
+  // An unknown length may reach any byte from the offset on.
+  const uint64_t span = length_known ? a.length : UINT64_MAX - a.offset;
   const AsyncKind kind = AsyncRequestKind(a);
   const bool is_read = kind == AsyncKind::kRead, is_write = kind == AsyncKind::kWrite;
   // Reads, writes and syncs replay, and io_uring's NOP; nothing else (libaio's NOOP neither).
@@ -402,7 +428,7 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
     } else if (is_read) {
       const FileInfo& fi = m->files_[file];
       if (fi.origin == FileOrigin::kPreexisting && !fi.modified && !fi.is_dir) {
-        async_growth[{ckey, req}] = PendingGrowth{file, a.offset, a.length};
+        async_growth[{ckey, req}] = PendingGrowth{file, a.offset, op.aio.length};
       }
     }
   }
@@ -419,9 +445,9 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
   uint32_t idx = Push(t, op, [&] {
     deps.Read(ResourceKey(ResourceTag::kAsyncCtx, ci));
     if (a.fd >= 0) deps.Read(FdKey(proc, a.fd));
-    if (file != kNone && a.length) {
-      if (is_write) deps.WriteRange(FileKey(file), a.offset, Sum(a.offset, a.length));
-      else if (is_read) deps.ReadRange(FileKey(file), a.offset, Sum(a.offset, a.length));
+    if (file != kNone && span) {
+      if (is_write) deps.WriteRange(FileKey(file), a.offset, Sum(a.offset, span));
+      else if (is_read) deps.ReadRange(FileKey(file), a.offset, Sum(a.offset, span));
     }
   });
   async_pending[{ckey, req}] = {t, idx};

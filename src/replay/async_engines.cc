@@ -3,6 +3,7 @@
 // Flush() calls is submitted with one io_uring_enter / io_submit, as recorded.
 #include <libaio.h>
 #include <liburing.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,10 +36,28 @@ Issue Classify(const AsyncRequest& r) {
   return op.nop ? Issue::kNop : Issue::kOther;
 }
 
-// Requests in flight need stable iovecs (vectored opcodes get one iovec over the buffer: the
-// trace records only the total length of async requests).
+// The iovecs of a vectored request: the recorded lengths laid end to end over `req.buf`, cut at
+// req.len; one iovec over the buffer where the trace has no shape. The buffer is page-aligned,
+// so pieces of whole logical blocks start on block boundaries as O_DIRECT requires (and a piece
+// that is not a whole number of blocks fails as the original's must have).
+void BuildIovecs(const AsyncRequest& req, std::vector<iovec>* out) {
+  out->clear();
+  if (req.iov_count == 0 || req.iov_lens == nullptr) {
+    out->push_back(iovec{req.buf, req.len});
+    return;
+  }
+  uint64_t off = 0;
+  for (uint32_t k = 0; k < req.iov_count; k++) {
+    const uint64_t l = std::min<uint64_t>(req.iov_lens[k], req.len - off);
+    out->push_back(iovec{req.buf + off, l});
+    off += l;
+  }
+}
+
+// Requests queued or in flight need stable iovecs: the kernel reads them when it takes the
+// request (io_uring_enter / io_submit), not before.
 struct Slot {
-  iovec iov;
+  std::vector<iovec> iovs;
   iocb cb;
   bool used = false;
 };
@@ -60,14 +79,17 @@ class UringEngine final : public AsyncEngine {
   bool Queue(const AsyncRequest& req) override {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     if (!sqe) return false;
-    iovs_.push_back(iovec{req.buf, req.len});
-    if (iovs_.size() > 4096) iovs_.pop_front();  // submitted long ago: the kernel copied them
-    iovec* iov = &iovs_.back();
+    // An SQE's slot is handed out again only after the kernel took the entry (and its iovecs).
+    const size_t slot = static_cast<size_t>(sqe - ring_.sq.sqes);
+    if (slot >= sqe_iovs_.size()) sqe_iovs_.resize(slot + 1);
+    std::vector<iovec>& iov = sqe_iovs_[slot];
+    BuildIovecs(req, &iov);
+    const auto iovcnt = static_cast<unsigned>(iov.size());
     switch (Classify(req)) {
       case Issue::kRead: io_uring_prep_read(sqe, req.fd, req.buf, req.len, req.offset); break;
       case Issue::kWrite: io_uring_prep_write(sqe, req.fd, req.buf, req.len, req.offset); break;
-      case Issue::kReadv: io_uring_prep_readv(sqe, req.fd, iov, 1, req.offset); break;
-      case Issue::kWritev: io_uring_prep_writev(sqe, req.fd, iov, 1, req.offset); break;
+      case Issue::kReadv: io_uring_prep_readv(sqe, req.fd, iov.data(), iovcnt, req.offset); break;
+      case Issue::kWritev: io_uring_prep_writev(sqe, req.fd, iov.data(), iovcnt, req.offset); break;
       case Issue::kFsync: io_uring_prep_fsync(sqe, req.fd, 0); break;
       case Issue::kFdsync: io_uring_prep_fsync(sqe, req.fd, IORING_FSYNC_DATASYNC); break;
       default: io_uring_prep_nop(sqe); break;
@@ -179,7 +201,7 @@ class UringEngine final : public AsyncEngine {
   unsigned queued_ = 0;
   // Requests the kernel took and completions collected: their difference bounds a wait.
   unsigned submitted_ = 0, collected_ = 0;
-  std::deque<iovec> iovs_;
+  std::vector<std::vector<iovec>> sqe_iovs_;  // by SQE slot: the iovecs of its request
 };
 
 class LibaioEngine final : public AsyncEngine {
@@ -202,13 +224,14 @@ class LibaioEngine final : public AsyncEngine {
     free_.pop_back();
     Slot& s = slots_[i];
     s.used = true;
-    s.iov = iovec{req.buf, req.len};
+    BuildIovecs(req, &s.iovs);
+    const auto iovcnt = static_cast<int>(s.iovs.size());
     iocb* cb = &s.cb;
     switch (Classify(req)) {
       case Issue::kRead: io_prep_pread(cb, req.fd, req.buf, req.len, static_cast<long long>(req.offset)); break;
       case Issue::kWrite: io_prep_pwrite(cb, req.fd, req.buf, req.len, static_cast<long long>(req.offset)); break;
-      case Issue::kReadv: io_prep_preadv(cb, req.fd, &s.iov, 1, static_cast<long long>(req.offset)); break;
-      case Issue::kWritev: io_prep_pwritev(cb, req.fd, &s.iov, 1, static_cast<long long>(req.offset)); break;
+      case Issue::kReadv: io_prep_preadv(cb, req.fd, s.iovs.data(), iovcnt, static_cast<long long>(req.offset)); break;
+      case Issue::kWritev: io_prep_pwritev(cb, req.fd, s.iovs.data(), iovcnt, static_cast<long long>(req.offset)); break;
       case Issue::kFsync: io_prep_fsync(cb, req.fd); break;
       case Issue::kFdsync: io_prep_fdsync(cb, req.fd); break;
       default: io_prep_fsync(cb, req.fd); break;
@@ -304,11 +327,21 @@ class SyncAsyncEngine final : public AsyncEngine {
     for (const auto& r : pending_) {
       long res;
       switch (Classify(r)) {
-        case Issue::kRead: case Issue::kReadv:
+        case Issue::kRead:
           res = pread(r.fd, r.buf, r.len, static_cast<off_t>(r.offset));
           break;
-        case Issue::kWrite: case Issue::kWritev:
+        case Issue::kWrite:
           res = pwrite(r.fd, r.buf, r.len, static_cast<off_t>(r.offset));
+          break;
+        case Issue::kReadv:
+          BuildIovecs(r, &iovs_);
+          res = preadv(r.fd, iovs_.data(), static_cast<int>(iovs_.size()),
+                       static_cast<off_t>(r.offset));
+          break;
+        case Issue::kWritev:
+          BuildIovecs(r, &iovs_);
+          res = pwritev(r.fd, iovs_.data(), static_cast<int>(iovs_.size()),
+                        static_cast<off_t>(r.offset));
           break;
         case Issue::kFsync: res = fsync(r.fd); break;
         case Issue::kFdsync: res = fdatasync(r.fd); break;
@@ -333,6 +366,7 @@ class SyncAsyncEngine final : public AsyncEngine {
  private:
   std::vector<AsyncRequest> pending_;
   std::deque<AsyncCompletion> done_;
+  std::vector<iovec> iovs_;
 };
 
 class NullAsyncEngine final : public AsyncEngine {

@@ -66,6 +66,9 @@ struct AsyncRequest {
   uint64_t offset = 0;
   uint8_t* buf = nullptr;
   uint64_t len = 0;
+  // Vectored requests: the recorded iovec lengths (TraceModel::extra(); none: one iovec).
+  const uint64_t* iov_lens = nullptr;
+  uint32_t iov_count = 0;
   uint32_t rw_flags = 0;
   int64_t recorded = 0;
 };

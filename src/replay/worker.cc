@@ -638,6 +638,8 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   req.rw_flags = op.aio.rw_flags;
   req.recorded = op.result;
   req.buf = write ? wbuf_.data() : rbuf_.data();
+  req.iov_lens = op.extra_count ? model_.ExtraBegin(op) : nullptr;  // the recorded iovec shape
+  req.iov_count = op.extra_count;
   if (req.fd < 0 && !null_backend_) {
     Skip(LiveSkipName(LiveSkip::kLiveFdMissing), op, index);
     return;

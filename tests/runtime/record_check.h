@@ -40,6 +40,8 @@ struct LoadedTrace {
   std::vector<iot_proc> procs;
   std::vector<std::string> proc_paths;  // path of procs[i]
   std::vector<iot_async_io> asyncs;
+  // IOVEC records of vectored async requests, by (tid, ts) of the request: count, lengths.
+  std::map<std::pair<uint32_t, uint64_t>, std::pair<uint16_t, std::vector<uint64_t>>> async_iovecs;
   std::vector<iot_intent> intents;
   std::vector<std::string> intent_labels;
   std::vector<iot_fd_snapshot> fd_snapshots;
@@ -64,15 +66,21 @@ inline LoadedTrace LoadTrace(const std::string& path) {
       }
       case IOT_REC_IOVEC: {
         const auto& v = As<iot_iovec>(h);
-        if (!t.syscalls.empty() && t.syscalls.back().sc.tid == v.tid) {
+        std::vector<uint64_t> iov;
+        const uint8_t* lens = reinterpret_cast<const uint8_t*>(h) + sizeof(iot_iovec);
+        for (uint16_t i = 0; i < v.captured; i++) {
+          uint64_t len;
+          memcpy(&len, lens + 8 * i, 8);
+          iov.push_back(len);
+        }
+        // A vectored call's, or an async request's (paired by tid and submit time).
+        if (!t.syscalls.empty() && t.syscalls.back().sc.tid == v.tid &&
+            t.syscalls.back().sc.ts == v.ts) {
           auto& s = t.syscalls.back();
           s.has_iov = true;
-          const uint8_t* lens = reinterpret_cast<const uint8_t*>(h) + sizeof(iot_iovec);
-          for (uint16_t i = 0; i < v.captured; i++) {
-            uint64_t len;
-            memcpy(&len, lens + 8 * i, 8);
-            s.iov.push_back(len);
-          }
+          s.iov = std::move(iov);
+        } else {
+          t.async_iovecs[{v.tid, v.ts}] = {v.count, std::move(iov)};
         }
         break;
       }

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -318,7 +319,35 @@ class TraceBuilder {
     r.tgid = TgidOf(tid);
     r.tid = tid;
     r.fd = fd;
+    r.aflags = phase == IOT_AIO_SUBMIT ? IOT_AIOF_BYTES : 0;
     return r;
+  }
+  // A vectored request's submission as the capture writes it: length = the sum of `lens`, their
+  // count, then its IOVEC record (the first IOT_IOVEC_MAX lengths). The clock advances a step.
+  iot_async_io& AsyncVectored(uint32_t tid, uint8_t engine, uint8_t opcode, uint64_t ctx,
+                              uint64_t req, int fd, uint64_t off,
+                              const std::vector<uint64_t>& lens) {
+    uint64_t total = 0;
+    for (auto l : lens) total += l;
+    auto& r = Async(tid, engine, IOT_AIO_SUBMIT, opcode, ctx, req, fd, off, total);
+    r.iov_count = static_cast<uint16_t>(lens.size());
+    const size_t n = std::min<size_t>(lens.size(), IOT_IOVEC_MAX);
+    auto& buf = NewRecord(sizeof(iot_iovec) + n * sizeof(uint64_t));
+    auto* iv = reinterpret_cast<iot_iovec*>(buf.data());
+    iv->hdr.type = IOT_REC_IOVEC;
+    iv->tid = tid;
+    iv->count = static_cast<uint16_t>(lens.size());
+    iv->captured = static_cast<uint16_t>(n);
+    iv->ts = r.ts;
+    std::memcpy(buf.data() + sizeof(iot_iovec), lens.data(), n * sizeof(uint64_t));
+    now_ += step;
+    return Last<iot_async_io>(1);
+  }
+  // Cuts the last record to its first `size` bytes, as an older writer wrote it.
+  void ShortenLast(uint16_t size) {
+    auto& buf = records_.back();
+    buf.resize(size);
+    reinterpret_cast<iot_rec_hdr*>(buf.data())->size = size;
   }
   iot_block& Block(uint16_t phase, uint64_t sector, uint32_t bytes, uint32_t flags,
                    uint64_t rq_id, uint32_t dev = 0x800000) {
