@@ -27,6 +27,10 @@ def as_csv_text(value):
     """A value of ours as the CSV export writes it."""
     if isinstance(value, (int, np.integer)):
         return str(int(value))
+    # A name cell that a spreadsheet would take for a formula gets a leading quote in CSV
+    # (docs/tables.md, "Conventions"); op and flag names never start so.
+    if value[:1] in ("=", "+", "-", "@", "'"):
+        return "'" + value
     return value
 
 
