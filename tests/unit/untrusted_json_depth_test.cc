@@ -3,6 +3,8 @@
 // instead of overflowing the stack of whatever copies or prints the value.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <string>
 
@@ -10,8 +12,11 @@
 #include "analysis/report_text.h"
 #include "base/json_parse.h"
 #include "format/trace_reader.h"
+#include "analysis_trace_builder.h"
 #include "interop_test_util.h"
 #include "raw_trace_file.h"
+#include "replay/prepare.h"
+#include "replay/replay.h"
 
 namespace iotwin {
 namespace {
@@ -105,6 +110,29 @@ TEST(JsonDepth, HeaderAtTheLimitIsReadAndReported) {
   std::string text;
   ASSERT_NO_THROW(text = analysis::RenderText(a.Model(*(*r)->summary(), nlohmann::json::object())));
   EXPECT_NE(text.find("iotwin report"), std::string::npos);
+}
+
+// The sandbox manifest is read through the same bound (a replayed trace must never reach it,
+// but its text is not to be trusted more than a trace).
+TEST(JsonDepth, DeepManifestIsRefused) {
+  interop::testing::ScratchDir dir;
+  const std::string trace = dir / "t.iotwin";
+  test::SyntheticTrace t;
+  t.Proc(IOT_PROC_START, 1'000'000'000ULL, 42, 42, "app");
+  t.Add(test::SyntheticTrace::Sys(IOT_OP_SYNC, 42, 1'000'001'000ULL));
+  ASSERT_TRUE(t.Write(trace, nlohmann::json::object()).ok());
+  const std::string root = dir / "root";
+  ASSERT_EQ(mkdir(root.c_str(), 0700), 0);
+  WriteBytes(replay::ManifestPath(root),
+             "{\"iotwin_manifest\": " + std::string(200'000, '[') + std::string(200'000, ']') + "}");
+  replay::ReplayOptions o;
+  o.trace = trace;
+  o.root = root;
+  auto r = replay::RunReplay(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unreadable manifest (JSON nested deeper than 128 levels"),
+            std::string::npos)
+      << r.status().message();
 }
 
 }  // namespace
