@@ -325,8 +325,9 @@ void ClampLink(int dirfd, const char* name, size_t depth) {
 }
 
 // Every symlink beneath directory `top` (`depth` below its base), walked without following
-// any symlink or leaving its mount.
-void ClampLinksBeneath(int top, size_t depth) {
+// any symlink or leaving its mount. Returns the entries it visited.
+uint64_t ClampLinksBeneath(int top, size_t depth) {
+  uint64_t visited = 0;
   std::vector<std::pair<std::string, size_t>> todo{{".", depth}};
   while (!todo.empty()) {
     std::string rel = std::move(todo.back().first);
@@ -343,6 +344,7 @@ void ClampLinksBeneath(int top, size_t depth) {
     while (dirent* e = readdir(dir)) {
       const std::string_view n = e->d_name;
       if (n == "." || n == "..") continue;
+      visited++;
       unsigned char type = e->d_type;
       struct stat st;
       if (type == DT_UNKNOWN && fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -353,6 +355,7 @@ void ClampLinksBeneath(int top, size_t depth) {
     }
     closedir(dir);
   }
+  return visited;
 }
 
 // The --map prefix `path` (a path in a confined root) lies under, or "/" for the root's own.
@@ -408,6 +411,11 @@ void Sandbox::NoteLink(std::string_view text) const {
   if (LeadingUps(text, nullptr) > 0) climbing_links_.store(true, std::memory_order_relaxed);
 }
 
+bool Sandbox::MayGiveNewNames() const {
+  return !climbing_links_.load(std::memory_order_relaxed) ||
+         walked_.load(std::memory_order_relaxed) < kMaxClampWalk;
+}
+
 void Sandbox::ClampMovedLinks(std::string_view name, bool in_root) const {
   if (!climbing_links_.load(std::memory_order_relaxed) || name.find('\0') != std::string_view::npos) {
     return;
@@ -440,7 +448,9 @@ void Sandbox::ClampMovedLinks(std::string_view name, bool in_root) const {
   } else if (S_ISDIR(st.st_mode)) {
     UniqueFd top(Openat2(dir.get(), leaf.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
                          kBeneath | RESOLVE_NO_SYMLINKS));
-    if (top.valid()) ClampLinksBeneath(top.get(), depth + 1);
+    if (top.valid()) {
+      walked_.fetch_add(ClampLinksBeneath(top.get(), depth + 1), std::memory_order_relaxed);
+    }
   }
 }
 

@@ -103,6 +103,11 @@ class Sandbox {
   // there anyway), so that the link still resolves inside for a walker on the host. Nothing is
   // walked until the replay has made a link whose text climbs.
   void ClampMovedLinks(std::string_view name, bool in_root) const;
+  // Whether a rename, exchange or link may still be made: the walks above visit at most about
+  // kMaxClampWalk entries in a replay (a trace renaming a large tree back and forth would make
+  // them quadratic); past that such calls fail with ELOOP, and count as mismatches.
+  static constexpr uint64_t kMaxClampWalk = 10'000'000;
+  bool MayGiveNewNames() const;
   int Truncate(std::string_view target, int64_t length) const;
   int Chdir(std::string_view target) const;
   // The kind of `target` without following a final symlink: S_IFREG, S_IFDIR, ... or -errno.
@@ -136,6 +141,7 @@ class Sandbox {
 
   std::vector<Base> bases_;  // longest path first
   mutable std::atomic<bool> climbing_links_{false};  // a link whose text starts with ".."
+  mutable std::atomic<uint64_t> walked_{0};          // entries ClampMovedLinks visited
   PathMapper mapper_;        // for paths in a confined worker's root (--map prefixes bound there)
 };
 

@@ -224,6 +224,7 @@ int64_t NameCall(const LiveArgs& a, uint32_t mode) {
 // rename, exchange and link give a file another name, perhaps less deep below the base than the
 // old one: the symlinks there are kept from climbing out of it (Sandbox::ClampMovedLinks).
 int64_t NewNameCall(const LiveArgs& a) {
+  if (a.sandbox != nullptr && !a.sandbox->MayGiveNewNames()) return -ELOOP;
   const int64_t r = NameCall(a, 0);
   if (r == 0 && a.sandbox != nullptr) {
     a.sandbox->ClampMovedLinks(a.path2, a.in_root);
