@@ -94,40 +94,61 @@ class StopSignals {
 };
 
 // ---- the marker file ---------------------------------------------------------------------------
-// A private directory holding the file whose writes are intent markers (IOTWIN_MARKER).
+// The file whose writes are intent markers (IOTWIN_MARKER): only the traced command may open it
+// (owned by the uid the command runs as, mode 0600, in a directory of root's that others may
+// pass through but not list or change, 0711), and it never holds more than kMarkerFileBound:
+// the capture reads markers from the write calls, never from the file, so the recorder empties
+// it when it grows past the bound and counts what it dropped (`marker_file_trimmed_bytes`).
+inline constexpr uint64_t kMarkerFileBound = uint64_t{1} << 20;
+
 class MarkerFile {
  public:
-  static Result<std::unique_ptr<MarkerFile>> Create() {
+  static Result<std::unique_ptr<MarkerFile>> Create(const std::optional<UserCredentials>& user) {
     const char* base = getenv("TMPDIR");
     std::string tmpl = std::string(base && *base ? base : "/tmp") + "/iotwin-marker-XXXXXX";
     if (!mkdtemp(tmpl.data())) return Status::FromErrno(errno, "creating the marker directory");
     std::unique_ptr<MarkerFile> m(new MarkerFile());
     m->dir_ = tmpl;
     m->path_ = tmpl + "/marker";
-    chmod(m->dir_.c_str(), 0755);  // reachable by a --user command
-    int fd = open(m->path_.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
-    if (fd < 0) return Status::FromErrno(errno, "creating " + m->path_);
-    fchmod(fd, 0666);
+    if (chmod(m->dir_.c_str(), 0711) != 0) return Status::FromErrno(errno, "chmod " + m->dir_);
+    m->fd_ = open(m->path_.c_str(), O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, 0600);
+    if (m->fd_ < 0) return Status::FromErrno(errno, "creating " + m->path_);
+    if (user && fchown(m->fd_, user->uid, user->gid) != 0) {
+      return Status::FromErrno(errno, "giving " + m->path_ + " to " + user->name);
+    }
+    if (fchmod(m->fd_, 0600) != 0) return Status::FromErrno(errno, "chmod " + m->path_);
     struct stat st;
-    fstat(fd, &st);
-    close(fd);
+    if (fstat(m->fd_, &st) != 0) return Status::FromErrno(errno, "stat " + m->path_);
     m->ino_ = st.st_ino;
     m->dev_ = KernelDev(st.st_dev);
     return m;
   }
   ~MarkerFile() {
+    if (fd_ >= 0) close(fd_);
     unlink(path_.c_str());
     rmdir(dir_.c_str());
+  }
+  // Empties the file once it holds more than kMarkerFileBound. A writer's position is its own:
+  // its next line lands past a hole, which holds no blocks.
+  void Trim() {
+    struct stat st;
+    if (fstat(fd_, &st) != 0) return;
+    const uint64_t held = static_cast<uint64_t>(st.st_blocks) * 512;
+    if (held <= kMarkerFileBound || ftruncate(fd_, 0) != 0) return;
+    trimmed_ += held;
   }
   const std::string& path() const { return path_; }
   uint64_t ino() const { return ino_; }
   uint32_t dev() const { return dev_; }
+  uint64_t trimmed() const { return trimmed_; }
 
  private:
   MarkerFile() = default;
   std::string dir_, path_;
+  int fd_ = -1;
   uint64_t ino_ = 0;
   uint32_t dev_ = 0;
+  uint64_t trimmed_ = 0;
 };
 
 // ---- preconditions -----------------------------------------------------------------------------
@@ -326,7 +347,7 @@ Status Capture::Validate() {
 
 Status Capture::Setup() {
   if (mode_ == "command" && opt_.markers) {
-    IOTWIN_ASSIGN_OR_RETURN(marker_, MarkerFile::Create());
+    IOTWIN_ASSIGN_OR_RETURN(marker_, MarkerFile::Create(user_));
   }
   CaptureBpfConfig cfg;
   cfg.ring_bytes = opt_.ring_bytes;
@@ -575,6 +596,7 @@ Status Capture::Loop() {
     IOTWIN_RETURN_IF_ERROR(consumer_->Poll(opt_.poll_ms));
     uint64_t now = Mono();
     if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->Poll(now));
+    if (marker_) marker_->Trim();
     if (command_ && command_->TryWait()) {
       stop_reason_ = grace_until ? stop_reason_ : "command exited";
       return Status::Ok();
@@ -720,6 +742,10 @@ Result<RecordOutcome> Capture::Run() {
   summary["duration_ns"] = Mono() - start_ns_;
   summary["malformed_ring_records"] = counts.malformed;
   summary["bad_markers"] = counts.bad_markers;
+  if (marker_) {
+    marker_->Trim();
+    summary["marker_file_trimmed_bytes"] = marker_->trimmed();
+  }
   summary["ring_bytes_consumed"] = counts.ring_bytes;
   if (memory_) summary["memory"] = memory_->Summary();
   IOTWIN_RETURN_IF_ERROR(writer_->Finish(summary));
