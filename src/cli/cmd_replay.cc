@@ -63,6 +63,12 @@ CommandSpec SetupReplay(CLI::App& parent) {
   sub->add_option("--amplify", o.amplify, "Run K independent copies, each on its own file set")
       ->check(Number(true, "1, 4"))
       ->capture_default_str();
+  sub->add_option("--max-threads", o.max_threads,
+                  "Most threads the replay may start (default 4096; the machine's limits apply)")
+      ->check(Number(true, "512, 20000"));
+  sub->add_option("--max-write", o.max_write,
+                  "Stop the replay once its calls would write more than this (or 10G)")
+      ->transform(SizeUnits());
   sub->add_flag("--strict", o.strict, "Any result mismatch, lost event or damage is fatal");
   sub->add_flag("--json", o.json, "Print the summary as JSON");
   sub->add_flag("-q,--quiet", args->quiet, "No progress line");

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <system_error>
 #include <unordered_map>
 
 #include "format/records.h"
@@ -251,19 +252,26 @@ Status ReplayEngine::Setup() {
     }
   }
 
-  bookkeeper_ = std::thread([this] { BookkeeperLoop(); });
+  IOTWIN_RETURN_IF_ERROR(StartThread(&bookkeeper_, [this] { BookkeeperLoop(); },
+                                      "the bookkeeping thread"));
   // Workers wait for the bookkeeper (fork, exec, exit): it must not queue behind them.
   if (Status st = MakeRealtime(bookkeeper_, "the bookkeeping thread"); !st.ok()) return st;
 
+  if (options_.backend != BackendKind::kNull && !payload_.read) {
+    IOTWIN_ASSIGN_OR_RETURN(payload_, PayloadPools::Create(options_.fill));
+  }
   const auto& threads = model_.threads();
   for (uint32_t t = 0; t < threads.size(); t++) {
     auto w = std::make_unique<Worker>(*this, t);
-    if (Status st = w->Allocate(threads.size(), &ops_total_); !st.ok()) return st;
+    if (Status st = w->Allocate(payload_, &ops_total_); !st.ok()) return st;
     workers_.push_back(std::move(w));
   }
   for (auto& w : workers_) {
     Worker* wp = w.get();
-    wp->th = std::thread([wp] { wp->Run(); });
+    IOTWIN_RETURN_IF_ERROR(StartThread(
+        &wp->th, [wp] { wp->Run(); },
+        fmt::format("replay thread {} of {} (traced tid {})", wp->thread + 1, workers_.size(),
+                    threads[wp->thread].tid)));
     // Before the start gate opens, so no replayed op runs in the normal class.
     if (Status st = MakeRealtime(wp->th, fmt::format("replay thread {}", wp->thread)); !st.ok()) {
       return st;
@@ -275,6 +283,18 @@ Status ReplayEngine::Setup() {
     // The kernel's view of each worker, asked from here: a call in the worker itself would
     // appear among the calls of a recorded replay.
     if (sched_getscheduler(w->tid.load()) == SCHED_FIFO) fifo_workers_++;
+  }
+  return Status::Ok();
+}
+
+Status ReplayEngine::StartThread(std::thread* th, std::function<void()> fn,
+                                 const std::string& what) {
+  try {
+    *th = std::thread(std::move(fn));
+  } catch (const std::system_error& e) {
+    return Status::Io("cannot start {}: {} (the system's limit on threads: RLIMIT_NPROC, "
+                      "/proc/sys/kernel/threads-max, memory; see --max-threads)",
+                      what, e.code().message());
   }
   return Status::Ok();
 }

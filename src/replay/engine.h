@@ -26,10 +26,13 @@
 #include "base/status.h"
 #include "replay/backend.h"
 #include "replay/options.h"
+#include "replay/payload_pool.h"
 #include "replay/plan.h"
 #include "replay/stats.h"
 
 namespace iotwin::replay {
+
+class WriteBudget;  // write_budget.h
 
 class ReplayEngine {
  public:
@@ -38,8 +41,14 @@ class ReplayEngine {
   ReplayEngine(const ReplayEngine&) = delete;
   ReplayEngine& operator=(const ReplayEngine&) = delete;
 
+  // Before Setup: the I/O buffer pools the engines of one replay share (without it the engine
+  // makes its own), and the budget its writes draw on (none: unbounded).
+  void UsePayload(PayloadPools pools) { payload_ = std::move(pools); }
+  void UseWriteBudget(WriteBudget* budget) { write_budget_ = budget; }
+
   // Builds the live tables, opens the descriptors and mappings an attached process already had,
-  // starts the workers and parks them at the start gate.
+  // starts the workers and parks them at the start gate. A thread the system refuses to start
+  // is an error (the threads started are released by the destructor).
   Status Setup();
   // Thread ids of the workers (after Setup): what --record traces. Same order as
   // model.threads(): worker i replays model thread i.
@@ -80,6 +89,9 @@ class ReplayEngine {
  private:
   // --rt-priority: puts `th` in SCHED_FIFO at that priority (nothing without the option).
   Status MakeRealtime(std::thread& th, const std::string& what);
+  // Starts `th` running `fn`; the system's refusal (EAGAIN: RLIMIT_NPROC, threads-max, memory)
+  // becomes an error naming `what`.
+  Status StartThread(std::thread* th, std::function<void()> fn, const std::string& what);
   struct Progress;
   struct LiveTable;
   // For the workers: the start gate, the end of their ops, the exit gate.
@@ -104,6 +116,8 @@ class ReplayEngine {
   const model::TraceModel& model_;
   ReplayOptions options_;
   Backend* backend_;
+  PayloadPools payload_;
+  WriteBudget* write_budget_ = nullptr;
   std::vector<std::unique_ptr<LiveTable>> tables_;   // per process
   std::unique_ptr<std::atomic<uint64_t>[]> maps_;    // per mapping: live base address (0: none)
   std::unique_ptr<Progress[]> progress_;             // per thread

@@ -21,6 +21,10 @@ class AlignedBuffer {
  public:
   AlignedBuffer() = default;
   explicit AlignedBuffer(size_t size);
+  // Takes over the mapping of `size` bytes at `data` (unmapped on destruction), whose distinct
+  // bytes are `physical` (PayloadPool::View).
+  AlignedBuffer(uint8_t* data, size_t size, size_t physical)
+      : data_(data), size_(size), physical_(physical) {}
   // A buffer of `size` bytes (at most kMaxIoBytes) whose memory is at most `physical` bytes:
   // past that, the same pages of one memfd are mapped again and again. A replay never needs
   // the payload (traces hold none), so one call can move what the trace says while memory grows

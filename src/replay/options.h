@@ -57,6 +57,11 @@ struct ReplayOptions {
   uint64_t device_offset = 0;
   bool wrap = false;
   int max_examples = 5;  // mismatch examples kept per kind
+  // --max-threads: the most threads the replay may start (0: thread_limit.h's default ceiling;
+  // the machine's limits apply either way).
+  uint64_t max_threads = 0;
+  // --max-write: the most bytes the replay's calls may write (0: no budget but free space).
+  uint64_t max_write = 0;
   // Files left out (model::ModelOptions::scope): not prepared, their ops skipped.
   model::Scope scope;
 };

@@ -12,6 +12,7 @@
 #include "format/records.h"
 #include "model/path.h"
 #include "replay/pacer.h"
+#include "replay/write_budget.h"
 
 namespace iotwin::replay {
 
@@ -48,6 +49,44 @@ std::string OpLabel(const Op& op) {
     default: return std::string(model::OpKindName(op.kind));
   }
 }
+
+namespace {
+// The write figures of a plan whose initial set is built: bytes written, and how far files grow
+// past the sizes they are prepared with (per base: each base may be its own file system).
+void PlanWrites(const model::TraceModel& m, ReplayPlan* plan) {
+  std::map<uint32_t, uint64_t> prepared;  // file -> prepared size
+  for (const auto& pf : plan->initial) prepared[pf.file] = pf.size;
+  std::map<uint32_t, uint64_t> ends;  // file -> the furthest byte written
+  const std::string& root = plan->mapper.root();
+  auto grow = [&](const std::string& base, uint64_t bytes) {
+    plan->growth_bytes = SaturatingAdd(plan->growth_bytes, bytes);
+    uint64_t& b = plan->growth_by_base[base];
+    b = SaturatingAdd(b, bytes);
+  };
+  for (const auto& th : m.threads()) {
+    for (const auto& op : th.ops) {
+      if (op.skip != model::Skip::kReplayable) continue;
+      const PlannedWrite w = PlanWrite(m, op);
+      if (w.bytes == 0) continue;
+      plan->write_calls++;
+      plan->write_bytes = SaturatingAdd(plan->write_bytes, w.bytes);
+      if (w.file != model::kNone && w.file < m.files().size()) {
+        uint64_t& end = ends[w.file];
+        end = std::max(end, w.end);
+      } else {
+        grow(op.path != model::kNone ? plan->mapper.BaseOf(m.path(op.path)) : root, w.bytes);
+      }
+    }
+  }
+  for (const auto& [file, end] : ends) {
+    auto it = prepared.find(file);
+    const uint64_t have = it == prepared.end() ? 0 : it->second;
+    if (end <= have) continue;
+    const model::PathId path = m.files()[file].path;
+    grow(path != model::kNone ? plan->mapper.BaseOf(m.path(path)) : root, end - have);
+  }
+}
+}  // namespace
 
 Result<ReplayPlan> BuildPlan(const model::TraceModel& m, const PathMapper& mapper, double speed) {
   ReplayPlan plan;
@@ -126,6 +165,7 @@ Result<ReplayPlan> BuildPlan(const model::TraceModel& m, const PathMapper& mappe
     if (depth(a) != depth(b)) return depth(a) > depth(b);
     return a < b;
   });
+  PlanWrites(m, &plan);
   uint64_t span = m.stats().last_ts > m.stats().first_ts ? m.stats().last_ts - m.stats().first_ts : 0;
   plan.est_original = ScaledDue(0, span, speed);
   plan.est_gaps = longest_gaps;
@@ -147,6 +187,8 @@ nlohmann::json PlanToJson(const ReplayPlan& plan, const ReplayOptions& o) {
   j["processes"] = m.processes().size();
   j["threads"] = plan.threads_with_ops;
   j["threads_total"] = m.threads().size();
+  j["threads_needed"] = plan.threads_needed;
+  j["thread_limit"] = {{"limit", plan.thread_limit.limit}, {"set_by", plan.thread_limit.why}};
   j["files"] = {{"preexisting_files", plan.initial_files},
                 {"preexisting_dirs", plan.initial_dirs},
                 {"preexisting_bytes", plan.initial_bytes},
@@ -154,6 +196,11 @@ nlohmann::json PlanToJson(const ReplayPlan& plan, const ReplayOptions& o) {
                 {"fill", o.fill.ToString()},
                 {"sparse", o.sparse},
                 {"cache", CacheName(o.cache)}};
+  nlohmann::json growth = nlohmann::json::object();
+  for (const auto& [base, bytes] : plan.growth_by_base) growth[base] = bytes;
+  j["writes"] = {{"calls", plan.write_calls}, {"bytes", plan.write_bytes},
+                 {"growth_bytes", plan.growth_bytes}, {"growth_by_base", growth},
+                 {"max_write", o.max_write}};
   std::map<std::string, uint64_t> by_kind, skipped;
   std::map<std::string, uint64_t> skip_reasons;
   for (const auto& th : m.threads()) {
@@ -203,6 +250,14 @@ std::string PlanToText(const ReplayPlan& plan, const ReplayOptions& o) {
                    plan.initial_files, plan.initial_bytes, plan.initial_dirs, o.fill.ToString(),
                    o.sparse ? ", sparse" : "");
   s += fmt::format("  workload creates {} names\n", plan.created.size());
+  s += fmt::format("  writes           {} calls write up to {} bytes; files grow by up to {} bytes "
+                   "past their prepared sizes{}\n",
+                   plan.write_calls, plan.write_bytes, plan.growth_bytes,
+                   o.max_write ? fmt::format("; --max-write {}", o.max_write) : std::string());
+  s += fmt::format("  threads needed   {} (limit {}, set by {}){}\n", plan.threads_needed,
+                   plan.thread_limit.limit, plan.thread_limit.why,
+                   plan.threads_needed > plan.thread_limit.limit ? ": the replay would be refused"
+                                                                 : "");
   s += fmt::format("  ops              {} replayable, {} skipped\n", plan.replayable_ops, plan.skipped_ops);
   for (auto& [k, v] : j["ops"]["by_kind"].items()) s += fmt::format("    {:<20} {}\n", k, v.get<uint64_t>());
   if (plan.skipped_ops) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "replay/options.h"
 #include "replay/path_mapper.h"
 #include "replay/sandbox.h"
+#include "replay/thread_limit.h"
 
 namespace iotwin::replay {
 
@@ -46,6 +48,16 @@ struct ReplayPlan {
   uint64_t replayable_ops = 0;
   uint64_t skipped_ops = 0;
   uint64_t threads_with_ops = 0;
+  // What the replay's calls write (write_budget.h PlanWrite): calls, bytes at most, and the
+  // bytes files grow by past their prepared sizes (with the bytes of writes whose file the
+  // model does not know), in all and per sandbox base (what the free-space check counts).
+  uint64_t write_calls = 0;
+  uint64_t write_bytes = 0;
+  uint64_t growth_bytes = 0;
+  std::map<std::string, uint64_t> growth_by_base;
+  // The threads the replay starts, and the limit (thread_limit.h; set by RunReplay).
+  uint64_t threads_needed = 0;
+  ThreadLimit thread_limit;
   // Duration estimates, ns.
   uint64_t est_original = 0;  // recorded span / speed
   uint64_t est_gaps = 0;      // longest thread: gaps / speed + recorded durations

@@ -181,42 +181,58 @@ Status WriteFileContents(const Sandbox& sb, const PlannedFile& f, const ReplayOp
   return Status::Ok();
 }
 
+// Room on each file system for the file set (unless --sparse) and for what the replay's writes
+// grow files by (capped by --max-write; none for --backend null): statvfs f_bavail, which leaves
+// root's reserved blocks out, less 2% kept free.
 Status CheckSpace(const std::vector<ReplayPlan>& plans, const ReplayOptions& o) {
-  if (o.sparse) return Status::Ok();
   struct Need {
     std::string where;
-    uint64_t bytes = 0;
-    uint64_t avail = 0;
+    uint64_t files = 0, growth = 0, avail = 0;
   };
   std::map<unsigned long, Need> by_fs;
+  auto need_at = [&](const std::string& base, Need** out) -> Status {
+    struct statvfs vfs;
+    if (statvfs(base.c_str(), &vfs) != 0) return Status::FromErrno(errno, "statvfs " + base);
+    Need& n = by_fs[vfs.f_fsid];
+    if (n.where.empty()) {
+      n.where = base;
+      n.avail = SaturatingMul(vfs.f_bavail, vfs.f_frsize);
+    }
+    *out = &n;
+    return Status::Ok();
+  };
   for (const auto& plan : plans) {
     for (const auto& f : plan.initial) {
-      if (f.dir) continue;
+      if (f.dir || o.sparse) continue;
       uint64_t want = f.size / 4096 * 4096 + (f.size % 4096 ? 4096 : 0);
       struct stat st;
       if (plan.sandbox->Stat(f.target, false, &st) == 0 && S_ISREG(st.st_mode)) {
         uint64_t have = static_cast<uint64_t>(st.st_blocks) * 512;
         want = want > have ? want - have : 0;
       }
-      const std::string& base = plan.mapper.BaseOf(f.recorded);
-      struct statvfs vfs;
-      if (statvfs(base.c_str(), &vfs) != 0) return Status::FromErrno(errno, "statvfs " + base);
-      Need& n = by_fs[vfs.f_fsid];
-      if (n.where.empty()) {
-        n.where = base;
-        n.avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-      }
-      n.bytes = n.bytes > UINT64_MAX - want ? UINT64_MAX : n.bytes + want;
+      Need* n = nullptr;
+      IOTWIN_RETURN_IF_ERROR(need_at(plan.mapper.BaseOf(f.recorded), &n));
+      n->files = SaturatingAdd(n->files, want);
+    }
+    if (o.backend == BackendKind::kNull) continue;
+    for (const auto& [base, bytes] : plan.growth_by_base) {
+      Need* n = nullptr;
+      IOTWIN_RETURN_IF_ERROR(need_at(base, &n));
+      n->growth = SaturatingAdd(n->growth, bytes);
     }
   }
   for (const auto& [fsid, n] : by_fs) {
-    uint64_t margin = n.avail / 50;  // keep 2% free
-    if (n.bytes > n.avail - margin) {
-      return Status::Error(Status::Code::kIo,
-                           fmt::format("insufficient space on the file system of {}: the file set "
-                                       "needs {} bytes, {} available (use --sparse to skip data "
-                                       "blocks, or a larger target)",
-                                       n.where, n.bytes, n.avail));
+    const uint64_t growth = o.max_write ? std::min(n.growth, o.max_write) : n.growth;
+    const uint64_t margin = n.avail / 50;  // keep 2% free
+    if (SaturatingAdd(n.files, growth) > n.avail - margin) {
+      return Status::Error(
+          Status::Code::kIo,
+          fmt::format("insufficient space on the file system of {}: the file set needs {} bytes "
+                      "and the replay's writes grow files by up to {} bytes{}, {} available "
+                      "(root's reserve excluded, 2% kept free); use --sparse to skip the file "
+                      "set's data blocks, --max-write to bound the writes, or a larger target",
+                      n.where, n.files, growth, growth < n.growth ? " (--max-write)" : "",
+                      n.avail));
     }
   }
   return Status::Ok();

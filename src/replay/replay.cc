@@ -23,6 +23,8 @@
 #include "replay/plan.h"
 #include "replay/prepare.h"
 #include "replay/recorder.h"
+#include "replay/thread_limit.h"
+#include "replay/write_budget.h"
 
 namespace iotwin::replay {
 
@@ -318,9 +320,23 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
                                  ReplayOutcome out) {
   std::unique_ptr<Backend> backend =
       o.backend == BackendKind::kNull ? MakeNullBackend() : MakeSyncBackend(o.keep_modes);
+  // One set of buffer pages and one write budget for all copies.
+  PayloadPools pools;
+  if (o.backend != BackendKind::kNull) {
+    IOTWIN_ASSIGN_OR_RETURN(pools, PayloadPools::Create(o.fill));
+  }
+  std::vector<std::string> watched;
+  if (o.backend != BackendKind::kNull) {
+    for (const auto& plan : plans) {
+      for (const auto& base : plan.mapper.Bases()) watched.push_back(base);
+    }
+  }
+  WriteBudget budget(o.max_write, std::move(watched));
   Engines engines;
   for (auto& plan : plans) {
     engines.push_back(std::make_unique<ReplayEngine>(plan, o, backend.get()));
+    engines.back()->UsePayload(pools);
+    engines.back()->UseWriteBudget(&budget);
     IOTWIN_RETURN_IF_ERROR(engines.back()->Setup());
     if (std::string note = engines.back()->ConfinementNote(); !note.empty()) {
       out.warnings.push_back(note);
@@ -391,6 +407,8 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
                 {"lost_events", model.stats().lost_events},
                 {"dependencies", model.stats().deps}};
   s["prepare"] = prep.ToJson();
+  s["write_budget"] = {{"max_write", o.max_write}, {"admitted_bytes", budget.admitted()},
+                       {"stopped", budget.stopped()}};
   s["modes"] = ModeChangesJson(model, o.keep_modes);
 
   if (recorder) {
@@ -411,7 +429,9 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
   }
   if (!abort_reason.empty()) {
     s["aborted"] = abort_reason;
-    out.exit_code = 1;
+    // A replay stopped short of filling its file system failed for want of room, not on a
+    // mismatch.
+    out.exit_code = budget.stopped() ? 2 : 1;
   }
   s["warnings"] = out.warnings;
   out.summary = s;
@@ -451,6 +471,11 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
   IOTWIN_RETURN_IF_ERROR(ResolveRoot(&o));
   IOTWIN_RETURN_IF_ERROR(ResolveRecordOutput(&o));
   IOTWIN_ASSIGN_OR_RETURN(std::vector<ReplayPlan> plans, BuildPlans(*model, o));
+  const ThreadLimit thread_limit = ReplayThreadLimit(o.max_threads);
+  for (auto& plan : plans) {
+    plan.threads_needed = ReplayThreadsNeeded(*model, o.amplify);
+    plan.thread_limit = thread_limit;
+  }
   if (o.dry_run) {
     out.summary = PlanToJson(plans[0], o);
     out.summary["modes"] = ModeChangesJson(*model, o.keep_modes);
@@ -458,6 +483,8 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
     out.text = PlanToText(plans[0], o) + ModeChangesText(out.summary["modes"]);
     return out;
   }
+  // Before anything is written.
+  IOTWIN_RETURN_IF_ERROR(CheckThreadLimit(plans[0].threads_needed, thread_limit));
   IOTWIN_ASSIGN_OR_RETURN(PrepareReport prep, PrepareSandbox(plans, o));
   for (const auto& n : prep.notes) out.warnings.push_back(n);
   if (o.prepare_only) return PreparedOutcome(plans[0], prep, o, std::move(out));

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstring>
 
 #include "base/checked_math.h"
 #include "format/op_info.h"
@@ -16,6 +17,7 @@
 #include "model/path.h"
 #include "replay/cache_drop.h"
 #include "replay/sandbox.h"
+#include "replay/write_budget.h"
 
 namespace iotwin::replay {
 
@@ -24,10 +26,6 @@ using model::Op;
 using model::OpKind;
 
 namespace {
-
-// Physical memory of all workers' I/O buffers together (each between 1 and 64 MiB; see
-// AlignedBuffer::Aliased).
-constexpr size_t kBuffersPhysicalBytes = size_t{1} << 30;
 
 // Whether [offset, offset + length) lies inside the live twin of `mp` (its recorded length,
 // rounded up to pages as the kernel rounds munmap/madvise/msync). A trace's lengths are not
@@ -98,7 +96,7 @@ ReplayEngine::Worker::Worker(ReplayEngine& engine, uint32_t thread)
   engine_failed_.resize(model_.async_contexts().size(), false);
 }
 
-Status ReplayEngine::Worker::Allocate(size_t thread_count, uint64_t* ops_total) {
+Status ReplayEngine::Worker::Allocate(const PayloadPools& pools, uint64_t* ops_total) {
   uint64_t rmax = 0, wmax = 0;
   for (const auto& op : th_.ops) {
     if (op.kind == OpKind::kSyscall) {
@@ -111,10 +109,10 @@ Status ReplayEngine::Worker::Allocate(size_t thread_count, uint64_t* ops_total) 
         }
       }
       if (OpIsRead(sc.op) || sc.op == IOT_OP_GETDENTS64) rmax = std::max(rmax, len);
-      if (OpIsWrite(sc.op)) wmax = std::max(wmax, len);
+      if (OpIsWrite(sc.op)) wmax = std::max(wmax, IssuedWriteLength(op, len));
       ++*ops_total;
     } else if (op.kind == OpKind::kAsyncSubmit) {
-      if (AsyncIsWriteOp(op.aio)) wmax = std::max(wmax, op.aio.length);
+      if (AsyncIsWriteOp(op.aio)) wmax = std::max(wmax, IssuedWriteLength(op, op.aio.length));
       else rmax = std::max(rmax, op.aio.length);
       ++*ops_total;
     } else if (op.kind == OpKind::kPageFault) {
@@ -122,17 +120,14 @@ Status ReplayEngine::Worker::Allocate(size_t thread_count, uint64_t* ops_total) 
     }
   }
   if (null_backend_) return Status::Ok();
-  // Lengths are the trace's word: buffers alias their pages past a physical share, so memory
-  // stays bounded whatever a call claims (and the kernel moves at most kMaxIoBytes a call).
-  const size_t physical = std::clamp<size_t>(kBuffersPhysicalBytes / (2 * thread_count),
-                                             size_t{1} << 20, size_t{64} << 20);
-  rbuf_ = AlignedBuffer::Aliased(std::max<uint64_t>(rmax, 4096), physical);
-  wbuf_ = AlignedBuffer::Aliased(std::max<uint64_t>(wmax, 4096), physical);
+  // Lengths are the trace's word: buffers are views of pools every worker shares, so memory
+  // stays bounded whatever the thread count and whatever a call claims (payload_pool.h).
+  rbuf_ = pools.read->View(rmax, thread);
+  wbuf_ = pools.write->View(wmax, thread);
   if (!rbuf_.data() || !wbuf_.data()) {
-    return Status::Io("cannot allocate replay buffers for thread {} ({} / {} bytes)", th_.tid, rmax,
-                      wmax);
+    return Status::Io("cannot map replay buffers for thread {} ({} / {} bytes): {}", th_.tid, rmax,
+                      wmax, strerror(errno));
   }
-  FillPattern(wbuf_.data(), wbuf_.physical_size(), engine_.options_.fill, thread + 7);
   return Status::Ok();
 }
 
@@ -183,7 +178,8 @@ void ReplayEngine::Worker::Prepare() {
   if (engine_.options_.pace == PaceMode::kGaps) gap_floor_ = RecordedGapFloor();
   for (const auto& reason : {"unknown_fd", "unknown_path", "pseudo_fs", "unknown_mapping",
                              "unsupported", "live_fd_missing", "mapping_missing",
-                             "outside_mapping", "unrepresentable_path", "async_engine"}) {
+                             "outside_mapping", "unrepresentable_path", "async_engine",
+                             "write_budget"}) {
     stats.AddSkip(reason, "");  // creates the map nodes; the "" entries are dropped later
   }
 }
@@ -292,6 +288,14 @@ uint64_t ReplayEngine::Worker::Pace(const Op& op) {
   return issued;
 }
 
+// The write budget (write_budget.h): a call it refuses is skipped and stops the replay.
+bool ReplayEngine::Worker::AdmitWrite(const Op& op, uint64_t bytes, uint32_t index) {
+  if (bytes == 0 || engine_.write_budget_->Admit(bytes)) return true;
+  engine_.Abort(engine_.write_budget_->why());
+  Skip("write_budget", op, index);
+  return false;
+}
+
 void ReplayEngine::Worker::Skip(std::string_view reason, const Op& op, uint32_t index) {
   stats.AddSkip(std::string(reason), OpLabel(op));
   done_ops.store(done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -310,6 +314,7 @@ void ReplayEngine::Worker::ReplaySyncOp(const Op& op, uint32_t index, uint64_t i
     Skip(reason, op, index);
     return;
   }
+  if (engine_.write_budget_ && !AdmitWrite(op, PlanWrite(model_, op).bytes, index)) return;
   // Issued just now when paced (the clock read is reused); otherwise read it here.
   const uint64_t t0 = paced_ ? issued : NowNs();
   if (op.kind == OpKind::kSyscall) NoteIssued(t0);
@@ -468,16 +473,20 @@ void ReplayEngine::Worker::TranslateSecondFd(const Op& op, Translation* t) {
 [[gnu::always_inline]]
 void ReplayEngine::Worker::TranslateBuffers(const Op& op, Translation* t) {
   const uint16_t code = op.sc.op;
-  const AlignedBuffer& buf = OpIsWrite(code) ? wbuf_ : rbuf_;
+  const bool write = OpIsWrite(code);
+  const AlignedBuffer& buf = write ? wbuf_ : rbuf_;
   uint8_t* base = buf.data();
   t->args.buf = base;
-  // Never past the buffer: the kernel would cut the call to kMaxIoBytes anyway.
-  t->args.len = std::min<uint64_t>(op.sc.length, buf.size());
+  // Never past the buffer: the kernel would cut the call to kMaxIoBytes anyway. A write moves
+  // no more than the original did (IssuedWriteLength).
+  const uint64_t room =
+      write ? std::min<uint64_t>(buf.size(), IssuedWriteLength(op, UINT64_MAX)) : buf.size();
+  t->args.len = std::min<uint64_t>(op.sc.length, room);
   if (!op.extra_count) return;
   if (iov_.size() < op.extra_count) iov_.resize(op.extra_count);
   uint64_t off = 0;
   for (uint32_t k = 0; k < op.extra_count; k++) {
-    uint64_t l = std::min<uint64_t>(model_.ExtraBegin(op)[k], buf.size() - off);
+    uint64_t l = std::min<uint64_t>(model_.ExtraBegin(op)[k], room - off);
     iov_[k] = iovec{base + off, l};
     off += l;
   }
@@ -634,7 +643,8 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   req.opcode = op.aio.opcode;
   req.fd = engine_.LiveFd(th_.process, op.aio.fd);
   req.offset = op.aio.offset;
-  req.len = std::min<uint64_t>(op.aio.length, write ? wbuf_.size() : rbuf_.size());
+  req.len = std::min<uint64_t>(write ? IssuedWriteLength(op, op.aio.length) : op.aio.length,
+                               write ? wbuf_.size() : rbuf_.size());
   req.rw_flags = op.aio.rw_flags;
   req.recorded = op.result;
   req.buf = write ? wbuf_.data() : rbuf_.data();
@@ -644,6 +654,7 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
     Skip(LiveSkipName(LiveSkip::kLiveFdMissing), op, index);
     return;
   }
+  if (write && engine_.write_budget_ && !AdmitWrite(op, req.len, index)) return;
   while (!e->Queue(req)) {
     e->Flush();
     int n = e->Reap(comps_, 64, 1);

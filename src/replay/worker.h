@@ -50,10 +50,9 @@ struct Outstanding {
 struct ReplayEngine::Worker {
   Worker(ReplayEngine& engine, uint32_t thread);
 
-  // On the engine's thread, during Setup: sizes the I/O buffers for the thread's largest calls
-  // (none for the null back end) among `thread_count` workers; adds the thread's replayed ops
-  // to `*ops_total`.
-  Status Allocate(size_t thread_count, uint64_t* ops_total);
+  // On the engine's thread, during Setup: maps the I/O buffers for the thread's largest calls
+  // from `pools` (none for the null back end); adds the thread's replayed ops to `*ops_total`.
+  Status Allocate(const PayloadPools& pools, uint64_t* ops_total);
   // The thread body: prepares, parks at the start gate, replays, parks until released.
   void Run();
   void NoteIssued(uint64_t t) {
@@ -98,6 +97,8 @@ struct ReplayEngine::Worker {
   // Waits until the op is due; returns the live issue time (0 when not paced).
   inline uint64_t Pace(const model::Op& op);
   void Skip(std::string_view reason, const model::Op& op, uint32_t index);
+  // False (the op skipped, the replay stopped) when the write budget refuses `bytes`.
+  bool AdmitWrite(const model::Op& op, uint64_t bytes, uint32_t index);
   inline void ReplaySyncOp(const model::Op& op, uint32_t index, uint64_t issued);
   inline void Translate(const model::Op& op, Translation* t);
   void TranslateFault(const model::Op& op, Translation* t);
