@@ -640,7 +640,10 @@ struct ModelBuilder::Impl {
     Thread& th = m->threads_[t];
     uint32_t index = static_cast<uint32_t>(th.ops.size());
     if (options.compute_dependencies) {
-      deps.Begin(t, index, op.ts, op.end);
+      // A request's completion is not known yet: its uses of its descriptor and context are
+      // over at submission (the kernel holds its own references from then on), so later
+      // closes and teardowns are ordered after it instead of left free.
+      deps.Begin(t, index, op.ts, op.kind == OpKind::kAsyncSubmit ? op.ts : op.end);
       if (index == 0 && th.creator != kNone) deps.After(th.creator, th.creator_op);
       declare();
       op.dep_begin = static_cast<uint32_t>(m->deps_.size());

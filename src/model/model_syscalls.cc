@@ -688,6 +688,16 @@ bool ModelBuilder::Impl::ApplyAsyncSetupOp(SyscallStep& s) {
       }
       break;
     }
+    case IOT_OP_IO_DESTROY: {
+      // aux = the context: torn down after the requests submitted to it (any thread).
+      auto ci = async_ctx_index.find(AsyncContextKey(IOT_AIO_ENGINE_LIBAIO, sc.aux));
+      if (ci != async_ctx_index.end()) {
+        const uint32_t context = ci->second;
+        s.declare.push_back(
+            [=, this] { deps.Write(ResourceKey(ResourceTag::kAsyncCtx, context)); });
+      }
+      break;
+    }
     case IOT_OP_IO_URING_SETUP: {
       if (ok && sc.length > 0) {
         // The kernel takes no more entries (or clamps to this with IORING_SETUP_CLAMP).

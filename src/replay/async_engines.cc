@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <deque>
 #include <vector>
 
@@ -119,8 +120,9 @@ class UringEngine final : public AsyncEngine {
     queued_ = 0;
     const unsigned enter_flags = flags & IORING_ENTER_GETEVENTS;
     // Completions the kernel can still post: those submitted now and not yet collected.
+    const unsigned can = submitted_ + to_submit;
     const unsigned wait =
-        enter_flags ? std::min(min_complete, submitted_ + to_submit - collected_) : 0;
+        enter_flags ? std::min(min_complete, can > collected_ ? can - collected_ : 0u) : 0;
     int r;
     while ((r = io_uring_enter(static_cast<unsigned>(ring_.ring_fd), to_submit, wait,
                                enter_flags, nullptr)) == -EINTR) {
@@ -148,6 +150,10 @@ class UringEngine final : public AsyncEngine {
   // completions are taken from the ring without system calls.
   int Collect(AsyncCompletion* out, int max, int min_wait, bool submit) {
     unsigned want = static_cast<unsigned>(std::max(0, std::min(min_wait, max)));
+    // Never more than the kernel can still post (what is queued now included): a wait for a
+    // completion of a request that was never submitted would never return.
+    const unsigned can = submitted_ + (submit ? queued_ : 0);
+    want = std::min(want, can > collected_ ? can - collected_ : 0u);
     int r = 0;
     if (submit && queued_ > 0) {
       r = io_uring_submit_and_wait(&ring_, want);
@@ -257,16 +263,30 @@ class LibaioEngine final : public AsyncEngine {
     return r;
   }
   int Reap(AsyncCompletion* out, int max, int min_wait) override {
+    return Collect(out, max, min_wait, /*call=*/false);
+  }
+  int Wait(AsyncCompletion* out, int max, int min_wait) override {
+    if (Flush() < 0 && inflight_ == 0) return 0;
+    return Collect(out, max, min_wait, /*call=*/true);
+  }
+  unsigned queued() const override { return static_cast<unsigned>(pending_.size()); }
+
+ private:
+  // `call`: a recorded io_getevents, made even when there is nothing to wait for.
+  int Collect(AsyncCompletion* out, int max, int min_wait, bool call) {
+    if (max <= 0) return 0;
+    // Never more than the requests in flight: a wait for more would never return.
+    min_wait = std::min(min_wait, static_cast<int>(std::min<unsigned>(inflight_, INT32_MAX)));
     std::vector<io_event> ev(static_cast<size_t>(max));
     int r;
-    if (min_wait <= 0) {
+    if (min_wait <= 0 && !call) {
       // A poll for what has completed: taken from the completion ring the kernel maps into user
       // space, as fio's userspace_reap does, never with io_getevents: the original made no such
       // call, so a recording of the replay must not show one.
       r = UserReap(ev.data(), max);
     } else {
       do {
-        r = io_getevents(ctx_, min_wait, max, ev.data(), nullptr);
+        r = io_getevents(ctx_, std::max(min_wait, 0), max, ev.data(), nullptr);
       } while (r == -EINTR);
     }
     if (r < 0) return r;
@@ -279,9 +299,6 @@ class LibaioEngine final : public AsyncEngine {
     }
     return r;
   }
-  unsigned queued() const override { return static_cast<unsigned>(pending_.size()); }
-
- private:
   // The kernel's AIO completion ring (fs/aio.c struct aio_ring), mapped at the context address.
   struct AioRing {
     unsigned id, nr, head, tail, magic, compat_features, incompat_features, header_length;

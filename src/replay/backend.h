@@ -6,8 +6,9 @@
 // implicitly in the original (copies at fork, close-on-exec, unmapping at exec) goes through
 // CloneFd/CloseFd/MapFile/Unmap so that a null back end can stand in for everything.
 // Asynchronous requests go to an AsyncEngine (one per recorded io_uring instance / libaio
-// context and worker): io_uring through liburing, libaio through libaio, a synchronous fallback
-// that executes requests at submission, and a null engine.
+// context, shared by the workers of its process: async_contexts.h): io_uring through liburing,
+// libaio through libaio, a synchronous fallback that executes requests at submission, and a
+// null engine. An engine is not thread-safe; its users hold its context's lock.
 //
 //   sync   real system calls, the same call as recorded (open stays open, pwritev2 stays
 //          pwritev2 with its RWF flags, ...).
@@ -98,6 +99,12 @@ class AsyncEngine {
       if (r < 0) return r;
     }
     return Reap(out, max, min_wait);
+  }
+  // A recorded waiting call (io_getevents(ctx, min_nr, nr)): always one system call, which
+  // waits until `min_wait` completions are available (never more than the requests in flight,
+  // so it cannot wait for ever), then collects them. Engines without such a call reap.
+  virtual int Wait(AsyncCompletion* out, int max, int min_wait) {
+    return SubmitAndReap(out, max, min_wait);
   }
   virtual unsigned queued() const = 0;
   // Whether recorded io_uring_enter and io_uring_register calls are replayed one for one on

@@ -338,6 +338,8 @@ void ReplayEngine::Wait() {
     first_issue_ = first_issue_ == 0 ? w->first_issue_ns : std::min(first_issue_, w->first_issue_ns);
     last_issue_ = std::max(last_issue_, w->last_issue_ns);
   }
+  // Rings and contexts without a recorded teardown go when the replay ends (async_contexts.h).
+  async_contexts_.CloseAll();
   // Whatever is still open or mapped (processes that never exited in the trace).
   Bookkeep([this] {
     for (uint32_t p = 0; p < tables_.size(); p++) {

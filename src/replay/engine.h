@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "replay/async_contexts.h"
 #include "replay/backend.h"
 #include "replay/options.h"
 #include "replay/payload_pool.h"
@@ -122,6 +123,9 @@ class ReplayEngine {
   std::unique_ptr<std::atomic<uint64_t>[]> maps_;    // per mapping: live base address (0: none)
   std::unique_ptr<Progress[]> progress_;             // per thread
   std::vector<bool> awaited_;                        // per thread: some op depends on it
+  // The live async contexts, shared by the workers of each process (before workers_: they go
+  // after the workers).
+  AsyncContextTable async_contexts_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<int> reserved_next_{0};                // dup2/dup3 targets not otherwise mapped
   int sink_fd_ = -1;                                 // sendfile to an unknown descriptor

@@ -10,6 +10,7 @@ const char* MismatchName(Mismatch m) {
     case Mismatch::kSuccessVsError: return "success_vs_error";
     case Mismatch::kErrno: return "errno";
     case Mismatch::kFault: return "fault";
+    case Mismatch::kWaitTimedOut: return "wait_timed_out";
     case Mismatch::kCount: break;
   }
   return "?";

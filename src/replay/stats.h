@@ -31,6 +31,7 @@ enum class Mismatch : uint8_t {
   kSuccessVsError, // succeeded in replay, failed in the trace
   kErrno,          // failed in both, different error
   kFault,          // a page touch hit SIGBUS/SIGSEGV
+  kWaitTimedOut,   // a waiting call gave up on requests that were never submitted (watchdog)
   kCount,
 };
 const char* MismatchName(Mismatch m);

@@ -92,8 +92,7 @@ ReplayEngine::Worker::Worker(ReplayEngine& engine, uint32_t thread)
       null_backend_(engine.options_.backend == BackendKind::kNull),
       paced_(engine.options_.pace != PaceMode::kFast),
       pacer_(engine.options_.pace, engine.options_.speed, 0, 0) {
-  engines_.resize(model_.async_contexts().size());
-  engine_failed_.resize(model_.async_contexts().size(), false);
+  engine.async_contexts_.Init(engine.model_);
 }
 
 Status ReplayEngine::Worker::Allocate(const PayloadPools& pools, uint64_t* ops_total) {
@@ -149,10 +148,9 @@ void ReplayEngine::Worker::Run() {
   }
   ReplayOps();
   // Requests still in flight complete before the thread ends.
-  DrainOutstanding();
+  DrainOwn();
   // Anything left unfinished counts as done for threads waiting on it (abort path).
   engine_.PublishAllDone(thread, static_cast<uint32_t>(th_.ops.size()));
-  engines_.clear();
   finish_ns = NowNs();
   engine_.ReportFinished();
   // Stay alive until released: a thread's exit makes calls of its own (glibc returns the stack
@@ -174,7 +172,13 @@ void ReplayEngine::Worker::Prepare() {
     }
   }
   scratch_.reserve(4096);
-  outstanding_.reserve(1024);
+  // Completions this worker may reap for any thread of its process are counted under their
+  // ops' names: the entries are made here, before the gate.
+  for (uint32_t c : engine_.async_contexts_.ContextsOf(th_.process)) {
+    for (const Op* kind : engine_.async_contexts_.RequestKinds(c)) StatsFor(*kind);
+  }
+  staged_.reserve(256);
+  used_.reserve(8);
   if (engine_.options_.pace == PaceMode::kGaps) gap_floor_ = RecordedGapFloor();
   for (const auto& reason : {"unknown_fd", "unknown_path", "pseudo_fs", "unknown_mapping",
                              "unsupported", "live_fd_missing", "mapping_missing",
@@ -244,8 +248,7 @@ void ReplayEngine::Worker::ReplayOps() {
     } else if (op.kind == OpKind::kSyscall && IsAsyncEngineCall(op.sc.op)) {
       ReplayAsyncSyscall(op, i);
     } else if (op.kind == OpKind::kSyscall && op.sc.op == IOT_OP_CLOSE &&
-               op.async_ctx != model::kNone && op.async_ctx < engines_.size() &&
-               engines_[op.async_ctx]) {
+               op.async_ctx != model::kNone && IsRingClose(op)) {
       CloseRing(op, i);
     } else {
       ReplaySyncOp(op, i, issued);
@@ -265,7 +268,7 @@ void ReplayEngine::Worker::WaitForDependencies(const Op& op) {
 [[gnu::always_inline]]
 uint64_t ReplayEngine::Worker::Pace(const Op& op) {
   if (!paced_) {
-    if (!outstanding_.empty()) ReapAvailable();
+    if (!used_.empty()) ReapAvailable();
     return 0;
   }
   uint64_t now = NowNs();
@@ -277,7 +280,7 @@ uint64_t ReplayEngine::Worker::Pace(const Op& op) {
   // An op already due (back-to-back calls, or a late replay) is issued without another clock
   // read; otherwise the waiter's last read is the issue time.
   uint64_t issued = now;
-  if (!outstanding_.empty()) {
+  if (!used_.empty()) {
     ReapAvailable();
     issued = NowNs();
   }
@@ -608,10 +611,10 @@ OpStats& ReplayEngine::Worker::StatsFor(const Op& op) {
 }
 
 void ReplayEngine::Worker::RecordMismatch(const Op& op, uint32_t index, int64_t recorded,
-                                          int64_t live, Mismatch kind) {
+                                          int64_t live, Mismatch kind, uint32_t tid) {
   MismatchExample ex;
   ex.op = OpLabel(op);
-  ex.tid = th_.tid;
+  ex.tid = tid != 0 ? tid : th_.tid;
   ex.index = index;
   ex.path = op.path != model::kNone ? model_.path(op.path) : "";
   ex.recorded = recorded;
@@ -621,7 +624,7 @@ void ReplayEngine::Worker::RecordMismatch(const Op& op, uint32_t index, int64_t 
   if (engine_.options_.strict) {
     engine_.Abort(fmt::format("--strict: {} of thread {} (op {}, {}) returned {} in the replay, "
                               "{} in the trace",
-                              ex.op, th_.tid, index, ex.path, live, recorded));
+                              ex.op, ex.tid, index, ex.path, live, recorded));
   }
 }
 
@@ -629,16 +632,15 @@ void ReplayEngine::Worker::RecordMismatch(const Op& op, uint32_t index, int64_t 
 
 [[gnu::always_inline]]
 void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
-  EnsureEngine(op.async_ctx);
-  AsyncEngine* e = engines_[op.async_ctx].get();
-  if (!e) {
+  SharedAsyncContext* c = Context(op.async_ctx);
+  if (!c) {
     Skip(LiveSkipName(LiveSkip::kAsyncEngine), op, index);
     return;
   }
   const iotwin::AsyncKind kind = RequestKind(op.aio);
   const bool write = kind == iotwin::AsyncKind::kWrite;
   AsyncRequest req;
-  req.token = index;
+  req.token = RequestToken(thread, index);
   req.engine = op.aio.engine;
   req.opcode = op.aio.opcode;
   req.fd = engine_.LiveFd(th_.process, op.aio.fd);
@@ -651,23 +653,33 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   req.iov_lens = op.extra_count ? model_.ExtraBegin(op) : nullptr;  // the recorded iovec shape
   req.iov_count = op.extra_count;
   if (req.fd < 0 && !null_backend_) {
+    c->Resolved(1);  // never submitted: no recorded wait waits for it
     Skip(LiveSkipName(LiveSkip::kLiveFdMissing), op, index);
     return;
   }
   if (write && engine_.write_budget_ && !AdmitWrite(op, req.len, index)) return;
-  while (!e->Queue(req)) {
-    e->Flush();
-    int n = e->Reap(comps_, 64, 1);
-    if (n <= 0) break;
-    HandleCompletions(e, n);
-  }
   const bool moves_data = write || kind == iotwin::AsyncKind::kRead;
   const uint64_t queued = NowNs();
-  NoteIssued(queued);
   const bool reaped_by_call = op.aio.engine == IOT_AIO_ENGINE_LIBAIO && op.end != UINT64_MAX;
-  outstanding_.push_back(Outstanding{index, op.end, queued, e, moves_data, reaped_by_call});
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!EngineLocked(op.async_ctx, c)) {
+      c->Resolved(1);
+      Skip(LiveSkipName(LiveSkip::kAsyncEngine), op, index);
+      return;
+    }
+    c->AddPending(req.token, PendingRequest{thread, index, queued, moves_data, reaped_by_call});
+  }
+  NoteIssued(queued);
+  // Staged, and submitted with the rest of its recorded batch by the call that carries it.
+  if (staged_ctx_ != op.async_ctx) FlushStaged();
+  staged_ctx_ = op.async_ctx;
+  staged_.push_back(req);
+  if (std::find(used_.begin(), used_.end(), op.async_ctx) == used_.end()) {
+    used_.push_back(op.async_ctx);
+  }
   carried_batch_ = NextOpCarries(index);
-  if (!carried_batch_) e->Flush();
+  if (!carried_batch_) FlushStaged();
   prev_rec_end_ = std::max(prev_rec_end_, op.ts);
   prev_live_done_ = NowNs();
   MarkDone(index);
@@ -687,26 +699,35 @@ bool ReplayEngine::Worker::NextOpCarries(uint32_t index) const {
           (next.sc.op == IOT_OP_IO_URING_ENTER || next.sc.op == IOT_OP_IO_SUBMIT));
 }
 
-// Setup/teardown: engines are created at the recorded setup when the model linked the call to
-// its context, else at the first request. Submitting and waiting calls flush and reap as the
-// original did.
+// Setup/teardown: a context's engine is set up at the recorded setup (whichever thread made it),
+// else at its first use, by whichever worker comes first. Submitting and
+// waiting calls submit and reap as the original did, on the context they name.
 [[gnu::always_inline]]
 void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
   uint64_t t0 = NowNs();
   NoteIssued(t0);
-  uint16_t code = op.sc.op;
-  if ((code == IOT_OP_IO_SETUP || code == IOT_OP_IO_URING_SETUP) && op.async_ctx != model::kNone &&
-      op.async_ctx < engines_.size()) {
-    EnsureEngine(op.async_ctx);
+  const uint16_t code = op.sc.op;
+  if (code == IOT_OP_IO_SETUP || code == IOT_OP_IO_URING_SETUP) {
+    const uint32_t set_up = engine_.async_contexts_.SetupContext(op);
+    if (SharedAsyncContext* c = Context(set_up)) {
+      std::lock_guard<std::mutex> lock(c->mu);
+      EngineLocked(set_up, c);
+    }
   }
   if (code == IOT_OP_IO_DESTROY) {
     DestroyAioContext(op, index);
     return;
   }
-  if ((code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_URING_REGISTER) &&
-      ReplayRingCall(op)) {
-    FinishEngineCall(op, index, t0);
-    return;
+  const uint32_t context = CallContext(op);
+  if (code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_URING_REGISTER) {
+    switch (ReplayRingCall(op, index, context)) {
+      case RingCall::kReplayed:
+        FinishEngineCall(op, index, t0);
+        NoteContextUse(op);
+        return;
+      case RingCall::kSkipped: NoteContextUse(op); return;
+      case RingCall::kGeneric: break;
+    }
   }
   bool waits = code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS ||
                (code == IOT_OP_IO_URING_ENTER && (op.sc.flags & 1 /*GETEVENTS*/));
@@ -717,93 +738,157 @@ void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
   if (code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS) {
     max_events = static_cast<int>(std::clamp<uint64_t>(op.sc.length, 1, 64));
   }
-  if (waits) WaitCompletionsUntil(op.end, max_events);
-  if (code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_SUBMIT) FlushAll();
+  if (waits) WaitCompletionsUntil(op, index, context, max_events);
+  if (code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_SUBMIT) FlushStaged();
   FinishEngineCall(op, index, t0);
+  NoteContextUse(op);
 }
 
-// io_uring_enter / io_uring_register one for one, with the recorded arguments, on the ring that
-// has requests queued, else requests in flight, else on the thread's only ring. A waiting
-// enter waits for at least the requests whose completion the original had by the call's end
-// (a program reaps them from the ring in user space, without a call): waiting for only the
-// recorded min_complete, a slower target would pile up more requests in flight than the
-// original had, until the ring overflowed. False when no engine replays ring calls (the caller
-// then submits and waits by what the requests need).
-bool ReplayEngine::Worker::ReplayRingCall(const Op& op) {
-  AsyncEngine* ring = nullptr;
-  int best = -1;
-  for (auto& e : engines_) {
-    if (!e || !e->replays_ring_calls()) continue;
-    const bool in_flight = std::any_of(outstanding_.begin(), outstanding_.end(),
-                                       [&](const Outstanding& o) { return o.engine == e.get(); });
-    const int rank = e->queued() > 0 ? 2 : in_flight ? 1 : 0;
-    if (rank > best) ring = e.get(), best = rank;
+void ReplayEngine::Worker::NoteContextUse(const Op& op) {
+  if (SharedAsyncContext* c = Context(engine_.async_contexts_.UseContext(op))) c->UseDone();
+}
+
+// The context of a recorded call: io_uring_enter/register name their ring by descriptor;
+// io_getevents names its context by an address the trace does not keep (the process's only
+// libaio context, else one with requests pending); io_submit carries the staged batch.
+uint32_t ReplayEngine::Worker::CallContext(const Op& op) const {
+  const uint16_t code = op.sc.op;
+  const AsyncContextTable& table = engine_.async_contexts_;
+  if (code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_URING_REGISTER) {
+    const uint32_t ring = table.RingOf(th_.process, op);
+    if (ring != model::kNone) return ring;
+  } else if (code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS) {
+    const std::vector<uint32_t>& aio = table.AioContextsOf(th_.process);
+    for (uint32_t c : aio) {
+      if (aio.size() == 1 || table.Get(c)->pending_count() > 0) return c;
+    }
+    if (!aio.empty()) return aio.front();
   }
-  if (!ring) return false;
+  if (!staged_.empty()) return staged_ctx_;
+  if (!used_.empty()) return used_.back();
+  const std::vector<uint32_t>& all = table.ContextsOf(th_.process);
+  return all.size() == 1 ? all.front() : model::kNone;
+}
+
+// io_uring_enter / io_uring_register one for one, with the recorded arguments, on the ring the
+// call names. A waiting enter waits for at least the requests whose completion the original had
+// by the call's end (a program reaps them from the ring in user space, without a call), of
+// every thread: waiting for only the recorded min_complete, a slower target would pile up more
+// requests in flight than the original had, until the ring overflowed. kGeneric when the
+// context's engine does not replay ring calls (the caller then submits and waits by what the
+// requests need).
+ReplayEngine::Worker::RingCall ReplayEngine::Worker::ReplayRingCall(const Op& op, uint32_t index,
+                                                                    uint32_t context) {
+  SharedAsyncContext* c = Context(context);
+  if (!c) return RingCall::kGeneric;
+  const bool waits = op.sc.op == IOT_OP_IO_URING_ENTER && (op.sc.flags & 1 /*GETEVENTS*/);
+  if (waits) AwaitSubmissions(c, op, index, context);
+  std::lock_guard<std::mutex> lock(c->mu);
+  AsyncEngine* e = EngineLocked(context, c);
+  if (!e) {
+    // Torn down (or never set up): nothing touches the ring after its recorded end.
+    const size_t staged = StagedFor(context);
+    if (staged) FailStagedLocked(c, -EBADF);
+    if (staged) staged_.clear();
+    c->Resolved(staged);
+    Skip(LiveSkipName(LiveSkip::kAsyncEngine), op, index);
+    return RingCall::kSkipped;
+  }
+  if (!e->replays_ring_calls()) return RingCall::kGeneric;
+  const size_t staged = QueueStagedLocked(context, c, e);
   if (op.sc.op == IOT_OP_IO_URING_REGISTER) {
-    ring->Register(op.sc.mode, static_cast<unsigned>(op.sc.length));
-    return true;
+    e->Register(op.sc.mode, static_cast<unsigned>(op.sc.length));
+  } else {
+    const uint64_t completed = c->CompletedBy(op.end);
+    const uint64_t due = completed > c->collected() ? completed - c->collected() : 0;
+    const unsigned min_complete =
+        std::max(op.sc.mode, static_cast<uint32_t>(std::min<uint64_t>(due, UINT32_MAX)));
+    int n = e->Enter(min_complete, op.sc.flags, comps_, 64);
+    if (n > 0) HandleCompletionsLocked(c, n);
+    while (n == 64 && (n = e->Reap(comps_, 64, 0)) > 0) HandleCompletionsLocked(c, n);
   }
-  unsigned due = 0;
-  for (const Outstanding& o : outstanding_) due += o.engine == ring && o.rec_end <= op.end;
-  int n = ring->Enter(std::max(op.sc.mode, due), op.sc.flags, comps_, 64);
-  if (n > 0) HandleCompletions(ring, n);
-  while (n == 64 && (n = ring->Reap(comps_, 64, 0)) > 0) HandleCompletions(ring, n);
-  return true;
+  if (staged) staged_.clear();
+  c->Resolved(staged);
+  return RingCall::kReplayed;
 }
 
-// The close of an io_uring instance: this worker's engine for it is torn down here, so the ring
-// is closed and unmapped where the original closed it (the live table never held the ring's
-// descriptor: the engine owns it). Its requests complete first.
+// A recorded close of an io_uring instance the model tied to its context, while the context
+// is live.
+bool ReplayEngine::Worker::IsRingClose(const Op& op) const {
+  SharedAsyncContext* c = Context(op.async_ctx);
+  if (!c) return false;
+  std::lock_guard<std::mutex> lock(c->mu);
+  return c->engine() != nullptr;
+}
+
+// The close of an io_uring instance: its context is torn down here, so the ring is closed and
+// unmapped where the original closed it (the live table never held the ring's descriptor: the
+// engine owns it). Its requests complete first, whichever worker submitted them.
 void ReplayEngine::Worker::CloseRing(const Op& op, uint32_t index) {
   uint64_t t0 = NowNs();
   NoteIssued(t0);
-  TearDownEngine(op.async_ctx);
+  TearDownContext(op.async_ctx, op, index);
   FinishEngineCall(op, index, t0);
 }
 
-// io_destroy(ctx): the engine of the libaio context with the recorded address in this process
-// is torn down here (its teardown is the replay's io_destroy), not when the thread ends.
+// io_destroy(ctx): the libaio context with the recorded address in this process is torn down
+// here (its teardown is the replay's io_destroy), not when the replay ends.
 void ReplayEngine::Worker::DestroyAioContext(const Op& op, uint32_t index) {
   uint64_t t0 = NowNs();
   const auto& contexts = model_.async_contexts();
-  for (uint32_t c = 0; c < contexts.size() && c < engines_.size(); c++) {
-    if (engines_[c] && contexts[c].engine == IOT_AIO_ENGINE_LIBAIO &&
-        contexts[c].ctx == op.sc.aux && contexts[c].process == op.process) {
-      TearDownEngine(c);
-    }
+  for (uint32_t c : engine_.async_contexts_.AioContextsOf(th_.process)) {
+    if (contexts[c].ctx == op.sc.aux) TearDownContext(c, op, index);
   }
   FinishEngineCall(op, index, t0);
 }
 
-// An engine's requests complete (its queue submitted first), then it goes; a later request of
-// its context sets up a new one.
-void ReplayEngine::Worker::TearDownEngine(uint32_t context) {
-  AsyncEngine* e = engines_[context].get();
-  // A failed submission leaves nothing to wait for: its requests are dropped below.
-  const bool submitted = !e->queued() || e->Flush() >= 0;
-  auto mine = [&](const Outstanding& o) { return o.engine == e; };
-  while (submitted && std::any_of(outstanding_.begin(), outstanding_.end(), mine) &&
-         !engine_.abort_.load(std::memory_order_relaxed)) {
-    int n = e->Reap(comps_, 64, 1);
-    if (n <= 0) break;
-    HandleCompletions(e, n);
+// A context's requests complete (this worker's batch submitted first), then its engine goes;
+// later uses of the context are skipped, never sent to a ring that is gone.
+void ReplayEngine::Worker::TearDownContext(uint32_t context, const Op& op, uint32_t index) {
+  SharedAsyncContext* c = Context(context);
+  if (!c) return;
+  if (StagedFor(context)) FlushStaged();
+  // Other threads' uses recorded before the teardown come first (the original's threads were
+  // joined or done by then; a replay without that order would tear the context down under
+  // them): a wait that cannot end gives up after max(1 s, 8 x the recorded call).
+  const uint64_t need = c->UsesBefore(op.ts);
+  const uint64_t recorded = op.end != UINT64_MAX && op.end > op.ts ? op.end - op.ts : 0;
+  const uint64_t deadline =
+      SaturatingAdd(NowNs(), std::max<uint64_t>(1'000'000'000, SaturatingMul(recorded, 8)));
+  while (c->uses_done() < need && !engine_.abort_.load(std::memory_order_relaxed)) {
+    const uint64_t now = NowNs();
+    if (now >= deadline) {
+      RecordMismatch(op, index, op.result, -ETIME, Mismatch::kWaitTimedOut);
+      break;
+    }
+    WaitUntil(now + 50'000, 0);
   }
-  // Requests that never completed are dropped with the engine, never left pointing at it.
-  outstanding_.erase(std::remove_if(outstanding_.begin(), outstanding_.end(), mine),
-                     outstanding_.end());
-  engines_[context].reset();
+  std::lock_guard<std::mutex> lock(c->mu);
+  AsyncEngine* e = c->engine();
+  while (e && c->pending_count() > 0 && !engine_.abort_.load(std::memory_order_relaxed)) {
+    const int n = e->Reap(comps_, 64, 1);  // never waits for more than the ring has in flight
+    if (n <= 0) break;
+    HandleCompletionsLocked(c, n);
+  }
+  // Requests that never completed are dropped with the engine.
+  c->DropAllPending();
+  c->Close();
 }
 
-void ReplayEngine::Worker::EnsureEngine(uint32_t context) {
-  if (engines_[context] || engine_failed_[context]) return;
+SharedAsyncContext* ReplayEngine::Worker::Context(uint32_t context) const {
+  return context == model::kNone ? nullptr : engine_.async_contexts_.Get(context).get();
+}
+
+AsyncEngine* ReplayEngine::Worker::EngineLocked(uint32_t context, SharedAsyncContext* c) {
+  if (c->engine() || c->failed() || c->closed()) return c->engine();
   const auto& ctx = model_.async_contexts()[context];
   // The recorded setup size (io_setup nr_events, io_uring_setup entries), so the replayed
   // setup call is the recorded one; never less than the requests seen in flight.
   auto e = backend_->NewAsyncEngine(ctx.engine, std::max({ctx.max_inflight, ctx.setup_size, 1u}),
                                     engine_.options_.async);
-  if (e.ok()) engines_[context] = std::move(e).value();
-  else engine_failed_[context] = true;
+  if (e.ok()) c->SetEngine(std::move(e).value());
+  else c->MarkFailed();
+  return c->engine();
 }
 
 // The end of a call the async engines carry out (setup, submit, wait, a ring's close):
@@ -815,85 +900,181 @@ void ReplayEngine::Worker::FinishEngineCall(const Op& op, uint32_t index, uint64
   Complete(op, index, NowNs());
 }
 
-// Completions of async requests: result check and latency.
-void ReplayEngine::Worker::HandleCompletions(AsyncEngine* e, int n) {
-  uint64_t now = NowNs();
+// Completions collected by this worker, for requests any worker of the process submitted.
+void ReplayEngine::Worker::HandleCompletionsLocked(SharedAsyncContext* c, int n) {
+  const uint64_t now = NowNs();
+  c->AddCollected(static_cast<uint64_t>(n));
   for (int i = 0; i < n; i++) {
-    uint32_t index = static_cast<uint32_t>(comps_[i].token);
-    auto it = std::find_if(outstanding_.begin(), outstanding_.end(),
-                           [&](const Outstanding& o) { return o.index == index && o.engine == e; });
-    if (it == outstanding_.end()) continue;
-    const Op& op = th_.ops[index];
-    OpStats& s = StatsFor(op);
-    s.count++;
-    s.latency.Add(now - it->submitted);
-    if (comps_[i].res < 0) s.errors++;
-    else if (it->moves_data) s.bytes += static_cast<uint64_t>(comps_[i].res);
-    if (!op.interrupted) {
-      Mismatch mk;
-      if (CompareResult(op.result, comps_[i].res, true, &mk)) {
-        RecordMismatch(op, index, op.result, comps_[i].res, mk);
-      }
-    }
-    outstanding_.erase(it);
-    done_ops.store(done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    PendingRequest p;
+    if (c->TakePending(comps_[i].token, &p)) AccountRequest(p, comps_[i].res, now);
   }
 }
 
-// Polls what has completed, except on an engine with a request that a recorded waiting call
-// reaps (Outstanding::reaped_by_call): that call reaps it in the replay.
+// A request's end (completion or failure to submit): result check and latency, against the
+// recorded op of the thread that submitted it.
+void ReplayEngine::Worker::AccountRequest(const PendingRequest& p, int64_t res, uint64_t now) {
+  const model::Thread& th = model_.threads()[p.thread];
+  const Op& op = th.ops[p.index];
+  OpStats& s = StatsFor(op);
+  s.count++;
+  s.latency.Add(now > p.submitted ? now - p.submitted : 0);
+  if (res < 0) s.errors++;
+  else if (p.moves_data) s.bytes += static_cast<uint64_t>(res);
+  if (!op.interrupted) {
+    Mismatch mk;
+    if (CompareResult(op.result, res, true, &mk)) {
+      RecordMismatch(op, p.index, op.result, res, mk, th.tid);
+    }
+  }
+  done_ops.store(done_ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+// The staged batch could not be submitted: each request ends with `res`.
+void ReplayEngine::Worker::FailStagedLocked(SharedAsyncContext* c, int64_t res) {
+  const uint64_t now = NowNs();
+  for (const AsyncRequest& req : staged_) {
+    PendingRequest p;
+    if (c->TakePending(req.token, &p)) AccountRequest(p, res, now);
+  }
+}
+
+size_t ReplayEngine::Worker::QueueStagedLocked(uint32_t context, SharedAsyncContext* c,
+                                               AsyncEngine* e) {
+  if (staged_ctx_ != context || staged_.empty()) return 0;
+  const size_t n = staged_.size();
+  for (const AsyncRequest& req : staged_) {
+    // A full queue: what is queued goes in, and a completion makes room.
+    bool queued;
+    while (!(queued = e->Queue(req))) {
+      if (e->Flush() < 0) break;
+      const int got = e->Reap(comps_, 64, 1);
+      if (got <= 0) break;
+      HandleCompletionsLocked(c, got);
+    }
+    PendingRequest p;
+    if (!queued && c->TakePending(req.token, &p)) AccountRequest(p, -EAGAIN, NowNs());
+  }
+  return n;  // the caller empties staged_ once the call is made
+}
+
+// Submits the staged batch on its own (io_uring_enter / io_submit), under its context's lock.
+void ReplayEngine::Worker::FlushStaged() {
+  if (staged_.empty()) return;
+  const uint32_t context = staged_ctx_;
+  SharedAsyncContext* c = Context(context);
+  const size_t n = staged_.size();
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    AsyncEngine* e = c->engine();
+    if (!e) {
+      FailStagedLocked(c, -EBADF);
+    } else {
+      QueueStagedLocked(context, c, e);
+      const int r = e->Flush();
+      if (r < 0) FailStagedLocked(c, r);  // not submitted: the batch ends with the error
+    }
+  }
+  staged_.clear();
+  c->Resolved(n);
+}
+
+// Polls what has completed on the contexts this worker submitted to (never a system call),
+// except a context with a request that a recorded waiting call reaps
+// (PendingRequest::reaped_by_call): that call reaps it in the replay. A context another worker
+// is using is left to it.
 void ReplayEngine::Worker::ReapAvailable() {
-  for (auto& e : engines_) {
-    if (!e || AwaitsRecordedWait(e.get())) continue;
+  for (uint32_t context : used_) {
+    SharedAsyncContext* c = Context(context);
+    if (c->pending_count() == 0) continue;
+    std::unique_lock<std::mutex> lock(c->mu, std::try_to_lock);
+    if (!lock.owns_lock()) continue;
+    AsyncEngine* e = c->engine();
+    if (!e || c->AwaitsRecordedWait()) continue;
     int n;
-    while ((n = e->Reap(comps_, 64, 0)) > 0) HandleCompletions(e.get(), n);
+    while ((n = e->Reap(comps_, 64, 0)) > 0) HandleCompletionsLocked(c, n);
   }
 }
 
-bool ReplayEngine::Worker::AwaitsRecordedWait(const AsyncEngine* e) const {
-  return std::any_of(outstanding_.begin(), outstanding_.end(),
-                     [&](const Outstanding& o) { return o.engine == e && o.reaped_by_call; });
-}
-
-// Waits for the requests the original had completed by `rec_time` (its waiting call returned),
-// all of an engine's at once: the original's io_getevents(ctx, n, n) or
-// io_uring_enter(fd, n, n, GETEVENTS) is one call, so waiting for them one by one would add
-// system calls the original did not make. Requests still queued are submitted by the same call.
-void ReplayEngine::Worker::WaitCompletionsUntil(uint64_t rec_time, int max_events) {
-  while (!engine_.abort_.load(std::memory_order_relaxed)) {
-    AsyncEngine* e = nullptr;
-    int due = 0;
-    for (const auto& o : outstanding_) {
-      if (o.rec_end > rec_time) continue;
-      if (!e) e = o.engine;
-      if (o.engine == e) due++;
+// Requests are submitted by whichever worker's recorded call carried them, possibly later in
+// the replay than in the original: a waiting call first waits (in user space) until the
+// requests the original had completed by the call's end are submitted, so that its wait in the
+// kernel is for requests in flight. A wait that cannot end (their submitter stopped, failed or
+// was held back) gives up after max(1 s, 8 x the recorded wait), counted as wait_timed_out.
+void ReplayEngine::Worker::AwaitSubmissions(SharedAsyncContext* c, const Op& op, uint32_t index,
+                                            uint32_t context) {
+  const uint64_t need = c->CompletedBy(op.end);
+  const uint64_t own = StagedFor(context);
+  if (c->resolved() + own >= need) return;
+  const uint64_t recorded = op.end != UINT64_MAX && op.end > op.ts ? op.end - op.ts : 0;
+  const uint64_t limit = std::max<uint64_t>(1'000'000'000, SaturatingMul(recorded, 8));
+  const uint64_t deadline = SaturatingAdd(NowNs(), limit);
+  while (c->resolved() + own < need) {
+    if (engine_.abort_.load(std::memory_order_relaxed)) return;
+    const uint64_t now = NowNs();
+    if (now >= deadline) {
+      RecordMismatch(op, index, op.result, -ETIME, Mismatch::kWaitTimedOut);
+      return;
     }
-    if (!e) break;
-    int n = e->SubmitAndReap(comps_, max_events, std::min(due, max_events));
-    if (n <= 0) break;
-    HandleCompletions(e, n);
+    WaitUntil(now + 50'000, 0);
   }
 }
 
-int ReplayEngine::Worker::FlushAll() {
-  int total = 0;
-  for (auto& e : engines_) {
-    if (e && e->queued()) {
-      int r = e->Flush();
-      if (r < 0) return r;
-      total += r;
+// A recorded waiting call on an engine that does not replay ring calls one for one
+// (io_getevents, or io_uring_enter with --async sync/null): one call that waits for the
+// requests the original had completed by `op.end` (io_getevents: at least its min_nr), never
+// more than are in flight. Requests still staged are submitted by the same call.
+void ReplayEngine::Worker::WaitCompletionsUntil(const Op& op, uint32_t index, uint32_t context,
+                                                int max_events) {
+  SharedAsyncContext* c = Context(context);
+  if (!c) return;
+  AwaitSubmissions(c, op, index, context);
+  std::lock_guard<std::mutex> lock(c->mu);
+  AsyncEngine* e = c->engine();
+  if (!e) {
+    const size_t staged = StagedFor(context);
+    if (staged) FailStagedLocked(c, -EBADF);
+    if (staged) staged_.clear();
+    c->Resolved(staged);
+    return;
+  }
+  const size_t staged = QueueStagedLocked(context, c, e);
+  const uint64_t completed = c->CompletedBy(op.end);
+  uint64_t due = completed > c->collected() ? completed - c->collected() : 0;
+  if (op.sc.op == IOT_OP_IO_GETEVENTS || op.sc.op == IOT_OP_IO_PGETEVENTS) {
+    due = std::max<uint64_t>(due, op.sc.aux);  // min_nr
+  }
+  const int n = e->Wait(comps_, max_events,
+                        static_cast<int>(std::min<uint64_t>(due, static_cast<uint64_t>(max_events))));
+  if (n > 0) HandleCompletionsLocked(c, n);
+  if (staged) staged_.clear();
+  c->Resolved(staged);
+}
+
+// At the end of the worker's ops: its requests complete before it ends. Polled first (no
+// system call: another worker's recorded wait may still collect them); after a second, waited
+// for in the kernel; what cannot complete is dropped.
+void ReplayEngine::Worker::DrainOwn() {
+  FlushStaged();
+  for (uint32_t context : used_) {
+    SharedAsyncContext* c = Context(context);
+    const uint64_t patience = SaturatingAdd(NowNs(), 1'000'000'000);
+    while (!engine_.abort_.load(std::memory_order_relaxed)) {
+      std::unique_lock<std::mutex> lock(c->mu);
+      AsyncEngine* e = c->engine();
+      if (!e || c->PendingOf(thread) == 0) break;
+      const bool late = NowNs() >= patience;
+      const int n = late || !c->AwaitsRecordedWait() ? e->Reap(comps_, 64, late ? 1 : 0) : 0;
+      if (n > 0) {
+        HandleCompletionsLocked(c, n);
+        continue;
+      }
+      if (late) {
+        c->DropPending(thread);
+        break;
+      }
+      lock.unlock();
+      WaitUntil(NowNs() + 50'000, 0);
     }
-  }
-  return total;
-}
-
-void ReplayEngine::Worker::DrainOutstanding() {
-  FlushAll();
-  while (!outstanding_.empty() && !engine_.abort_.load()) {
-    AsyncEngine* e = outstanding_.front().engine;
-    int n = e->Reap(comps_, 64, 1);
-    if (n <= 0) break;
-    HandleCompletions(e, n);
   }
 }
 

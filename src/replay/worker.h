@@ -5,8 +5,8 @@
 // buffers, addresses), issue it through the back end, apply its effects on the live tables
 // (new descriptors, closes, mappings), and check its result against the recorded one.
 // Process markers (fork, exec, exit) are handed to the engine's bookkeeper; async requests go
-// to one AsyncEngine per recorded context, their completions reaped where the original reaped
-// them.
+// to one live context per recorded one, shared by the workers of its process
+// (async_contexts.h), their completions reaped where the original reaped them.
 //
 // Only the worker's own thread touches its state between the start gate and the end of its
 // ops, except the progress counters (done_ops, lateness), which others read.
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "replay/async_contexts.h"
 #include "replay/backend.h"
 #include "replay/engine.h"
 #include "replay/fill.h"
@@ -33,19 +34,6 @@
 #include "replay/stats.h"
 
 namespace iotwin::replay {
-
-// An async request in flight.
-struct Outstanding {
-  uint32_t index;      // op index in the thread
-  uint64_t rec_end;    // recorded completion
-  uint64_t submitted;  // live submission time
-  AsyncEngine* engine;
-  bool moves_data;     // reads or writes file data: its result is a byte count
-  // A libaio request whose completion the original reaped with a recorded io_getevents (the
-  // only way a libaio completion reaches the trace): reaped there in the replay too, never by a
-  // poll before it, or the replay would leave the call out.
-  bool reaped_by_call;
-};
 
 struct ReplayEngine::Worker {
   Worker(ReplayEngine& engine, uint32_t thread);
@@ -115,25 +103,51 @@ struct ReplayEngine::Worker {
   inline void Complete(const model::Op& op, uint32_t index, uint64_t live_done);
   inline void MarkDone(uint32_t index);
   inline OpStats& StatsFor(const model::Op& op);
+  // `tid`: the recorded thread of the op when it is not this worker's (a completion reaped
+  // for another thread); 0: this worker's.
   void RecordMismatch(const model::Op& op, uint32_t index, int64_t recorded, int64_t live,
-                      Mismatch kind);
+                      Mismatch kind, uint32_t tid = 0);
 
   // ---- async requests and the calls that carry them (`inline`: forced inline too) ----
+  // Contexts are shared by the workers of a process (async_contexts.h); "Locked" functions run
+  // under the context's lock.
   inline void SubmitAsync(const model::Op& op, uint32_t index);
   inline bool NextOpCarries(uint32_t index) const;
   inline void ReplayAsyncSyscall(const model::Op& op, uint32_t index);
+  bool IsRingClose(const model::Op& op) const;
   void CloseRing(const model::Op& op, uint32_t index);
-  bool ReplayRingCall(const model::Op& op);
+  // A recorded io_uring_enter / io_uring_register one for one; false when the context's engine
+  // does not replay ring calls (the caller then submits and waits by what requests need).
+  enum class RingCall { kGeneric, kReplayed, kSkipped };
+  RingCall ReplayRingCall(const model::Op& op, uint32_t index, uint32_t context);
   void DestroyAioContext(const model::Op& op, uint32_t index);
-  void TearDownEngine(uint32_t context);
-  bool AwaitsRecordedWait(const AsyncEngine* e) const;
-  void EnsureEngine(uint32_t context);
+  // At recorded teardown `op`: waits until the uses of the context recorded before it are
+  // replayed (watchdog), lets its requests complete, then closes it.
+  void TearDownContext(uint32_t context, const model::Op& op, uint32_t index);
+  // A recorded call that uses a context (AsyncContextTable::UseContext) is over.
+  void NoteContextUse(const model::Op& op);
+  SharedAsyncContext* Context(uint32_t context) const;
+  AsyncEngine* EngineLocked(uint32_t context, SharedAsyncContext* c);
+  // The context a recorded io_uring_enter / io_getevents / io_submit acts on.
+  uint32_t CallContext(const model::Op& op) const;
   void FinishEngineCall(const model::Op& op, uint32_t index, uint64_t t0);
-  void HandleCompletions(AsyncEngine* e, int n);
+  void HandleCompletionsLocked(SharedAsyncContext* c, int n);
+  void FailStagedLocked(SharedAsyncContext* c, int64_t res);
+  // Queues the staged batch of `context` into `e` (a request the engine refuses ends with
+  // -EAGAIN); returns how many were staged.
+  size_t QueueStagedLocked(uint32_t context, SharedAsyncContext* c, AsyncEngine* e);
+  void AccountRequest(const PendingRequest& p, int64_t res, uint64_t now);
+  void FlushStaged();
+  size_t StagedFor(uint32_t context) const { return staged_ctx_ == context ? staged_.size() : 0; }
   void ReapAvailable();
-  void WaitCompletionsUntil(uint64_t rec_time, int max_events);
-  int FlushAll();
-  void DrainOutstanding();
+  // Before a recorded waiting call at `op`: waits until the requests the original had
+  // completed by the call's end are submitted (watchdog: max(1 s, 8 x the recorded wait)).
+  void AwaitSubmissions(SharedAsyncContext* c, const model::Op& op, uint32_t index,
+                        uint32_t context);
+  void WaitCompletionsUntil(const model::Op& op, uint32_t index, uint32_t context,
+                            int max_events);
+  // Waits until every request this worker submitted has completed, whoever reaps it.
+  void DrainOwn();
 
   ReplayEngine& engine_;
   const model::TraceModel& model_;
@@ -148,9 +162,10 @@ struct ReplayEngine::Worker {
   std::string scratch_;
   std::array<OpStats*, IOT_OP_MAX + 3> fast_{};  // syscalls by code, then faults (read, write)
   std::unordered_map<uint32_t, OpStats*> async_stats_;
-  std::vector<std::unique_ptr<AsyncEngine>> engines_;  // per async context
-  std::vector<bool> engine_failed_;
-  std::vector<Outstanding> outstanding_;
+  std::vector<std::shared_ptr<SharedAsyncContext>> contexts_;  // per model context, on first use
+  std::vector<uint32_t> used_;                                  // contexts this worker submitted to
+  std::vector<AsyncRequest> staged_;  // the batch being built, submitted by the call carrying it
+  uint32_t staged_ctx_ = UINT32_MAX;
   AsyncCompletion comps_[64];
 
   // Pacing state of the current run.
