@@ -291,17 +291,11 @@ Result<ImportResult> RunImport(const ImportRequest& request) {
     readers.push_back(std::move(r));
   }
 
-  // Written under a temporary name and renamed when complete: a failed import leaves no trace
-  // file that looks valid. The temporary file is created exclusively: never through a planted
-  // symlink.
-  std::string tmp = request.output + ".partial";
-  IOTWIN_ASSIGN_OR_RETURN(ExclusiveFile partial, ExclusiveFile::Create(tmp));
-  TraceFileSink sink(partial.writer_path(), nlohmann::json::object());
+  // Written through an OutputFile (base/output_file.h): a private temporary renamed over the
+  // name when complete, never through a planted symlink; a failed import leaves nothing there.
+  TraceFileSink sink(request.output, nlohmann::json::object());
   auto importer = MakeImporter(format, &sink, request.options);
-  if (!importer) {
-    partial.Remove();
-    return Status::Internal("no importer for format {}", ImportFormatName(format));
-  }
+  if (!importer) return Status::Internal("no importer for format {}", ImportFormatName(format));
   nlohmann::json meta = importer->Meta();
   nlohmann::json sources = nlohmann::json::array();
   for (const auto& in : request.inputs) sources.push_back(BytesToText(in));
@@ -313,7 +307,7 @@ Result<ImportResult> RunImport(const ImportRequest& request) {
     st = RefuseEmptyImport(importer->stats(), format, request.inputs[0]);
   }
   if (!st.ok()) {
-    partial.Remove();
+    sink.Discard();
     return st;
   }
   if (sink.strings_truncated() > 0) {
@@ -327,13 +321,8 @@ Result<ImportResult> RunImport(const ImportRequest& request) {
   summary["duration_ns"] = sink.max_ts() - sink.min_ts();
   st = sink.Finish(summary);
   if (!st.ok()) {
-    partial.Remove();
-    return st.WithContext(tmp);
-  }
-  if (::rename(tmp.c_str(), request.output.c_str()) != 0) {
-    int err = errno;
-    partial.Remove();
-    return Status::FromErrno(err, "cannot rename " + tmp + " to " + request.output);
+    sink.Discard();
+    return st;
   }
   ImportResult result;
   result.format = format;

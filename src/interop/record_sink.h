@@ -83,8 +83,13 @@ class TraceFileSink : public RecordSink {
   Result<uint32_t> InternString(std::string_view s) override;
   Status Append(const iot_rec_hdr* rec) override;
   void SetClock(const nlohmann::json& host_clock) override;
-  // Writes the footer with `summary` (counts per type are added as "events").
+  // Writes the footer with `summary` (counts per type are added as "events") and renames the
+  // trace to its name (base/output_file.h).
   Status Finish(nlohmann::json summary);
+  // Removes what was written: a failed import leaves nothing at the name.
+  void Discard() {
+    if (writer_) writer_->Discard();
+  }
   const nlohmann::json& meta() const { return meta_; }
 
  private:
