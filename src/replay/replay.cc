@@ -314,6 +314,17 @@ int GrowDescriptorTable() {
 
 namespace {
 
+// The directories whose free space the write budget watches: every base of every copy (none
+// for the null back end, which writes nothing).
+std::vector<std::string> WatchedBases(const std::vector<ReplayPlan>& plans, const ReplayOptions& o) {
+  std::vector<std::string> bases;
+  if (o.backend == BackendKind::kNull) return bases;
+  for (const auto& plan : plans) {
+    for (const auto& base : plan.mapper.Bases()) bases.push_back(base);
+  }
+  return bases;
+}
+
 // Sets up one engine per plan, records them when asked, runs them to the end and reports.
 Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<ReplayPlan>& plans,
                                  const PrepareReport& prep, const ReplayOptions& o,
@@ -325,13 +336,7 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
   if (o.backend != BackendKind::kNull) {
     IOTWIN_ASSIGN_OR_RETURN(pools, PayloadPools::Create(o.fill));
   }
-  std::vector<std::string> watched;
-  if (o.backend != BackendKind::kNull) {
-    for (const auto& plan : plans) {
-      for (const auto& base : plan.mapper.Bases()) watched.push_back(base);
-    }
-  }
-  WriteBudget budget(o.max_write, std::move(watched));
+  WriteBudget budget(o.max_write, WatchedBases(plans, o));
   Engines engines;
   for (auto& plan : plans) {
     engines.push_back(std::make_unique<ReplayEngine>(plan, o, backend.get()));
