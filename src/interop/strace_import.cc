@@ -1587,13 +1587,19 @@ class StraceImporter : public Importer {
       io.fd = static_cast<int32_t>(fd.number.value_or(-1));
       io.offset = static_cast<uint64_t>(ParseCInt(strace::FieldValue(iocb, "aio_offset")).value_or(0));
       std::string_view nbytes = strace::FieldValue(iocb, "aio_nbytes");
+      io.aflags = IOT_AIOF_BYTES;
       if (!nbytes.empty()) {
         io.length = ParseCUnsigned(nbytes).value_or(0);
       } else {
         std::vector<uint64_t> lens;
         bool complete = false;
         io.length = IovTotal(strace::FieldValue(iocb, "aio_buf"), &lens, &complete);
-        if (!complete) stats_.counters["aio_length_unknown"]++;
+        io.iov_count = static_cast<uint16_t>(std::min<size_t>(lens.size(), UINT16_MAX));
+        if (!complete) {
+          stats_.counters["aio_length_unknown"]++;
+          io.length = 0;
+          io.aflags = IOT_AIOF_IOV_FAULT;  // readers take the completion's result
+        }
       }
       io.rw_flags = static_cast<uint32_t>(FlagsValue(strace::FieldValue(iocb, "aio_rw_flags")).value_or(0));
       io.tgid = task.tgid;
