@@ -750,7 +750,8 @@ void ReplayEngine::Worker::NoteContextUse(const Op& op) {
 
 // The context of a recorded call: io_uring_enter/register name their ring by descriptor;
 // io_getevents names its context by an address the trace does not keep (the process's only
-// libaio context, else one with requests pending); io_submit carries the staged batch.
+// libaio context, else the one this thread last submitted to, else one with requests pending);
+// io_submit carries the staged batch.
 uint32_t ReplayEngine::Worker::CallContext(const Op& op) const {
   const uint16_t code = op.sc.op;
   const AsyncContextTable& table = engine_.async_contexts_;
@@ -759,8 +760,20 @@ uint32_t ReplayEngine::Worker::CallContext(const Op& op) const {
     if (ring != model::kNone) return ring;
   } else if (code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS) {
     const std::vector<uint32_t>& aio = table.AioContextsOf(th_.process);
+    if (aio.size() == 1) return aio.front();
+    // Several: the one this thread submitted to last with requests pending (a context per
+    // thread), else one with requests pending (a reaping thread's).
+    const auto& contexts = model_.async_contexts();
+    for (auto it = used_.rbegin(); it != used_.rend(); ++it) {
+      if (contexts[*it].engine == IOT_AIO_ENGINE_LIBAIO && table.Get(*it)->pending_count() > 0) {
+        return *it;
+      }
+    }
     for (uint32_t c : aio) {
-      if (aio.size() == 1 || table.Get(c)->pending_count() > 0) return c;
+      if (table.Get(c)->pending_count() > 0) return c;
+    }
+    for (auto it = used_.rbegin(); it != used_.rend(); ++it) {
+      if (contexts[*it].engine == IOT_AIO_ENGINE_LIBAIO) return *it;
     }
     if (!aio.empty()) return aio.front();
   }
