@@ -91,13 +91,17 @@ Status Resolve(const std::string& path, std::string* name, bool* in_place) {
 }  // namespace
 
 OutputFile::OutputFile(OutputFile&& o) noexcept
-    : name_(std::move(o.name_)), temp_(std::exchange(o.temp_, {})), fd_(std::move(o.fd_)) {}
+    : name_(std::move(o.name_)),
+      temp_(std::exchange(o.temp_, {})),
+      published_(std::exchange(o.published_, false)),
+      fd_(std::move(o.fd_)) {}
 
 OutputFile& OutputFile::operator=(OutputFile&& o) noexcept {
   if (this != &o) {
     Discard();
     name_ = std::move(o.name_);
     temp_ = std::exchange(o.temp_, {});
+    published_ = std::exchange(o.published_, false);
     fd_ = std::move(o.fd_);
   }
   return *this;
@@ -166,11 +170,23 @@ Status OutputFile::Write(const void* data, size_t size) {
   return Status::Ok();
 }
 
+Status OutputFile::Publish() {
+  if (!fd_.valid()) return Status::Internal("{} published while not open", name_);
+  if (temp_.empty()) return Status::Ok();
+  if (::rename(temp_.c_str(), name_.c_str()) != 0) {
+    return Status::FromErrno(errno, "cannot rename " + temp_ + " to " + name_);
+  }
+  temp_.clear();
+  published_ = true;
+  return Status::Ok();
+}
+
 Status OutputFile::Commit() {
   if (!fd_.valid()) return Status::Internal("{} committed while not open", name_);
-  if (!temp_.empty() && ::fsync(fd_.get()) != 0 && errno != EINVAL) {
-    return Status::FromErrno(errno, "cannot write " + temp_);
+  if ((!temp_.empty() || published_) && ::fsync(fd_.get()) != 0 && errno != EINVAL) {
+    return Status::FromErrno(errno, "cannot write " + written_path());
   }
+  published_ = false;
   if (::close(fd_.Release()) != 0) return Status::FromErrno(errno, "cannot write " + written_path());
   if (temp_.empty()) return Status::Ok();
   if (::rename(temp_.c_str(), name_.c_str()) != 0) {
@@ -181,6 +197,13 @@ Status OutputFile::Commit() {
 }
 
 void OutputFile::Discard() {
+  struct stat by_fd, by_name;
+  if (published_ && fd_.valid() && ::fstat(fd_.get(), &by_fd) == 0 &&
+      ::lstat(name_.c_str(), &by_name) == 0 && by_fd.st_dev == by_name.st_dev &&
+      by_fd.st_ino == by_name.st_ino) {
+    ::unlink(name_.c_str());
+  }
+  published_ = false;
   fd_.Reset();
   if (!temp_.empty()) ::unlink(temp_.c_str());
   temp_.clear();

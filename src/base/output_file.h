@@ -44,7 +44,12 @@ class OutputFile {
   Status Write(std::string_view text) { return Write(text.data(), text.size()); }
   // Flushes to disk (renamed outputs), closes, and renames the temporary over the name.
   Status Commit();
-  // Closes and removes the temporary (no-op for outputs written in place, and when committed).
+  // Renames the temporary over the name now and goes on writing the same file there: for a
+  // file that says itself whether it is whole (a trace without footer reads as truncated), so
+  // that it is at its name while it is written and if the writer is killed.
+  Status Publish();
+  // Closes and removes the temporary, or the published file if the name still holds it (no-op
+  // for outputs written in place, and when committed).
   void Discard();
 
   // The name the output is for, and the file written meanwhile (the same when in place).
@@ -55,6 +60,7 @@ class OutputFile {
  private:
   std::string name_;  // the final name (after following trusted symlinks)
   std::string temp_;  // empty: written in place
+  bool published_ = false;  // the file is at name_ (Publish)
   UniqueFd fd_;
 };
 

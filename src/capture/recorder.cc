@@ -422,6 +422,7 @@ Status Capture::Setup() {
   // is taken from the traced workload on small machines.
   TraceWriterOptions wopt;
   wopt.zstd_level = opt_.zstd_level;
+  wopt.publish_at_start = true;  // at its name while recording, without footer until the end
   IOTWIN_ASSIGN_OR_RETURN(writer_, TraceWriter::Create(opt_.output, meta, wopt));
   output_created_ = true;
   IOTWIN_RETURN_IF_ERROR(Write(ClockRecord()));

@@ -104,6 +104,7 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::Create(OutputFile out,
   XXH3_freeState(st);
   IOTWIN_RETURN_IF_ERROR(w->WriteAll(&h, sizeof h));
   IOTWIN_RETURN_IF_ERROR(w->WriteAll(meta_text.data(), meta_text.size()));
+  if (options.publish_at_start) IOTWIN_RETURN_IF_ERROR(w->out_.Publish());
   w->options_.keep_unfinished = keep;
   return w;
 }

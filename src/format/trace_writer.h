@@ -45,6 +45,9 @@ struct TraceWriterOptions {
   // readers report as truncated (a recording that failed keeps what it captured); false removes
   // it (TraceWriter::Discard does the same for one writer).
   bool keep_unfinished = true;
+  // The file is renamed to its name as soon as its header is written (OutputFile::Publish), then
+  // written there: a recording is at its name while it runs, and where it was killed.
+  bool publish_at_start = false;
 };
 
 struct ChunkIndexEntry {

@@ -131,6 +131,30 @@ TEST_F(OutputFileTest, OwnDescriptorIsWrittenInPlace) {
   EXPECT_EQ(Read(name), "new");
 }
 
+TEST_F(OutputFileTest, APublishedFileIsAtItsNameWhileWritten) {
+  const std::string victim = dir_ + "/victim", name = dir_ + "/trace";
+  Write(victim, "precious");
+  ASSERT_EQ(::link(victim.c_str(), name.c_str()), 0);
+  {
+    auto out = OutputFile::Create(name);
+    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE(out->Write("head").ok());
+    ASSERT_TRUE(out->Publish().ok());
+    EXPECT_EQ(Read(name), "head");  // replaced, not written through
+    ASSERT_TRUE(out->Write(" and tail").ok());
+    ASSERT_TRUE(out->Commit().ok());
+  }
+  EXPECT_EQ(Read(name), "head and tail");
+  EXPECT_EQ(Read(victim), "precious");
+  {
+    auto out = OutputFile::Create(name);
+    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE(out->Publish().ok());
+  }  // discarded: the published file goes too
+  EXPECT_FALSE(std::filesystem::exists(name));
+  EXPECT_EQ(Entries(), 1u);
+}
+
 TEST_F(OutputFileTest, ADirectoryIsRefused) {
   auto out = OutputFile::Create(dir_);
   ASSERT_FALSE(out.ok());
