@@ -10,6 +10,8 @@
 // batch (--async sync) fails on the batch depth.
 #include <algorithm>
 #include <iostream>
+#include <iterator>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,9 +34,24 @@ std::vector<int64_t> SubmitBatches(const LoadedTrace& t) {
   return out;
 }
 
-// Requests submitted while an earlier request of the same thread had not completed (the
-// search never does that: each hop waits for all of its reads).
+// The io_submit call that carried each submission: the thread's latest io_submit entered at or
+// before it (a batch's requests are stamped just after their call's entry, one nanosecond apart).
+std::pair<uint32_t, uint64_t> CarryingSubmit(
+    const std::map<uint32_t, std::vector<uint64_t>>& submit_entries, const iot_async_io& e) {
+  auto it = submit_entries.find(e.tid);
+  if (it == submit_entries.end()) return {e.tid, e.ts};
+  auto after = std::upper_bound(it->second.begin(), it->second.end(), e.ts);
+  if (after == it->second.begin()) return {e.tid, e.ts};
+  return {e.tid, *std::prev(after)};
+}
+
+// Requests submitted while an earlier request had not completed (the search never does that:
+// each hop waits for all of its reads), other than those of the same io_submit call.
 size_t SubmittedBeforeEarlierCompleted(const LoadedTrace& t, size_t* completions) {
+  std::map<uint32_t, std::vector<uint64_t>> submit_entries;  // tid -> io_submit entry times
+  for (const auto& s : t.syscalls)
+    if (s.sc.op == IOT_OP_IO_SUBMIT) submit_entries[s.sc.tid].push_back(s.sc.ts);
+  for (auto& [tid, v] : submit_entries) std::sort(v.begin(), v.end());
   std::vector<size_t> order(t.asyncs.size());
   for (size_t i = 0; i < order.size(); i++) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
@@ -43,14 +60,15 @@ size_t SubmittedBeforeEarlierCompleted(const LoadedTrace& t, size_t* completions
   });
   std::set<uint64_t> in_flight;  // req_id
   size_t early = 0;
-  bool batch_open = false;  // submissions of one batch share their io_submit's time
-  uint64_t batch_ts = 0;
+  bool batch_open = false;
+  std::pair<uint32_t, uint64_t> batch{0, 0};  // (tid, entry time) of the open batch's io_submit
   for (size_t i : order) {
     const iot_async_io& e = t.asyncs[i];
     if (e.phase == IOT_AIO_SUBMIT) {
-      if (!(batch_open && e.ts == batch_ts) && !in_flight.empty()) early++;
+      const auto carrier = CarryingSubmit(submit_entries, e);
+      if (!(batch_open && carrier == batch) && !in_flight.empty()) early++;
       batch_open = true;
-      batch_ts = e.ts;
+      batch = carrier;
       in_flight.insert(e.req_id);
     } else if (e.phase == IOT_AIO_COMPLETE) {
       (*completions)++;
