@@ -455,10 +455,17 @@ static long iot_aio_submit_one(__u32 i, void *data)
 	a->rw_flags = s->cb.aio_rw_flags;
 	a->aflags = IOT_AIOF_BYTES;
 	if (a->opcode == IOT_IOCB_CMD_PREADV || a->opcode == IOT_IOCB_CMD_PWRITEV) {
+#ifndef IOT_NO_KFUNC_CAST
 		/* aio_buf is the iovec array, aio_nbytes its count */
 		__u32 size = iot_async_iovecs(&s->v, s->cb.aio_buf, s->cb.aio_nbytes);
 		iot_output(&s->v, size, IOT_SRC_ASYNC);
 		return 0;
+#else
+		/* The verifier of older kernels (6.1) gives up on the iovec walk inside this
+		 * callback ("Argument list too long"): the length stays the iovec count, without
+		 * IOT_AIOF_BYTES, and readers take the bytes from the completion's result. */
+		a->aflags = 0;
+#endif
 	}
 	a->length = s->cb.aio_nbytes;
 	iot_output(a, sizeof(*a), IOT_SRC_ASYNC);
