@@ -261,7 +261,9 @@ std::string ExitStatusText(std::string_view name) {
     error = "A setup error (bad option, no BPF, the command cannot run): no trace is written.";
   } else if (name == "replay") {
     success = "The replay ran (result mismatches are reported, not fatal).";
-    negative = "--strict stopped on a result mismatch, or --record failed at the end.";
+    negative = "--strict stopped on a result mismatch, SIGINT, SIGTERM or SIGHUP stopped the "
+               "replay (its summary, --json and --record cover what ran), or --record failed "
+               "at the end.";
     error = "Bad input, an unsafe target or an error: nothing was replayed.";
   } else if (name == "compare") {
     success = "Every judged measure is within its threshold (VERDICT: PASS).";

@@ -24,6 +24,7 @@
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
 #include "model/trace_state.h"
+#include "replay/interrupt.h"
 
 namespace iotwin::replay {
 
@@ -75,6 +76,7 @@ class SubprocessRecorder final : public ReplayRecorder {
       if (ready[1] == 3) fcntl(3, F_SETFD, 0);
       else dup2(ready[1], 3);
       setpgid(0, 0);  // a terminal's Ctrl-C reaches the replay; we stop the tracer ourselves
+      InterruptWatcher::UnblockInChild();  // the tracer stops on the SIGINT Finish sends
       execv(args[0], args.data());
       _exit(127);
     }

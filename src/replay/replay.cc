@@ -12,12 +12,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "base/bytes_text.h"
 #include "model/trace_model.h"
 #include "replay/block_replay.h"
 #include "replay/engine.h"
+#include "replay/interrupt.h"
 #include "replay/modes.h"
 #include "replay/pacer.h"
 #include "replay/plan.h"
@@ -338,8 +340,15 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
   }
   WriteBudget budget(o.max_write, WatchedBases(plans, o));
   Engines engines;
+  std::mutex engines_mu;  // guards engines while they are made (the watcher aborts them)
+  InterruptWatcher interrupts([&](const char* why) {
+    std::lock_guard<std::mutex> l(engines_mu);
+    for (auto& e : engines) e->Abort(why);
+  });
   for (auto& plan : plans) {
+    std::unique_lock<std::mutex> made(engines_mu);
     engines.push_back(std::make_unique<ReplayEngine>(plan, o, backend.get()));
+    made.unlock();
     engines.back()->UsePayload(pools);
     engines.back()->UseWriteBudget(&budget);
     IOTWIN_RETURN_IF_ERROR(engines.back()->Setup());
@@ -350,6 +359,10 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
   std::vector<pid_t> tids;
   for (auto& e : engines) {
     for (pid_t t : e->WorkerTids()) tids.push_back(t);
+  }
+  // Engines made after a signal came are stopped too.
+  if (interrupts.signal() != 0) {
+    for (auto& e : engines) e->Abort("interrupted by a signal");
   }
   if (o.backend != BackendKind::kNull) GrowDescriptorTable();
 

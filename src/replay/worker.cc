@@ -284,7 +284,14 @@ uint64_t ReplayEngine::Worker::Pace(const Op& op) {
     ReapAvailable();
     issued = NowNs();
   }
-  if (issued < due) issued = WaitUntil(due, engine_.options_.spin_ns);
+  // A long pause is slept in slices, so that an abort (a signal, --strict) ends it.
+  constexpr uint64_t kAbortSlice = 100'000'000;
+  bool aborted = false;
+  while (issued < due && due - issued > kAbortSlice &&
+         !(aborted = engine_.abort_.load(std::memory_order_relaxed))) {
+    issued = WaitUntil(issued + kAbortSlice, 0);
+  }
+  if (issued < due && !aborted) issued = WaitUntil(due, engine_.options_.spin_ns);
   pacer_.Issued(due, issued);
   late_ = static_cast<int64_t>(issued > due ? issued - due : 0);
   lateness.store(late_, std::memory_order_relaxed);
