@@ -161,7 +161,7 @@ class AsyncContextTable {
   // (process, recorded fd) -> (first instant seen, context), in time order.
   std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, uint32_t>>> rings_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> aio_by_process_, by_process_;
-  const std::vector<uint32_t> none_;
+  const std::vector<uint32_t> none_{};
 };
 
 }  // namespace iotwin::replay
