@@ -24,6 +24,19 @@
 #include "replay/write_budget.h"
 #include "trace_builder.h"
 
+
+// AddressSanitizer gives every thread memory of its own (its allocator caches and the shadow of
+// the thread's stack: about 600 KiB a thread here), so the bound on the replay's buffers is
+// checked in the build without it: gcc says so with __SANITIZE_ADDRESS__, clang with
+// __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+#define IOTWIN_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IOTWIN_TEST_ASAN 1
+#endif
+#endif
+
 namespace iotwin::replay {
 namespace {
 
@@ -238,7 +251,9 @@ TEST(ReplayLimits, BufferMemoryStaysBoundedWhateverTheThreadCount) {
   });
   ASSERT_GT(kib, 0) << "the replay failed";
   std::printf("peak RSS of a 1500-thread replay: %ld KiB\n", kib);
+#ifndef IOTWIN_TEST_ASAN
   EXPECT_LT(kib, 600 * 1024) << "peak RSS " << kib << " KiB";
+#endif
   EXPECT_TRUE(std::filesystem::exists(root + "/data/f1499"));
 }
 
