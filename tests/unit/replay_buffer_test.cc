@@ -6,17 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include "asan_check.h"
 #include "replay/fill.h"
-
-// AddressSanitizer's shadow of the 1 GiB range adds memory of its own: gcc says so with
-// __SANITIZE_ADDRESS__, clang with __has_feature(address_sanitizer).
-#if defined(__SANITIZE_ADDRESS__)
-#define IOTWIN_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define IOTWIN_TEST_ASAN 1
-#endif
-#endif
 
 namespace iotwin::replay {
 namespace {

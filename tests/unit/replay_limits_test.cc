@@ -14,6 +14,7 @@
 #include <fstream>
 #include <string>
 
+#include "asan_check.h"
 #include "model_test_util.h"
 #include "replay/backend.h"
 #include "replay/engine.h"
@@ -23,19 +24,6 @@
 #include "replay/thread_limit.h"
 #include "replay/write_budget.h"
 #include "trace_builder.h"
-
-
-// AddressSanitizer gives every thread memory of its own (its allocator caches and the shadow of
-// the thread's stack: about 600 KiB a thread here), so the bound on the replay's buffers is
-// checked in the build without it: gcc says so with __SANITIZE_ADDRESS__, clang with
-// __has_feature(address_sanitizer).
-#if defined(__SANITIZE_ADDRESS__)
-#define IOTWIN_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define IOTWIN_TEST_ASAN 1
-#endif
-#endif
 
 namespace iotwin::replay {
 namespace {
