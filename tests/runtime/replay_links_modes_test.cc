@@ -58,6 +58,20 @@ TraceBuilder LinkThroughSymlinkedDirTrace(const std::string& outside_file) {
   return b;
 }
 
+// A fast replay of `trace` into `root` with --json; workers that cannot be confined when
+// `confined` is false (nested --map prefixes under `tmp` keep them out of a chroot).
+std::vector<std::string> FastReplayArgs(const std::string& trace, const std::string& root,
+                                        const TempDir& tmp, bool confined) {
+  std::vector<std::string> args = {trace, "--root", root, "--pace", "fast", "--json", "-q"};
+  if (!confined) {
+    for (std::string m : {"/m=" + (tmp / "m"), "/m/n=" + (tmp / "n")}) {
+      args.push_back("--map");
+      args.push_back(m);
+    }
+  }
+  return args;
+}
+
 TEST(ReplayLinks, LinkMadeThroughASymlinkedDirectoryStaysInside) {
   TempDir tmp;
   const std::string canary = tmp / "outside/canary";
@@ -68,14 +82,7 @@ TEST(ReplayLinks, LinkMadeThroughASymlinkedDirectoryStaysInside) {
   for (bool confined : {true, false}) {
     SCOPED_TRACE(confined ? "confined workers" : "unconfined workers");
     const std::string root = tmp / (confined ? "root" : "root2");
-    std::vector<std::string> args = {trace, "--root", root, "--pace", "fast", "--json", "-q"};
-    if (!confined) {
-      for (std::string m : {"/m=" + (tmp / "m"), "/m/n=" + (tmp / "n")}) {
-        args.push_back("--map");
-        args.push_back(m);
-      }
-    }
-    auto r = RunReplayCmd(args);
+    auto r = RunReplayCmd(FastReplayArgs(trace, root, tmp, confined));
     ASSERT_NE(r.run.exit_code, 2) << r.run.err;
     const bool said_unconfined =
         r.summary["warnings"].dump().find("could not be confined") != std::string::npos;
@@ -112,14 +119,7 @@ TEST(ReplayLinks, LinksMovedCloserToTheRootStayInside) {
   for (bool confined : {true, false}) {
     SCOPED_TRACE(confined ? "confined workers" : "unconfined workers");
     const std::string root = tmp / (confined ? "root" : "root2");
-    std::vector<std::string> args = {trace, "--root", root, "--pace", "fast", "--json", "-q"};
-    if (!confined) {
-      for (std::string m : {"/m=" + (tmp / "m"), "/m/n=" + (tmp / "n")}) {
-        args.push_back("--map");
-        args.push_back(m);
-      }
-    }
-    auto r = RunReplayCmd(args);
+    auto r = RunReplayCmd(FastReplayArgs(trace, root, tmp, confined));
     ASSERT_NE(r.run.exit_code, 2) << r.run.err;
     for (const char* l : {"/top/l", "/l2", "/l3"}) {
       struct stat st;
