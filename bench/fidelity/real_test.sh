@@ -5,8 +5,10 @@
 # result mismatch, record and replay exit 0 (tabulate.py --check). Timing is not judged: this
 # shared machine makes it noisy. Skips (77) without root or BPF, or when a program is not
 # installed (tools/debian-packages.txt), unless IOTWIN_REQUIRE_BPF=1, like the runtime tests.
+#   real_test.sh BUILD_DIR FRAGMENT [SET]   SET: run.sh's --set (default real; `programs` adds the
+#                                           database servers, `servers` is them alone)
 set -euo pipefail
-build="$1" fragment="$2"
+build="$1" fragment="$2" set="${3:-real}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 require=${IOTWIN_REQUIRE_BPF:-0}
 if [[ $(id -u) -ne 0 || ! -e /sys/kernel/btf/vmlinux ]]; then
@@ -17,7 +19,7 @@ parent="$(mktemp -d "${IOTWIN_FIDELITY_WORK:-/var/tmp}/iotwin-fidelity-real.XXXX
 trap 'rm -rf -- "$parent"' EXIT
 rm -f "$fragment"
 IOTWIN_BUILD_DIR="$build" IOTWIN_FIDELITY_WORK="$parent" \
-  "$here/run.sh" --set real --size ci --paces gaps --keep --out "$fragment"
+  "$here/run.sh" --set "$set" --size ci --paces gaps --keep --out "$fragment"
 cat "$fragment"
 results=("$parent"/iotwin-fidelity.*/results)
 [[ -d "${results[0]}" ]] || { echo "fidelity_real: run.sh left no results" >&2; exit 1; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fidelity validation: record each scenario (the iotwin-workload generator's, and real programs
-# installed from Debian: SQLite, PyTorch, RocksDB's db_bench, faiss), replay it into a fresh
+# Fidelity validation: record each scenario (the iotwin-workload generator's, real programs
+# installed from Debian: SQLite, PyTorch, RocksDB's db_bench, faiss, and database servers:
+# MariaDB under sysbench, Redis under redis-benchmark), replay it into a fresh
 # sandbox with every pacing mode while recording the replay, compare the two traces, and write
 # the tables to docs/validation.md. Then replay one trace onto ext4 and XFS loop devices.
 #
@@ -8,7 +9,8 @@
 #   bench/fidelity/run.sh --smoke      # one tiny scenario, one pace; writes only under the work dir
 #   options: --out FILE (where the document/fragment goes), --keep (keep the work dir),
 #            --no-fs (skip the ext4/XFS part), --only NAME (one scenario),
-#            --set all|generator|real (which scenarios; default all),
+#            --set all|generator|real|servers|programs (which scenarios; default all;
+#            real: the programs, servers: the database servers, programs: both),
 #            --size full|ci (the real programs' size; ci is the reduced one ctest runs),
 #            --paces "P ..." (pacing modes; default "original gaps fast")
 #   Anything but the full run writes a bare fragment (tables and misses), into the work dir
@@ -37,13 +39,16 @@ while [[ $# -gt 0 ]]; do
     --set) set="$2"; shift ;;
     --size) size="$2"; shift ;;
     --paces) pace_list="$2"; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 
-case "$set" in all|generator|real) ;; *) echo "run.sh: --set all|generator|real" >&2; exit 2 ;; esac
+case "$set" in
+  all|generator|real|servers|programs) ;;
+  *) echo "run.sh: --set all|generator|real|servers|programs" >&2; exit 2 ;;
+esac
 case "$size" in full|ci) ;; *) echo "run.sh: --size full|ci" >&2; exit 2 ;; esac
 for bin in "$iotwin" "$workload"; do
   [[ -x "$bin" ]] || { echo "run.sh: $bin missing: build first (ninja -C build)" >&2; exit 2; }
@@ -85,8 +90,10 @@ mkdir -p "$results" "$work/data"
 
 # Scenarios: kind | name | A | B. kind gen: iotwin-workload, A = workload args that prepare
 # its data before recording ("" = none), B = workload args. kind real: a program from Debian, A
-# = what it needs (an executable, or python3:MODULE,...), B = its driver in programs/, run as
-# `DRIVER prepare DIR SIZE` (not recorded) and `DRIVER run DIR SIZE` (recorded). Sized so that
+# = what it needs (executables EXE,..., or python3:MODULE,...), B = its driver in programs/ and
+# the driver's own arguments, run as `DRIVER prepare DIR SIZE ARGS` (not recorded) and
+# `DRIVER run DIR SIZE ARGS` (recorded). kind server: the same, for a database server that the
+# driver starts in DIR, loads with a client and shuts down (--set servers). Sized so that
 # each run lasts >= 0.5 s on the 2-core development VM (rates need a span to mean anything)
 # while the whole run stays under ~15 minutes. The data of scenario S lives in $work/data/S.
 python=/usr/bin/python3  # Debian's, whose dist-packages hold python3-torch and python3-faiss
@@ -104,6 +111,9 @@ scenarios=(
   "real|torch-checkpoint|python3:torch,numpy|torch-checkpoint.py"
   "real|rocksdb-bench|/usr/bin/db_bench|rocksdb-bench.sh"
   "real|faiss-ivf|python3:faiss,numpy|faiss-ivf.py"
+  "server|mariadb-uring|/usr/sbin/mariadbd,/usr/bin/mariadb-install-db,/usr/bin/mariadb-admin,/usr/bin/mariadb,/usr/bin/sysbench|mariadb-sysbench.sh native"
+  "server|mariadb-simaio|/usr/sbin/mariadbd,/usr/bin/mariadb-install-db,/usr/bin/mariadb-admin,/usr/bin/mariadb,/usr/bin/sysbench|mariadb-sysbench.sh sim"
+  "server|redis-aof|/usr/bin/redis-server,/usr/bin/redis-benchmark,/usr/bin/redis-cli|redis-aof.sh"
 )
 if [[ $smoke -eq 1 ]]; then
   scenarios=("gen|kv-buffered||kv-offload --io buffered --chunks 8 --gets 16")
@@ -111,15 +121,18 @@ fi
 
 # missing_requirement NEED: empty when a real scenario's program is there, else what is missing.
 missing_requirement() {
-  local need="$1" mod mods
+  local need="$1" mod mods exe exes
   if [[ "$need" == python3:* ]]; then
     [[ -x "$python" ]] || { echo "$python"; return; }
     IFS=, read -r -a mods <<<"${need#python3:}"
     for mod in "${mods[@]}"; do
       "$python" -c "import $mod" 2>/dev/null || { echo "python module $mod"; return; }
     done
-  elif [[ ! -x "$need" ]]; then
-    echo "$need"
+  else
+    IFS=, read -r -a exes <<<"$need"
+    for exe in "${exes[@]}"; do
+      [[ -x "$exe" ]] || { echo "$exe"; return; }
+    done
   fi
 }
 
@@ -165,8 +178,12 @@ start=$(date +%s)
 for spec in "${scenarios[@]}"; do
   IFS='|' read -r kind name a b <<<"$spec"
   [[ -n "$only" && "$only" != "$name" ]] && continue
-  [[ "$set" == generator && "$kind" != gen ]] && continue
-  [[ "$set" == real && "$kind" != real ]] && continue
+  case "$set" in
+    generator) [[ "$kind" == gen ]] || continue ;;
+    real) [[ "$kind" == real ]] || continue ;;
+    servers) [[ "$kind" == server ]] || continue ;;
+    programs) [[ "$kind" != gen ]] || continue ;;
+  esac
   dir="$work/data/$name"
   mkdir -p "$dir"
   if [[ "$kind" == gen ]]; then
@@ -183,8 +200,9 @@ for spec in "${scenarios[@]}"; do
       echo "$missing not installed" >"$results/$name.missing"
       continue
     fi
-    "$here/programs/$b" prepare "$dir" "$size"
-    argv=("$here/programs/$b" run "$dir" "$size")
+    read -r -a driver <<<"$b"
+    "$here/programs/${driver[0]}" prepare "$dir" "$size" "${driver[@]:1}"
+    argv=("$here/programs/${driver[0]}" run "$dir" "$size" "${driver[@]:1}")
     echo "$kind" >"$results/$name.kind"
   fi
   sync

@@ -16,14 +16,17 @@ import sys
 SCENARIO_ORDER = ["kv-buffered", "kv-direct", "kv-uring", "model-mmap", "model-pread",
                   "model-direct-async", "mixed", "vector-libaio", "vector-uring",
                   # real programs (bench/fidelity/programs)
-                  "sqlite-wal", "torch-checkpoint", "rocksdb-bench", "faiss-ivf"]
+                  "sqlite-wal", "torch-checkpoint", "rocksdb-bench", "faiss-ivf",
+                  # database servers (the same drivers, run.sh --set servers)
+                  "mariadb-uring", "mariadb-simaio", "redis-aof"]
 PACE_ORDER = ["original", "gaps", "fast"]
 FAULT_OPS = {"page_fault", "page_fault_write"}
 # Timing figures are a target only where the pacing promises them and the device does not set
 # the pace (O_DIRECT and cold reads are device-bound: a second run on a different cache/disk
 # state cannot promise the same rate). O_DIRECT scenarios by name; cold reads by what the
 # original did (cold_reads below).
-DEVICE_BOUND = {"kv-direct", "model-direct-async", "vector-libaio", "vector-uring"}
+DEVICE_BOUND = {"kv-direct", "model-direct-async", "vector-libaio", "vector-uring",
+                "mariadb-uring", "mariadb-simaio"}
 # compare's per-query measures (where the original marks its queries), in table order.
 QUERY_MEASURES = ["query-match", "query-hops-err", "hop-depth-err", "query-latency-p50-rel-err"]
 # A run reads cold when the block layer carried at least this share of the bytes it read
