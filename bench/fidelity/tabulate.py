@@ -411,6 +411,16 @@ def fs_section(results, fs_note):
     return "\n".join(out)
 
 
+def mismatch_examples(rep, most=3):
+    """The replay's first mismatch examples: ' (e.g. unlink /x: recorded 0, live -2; ...)'."""
+    found = []
+    for kind, items in (((rep or {}).get("mismatches") or {}).get("examples") or {}).items():
+        for e in items or []:
+            found.append(f"{kind} {e.get('op')} {e.get('path') or '-'} (tid {e.get('tid')} op #{e.get('index')}): "
+                         f"recorded {e.get('recorded')}, live {e.get('live')}")
+    return f" (e.g. {'; '.join(found[:most])})" if found else ""
+
+
 def check(rows):
     """What a replay must get right on any machine: every call in order and every result as
     recorded. Timing is not judged here (a shared machine makes it noisy)."""
@@ -438,7 +448,8 @@ def check(rows):
         if r["rep"] is None:
             problems.append("no replay summary")
         elif r["mismatches"] != 0:
-            problems.append(f"{r['mismatches']} result mismatches {r['mismatch_kinds']}")
+            problems.append(f"{r['mismatches']} result mismatches {r['mismatch_kinds']}"
+                            + mismatch_examples(r["rep"]))
         if problems:
             failed += 1
             print(f"{where}: FAIL: " + "; ".join(problems))
