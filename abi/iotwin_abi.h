@@ -52,7 +52,8 @@ typedef int64_t iot_s64;
 #define IOT_REC_SUBPAGE 16     /* changed 8-byte words of a dirtied page */
 #define IOT_REC_SCHED 17       /* off-CPU / irq interference interval */
 #define IOT_REC_IOVEC 18       /* iovec layout of the preceding vectored call */
-#define IOT_REC_MAX 18
+#define IOT_REC_FDLIST 19      /* descriptors a call passed or received (SCM_RIGHTS, io_uring files) */
+#define IOT_REC_MAX 19
 
 struct iot_rec_hdr {
 	iot_u16 type; /* IOT_REC_* */
@@ -143,7 +144,9 @@ struct iot_string {
 #define IOT_OP_SYNC 66
 #define IOT_OP_IO_PGETEVENTS 67
 #define IOT_OP_FLOCK 68
-#define IOT_OP_MAX 68
+#define IOT_OP_BIND 69    /* AF_UNIX bind to a path: creates a socket file */
+#define IOT_OP_RECVMSG 70 /* recvmsg/recvmmsg that received descriptors (SCM_RIGHTS) */
+#define IOT_OP_MAX 70
 
 /* One joined system call. Field meaning per op is in docs/trace-format.md:
  * in short, `offset`/`length` are the byte range (length = iovec total for
@@ -193,6 +196,37 @@ struct iot_iovec {
 	iot_u64 ts;       /* the call's enter time, to pair with it */
 	/* iot_u64 len[captured]; */
 };
+
+/* Descriptors a call passed or received: follows its SYSCALL record, paired
+ * by (tid, ts) as IOVEC. RECVMSG: the descriptors received by SCM_RIGHTS, in
+ * the order the control messages hold them; IO_URING_REGISTER: the fd array
+ * of IORING_REGISTER_FILES(2) / FILES_UPDATE(2), entry i going to registered
+ * slot first + i (-1: an empty slot). Each entry carries the identity of the
+ * file behind the descriptor, read in the kernel at exit (IOT_FDLE_IDENT). */
+#define IOT_FDLIST_MAX 1024
+#define IOT_FDL_RECEIVED 1   /* recvmsg SCM_RIGHTS */
+#define IOT_FDL_URING_FILES 2 /* io_uring registered files */
+struct iot_fdlist {
+	struct iot_rec_hdr hdr;
+	iot_u32 tid;
+	iot_u16 kind;     /* IOT_FDL_* */
+	iot_u16 flags;    /* IOT_FDLF_* */
+	iot_u32 count;    /* descriptors in the call */
+	iot_u64 ts;       /* the call's enter time, to pair with it */
+	iot_u32 captured; /* entries that follow (<= IOT_FDLIST_MAX, <= count) */
+	iot_u32 first;    /* IOT_FDL_URING_FILES: registered slot of the first entry */
+	/* struct iot_fdlist_entry entries[captured]; */
+};
+#define IOT_FDLF_FAULT 1 /* the array could not be read: entries past `captured` unknown */
+struct iot_fdlist_entry {
+	iot_s32 fd;
+	iot_u32 dev;     /* identity of the file behind fd (IOT_FDLE_IDENT) */
+	iot_u64 ino;
+	iot_u32 fflags;  /* the open file's f_flags (O_ACCMODE, O_APPEND, O_DIRECT, ...) */
+	iot_u16 ftype;   /* S_IFMT >> 12 */
+	iot_u16 eflags;  /* IOT_FDLE_* */
+};
+#define IOT_FDLE_IDENT 1 /* dev, ino, fflags, ftype were read */
 
 /* ---- processes ---------------------------------------------------------- */
 #define IOT_PROC_FORK 1     /* new process: child_tgid/child_tid from tgid/tid */

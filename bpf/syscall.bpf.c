@@ -284,6 +284,21 @@ static __always_inline void iot_read_flock(struct iot_join *j, __u64 uptr)
 	j->lk_read = 1;
 }
 
+#define IOT_AF_UNIX 1
+#define IOT_SUN_PATH_MAX 108
+
+/* Whether (addr, addrlen) is a struct sockaddr_un naming a file. */
+static __always_inline bool iot_unix_path_addr(__u64 addr, __u64 addrlen)
+{
+	__u8 head[3] = {};
+	if (addrlen <= 2 || addrlen > 2 + IOT_SUN_PATH_MAX)
+		return false;
+	if (bpf_probe_read_user(head, sizeof(head), (void *)addr))
+		return false;
+	__u16 family = head[0] | (head[1] << 8);
+	return family == IOT_AF_UNIX && head[2] != 0;
+}
+
 static __always_inline int iot_sys_enter_body(long id, struct pt_regs *regs,
 					      const unsigned long *tp_args, const int how)
 {
@@ -350,6 +365,14 @@ static __always_inline int iot_sys_enter_body(long id, struct pt_regs *regs,
 		break;
 	case IOT_OP_SENDFILE:
 		j->pre[0] = iot_user_loff(j->args[2]);
+		break;
+	case IOT_OP_BIND:
+		/* Only a bind to a path makes a file: AF_UNIX with a sun_path
+		 * that is neither empty (autobind) nor abstract (leading NUL). */
+		if (!iot_unix_path_addr(j->args[1], j->args[2])) {
+			j->op = 0;
+			return 0;
+		}
 		break;
 	}
 	j->op = op; /* last: the entry is complete */
@@ -521,6 +544,256 @@ static __always_inline void iot_aio_records(__u16 op, struct iot_syscall *sc, __
 	}
 }
 
+/* ---- descriptor lists: SCM_RIGHTS received, io_uring registered files ---- */
+#define IOT_SOL_SOCKET 1
+#define IOT_SCM_RIGHTS 1
+#define IOT_CMSG_MAX 8     /* control messages walked per recvmsg */
+#define IOT_SCM_MAX_FD 253 /* the kernel's SCM_MAX_FD: descriptors per message */
+#define IOT_IORING_REGISTER_FILES 2
+#define IOT_IORING_UNREGISTER_FILES 3
+#define IOT_IORING_REGISTER_FILES_UPDATE 6
+#define IOT_IORING_REGISTER_FILES2 13
+#define IOT_IORING_REGISTER_FILES_UPDATE2 14
+#define IOT_IORING_RSRC_REGISTER_SPARSE 1
+
+/* The user's struct msghdr of the 64-bit ABIs, the fields read here. */
+struct iot_user_msghdr {
+	__u64 name;
+	__u32 namelen;
+	__u32 pad;
+	__u64 iov;
+	__u64 iovlen;
+	__u64 control;
+	__u64 controllen; /* updated by the kernel: control bytes received */
+	__u32 flags;
+};
+struct iot_user_cmsghdr {
+	__u64 len;
+	__s32 level;
+	__s32 type;
+};
+struct iot_uring_files_update { /* IORING_REGISTER_FILES_UPDATE */
+	__u32 offset;
+	__u32 resv;
+	__u64 fds;
+};
+struct iot_uring_rsrc_register { /* IORING_REGISTER_FILES2 */
+	__u32 nr;
+	__u32 flags;
+	__u64 resv2;
+	__u64 data;
+	__u64 tags;
+};
+struct iot_uring_rsrc_update2 { /* IORING_REGISTER_FILES_UPDATE2 */
+	__u32 offset;
+	__u32 resv;
+	__u64 data;
+	__u64 tags;
+	__u32 nr;
+	__u32 resv2;
+};
+
+/* The record, output as one piece (per-CPU values are at most 32 KiB: the
+ * descriptor numbers read from user memory have a map of their own). */
+#define IOT_FDL_SCRATCH 32768 /* a power of two: the output size is masked to fit */
+struct iot_fdl_scratch {
+	struct iot_fdlist l;
+	struct iot_fdlist_entry e[IOT_FDLIST_MAX];
+	__u8 slack[IOT_FDL_SCRATCH - sizeof(struct iot_fdlist) -
+		   IOT_FDLIST_MAX * sizeof(struct iot_fdlist_entry)];
+};
+/* Sized for the masked reads the verifier sees. */
+struct iot_fdl_numbers {
+	__s32 fds[2 * IOT_FDLIST_MAX];
+	__u32 sparse; /* the entries are empty slots (-1), fds unread */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iot_fdl_scratch);
+} iot_fdl_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iot_fdl_numbers);
+} iot_fdl_numbers SEC(".maps");
+
+static __always_inline __u32 iot_file_fflags(struct file *f)
+{
+#ifndef IOT_NO_KFUNC_CAST
+	return f->f_flags;
+#else
+	return BPF_CORE_READ(f, f_flags);
+#endif
+}
+
+/* Entry i: descriptor fds[i] and the identity of the file behind it now. */
+static long iot_fdl_fill_one(__u32 i, void *data)
+{
+	__u32 zero = 0;
+	struct iot_fdl_scratch *s = bpf_map_lookup_elem(&iot_fdl_scratch, &zero);
+	struct iot_fdl_numbers *nums = bpf_map_lookup_elem(&iot_fdl_numbers, &zero);
+	if (!s || !nums)
+		return 1;
+	/* masked (bpf_loop runs at most IOT_FDLIST_MAX times), not compared: clang
+	 * would index with an unchecked copy of i */
+	__u32 k = i & (IOT_FDLIST_MAX - 1);
+	struct iot_fdlist_entry *e = &s->e[k];
+	__s32 fd = nums->sparse ? -1 : nums->fds[k];
+	e->fd = fd;
+	e->dev = 0;
+	e->ino = 0;
+	e->fflags = 0;
+	e->ftype = 0;
+	e->eflags = 0;
+	struct file *f = iot_fd_file(fd);
+	struct iot_ident ident = {};
+	iot_file_ident(f, &ident);
+	if (ident.ok) {
+		e->dev = ident.dev;
+		e->ino = ident.ino;
+		e->ftype = ident.ftype;
+		e->fflags = iot_file_fflags(f);
+		e->eflags = IOT_FDLE_IDENT;
+	}
+	return 0;
+}
+
+/* Emits the FDLIST record of s->fds[0..n) for the call of sc. */
+static __always_inline void iot_fdl_emit(struct iot_fdl_scratch *s, const struct iot_syscall *sc,
+					 __u16 kind, __u32 count, __u32 n, __u32 first, __u16 flags)
+{
+	if (n > IOT_FDLIST_MAX)
+		n = IOT_FDLIST_MAX;
+	bpf_loop(n, iot_fdl_fill_one, NULL, 0);
+	struct iot_fdlist *l = &s->l;
+	l->hdr.type = IOT_REC_FDLIST;
+	l->tid = sc->tid;
+	l->kind = kind;
+	l->flags = flags;
+	l->count = count;
+	l->ts = sc->ts;
+	l->captured = n;
+	l->first = first;
+	__u32 size = sizeof(*l) + n * sizeof(struct iot_fdlist_entry);
+	l->hdr.size = size;
+	asm volatile("" : "+r"(size)); /* keep the mask (see iot_scm_rights) */
+	size &= IOT_FDL_SCRATCH - 1;
+	iot_output(l, size, IOT_SRC_SYSCALL);
+}
+
+/* The descriptors a recvmsg received by SCM_RIGHTS into s->fds; their number.
+ * Only the control messages are read, never the payload. */
+static __always_inline __u32 iot_scm_rights(struct iot_fdl_numbers *s, __u64 umsg)
+{
+	struct iot_user_msghdr m = {};
+	if (bpf_probe_read_user(&m, sizeof(m), (void *)umsg))
+		return 0;
+	if (!m.control || m.controllen < sizeof(struct iot_user_cmsghdr))
+		return 0;
+	__u64 at = m.control, end = m.control + m.controllen;
+	__u32 total = 0;
+	for (int k = 0; k < IOT_CMSG_MAX; k++) {
+		struct iot_user_cmsghdr c = {};
+		if (at + sizeof(c) > end || bpf_probe_read_user(&c, sizeof(c), (void *)at))
+			break;
+		if (c.len < sizeof(c) || c.len > end - at)
+			break;
+		if (c.level == IOT_SOL_SOCKET && c.type == IOT_SCM_RIGHTS) {
+			__u32 nfd = (c.len - sizeof(c)) / 4;
+			if (nfd > IOT_SCM_MAX_FD)
+				nfd = IOT_SCM_MAX_FD;
+			__u32 room = IOT_FDLIST_MAX - (total & (IOT_FDLIST_MAX - 1));
+			if (total >= IOT_FDLIST_MAX)
+				break;
+			if (nfd > room)
+				nfd = room;
+			/* masked after a barrier: clang would drop a mask it can
+			 * prove redundant, and the verifier needs to see it */
+			__u32 bytes = nfd * 4;
+			asm volatile("" : "+r"(bytes));
+			bytes &= 1023;
+			if (bytes && bpf_probe_read_user(&s->fds[total & (IOT_FDLIST_MAX - 1)], bytes,
+							 (void *)(at + sizeof(c))))
+				break;
+			total += bytes / 4;
+		}
+		at += (c.len + 7) & ~7ULL; /* CMSG_ALIGN */
+	}
+	return total;
+}
+
+/* recvmsg: a record only when descriptors came with the message, then their list. */
+static __always_inline void iot_emit_recvmsg(struct iot_syscall *sc, __u64 umsg)
+{
+	__u32 zero = 0;
+	struct iot_fdl_scratch *s = bpf_map_lookup_elem(&iot_fdl_scratch, &zero);
+	struct iot_fdl_numbers *nums = bpf_map_lookup_elem(&iot_fdl_numbers, &zero);
+	if (!s || !nums || sc->ret < 0)
+		return;
+	nums->sparse = 0;
+	__u32 n = iot_scm_rights(nums, umsg);
+	if (!n)
+		return;
+	iot_output(sc, sizeof(*sc), IOT_SRC_SYSCALL);
+	iot_fdl_emit(s, sc, IOT_FDL_RECEIVED, n, n, 0, 0);
+}
+
+/* io_uring_register of files: the fd array (FILES, FILES2) or the update
+ * (FILES_UPDATE, FILES_UPDATE2), after the call's record. */
+static __always_inline void iot_uring_files(const struct iot_syscall *sc, __u64 opcode, __u64 arg,
+					    __u64 nr_args)
+{
+	if (sc->ret < 0)
+		return;
+	__u64 fds = arg, count = nr_args;
+	__u32 first = 0;
+	opcode &= 0xffff;
+	if (opcode == IOT_IORING_REGISTER_FILES2) {
+		struct iot_uring_rsrc_register r = {};
+		if (bpf_probe_read_user(&r, sizeof(r), (void *)arg))
+			return;
+		fds = r.flags & IOT_IORING_RSRC_REGISTER_SPARSE ? 0 : r.data;
+		count = r.nr;
+	} else if (opcode == IOT_IORING_REGISTER_FILES_UPDATE) {
+		struct iot_uring_files_update u = {};
+		if (bpf_probe_read_user(&u, sizeof(u), (void *)arg))
+			return;
+		fds = u.fds;
+		first = u.offset;
+	} else if (opcode == IOT_IORING_REGISTER_FILES_UPDATE2) {
+		struct iot_uring_rsrc_update2 u = {};
+		if (bpf_probe_read_user(&u, sizeof(u), (void *)arg))
+			return;
+		fds = u.data;
+		first = u.offset;
+		count = u.nr;
+	} else if (opcode != IOT_IORING_REGISTER_FILES) {
+		return;
+	}
+	__u32 zero = 0;
+	struct iot_fdl_scratch *s = bpf_map_lookup_elem(&iot_fdl_scratch, &zero);
+	struct iot_fdl_numbers *nums = bpf_map_lookup_elem(&iot_fdl_numbers, &zero);
+	if (!s || !nums)
+		return;
+	__u32 n = count > IOT_FDLIST_MAX ? IOT_FDLIST_MAX : count;
+	__u16 flags = 0;
+	nums->sparse = !fds; /* every slot empty */
+	__u32 bytes = n * 4;
+	asm volatile("" : "+r"(bytes)); /* keep the mask below (see iot_scm_rights) */
+	bytes &= 2 * IOT_FDLIST_MAX * 4 - 1;
+	if (fds && bytes && bpf_probe_read_user(nums->fds, bytes, (void *)fds)) {
+		n = 0;
+		flags = IOT_FDLF_FAULT;
+	}
+	iot_fdl_emit(s, sc, IOT_FDL_URING_FILES, count > 0xffffffffULL ? 0xffffffff : count, n,
+		     first, flags);
+}
+
 /* Reads a NUL-terminated user string into dst; returns its length without the
  * NUL (at most IOT_STRING_MAX) and flags faults and truncation. */
 static __always_inline __u32 iot_read_path(__u8 *dst, __u64 uptr, __u16 *sflags)
@@ -576,6 +849,7 @@ struct iot_decode {
 	bool vectored;
 	__u64 path1, path2;
 	__u64 user_buf; /* stat buffer */
+	__u32 path1_max; /* non-zero: path1 is at most this long (sun_path need not end in NUL) */
 };
 
 /* The record's fields from the call's arguments, per op (a table in code
@@ -946,6 +1220,19 @@ static __always_inline void iot_sc_decode(__u16 op, struct iot_join *j, long ret
 		sc->mode = a1;
 		sc->length = a3;
 		break;
+	/* sockets */
+	case IOT_OP_RECVMSG:
+		/* (sockfd, struct msghdr *, flags); the descriptors follow in FDLIST */
+		sc->fd = a0;
+		sc->aux = a2;
+		break;
+	case IOT_OP_BIND:
+		/* (sockfd, struct sockaddr_un *, addrlen): the path, against the cwd */
+		sc->fd = -100;
+		sc->aux = a0;
+		d->path1 = a1 + 2;
+		d->path1_max = a2 > 2 ? a2 - 2 : 0;
+		break;
 	}
 }
 
@@ -1038,6 +1325,8 @@ static __always_inline void iot_sc_emit_tail(struct iot_scratch *s, struct iot_s
 		sc->length = total;
 	} else {
 		__u32 l1 = iot_read_path(s->tail, d->path1, &sc->sflags);
+		if (d->path1_max && l1 > d->path1_max)
+			l1 = d->path1_max;
 		__u32 l2 = 0;
 		if (d->path2)
 			l2 = iot_read_path(&s->tail[l1 & 8191], d->path2, &sc->sflags);
@@ -1128,9 +1417,15 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 		return;
 	}
 
+	if (op == IOT_OP_RECVMSG) {
+		iot_emit_recvmsg(sc, a1);
+		return;
+	}
 	if (!d->path1 && !d->vectored) {
 		if (!iot_sc_emit_short(sc))
 			iot_output(sc, sizeof(*sc), IOT_SRC_SYSCALL);
+		if (op == IOT_OP_IO_URING_REGISTER)
+			iot_uring_files(sc, a1, a2, a3);
 		if (op == IOT_OP_IO_SUBMIT)
 			iot_aio_records(op, sc, a0, a2, now);
 		else if (op == IOT_OP_IO_GETEVENTS || op == IOT_OP_IO_PGETEVENTS)

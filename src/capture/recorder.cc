@@ -538,7 +538,8 @@ uint64_t Capture::EventCount() const {
   // Events: what happened in the workload (not strings, iovec layouts, clocks or loss reports).
   uint64_t n = 0;
   for (size_t t = 0; t <= IOT_REC_MAX; t++) {
-    if (t != IOT_REC_STRING && t != IOT_REC_IOVEC && t != IOT_REC_CLOCK && t != IOT_REC_LOST) {
+    if (t != IOT_REC_STRING && t != IOT_REC_IOVEC && t != IOT_REC_FDLIST && t != IOT_REC_CLOCK &&
+        t != IOT_REC_LOST) {
       n += Count(t);
     }
   }

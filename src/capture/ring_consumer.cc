@@ -96,6 +96,21 @@ Status RingConsumer::Handle(const uint8_t* data, size_t size) {
         return Status::Ok();
       }
       return Append(reinterpret_cast<const iot_rec_hdr*>(data));
+    case IOT_REC_FDLIST: {
+      // The descriptor list follows its call's record; its entries must all be there.
+      iot_fdlist l;
+      if (hdr.size < sizeof(l)) {
+        counts_.malformed++;
+        return Status::Ok();
+      }
+      memcpy(&l, data, sizeof(l));
+      if (l.captured > IOT_FDLIST_MAX ||
+          hdr.size < sizeof(l) + size_t{l.captured} * sizeof(iot_fdlist_entry)) {
+        counts_.malformed++;
+        return Status::Ok();
+      }
+      return Append(reinterpret_cast<const iot_rec_hdr*>(data));
+    }
     case IOT_WIRE_SYSCALL_SHORT:
       return HandleSyscallShort(data, hdr.size);
     case IOT_WIRE_SYSCALL_EXT:

@@ -214,6 +214,12 @@ constexpr SyscallOp kCaptured[] = {
 #ifdef SYS_io_uring_register
     {SYS_io_uring_register, IOT_OP_IO_URING_REGISTER},
 #endif
+#ifdef SYS_bind
+    {SYS_bind, IOT_OP_BIND},
+#endif
+#ifdef SYS_recvmsg
+    {SYS_recvmsg, IOT_OP_RECVMSG},
+#endif
 };
 
 }  // namespace

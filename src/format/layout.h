@@ -17,8 +17,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 inline constexpr uint8_t kFileMagic[8] = {0x89, 'I', 'O', 'T', 'W', '\r', '\n', 0x1a};
 inline constexpr uint16_t kMajor = 1;
 // Minor 1 added chunk codec 2 (kCodecZstdPacked), minor 2 codec 3 (kCodecZstdShaped); older
-// readers reject such chunks by codec, never misread them.
-inline constexpr uint16_t kMinor = 2;
+// readers reject such chunks by codec, never misread them. Minor 3 added the FDLIST record
+// type, which older readers skip as unknown (and count).
+inline constexpr uint16_t kMinor = 3;
 
 struct FileHeader {
   uint8_t magic[8];

@@ -180,6 +180,13 @@ constexpr std::array<OpInfo, IOT_OP_MAX + 1> MakeTable() {
       AsyncRow("io_uring_enter", Fam::kUring, Res::kCount, R::kRing, F::kUnused, F::kCommand);
   t[IOT_OP_IO_URING_REGISTER] =
       AsyncRow("io_uring_register", Fam::kUring, Res::kValue, R::kRing, F::kCommand, F::kUnused);
+  // Sockets, as far as they touch files: an AF_UNIX bind to a path creates a socket file there
+  // (aux: the socket's descriptor, which the trace does not follow); a recvmsg that received
+  // descriptors (SCM_RIGHTS; an FDLIST record follows) makes them, on the sender's files.
+  t[IOT_OP_BIND] =
+      PathRow("bind", Fam::kDirectory, Res::kStatus, B::kCwd, F::kUnused, F::kCommand);
+  t[IOT_OP_RECVMSG] = Row("recvmsg", Fam::kDescriptor, D::kNone, Res::kValue, R::kNone, R::kNone,
+                          F::kUnused, F::kUnused, F::kCommand, Rep::kNotReplayed);
   return t;
 }
 
@@ -193,6 +200,7 @@ constexpr bool EveryRowNamed() {
 }
 static_assert(EveryRowNamed(), "an IOT_OP_* code has no row in the op table");
 static_assert(kOps[IOT_OP_FLOCK].name == "flock");
+static_assert(kOps[IOT_OP_RECVMSG].name == "recvmsg");
 static_assert(kOps[IOT_OP_SENDFILE].fd == FdRole::kWriteTo);
 
 // ---- async opcodes ----

@@ -1,5 +1,6 @@
 #include "format/record_text.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -48,6 +49,23 @@ std::string RecordToText(const iot_rec_hdr* h, const TraceReader* r) {
       const uint64_t* l = reinterpret_cast<const uint64_t*>(&v + 1);
       for (unsigned i = 0; i < v.captured; i++) lens += fmt::format("{}{}", i ? "," : "", l[i]);
       return fmt::format("iovec ts={} tid={} count={} lens=[{}]", v.ts, v.tid, v.count, lens);
+    }
+    case IOT_REC_FDLIST: {
+      const auto& l = As<iot_fdlist>(h);
+      std::string fds;
+      const size_t have = (h->size - sizeof(iot_fdlist)) / sizeof(iot_fdlist_entry);
+      const auto* e = reinterpret_cast<const iot_fdlist_entry*>(&l + 1);
+      for (size_t i = 0; i < std::min<size_t>(l.captured, have); i++) {
+        if (e[i].eflags & IOT_FDLE_IDENT) {
+          fds += fmt::format("{}{}={}:{}/{} ftype={} flags={:#o}", i ? "," : "", e[i].fd,
+                             e[i].dev >> 20, e[i].dev & 0xfffff, e[i].ino, e[i].ftype,
+                             e[i].fflags);
+        } else {
+          fds += fmt::format("{}{}", i ? "," : "", e[i].fd);
+        }
+      }
+      return fmt::format("fdlist ts={} tid={} kind={} count={} first={} flags={:#x} fds=[{}]",
+                         l.ts, l.tid, l.kind, l.count, l.first, l.flags, fds);
     }
     case IOT_REC_PROC: {
       const auto& p = As<iot_proc>(h);

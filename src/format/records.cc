@@ -39,6 +39,7 @@ constexpr std::array<TypeInfo, IOT_REC_MAX + 1> kTypes = {{
     {"subpage", sizeof(iot_subpage)},
     {"sched", sizeof(iot_sched)},
     {"iovec", sizeof(iot_iovec)},
+    {"fdlist", sizeof(iot_fdlist)},
 }};
 
 }  // namespace

@@ -111,7 +111,9 @@ Result<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path_a
   r->dctx_ = ZSTD_createDCtx();
   if (!r->dctx_) return Status::Internal("{}: cannot allocate a zstd context", path);
   for (uint16_t type = 0; type < kFastTypes; type++) {
-    if (type == IOT_REC_STRING || type == IOT_REC_IOVEC) continue;  // validated in NextSlow()
+    if (type == IOT_REC_STRING || type == IOT_REC_IOVEC || type == IOT_REC_FDLIST) {
+      continue;  // validated in NextSlow()
+    }
     r->fast_size_[type] = static_cast<uint16_t>(RecordFixedSize(type));
   }
   IOTWIN_RETURN_IF_ERROR(r->ReadHeader());
@@ -498,6 +500,15 @@ Result<const iot_rec_hdr*> TraceReader::NextSlow() {
       if (v.captured > IOT_IOVEC_MAX || hdr.size < sizeof(iot_iovec) + v.captured * 8u) {
         IOTWIN_RETURN_IF_ERROR(ChunkError(fmt::format(
             "iovec record claims {} lengths in {} bytes", v.captured, hdr.size)));
+        continue;
+      }
+    } else if (hdr.type == IOT_REC_FDLIST) {
+      const auto& l = As<iot_fdlist>(out);
+      if (l.captured > IOT_FDLIST_MAX || l.captured > l.count ||
+          hdr.size < sizeof(iot_fdlist) + l.captured * sizeof(iot_fdlist_entry)) {
+        IOTWIN_RETURN_IF_ERROR(ChunkError(fmt::format(
+            "fdlist record claims {} of {} descriptors in {} bytes", l.captured, l.count,
+            hdr.size)));
         continue;
       }
     }

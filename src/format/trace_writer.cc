@@ -22,6 +22,10 @@ uint64_t RecordTimestamp(const iot_rec_hdr* rec) {
       return rec->size >= offsetof(iot_iovec, ts) + 8
                  ? reinterpret_cast<const iot_iovec*>(rec)->ts
                  : 0;
+    case IOT_REC_FDLIST:
+      return rec->size >= offsetof(iot_fdlist, ts) + 8
+                 ? reinterpret_cast<const iot_fdlist*>(rec)->ts
+                 : 0;
     default:
       // Every other v1 record keeps its u64 timestamp at offset 8 (CLOCK: monotonic_ns).
       if (rec->size < 16) return 0;

@@ -422,8 +422,10 @@ Result<AnonymizeResult> AnonymizeTrace(const std::string& input, const std::stri
       continue;
     }
     // Copy the fields this build knows; fields appended by newer writers could hold string ids
-    // and are dropped. IOVEC keeps its variable tail (lengths only).
-    size_t size = h->type == IOT_REC_IOVEC ? h->size : RecordFixedSize(h->type);
+    // and are dropped. IOVEC and FDLIST keep their variable tails (lengths; descriptor numbers
+    // and file identities).
+    size_t size = h->type == IOT_REC_IOVEC || h->type == IOT_REC_FDLIST ? h->size
+                                                                       : RecordFixedSize(h->type);
     if (size == 0 || size > buf.size() * 8 || size > h->size) continue;
     std::memcpy(buf.data(), h, size);
     auto* rec = reinterpret_cast<iot_rec_hdr*>(buf.data());

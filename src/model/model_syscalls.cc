@@ -652,6 +652,21 @@ bool ModelBuilder::Impl::ApplyNamespaceOp(SyscallStep& s) {
       s.declare.push_back([=, this] { PathResources(q, true); });
       break;
     }
+    case IOT_OP_BIND: {
+      // An AF_UNIX socket bound to a path makes a socket file there; EADDRINUSE: something
+      // already had the name.
+      PathId p = op.path;
+      if (p != kNone && op.skip == Skip::kReplayable) {
+        if (ok) {
+          op.file = Created(p, false);
+          if (op.file != kNone) m->files_[op.file].ftype = S_IFSOCK >> 12;
+        } else if (sc.ret == -EADDRINUSE) {
+          op.file = Exists(p, false, 0, nullptr);
+        }
+      }
+      s.declare.push_back([=, this] { PathResources(p, true); });
+      break;
+    }
     case IOT_OP_CHDIR: {
       PathId p = op.path;
       if (p != kNone && op.skip == Skip::kReplayable && ok) {

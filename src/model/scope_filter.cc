@@ -96,7 +96,9 @@ bool ScopeRecordFilter::KeepSyscall(const iot_syscall& sc) {
 }
 
 bool ScopeRecordFilter::Keep(const iot_rec_hdr* rec) {
-  if (rec->type != IOT_REC_IOVEC && rec->type != IOT_REC_STRING) last_call_dropped_ = false;
+  if (rec->type != IOT_REC_IOVEC && rec->type != IOT_REC_FDLIST && rec->type != IOT_REC_STRING) {
+    last_call_dropped_ = false;
+  }
   switch (rec->type) {
     case IOT_REC_STRING: {
       const auto& s = As<iot_string>(rec);
@@ -112,6 +114,9 @@ bool ScopeRecordFilter::Keep(const iot_rec_hdr* rec) {
     }
     case IOT_REC_IOVEC:
       if (last_call_dropped_ && As<iot_iovec>(rec).tid == dropped_call_tid_) return Drop();
+      return true;
+    case IOT_REC_FDLIST:
+      if (last_call_dropped_ && As<iot_fdlist>(rec).tid == dropped_call_tid_) return Drop();
       return true;
     case IOT_REC_PROC: {
       const auto& p = As<iot_proc>(rec);

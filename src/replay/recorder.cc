@@ -182,6 +182,7 @@ std::optional<uint32_t> RecordThread(const iot_rec_hdr* rec) {
   switch (rec->type) {
     case IOT_REC_SYSCALL: return As<iot_syscall>(rec).tid;
     case IOT_REC_IOVEC: return As<iot_iovec>(rec).tid;
+    case IOT_REC_FDLIST: return As<iot_fdlist>(rec).tid;
     case IOT_REC_PAGE_FAULT: return As<iot_page_fault>(rec).tid;
     case IOT_REC_ASYNC_IO: return As<iot_async_io>(rec).tid;
     case IOT_REC_INTENT: return As<iot_intent>(rec).tid;

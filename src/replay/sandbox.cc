@@ -192,6 +192,13 @@ int Sandbox::Mkdir(std::string_view target, mode_t mode) const {
   return Ret(mkdirat(p.fd, p.name.c_str(), mode));
 }
 
+int Sandbox::MakeSocketFile(std::string_view target, mode_t mode) const {
+  Parent p;
+  if (int rc = OpenParent(target, &p); rc < 0) return rc == -EBUSY ? -EADDRINUSE : rc;
+  const int rc = Ret(mknodat(p.fd, p.name.c_str(), S_IFSOCK | (mode & 07777), 0));
+  return rc == -EEXIST ? -EADDRINUSE : rc;
+}
+
 int Sandbox::Unlink(std::string_view target, int flags) const {
   Parent p;
   if (int rc = OpenParent(target, &p); rc < 0) return rc;

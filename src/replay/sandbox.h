@@ -82,6 +82,9 @@ class Sandbox {
   // statx with the recorded flags (AT_SYMLINK_NOFOLLOW, AT_STATX_*) and mask.
   int Statx(std::string_view target, int flags, unsigned mask, struct statx* stx) const;
   int Mkdir(std::string_view target, mode_t mode) const;
+  // The socket file an AF_UNIX bind to `target` makes (mknodat S_IFSOCK; the umask applies, as
+  // to bind's); EADDRINUSE where the name exists, as bind answers.
+  int MakeSocketFile(std::string_view target, mode_t mode) const;
   // unlink, or rmdir with AT_REMOVEDIR.
   int Unlink(std::string_view target, int flags) const;
   int Rename(std::string_view from, std::string_view to, unsigned flags) const;

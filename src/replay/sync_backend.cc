@@ -91,6 +91,9 @@ uint64_t HonouredOpenFlags(uint64_t flags) {
   return flags;
 }
 
+// bind(2) gives a socket file the socket inode's mode, 0777, less the umask.
+constexpr mode_t kSocketFileMode = 0777;
+
 // Calls that name a path, issued as recorded (same system call, same flags) by a worker confined
 // to its base (LiveArgs::in_root: its own root directory, see sandbox.h), on the recorded path.
 // `mode`: the mode a creating call passes (modes.h), not the recorded one.
@@ -154,6 +157,11 @@ int64_t ConfinedPathCall(const LiveArgs& a, uint32_t mode) {
       return a.sandbox ? a.sandbox->SymlinkInRoot(a.path, a.path2, sc.op == IOT_OP_SYMLINKAT)
                        : -EPERM;
     case IOT_OP_CHDIR: return Ret(syscall(SYS_chdir, a.path));
+    case IOT_OP_BIND: {
+      // The socket file the bind made (the socket itself is not replayed).
+      const int64_t r = Ret(syscall(SYS_mknodat, AT_FDCWD, a.path, S_IFSOCK | kSocketFileMode, 0));
+      return r == -EEXIST ? -EADDRINUSE : r;
+    }
     default: return -ENOSYS;
   }
 }
@@ -217,6 +225,7 @@ int64_t NameCall(const LiveArgs& a, uint32_t mode) {
     case IOT_OP_SYMLINK:
     case IOT_OP_SYMLINKAT: return sb.Symlink(a.path, a.path2);
     case IOT_OP_CHDIR: return sb.Chdir(a.path);
+    case IOT_OP_BIND: return sb.MakeSocketFile(a.path, kSocketFileMode);
     default: return -ENOSYS;
   }
 }
@@ -522,6 +531,7 @@ class SyncBackend final : public Backend {
       case IOT_OP_SYMLINK:
       case IOT_OP_SYMLINKAT:
       case IOT_OP_CHDIR:
+      case IOT_OP_BIND:
         return NameCall(a, AppliedMode(sc.mode, keep_modes_));
       case IOT_OP_RENAME:
       case IOT_OP_RENAMEAT:
