@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -28,6 +29,7 @@
 #include "base/fd.h"
 #include "replay/fill.h"
 #include "replay/histogram.h"
+#include "replay/interrupt.h"
 #include "replay/pacer.h"
 #include "replay/recorder.h"
 #include "replay/stats.h"
@@ -187,6 +189,9 @@ constexpr uint32_t kOpenLoopInflight = 256;
 // one submission costs a few microseconds, so a burst submitted one by one would spread out by
 // more than this (and the device would see a shallower queue than recorded).
 constexpr uint64_t kBatchWindowNs = 5'000;
+// The longest sleep before a request's due time: a stop (SIGINT, SIGTERM, SIGHUP) is honoured
+// within it, as the file-level replay's pacing waits are.
+constexpr uint64_t kStopSliceNs = 100'000'000;
 
 // One line naming how many requests were refused, why, and the first of them.
 std::string RefusalWarning(const std::vector<const model::BlockRequest*>& reqs,
@@ -363,8 +368,8 @@ class WakeLateness {
 class BlockReplayer {
  public:
   BlockReplayer(const std::vector<const model::BlockRequest*>& reqs, const BlockLayout& layout,
-                const ReplayOptions& o, int fd)
-      : reqs_(reqs), layout_(layout), o_(o), fd_(fd), live_(reqs.size()) {}
+                const ReplayOptions& o, int fd, const std::atomic<bool>* stop)
+      : reqs_(reqs), layout_(layout), o_(o), fd_(fd), stop_(stop), live_(reqs.size()) {}
   ~BlockReplayer() {
     if (ring_ready_) io_uring_queue_exit(&ring_);
   }
@@ -372,7 +377,8 @@ class BlockReplayer {
   BlockReplayer& operator=(const BlockReplayer&) = delete;
 
   Status Init(uint32_t max_qd);
-  // Replays every request that was placed; returns the seconds the replay took.
+  // Replays every request that was placed, or those before a stop (a signal); returns the
+  // seconds the replay took. Requests in flight at a stop complete first.
   double Run();
   const BlockTally& tally() const { return tally_; }
   const WakeLateness& wake() const { return wake_; }
@@ -387,7 +393,9 @@ class BlockReplayer {
   };
 
   uint64_t Due(const model::BlockRequest& r);
-  void WaitForDue(uint64_t due);
+  // False when a stop came first.
+  bool WaitForDue(uint64_t due);
+  bool Stopped() const { return stop_->load(std::memory_order_relaxed); }
   void NoteIssued(const model::BlockRequest& r, uint64_t due, uint64_t issued);
   void NoteSubmitted(uint64_t due, uint64_t submitted, uint64_t held_late);
   void IssueIoctl(size_t i, BlockOp op, uint64_t off, uint64_t due);
@@ -399,6 +407,7 @@ class BlockReplayer {
   const BlockLayout& layout_;
   const ReplayOptions& o_;
   const int fd_;
+  const std::atomic<bool>* stop_;  // set by the InterruptWatcher
   io_uring ring_;
   bool ring_ready_ = false;
   bool fixed_buffers_ = false;  // rbuf_ and wbuf_ registered as buffers 0 and 1
@@ -448,7 +457,7 @@ double BlockReplayer::Run() {
   trace_start_ = reqs_.front()->ts;
   prev_rec_ = trace_start_;
   prev_issue_ = live_start_;
-  for (size_t i = 0; i < reqs_.size(); i++) {
+  for (size_t i = 0; i < reqs_.size() && !Stopped(); i++) {
     const auto& r = *reqs_[i];
     const BlockLayout::Placement& place = layout_.placements[i];
     if (place.refused != BlockRefusal::kNone) continue;
@@ -470,7 +479,7 @@ double BlockReplayer::Run() {
     if (!pending_.empty() && due > NowNs() && due > pending_.front().second + kBatchWindowNs) {
       Flush();
     }
-    WaitForDue(due);
+    if (!WaitForDue(due)) break;
     NoteIssued(r, due, NowNs());
 
     BlockOp op = Classify(r);
@@ -512,15 +521,17 @@ uint64_t BlockReplayer::Due(const model::BlockRequest& r) {
 // device's) and stays under the kernel's real-time throttling. A SCHED_OTHER thread keeps the
 // fixed spin: spinning longer, it is preempted more by the fair scheduler and leaves the device's
 // worker less CPU (docs/replay.md, "Device-level replay").
-void BlockReplayer::WaitForDue(uint64_t due) {
+// Sleeps are at most kStopSliceNs, so that a stop is seen within that time.
+bool BlockReplayer::WaitForDue(uint64_t due) {
   const uint64_t since_prev = due > prev_issue_ ? due - prev_issue_ : 0;
   const uint64_t learned = o_.rt_priority > 0 ? std::min(wake_.SpinNs(), since_prev / 5 * 4) : 0;
   const uint64_t spin = std::max(o_.spin_ns, learned);
   while (true) {
     Reap(false);
+    if (Stopped()) return false;
     const uint64_t now = NowNs();
     if (now + spin >= due) break;
-    const uint64_t wake = due - spin;
+    const uint64_t wake = std::min(due - spin, now + kStopSliceNs);
     if (inflight_ > 0) {
       __kernel_timespec ts{0, static_cast<long long>(std::min<uint64_t>(wake - now, 1'000'000))};
       io_uring_cqe* cqe;
@@ -533,9 +544,10 @@ void BlockReplayer::WaitForDue(uint64_t due) {
     }
     const uint64_t woke = NowNs();
     // A wait that ended past its end is a timer's wake-up (a completion ends it earlier).
-    if (woke >= wake) wake_.Note(woke - wake);
+    if (woke >= wake && wake == due - spin) wake_.Note(woke - wake);
   }
   WaitUntil(due, UINT64_MAX);  // spins the rest
+  return true;
 }
 
 void WakeLateness::Note(uint64_t late_ns) {
@@ -745,7 +757,16 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
   for (const auto* r : reqs) max_qd = std::max(max_qd, r->inflight);
   if (layout.refused_total() > 0) warnings.push_back(RefusalWarning(reqs, layout, o, dev_size));
 
-  BlockReplayer replayer(reqs, layout, o, fd.get());
+  // A signal stops the replay at its next request (or within a sleep's slice): the summary,
+  // --json and --record are written for what ran. Before the recorder starts, which unblocks the
+  // signals in its child.
+  std::atomic<bool> stop{false};
+  std::atomic<const char*> stopped_by{nullptr};
+  InterruptWatcher interrupts([&](const char* why) {
+    stopped_by.store(why);
+    stop.store(true);
+  });
+  BlockReplayer replayer(reqs, layout, o, fd.get(), &stop);
   if (Status st = replayer.Init(max_qd); !st.ok()) return st;
   if (!rec.path.empty()) {
     // The memory layer has nothing to say about O_DIRECT requests on a raw device.
@@ -767,6 +788,11 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
   }
   out.summary["fifo_threads"] = fifo_threads;
   if (rec.recorder) FinishRecording(rec, RecordingMeta(o, layout, reqs.front()->dev), &out);
+  if (const char* why = stopped_by.load()) {
+    out.summary["aborted"] = why;
+    out.text += fmt::format("  stopped: {}\n", why);
+    out.exit_code = 1;
+  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../unit/trace_builder.h"
 #include "record_check.h"
 #include "runtime_util.h"
 
@@ -89,6 +90,41 @@ TEST(ReplayInterrupt, SighupStopsATextReplayThatSaysWhy) {
   EXPECT_EQ(ReadAll(dir / "rc"), "1\n") << ReadAll(dir / "err");
   EXPECT_NE(ReadAll(dir / "out").find("interrupted by SIGHUP"), std::string::npos)
       << ReadAll(dir / "out");
+}
+
+// A device-level replay (--layer block) stops at a signal too, within its 100 ms sleep slices,
+// with the summary saying why: two reads recorded 8 s apart, SIGINT after 2 s.
+TEST(ReplayInterrupt, SigintStopsABlockReplayBetweenDistantRequests) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for losetup";
+  TempDir dir;
+  const std::string image = dir / "disk.img";
+  ASSERT_EQ(test::Run({"/usr/bin/truncate", "-s", "16M", image}, 30).exit_code, 0);
+  const RunResult loop = test::Run({"/usr/sbin/losetup", "-f", "--show", image}, 30);
+  ASSERT_EQ(loop.exit_code, 0) << loop.err;
+  const std::string dev = loop.out.substr(0, loop.out.find('\n'));
+  TraceBuilder b;
+  b.meta()["layers"] = {{"syscall", {{"enabled", false}}}, {"block", {{"enabled", true}}}};
+  b.step = 4'000'000'000;  // 4 s between records: the second read is due 8 s after the first
+  for (uint64_t rq = 1; rq <= 2; rq++) {
+    b.Block(IOT_BLK_ISSUE, rq * 8, 4096, IOT_BLKF_READ, rq);
+    b.Block(IOT_BLK_COMPLETE, rq * 8, 4096, IOT_BLKF_READ, rq);
+  }
+  const std::string trace = dir / "block.iotwin";
+  ASSERT_TRUE(b.WriteFile(trace).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult r = ReplayAndSignal(
+      dir, trace + " --layer block --device " + dev + " --allow-device --pace original --json",
+      "INT");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  test::Run({"/usr/sbin/losetup", "-d", dev}, 30);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadAll(dir / "rc"), "1\n") << ReadAll(dir / "err");
+  EXPECT_LT(seconds, 5.0) << "the replay did not stop at the signal";
+  const nlohmann::json j = nlohmann::json::parse(ReadAll(dir / "out"), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << ReadAll(dir / "out") << ReadAll(dir / "err");
+  EXPECT_EQ(j.value("aborted", ""), "interrupted by SIGINT");
+  EXPECT_EQ(j["per_op"]["block_read"].value("count", 0), 1);
 }
 
 }  // namespace
