@@ -55,8 +55,8 @@ struct ModelBuilder::Impl {
     uint64_t orig; // file order
     uint8_t type;
     uint32_t index;
-    uint8_t after = 0;  // 1: sorts after the event whose (ts, seq, sub) it took (a descriptor
-                        // handover, PostponeDescriptorHandovers)
+    uint8_t after = 0;  // > 0: sorts after the event whose (ts, seq, sub) it took (a descriptor
+                        // handover, PostponeDescriptorHandovers; a race, ReorderRaces)
   };
 
   static bool EventBefore(const Event& a, const Event& b) {
@@ -708,6 +708,8 @@ struct ModelBuilder::Impl {
   // Fills the cache states' resident extents when the trace's memory layer saw the page cache.
   void ResolveInitialResidency();
   bool PostponeDescriptorHandovers();
+  // Racing calls on one name or one file's end in the order their results show (race_order.cc).
+  bool ReorderRaces();
   void BuildBlockRequests();
   Status Finish();
 };

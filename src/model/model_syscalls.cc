@@ -339,9 +339,15 @@ bool ModelBuilder::Impl::ApplyDataOp(SyscallStep& s) {
         }
       }
       uint32_t pos_ofd = positional ? kNone : op.ofd;
+      // The file's end (ordering.h, kSize): an append reads and moves it, a write reaching it
+      // may have moved it.
+      const bool appends = is_write && !positional && ofd && Desc(op.ofd).append;
+      const bool reaches_end = is_write && n > 0 && Sum(pos, n) >= sc.fsize;
       s.declare.push_back([=, this] {
         DeclareFdUse(proc, sc.fd);
         if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
+        if (file != kNone && appends) deps.Write(ResourceKey(ResourceTag::kSize, file));
+        else if (file != kNone && reaches_end) deps.Read(ResourceKey(ResourceTag::kSize, file));
         if (file != kNone && n > 0) {
           if (is_write) {
             deps.WriteRange(FileKey(file), pos, Sum(pos, n));
@@ -357,9 +363,13 @@ bool ModelBuilder::Impl::ApplyDataOp(SyscallStep& s) {
       if (ok && ofd) Desc(op.ofd).pos = static_cast<uint64_t>(sc.ret);
       if (file != kNone && ok) GrowInitial(file, sc.fsize);
       uint32_t pos_ofd = op.ofd;
+      // SEEK_END, SEEK_DATA, SEEK_HOLE: the answer depends on the file's end (kSize).
+      const int whence = Whence(sc);
+      const bool sees_end = whence == SEEK_END || whence == SEEK_DATA || whence == SEEK_HOLE;
       s.declare.push_back([=, this] {
         DeclareFdUse(proc, sc.fd);
         if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
+        if (file != kNone && sees_end) deps.Write(ResourceKey(ResourceTag::kSize, file));
       });
       break;
     }
@@ -380,6 +390,7 @@ bool ModelBuilder::Impl::ApplyDataOp(SyscallStep& s) {
       s.declare.push_back([=, this] {
         DeclareFdUse(proc, sc.fd);
         if (file != kNone) deps.WriteRange(FileKey(file), b, e);
+        if (file != kNone) deps.Read(ResourceKey(ResourceTag::kSize, file));  // moves the end
       });
       break;
     }

@@ -11,9 +11,11 @@ void DependencyTracker::Begin(uint32_t thread, uint32_t index, uint64_t start, u
 }
 
 namespace {
-// Descriptor numbers: ordered by the kernel whatever the timing (ordering.h).
+// Descriptor numbers, names and file sizes: ordered by the kernel whatever the timing
+// (ordering.h).
 bool Timed(uint64_t resource) {
-  return (resource >> 56) != static_cast<uint64_t>(ResourceTag::kFd);
+  const auto tag = static_cast<ResourceTag>(resource >> 56);
+  return tag != ResourceTag::kFd && tag != ResourceTag::kPath && tag != ResourceTag::kSize;
 }
 }  // namespace
 

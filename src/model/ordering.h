@@ -19,6 +19,14 @@
 // is ordered after the op that created that instance and before the op that retires it, across
 // threads, even when they overlapped in time: ops are presented in start order, which is the
 // order in which the kernel looked the numbers up, so these edges point backwards too.
+//
+// Names and file sizes are ordered the same way (kPath, kSize): the kernel serialises the calls
+// on a name under its directory's lock and the calls that read or move a file's end under the
+// inode's, so their outcome (mkdir's 0 or EEXIST, unlink's 0 or ENOENT, an O_EXCL open, the
+// offset of an append, what lseek(SEEK_END) returns) is fixed by the order they took it in,
+// however they overlapped in time. The model presents such racing calls in that order (the
+// trace's results tell it when the recorded start order is not it: ReorderNameRaces), and a
+// conflict on these resources is an edge whatever the timing.
 // Every dependency points backwards in the global order, so the graph is acyclic and replay
 // cannot deadlock on it.
 //
@@ -41,8 +49,13 @@ namespace iotwin::model {
 // kLock: the locks of a file (fcntl record locks, OFD locks, leases, flock): every lock op uses
 // it through UseInOrder, so lock, unlock and refused lock ops of different threads and processes
 // replay in their recorded order.
+// kSize: the end of a file. What a call sees of it (lseek SEEK_END/SEEK_DATA/SEEK_HOLE, an
+// O_APPEND write, which also moves it) is an exclusive use; a write that extends the file is a
+// shared use, so that extending writes of several threads stay free of one another while a
+// reader of the size follows those that started before it and precedes those after it.
 enum class ResourceTag : uint8_t {
-  kPath = 1, kFd = 2, kMapping = 3, kAsyncCtx = 4, kFile = 5, kPosition = 6, kLock = 7
+  kPath = 1, kFd = 2, kMapping = 3, kAsyncCtx = 4, kFile = 5, kPosition = 6, kLock = 7,
+  kSize = 8
 };
 inline uint64_t ResourceKey(ResourceTag tag, uint64_t id) {
   return (static_cast<uint64_t>(tag) << 56) | (id & ((1ull << 56) - 1));
@@ -88,7 +101,7 @@ class DependencyTracker {
     Access writer;
   };
   // `timed`: keep the edge only if `a` completed before the current op started (see above);
-  // descriptor resources pass false.
+  // descriptor, name and size resources pass false.
   void Need(const Access& a, bool timed);
   void Need(uint32_t thread, uint32_t index);
 

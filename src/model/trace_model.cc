@@ -547,7 +547,9 @@ bool ModelBuilder::Impl::PostponeDescriptorHandovers() {
   auto postpone = [&](size_t c, size_t i, const iot_syscall& close) {
     Event& open_ev = events[c];
     const iot_syscall& open = syscalls[open_ev.index];
-    if (open.tid != close.tid && close.ts >= open.ts && close.ts < Sum(open.ts, open.dur)) {
+    // Only ever later: a race may have postponed the open past the close already.
+    if (open.tid != close.tid && close.ts >= open.ts && close.ts < Sum(open.ts, open.dur) &&
+        EventBefore(open_ev, events[i])) {
       open_ev.ts = events[i].ts;
       open_ev.seq = events[i].seq;
       open_ev.sub = events[i].sub;
@@ -623,6 +625,7 @@ Status ModelBuilder::Impl::Finish() {
     }
   }
   std::sort(events.begin(), events.end(), EventBefore);
+  if (ReorderRaces()) std::sort(events.begin(), events.end(), EventBefore);
   if (PostponeDescriptorHandovers()) std::sort(events.begin(), events.end(), EventBefore);
   if (!events.empty()) {
     m->stats_.first_ts = events.front().ts;
