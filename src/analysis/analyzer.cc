@@ -488,7 +488,10 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
         desc_notes_[di].open_end = SaturatingAdd(r.ts, r.dur);
       }
       fd_state_.Bind(r.tgid, static_cast<int32_t>(r.ret), di, model::OpResultCloexec(r));
-      AddFileName(file, r.path_id, resolved);
+      // O_TMPFILE names the directory the new, unnamed file lies in: not the file's name.
+      if ((model::EffectiveOpenFlags(r) & O_TMPFILE) != O_TMPFILE) {
+        AddFileName(file, r.path_id, resolved);
+      }
     }
   } else if (op == IOT_OP_CLOSE) {
     // close releases the number even when it fails later (EINTR, EIO); EBADF: nothing was open.

@@ -689,6 +689,11 @@ struct ModelBuilder::Impl {
   bool ApplyMemoryOp(SyscallStep& s);      // mmap, munmap, msync, madvise, mremap
   bool ApplyNamespaceOp(SyscallStep& s);   // truncate, stat*, mkdir, unlink, rename, link, chdir
   bool ApplyAsyncSetupOp(SyscallStep& s);  // io_setup, io_uring_setup/enter/register
+  // O_TMPFILE and its names (tmpfile.cc): linkat(AT_FDCWD, "/proc/self/fd/N", ...,
+  // AT_SYMLINK_FOLLOW) names descriptor N's file (true, N in *fd); the unnamed file an O_TMPFILE
+  // open of directory `dir` made.
+  bool ProcFdLink(const SyscallStep& s, int* fd);
+  uint32_t TmpFileIn(PathId dir, const iot_syscall& sc);
   // After the push: links an async setup call to the context its first request names.
   void NoteAsyncSetup(const SyscallStep& s, uint32_t pushed);
   void DeclareFdUse(uint32_t proc, int fd) {

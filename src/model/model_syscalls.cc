@@ -105,7 +105,15 @@ void ModelBuilder::Impl::ResolvePaths(SyscallStep& s) {
   const uint16_t code = sc.op;
   Op& op = s.op;
   bool empty = false;
-  if (OpTakesPath(code)) {
+  int proc_fd = -1;
+  if (OpTakesPath(code) && ProcFdLink(s, &proc_fd)) {
+    // linkat(AT_FDCWD, "/proc/self/fd/N", ..., AT_SYMLINK_FOLLOW): a name for what descriptor N
+    // holds (an O_TMPFILE file, mostly), read as linkat(N, "", ..., AT_EMPTY_PATH) is, with N
+    // in the copy's dirfd slot so that the replay links through its own descriptor for N.
+    op.sc.fd = proc_fd;
+    op.empty_path = true;
+    BindDataFd(proc_fd, &op);
+  } else if (OpTakesPath(code)) {
     op.path = ResolveArg(s.proc, sc.path_id, sc.sflags, PathDirFd(sc), &op.skip, &empty);
     if (empty) {
       // AT_EMPTY_PATH: the op acts on the dirfd itself.
@@ -196,7 +204,11 @@ bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
       bool creat = flags & O_CREAT, excl = flags & O_EXCL, trunc = flags & O_TRUNC;
       PathId p = op.path;
       uint32_t f = kNone;
-      if (p != kNone && !Pseudo(p)) {
+      if (p != kNone && !Pseudo(p) && (flags & O_TMPFILE) == O_TMPFILE) {
+        // An unnamed file in directory p: the descriptor's I/O is the new file's.
+        if (ok) f = TmpFileIn(p, sc);
+        else if (sc.ret != -ENOENT && sc.ret != -ENOTDIR) Exists(p, true, 0, nullptr);
+      } else if (p != kNone && !Pseudo(p)) {
         if (ok) {
           auto it = file_by_path.find(p);
           bool dir = sc.ftype == kFtypeDir || (flags & O_DIRECTORY);
@@ -642,13 +654,17 @@ bool ModelBuilder::Impl::ApplyNamespaceOp(SyscallStep& s) {
     case IOT_OP_LINK: case IOT_OP_LINKAT: {
       PathId p = op.path, q = op.path2;
       if (p != kNone && q != kNone && op.skip == Skip::kReplayable && ok) {
-        uint32_t f = Exists(p, false, 0, nullptr);
+        // AT_EMPTY_PATH (or /proc/self/fd/N): the descriptor's file, which may have no name.
+        uint32_t f = op.empty_path && op.file != kNone ? op.file : Exists(p, false, 0, nullptr);
+        if (f != kNone && m->files_[f].path == kNone) m->files_[f].path = q;
         op.file = f;
         EnsureParentDirs(q);
         file_by_path[q] = f;
         absent.erase(q);
       }
+      const int held = op.empty_path ? PathDirFd(op.sc) : -1;  // the descriptor linked
       s.declare.push_back([=, this] {
+        if (held >= 0) DeclareFdUse(proc, held);
         PathResources(p, false);
         PathResources(q, true);
       });

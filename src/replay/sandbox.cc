@@ -227,9 +227,16 @@ int Sandbox::Link(std::string_view from, std::string_view to, bool follow) const
   return Ret(linkat(a.fd, a.name.c_str(), b.fd, b.name.c_str(), 0));
 }
 
-int Sandbox::LinkDescriptor(int fd, std::string_view to) const {
+int Sandbox::LinkDescriptor(int fd, std::string_view to, bool through_proc) const {
   Parent b;
   if (int rc = OpenParent(to, &b); rc < 0) return rc;
+  if (through_proc) {
+    // The replay's own descriptor's magic link, never a path of the host's tree.
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    const int rc = Ret(linkat(AT_FDCWD, self, b.fd, b.name.c_str(), AT_SYMLINK_FOLLOW));
+    if (rc != -ENOENT || access("/proc/self/fd", F_OK) == 0) return rc;
+  }
   return Ret(linkat(fd, "", b.fd, b.name.c_str(), AT_EMPTY_PATH));
 }
 

@@ -89,8 +89,10 @@ class Sandbox {
   int Unlink(std::string_view target, int flags) const;
   int Rename(std::string_view from, std::string_view to, unsigned flags) const;
   int Link(std::string_view from, std::string_view to, bool follow) const;
-  // linkat(fd, "", ..., AT_EMPTY_PATH): a new name `to` for the open file `fd`.
-  int LinkDescriptor(int fd, std::string_view to) const;
+  // linkat(fd, "", ..., AT_EMPTY_PATH): a new name `to` for the open file `fd` (an O_TMPFILE
+  // file, mostly). `through_proc`: as linkat(AT_FDCWD, "/proc/self/fd/<fd>", ...,
+  // AT_SYMLINK_FOLLOW), the form the workload used (no CAP_DAC_READ_SEARCH needed).
+  int LinkDescriptor(int fd, std::string_view to, bool through_proc = false) const;
   // Creates a symlink at `link` pointing to `points_to` (both mapped absolute paths).
   int Symlink(std::string_view points_to, std::string_view link) const;
   // The same from a worker confined by ConfineThread: `points_to` and `link` are absolute paths

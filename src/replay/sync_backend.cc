@@ -94,6 +94,17 @@ uint64_t HonouredOpenFlags(uint64_t flags) {
 // bind(2) gives a socket file the socket inode's mode, 0777, less the umask.
 constexpr mode_t kSocketFileMode = 0777;
 
+// linkat(AT_FDCWD, "/proc/self/fd/FD", dirfd, name, AT_SYMLINK_FOLLOW), as the workload named
+// its descriptor, FD being the replay's own; where /proc is not there (a confined root), the
+// same link through AT_EMPTY_PATH.
+int64_t LinkThroughProc(int fd, int dirfd, const char* name) {
+  char self[64];
+  snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+  const int64_t r = Ret(syscall(SYS_linkat, AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW));
+  if (r != -ENOENT || access("/proc/self/fd", F_OK) == 0) return r;
+  return Ret(syscall(SYS_linkat, fd, "", dirfd, name, AT_EMPTY_PATH));
+}
+
 // Calls that name a path, issued as recorded (same system call, same flags) by a worker confined
 // to its base (LiveArgs::in_root: its own root directory, see sandbox.h), on the recorded path.
 // `mode`: the mode a creating call passes (modes.h), not the recorded one.
@@ -149,6 +160,10 @@ int64_t ConfinedPathCall(const LiveArgs& a, uint32_t mode) {
     case IOT_OP_RENAMEAT2:
       return Ret(syscall(SYS_renameat2, a.dirfd, a.path, a.dirfd2, a.path2, sc.flags));
     case IOT_OP_LINKAT:
+      if (a.path != nullptr && a.path[0] == '\0' && !(sc.flags & AT_EMPTY_PATH)) {
+        // Recorded as linkat(AT_FDCWD, "/proc/self/fd/N", ...): the replay's descriptor for N.
+        return LinkThroughProc(a.dirfd, a.dirfd2, a.path2);
+      }
       return Ret(syscall(SYS_linkat, a.dirfd, a.path, a.dirfd2, a.path2, sc.flags));
     case IOT_OP_SYMLINK:
     case IOT_OP_SYMLINKAT:
@@ -220,7 +235,9 @@ int64_t NameCall(const LiveArgs& a, uint32_t mode) {
     case IOT_OP_RENAMEAT2: return sb.Rename(a.path, a.path2, sc.flags);
     case IOT_OP_LINK: return sb.Link(a.path, a.path2, false);
     case IOT_OP_LINKAT:
-      if (a.path != nullptr && a.path[0] == '\0') return sb.LinkDescriptor(a.dirfd, a.path2);
+      if (a.path != nullptr && a.path[0] == '\0') {
+        return sb.LinkDescriptor(a.dirfd, a.path2, !(sc.flags & AT_EMPTY_PATH));
+      }
       return sb.Link(a.path, a.path2, (sc.flags & AT_SYMLINK_FOLLOW) != 0);
     case IOT_OP_SYMLINK:
     case IOT_OP_SYMLINKAT: return sb.Symlink(a.path, a.path2);

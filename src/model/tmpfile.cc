@@ -1,0 +1,64 @@
+// ModelBuilder: files made with O_TMPFILE. open(dir, O_TMPFILE | ...) makes an unnamed regular
+// file in directory `dir`; the descriptor's I/O is that file's, not the directory's. The file
+// gets names later through linkat(fd, "", ..., AT_EMPTY_PATH) or, without CAP_DAC_READ_SEARCH,
+// linkat(AT_FDCWD, "/proc/self/fd/N", ..., AT_SYMLINK_FOLLOW).
+#include <fcntl.h>
+
+#include <charconv>
+
+#include "model/model_builder_impl.h"
+#include "model/op_fields.h"
+
+namespace iotwin::model {
+
+namespace {
+// N of "/proc/self/fd/N", "/proc/thread-self/fd/N" or "/proc/<tgid>/fd/N" (the caller's own
+// process), or -1.
+int ProcFdNumber(std::string_view path, uint32_t tgid) {
+  constexpr std::string_view kProc = "/proc/";
+  if (path.substr(0, kProc.size()) != kProc) return -1;
+  path.remove_prefix(kProc.size());
+  const size_t slash = path.find('/');
+  if (slash == std::string_view::npos) return -1;
+  const std::string_view who = path.substr(0, slash);
+  if (who != "self" && who != "thread-self" && who != std::to_string(tgid)) return -1;
+  path.remove_prefix(slash);
+  constexpr std::string_view kFd = "/fd/";
+  if (path.substr(0, kFd.size()) != kFd) return -1;
+  path.remove_prefix(kFd.size());
+  int fd = -1;
+  auto [end, ec] = std::from_chars(path.data(), path.data() + path.size(), fd);
+  if (ec != std::errc() || end != path.data() + path.size() || fd < 0) return -1;
+  return fd;
+}
+}  // namespace
+
+bool ModelBuilder::Impl::ProcFdLink(const SyscallStep& s, int* fd) {
+  const iot_syscall& sc = s.sc;
+  if (sc.op != IOT_OP_LINKAT || !(sc.flags & AT_SYMLINK_FOLLOW) || (sc.flags & AT_EMPTY_PATH)) {
+    return false;
+  }
+  if (sc.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT)) return false;
+  std::optional<std::string_view> path = String(sc.path_id);
+  if (!path) return false;
+  const int n = ProcFdNumber(*path, sc.tgid);
+  if (n < 0 || OfdOf(s.proc, n) == kNone) return false;  // an unknown descriptor: as recorded
+  *fd = n;
+  return true;
+}
+
+uint32_t ModelBuilder::Impl::TmpFileIn(PathId dir, const iot_syscall& sc) {
+  Exists(dir, true, 0, nullptr);  // the recorded identity is the new file's, not the directory's
+  const auto f = static_cast<uint32_t>(m->files_.size());
+  FileInfo fi;
+  fi.path = kNone;  // until a link names it
+  fi.origin = FileOrigin::kCreated;
+  fi.ftype = sc.ftype != 0 ? sc.ftype : kFtypeRegular;
+  fi.ino = sc.ino;
+  fi.dev = sc.dev;
+  m->files_.push_back(fi);
+  file_kind.emplace_back();
+  return f;
+}
+
+}  // namespace iotwin::model
