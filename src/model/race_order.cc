@@ -267,9 +267,12 @@ bool ModelBuilder::Impl::ReorderRaces() {
     if (sc.ret < 0 || sc.ino == 0) continue;
     const uint64_t inode = sc.ino ^ (static_cast<uint64_t>(sc.dev) << 40);
     if (sc.op == IOT_OP_LSEEK && Whence(sc) == SEEK_END) {
-      const auto seen = static_cast<uint64_t>(sc.ret) - sc.offset;  // the size it added to
-      if (seen > static_cast<uint64_t>(sc.ret)) continue;          // a negative offset past 0
-      e.rank = seen * 2;
+      int64_t seen = 0;  // the size the offset was added to
+      if (__builtin_sub_overflow(sc.ret, static_cast<int64_t>(sc.offset), &seen) || seen < 0 ||
+          static_cast<uint64_t>(seen) >= (UINT64_MAX >> 2)) {
+        continue;
+      }
+      e.rank = static_cast<uint64_t>(seen) * 2;
       sizes[inode].push_back(e);
     } else if ((sc.op == IOT_OP_WRITE || sc.op == IOT_OP_WRITEV) && sc.ret > 0 &&
                sc.fsize >= static_cast<uint64_t>(sc.ret) && sc.fsize < (UINT64_MAX >> 2)) {

@@ -126,6 +126,15 @@ TEST(ModelRaceOrder, SeekEndFollowsTheAppendWhoseSizeItSaw) {
   EXPECT_TRUE(DepsOf(*m, 100, 1).empty());
 }
 
+TEST(ModelRaceOrder, SeekEndWithAnOffsetSawTheSizeItWasAddedTo) {
+  TraceBuilder b = Racing();
+  OpenLogs(b);
+  SizeCall(b.Lseek(200, 3, -40, SEEK_END, 60), 100);  // 100 - 40: after the append
+  SizeCall(b.Write(100, 3, 100, 100), 100);
+  auto m = BuildModel(b);
+  EXPECT_TRUE(Waits(*m, 200, 1, 100, 2));
+}
+
 TEST(ModelRaceOrder, SeekEndBeforeTheAppendItDidNotSee) {
   TraceBuilder b = Racing();
   OpenLogs(b);
