@@ -25,16 +25,19 @@ size_t SharedAsyncContext::PendingOf(uint32_t thread) const {
   return n;
 }
 
-void SharedAsyncContext::DropPending(uint32_t thread) {
+std::vector<PendingRequest> SharedAsyncContext::TakePendingOf(uint32_t thread) {
+  std::vector<PendingRequest> out;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second.thread != thread) {
       ++it;
       continue;
     }
     if (it->second.reaped_by_call) by_call_--;
+    out.push_back(it->second);
     it = pending_.erase(it);
   }
   pending_count_.store(pending_.size(), std::memory_order_relaxed);
+  return out;
 }
 
 void SharedAsyncContext::DropAllPending() {

@@ -5,9 +5,18 @@
 // call collects them, and a context torn down at its recorded close is never touched again.
 //
 // The engines (backend.h) are not thread-safe, as liburing's rings are not: each context has
-// one lock that every use of its engine holds, as the original application had to hold one
-// around its own ring. A worker stages the requests of a recorded batch and submits them under
-// the lock with the call that carried them, so batches of different threads never mix.
+// one lock, `mu`, that guards all of the engine's user-space state (the submission queue's
+// entries and tail, the completion queue's head, libaio's slots) and the pending table, as the
+// original application had to hold one around its own ring. It is held only for work that does
+// not block: queueing, submitting, collecting what has completed. A worker stages the requests
+// of a recorded batch and submits them under the lock with the call that carried them, so
+// batches of different threads never mix. A wait in the kernel (a recorded io_uring_enter with
+// GETEVENTS, io_getevents, a teardown's or a thread end's wait for its requests) is made
+// WITHOUT the lock (AsyncEngine::ArmWait / BlockWait / FinishWait), on the ring's descriptor or
+// the libaio context, which the kernel serializes itself: while one worker waits, the others
+// submit to the same ring, and the queue depth stays what the original's threads made it. The
+// waiter borrows the engine (LendEngine), so a teardown meanwhile cannot unmap the ring under
+// it.
 //
 // A recorded waiting call (io_uring_enter with GETEVENTS, io_getevents) waits only for
 // completions that can come: first until the requests the original had completed by the
@@ -52,11 +61,14 @@ class SharedAsyncContext {
   SharedAsyncContext(std::vector<uint64_t> ends, std::vector<uint64_t> uses)
       : ends_(std::move(ends)), uses_(std::move(uses)) {}
 
-  // Held around every use of engine() and of the pending table.
+  // Held around every use of engine() and of the pending table, never across a wait in the
+  // kernel.
   std::mutex mu;
 
   // The live engine; null before setup, when setup failed, and after the teardown.
   AsyncEngine* engine() const { return engine_.get(); }
+  // The engine, kept alive by the caller while it waits without the lock.
+  std::shared_ptr<AsyncEngine> LendEngine() const { return engine_; }
   void SetEngine(std::unique_ptr<AsyncEngine> e) { engine_ = std::move(e); }
   bool failed() const { return failed_; }
   void MarkFailed() { failed_ = true; }
@@ -78,9 +90,16 @@ class SharedAsyncContext {
   // Requests `thread` submitted that are still pending.
   size_t PendingOf(uint32_t thread) const;
   bool AwaitsRecordedWait() const { return by_call_ > 0; }
-  // Drops every pending request of `thread` (a failed submission) or all of them (teardown).
-  void DropPending(uint32_t thread);
+  // Removes and returns every pending request of `thread`.
+  std::vector<PendingRequest> TakePendingOf(uint32_t thread);
+  // Drops every pending request (teardown).
   void DropAllPending();
+  // Workers waiting in the kernel without the lock (Worker::WaitOutsideLock): polls leave the
+  // completions to them.
+  unsigned kernel_waiters() const { return kernel_waiters_; }
+  void AddKernelWaiter(int d) {
+    kernel_waiters_ = static_cast<unsigned>(static_cast<int>(kernel_waiters_) + d);
+  }
   // Completions collected live so far (any worker).
   uint64_t collected() const { return collected_; }
   void AddCollected(uint64_t n) { collected_ += n; }
@@ -105,10 +124,11 @@ class SharedAsyncContext {
   uint64_t UsesBefore(uint64_t t) const;
 
  private:
-  std::unique_ptr<AsyncEngine> engine_;
+  std::shared_ptr<AsyncEngine> engine_;
   bool failed_ = false, closed_ = false;
   std::unordered_map<uint64_t, PendingRequest> pending_;
   size_t by_call_ = 0;
+  unsigned kernel_waiters_ = 0;
   uint64_t collected_ = 0;
   std::atomic<size_t> pending_count_{0};
   std::atomic<uint64_t> resolved_{0};

@@ -3,6 +3,7 @@
 // Flush() calls is submitted with one io_uring_enter / io_submit, as recorded.
 #include <libaio.h>
 #include <liburing.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -69,8 +70,12 @@ class UringEngine final : public AsyncEngine {
     if (ready_) io_uring_queue_exit(&ring_);
   }
   Status Init(unsigned depth) {
+    // The kernel's most entries (IORING_MAX_ENTRIES): a recorded ring had no more (a program
+    // asking for more gets them clamped, IORING_SETUP_CLAMP), however many requests it had in
+    // flight (they may exceed its entries).
+    constexpr unsigned kMaxEntries = 32768;
     unsigned entries = 1;
-    while (entries < depth) entries <<= 1;
+    while (entries < std::min(depth, kMaxEntries)) entries <<= 1;
     int r = io_uring_queue_init(entries, &ring_, 0);
     if (r < 0) return Status::FromErrno(-r, "io_uring_queue_init");
     ready_ = true;
@@ -102,37 +107,46 @@ class UringEngine final : public AsyncEngine {
   }
   int Flush() override {
     if (queued_ == 0) return 0;
+    published_ += queued_;
     int r = io_uring_submit(&ring_);
     queued_ = 0;
     if (r > 0) submitted_ += static_cast<unsigned>(r);
     return r;
   }
   int Reap(AsyncCompletion* out, int max, int min_wait) override {
-    return Collect(out, max, min_wait, false);
-  }
-  int SubmitAndReap(AsyncCompletion* out, int max, int min_wait) override {
-    return Collect(out, max, min_wait, true);
+    return Collect(out, max, min_wait);
   }
   unsigned queued() const override { return queued_; }
   bool replays_ring_calls() const override { return true; }
-  int Enter(unsigned min_complete, unsigned flags, AsyncCompletion* out, int max) override {
-    unsigned to_submit = PublishQueued();
-    queued_ = 0;
-    const unsigned enter_flags = flags & IORING_ENTER_GETEVENTS;
-    // Completions the kernel can still post: those submitted now and not yet collected.
-    const unsigned can = submitted_ + to_submit;
-    const unsigned wait =
-        enter_flags ? std::min(min_complete, can > collected_ ? can - collected_ : 0u) : 0;
-    int r;
-    while ((r = io_uring_enter(static_cast<unsigned>(ring_.ring_fd), to_submit, wait,
-                               enter_flags, nullptr)) == -EINTR) {
-      // Interrupted: what the kernel took is in; only the rest is submitted again.
-      const unsigned left = io_uring_sq_ready(&ring_);
-      submitted_ += to_submit - left;
-      to_submit = left;
-    }
-    if (r < 0) return r;
-    submitted_ += static_cast<unsigned>(r);
+  // A wait (backend.h): the entries queued are published under the lock, and the call that
+  // submits them and waits is made without it. It may wait for no more completions than the
+  // kernel can still post: every entry published and not collected (an entry published is
+  // submitted by this call or by another thread's, whichever enters first).
+  void ArmWait(AsyncWait* w, unsigned min_complete, bool submit) override {
+    w->to_submit = submit ? PublishQueued() : 0;
+    const unsigned can = published_ - collected_;
+    w->want = (w->flags & IORING_ENTER_GETEVENTS) ? std::min(min_complete, can) : 0;
+  }
+  // Only the ring's descriptor is used: the kernel serializes submissions, and the completion
+  // queue's head, which the locked steps move, is only read by the kernel.
+  int BlockWait(AsyncWait* w, uint64_t timeout_ns) override {
+    const bool call = w->call;
+    w->call = false;  // a later round of the same wait is not the recorded call
+    if (!call && w->to_submit == 0 && w->want == 0) return w->result = 0;
+    unsigned flags = w->flags & IORING_ENTER_GETEVENTS;
+    __kernel_timespec ts{static_cast<long long>(timeout_ns / 1'000'000'000ull),
+                         static_cast<long long>(timeout_ns % 1'000'000'000ull)};
+    io_uring_getevents_arg arg{};
+    arg.ts = reinterpret_cast<uint64_t>(&ts);
+    const bool timed = w->want > 0 && (flags & IORING_ENTER_GETEVENTS);
+    if (timed) flags |= IORING_ENTER_EXT_ARG;
+    const long r = syscall(__NR_io_uring_enter, ring_.ring_fd, w->to_submit, w->want, flags,
+                           timed ? &arg : nullptr, timed ? sizeof arg : 0);
+    return w->result = r < 0 ? -errno : static_cast<int>(r);
+  }
+  int FinishWait(AsyncWait* w, AsyncCompletion* out, int max) override {
+    if (w->to_submit > 0 && w->result > 0) submitted_ += static_cast<unsigned>(w->result);
+    w->to_submit = 0;
     return Drain(out, max);
   }
   int Register(unsigned opcode, unsigned nr_args) override {
@@ -145,32 +159,21 @@ class UringEngine final : public AsyncEngine {
   }
 
  private:
-  // At most one io_uring_enter: submitting (when asked and anything is queued) and waiting for
-  // `min_wait` completions at once (min_complete), never one wait per completion; then the
-  // completions are taken from the ring without system calls.
-  int Collect(AsyncCompletion* out, int max, int min_wait, bool submit) {
+  // At most one io_uring_enter, waiting for `min_wait` completions at once (min_complete), never
+  // one wait per completion; then the completions are taken from the ring without system calls.
+  int Collect(AsyncCompletion* out, int max, int min_wait) {
     unsigned want = static_cast<unsigned>(std::max(0, std::min(min_wait, max)));
-    // Never more than the kernel can still post (what is queued now included): a wait for a
-    // completion of a request that was never submitted would never return.
-    const unsigned can = submitted_ + (submit ? queued_ : 0);
-    want = std::min(want, can > collected_ ? can - collected_ : 0u);
+    // Never more than the kernel can still post: a wait for a completion of a request that was
+    // never submitted would never return.
+    want = std::min(want, submitted_ > collected_ ? submitted_ - collected_ : 0u);
     int r = 0;
-    if (submit && queued_ > 0) {
-      r = io_uring_submit_and_wait(&ring_, want);
-      queued_ = 0;
-      if (r > 0) submitted_ += static_cast<unsigned>(r);
-      // Interrupted after submitting: the requests are in; wait for them without resubmitting.
-      while (r == -EINTR && want > 0 && io_uring_cq_ready(&ring_) < want) {
-        io_uring_cqe* cqe = nullptr;
-        r = io_uring_wait_cqe_nr(&ring_, &cqe, want);
-      }
-    } else if (want > 0 && io_uring_cq_ready(&ring_) < want) {
+    if (want > 0 && io_uring_cq_ready(&ring_) < want) {
       io_uring_cqe* cqe = nullptr;
       do {
         r = io_uring_wait_cqe_nr(&ring_, &cqe, want);
       } while (r == -EINTR);
     }
-    if (r < 0 && r != -EINTR) return r;
+    if (r < 0) return r;
     return Drain(out, max);
   }
   // The completions the ring holds, read from its memory: never a system call (liburing's
@@ -195,6 +198,8 @@ class UringEngine final : public AsyncEngine {
   unsigned PublishQueued() {
     io_uring_sq* sq = &ring_.sq;
     const unsigned tail = sq->sqe_tail;
+    published_ += queued_;
+    queued_ = 0;
     if (sq->sqe_head != tail) {
       sq->sqe_head = tail;
       io_uring_smp_store_release(sq->ktail, tail);
@@ -205,8 +210,10 @@ class UringEngine final : public AsyncEngine {
   io_uring ring_{};
   bool ready_ = false;
   unsigned queued_ = 0;
-  // Requests the kernel took and completions collected: their difference bounds a wait.
-  unsigned submitted_ = 0, collected_ = 0;
+  // Requests the kernel took and completions collected: their difference bounds a wait made
+  // with liburing (Collect). Entries made visible to the kernel: less collected_, they bound a
+  // wait made without the lock (ArmWait), as the kernel may be taking them meanwhile.
+  unsigned submitted_ = 0, collected_ = 0, published_ = 0;
   std::vector<std::vector<iovec>> sqe_iovs_;  // by SQE slot: the iovecs of its request
 };
 
@@ -220,6 +227,8 @@ class LibaioEngine final : public AsyncEngine {
     int r = io_setup(static_cast<int>(depth_), &ctx_);
     if (r < 0) return Status::FromErrno(-r, "io_setup");
     slots_.resize(depth_ * 2);
+    // Sized once: a wait without the lock reads the token of a slot in flight.
+    tokens_.resize(slots_.size());
     for (size_t i = 0; i < slots_.size(); i++) free_.push_back(i);
     return Status::Ok();
   }
@@ -244,7 +253,6 @@ class LibaioEngine final : public AsyncEngine {
     }
     cb->aio_rw_flags = req.rw_flags;
     cb->data = reinterpret_cast<void*>(i);
-    tokens_.resize(slots_.size());
     tokens_[i] = req.token;
     pending_.push_back(cb);
     return true;
@@ -263,27 +271,68 @@ class LibaioEngine final : public AsyncEngine {
     return r;
   }
   int Reap(AsyncCompletion* out, int max, int min_wait) override {
-    return Collect(out, max, min_wait, /*call=*/false);
-  }
-  int Wait(AsyncCompletion* out, int max, int min_wait) override {
-    if (Flush() < 0 && inflight_ == 0) return 0;
-    return Collect(out, max, min_wait, /*call=*/true);
+    return Collect(out, max, min_wait);
   }
   unsigned queued() const override { return static_cast<unsigned>(pending_.size()); }
 
+  // A recorded io_getevents(ctx, min_nr, nr) (backend.h): always one system call, waiting for
+  // no more than the requests in flight, made without the lock (the kernel's completion ring
+  // is taken under the kernel's own lock; meanwhile nothing reaps it from user space).
+  void ArmWait(AsyncWait* w, unsigned min_complete, bool submit) override {
+    if (submit) Flush();
+    w->to_submit = 0;
+    w->want = std::min(min_complete, inflight_);
+    waiting_++;
+  }
+  int BlockWait(AsyncWait* w, uint64_t timeout_ns) override {
+    const bool call = w->call;
+    w->call = false;
+    w->taken = 0;
+    if (!call && w->want == 0) return w->result = 0;
+    io_event ev[AsyncWait::kMaxTaken];
+    timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000ull),
+                static_cast<long>(timeout_ns % 1'000'000'000ull)};
+    const long max = std::clamp(w->max, 1, AsyncWait::kMaxTaken);
+    const long r = syscall(SYS_io_getevents, ctx_, static_cast<long>(w->want), max, ev,
+                           w->want > 0 ? &ts : nullptr);
+    if (r < 0) return w->result = -errno;
+    for (long i = 0; i < r; i++) {
+      const size_t slot = reinterpret_cast<size_t>(ev[i].data);
+      const uint64_t token = slot < tokens_.size() ? tokens_[slot] : UINT64_MAX;
+      w->completions[i] = AsyncCompletion{token, static_cast<long>(ev[i].res),
+                                          static_cast<uint32_t>(slot)};
+    }
+    w->taken = static_cast<int>(r);
+    // The call ended at its timeout with fewer than it waited for.
+    return w->result = r < static_cast<long>(w->want) ? -ETIME : static_cast<int>(r);
+  }
+  int FinishWait(AsyncWait* w, AsyncCompletion* out, int max) override {
+    waiting_--;
+    const int n = std::min(w->taken, max);
+    for (int i = 0; i < n; i++) {
+      out[i] = w->completions[i];
+      if (out[i].slot < slots_.size()) {
+        Release(out[i].slot);
+        inflight_--;
+      }
+    }
+    w->taken = 0;
+    return n;
+  }
+
  private:
-  // `call`: a recorded io_getevents, made even when there is nothing to wait for.
-  int Collect(AsyncCompletion* out, int max, int min_wait, bool call) {
+  int Collect(AsyncCompletion* out, int max, int min_wait) {
     if (max <= 0) return 0;
     // Never more than the requests in flight: a wait for more would never return.
     min_wait = std::min(min_wait, static_cast<int>(std::min<unsigned>(inflight_, INT32_MAX)));
     std::vector<io_event> ev(static_cast<size_t>(max));
     int r;
-    if (min_wait <= 0 && !call) {
+    if (min_wait <= 0) {
       // A poll for what has completed: taken from the completion ring the kernel maps into user
       // space, as fio's userspace_reap does, never with io_getevents: the original made no such
-      // call, so a recording of the replay must not show one.
-      r = UserReap(ev.data(), max);
+      // call, so a recording of the replay must not show one. Not while another thread waits in
+      // io_getevents: the kernel moves the ring's head under a lock user space does not take.
+      r = waiting_ > 0 ? 0 : UserReap(ev.data(), max);
     } else {
       do {
         r = io_getevents(ctx_, std::max(min_wait, 0), max, ev.data(), nullptr);
@@ -324,6 +373,7 @@ class LibaioEngine final : public AsyncEngine {
   }
   io_context_t ctx_ = nullptr;
   unsigned depth_ = 1, inflight_ = 0;
+  unsigned waiting_ = 0;  // waits between ArmWait and FinishWait (io_getevents without the lock)
   std::vector<Slot> slots_;
   std::vector<size_t> free_;
   std::vector<uint64_t> tokens_;

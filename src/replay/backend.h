@@ -8,7 +8,8 @@
 // Asynchronous requests go to an AsyncEngine (one per recorded io_uring instance / libaio
 // context, shared by the workers of its process: async_contexts.h): io_uring through liburing,
 // libaio through libaio, a synchronous fallback that executes requests at submission, and a
-// null engine. An engine is not thread-safe; its users hold its context's lock.
+// null engine. An engine is not thread-safe; its users hold its context's lock, except for the
+// one call that waits in the kernel (ArmWait / BlockWait / FinishWait).
 //
 //   sync   real system calls, the same call as recorded (open stays open, pwritev2 stays
 //          pwritev2 with its RWF flags, ...).
@@ -19,6 +20,7 @@
 #include <fcntl.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
@@ -76,6 +78,22 @@ struct AsyncRequest {
 struct AsyncCompletion {
   uint64_t token = 0;
   int64_t res = 0;
+  uint32_t slot = 0;  // engine-private (libaio: the request's slot, released when taken)
+};
+
+// One wait in the kernel made without the context's lock (AsyncEngine::ArmWait): what to
+// submit, how many completions to wait for, and what the call returned and took.
+struct AsyncWait {
+  static constexpr int kMaxTaken = 64;
+  bool call = false;        // make the system call even with nothing to wait for (a recorded call)
+  bool submit = false;      // engines without a wait of their own: FinishWait submits first
+  unsigned to_submit = 0;   // io_uring: entries published for the call to submit
+  unsigned want = 0;        // completions to wait for (never more than can still come)
+  unsigned flags = 0;       // io_uring_enter flags as recorded
+  int max = kMaxTaken;      // libaio: events the call may take (the recorded nr)
+  int result = 0;           // the call's result: a count or -errno (-ETIME: the slice ended)
+  int taken = 0;            // libaio: completions the call took, in `completions`
+  AsyncCompletion completions[kMaxTaken];
 };
 
 class AsyncEngine {
@@ -90,9 +108,7 @@ class AsyncEngine {
   // Collects completions into `out` (at most `max`), waiting until at least `min_wait` are
   // available. Returns the number collected or -errno.
   virtual int Reap(AsyncCompletion* out, int max, int min_wait) = 0;
-  // Submits everything queued and waits until `min_wait` completions are available, then collects
-  // them: a recorded io_uring_enter(to_submit, min_complete, GETEVENTS) is one system call, and
-  // so must its replay be. Engines without a combined call submit, then reap.
+  // Submits everything queued, then collects as Reap does.
   virtual int SubmitAndReap(AsyncCompletion* out, int max, int min_wait) {
     if (queued() > 0) {
       int r = Flush();
@@ -100,27 +116,40 @@ class AsyncEngine {
     }
     return Reap(out, max, min_wait);
   }
-  // A recorded waiting call (io_getevents(ctx, min_nr, nr)): always one system call, which
-  // waits until `min_wait` completions are available (never more than the requests in flight,
-  // so it cannot wait for ever), then collects them. Engines without such a call reap.
-  virtual int Wait(AsyncCompletion* out, int max, int min_wait) {
-    return SubmitAndReap(out, max, min_wait);
-  }
   virtual unsigned queued() const = 0;
   // Whether recorded io_uring_enter and io_uring_register calls are replayed one for one on
-  // this engine (Enter, Register) instead of by what the requests need (SubmitAndReap).
+  // this engine (ArmWait with the recorded flags, Register) instead of by what the requests
+  // need.
   virtual bool replays_ring_calls() const { return false; }
-  // A recorded io_uring_enter(fd, to_submit, min_complete, flags) as one call: submits what is
-  // queued (the requests the recorded call carried), with the recorded IORING_ENTER_GETEVENTS
-  // flag and min_complete (never more than the requests submitted and not yet collected, so it
-  // cannot wait for ever), then collects what the completion ring holds without a system call.
-  // Returns the completions collected or -errno.
-  virtual int Enter(unsigned min_complete, unsigned flags, AsyncCompletion* out, int max) {
-    return SubmitAndReap(out, max, (flags & 1u) ? static_cast<int>(min_complete) : 0);
-  }
   // A recorded io_uring_register(fd, opcode, arg, nr_args): the result, or -EOPNOTSUPP for an
   // opcode whose argument the trace does not hold (only a probe can be reissued).
   virtual int Register(unsigned /*opcode*/, unsigned /*nr_args*/) { return -EOPNOTSUPP; }
+
+  // ---- waiting without the context's lock ----
+  // A wait in the kernel must not hold the lock the submitters need (the original's reaping
+  // thread did not hold its ring's submission lock while it waited), so it is three steps:
+  //   ArmWait    (lock held) publishes what is queued when `submit` (io_uring: made visible to
+  //              the kernel, submitted by the call; libaio: io_submit now) and bounds the wait
+  //              to the completions that can still come;
+  //   BlockWait  (lock NOT held) the one system call: io_uring_enter(ring fd, to_submit, want,
+  //              flags) or io_getevents(ctx, want, max); it touches no user-space state the
+  //              locked steps touch, and returns -ETIME after `timeout_ns`;
+  //   FinishWait (lock held) accounts what the call submitted and collects what completed.
+  // The engine must stay alive across BlockWait (the context lends it: async_contexts.h).
+  // Engines without a wait of their own to make without the lock (sync and null, which carry
+  // requests out at Flush and never block) submit and reap in FinishWait.
+  virtual void ArmWait(AsyncWait* w, unsigned min_complete, bool submit) {
+    w->submit = submit;
+    w->want = min_complete;
+  }
+  virtual int BlockWait(AsyncWait* w, uint64_t /*timeout_ns*/) { return w->result = 0; }
+  virtual int FinishWait(AsyncWait* w, AsyncCompletion* out, int max) {
+    const int want = static_cast<int>(std::min<unsigned>(w->want, static_cast<unsigned>(max)));
+    const int n = w->submit ? SubmitAndReap(out, max, want) : Reap(out, max, want);
+    w->submit = false;
+    w->want = 0;
+    return n;
+  }
 };
 
 class Backend {

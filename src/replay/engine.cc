@@ -366,6 +366,21 @@ void ReplayEngine::Abort(const std::string& why) {
   abort_.store(true);
 }
 
+void ReplayEngine::Fail(WorkerFailure failure) {
+  const std::string why = "failed: " + failure.ToString();
+  {
+    std::lock_guard<std::mutex> l(abort_mu_);
+    if (!failure_) failure_ = std::move(failure);
+  }
+  Abort(why);
+}
+
+std::string WorkerFailure::ToString() const {
+  return fmt::format("{} ({}{}{}) of thread {} (worker {}, op {}, {:.6f} s into the trace): {}",
+                     op, args, path.empty() ? "" : ", ", path, tid, worker, index,
+                     static_cast<double>(ts_ns) / 1e9, error);
+}
+
 std::string ReplayEngine::abort_reason() const {
   std::lock_guard<std::mutex> l(abort_mu_);
   return abort_reason_;

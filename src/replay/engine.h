@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +35,20 @@
 namespace iotwin::replay {
 
 class WriteBudget;  // write_budget.h
+
+// A worker that could not go on: what it was replaying and where in the trace. The first one
+// stops the replay (the others stop at their next op), and the summary and --json say it.
+struct WorkerFailure {
+  std::string op;         // the op's name (OpLabel)
+  std::string args;       // its recorded arguments, as text
+  std::string path;       // the path it names ("" when none)
+  uint32_t tid = 0;       // recorded thread
+  uint32_t worker = 0;    // worker (model thread) index
+  uint32_t index = 0;     // the op's position in its thread
+  uint64_t ts_ns = 0;     // its recorded start, from the trace's start
+  std::string error;      // what went wrong
+  std::string ToString() const;
+};
 
 class ReplayEngine {
  public:
@@ -63,6 +78,10 @@ class ReplayEngine {
   void Release();
   // Stops all workers at their next op (strict mode, signals).
   void Abort(const std::string& why);
+  // A worker failed (WorkerFailure): kept if it is the first, and the replay stops.
+  void Fail(WorkerFailure failure);
+  // The first failure, if any (after Wait).
+  const WorkerFailure* failure() const { return failure_ ? &*failure_ : nullptr; }
   bool aborted() const { return abort_.load(std::memory_order_relaxed); }
   std::string abort_reason() const;
 
@@ -142,6 +161,7 @@ class ReplayEngine {
   std::atomic<uint64_t> mismatch_count_{0};
   mutable std::mutex abort_mu_;
   std::string abort_reason_;
+  std::optional<WorkerFailure> failure_;  // under abort_mu_
 
   std::mutex bk_mu_;
   std::condition_variable bk_cv_;

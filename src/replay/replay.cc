@@ -392,6 +392,7 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
   ReplayStats stats;
   uint64_t end = live_start;
   std::string abort_reason;
+  const WorkerFailure* failure = nullptr;
   uint32_t fifo_workers = 0;
   uint64_t first_issue = 0, last_issue = 0;
   for (auto& e : engines) {
@@ -402,6 +403,7 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
       last_issue = std::max(last_issue, e->last_issue());
     }
     if (e->aborted() && abort_reason.empty()) abort_reason = e->abort_reason();
+    if (e->failure() && !failure) failure = e->failure();
     fifo_workers += e->fifo_workers();
   }
   // Paced workers wait for live_start; fast ones go as soon as the gate opens, before it.
@@ -444,6 +446,13 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
     } else {
       s["record"] = {{"ok", true}, {"path", o.record_out}};
     }
+  }
+  if (failure) {
+    // What could not be replayed, and where (engine.h).
+    s["failure"] = {{"op", failure->op}, {"args", failure->args}, {"path", failure->path},
+                    {"recorded_tid", failure->tid}, {"worker", failure->worker},
+                    {"op_index", failure->index}, {"ts_ns", failure->ts_ns},
+                    {"error", failure->error}};
   }
   if (!abort_reason.empty()) {
     s["aborted"] = abort_reason;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <linux/io_uring.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -69,6 +70,22 @@ iotwin::AsyncKind RequestKind(const iot_async_io& a) {
   return kinds[(a.engine == IOT_AIO_ENGINE_LIBAIO ? 256 : 0) + a.opcode];
 }
 bool AsyncIsWriteOp(const iot_async_io& a) { return RequestKind(a) == iotwin::AsyncKind::kWrite; }
+
+// A wait in the kernel without the context's lock (WaitOutsideLock): re-armed after a slice, as
+// another thread may have collected what it waits for; given up at the watchdog.
+constexpr uint64_t kKernelWaitSliceNs = 1'000'000'000;
+constexpr uint64_t kKernelWaitWatchdogNs = 10'000'000'000;
+
+// What a wait in the kernel may return without anything being wrong: a signal, its timeout,
+// completions the kernel cannot post yet (EBUSY: its overflow list), no memory for a moment.
+bool IsTransientWaitError(int r) {
+  return r == -EINTR || r == -ETIME || r == -EAGAIN || r == -EBUSY;
+}
+
+// How long a recorded call took (0 when it never returned).
+uint64_t RecordedDuration(const Op& op) {
+  return op.end != UINT64_MAX && op.end > op.ts ? op.end - op.ts : 0;
+}
 
 bool IsReplayableKind(OpKind kind) {
   return kind == OpKind::kSyscall || kind == OpKind::kPageFault || kind == OpKind::kAsyncSubmit;
@@ -146,9 +163,7 @@ void ReplayEngine::Worker::Run() {
     engine_.ReportFinished();
     return;
   }
-  ReplayOps();
-  // Requests still in flight complete before the thread ends.
-  DrainOwn();
+  ReplayOpsGuarded();
   // Anything left unfinished counts as done for threads waiting on it (abort path).
   engine_.PublishAllDone(thread, static_cast<uint32_t>(th_.ops.size()));
   finish_ns = NowNs();
@@ -156,6 +171,49 @@ void ReplayEngine::Worker::Run() {
   // Stay alive until released: a thread's exit makes calls of its own (glibc returns the stack
   // with madvise) that a recording of the replay must not see.
   engine_.WaitForRelease();
+}
+
+void ReplayEngine::Worker::ReplayOpsGuarded() {
+  try {
+    ReplayOps();
+    // Requests still in flight complete before the thread ends.
+    DrainOwn();
+  } catch (const std::exception& e) {
+    // Not one of the trace's errors (those are results, compared): the replay's own (a bug, or
+    // memory refused), which must stop the replay with its place rather than end the process.
+    if (current_ < th_.ops.size()) {
+      Fail(th_.ops[current_], current_, fmt::format("internal error: {}", e.what()));
+    } else {
+      engine_.Abort(fmt::format("failed: internal error in worker {}: {}", thread, e.what()));
+    }
+  }
+}
+
+void ReplayEngine::Worker::Fail(const Op& op, uint32_t index, std::string error) {
+  WorkerFailure f;
+  f.op = OpLabel(op);
+  switch (op.kind) {
+    case OpKind::kSyscall:
+      f.args = fmt::format("fd {}, fd2 {}, offset {}, length {}, aux {}, flags {:#x}, mode {:#o}, "
+                           "recorded result {}",
+                           op.sc.fd, op.sc.fd2, op.sc.offset, op.sc.length, op.sc.aux, op.sc.flags,
+                           op.sc.mode, op.result);
+      break;
+    case OpKind::kAsyncSubmit:
+      f.args = fmt::format("context {}, fd {}, offset {}, length {}, rw_flags {:#x}, recorded "
+                           "result {}",
+                           op.async_ctx, op.aio.fd, op.aio.offset, op.aio.length, op.aio.rw_flags,
+                           op.result);
+      break;
+    default: f.args = "recorded result " + std::to_string(op.result); break;
+  }
+  if (op.path != model::kNone && op.path < model_.paths().size()) f.path = model_.path(op.path);
+  f.tid = th_.tid;
+  f.worker = thread;
+  f.index = index;
+  f.ts_ns = op.ts > model_.start_ts() ? op.ts - model_.start_ts() : 0;
+  f.error = std::move(error);
+  engine_.Fail(std::move(f));
 }
 
 // Everything that allocates is done before the gate: the first malloc of a thread maps an
@@ -215,6 +273,7 @@ void ReplayEngine::Worker::ReplayOps() {
 
   for (uint32_t i = 0; i < th_.ops.size(); i++) {
     if (engine_.abort_.load(std::memory_order_relaxed)) break;
+    current_ = i;
     const Op& op = th_.ops[i];
     const bool replayable_kind = IsReplayableKind(op.kind);
     // Dependencies first, even for an op that is skipped: the model reduces waits, so later ops
@@ -670,7 +729,7 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   const bool reaped_by_call = op.aio.engine == IOT_AIO_ENGINE_LIBAIO && op.end != UINT64_MAX;
   {
     std::lock_guard<std::mutex> lock(c->mu);
-    if (!EngineLocked(op.async_ctx, c)) {
+    if (!EngineLocked(op.async_ctx, c, op, index)) {
       c->Resolved(1);
       Skip(LiveSkipName(LiveSkip::kAsyncEngine), op, index);
       return;
@@ -718,7 +777,7 @@ void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
     const uint32_t set_up = engine_.async_contexts_.SetupContext(op);
     if (SharedAsyncContext* c = Context(set_up)) {
       std::lock_guard<std::mutex> lock(c->mu);
-      EngineLocked(set_up, c);
+      EngineLocked(set_up, c, op, index);
     }
   }
   if (code == IOT_OP_IO_DESTROY) {
@@ -803,8 +862,8 @@ ReplayEngine::Worker::RingCall ReplayEngine::Worker::ReplayRingCall(const Op& op
   if (!c) return RingCall::kGeneric;
   const bool waits = op.sc.op == IOT_OP_IO_URING_ENTER && (op.sc.flags & 1 /*GETEVENTS*/);
   if (waits) AwaitSubmissions(c, op, index, context);
-  std::lock_guard<std::mutex> lock(c->mu);
-  AsyncEngine* e = EngineLocked(context, c);
+  std::unique_lock<std::mutex> lock(c->mu);
+  AsyncEngine* e = EngineLocked(context, c, op, index);
   if (!e) {
     // Torn down (or never set up): nothing touches the ring after its recorded end.
     const size_t staged = StagedFor(context);
@@ -818,18 +877,80 @@ ReplayEngine::Worker::RingCall ReplayEngine::Worker::ReplayRingCall(const Op& op
   const size_t staged = QueueStagedLocked(context, c, e);
   if (op.sc.op == IOT_OP_IO_URING_REGISTER) {
     e->Register(op.sc.mode, static_cast<unsigned>(op.sc.length));
-  } else {
-    const uint64_t completed = c->CompletedBy(op.end);
-    const uint64_t due = completed > c->collected() ? completed - c->collected() : 0;
-    const unsigned min_complete =
-        std::max(op.sc.mode, static_cast<uint32_t>(std::min<uint64_t>(due, UINT32_MAX)));
-    int n = e->Enter(min_complete, op.sc.flags, comps_, 64);
-    if (n > 0) HandleCompletionsLocked(c, n);
-    while (n == 64 && (n = e->Reap(comps_, 64, 0)) > 0) HandleCompletionsLocked(c, n);
+    if (staged) staged_.clear();
+    c->Resolved(staged);
+    return RingCall::kReplayed;
   }
+  const uint64_t completed = c->CompletedBy(op.end);
+  const uint64_t due = completed > c->collected() ? completed - c->collected() : 0;
+  const unsigned min_complete =
+      std::max(op.sc.mode, static_cast<uint32_t>(std::min<uint64_t>(due, UINT32_MAX)));
+  // The call submits what it carried and waits, without the lock (async_contexts.h): the
+  // batch is published now, so waits of other threads may count on it.
+  AsyncWait w;
+  w.call = true;
+  w.flags = op.sc.flags;
+  e->ArmWait(&w, min_complete, /*submit=*/true);
   if (staged) staged_.clear();
   c->Resolved(staged);
+  WaitOutsideLock(lock, c, &w, RecordedDuration(op), &op, index);
   return RingCall::kReplayed;
+}
+
+// Waits for what `w` was armed with, without the context's lock; a call the kernel interrupts
+// or a slice that ends is re-armed for the completions still missing.
+int ReplayEngine::Worker::WaitOutsideLock(std::unique_lock<std::mutex>& lock,
+                                          SharedAsyncContext* c, AsyncWait* w,
+                                          uint64_t recorded_ns, const Op* op, uint32_t index) {
+  const std::shared_ptr<AsyncEngine> engine = c->LendEngine();  // alive while unlocked
+  AsyncEngine* e = engine.get();
+  const uint64_t deadline = SaturatingAdd(
+      NowNs(), std::max<uint64_t>(kKernelWaitWatchdogNs, SaturatingMul(recorded_ns, 8)));
+  const uint64_t slice = std::max<uint64_t>(kKernelWaitSliceNs, SaturatingMul(recorded_ns, 2));
+  unsigned left = w->want;
+  int collected = 0;
+  while (true) {
+    c->AddKernelWaiter(1);
+    lock.unlock();
+    const uint64_t before = NowNs();
+    const uint64_t timeout =
+        std::max<uint64_t>(std::min(slice, deadline > before ? deadline - before : 0), 1);
+    const int r = e->BlockWait(w, timeout);
+    // The call ended at its timeout or a signal, not because what it waited for came.
+    const bool cut = r == -ETIME || r == -EINTR || NowNs() - before >= timeout;
+    const bool resubmit = r < 0 && w->to_submit > 0;  // the kernel took none of the batch
+    lock.lock();
+    c->AddKernelWaiter(-1);
+    int n = e->FinishWait(w, comps_, AsyncWait::kMaxTaken);
+    if (n > 0) HandleCompletionsLocked(c, n);
+    collected += std::max(n, 0);
+    left = static_cast<unsigned>(n) >= left ? 0 : left - static_cast<unsigned>(n);
+    while (n == AsyncWait::kMaxTaken && (n = e->Reap(comps_, 64, 0)) > 0) {
+      HandleCompletionsLocked(c, n);
+      collected += n;
+      left = static_cast<unsigned>(n) >= left ? 0 : left - static_cast<unsigned>(n);
+    }
+    if (r < 0 && !IsTransientWaitError(r)) {
+      // Not what a wait on a live ring returns: the ring or the replay is broken.
+      const char* call = e->replays_ring_calls() ? "io_uring_enter" : "io_getevents";
+      if (op) {
+        Fail(*op, index,
+             fmt::format("{} on the replayed context failed: {}", call, strerror(-r)));
+      }
+      break;
+    }
+    // A call that returned is the recorded call done, even when another thread collected what
+    // it waited for; only a cut one is made again.
+    if (left == 0 || !cut || c->closed() || engine_.abort_.load(std::memory_order_relaxed)) break;
+    if (NowNs() >= deadline) {
+      if (op) RecordMismatch(*op, index, op->result, -ETIME, Mismatch::kWaitTimedOut);
+      break;
+    }
+    // Made even when nothing can come any more (it returns at once): every ArmWait is paired
+    // with a FinishWait.
+    e->ArmWait(w, left, resubmit);
+  }
+  return collected;
 }
 
 // A recorded close of an io_uring instance the model tied to its context, while the context
@@ -883,12 +1004,14 @@ void ReplayEngine::Worker::TearDownContext(uint32_t context, const Op& op, uint3
     }
     WaitUntil(now + 50'000, 0);
   }
-  std::lock_guard<std::mutex> lock(c->mu);
-  AsyncEngine* e = c->engine();
-  while (e && c->pending_count() > 0 && !engine_.abort_.load(std::memory_order_relaxed)) {
-    const int n = e->Reap(comps_, 64, 1);  // never waits for more than the ring has in flight
-    if (n <= 0) break;
-    HandleCompletionsLocked(c, n);
+  std::unique_lock<std::mutex> lock(c->mu);
+  if (AsyncEngine* e = c->engine();
+      e && c->pending_count() > 0 && !engine_.abort_.load(std::memory_order_relaxed)) {
+    AsyncWait w;  // never waits for more than the ring has in flight
+    w.flags = IORING_ENTER_GETEVENTS;
+    e->ArmWait(&w, static_cast<unsigned>(std::min<size_t>(c->pending_count(), UINT32_MAX)),
+               /*submit=*/false);
+    WaitOutsideLock(lock, c, &w, recorded, &op, index);
   }
   // Requests that never completed are dropped with the engine.
   c->DropAllPending();
@@ -899,15 +1022,23 @@ SharedAsyncContext* ReplayEngine::Worker::Context(uint32_t context) const {
   return context == model::kNone ? nullptr : engine_.async_contexts_.Get(context).get();
 }
 
-AsyncEngine* ReplayEngine::Worker::EngineLocked(uint32_t context, SharedAsyncContext* c) {
+AsyncEngine* ReplayEngine::Worker::EngineLocked(uint32_t context, SharedAsyncContext* c,
+                                                const Op& op, uint32_t index) {
   if (c->engine() || c->failed() || c->closed()) return c->engine();
   const auto& ctx = model_.async_contexts()[context];
   // The recorded setup size (io_setup nr_events, io_uring_setup entries), so the replayed
   // setup call is the recorded one; never less than the requests seen in flight.
-  auto e = backend_->NewAsyncEngine(ctx.engine, std::max({ctx.max_inflight, ctx.setup_size, 1u}),
-                                    engine_.options_.async);
-  if (e.ok()) c->SetEngine(std::move(e).value());
-  else c->MarkFailed();
+  const unsigned depth = std::max({ctx.max_inflight, ctx.setup_size, 1u});
+  auto e = backend_->NewAsyncEngine(ctx.engine, depth, engine_.options_.async);
+  if (e.ok()) {
+    c->SetEngine(std::move(e).value());
+  } else {
+    // The recorded ring or context worked in the original: a replay without it is not the
+    // workload.
+    c->MarkFailed();
+    Fail(op, index, fmt::format("cannot set up the asynchronous context ({} requests deep): {}",
+                                depth, e.status().ToString()));
+  }
   return c->engine();
 }
 
@@ -983,6 +1114,7 @@ void ReplayEngine::Worker::FlushStaged() {
   const uint32_t context = staged_ctx_;
   SharedAsyncContext* c = Context(context);
   const size_t n = staged_.size();
+  int r = 0;
   {
     std::lock_guard<std::mutex> lock(c->mu);
     AsyncEngine* e = c->engine();
@@ -990,12 +1122,16 @@ void ReplayEngine::Worker::FlushStaged() {
       FailStagedLocked(c, -EBADF);
     } else {
       QueueStagedLocked(context, c, e);
-      const int r = e->Flush();
+      r = e->Flush();
       if (r < 0) FailStagedLocked(c, r);  // not submitted: the batch ends with the error
     }
   }
   staged_.clear();
   c->Resolved(n);
+  if (r < 0 && !IsTransientWaitError(r) && current_ < th_.ops.size()) {
+    Fail(th_.ops[current_], current_,
+         fmt::format("submitting {} requests on the replayed context failed: {}", n, strerror(-r)));
+  }
 }
 
 // Polls what has completed on the contexts this worker submitted to (never a system call),
@@ -1009,7 +1145,9 @@ void ReplayEngine::Worker::ReapAvailable() {
     std::unique_lock<std::mutex> lock(c->mu, std::try_to_lock);
     if (!lock.owns_lock()) continue;
     AsyncEngine* e = c->engine();
-    if (!e || c->AwaitsRecordedWait()) continue;
+    // Completions a worker waits for in the kernel are left to it, as its recorded call
+    // collected them.
+    if (!e || c->AwaitsRecordedWait() || c->kernel_waiters() > 0) continue;
     int n;
     while ((n = e->Reap(comps_, 64, 0)) > 0) HandleCompletionsLocked(c, n);
   }
@@ -1048,7 +1186,7 @@ void ReplayEngine::Worker::WaitCompletionsUntil(const Op& op, uint32_t index, ui
   SharedAsyncContext* c = Context(context);
   if (!c) return;
   AwaitSubmissions(c, op, index, context);
-  std::lock_guard<std::mutex> lock(c->mu);
+  std::unique_lock<std::mutex> lock(c->mu);
   AsyncEngine* e = c->engine();
   if (!e) {
     const size_t staged = StagedFor(context);
@@ -1063,11 +1201,15 @@ void ReplayEngine::Worker::WaitCompletionsUntil(const Op& op, uint32_t index, ui
   if (op.sc.op == IOT_OP_IO_GETEVENTS || op.sc.op == IOT_OP_IO_PGETEVENTS) {
     due = std::max<uint64_t>(due, op.sc.aux);  // min_nr
   }
-  const int n = e->Wait(comps_, max_events,
-                        static_cast<int>(std::min<uint64_t>(due, static_cast<uint64_t>(max_events))));
-  if (n > 0) HandleCompletionsLocked(c, n);
+  AsyncWait w;
+  w.call = true;
+  w.flags = IORING_ENTER_GETEVENTS;
+  w.max = max_events;
+  e->ArmWait(&w, static_cast<unsigned>(std::min<uint64_t>(due, static_cast<uint64_t>(max_events))),
+             /*submit=*/true);
   if (staged) staged_.clear();
   c->Resolved(staged);
+  WaitOutsideLock(lock, c, &w, RecordedDuration(op), &op, index);
 }
 
 // At the end of the worker's ops: its requests complete before it ends. Polled first (no
@@ -1083,14 +1225,24 @@ void ReplayEngine::Worker::DrainOwn() {
       AsyncEngine* e = c->engine();
       if (!e || c->PendingOf(thread) == 0) break;
       const bool late = NowNs() >= patience;
-      const int n = late || !c->AwaitsRecordedWait() ? e->Reap(comps_, 64, late ? 1 : 0) : 0;
+      if (late) {
+        // Waited for in the kernel (without the lock); what cannot complete is dropped.
+        AsyncWait w;
+        w.flags = IORING_ENTER_GETEVENTS;
+        e->ArmWait(&w, static_cast<unsigned>(std::min<size_t>(c->PendingOf(thread), UINT32_MAX)),
+                   /*submit=*/false);
+        if (WaitOutsideLock(lock, c, &w, 0, nullptr, 0) > 0) continue;
+        // Never completed in the replay: each counted against its op, not dropped unseen.
+        for (const PendingRequest& p : c->TakePendingOf(thread)) {
+          const Op& op = th_.ops[p.index];
+          RecordMismatch(op, p.index, op.result, -ETIME, Mismatch::kWaitTimedOut);
+        }
+        break;
+      }
+      const int n = !c->AwaitsRecordedWait() ? e->Reap(comps_, 64, 0) : 0;
       if (n > 0) {
         HandleCompletionsLocked(c, n);
         continue;
-      }
-      if (late) {
-        c->DropPending(thread);
-        break;
       }
       lock.unlock();
       WaitUntil(NowNs() + 50'000, 0);

@@ -107,6 +107,11 @@ struct ReplayEngine::Worker {
   // for another thread); 0: this worker's.
   void RecordMismatch(const model::Op& op, uint32_t index, int64_t recorded, int64_t live,
                       Mismatch kind, uint32_t tid = 0);
+  // This worker cannot go on with op `index` (ReplayEngine::Fail): the replay stops, and says
+  // `error` with the op, its recorded arguments, the thread and the trace position.
+  void Fail(const model::Op& op, uint32_t index, std::string error);
+  // The ops, and any error escaping them (an internal error) as a failure of the op at hand.
+  void ReplayOpsGuarded();
 
   // ---- async requests and the calls that carry them (`inline`: forced inline too) ----
   // Contexts are shared by the workers of a process (async_contexts.h); "Locked" functions run
@@ -127,7 +132,9 @@ struct ReplayEngine::Worker {
   // A recorded call that uses a context (AsyncContextTable::UseContext) is over.
   void NoteContextUse(const model::Op& op);
   SharedAsyncContext* Context(uint32_t context) const;
-  AsyncEngine* EngineLocked(uint32_t context, SharedAsyncContext* c);
+  // The context's engine, set up on first use; a setup that fails is a failure of `op`.
+  AsyncEngine* EngineLocked(uint32_t context, SharedAsyncContext* c, const model::Op& op,
+                            uint32_t index);
   // The context a recorded io_uring_enter / io_getevents / io_submit acts on.
   uint32_t CallContext(const model::Op& op) const;
   void FinishEngineCall(const model::Op& op, uint32_t index, uint64_t t0);
@@ -148,6 +155,13 @@ struct ReplayEngine::Worker {
                             int max_events);
   // Waits until every request this worker submitted has completed, whoever reaps it.
   void DrainOwn();
+  // The wait `w` armed (AsyncEngine::ArmWait) under `lock`, made without it, its completions
+  // collected under it again; returns how many were collected. A wait that cannot end is
+  // given up at the watchdog, max(10 s, 8 x `recorded_ns`), counted as wait_timed_out against
+  // `op` (none: dropped quietly), and re-armed every max(1 s, 2 x `recorded_ns`) until then,
+  // as other threads may collect what it waits for.
+  int WaitOutsideLock(std::unique_lock<std::mutex>& lock, SharedAsyncContext* c, AsyncWait* w,
+                      uint64_t recorded_ns, const model::Op* op, uint32_t index);
 
   ReplayEngine& engine_;
   const model::TraceModel& model_;
@@ -175,6 +189,7 @@ struct ReplayEngine::Worker {
   uint64_t prev_live_done_ = 0;  // its live completion
   bool first_ = true;
   bool carried_batch_ = false;  // the last op was a request left queued for the next to carry
+  uint32_t current_ = 0;        // the op being replayed (its index in the thread)
   int64_t late_ = 0;  // lateness of the op being issued
 };
 

@@ -50,12 +50,14 @@ class FakeRingEngine final : public AsyncEngine {
   }
   unsigned queued() const override { return static_cast<unsigned>(queued_.size()); }
   bool replays_ring_calls() const override { return true; }
-  int Enter(unsigned min_complete, unsigned flags, AsyncCompletion* out, int max) override {
-    log_->push_back("enter submit " + std::to_string(queued_.size()) + " min " +
-                    std::to_string(min_complete) + " flags " + std::to_string(flags));
-    Submit();
-    return Take(out, max);
+  // A recorded io_uring_enter: armed with its arguments, made without the lock, collected.
+  void ArmWait(AsyncWait* w, unsigned min_complete, bool submit) override {
+    log_->push_back("enter submit " + std::to_string(submit ? queued_.size() : 0) + " min " +
+                    std::to_string(min_complete) + " flags " + std::to_string(w->flags));
+    if (submit) Submit();
+    w->want = 0;
   }
+  int FinishWait(AsyncWait*, AsyncCompletion* out, int max) override { return Take(out, max); }
   int Register(unsigned opcode, unsigned nr_args) override {
     log_->push_back("register " + std::to_string(opcode) + " " + std::to_string(nr_args));
     return 0;
@@ -188,9 +190,16 @@ TEST(ReplayUringCalls, RingEnterWaitsOnlyForWhatIsInFlight) {
   }
   AsyncCompletion out[64];
   // min_complete 5 with two requests: waits for the two, not for ever.
-  int got = e->Enter(5, 1, out, 64);
+  AsyncWait w;
+  w.call = true;
+  w.flags = 1;  // IORING_ENTER_GETEVENTS
+  e->ArmWait(&w, 5, /*submit=*/true);
+  EXPECT_EQ(w.want, 2u);
+  EXPECT_EQ(w.to_submit, 2u);
+  ASSERT_GE(e->BlockWait(&w, 10'000'000'000ull), 0);
+  int got = e->FinishWait(&w, out, 64);
   while (got >= 0 && got < 2) {
-    const int more = e->Enter(5, 1, out + got, 64 - got);
+    const int more = e->Reap(out + got, 64 - got, 2 - got);
     if (more < 0) got = more;
     else got += more;
   }
