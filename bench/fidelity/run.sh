@@ -39,7 +39,7 @@ while [[ $# -gt 0 ]]; do
     --set) set="$2"; shift ;;
     --size) size="$2"; shift ;;
     --paces) pace_list="$2"; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -201,7 +201,13 @@ for spec in "${scenarios[@]}"; do
       continue
     fi
     read -r -a driver <<<"$b"
-    "$here/programs/${driver[0]}" prepare "$dir" "$size" "${driver[@]:1}"
+    # A failed preparation (a server that did not start) fails that scenario, not the run.
+    if ! "$here/programs/${driver[0]}" prepare "$dir" "$size" "${driver[@]:1}" \
+        >"$results/$name.prepare.log" 2>&1; then
+      echo "prepare failed" >"$results/$name.orig.rc"
+      log "prepare $name failed (see $results/$name.prepare.log)"
+      continue
+    fi
     argv=("$here/programs/${driver[0]}" run "$dir" "$size" "${driver[@]:1}")
     echo "$kind" >"$results/$name.kind"
   fi

@@ -257,6 +257,14 @@ def misses(rows):
     for r in rows:
         if r["missing"]:
             continue
+        if r["record_rc"] or r["replay_rc"] or r["cmp"] is None:
+            # A run that did not get as far as a comparison is a miss of its own.
+            why = [f"record: {r['record_rc']}" if r["record_rc"] else "",
+                   f"replay exited {r['replay_rc']}" if r["replay_rc"] else "",
+                   "no compare output" if r["cmp"] is None else ""]
+            out.append(f"- **{r['name']} / {r['pace']}**: " + "; ".join(w for w in why if w) + ".")
+            if r["cmp"] is None:
+                continue
         ms = r["ms"]
         items = []
         for name in r["failed"]:
