@@ -383,6 +383,8 @@ class BlockReplayer {
   const BlockTally& tally() const { return tally_; }
   const WakeLateness& wake() const { return wake_; }
   bool fixed_buffers() const { return fixed_buffers_; }
+  // Why the ring failed ("" when it did not): the replay stopped there.
+  const std::string& error() const { return error_; }
 
  private:
   struct Live {
@@ -395,7 +397,7 @@ class BlockReplayer {
   uint64_t Due(const model::BlockRequest& r);
   // False when a stop came first.
   bool WaitForDue(uint64_t due);
-  bool Stopped() const { return stop_->load(std::memory_order_relaxed); }
+  bool Stopped() const { return stop_->load(std::memory_order_relaxed) || !error_.empty(); }
   void NoteIssued(const model::BlockRequest& r, uint64_t due, uint64_t issued);
   void NoteSubmitted(uint64_t due, uint64_t submitted, uint64_t held_late);
   void IssueIoctl(size_t i, BlockOp op, uint64_t off, uint64_t due);
@@ -408,6 +410,7 @@ class BlockReplayer {
   const ReplayOptions& o_;
   const int fd_;
   const std::atomic<bool>* stop_;  // set by the InterruptWatcher
+  std::string error_;              // the ring failed: nothing more is issued
   io_uring ring_;
   bool ring_ready_ = false;
   bool fixed_buffers_ = false;  // rbuf_ and wbuf_ registered as buffers 0 and 1
@@ -495,7 +498,7 @@ double BlockReplayer::Run() {
     }
   }
   Flush();
-  while (inflight_ > 0) Reap(true);
+  while (inflight_ > 0 && error_.empty()) Reap(true);
   uint64_t end = NowNs();
   return ElapsedSeconds(first_issue_ ? std::min(first_issue_, live_start_) : end, end);
 }
@@ -583,7 +586,18 @@ void BlockReplayer::NoteSubmitted(uint64_t due, uint64_t submitted, uint64_t hel
 void BlockReplayer::Flush() {
   if (pending_.empty()) return;
   const uint64_t before = NowNs();
-  io_uring_submit(&ring_);
+  int r;
+  while ((r = io_uring_submit(&ring_)) == -EINTR) {
+  }
+  if (r < 0 && error_.empty()) {
+    // Never submitted, so never completed: not waited for.
+    error_ = fmt::format(
+        "io_uring_submit of {} requests (the first: recorded request {}) failed: {}",
+        pending_.size(), pending_.front().first, strerror(-r));
+    inflight_ -= std::min<unsigned>(inflight_, static_cast<unsigned>(pending_.size()));
+    pending_.clear();
+    return;
+  }
   const uint64_t now = NowNs();
   tally_.submit.Add(now - before);
   for (const auto& [i, due] : pending_) {
@@ -612,6 +626,7 @@ void BlockReplayer::Submit(size_t i, BlockOp op, uint64_t off, uint64_t due) {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   while (!sqe) {  // not while fewer than the ring's entries are in flight
     Flush();
+    if (!error_.empty()) return;
     Reap(true);
     sqe = io_uring_get_sqe(&ring_);
   }
@@ -639,6 +654,10 @@ int BlockReplayer::Reap(bool wait_one) {
   while (true) {
     int r = (wait_one && n == 0) ? io_uring_wait_cqe(&ring_, &cqe) : io_uring_peek_cqe(&ring_, &cqe);
     if (r == -EINTR) continue;
+    if (r < 0 && r != -EAGAIN && wait_one && n == 0 && error_.empty()) {
+      // A wait the ring refuses would be made again for ever by the callers.
+      error_ = fmt::format("waiting for {} requests in flight failed: {}", inflight_, strerror(-r));
+    }
     if (r < 0 || !cqe) break;
     size_t i = io_uring_cqe_get_data64(cqe);
     Live& l = live_[i];
@@ -791,6 +810,10 @@ Result<BlockReplayOutcome> RunBlockReplay(const model::TraceModel& m, const Repl
   if (const char* why = stopped_by.load()) {
     out.summary["aborted"] = why;
     out.text += fmt::format("  stopped: {}\n", why);
+    out.exit_code = 1;
+  } else if (!replayer.error().empty()) {
+    out.summary["aborted"] = "failed: " + replayer.error();
+    out.text += fmt::format("  stopped: failed: {}\n", replayer.error());
     out.exit_code = 1;
   }
   return out;

@@ -121,7 +121,13 @@ void ReplayEngine::Bookkeep(std::function<void()> fn) {
   // Runs `fn` on the bookkeeping thread and waits for it.
   std::atomic<uint32_t> done{0};
   std::function<void()> job = [&] {
-    fn();
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      // The replay's own error (memory refused): the replay stops with it, the worker goes on
+      // to its end instead of waiting for ever.
+      Abort(fmt::format("failed: internal error in the bookkeeping thread: {}", e.what()));
+    }
     done.store(1, std::memory_order_release);
     Futex(&done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
   };
