@@ -491,6 +491,8 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
       // O_TMPFILE names the directory the new, unnamed file lies in: not the file's name.
       if ((model::EffectiveOpenFlags(r) & O_TMPFILE) != O_TMPFILE) {
         AddFileName(file, r.path_id, resolved);
+      } else if (file >= 0) {
+        files_[static_cast<size_t>(file)].tmpfile = true;
       }
     }
   } else if (op == IOT_OP_CLOSE) {
@@ -1075,8 +1077,9 @@ void Analyzer::OnWriteback(const iot_writeback& r) {
 void Analyzer::OnCacheState(const iot_cache_state& r) {
   if (!r.ino) return;
   int32_t file = FileIndex(r.dev, r.ino, true);
-  AddFileName(file, r.path_id, AbsoluteName(r.path_id));
   FileStats& f = files_[static_cast<size_t>(file)];
+  // The capture names an O_TMPFILE file by the directory it was opened in.
+  if (!f.tmpfile) AddFileName(file, r.path_id, AbsoluteName(r.path_id));
   f.cache_resident = static_cast<int64_t>(r.resident_pages);
   f.cache_total = static_cast<int64_t>(r.total_pages);
   ++cache_state_files_;

@@ -212,6 +212,7 @@ class Analyzer {
     uint16_t ftype = 0;
     model::FileKind kind = model::FileKind::kStorage;
     bool untyped = false;
+    bool tmpfile = false;  // made by an O_TMPFILE open: names of its directory are not its own
     uint32_t kind_path = 0;
     // Mapped I/O: pages read by read faults (fault-around included, each page once per run of
     // faults on one window), pages dirtied through shared writable mappings. Instruction
