@@ -16,6 +16,7 @@
 #include <system_error>
 #include <unordered_map>
 
+#include "base/checked_math.h"
 #include "format/records.h"
 #include "replay/fill.h"
 #include "replay/pacer.h"
@@ -194,12 +195,26 @@ void ReplayEngine::CloseProcess(uint32_t process) {
   }
 }
 
+// Each live range once: a MAP_FIXED piece placed inside another mapping of the process (ld.so's
+// segments inside its reservation) goes with it, and unmapping it again after would destroy
+// whatever another worker has mapped at the freed address since.
 void ReplayEngine::UnmapProcess(uint32_t process) {
   const auto& maps = model_.mappings();
+  std::vector<std::pair<uint64_t, uint64_t>> live;  // (base, length), longest first per base
   for (size_t i = 0; i < maps.size(); i++) {
     if (maps[i].process != process) continue;
     uint64_t base = maps_[i].exchange(0);
-    if (base) backend_->Unmap(reinterpret_cast<uint8_t*>(base), maps[i].length);
+    if (base) live.emplace_back(base, maps[i].length);
+  }
+  std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  });
+  uint64_t unmapped_to = 0;  // end of the ranges unmapped so far
+  for (const auto& [base, length] : live) {
+    const uint64_t end = SaturatingAdd(base, length);
+    if (end <= unmapped_to) continue;  // inside a range already unmapped
+    backend_->Unmap(reinterpret_cast<uint8_t*>(base), length);
+    unmapped_to = std::max(unmapped_to, end);
   }
 }
 

@@ -641,8 +641,14 @@ void ReplayEngine::Worker::ApplyEffects(const Op& op, const LiveArgs& a, int64_t
       engine_.Bookkeep([&] { backend_->Unmap(extra, len); });
     }
   } else if (code == IOT_OP_MUNMAP && result == 0) {
+    // The kernel unmaps whole pages: munmap(p, 60179) of a 61440-byte mapping (ld.so's of its
+    // cache) removes it all, and a slot left holding its address would be unmapped again at
+    // the process's end, over whatever the kernel has put there since.
     const model::Mapping& mp = model_.mappings()[op.mapping];
-    if (op.map_offset == 0 && a.mem_len >= mp.length) engine_.maps_[op.mapping].store(0);
+    constexpr uint64_t kPage = 4096;
+    const uint64_t pages =
+        a.mem_len > UINT64_MAX - kPage ? UINT64_MAX : (a.mem_len + kPage - 1) / kPage * kPage;
+    if (op.map_offset == 0 && pages >= mp.length) engine_.maps_[op.mapping].store(0);
   } else if (code == IOT_OP_MREMAP && result >= 0 && op.extra_count) {
     uint32_t nm = static_cast<uint32_t>(model_.ExtraBegin(op)[0]);
     engine_.maps_[nm].store(static_cast<uint64_t>(result));
