@@ -166,6 +166,20 @@ struct ModelBuilder::Impl {
   std::vector<iot_block> blocks;
   std::map<std::pair<uint32_t, uint64_t>, std::vector<uint64_t>> iovecs;  // (tid, ts) -> lens
   std::map<std::pair<uint32_t, uint64_t>, uint16_t> iovec_counts;
+  // FDLIST records by (tid, ts) of their call: the header and the captured entries.
+  struct FdList {
+    iot_fdlist head;
+    std::vector<iot_fdlist_entry> entries;
+  };
+  std::map<std::pair<uint32_t, uint64_t>, FdList> fdlists;
+  // io_uring registered files, by the ring's ofd: slot -> the descriptor number registered there
+  // and the ofd it named then (a request uses it only while that number still names it).
+  struct UringFiles {
+    uint32_t process = kNone;  // that registered them
+    std::unordered_map<uint32_t, std::pair<int32_t, uint32_t>> slots;
+  };
+  std::map<uint32_t, UringFiles> uring_files;
+  std::map<uint32_t, uint32_t> uring_enter_ring;  // thread -> ring ofd of its latest enter
   std::map<std::pair<uint16_t, uint16_t>, uint64_t> lost;  // (source, cpu) -> cumulative
 
   // ---- reconstruction state (Finish) ----
@@ -674,7 +688,17 @@ struct ModelBuilder::Impl {
     std::vector<uint64_t> extra;  // Op::extra_* when not iovec lengths (fd lists, mremap result)
     std::vector<std::function<void()>> declare;
   };
-  void HandleSyscall(const iot_syscall& sc);
+  // `given`: the path of a call the model made up (a descriptor received by recvmsg, replayed as
+  // an open of its file), instead of the record's path_id.
+  void HandleSyscall(const iot_syscall& sc, PathId given = kNone);
+  // recvmsg with SCM_RIGHTS (model_syscalls.cc): each received descriptor becomes an open of the
+  // file the sender's descriptor was on, found by its identity.
+  void HandleReceivedDescriptors(const iot_syscall& sc);
+  // io_uring_register of files: the ring's registered-file table (slot -> descriptor number).
+  void RegisterUringFiles(const SyscallStep& s);
+  // The descriptor a request with IOSQE_FIXED_FILE names through slot `slot` of a ring of
+  // process `proc` submitted by thread `t`, or -1.
+  int32_t FixedFileFd(uint32_t proc, uint32_t t, uint32_t slot);
   void LayOutIovecs(SyscallStep& s);
   void LayOutIovecs(uint32_t tid, uint64_t ts, uint64_t count, uint64_t total, Op& op);
   void ResolvePaths(SyscallStep& s);

@@ -14,7 +14,11 @@
 #include "model/model_builder_impl.h"
 
 namespace iotwin::model {
-void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
+void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc, PathId given) {
+  if (sc.op == IOT_OP_RECVMSG && given == kNone) {
+    HandleReceivedDescriptors(sc);
+    return;
+  }
   SyscallStep s(sc);
   s.thread = ThreadFor(sc.tid, sc.tgid, sc.ts);
   s.proc = m->threads_[s.thread].process;
@@ -34,7 +38,8 @@ void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc) {
   m->stats_.syscalls++;
 
   if (GetOpInfo(code).vectored) LayOutIovecs(s);
-  ResolvePaths(s);
+  if (given != kNone) op.path = given;
+  else ResolvePaths(s);
   ClassifyDescriptors(s);
 
   s.index = static_cast<uint32_t>(m->threads_[s.thread].ops.size());
@@ -758,6 +763,9 @@ bool ModelBuilder::Impl::ApplyAsyncSetupOp(SyscallStep& s) {
       break;
     }
     case IOT_OP_IO_URING_ENTER: case IOT_OP_IO_URING_REGISTER: {
+      const uint32_t ring = OfdOf(proc, sc.fd);
+      if (code == IOT_OP_IO_URING_ENTER && ring != kNone) uring_enter_ring[t] = ring;
+      if (code == IOT_OP_IO_URING_REGISTER && ok && ring != kNone) RegisterUringFiles(s);
       s.declare.push_back([=, this] { DeclareFdUse(proc, sc.fd); });
       break;
     }
@@ -776,6 +784,133 @@ void ModelBuilder::Impl::NoteAsyncSetup(const SyscallStep& s, uint32_t pushed) {
     ofds[s.op.ofd].ring_setup_thread = s.thread;
     ofds[s.op.ofd].ring_setup_op = pushed;
   }
+}
+
+// ---- descriptor lists (FDLIST records) ---------------------------------------------------------
+
+namespace {
+
+constexpr uint32_t kUringRegisterFiles = 2;
+constexpr uint32_t kUringUnregisterFiles = 3;
+constexpr uint32_t kUringRegisterFilesUpdate = 6;
+constexpr uint32_t kUringRegisterFiles2 = 13;
+constexpr uint32_t kUringRegisterFilesUpdate2 = 14;
+constexpr int32_t kUringFilesSkip = -2;  // IORING_REGISTER_FILES_SKIP: the slot is left as is
+constexpr uint64_t kMsgCmsgCloexec = 0x40000000;  // MSG_CMSG_CLOEXEC
+
+// The open flags the replay opens a received descriptor's file with: its f_flags less what only
+// an open's creation does (the file exists: it was passed).
+uint32_t ReceivedOpenFlags(const iot_fdlist_entry& e, bool cloexec) {
+  constexpr uint32_t kKept = O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_DIRECT |
+                             O_LARGEFILE | O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_PATH;
+  return (e.fflags & kKept) | (cloexec ? O_CLOEXEC : 0);
+}
+
+}  // namespace
+
+void ModelBuilder::Impl::HandleReceivedDescriptors(const iot_syscall& sc) {
+  if (sc.op <= IOT_OP_MAX) m->stats_.ops_by_kind[sc.op]++;
+  auto it = fdlists.find({sc.tid, sc.ts});
+  if (it == fdlists.end() || it->second.head.kind != IOT_FDL_RECEIVED) return;
+  const FdList list = std::move(it->second);
+  fdlists.erase(it);
+  if (sc.ret < 0 || (sc.sflags & IOT_SCF_INTERRUPTED)) return;
+  const bool cloexec = (sc.aux & kMsgCmsgCloexec) != 0;
+  for (const iot_fdlist_entry& e : list.entries) {
+    if (e.fd < 0) continue;
+    // The call as the replay makes it: an open, at the recvmsg's time, of the file behind the
+    // sender's descriptor (known by its identity, read in the kernel), returning the descriptor
+    // the receiver got. A file the model never saw by that identity has no path: the open is
+    // skipped (unknown path) and so is what the descriptor does later.
+    iot_syscall open{};
+    open.hdr = sc.hdr;
+    open.op = IOT_OP_OPENAT;
+    open.cpu = sc.cpu;
+    open.ts = Sum(sc.ts, sc.dur);  // at the recvmsg's exit, where the descriptor appears
+    open.dur = 0;
+    open.tgid = sc.tgid;
+    open.tid = sc.tid;
+    open.ret = e.fd;
+    open.fd = kAtFdcwd;
+    open.fd2 = -1;
+    open.flags = ReceivedOpenFlags(e, cloexec);
+    if (e.eflags & IOT_FDLE_IDENT) {
+      open.ino = e.ino;
+      open.dev = e.dev;
+      open.ftype = e.ftype;
+    } else {
+      open.sflags = IOT_SCF_NO_FILE;
+    }
+    PathId path = kNone;
+    if (e.eflags & IOT_FDLE_IDENT) {
+      auto f = file_by_identity.find({e.dev, e.ino});
+      if (f != file_by_identity.end()) path = m->files_[f->second].path;
+    }
+    HandleSyscall(open, path);
+  }
+}
+
+void ModelBuilder::Impl::RegisterUringFiles(const SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  const uint32_t ring = OfdOf(s.proc, sc.fd);
+  const uint32_t opcode = sc.mode & 0xffff;
+  if (opcode == kUringUnregisterFiles) {
+    uring_files.erase(ring);
+    return;
+  }
+  if (opcode != kUringRegisterFiles && opcode != kUringRegisterFiles2 &&
+      opcode != kUringRegisterFilesUpdate && opcode != kUringRegisterFilesUpdate2) {
+    return;
+  }
+  auto it = fdlists.find({sc.tid, sc.ts});
+  if (it == fdlists.end() || it->second.head.kind != IOT_FDL_URING_FILES) {
+    // The table is not known: no request of the ring names a file through it.
+    if (opcode == kUringRegisterFiles || opcode == kUringRegisterFiles2) uring_files.erase(ring);
+    return;
+  }
+  const FdList list = std::move(it->second);
+  fdlists.erase(it);
+  UringFiles& files = uring_files[ring];
+  files.process = s.proc;
+  auto& table = files.slots;
+  const bool update = opcode == kUringRegisterFilesUpdate || opcode == kUringRegisterFilesUpdate2;
+  if (!update) table.clear();
+  const uint32_t first = update ? list.head.first : 0;
+  for (uint32_t i = 0; i < list.entries.size(); i++) {
+    const int32_t fd = list.entries[i].fd;
+    if (first > UINT32_MAX - i) break;
+    const uint32_t slot = first + i;
+    if (fd == kUringFilesSkip) continue;
+    if (fd < 0) {
+      table.erase(slot);
+      continue;
+    }
+    table[slot] = {fd, OfdOf(s.proc, fd)};
+  }
+}
+
+int32_t ModelBuilder::Impl::FixedFileFd(uint32_t proc, uint32_t t, uint32_t slot) {
+  // The ring: the one this thread entered last; else (requests an SQPOLL thread submitted) the
+  // process's only ring with registered files.
+  uint32_t ring = kNone;
+  auto e = uring_enter_ring.find(t);
+  if (e != uring_enter_ring.end() && uring_files.count(e->second)) ring = e->second;
+  if (ring == kNone) {
+    for (const auto& [r, files] : uring_files) {
+      if (files.process != proc) continue;
+      if (ring != kNone) return -1;  // two rings: which one is not known
+      ring = r;
+    }
+  }
+  if (ring == kNone) return -1;
+  const auto& table = uring_files[ring].slots;
+  auto it = table.find(slot);
+  if (it == table.end()) return -1;
+  // Registered files hold their file even after the descriptor closes; the replay submits on the
+  // descriptor, so only while the number still names what was registered.
+  const auto [fd, registered] = it->second;
+  if (registered == kNone || OfdOf(proc, fd) != registered) return -1;
+  return fd;
 }
 
 }  // namespace iotwin::model

@@ -397,9 +397,16 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
   op.async_ctx = ci;
   op.pos = a.offset;
   if (a.engine == IOT_AIO_ENGINE_URING && (a.flags & kIosqeFixedFile)) {
-    // fd is an index into the ring's registered files, which the trace does not list: binding
-    // it as a descriptor would name another file.
-    op.skip = Skip::kUnknownFd;
+    // fd is an index into the ring's registered files (FDLIST of io_uring_register): the request
+    // becomes one on the descriptor registered there, which the replay submits as a plain fd.
+    const int32_t fd = a.fd >= 0 ? FixedFileFd(proc, t, static_cast<uint32_t>(a.fd)) : -1;
+    if (fd >= 0) {
+      op.aio.fd = fd;
+      op.aio.flags &= ~kIosqeFixedFile;
+      BindDataFd(fd, &op);
+    } else {
+      op.skip = Skip::kUnknownFd;
+    }
   } else {
     BindDataFd(a.fd, &op);
   }
@@ -442,9 +449,10 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
   if (!same) last_batch[t] = {next_batch++, bkey};
   op.batch = last_batch[t].first;
   m->stats_.skipped_by_reason[static_cast<size_t>(op.skip)]++;
+  const int32_t used_fd = op.aio.fd;  // a fixed file's: the descriptor registered in its slot
   uint32_t idx = Push(t, op, [&] {
     deps.Read(ResourceKey(ResourceTag::kAsyncCtx, ci));
-    if (a.fd >= 0) deps.Read(FdKey(proc, a.fd));
+    if (used_fd >= 0) deps.Read(FdKey(proc, used_fd));
     if (file != kNone && span) {
       if (is_write) deps.WriteRange(FileKey(file), a.offset, Sum(a.offset, span));
       else if (is_read) deps.ReadRange(FileKey(file), a.offset, Sum(a.offset, span));
@@ -734,7 +742,7 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
     std::vector<uint8_t> buf(need, 0);
     std::memcpy(buf.data(), rec, rec->size);
     reinterpret_cast<iot_rec_hdr*>(buf.data())->size = static_cast<uint16_t>(need);
-    if (rec->type == IOT_REC_STRING || rec->type == IOT_REC_IOVEC) {
+    if (rec->type == IOT_REC_STRING || rec->type == IOT_REC_IOVEC || rec->type == IOT_REC_FDLIST) {
       return Status::Corrupt("{} record of {} bytes is shorter than its {}-byte fixed part",
                              RecordTypeName(rec->type), rec->size, need);
     }
@@ -764,10 +772,16 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
       }
       break;
     }
-    case IOT_REC_SYSCALL:
+    case IOT_REC_SYSCALL: {
       s.syscalls.push_back(As<iot_syscall>(rec));
-      push(Impl::kEvSyscall, static_cast<uint32_t>(s.syscalls.size() - 1), s.syscalls.back().ts);
+      const iot_syscall& sc = s.syscalls.back();
+      // Descriptors a recvmsg received exist from its exit on (it often waited for the sender
+      // to open the file): the model takes the call there.
+      const bool at_exit = sc.op == IOT_OP_RECVMSG && sc.ts <= UINT64_MAX - sc.dur;
+      push(Impl::kEvSyscall, static_cast<uint32_t>(s.syscalls.size() - 1),
+           at_exit ? sc.ts + sc.dur : sc.ts);
       break;
+    }
     case IOT_REC_IOVEC: {
       const auto& iv = As<iot_iovec>(rec);
       size_t have = (rec->size - sizeof(iot_iovec)) / sizeof(uint64_t);
@@ -776,6 +790,17 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
       if (n) std::memcpy(lens.data(), &iv + 1, n * sizeof(uint64_t));
       s.iovecs[{iv.tid, iv.ts}] = std::move(lens);
       s.iovec_counts[{iv.tid, iv.ts}] = iv.count;
+      break;
+    }
+    case IOT_REC_FDLIST: {
+      // The reader checked the entries fit; a record built in memory is checked here too.
+      const auto& l = As<iot_fdlist>(rec);
+      const size_t have = (rec->size - sizeof(iot_fdlist)) / sizeof(iot_fdlist_entry);
+      const size_t n = std::min<size_t>({l.captured, have, IOT_FDLIST_MAX});
+      Impl::FdList& list = s.fdlists[{l.tid, l.ts}];
+      list.head = l;
+      list.entries.resize(n);
+      if (n) std::memcpy(list.entries.data(), &l + 1, n * sizeof(iot_fdlist_entry));
       break;
     }
     case IOT_REC_PROC:

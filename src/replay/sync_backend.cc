@@ -7,8 +7,10 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,6 +96,26 @@ uint64_t HonouredOpenFlags(uint64_t flags) {
 // bind(2) gives a socket file the socket inode's mode, 0777, less the umask.
 constexpr mode_t kSocketFileMode = 0777;
 
+// A confined worker's bind: the same call on a socket of its own, closed at once (the socket file
+// is what the trace's later calls use). A path longer than sun_path holds makes the file with
+// mknodat instead.
+int64_t BindSocketFile(const char* path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const size_t len = strlen(path);
+  if (len >= sizeof addr.sun_path) {
+    const int64_t r = Ret(syscall(SYS_mknodat, AT_FDCWD, path, S_IFSOCK | kSocketFileMode, 0));
+    return r == -EEXIST ? -EADDRINUSE : r;
+  }
+  memcpy(addr.sun_path, path, len);
+  const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -errno;
+  const int64_t r = Ret(bind(s, reinterpret_cast<const sockaddr*>(&addr),
+                             static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len + 1)));
+  close(s);
+  return r;
+}
+
 // linkat(AT_FDCWD, "/proc/self/fd/FD", dirfd, name, AT_SYMLINK_FOLLOW), as the workload named
 // its descriptor, FD being the replay's own; where /proc is not there (a confined root), the
 // same link through AT_EMPTY_PATH.
@@ -172,11 +194,7 @@ int64_t ConfinedPathCall(const LiveArgs& a, uint32_t mode) {
       return a.sandbox ? a.sandbox->SymlinkInRoot(a.path, a.path2, sc.op == IOT_OP_SYMLINKAT)
                        : -EPERM;
     case IOT_OP_CHDIR: return Ret(syscall(SYS_chdir, a.path));
-    case IOT_OP_BIND: {
-      // The socket file the bind made (the socket itself is not replayed).
-      const int64_t r = Ret(syscall(SYS_mknodat, AT_FDCWD, a.path, S_IFSOCK | kSocketFileMode, 0));
-      return r == -EEXIST ? -EADDRINUSE : r;
-    }
+    case IOT_OP_BIND: return BindSocketFile(a.path);
     default: return -ENOSYS;
   }
 }

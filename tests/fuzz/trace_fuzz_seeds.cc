@@ -118,6 +118,39 @@ void Async(TraceBuilder& b) {
   b.Close(kPid, 5);
 }
 
+// Descriptor lists: a ring's registered files (a registration, then an update) named by
+// IOSQE_FIXED_FILE requests, and a descriptor another process receives by SCM_RIGHTS.
+void FdLists(TraceBuilder& b) {
+  constexpr uint32_t kChild = kPid + 1;
+  b.Proc(IOT_PROC_START, kPid, kPid);
+  b.Syscall(kPid, IOT_OP_IO_URING_SETUP, 5).length = 8;
+  auto& open = b.Openat(kPid, "/d/f", O_RDWR, 3, 1 << 20);
+  open.dev = kDev;
+  const uint64_t ino = open.ino;
+  auto& reg = b.Syscall(kPid, IOT_OP_IO_URING_REGISTER, 0);
+  reg.fd = 5;
+  reg.mode = 2;  // IORING_REGISTER_FILES
+  b.FdList(IOT_FDL_URING_FILES, {3, -1}, {ino, 0}, 0, kDev);
+  auto& upd = b.Syscall(kPid, IOT_OP_IO_URING_REGISTER, 1);
+  upd.fd = 5;
+  upd.mode = 6;  // IORING_REGISTER_FILES_UPDATE
+  b.FdList(IOT_FDL_URING_FILES, {3}, {ino}, 1, kDev);
+  auto& enter = b.Syscall(kPid, IOT_OP_IO_URING_ENTER, 2);
+  enter.fd = 5;
+  for (uint64_t k = 0; k < 2; k++) {
+    b.Async(kPid, IOT_AIO_ENGINE_URING, IOT_AIO_SUBMIT, kUringRead, 9, k + 1, static_cast<int>(k),
+            k * 4096, 4096).flags = 1;  // IOSQE_FIXED_FILE
+    b.Async(kPid, IOT_AIO_ENGINE_URING, IOT_AIO_COMPLETE, kUringRead, 9, k + 1, 0, k * 4096, 4096,
+            4096);
+  }
+  b.Fork(kPid, kChild);
+  b.Syscall(kChild, IOT_OP_RECVMSG, 1).fd = 4;
+  b.FdList(IOT_FDL_RECEIVED, {6}, {ino}, 0, kDev);
+  b.Pread(kChild, 6, 0, 4096, 4096, 1 << 20);
+  b.Close(kChild, 6);
+  b.Close(kPid, 3);
+}
+
 // A direct read that became two block requests (a split bio), each an NVMe command, plus
 // interference, write-back, page-cache and memory-layer records.
 void Block(Encoder* e) {
@@ -350,6 +383,7 @@ int main(int argc, char** argv) {
     ok &= WriteSeed(dir, target, "file_io", workload(opt, 0, FileIo));
     ok &= WriteSeed(dir, target, "processes", workload(opt | 2, 4, Processes));
     ok &= WriteSeed(dir, target, "async", workload(opt, 1, Async));
+    ok &= WriteSeed(dir, target, "fdlists", workload(opt, 0, FdLists));
     ok &= WriteSeed(dir, target, "block", block(opt, 2));
     ok &= WriteSeed(dir, target, "unusual_truncated", unusual(opt, 4 | 8));
     ok &= WriteSeed(dir, target, "undefined_string_id", workload(opt, 0, UndefinedStringId));

@@ -9,8 +9,10 @@
 #include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 
 #include <algorithm>
 #include <cstring>
@@ -383,6 +385,50 @@ void Uring(int fd) {
 
 }  // namespace
 
+// Sockets where they touch files: a bind to a path (a socket file), and a descriptor of `fd`
+// passed to this process itself over a socket pair (SCM_RIGHTS), received and closed.
+void Sockets(const std::string& dir, int fd) {
+  const std::string path = dir + "/every.sock";
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  memcpy(addr.sun_path, path.c_str(), std::min(path.size() + 1, sizeof addr.sun_path));
+  long r = Sys(SYS_bind, s, &addr, sizeof addr);
+  Add(Entry("bind").Int("fd", -100).Str("path", path).Int("aux", s).Int("ret", r));
+  r = Sys(SYS_unlink, path.c_str());
+  Add(Entry("unlink").Str("path", path).Int("ret", r));
+  // The sockets stay open until the exit: a close of a descriptor the trace never saw opened is
+  // not replayable, and this program checks that every call it makes is.
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) iotwin::progs::Die("socketpair");
+  char byte = 'x';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  if (sendmsg(sv[0], &msg, 0) != 1) iotwin::progs::Die("sendmsg");
+  msg.msg_controllen = sizeof control;
+  r = Sys(SYS_recvmsg, sv[1], &msg, MSG_CMSG_CLOEXEC);
+  Add(Entry("recvmsg").Int("fd", sv[1]).Int("aux", MSG_CMSG_CLOEXEC).Int("ret", r));
+  int got = -1;
+  c = CMSG_FIRSTHDR(&msg);
+  if (r == 1 && c != nullptr && c->cmsg_type == SCM_RIGHTS) memcpy(&got, CMSG_DATA(c), sizeof got);
+  if (got >= 0) {
+    r = Sys(SYS_pread64, got, g_buf[1], 4096, 0);
+    Add(Entry("pread64").Int("fd", got).Int("length", 4096).Int("offset", 0).Int("ret", r));
+    r = Sys(SYS_close, got);
+    Add(Entry("close").Int("fd", got).Int("ret", r));
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: io_every_op LOG DIR\n");
@@ -425,6 +471,7 @@ int main(int argc, char** argv) {
   Names(dir, d);
   Libaio(f);
   Uring(f);
+  Sockets(dir, f);
   for (int x : {o, f, d}) {
     long r = Sys(SYS_close, x);
     Add(Entry("close").Int("fd", x).Int("ret", r));

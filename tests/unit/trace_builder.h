@@ -343,6 +343,34 @@ class TraceBuilder {
     now_ += step;
     return Last<iot_async_io>(1);
   }
+  // The FDLIST record of the call just appended (same tid and ts): `fds` with identities
+  // `inos` (0: none read) on device `dev`, entry i for slot `first` + i.
+  void FdList(uint16_t kind, const std::vector<int32_t>& fds, const std::vector<uint64_t>& inos = {},
+              uint32_t first = 0, uint32_t dev = 0) {
+    const auto& call = *reinterpret_cast<const iot_syscall*>(records_.back().data());
+    const uint32_t tid = call.tid;
+    const uint64_t ts = call.ts;
+    auto& buf = NewRecord(sizeof(iot_fdlist) + fds.size() * sizeof(iot_fdlist_entry));
+    auto* l = reinterpret_cast<iot_fdlist*>(buf.data());
+    l->hdr.type = IOT_REC_FDLIST;
+    l->tid = tid;
+    l->kind = kind;
+    l->count = static_cast<uint32_t>(fds.size());
+    l->captured = static_cast<uint32_t>(fds.size());
+    l->ts = ts;
+    l->first = first;
+    auto* e = reinterpret_cast<iot_fdlist_entry*>(buf.data() + sizeof(iot_fdlist));
+    for (size_t i = 0; i < fds.size(); i++) {
+      e[i].fd = fds[i];
+      if (i < inos.size() && inos[i] != 0) {
+        e[i].ino = inos[i];
+        e[i].dev = dev;
+        e[i].ftype = 8;
+        e[i].fflags = O_RDWR;
+        e[i].eflags = IOT_FDLE_IDENT;
+      }
+    }
+  }
   // Cuts the last record to its first `size` bytes, as an older writer wrote it.
   void ShortenLast(uint16_t size) {
     auto& buf = records_.back();

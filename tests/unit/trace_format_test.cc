@@ -116,6 +116,25 @@ std::vector<std::vector<uint8_t>> OneOfEach(TraceWriter* w) {
     recs.emplace_back(vb, vb + sizeof v);
     EXPECT_TRUE(w->Append(&v.v.hdr).ok());
   }
+  {
+    struct {
+      iot_fdlist l;
+      iot_fdlist_entry e[2];
+    } l{};
+    InitRecord(&l.l, IOT_REC_FDLIST);
+    l.l.hdr.size = sizeof l;
+    l.l.tid = 9;
+    l.l.kind = IOT_FDL_URING_FILES;
+    l.l.count = 3;
+    l.l.captured = 2;
+    l.l.ts = 56;
+    l.l.first = 4;
+    l.e[0] = {5, 0x800001, 77, 02, 8, IOT_FDLE_IDENT};
+    l.e[1].fd = -1;
+    const uint8_t* lb = reinterpret_cast<const uint8_t*>(&l);
+    recs.emplace_back(lb, lb + sizeof l);
+    EXPECT_TRUE(w->Append(&l.l.hdr).ok());
+  }
   iot_proc p{};
   InitRecord(&p, IOT_REC_PROC);
   p.kind = IOT_PROC_EXEC;
