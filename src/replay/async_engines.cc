@@ -3,6 +3,7 @@
 // Flush() calls is submitted with one io_uring_enter / io_submit, as recorded.
 #include <libaio.h>
 #include <liburing.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -10,7 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <ctime>
 #include <deque>
+#include <mutex>
 #include <vector>
 
 #include "format/op_info.h"
@@ -19,6 +22,62 @@
 namespace iotwin::replay {
 
 namespace {
+
+// Ends a wait in the kernel at its timeout without changing the call's arguments (a recording
+// of the replay must show the recorded io_uring_enter, not one with IORING_ENTER_EXT_ARG and a
+// timeout): a timer of the waiting thread sends it a signal whose handler does nothing,
+// installed without SA_RESTART, and the kernel's wait returns EINTR.
+int WaitAlarmSignal() { return SIGRTMAX - 3; }
+
+void IgnoreWaitAlarm(int) {}
+
+void InstallWaitAlarmHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_handler = IgnoreWaitAlarm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(WaitAlarmSignal(), &sa, nullptr);
+  });
+}
+
+class WaitAlarm {
+ public:
+  // Armed for `timeout_ns` from now (false: no timer, the wait is not bounded).
+  static bool Arm(uint64_t timeout_ns) {
+    Timer& t = timer();
+    if (!t.made) {
+      InstallWaitAlarmHandler();
+      sigevent sev{};
+      sev.sigev_notify = SIGEV_THREAD_ID;
+      sev.sigev_signo = WaitAlarmSignal();
+      sev._sigev_un._tid = gettid();
+      t.made = timer_create(CLOCK_MONOTONIC, &sev, &t.id) == 0;
+      if (!t.made) return false;
+    }
+    itimerspec its{};
+    its.it_value.tv_sec = static_cast<time_t>(timeout_ns / 1'000'000'000ull);
+    its.it_value.tv_nsec = static_cast<long>(timeout_ns % 1'000'000'000ull);
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
+    return timer_settime(t.id, 0, &its, nullptr) == 0;
+  }
+  static void Disarm() {
+    Timer& t = timer();
+    if (!t.made) return;
+    itimerspec none{};
+    timer_settime(t.id, 0, &none, nullptr);
+  }
+
+ private:
+  struct Timer {
+    bool made = false;
+    timer_t id{};
+  };
+  static Timer& timer() {
+    thread_local Timer t;
+    return t;
+  }
+};
 
 // What the engines issue for a recorded request (format/op_info.h classifies the opcode;
 // replay::AsyncKind is the engine kind, iotwin::AsyncKind the request kind).
@@ -123,7 +182,12 @@ class UringEngine final : public AsyncEngine {
   // kernel can still post: every entry published and not collected (an entry published is
   // submitted by this call or by another thread's, whichever enters first).
   void ArmWait(AsyncWait* w, unsigned min_complete, bool submit) override {
-    w->to_submit = submit ? PublishQueued() : 0;
+    // The entries this call carries: those another thread published are submitted by its own
+    // call (or taken by this one, which the kernel counts the same).
+    const unsigned carried = queued_;
+    if (submit) PublishQueued();
+    // A call the kernel took none of (EINTR before submitting) is made again with the same.
+    w->to_submit = submit ? (carried > 0 ? carried : w->to_submit) : 0;
     const unsigned can = published_ - collected_;
     w->want = (w->flags & IORING_ENTER_GETEVENTS) ? std::min(min_complete, can) : 0;
   }
@@ -133,20 +197,18 @@ class UringEngine final : public AsyncEngine {
     const bool call = w->call;
     w->call = false;  // a later round of the same wait is not the recorded call
     if (!call && w->to_submit == 0 && w->want == 0) return w->result = 0;
-    unsigned flags = w->flags & IORING_ENTER_GETEVENTS;
-    __kernel_timespec ts{static_cast<long long>(timeout_ns / 1'000'000'000ull),
-                         static_cast<long long>(timeout_ns % 1'000'000'000ull)};
-    io_uring_getevents_arg arg{};
-    arg.ts = reinterpret_cast<uint64_t>(&ts);
-    const bool timed = w->want > 0 && (flags & IORING_ENTER_GETEVENTS);
-    if (timed) flags |= IORING_ENTER_EXT_ARG;
+    const unsigned flags = w->flags & IORING_ENTER_GETEVENTS;
+    // The recorded arguments; the timeout is a timer's signal (WaitAlarm).
+    const bool timed = w->want > 0 && (flags & IORING_ENTER_GETEVENTS) && WaitAlarm::Arm(timeout_ns);
     const long r = syscall(__NR_io_uring_enter, ring_.ring_fd, w->to_submit, w->want, flags,
-                           timed ? &arg : nullptr, timed ? sizeof arg : 0);
-    return w->result = r < 0 ? -errno : static_cast<int>(r);
+                           nullptr, 0);
+    const int err = errno;
+    if (timed) WaitAlarm::Disarm();
+    return w->result = r < 0 ? -err : static_cast<int>(r);
   }
   int FinishWait(AsyncWait* w, AsyncCompletion* out, int max) override {
     if (w->to_submit > 0 && w->result > 0) submitted_ += static_cast<unsigned>(w->result);
-    w->to_submit = 0;
+    if (w->result >= 0) w->to_submit = 0;  // else kept for a call made again (ArmWait)
     return Drain(out, max);
   }
   int Register(unsigned opcode, unsigned nr_args) override {
