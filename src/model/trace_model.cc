@@ -407,6 +407,10 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
     } else {
       op.skip = Skip::kUnknownFd;
     }
+  } else if (a.engine == IOT_AIO_ENGINE_URING && AsyncOp(a.engine, a.opcode).nop) {
+    // A NOP names no file: the kernel ignores its fd (MariaDB's shutdown NOP carries 0, which
+    // is /dev/null there), so it is bound to none and never skipped for it.
+    op.aio.fd = -1;
   } else {
     BindDataFd(a.fd, &op);
   }

@@ -724,7 +724,10 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   req.buf = write ? wbuf_.data() : rbuf_.data();
   req.iov_lens = op.extra_count ? model_.ExtraBegin(op) : nullptr;  // the recorded iovec shape
   req.iov_count = op.extra_count;
-  if (req.fd < 0 && !null_backend_) {
+  // A NOP needs no descriptor (the model binds it to none): it goes to the ring with fd -1.
+  const bool nop = kind == iotwin::AsyncKind::kOther && op.aio.engine == IOT_AIO_ENGINE_URING &&
+                   AsyncOp(IOT_AIO_ENGINE_URING, op.aio.opcode).nop;
+  if (req.fd < 0 && !null_backend_ && !nop) {
     c->Resolved(1);  // never submitted: no recorded wait waits for it
     Skip(LiveSkipName(LiveSkip::kLiveFdMissing), op, index);
     return;

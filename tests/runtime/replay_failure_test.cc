@@ -77,5 +77,34 @@ TEST(ReplayFailure, AContextTheBackEndCannotSetUpStopsTheReplayNamingTheOp) {
   EXPECT_NE(text.run.out.find("stopped: failed: io_setup"), std::string::npos) << text.run.out;
 }
 
+// A thread wakes the ring's reaper with an IORING_OP_NOP at shutdown (MariaDB's tpool), its fd
+// 0 (mariadbd's /dev/null, or never opened): the NOP names no file and must be replayed, or the
+// reaper's last recorded wait has nothing to wait for. Before, it was skipped (unknown_fd,
+// pseudo_fs).
+TEST(ReplayAsyncNop, ARingNopIsReplayedWhateverItsFd) {
+  TempDir tmp;
+  TraceBuilder b;
+  b.meta()["layers"]["async"] = {{"enabled", true}};
+  b.Syscall(100, IOT_OP_IO_URING_SETUP, 4).length = 8;
+  const uint64_t t = b.now();
+  auto& enter = b.Syscall(100, IOT_OP_IO_URING_ENTER, 1);
+  enter.fd = 4;
+  enter.aux = 1;    // to_submit
+  enter.mode = 1;   // min_complete
+  enter.flags = 1;  // IORING_ENTER_GETEVENTS
+  enter.dur = 50'000;
+  b.SetTime(t + 1000);
+  b.Async(100, IOT_AIO_ENGINE_URING, IOT_AIO_SUBMIT, 0 /*IORING_OP_NOP*/, 0xabc, 1, 0, 0, 0);
+  b.SetTime(t + 20'000);
+  b.Async(100, IOT_AIO_ENGINE_URING, IOT_AIO_COMPLETE, 0, 0xabc, 1, 0, 0, 0, 0);
+  b.SetTime(t + 100'000);
+  const std::string trace = WriteTrace(b, tmp / "t.iotwin");
+  auto r = RunReplayCmd({trace, "--root", tmp / "root", "--pace", "fast", "--json", "-q"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err << r.run.out;
+  EXPECT_EQ(J(r.summary, "/skipped/total"), 0u) << r.summary["skipped"].dump();
+  EXPECT_EQ(J(r.summary, "/per_op/uring:nop/count"), 1u) << r.summary["per_op"].dump();
+  EXPECT_EQ(J(r.summary, "/mismatches/total"), 0u) << r.summary["mismatches"].dump(2);
+}
+
 }  // namespace
 }  // namespace iotwin::test
