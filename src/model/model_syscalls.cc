@@ -816,12 +816,23 @@ void ModelBuilder::Impl::HandleReceivedDescriptors(const iot_syscall& sc) {
   fdlists.erase(it);
   if (sc.ret < 0 || (sc.sflags & IOT_SCF_INTERRUPTED)) return;
   const bool cloexec = (sc.aux & kMsgCmsgCloexec) != 0;
+  const uint32_t proc = m->threads_[ThreadFor(sc.tid, sc.tgid, sc.ts)].process;
   for (const iot_fdlist_entry& e : list.entries) {
     if (e.fd < 0) continue;
-    // The call as the replay makes it: an open, at the recvmsg's time, of the file behind the
+    // The call as the replay makes it: an open, at the recvmsg's exit, of the file behind the
     // sender's descriptor (known by its identity, read in the kernel), returning the descriptor
-    // the receiver got. A file the model never saw by that identity has no path: the open is
-    // skipped (unknown path) and so is what the descriptor does later.
+    // the receiver got. A file the model never saw by that identity (a socket, a pipe, a file
+    // opened before the capture) makes no call: the descriptor stays unknown, and what it does
+    // later is skipped as unknown_fd.
+    uint32_t file = kNone;
+    if (e.eflags & IOT_FDLE_IDENT) {
+      auto f = file_by_identity.find({e.dev, e.ino});
+      if (f != file_by_identity.end()) file = f->second;
+    }
+    if (file == kNone || m->files_[file].path == kNone) {
+      fd_table.Close(proc, e.fd);  // the number was free in the receiver: nothing stale stays
+      continue;
+    }
     iot_syscall open{};
     open.hdr = sc.hdr;
     open.op = IOT_OP_OPENAT;
@@ -834,19 +845,10 @@ void ModelBuilder::Impl::HandleReceivedDescriptors(const iot_syscall& sc) {
     open.fd = kAtFdcwd;
     open.fd2 = -1;
     open.flags = ReceivedOpenFlags(e, cloexec);
-    if (e.eflags & IOT_FDLE_IDENT) {
-      open.ino = e.ino;
-      open.dev = e.dev;
-      open.ftype = e.ftype;
-    } else {
-      open.sflags = IOT_SCF_NO_FILE;
-    }
-    PathId path = kNone;
-    if (e.eflags & IOT_FDLE_IDENT) {
-      auto f = file_by_identity.find({e.dev, e.ino});
-      if (f != file_by_identity.end()) path = m->files_[f->second].path;
-    }
-    HandleSyscall(open, path);
+    open.ino = e.ino;
+    open.dev = e.dev;
+    open.ftype = e.ftype;
+    HandleSyscall(open, m->files_[file].path);
   }
 }
 
