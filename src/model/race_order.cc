@@ -119,9 +119,10 @@ void PostponeAfter(Events& events, std::vector<RaceEntry>& list, size_t i, size_
   list.insert(list.begin() + static_cast<std::ptrdiff_t>(j), e);
 }
 
-// A later-starting call of another thread that `x` can be moved after: it began while `x` ran.
+// A call of another thread, after `x` in the list, that `x` can be moved after: it began while
+// `x` ran (or in the same nanosecond: two CPUs stamp racing entries alike).
 bool CanFollow(const RaceEntry& x, const RaceEntry& y) {
-  return y.tid != x.tid && y.start > x.start && y.start < x.end;
+  return y.tid != x.tid && y.start >= x.start && y.start < x.end;
 }
 
 // The descriptors opened with O_APPEND, as far as the pre-pass follows them (opens, dups, closes,

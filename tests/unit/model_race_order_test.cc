@@ -56,6 +56,19 @@ TEST(ModelRaceOrder, TheMkdirThatGotZeroCameFirstWhateverItsStart) {
   EXPECT_TRUE(DepsOf(*m, 200, 0).empty());
 }
 
+TEST(ModelRaceOrder, RacingCallsStampedAlikeFollowTheirResults) {
+  TraceBuilder b = Racing();
+  b.dur = 1'000;
+  b.Openat(200, "/d/f", O_WRONLY | O_CREAT | O_EXCL, 3);
+  b.dur = 50'000;
+  b.step = 0;  // both unlinks enter in the same nanosecond, the one that got ENOENT listed first
+  b.PathOp(100, IOT_OP_UNLINK, "/d/f", -ENOENT);
+  b.PathOp(200, IOT_OP_UNLINK, "/d/f", 0);
+  auto m = BuildModel(b);
+  EXPECT_TRUE(Waits(*m, 100, 0, 200, 2));
+  EXPECT_FALSE(Waits(*m, 200, 1, 100, 1));
+}
+
 TEST(ModelRaceOrder, TheUnlinkThatGotZeroCameFirst) {
   TraceBuilder b = Racing();
   b.PathOp(100, IOT_OP_UNLINK, "/d/f", -ENOENT);
