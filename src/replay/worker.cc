@@ -307,8 +307,8 @@ void ReplayEngine::Worker::ReplayOps() {
     } else if (op.kind == OpKind::kSyscall && IsAsyncEngineCall(op.sc.op)) {
       ReplayAsyncSyscall(op, i);
     } else if (op.kind == OpKind::kSyscall && op.sc.op == IOT_OP_CLOSE &&
-               op.async_ctx != model::kNone && IsRingClose(op)) {
-      CloseRing(op, i);
+               RingClosedBy(op) != model::kNone) {
+      CloseRing(RingClosedBy(op), op, i);
     } else {
       ReplaySyncOp(op, i, issued);
     }
@@ -962,22 +962,33 @@ int ReplayEngine::Worker::WaitOutsideLock(std::unique_lock<std::mutex>& lock,
   return collected;
 }
 
-// A recorded close of an io_uring instance the model tied to its context, while the context
-// is live.
-bool ReplayEngine::Worker::IsRingClose(const Op& op) const {
-  SharedAsyncContext* c = Context(op.async_ctx);
-  if (!c) return false;
+// The live io_uring context a recorded close closes, else model::kNone. The model ties a close
+// to its ring when the thread that set the ring up made its first request; a ring set up by one
+// thread and used by others (MariaDB's, set up by its main thread) is named by the descriptor
+// (AsyncContextTable::RingOf), when no live file holds that number in the process.
+uint32_t ReplayEngine::Worker::RingClosedBy(const Op& op) const {
+  uint32_t context = op.async_ctx;
+  if (context == model::kNone) {
+    if (op.sc.fd < 0 || engine_.LiveFd(th_.process, op.sc.fd) >= 0) return model::kNone;
+    context = engine_.async_contexts_.RingOf(th_.process, op);
+    if (context == model::kNone ||
+        model_.async_contexts()[context].engine == IOT_AIO_ENGINE_LIBAIO) {
+      return model::kNone;
+    }
+  }
+  SharedAsyncContext* c = Context(context);
+  if (!c) return model::kNone;
   std::lock_guard<std::mutex> lock(c->mu);
-  return c->engine() != nullptr;
+  return c->engine() != nullptr ? context : model::kNone;
 }
 
 // The close of an io_uring instance: its context is torn down here, so the ring is closed and
 // unmapped where the original closed it (the live table never held the ring's descriptor: the
 // engine owns it). Its requests complete first, whichever worker submitted them.
-void ReplayEngine::Worker::CloseRing(const Op& op, uint32_t index) {
+void ReplayEngine::Worker::CloseRing(uint32_t context, const Op& op, uint32_t index) {
   uint64_t t0 = NowNs();
   NoteIssued(t0);
-  TearDownContext(op.async_ctx, op, index);
+  TearDownContext(context, op, index);
   FinishEngineCall(op, index, t0);
 }
 

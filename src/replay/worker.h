@@ -119,8 +119,8 @@ struct ReplayEngine::Worker {
   inline void SubmitAsync(const model::Op& op, uint32_t index);
   inline bool NextOpCarries(uint32_t index) const;
   inline void ReplayAsyncSyscall(const model::Op& op, uint32_t index);
-  bool IsRingClose(const model::Op& op) const;
-  void CloseRing(const model::Op& op, uint32_t index);
+  uint32_t RingClosedBy(const model::Op& op) const;
+  void CloseRing(uint32_t context, const model::Op& op, uint32_t index);
   // A recorded io_uring_enter / io_uring_register one for one; false when the context's engine
   // does not replay ring calls (the caller then submits and waits by what requests need).
   enum class RingCall { kGeneric, kReplayed, kSkipped };
