@@ -266,8 +266,18 @@ void ReplayEngine::Worker::ReplayOps() {
   prev_rec_end_ = th_.start_ts;
   prev_live_done_ = engine_.live_start_;
   if (engine_.options_.pace != PaceMode::kOriginal && th_.start_ts > trace_start) {
-    // Threads that start later begin from their creation point (waited on below).
+    // Threads that start later begin from their creation point: when the creator's fork or
+    // thread-start op is done in the replay. Taken before the first op's other dependencies,
+    // which may hold it for longer than its recorded gap: that wait counts against the gap
+    // instead of coming on top of it. Without a creator whose progress is published, from
+    // the first op's dependencies (Pace).
     prev_live_done_ = 0;
+    const uint32_t creator = th_.creator;
+    if (creator != model::kNone && creator < engine_.awaited_.size() && engine_.awaited_[creator] &&
+        th_.creator_op != model::kNone) {
+      engine_.WaitFor(creator, th_.creator_op + 1);
+      prev_live_done_ = NowNs();
+    }
   }
   first_ = true;
 
