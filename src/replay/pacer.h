@@ -7,6 +7,10 @@
 //             recorded idle gap between them (ts_i - end_{i-1}) / speed, less the thread's gap
 //             floor. Overshoot (waking late, or waiting on another thread) is carried forward and
 //             taken out of later gaps, never making an op due before its predecessor completed.
+//             A thread's first op counts its gap from the thread's creation point (recorded: its
+//             THREAD/FORK record; live: when its creator's op was done in the replay), taken
+//             before the op waits for other threads: that wait is part of the gap, absorbed by
+//             it, never slept on top of it (a late thread would otherwise sleep its gap twice).
 //             The gap floor: a recorded gap holds the original program's own cost of leaving one
 //             call and entering the next (the kernel's return and entry paths, with a tracer's
 //             probes), which the replay pays again around its own calls; the floor is that cost
@@ -36,7 +40,8 @@ class Pacer {
 
   // Live time at which the op recorded at `ts` is due. `prev_rec_end`: recorded completion of
   // the thread's previous replayed op (or the thread's recorded start); `prev_live_done`: live
-  // completion of that op (or the live time the thread became ready); `now` for fast mode.
+  // completion of that op (or the thread's live creation point, not the end of its first op's
+  // dependency waits); `now` for fast mode.
   uint64_t Due(uint64_t ts, uint64_t prev_rec_end, uint64_t prev_live_done, uint64_t now);
   // Reports when the op due at `due` was actually issued; lateness is carried (gaps mode).
   void Issued(uint64_t due, uint64_t issued);

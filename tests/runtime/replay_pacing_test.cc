@@ -1,6 +1,7 @@
 // iotwin replay's pacing options on a synthetic trace: --rt-priority puts the replay threads in
 // SCHED_FIFO (root) and the replay still reproduces the trace; invalid values are refused;
-// without the option the threads stay in the normal class.
+// without the option the threads stay in the normal class. Gaps pacing counts a late thread's
+// first gap from its creation, so that waiting for another thread's calls is taken out of it.
 // Schedule accuracy itself is measured by bench/replay/replay_bench.cc, not asserted here.
 #include <fcntl.h>
 #include <sched.h>
@@ -35,6 +36,42 @@ bool CanRunFifo() {
   p.sched_priority = 0;
   sched_setscheduler(0, SCHED_OTHER, &p);
   return true;
+}
+
+// A thread created at the start whose first call, 1 s later, is an fdatasync of the file the main
+// thread appends 4 KiB to every 100 ms (its last write at 0.9 s): the fdatasync depends on those
+// writes. Recorded span 1.0 s.
+std::string LateSyncer(const TempDir& tmp) {
+  TraceBuilder b;
+  b.Thread(100, 100);
+  b.Openat(100, "/data/f.bin", O_WRONLY | O_CREAT | O_TRUNC, 3);
+  const uint64_t created = b.now();
+  b.NewThread(100, 101);
+  for (int i = 0; i < 9; i++) {
+    b.Advance(100'000'000);
+    b.Write(100, 3, 4096, 4096);
+  }
+  b.SetTime(created + 1'000'000'000);
+  b.Syscall(101, IOT_OP_FDATASYNC, 0).fd = 3;
+  b.Close(100, 3);
+  return WriteTrace(b, tmp / "late.iotwin");
+}
+
+// Gaps pacing measures a thread's first gap from its creation point; the time its first call
+// waits for the main thread's writes is part of that gap. Counted from the end of that wait
+// instead, the 1 s gap was slept again: a 1.9 s replay. Margins are wide (a loaded machine).
+TEST(ReplayPacing, GapsCountsALateThreadsFirstGapFromItsCreation) {
+  TempDir tmp;
+  std::string trace = LateSyncer(tmp);
+  for (const char* pace : {"original", "gaps"}) {
+    auto r = RunReplayCmd({trace, "--root", tmp / (std::string("root-") + pace), "--pace", pace,
+                           "--json", "-q"});
+    ASSERT_EQ(r.run.exit_code, 0) << pace << ": " << r.run.err << r.run.out;
+    EXPECT_EQ(r.summary["mismatches"]["total"].get<int>(), 0) << pace << ": " << r.summary.dump();
+    const double window = r.summary["window_s"].get<double>();
+    EXPECT_GT(window, 0.95) << pace;
+    EXPECT_LT(window, 1.4) << pace << ": the syncer's first gap was slept after its wait";
+  }
 }
 
 TEST(ReplayPacing, RtPriorityReplaysTheTraceUnderSchedFifo) {
