@@ -532,6 +532,8 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
   } else if (op == IOT_OP_CREAT || op == IOT_OP_TRUNCATE || op == IOT_OP_STAT ||
              op == IOT_OP_LSTAT || op == IOT_OP_NEWFSTATAT || op == IOT_OP_STATX) {
     AddFileName(file, r.path_id, ResolvedName(r));
+  } else if (op == IOT_OP_LINKAT && ok) {
+    NameLinkedDescriptor(r);
   } else if ((op == IOT_OP_CHDIR || op == IOT_OP_FCHDIR) && path_filter_) {
     // The cwd relative names resolve against (the interpreter's chdir and fchdir).
     auto it = r.path_id ? strings_.find(r.path_id) : strings_.end();
@@ -820,6 +822,26 @@ void Analyzer::OnProc(const iot_proc& r) {
       break;
     }
   }
+}
+
+// linkat(fd, "", ..., AT_EMPTY_PATH) or linkat(AT_FDCWD, "/proc/self/fd/N", ...,
+// AT_SYMLINK_FOLLOW): the new name is the descriptor's file's (an O_TMPFILE file, mostly, which
+// has no other).
+void Analyzer::NameLinkedDescriptor(const iot_syscall& r) {
+  int fd = -1;
+  if (r.flags & AT_EMPTY_PATH) {
+    fd = r.fd;
+  } else if (r.flags & AT_SYMLINK_FOLLOW) {
+    auto it = r.path_id ? strings_.find(r.path_id) : strings_.end();
+    if (it != strings_.end()) fd = model::ProcSelfFdNumber(it->second, r.tgid);
+  }
+  DescriptionNote* note = nullptr;
+  if (fd < 0 || !FdDescription(r.tgid, fd, &note) || note->file < 0) return;
+  auto name = r.path2_id ? strings_.find(r.path2_id) : strings_.end();
+  if (name == strings_.end()) return;
+  std::optional<std::string> resolved;  // only what a filter judges (as ResolvedName)
+  if (path_filter_) resolved = fd_state_.Resolve(r.tgid, model::Path2DirFd(r), name->second);
+  AddFileName(note->file, r.path2_id, resolved ? *resolved : std::string());
 }
 
 void Analyzer::OnFdSnapshot(const iot_fd_snapshot& r) {

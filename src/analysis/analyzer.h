@@ -419,6 +419,7 @@ class Analyzer {
     NoteFileTypeSlow(f, ftype);
   }
   void NoteFileTypeSlow(FileStats& f, uint16_t ftype);
+  void NameLinkedDescriptor(const iot_syscall& r);
   void UpdateFileKind(FileStats& f);
   bool IsStorageFile(int32_t file_index) const {
     return file_index < 0 || model::IsStorage(files_[static_cast<size_t>(file_index)].kind);

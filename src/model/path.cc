@@ -1,5 +1,6 @@
 #include "model/path.h"
 
+#include <charconv>
 #include <vector>
 
 namespace iotwin::model {
@@ -133,6 +134,23 @@ std::string RelativePath(std::string_view from, std::string_view to) {
     out += rest;
   }
   return out.empty() ? "." : out;
+}
+
+int ProcSelfFdNumber(std::string_view path, uint32_t tgid) {
+  constexpr std::string_view kProc = "/proc/", kFd = "/fd/";
+  if (path.substr(0, kProc.size()) != kProc) return -1;
+  path.remove_prefix(kProc.size());
+  const size_t slash = path.find('/');
+  if (slash == std::string_view::npos) return -1;
+  const std::string_view who = path.substr(0, slash);
+  if (who != "self" && who != "thread-self" && who != std::to_string(tgid)) return -1;
+  path.remove_prefix(slash);
+  if (path.substr(0, kFd.size()) != kFd) return -1;
+  path.remove_prefix(kFd.size());
+  int fd = -1;
+  auto [end, ec] = std::from_chars(path.data(), path.data() + path.size(), fd);
+  if (ec != std::errc() || end != path.data() + path.size() || fd < 0) return -1;
+  return fd;
 }
 
 }  // namespace iotwin::model

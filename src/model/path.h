@@ -68,6 +68,10 @@ std::string_view FileKindName(FileKind kind);
 // The JSON key of a kind: "storage", "pipe", "socket", "char_device", "anon_inode", "pseudo_fs".
 std::string_view FileKindKey(FileKind kind);
 
+// N of a name of the caller's own descriptor N: "/proc/self/fd/N", "/proc/thread-self/fd/N" or
+// "/proc/<tgid>/fd/N" (`tgid` the caller's process), as recorded; -1 for any other name.
+int ProcSelfFdNumber(std::string_view path, uint32_t tgid);
+
 // The kernel's page-cache drop knob (Documentation/admin-guide/sysctl/vm.rst, drop_caches).
 inline constexpr std::string_view kDropCachesPath = "/proc/sys/vm/drop_caches";
 

@@ -4,34 +4,11 @@
 // linkat(AT_FDCWD, "/proc/self/fd/N", ..., AT_SYMLINK_FOLLOW).
 #include <fcntl.h>
 
-#include <charconv>
-
 #include "model/model_builder_impl.h"
 #include "model/op_fields.h"
+#include "model/path.h"
 
 namespace iotwin::model {
-
-namespace {
-// N of "/proc/self/fd/N", "/proc/thread-self/fd/N" or "/proc/<tgid>/fd/N" (the caller's own
-// process), or -1.
-int ProcFdNumber(std::string_view path, uint32_t tgid) {
-  constexpr std::string_view kProc = "/proc/";
-  if (path.substr(0, kProc.size()) != kProc) return -1;
-  path.remove_prefix(kProc.size());
-  const size_t slash = path.find('/');
-  if (slash == std::string_view::npos) return -1;
-  const std::string_view who = path.substr(0, slash);
-  if (who != "self" && who != "thread-self" && who != std::to_string(tgid)) return -1;
-  path.remove_prefix(slash);
-  constexpr std::string_view kFd = "/fd/";
-  if (path.substr(0, kFd.size()) != kFd) return -1;
-  path.remove_prefix(kFd.size());
-  int fd = -1;
-  auto [end, ec] = std::from_chars(path.data(), path.data() + path.size(), fd);
-  if (ec != std::errc() || end != path.data() + path.size() || fd < 0) return -1;
-  return fd;
-}
-}  // namespace
 
 bool ModelBuilder::Impl::ProcFdLink(const SyscallStep& s, int* fd) {
   const iot_syscall& sc = s.sc;
@@ -41,7 +18,7 @@ bool ModelBuilder::Impl::ProcFdLink(const SyscallStep& s, int* fd) {
   if (sc.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT)) return false;
   std::optional<std::string_view> path = String(sc.path_id);
   if (!path) return false;
-  const int n = ProcFdNumber(*path, sc.tgid);
+  const int n = ProcSelfFdNumber(*path, sc.tgid);
   if (n < 0 || OfdOf(s.proc, n) == kNone) return false;  // an unknown descriptor: as recorded
   *fd = n;
   return true;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include "model/op_fields.h"
+#include "model/path.h"
 #include "model_test_util.h"
 
 namespace iotwin::test {
@@ -71,6 +72,19 @@ TEST(ModelTmpfile, AnotherProcessesFdPathStaysAPseudoFileName) {
   other.flags = AT_SYMLINK_FOLLOW;
   auto m = BuildModel(b);
   EXPECT_EQ(FindThread(*m, 100)->ops[1].skip, model::Skip::kPseudoFs);
+}
+
+TEST(ModelTmpfile, ProcSelfFdNumberReadsOnlyTheCallersOwnDescriptors) {
+  EXPECT_EQ(model::ProcSelfFdNumber("/proc/self/fd/3", 42), 3);
+  EXPECT_EQ(model::ProcSelfFdNumber("/proc/thread-self/fd/17", 42), 17);
+  EXPECT_EQ(model::ProcSelfFdNumber("/proc/42/fd/5", 42), 5);
+  EXPECT_EQ(model::ProcSelfFdNumber("/proc/43/fd/5", 42), -1);  // another process's
+  EXPECT_EQ(model::ProcSelfFdNumber("/proc/self/fd/", 42), -1);
+  EXPECT_EQ(model::ProcSelfFdNumber("/proc/self/fd/3/x", 42), -1);
+  EXPECT_EQ(model::ProcSelfFdNumber("/proc/self/fd/-1", 42), -1);
+  EXPECT_EQ(model::ProcSelfFdNumber("/proc/self/fd/99999999999", 42), -1);
+  EXPECT_EQ(model::ProcSelfFdNumber("/proc/self/fdinfo/3", 42), -1);
+  EXPECT_EQ(model::ProcSelfFdNumber("/tmp/proc/self/fd/3", 42), -1);
 }
 
 }  // namespace
