@@ -729,6 +729,7 @@ struct ModelBuilder::Impl {
   void HandleMapSnapshot(const iot_map_snapshot& s);
   void HandleFault(const iot_page_fault& f);
   void HandleAsync(const iot_async_io& a);
+  uint32_t UringSetupThread(uint32_t t) const;
   void HandleCache(const iot_cache_state& c);
   // A buffered read or write that returned: the pages it used (initial_residency.h).
   void NoteDataPages(const SyscallStep& s);

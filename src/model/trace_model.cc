@@ -313,6 +313,21 @@ void ModelBuilder::Impl::HandleFault(const iot_page_fault& pf) {
   });
 }
 
+// The thread whose io_uring_setup made the ring that thread `t` submits to first: its own
+// setup not yet claimed, else one of another thread of its process (MariaDB sets its ring up on
+// the main thread and submits from others); the lowest thread index when several are unclaimed.
+uint32_t ModelBuilder::Impl::UringSetupThread(uint32_t t) const {
+  if (uring_setup_size.count(t) || uring_setup_op.count(t)) return t;
+  const uint32_t proc = m->threads_[t].process;
+  uint32_t found = kNone;
+  for (const auto* setups : {&uring_setup_size, &uring_setup_op}) {
+    for (const auto& [thread, unused] : *setups) {
+      if (m->threads_[thread].process == proc && thread < found) found = thread;
+    }
+  }
+  return found == kNone ? t : found;
+}
+
 void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
   uint64_t ckey = AsyncContextKey(a.engine, a.ctx);
   uint64_t req = a.req_id != 0 ? a.req_id : a.user_data;
@@ -356,25 +371,29 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
     c.ctx = a.ctx;
     c.process = proc;
     uint32_t setup_op = kNone;  // the setup call, when this thread made it
+    uint32_t setup_thread = t;  // io_uring: the thread that set the ring up
     if (a.engine == IOT_AIO_ENGINE_LIBAIO) {
       auto sz = aio_setup_size.find(a.ctx);
       if (sz != aio_setup_size.end()) c.setup_size = sz->second;
       auto so = aio_setup_op.find(a.ctx);
       if (so != aio_setup_op.end() && so->second.first == t) setup_op = so->second.second;
     } else {
-      auto sz = uring_setup_size.find(t);
+      setup_thread = UringSetupThread(t);
+      auto sz = uring_setup_size.find(setup_thread);
       if (sz != uring_setup_size.end()) {
         c.setup_size = sz->second;
         uring_setup_size.erase(sz);
       }
-      auto so = uring_setup_op.find(t);
+      auto so = uring_setup_op.find(setup_thread);
       if (so != uring_setup_op.end()) {
         setup_op = so->second;
         uring_setup_op.erase(so);
       }
     }
     m->async_contexts_.push_back(c);
-    if (setup_op != kNone) m->threads_[t].ops[setup_op].async_ctx = static_cast<uint32_t>(m->async_contexts_.size() - 1);
+    if (setup_op != kNone) {
+      m->threads_[setup_thread].ops[setup_op].async_ctx = static_cast<uint32_t>(m->async_contexts_.size() - 1);
+    }
     async_inflight.push_back(0);
     async_ctx_index[ckey] = ci;
   } else {
