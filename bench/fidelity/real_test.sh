@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# ctest fidelity_real (label fidelity): the real programs of bench/fidelity/programs at their
-# reduced size (run.sh --set real --size ci), each recorded and replayed once (--pace gaps),
+# ctest fidelity_real (label fidelity): the real programs of bench/fidelity/programs and the
+# database servers that replay call for call (run.sh's ci_servers), at their reduced size
+# (run.sh --set ci --size ci), each recorded and replayed once (--pace gaps),
 # must replay every call in order with its recorded result: compare's seq-match 100% and no
 # result mismatch, record and replay exit 0 (tabulate.py --check). Timing is not judged: this
 # shared machine makes it noisy. Skips (77) without root or BPF, or when a program is not
 # installed (tools/debian-packages.txt), unless IOTWIN_REQUIRE_BPF=1, like the runtime tests.
-#   real_test.sh BUILD_DIR FRAGMENT [SET]   SET: run.sh's --set (default real; `programs` adds the
-#                                           database servers, `servers` is them alone)
+#   real_test.sh BUILD_DIR FRAGMENT [SET]   SET: run.sh's --set (default ci; `programs` is every
+#                                           real program and server, `servers` the servers alone)
 set -euo pipefail
-build="$1" fragment="$2" set="${3:-real}"
+build="$1" fragment="$2" set="${3:-ci}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 require=${IOTWIN_REQUIRE_BPF:-0}
 if [[ $(id -u) -ne 0 || ! -e /sys/kernel/btf/vmlinux ]]; then

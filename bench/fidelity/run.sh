@@ -9,8 +9,9 @@
 #   bench/fidelity/run.sh --smoke      # one tiny scenario, one pace; writes only under the work dir
 #   options: --out FILE (where the document/fragment goes), --keep (keep the work dir),
 #            --no-fs (skip the ext4/XFS part), --only NAME (one scenario),
-#            --set all|generator|real|servers|programs (which scenarios; default all;
-#            real: the programs, servers: the database servers, programs: both),
+#            --set all|generator|real|servers|programs|ci (which scenarios; default all;
+#            real: the programs, servers: the database servers, programs: both,
+#            ci: what ctest's fidelity_real runs: the programs and the servers in ci_servers),
 #            --size full|ci (the real programs' size; ci is the reduced one ctest runs),
 #            --paces "P ..." (pacing modes; default "original gaps fast")
 #   Anything but the full run writes a bare fragment (tables and misses), into the work dir
@@ -39,15 +40,15 @@ while [[ $# -gt 0 ]]; do
     --set) set="$2"; shift ;;
     --size) size="$2"; shift ;;
     --paces) pace_list="$2"; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 
 case "$set" in
-  all|generator|real|servers|programs) ;;
-  *) echo "run.sh: --set all|generator|real|servers|programs" >&2; exit 2 ;;
+  all|generator|real|servers|programs|ci) ;;
+  *) echo "run.sh: --set all|generator|real|servers|programs|ci" >&2; exit 2 ;;
 esac
 case "$size" in full|ci) ;; *) echo "run.sh: --size full|ci" >&2; exit 2 ;; esac
 for bin in "$iotwin" "$workload"; do
@@ -115,6 +116,9 @@ scenarios=(
   "server|mariadb-simaio|/usr/sbin/mariadbd,/usr/bin/mariadb-install-db,/usr/bin/mariadb-admin,/usr/bin/mariadb,/usr/bin/sysbench|mariadb-sysbench.sh sim"
   "server|redis-aof|/usr/bin/redis-server,/usr/bin/redis-benchmark,/usr/bin/redis-cli|redis-aof.sh"
 )
+# The servers that ctest's fidelity_real runs (--set ci): those whose replays are call for call
+# and result for result in every pace (a server that does not is left out of this list).
+ci_servers=" mariadb-uring mariadb-simaio redis-aof "
 if [[ $smoke -eq 1 ]]; then
   scenarios=("gen|kv-buffered||kv-offload --io buffered --chunks 8 --gets 16")
 fi
@@ -183,6 +187,7 @@ for spec in "${scenarios[@]}"; do
     real) [[ "$kind" == real ]] || continue ;;
     servers) [[ "$kind" == server ]] || continue ;;
     programs) [[ "$kind" != gen ]] || continue ;;
+    ci) [[ "$kind" == real || ( "$kind" == server && "$ci_servers" == *" $name "* ) ]] || continue ;;
   esac
   dir="$work/data/$name"
   mkdir -p "$dir"
