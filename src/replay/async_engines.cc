@@ -528,6 +528,12 @@ class NullAsyncEngine final : public AsyncEngine {
 
 }  // namespace
 
+void InstallWaitWakeup() { InstallWaitAlarmHandler(); }
+
+void WakeWaiter(pid_t tid) {
+  if (tid > 0) syscall(SYS_tgkill, getpid(), tid, WaitAlarmSignal());
+}
+
 Result<std::unique_ptr<AsyncEngine>> MakeUringEngine(unsigned depth) {
   auto e = std::make_unique<UringEngine>();
   IOTWIN_RETURN_IF_ERROR(e->Init(depth));

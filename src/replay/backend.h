@@ -18,6 +18,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -174,6 +175,13 @@ class Backend {
 // `keep_modes`: group and other write of recorded modes are applied (modes.h).
 std::unique_ptr<Backend> MakeSyncBackend(bool keep_modes = false);
 std::unique_ptr<Backend> MakeNullBackend();
+
+// A worker waiting in the kernel on an async context (AsyncEngine::BlockWait) is woken by a
+// signal whose handler does nothing: its wait returns EINTR, and the worker sees a stop.
+// InstallWaitWakeup installs the handler (idempotent; before any WakeWaiter); WakeWaiter
+// signals replay thread `tid`.
+void InstallWaitWakeup();
+void WakeWaiter(pid_t tid);
 
 // Page touches can hit SIGBUS (the file is shorter than the mapping) or SIGSEGV (mapping gone):
 // the sync back end recovers from both in the touching thread and reports -EFAULT. Installs the

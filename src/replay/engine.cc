@@ -219,6 +219,7 @@ void ReplayEngine::UnmapProcess(uint32_t process) {
 }
 
 Status ReplayEngine::Setup() {
+  InstallWaitWakeup();  // before Abort may signal a worker
   // Room for dup2/dup3 targets that have no live descriptor yet: numbers far above what the
   // kernel hands out (it always picks the lowest free one).
   rlimit rl{};
@@ -385,6 +386,11 @@ void ReplayEngine::Abort(const std::string& why) {
     if (abort_reason_.empty()) abort_reason_ = why;
   }
   abort_.store(true);
+  // Workers waiting in the kernel on a ring (up to max(1 s, 2 x the recorded wait) at a time)
+  // see the stop now. workers_ no longer changes once the gate is open.
+  if (started_.load()) {
+    for (const auto& w : workers_) WakeWaiter(w->tid.load(std::memory_order_acquire));
+  }
 }
 
 void ReplayEngine::Fail(WorkerFailure failure) {
