@@ -67,7 +67,8 @@ case "$mode" in
     rm -rf -- "$dir/db" "$dir/tmp" "$dir/mysqld.err"
     mkdir -p "$dir/tmp"
     /usr/bin/mariadb-install-db --no-defaults --user=root --datadir="$dir/db" \
-      --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1 ||
+      --auth-root-authentication-method=normal --skip-test-db --force \
+      >"$dir/install.log" 2>&1 ||
       { cat "$dir/install.log" >&2; exit 1; }
     start_server
     /usr/bin/mariadb --no-defaults --socket="$sock" --user=root -e "CREATE DATABASE sbtest"
