@@ -180,6 +180,9 @@ struct ModelBuilder::Impl {
   };
   std::map<uint32_t, UringFiles> uring_files;
   std::map<uint32_t, uint32_t> uring_enter_ring;  // thread -> ring ofd of its latest enter
+  // ring ofd -> submitting thread -> index of its latest request on the ring: a waiting
+  // io_uring_enter is ordered after the requests other threads submitted before it began.
+  std::map<uint32_t, std::map<uint32_t, uint32_t>> uring_requests;
   std::map<std::pair<uint16_t, uint16_t>, uint64_t> lost;  // (source, cpu) -> cumulative
 
   // ---- reconstruction state (Finish) ----

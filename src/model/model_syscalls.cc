@@ -764,9 +764,28 @@ bool ModelBuilder::Impl::ApplyAsyncSetupOp(SyscallStep& s) {
     }
     case IOT_OP_IO_URING_ENTER: case IOT_OP_IO_URING_REGISTER: {
       const uint32_t ring = OfdOf(proc, sc.fd);
-      if (code == IOT_OP_IO_URING_ENTER && ring != kNone) uring_enter_ring[t] = ring;
+      if (code == IOT_OP_IO_URING_ENTER && ring != kNone) {
+        uring_enter_ring[t] = ring;
+        // The requests just before the call are the ones it carries (sorted before it).
+        const auto& ops = m->threads_[t].ops;
+        if (!ops.empty() && ops.back().kind == OpKind::kAsyncSubmit) {
+          uring_requests[ring][t] = static_cast<uint32_t>(ops.size() - 1);
+        }
+      }
       if (code == IOT_OP_IO_URING_REGISTER && ok && ring != kNone) RegisterUringFiles(s);
       s.declare.push_back([=, this] { DeclareFdUse(proc, sc.fd); });
+      if (code == IOT_OP_IO_URING_ENTER && (sc.flags & 1 /*GETEVENTS*/) && ring != kNone) {
+        // A wait for completions comes after the requests other threads had submitted to the
+        // ring when it began (a reaping thread's waits, MariaDB's): without pacing, a reaper
+        // that submits nothing would otherwise run ahead of its submitters, to waits for
+        // requests they reach only seconds later. Requests submitted during the wait are the
+        // replay's to await (Worker::AwaitSubmissions).
+        s.declare.push_back([=, this] {
+          auto r = uring_requests.find(ring);
+          if (r == uring_requests.end()) return;
+          for (const auto& [thread, index] : r->second) deps.After(thread, index);
+        });
+      }
       break;
     }
     default:
