@@ -1035,13 +1035,17 @@ void ReplayEngine::Worker::TearDownContext(uint32_t context, const Op& op, uint3
     WaitUntil(now + 50'000, 0);
   }
   std::unique_lock<std::mutex> lock(c->mu);
-  if (AsyncEngine* e = c->engine();
-      e && c->pending_count() > 0 && !engine_.abort_.load(std::memory_order_relaxed)) {
+  // The original's requests had all completed before its close: every one in flight is waited
+  // for. A kernel wait can return before all it asked for (another thread collected some, or
+  // task work ended it), so waits are made until none is left or one collects nothing (it then
+  // ran to its watchdog, which counts the miss).
+  while (AsyncEngine* e = c->engine()) {
+    if (c->pending_count() == 0 || engine_.abort_.load(std::memory_order_relaxed)) break;
     AsyncWait w;  // never waits for more than the ring has in flight
     w.flags = IORING_ENTER_GETEVENTS;
     e->ArmWait(&w, static_cast<unsigned>(std::min<size_t>(c->pending_count(), UINT32_MAX)),
                /*submit=*/false);
-    WaitOutsideLock(lock, c, &w, recorded, &op, index);
+    if (w.want == 0 || WaitOutsideLock(lock, c, &w, recorded, &op, index) <= 0) break;
   }
   // Requests that never completed are dropped with the engine.
   c->DropAllPending();
