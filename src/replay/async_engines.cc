@@ -72,6 +72,9 @@ class WaitAlarm {
   struct Timer {
     bool made = false;
     timer_t id{};
+    ~Timer() {
+      if (made) timer_delete(id);  // a worker thread's timer ends with it
+    }
   };
   static Timer& timer() {
     thread_local Timer t;
@@ -199,7 +202,10 @@ class UringEngine final : public AsyncEngine {
     if (!call && w->to_submit == 0 && w->want == 0) return w->result = 0;
     const unsigned flags = w->flags & IORING_ENTER_GETEVENTS;
     // The recorded arguments; the timeout is a timer's signal (WaitAlarm).
-    const bool timed = w->want > 0 && (flags & IORING_ENTER_GETEVENTS) && WaitAlarm::Arm(timeout_ns);
+    // A wait the ring already holds enough completions for returns at once: no timer (two
+    // system calls a wait otherwise).
+    const bool timed = w->want > 0 && (flags & IORING_ENTER_GETEVENTS) &&
+                       io_uring_cq_ready(&ring_) < w->want && WaitAlarm::Arm(timeout_ns);
     const long r = syscall(__NR_io_uring_enter, ring_.ring_fd, w->to_submit, w->want, flags,
                            nullptr, 0);
     const int err = errno;
