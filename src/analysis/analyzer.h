@@ -38,6 +38,10 @@
 
 namespace iotwin::analysis {
 
+namespace analyzer_detail {
+struct ReadPages;
+}
+
 // Which records count. Empty lists mean "all"; times are seconds from the trace start.
 // Identity of one system call within a trace: its thread and start time (a thread never starts
 // two calls in the same nanosecond).
@@ -308,6 +312,8 @@ class Analyzer {
   void OnBlock(const iot_block& r);
   void OnNvme(const iot_nvme& r);
   void OnAsync(const iot_async_io& r);
+  // A submission (`key`: its request's key in async_pending_).
+  void OnAsyncSubmit(const iot_async_io& r, uint64_t key);
   void OnIntent(const iot_intent& r);
   void OnLost(const iot_lost& r);
   void OnCacheState(const iot_cache_state& r);
@@ -369,6 +375,10 @@ class Analyzer {
   // Follows the descriptor table through call `r` and finds the file and offset it used.
   [[gnu::always_inline]] inline CallTarget TrackDescriptors(const iot_syscall& r, uint16_t op,
                                                             int dir, bool ok, uint64_t ret);
+  // Its step for a read or write (`dir` 0 or 1): the file, the offset used, the position after.
+  [[gnu::always_inline]] inline void TrackDataCall(const iot_syscall& r, uint16_t op, int dir,
+                                                   bool ok, uint64_t ret, bool has_file,
+                                                   CallTarget& c);
   // Whether call `r`, on a number bound to `d` and read after the open that created `d`, used
   // the number's previous instance: a call of another thread that began before that open
   // returned cannot have been handed the new number. Records come in the order the capture
@@ -408,7 +418,14 @@ class Analyzer {
   FileSums SumFiles() const;
   nlohmann::json TotalsJson(uint64_t span, const FileSums& sums) const;
   nlohmann::json NonStorageJson(const FileSums& sums) const;
-  nlohmann::json MemoryModel(const FileSums& sums) const;
+  // Each layer's part of the model, in that layer's file: null when the trace has none of it.
+  nlohmann::json MemoryModel(const analyzer_detail::ReadPages& read) const;
+  // `blk_bytes`: the block layer's bytes per direction (amplification).
+  nlohmann::json BlockModel(std::array<uint64_t, 2>* blk_bytes) const;
+  nlohmann::json NvmeModel() const;
+  // The system calls' sections: "offsets", "ops", "sizes", "pattern".
+  void SyscallModel(nlohmann::json& m) const;
+  nlohmann::json AsyncModel() const;
   nlohmann::json AmplificationModel(const FileSums& sums, const std::array<uint64_t, 2>& blk) const;
 
   // What file `file_index` is, learnt from a record's type (0: none) and, in AddFileName, its

@@ -15,21 +15,22 @@
 #include <fmt/format.h>
 
 #include "analysis/analyzer.h"
+#include "analysis/analyzer_internal.h"
 #include "base/checked_math.h"
 #include "base/json_fields.h"
 #include "format/op_info.h"
 #include "format/records.h"
 
 namespace iotwin::analysis {
-namespace {
 
 using nlohmann::json;
+
+namespace analyzer_detail {
 
 double Share(uint64_t part, uint64_t whole) {
   return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
-// Rounded to 4 decimals so golden outputs do not depend on the last bits of a division.
 double Round4(double v) { return std::round(v * 1e4) / 1e4; }
 
 json LatencyJson(const LogLinearHistogram& h) {
@@ -37,10 +38,6 @@ json LatencyJson(const LogLinearHistogram& h) {
           {"p50", h.Percentile(50)},     {"p90", h.Percentile(90)},
           {"p99", h.Percentile(99)},     {"max", h.max()},
           {"min", h.min()}};
-}
-
-std::string Comm(const std::array<char, 16>& c) {
-  return std::string(c.data(), strnlen(c.data(), c.size()));
 }
 
 json AccessJson(const std::array<uint64_t, kAccessKinds>& a) {
@@ -63,7 +60,6 @@ json SeekJson(const SeekHistogram& h) {
   return rows;
 }
 
-// Size table of one stream of requests: histogram, exact top sizes, dominant size.
 json SizesJson(const SizeHistogram& h, const TopValues& top, size_t top_rows) {
   uint64_t ops = h.total(), bytes = 0;
   json hist = json::array();
@@ -88,6 +84,15 @@ json SizesJson(const SizeHistogram& h, const TopValues& top, size_t top_rows) {
   return j;
 }
 
+}  // namespace analyzer_detail
+
+using namespace analyzer_detail;  // NOLINT(google-build-using-namespace): this class's own helpers
+
+namespace {
+
+std::string Comm(const std::array<char, 16>& c) {
+  return std::string(c.data(), strnlen(c.data(), c.size()));
+}
 
 using Strings = std::unordered_map<uint32_t, std::string>;
 using LostCounts = std::map<std::pair<uint16_t, uint16_t>, uint64_t>;
@@ -131,54 +136,6 @@ json CaptureJson(const json& meta, const std::optional<json>& summary, uint64_t 
 
 // The section builders below take Analyzer's private per-op, per-thread, per-file, ... tables
 // as `auto` parameters: their types are private to Analyzer, their members are not.
-
-// Ops that occurred, most frequent first.
-std::vector<uint16_t> OpsByCount(const auto& ops) {
-  std::vector<uint16_t> order;
-  for (uint16_t op = 0; op <= IOT_OP_MAX; op++)
-    if (ops[op].count) order.push_back(op);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](uint16_t a, uint16_t b) { return ops[a].count > ops[b].count; });
-  return order;
-}
-
-json OpsJson(const auto& ops, const std::vector<uint16_t>& order) {
-  json rows = json::array();
-  for (uint16_t op : order) {
-    const auto& s = ops[op];
-    json o = {{"op", std::string(OpName(op))}, {"count", s.count}, {"errors", s.errors},
-              {"bytes", s.bytes},              {"io_ns", s.io_ns}};
-    if (s.latency) o["latency_ns"] = LatencyJson(*s.latency);
-    rows.push_back(o);
-  }
-  return rows;
-}
-
-// Request sizes of the data ops among `order`.
-json OpSizesJson(const auto& ops, const std::vector<uint16_t>& order) {
-  json rows = json::array();
-  for (uint16_t op : order) {
-    const auto& s = ops[op];
-    if (!s.sizes || !s.sizes->total()) continue;
-    json z = SizesJson(*s.sizes, *s.top, 10);
-    z["op"] = std::string(OpName(op));
-    z["dir"] = OpIsRead(op) ? "read" : "write";
-    rows.push_back(z);
-  }
-  return rows;
-}
-
-json PatternJson(const std::array<std::array<uint64_t, kAccessKinds>, 2>& access,
-                 const std::array<SeekHistogram, 2>& seek, uint64_t streams_dropped) {
-  json pattern = json::object();
-  for (int dir = 0; dir < 2; dir++) {
-    json p = AccessJson(access[dir]);
-    p["seek_histogram"] = SeekJson(seek[dir]);
-    pattern[dir == 0 ? "read" : "write"] = p;
-  }
-  pattern["streams_dropped"] = streams_dropped;
-  return pattern;
-}
 
 // The series, without the block series of a trace without block records, without major
 // faults when there were none and without the mapped series when there were no faults.
@@ -294,126 +251,6 @@ json FilesJson(const auto& files, size_t top, uint64_t page_size, const auto& fi
   return {{"total", fs.size()}, {"rows", rows}};
 }
 
-// The memory layer's trace-wide counters.
-struct MemoryCounts {
-  uint64_t faults, faults_major, faults_write, fault_pages, faults_unattributed;
-  uint64_t pc_add, pc_delete, ra_windows, ra_pages;
-  uint64_t wb_dirtied, wb_written, wb_works, wb_waits;
-  uint64_t page_size;
-  bool have_page_cache;
-  uint64_t cache_state_files, cache_state_resident, cache_state_total;
-};
-
-// Pages read by storage files' calls and read faults, and those of them that missed the cache.
-struct ReadPages {
-  uint64_t call = 0, mapped = 0, exec = 0, missed_call = 0, missed_fault = 0, untracked = 0;
-};
-
-json MemoryJson(const MemoryCounts& c, const ReadPages& read) {
-  json mem = {{"faults", {{"total", c.faults}, {"major", c.faults_major},
-                          {"minor", c.faults - c.faults_major}, {"write", c.faults_write},
-                          {"pages", c.fault_pages}, {"unattributed", c.faults_unattributed}}},
-              {"page_cache", {{"added_pages", c.pc_add}, {"deleted_pages", c.pc_delete},
-                              {"readahead_windows", c.ra_windows}, {"readahead_pages", c.ra_pages}}},
-              {"writeback", {{"dirtied_pages", c.wb_dirtied}, {"written_pages", c.wb_written},
-                             {"flusher_works", c.wb_works}, {"waits", c.wb_waits}}},
-              {"page_size", c.page_size}};
-  // One definition of a miss (docs/report.md): a major fault is one that missed; the hit ratio
-  // is the share of pages read that did not.
-  if (c.faults) mem["fault_hit_ratio"] = Round4(Share(c.faults - c.faults_major, c.faults));
-  const uint64_t accessed = SaturatingAdd(SaturatingAdd(read.call, read.mapped), read.exec);
-  const uint64_t missed = SaturatingAdd(read.missed_call, read.missed_fault);
-  if (c.have_page_cache) {
-    mem["misses"] = {{"read_pages", read.call},       {"mapped_pages", read.mapped},
-                     {"exec_pages", read.exec},
-                     {"missed_call_pages", read.missed_call},
-                     {"missed_fault_pages", read.missed_fault},
-                     {"untracked_pages", read.untracked}};
-    if (accessed) mem["read_hit_ratio"] = Round4(1.0 - std::min(1.0, Share(missed, accessed)));
-  }
-  if (c.cache_state_files) {
-    mem["cache_at_start"] = {{"files", c.cache_state_files},
-                             {"resident_pages", c.cache_state_resident},
-                             {"total_pages", c.cache_state_total}};
-  }
-  return mem;
-}
-
-json BlockDeviceJson(uint32_t dev, const auto& d) {
-  json dj = {{"dev", dev},
-             {"name", fmt::format("{}:{}", dev >> 20, dev & 0xfffff)},
-             {"queued", d.queued},
-             {"requests", d.issued},
-             {"completed", d.completed},
-             {"merges", d.merges},
-             {"splits", d.splits},
-             {"requeues", d.requeues},
-             {"errors", d.errors},
-             {"flushes", d.flushes},
-             {"discards", d.discards},
-             {"readahead", d.readahead},
-             {"sync", d.sync},
-             {"fua", d.fua}};
-  for (int dir = 0; dir < 2; dir++) {
-    json z = SizesJson(d.sizes[dir], d.top[dir], 10);
-    z["pattern"] = AccessJson(d.access[dir]);
-    dj[dir == 0 ? "read" : "write"] = z;
-  }
-  dj["seek_histogram"] = SeekJson(d.seek);
-  if (d.q2q.total()) dj["q2q_ns"] = LatencyJson(d.q2q);
-  return dj;
-}
-
-// Block requests per device and over all devices; the bytes per direction go to `bytes`.
-json BlockJson(const auto& devices, uint64_t queued_dropped, std::array<uint64_t, 2>* bytes) {
-  json devs = json::array();
-  SizeHistogram all_sizes[2];
-  TopValues all_top[2];
-  uint64_t requests = 0, blk_ops[2] = {0, 0};
-  std::array<std::array<uint64_t, kAccessKinds>, 2> access{};
-  for (const auto& [dev, d] : devices) {
-    requests += d.issued;
-    for (int dir = 0; dir < 2; dir++) {
-      (*bytes)[dir] += d.bytes[dir];
-      blk_ops[dir] += d.ops[dir];
-      all_sizes[dir].Merge(d.sizes[dir]);
-      all_top[dir].Merge(d.top[dir]);
-      for (int a = 0; a < kAccessKinds; a++) access[dir][a] += d.access[dir][a];
-    }
-    devs.push_back(BlockDeviceJson(dev, d));
-  }
-  const std::array<uint64_t, 2>& blk_bytes = *bytes;
-  json b = {{"requests", requests},
-            {"devices", devs},
-            {"read", SizesJson(all_sizes[0], all_top[0], 10)},
-            {"write", SizesJson(all_sizes[1], all_top[1], 10)},
-            {"mix", {{"read_ops_share", Round4(Share(blk_ops[0], blk_ops[0] + blk_ops[1]))},
-                     {"read_bytes_share",
-                      Round4(Share(blk_bytes[0], blk_bytes[0] + blk_bytes[1]))}}},
-            {"queued_dropped", queued_dropped}};
-  b["read"]["pattern"] = AccessJson(access[0]);
-  b["write"]["pattern"] = AccessJson(access[1]);
-  return b;
-}
-
-// Latency terms of block requests (btt's Q2C, Q2D, I2D, D2C), those measured.
-json BlockLatencyJson(const LogLinearHistogram& q2c, const LogLinearHistogram& q2d,
-                      const LogLinearHistogram& i2d, const LogLinearHistogram& d2c) {
-  json lat = json::object();
-  if (q2c.total()) lat["Q2C"] = LatencyJson(q2c);
-  if (q2d.total()) lat["Q2D"] = LatencyJson(q2d);
-  if (i2d.total()) lat["I2D"] = LatencyJson(i2d);
-  if (d2c.total()) lat["D2C"] = LatencyJson(d2c);
-  return lat;
-}
-
-json BlockPhasesJson(const std::array<uint64_t, 16>& counts) {
-  json phases = json::object();
-  for (uint16_t p = 1; p < counts.size(); p++)
-    if (counts[p]) phases[std::string(BlockPhaseName(p))] = counts[p];
-  return phases;
-}
-
 // Bytes the block layer moved per byte the program read or wrote: by calls (system calls and
 // async requests, `app_*`) and through mappings (`fault_*`).
 json AmplificationJson(const std::array<uint64_t, 2>& app_bytes,
@@ -430,24 +267,6 @@ json AmplificationJson(const std::array<uint64_t, 2>& app_bytes,
   if (read) a["read"] = Round4(Share(blk_bytes[0], read));
   if (written) a["write"] = Round4(Share(blk_bytes[1], written));
   return a;
-}
-
-json AsyncJson(const auto& stats, uint64_t unpaired) {
-  json rows = json::array();
-  uint64_t total = 0;
-  for (const auto& [key, s] : stats) {
-    total += s.count;
-    json r = SizesJson(s.sizes, s.top, 5);
-    r["engine"] = std::string(AsyncEngineName(s.engine));
-    r["opcode"] = s.opcode;
-    r["name"] = AsyncOpName(s.engine, s.opcode);
-    r["count"] = s.count;
-    r["errors"] = s.errors;
-    r["bytes_done"] = s.bytes;
-    r["latency_ns"] = LatencyJson(s.latency);
-    rows.push_back(r);
-  }
-  return {{"requests", total}, {"unpaired_completions", unpaired}, {"rows", rows}};
 }
 
 // Intent labels by total time inside them; `open` counts intervals never ended.
@@ -671,30 +490,6 @@ json Analyzer::NonStorageJson(const FileSums& sums) const {
   return kinds;
 }
 
-json Analyzer::MemoryModel(const FileSums& sums) const {
-  if (!faults_ && !have_page_cache_ && !wb_dirtied_ && !wb_written_ && !cache_state_files_)
-    return nullptr;
-  const MemoryCounts counts = {.faults = faults_,
-                               .faults_major = faults_major_,
-                               .faults_write = faults_write_,
-                               .fault_pages = fault_pages_,
-                               .faults_unattributed = faults_unattributed_,
-                               .pc_add = pc_add_,
-                               .pc_delete = pc_delete_,
-                               .ra_windows = ra_windows_,
-                               .ra_pages = ra_pages_,
-                               .wb_dirtied = wb_dirtied_,
-                               .wb_written = wb_written_,
-                               .wb_works = wb_works_,
-                               .wb_waits = wb_waits_,
-                               .page_size = page_size_,
-                               .have_page_cache = have_page_cache_,
-                               .cache_state_files = cache_state_files_,
-                               .cache_state_resident = cache_state_resident_,
-                               .cache_state_total = cache_state_total_};
-  return MemoryJson(counts, sums.read);
-}
-
 json Analyzer::AmplificationModel(const FileSums& sums, const std::array<uint64_t, 2>& blk) const {
   std::array<uint64_t, 2> calls{}, mapped{};
   std::array<uint64_t, 2> dir_ops, dir_bytes, dir_requested;
@@ -733,17 +528,9 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
 
   const FileSums sums = SumFiles();
   m["totals"] = TotalsJson(span, sums);
-  m["offsets"] = {{"explicit", offset_explicit_},
-                  {"tracked", offset_tracked_},
-                  {"recorded", offset_recorded_},
-                  {"tracked_vs_recorded_mismatch", offset_mismatch_},
-                  {"previous_instance", previous_instance_calls_}};
 
   // ---- application layer
-  const std::vector<uint16_t> op_order = OpsByCount(ops_);
-  m["ops"] = OpsJson(ops_, op_order);
-  m["sizes"] = OpSizesJson(ops_, op_order);
-  m["pattern"] = PatternJson(access_, seek_, streams_dropped_);
+  SyscallModel(m);
   m["timeseries"] =
       TimeSeriesJson(series_, start_, have_block_, faults_major_ != 0, faults_ != 0);
   m["processes"] = ProcessesJson(procs_, threads_, strings_, top);
@@ -753,30 +540,19 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
   m["non_storage"] = NonStorageJson(sums);
 
   // ---- memory layer
-  m["memory"] = MemoryModel(sums);
+  m["memory"] = MemoryModel(sums.read);
 
   // ---- block layer and NVMe
   std::array<uint64_t, 2> blk_bytes = {0, 0};
-  m["block"] = nullptr;
-  if (have_block_) {
-    json b = BlockJson(block_devs_, blk_queue_dropped_, &blk_bytes);
-    b["latency_ns"] = BlockLatencyJson(q2c_, q2d_, i2d_, d2c_);
-    b["phases"] = BlockPhasesJson(blk_phase_counts_);
-    m["block"] = b;
-  }
-  m["nvme"] = nullptr;
-  if (have_nvme_) {
-    m["nvme"] = {{"commands", nvme_cmds_}, {"bytes", nvme_bytes_}, {"errors", nvme_errors_},
-                 {"latency_ns", LatencyJson(nvme_latency_)}};
-  }
+  m["block"] = BlockModel(&blk_bytes);
+  m["nvme"] = NvmeModel();
 
   // ---- amplification between layers
   m["amplification"] = nullptr;
   if (have_block_) m["amplification"] = AmplificationModel(sums, blk_bytes);
 
   // ---- async I/O, intent markers, scheduling
-  m["async"] = nullptr;
-  if (!async_stats_.empty() || async_unpaired_) m["async"] = AsyncJson(async_stats_, async_unpaired_);
+  m["async"] = AsyncModel();
   m["intents"] = nullptr;
   if (!labels_.empty() || intents_unmatched_)
     m["intents"] = IntentsJson(labels_, intent_stacks_, intents_unmatched_, strings_);
