@@ -33,6 +33,13 @@ die() {
   exit 2
 }
 elapsed() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
+# Ends a phase: prints "== phase MODE NAME: Ns" (tools/setup-times.sh reads these lines from the
+# log of a run to write the README's table of phases).
+phase_t0=$SECONDS
+phase_done() {
+  log "phase $mode $1: $((SECONDS - phase_t0))s"
+  phase_t0=$SECONDS
+}
 
 # ---- Debian packages -----------------------------------------------------------------------
 
@@ -235,12 +242,17 @@ run_tests() {
   log "Tests in build/ (golden, set-up and other tests in parallel, then runtime tests one by one)"
   [ "$(id -u)" -eq 0 ] || echo "bootstrap: not root: runtime tests that need BPF will skip"
   run_ctest other -LE runtime -j "$jobs"
+  phase_done "ctest, all but runtime tests"
   run_ctest runtime -L runtime
+  phase_done "ctest, runtime tests"
   log "ctest done at $(elapsed)"
   if build_sanitized "${fuzz_targets[@]}"; then
     log "Sanitizer build done at $(elapsed)"
+    phase_done "sanitizer build"
     run_asan_unit_tests
+    phase_done "unit tests under ASan/UBSan"
     run_fuzzers
+    phase_done "fuzzing"
   else
     failed=$((failed + 1))
     report+=("sanitizer build (ASan/UBSan unit tests, fuzz targets): build failed")
@@ -269,7 +281,9 @@ case "$mode" in
     # The unit tests run once, under ASan+UBSan from build-sanitize/; build/ leaves them out
     # (cmake -DIOTWIN_UNIT_TESTS=ON build puts them back for a developer's release build).
     main_options=(-DIOTWIN_UNIT_TESTS=OFF)
+    phase_done packages
     build_main
+    phase_done build
     run_tests
     ;;
   bench)
@@ -281,10 +295,13 @@ case "$mode" in
     ;;
   demo)
     install_deps build
+    phase_done packages
     build_main "${demo_targets[@]}"
+    phase_done build
     log "Running build/src/cli/iotwin demo"
     rc=0
     build/src/cli/iotwin demo || rc=$?
+    phase_done "iotwin demo"
     if [ "$rc" -eq 0 ]; then
       log "iotwin demo succeeded ($(elapsed) in all)"
     else
