@@ -11,7 +11,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "../tests/unit/analysis_trace_builder.h"
+#include "../tests/unit/trace_builder.h"
 #include "analysis/analyzer.h"
 #include "analysis/flat_map.h"
 #include "analysis/histogram.h"
@@ -28,11 +28,11 @@ constexpr uint32_t kDev = (8u << 20) | 1;
 // A training-like mix: 8 loader threads reading 64 shard files (mostly 128 KiB pread64, some
 // read() with tracked positions), a checkpoint writer, opens/closes/lseeks, mapped-file faults,
 // page-cache insertions and block requests.
-test::SyntheticTrace MakeWorkload(size_t records) {
-  test::SyntheticTrace t;
+test::TraceBuilder MakeWorkload(size_t records) {
+  test::TraceBuilder t(test::FullCaptureMeta());
   std::mt19937_64 rng(42);
   uint64_t ts = 1'000'000'000ULL;
-  for (uint32_t tid = 100; tid < 110; tid++) t.Proc(IOT_PROC_THREAD, ts, 100, 100, "worker", 100, tid);
+  for (uint32_t tid = 100; tid < 110; tid++) t.ProcAt(IOT_PROC_THREAD, ts, 100, 100, "worker", 100, tid);
   std::vector<uint64_t> pos(64, 0);
   for (int f = 0; f < 64; f++)
     t.Open(100 + f % 8, ts += 1000, "/data/shard-" + std::to_string(f), 10 + f, kDev, 1000 + f, O_RDONLY, 100);
@@ -51,16 +51,16 @@ test::SyntheticTrace MakeWorkload(size_t records) {
     } else if (r < 78) {
       t.Io(IOT_OP_WRITE, 108, ts, 90'000, 200, kDev, 5000, 0, 1 << 20, 1 << 20, 100);
     } else if (r < 80) {
-      t.Lseek(tid, ts, 10 + f, kDev, 1000 + f, static_cast<int64_t>(rng() % (1 << 30)), SEEK_SET, 100);
+      t.LseekAt(tid, ts, 10 + f, kDev, 1000 + f, static_cast<int64_t>(rng() % (1 << 30)), SEEK_SET, 100);
     } else if (r < 88) {
-      t.Fault(ts, tid, kDev, 1000 + f, rng() % 100000, rng() % 4 == 0, 1, 100);
+      t.FaultAt(ts, tid, kDev, 1000 + f, rng() % 100000, rng() % 4 == 0, 1, 100);
     } else if (r < 92) {
-      t.PageCache(IOT_PC_ADD, ts, kDev, 1000 + f, rng() % 100000, 32);
+      t.PageCacheAt(IOT_PC_ADD, ts, kDev, 1000 + f, rng() % 100000, 32);
     } else {
       uint64_t sector = rng() % (1ull << 30);
       uint64_t rq = 0xffff888000000000ULL + (rng() % 256) * 512;
-      t.Block(IOT_BLK_ISSUE, ts, 253u << 20, sector, 131072, IOT_BLKF_READ, rq);
-      t.Block(IOT_BLK_COMPLETE, ts + 80'000, 253u << 20, sector, 131072, IOT_BLKF_READ, rq);
+      t.BlockAt(IOT_BLK_ISSUE, ts, 253u << 20, sector, 131072, IOT_BLKF_READ, rq);
+      t.BlockAt(IOT_BLK_COMPLETE, ts + 80'000, 253u << 20, sector, 131072, IOT_BLKF_READ, rq);
     }
   }
   return t;
@@ -72,9 +72,9 @@ struct RecordBuffer {
   std::vector<size_t> offsets;
 };
 
-RecordBuffer Flatten(const test::SyntheticTrace& t) {
+RecordBuffer Flatten(const test::TraceBuilder& t) {
   RecordBuffer b;
-  t.Feed([&](const iot_rec_hdr* r) {
+  t.ForEach([&](const iot_rec_hdr* r) {
     size_t size = std::max<size_t>(r->size, RecordFixedSize(r->type));
     size = (size + 7) & ~size_t{7};
     b.offsets.push_back(b.bytes.size());
@@ -94,7 +94,7 @@ void BM_AnalyzerConsume(benchmark::State& state) {
   const RecordBuffer& b = Workload();
   for (auto _ : state) {
     Analyzer a;
-    a.SetMeta(test::SyntheticMeta());
+    a.SetMeta(test::FullCaptureMeta());
     for (size_t off : b.offsets) a.Consume(reinterpret_cast<const iot_rec_hdr*>(b.bytes.data() + off));
     benchmark::DoNotOptimize(a.records_seen());
   }
@@ -106,7 +106,7 @@ void BM_AnalyzerConsumeWithModel(benchmark::State& state) {
   const RecordBuffer& b = Workload();
   for (auto _ : state) {
     Analyzer a;
-    a.SetMeta(test::SyntheticMeta());
+    a.SetMeta(test::FullCaptureMeta());
     for (size_t off : b.offsets) a.Consume(reinterpret_cast<const iot_rec_hdr*>(b.bytes.data() + off));
     std::string text = RenderText(a.Model(std::nullopt));
     benchmark::DoNotOptimize(text.data());
@@ -226,7 +226,7 @@ const std::string& WorkloadFile() {
     char tmpl[] = "/tmp/iotwin-bench-XXXXXX";
     std::string dir = mkdtemp(tmpl);
     std::string p = dir + "/bench.iotwin";
-    Status st = MakeWorkload(2'000'000).Write(p, {{"stop_reason", "exited"}});
+    Status st = MakeWorkload(2'000'000).WriteFile(p, {{"stop_reason", "exited"}});
     if (!st.ok()) abort();
     return p;
   }();

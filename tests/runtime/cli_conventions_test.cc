@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "../unit/analysis_trace_builder.h"
+#include "../unit/trace_builder.h"
 #include "runtime_util.h"
 
 namespace iotwin::test {
@@ -21,13 +21,13 @@ bool WriteFile(const std::string& path, const std::string& text) {
 }
 
 std::string SmallTrace(const TempDir& dir) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = 1'000'000'000ULL;
-  t.Proc(IOT_PROC_START, ts, 500, 500, "app");
+  t.ProcAt(IOT_PROC_START, ts, 500, 500, "app");
   t.Open(500, ts += 1000, "/data/a.bin", 3, 1, 10);
   for (int i = 0; i < 10; i++) t.Io(IOT_OP_PREAD64, 500, ts += 100'000'000, 1000, 3, 1, 10, 0, 4096, 4096);
   std::string path = dir / "t.iotwin";
-  EXPECT_TRUE(t.Write(path, {{"stop_reason", "exited"}, {"exit_status", 0}}).ok());
+  EXPECT_TRUE(t.WriteFile(path, {{"stop_reason", "exited"}, {"exit_status", 0}}).ok());
   return path;
 }
 

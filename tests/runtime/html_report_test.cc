@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../unit/analysis_trace_builder.h"
+#include "../unit/trace_builder.h"
 #include "runtime_util.h"
 
 namespace iotwin::test {
@@ -36,10 +36,10 @@ std::string FindBrowser() {
 
 // Every layer the report can plot: syscalls, faults, page cache, block, async, intents, and a
 // file name that tries to inject markup.
-SyntheticTrace EveryLayer() {
-  SyntheticTrace t;
+TraceBuilder EveryLayer() {
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kT0 + 1000;
-  t.Proc(IOT_PROC_START, ts, 10, 10, "trainer");
+  t.ProcAt(IOT_PROC_START, ts, 10, 10, "trainer");
   t.Open(10, ts += 1000, "/data/</script><b>evil</b>.bin", 3, kDev, 1);
   t.Open(10, ts += 1000, "/ckpt/model.pt", 4, kDev, 2, O_WRONLY | O_CREAT);
   t.Open(10, ts += 1000, "/swap/kv", 5, kDev, 3, O_RDWR | O_DIRECT);
@@ -52,16 +52,16 @@ SyntheticTrace EveryLayer() {
          i % 10 ? 131072 : 4096);
     if (i % 30 == 0) t.Io(IOT_OP_WRITE, 10, ts + 10, 200'000, 4, kDev, 2, 0, 1 << 20, 1 << 20);
     if (i % 5 == 0) {
-      t.Block(IOT_BLK_QUEUE, ts + 100, disk, uint64_t(i) * 256, 131072, IOT_BLKF_READ, 0);
-      t.Block(IOT_BLK_ISSUE, ts + 900, disk, uint64_t(i) * 256, 131072, IOT_BLKF_READ, 1000 + i);
-      t.Block(IOT_BLK_COMPLETE, ts + 90'000, disk, uint64_t(i) * 256, 131072, IOT_BLKF_READ, 1000 + i);
+      t.BlockAt(IOT_BLK_QUEUE, ts + 100, disk, uint64_t(i) * 256, 131072, IOT_BLKF_READ, 0);
+      t.BlockAt(IOT_BLK_ISSUE, ts + 900, disk, uint64_t(i) * 256, 131072, IOT_BLKF_READ, 1000 + i);
+      t.BlockAt(IOT_BLK_COMPLETE, ts + 90'000, disk, uint64_t(i) * 256, 131072, IOT_BLKF_READ, 1000 + i);
     }
-    if (i % 11 == 0) t.Fault(ts + 50, 10, kDev, 1, uint64_t(i % 300), i % 3 == 0);
-    if (i % 17 == 0) t.PageCache(IOT_PC_ADD, ts + 60, kDev, 1, uint64_t(i), 32);
+    if (i % 11 == 0) t.FaultAt(ts + 50, 10, kDev, 1, uint64_t(i % 300), i % 3 == 0);
+    if (i % 17 == 0) t.PageCacheAt(IOT_PC_ADD, ts + 60, kDev, 1, uint64_t(i), 32);
     if (i % 50 == 0) {
-      t.Async(IOT_AIO_ENGINE_URING, IOT_AIO_SUBMIT, 22, ts + 70, 10, 5, 9000 + i, uint64_t(i) << 20,
+      t.AsyncAt(IOT_AIO_ENGINE_URING, IOT_AIO_SUBMIT, 22, ts + 70, 10, 5, 9000 + i, uint64_t(i) << 20,
               1 << 20, 0);
-      t.Async(IOT_AIO_ENGINE_URING, IOT_AIO_COMPLETE, 22, ts + 700'000, 10, 5, 9000 + i, 0, 0, 1 << 20);
+      t.AsyncAt(IOT_AIO_ENGINE_URING, IOT_AIO_COMPLETE, 22, ts + 700'000, 10, 5, 9000 + i, 0, 0, 1 << 20);
     }
   }
   t.Intent(IOT_INTENT_END, ts, 10, "epoch 0");
@@ -76,7 +76,7 @@ TEST(HtmlReport, RendersAllChartsInHeadlessChromiumWithoutErrors) {
   }
   TempDir dir;
   std::string trace = dir / "t.iotwin", html = dir / "report.html";
-  ASSERT_TRUE(EveryLayer().Write(trace, {{"stop_reason", "exited"}, {"exit_status", 0}}).ok());
+  ASSERT_TRUE(EveryLayer().WriteFile(trace, {{"stop_reason", "exited"}, {"exit_status", 0}}).ok());
   RunResult r = test::Run({IotwinBin(), "report", trace, "--html", html, "--no-progress"});
   if (r.exit_code == 2 && r.err.find("without the plotting libraries") != std::string::npos) {
     if (BpfRequired()) FAIL() << r.err;

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "../unit/analysis_trace_builder.h"
+#include "../unit/trace_builder.h"
 #include "runtime_util.h"
 
 namespace iotwin::test {
@@ -18,11 +18,11 @@ constexpr uint64_t kT0 = 1'000'000'000ULL;
 
 // The CHEOPS'25 shape: model weights read in 128 KiB requests, a few 4 KiB index probes,
 // a checkpoint written in 1 MiB chunks by a second thread.
-SyntheticTrace CheopsLike() {
-  SyntheticTrace t;
+TraceBuilder CheopsLike() {
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kT0 + 1000;
-  t.Proc(IOT_PROC_START, ts, 500, 500, "python3");
-  t.Proc(IOT_PROC_THREAD, ts, 500, 500, "writer", 500, 501);
+  t.ProcAt(IOT_PROC_START, ts, 500, 500, "python3");
+  t.ProcAt(IOT_PROC_THREAD, ts, 500, 500, "writer", 500, 501);
   t.Open(500, ts += 1000, "/models/opt-13b/shard-0.bin", 3, kDev, 10);
   t.Open(500, ts += 1000, "/models/opt-13b/index.json", 4, kDev, 11);
   t.Open(501, ts += 1000, "/ckpt/kv.bin", 5, kDev, 12, O_WRONLY | O_CREAT, 500);
@@ -42,7 +42,7 @@ nlohmann::json Summary() { return {{"stop_reason", "exited"}, {"exit_status", 0}
 TEST(ReportCli, TextReportMakesTheDominantSizeObvious) {
   TempDir dir;
   std::string path = dir / "t.iotwin";
-  ASSERT_TRUE(CheopsLike().Write(path, Summary()).ok());
+  ASSERT_TRUE(CheopsLike().WriteFile(path, Summary()).ok());
   RunResult r = test::Run({IotwinBin(), "report", path, "--no-progress"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // 937 of 937 read() calls are 128 KiB.
@@ -61,7 +61,7 @@ TEST(ReportCli, TextReportMakesTheDominantSizeObvious) {
 TEST(ReportCli, JsonModelAndFilters) {
   TempDir dir;
   std::string path = dir / "t.iotwin";
-  ASSERT_TRUE(CheopsLike().Write(path, Summary()).ok());
+  ASSERT_TRUE(CheopsLike().WriteFile(path, Summary()).ok());
   RunResult r = test::Run({IotwinBin(), "report", path, "--json", "--no-progress"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto m = nlohmann::json::parse(r.out);
@@ -119,7 +119,7 @@ TEST(ReportCli, BadAndDamagedInput) {
 
   // A capture that was killed: no footer. The report still works and says so.
   std::string path = dir / "t.iotwin";
-  ASSERT_TRUE(CheopsLike().Write(path, Summary()).ok());
+  ASSERT_TRUE(CheopsLike().WriteFile(path, Summary()).ok());
   std::ifstream in(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   std::string cut = dir / "cut.iotwin";

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "../unit/analysis_trace_builder.h"
+#include "../unit/trace_builder.h"
 #include "runtime_util.h"
 
 namespace iotwin::test {
@@ -26,12 +26,12 @@ struct Shape {
   uint32_t tid_base = 700;        // replays run under other ids
 };
 
-SyntheticTrace Workload(const Shape& s) {
-  SyntheticTrace t;
+TraceBuilder Workload(const Shape& s) {
+  TraceBuilder t(FullCaptureMeta());
   if (s.pace) t.meta()["replay"] = {{"source", "original.iotwin"}, {"pace", s.pace}};
   uint32_t main = s.tid_base, worker = s.tid_base + 1;
   auto at = [&](uint64_t rel) { return kT0 + rel * s.time_scale_pct / 100; };
-  t.Proc(IOT_PROC_START, at(0), main, main, "train");
+  t.ProcAt(IOT_PROC_START, at(0), main, main, "train");
   t.Open(main, at(1000), "/data/train.bin", 3, kDev, 10);
   t.Open(worker, at(2000), "/ckpt/out.bin", 4, kDev, 11, O_WRONLY | O_CREAT, main);
   std::vector<std::pair<uint64_t, uint64_t>> reads;
@@ -45,7 +45,7 @@ SyntheticTrace Workload(const Shape& s) {
       t.Io(IOT_OP_PWRITE64, worker, at(rel + 10), 90'000, 4, kDev, 11, rel, 65536, 65536, main);
   }
   for (int i = 0; i < s.extra_ops; i++) {
-    iot_syscall f = SyntheticTrace::Sys(IOT_OP_FSYNC, worker, at(rel += 1000), main);
+    iot_syscall f = TraceBuilder::Sys(IOT_OP_FSYNC, worker, at(rel += 1000), main);
     f.fd = 4;
     f.dev = kDev;
     f.ino = 11;
@@ -54,9 +54,9 @@ SyntheticTrace Workload(const Shape& s) {
   return t;
 }
 
-std::string WriteTrace(const TempDir& dir, const std::string& name, const SyntheticTrace& t) {
+std::string WriteTrace(const TempDir& dir, const std::string& name, const TraceBuilder& t) {
   std::string p = dir / name;
-  EXPECT_TRUE(t.Write(p, {{"stop_reason", "exited"}, {"exit_status", 0}}).ok());
+  EXPECT_TRUE(t.WriteFile(p, {{"stop_reason", "exited"}, {"exit_status", 0}}).ok());
   return p;
 }
 

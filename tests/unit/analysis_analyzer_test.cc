@@ -9,21 +9,22 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/flat_map.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 
 namespace iotwin::analysis {
 namespace {
 
 using nlohmann::json;
-using test::SyntheticTrace;
+using test::FullCaptureMeta;
+using test::TraceBuilder;
 
 constexpr uint32_t kDev = (8u << 20) | 1;
-constexpr uint64_t kStart = 1'000'000'000ULL;  // SyntheticMeta's anchor
+constexpr uint64_t kStart = 1'000'000'000ULL;  // FullCaptureMeta's anchor
 
-json Analyze(const SyntheticTrace& t, AnalyzerOptions o = {}) {
+json Analyze(const TraceBuilder& t, AnalyzerOptions o = {}) {
   Analyzer a(std::move(o));
-  a.SetMeta(t.records().empty() ? json::object() : test::SyntheticMeta());
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  a.SetMeta(t.records().empty() ? json::object() : test::FullCaptureMeta());
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   return a.Model(std::nullopt);
 }
 
@@ -61,7 +62,7 @@ TEST(FlatMap, MatchesUnorderedMapUnderRandomInsertErase) {
 }
 
 TEST(Analyzer, DominantRequestSizeAndShares) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   t.Open(100, kStart + 1000, "/data/model.bin", 3, kDev, 42);
   uint64_t ts = kStart + 10'000;
   for (int i = 0; i < 94; i++, ts += 10'000)
@@ -102,14 +103,14 @@ TEST(Analyzer, DominantRequestSizeAndShares) {
 }
 
 TEST(Analyzer, TracksFilePositionsThroughReadLseekDupAndAppend) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart + 1000;
   t.Open(7, ts, "/tmp/f", 3, kDev, 5);
   // Three reads without an offset field: the analyzer must place them at 0, 4096, 8192.
   for (int i = 0; i < 3; i++) t.Io(IOT_OP_READ, 7, ts += 1000, 100, 3, kDev, 5, 0, 4096, 4096);
-  t.Lseek(7, ts += 1000, 3, kDev, 5, 100000);
+  t.LseekAt(7, ts += 1000, 3, kDev, 5, 100000);
   t.Io(IOT_OP_READ, 7, ts += 1000, 100, 3, kDev, 5, 0, 4096, 4096);  // at 100000: a jump
-  iot_syscall dup = SyntheticTrace::Sys(IOT_OP_DUP, 7, ts += 1000);
+  iot_syscall dup = TraceBuilder::Sys(IOT_OP_DUP, 7, ts += 1000);
   dup.fd = 3;
   dup.ret = 9;
   t.Add(dup);
@@ -119,7 +120,7 @@ TEST(Analyzer, TracksFilePositionsThroughReadLseekDupAndAppend) {
   t.Io(IOT_OP_READ, 7, ts += 1000, 100, 3, kDev, 5, 0, 4096, 0);    // at 108202 (EOF)
   // O_APPEND writes land at the end of the file (size after the write - bytes written).
   t.Open(7, ts += 1000, "/tmp/log", 4, kDev, 6, O_WRONLY | O_APPEND);
-  iot_syscall w = SyntheticTrace::Sys(IOT_OP_WRITE, 7, ts += 1000);
+  iot_syscall w = TraceBuilder::Sys(IOT_OP_WRITE, 7, ts += 1000);
   w.fd = 4;
   w.dev = kDev;
   w.ino = 6;
@@ -131,8 +132,8 @@ TEST(Analyzer, TracksFilePositionsThroughReadLseekDupAndAppend) {
   AnalyzerOptions opts;
   opts.collect_distributions = true;
   Analyzer a(opts);
-  a.SetMeta(test::SyntheticMeta());
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  a.SetMeta(test::FullCaptureMeta());
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   json m = a.Model(std::nullopt);
   EXPECT_EQ(m["offsets"]["tracked"], 8);
   EXPECT_EQ(m["offsets"]["recorded"], 0);
@@ -154,7 +155,7 @@ TEST(Analyzer, TracksFilePositionsThroughReadLseekDupAndAppend) {
 // One description read by two threads in turn: each thread's stream is its own, and a
 // process's row sums its threads.
 TEST(Analyzer, ThreadsSharingADescriptionKeepTheirOwnStreams) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart + 1000;
   constexpr uint32_t kTgid = 50;
   t.Open(kTgid, ts, "/data/shard", 3, kDev, 9, O_RDONLY, kTgid);
@@ -202,14 +203,14 @@ TEST(Analyzer, ThreadsSharingADescriptionKeepTheirOwnStreams) {
 // (thread, file) pair keeps its own stream on both paths, and a thread's asynchronous
 // submissions keep theirs apart from its system calls on both.
 TEST(Analyzer, StreamsStayApartOnEveryLookupPath) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart + 1000;
   // Thread `tid`, alone in its process: a read, an asynchronous read 1 MiB further, then the
   // read following the first (sequential only if the asynchronous one has a stream apart).
   auto read_around_async = [&](uint32_t tid, uint64_t ino) {
     t.Open(tid, ts += 10, "/swap/tensor" + std::to_string(tid), 3, kDev, ino);
     t.Io(IOT_OP_PREAD64, tid, ts += 10, 100, 3, kDev, ino, 0, 4096, 4096);
-    t.Async(IOT_AIO_ENGINE_URING, IOT_AIO_SUBMIT, 22 /* IORING_OP_READ */, ts += 10, tid, 3, 7,
+    t.AsyncAt(IOT_AIO_ENGINE_URING, IOT_AIO_SUBMIT, 22 /* IORING_OP_READ */, ts += 10, tid, 3, 7,
             1 << 20, 4096, 0);
     t.Io(IOT_OP_PREAD64, tid, ts += 10, 100, 3, kDev, ino, 4096, 4096, 4096);
   };
@@ -242,11 +243,11 @@ TEST(Analyzer, StreamsStayApartOnEveryLookupPath) {
 }
 
 TEST(Analyzer, PositionsSurviveForkAndMismatchesAreCounted) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart + 1000;
   t.Open(10, ts, "/tmp/shared", 3, kDev, 8);
   t.Io(IOT_OP_READ, 10, ts += 1000, 100, 3, kDev, 8, 0, 512, 512);
-  t.Proc(IOT_PROC_FORK, ts += 1000, 10, 10, "parent", 11, 11);
+  t.ProcAt(IOT_PROC_FORK, ts += 1000, 10, 10, "parent", 11, 11);
   // The child's read continues the shared position; the capture recorded 999 (disagreeing).
   t.Io(IOT_OP_READ, 11, ts += 1000, 100, 3, kDev, 8, 999, 512, 512);
   json m = Analyze(t);
@@ -257,15 +258,15 @@ TEST(Analyzer, PositionsSurviveForkAndMismatchesAreCounted) {
 }
 
 TEST(Analyzer, UnknownDescriptorsUseTheRecordedOffset) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   // fd 5 was opened before the capture: no open, no snapshot.
   t.Io(IOT_OP_READ, 3, kStart + 1000, 100, 5, kDev, 9, 8192, 4096, 4096);
   t.Io(IOT_OP_READ, 3, kStart + 2000, 100, 5, kDev, 9, 0, 4096, 4096);  // capture left it 0
   AnalyzerOptions opts;
   opts.collect_distributions = true;
   Analyzer a(opts);
-  a.SetMeta(test::SyntheticMeta());
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  a.SetMeta(test::FullCaptureMeta());
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   json m = a.Model(std::nullopt);
   EXPECT_EQ(m["offsets"]["recorded"], 1);
   EXPECT_EQ(m["offsets"]["tracked"], 1);
@@ -274,13 +275,13 @@ TEST(Analyzer, UnknownDescriptorsUseTheRecordedOffset) {
 }
 
 TEST(Analyzer, CloseAndCloseRangeForgetPositions) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart + 1000;
   t.Open(3, ts, "/a", 3, kDev, 20);
   t.Open(3, ts += 10, "/b", 4, kDev, 21);
   t.Open(3, ts += 10, "/c", 9, kDev, 22);
   t.Io(IOT_OP_READ, 3, ts += 10, 10, 3, kDev, 20, 0, 100, 100);
-  iot_syscall cr = SyntheticTrace::Sys(IOT_OP_CLOSE_RANGE, 3, ts += 10);
+  iot_syscall cr = TraceBuilder::Sys(IOT_OP_CLOSE_RANGE, 3, ts += 10);
   cr.fd = 3;
   cr.fd2 = 5;
   t.Add(cr);
@@ -300,8 +301,8 @@ TEST(Analyzer, CloseAndCloseRangeForgetPositions) {
 // its reads and lseeks move the new file's position.
 enum class Handover { kClose, kCloseRange, kCloseBeganFirst, kLseekThenClose };
 
-SyntheticTrace HandoverTrace(Handover kind) {
-  SyntheticTrace t;
+TraceBuilder HandoverTrace(Handover kind) {
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart + 1000;
   // Process 60: thread 60 opens /x as fd 3 and reads 4 KiB; thread 61 opens /y in [T, T + 1 µs)
   // and gets fd 3; then thread 60's old-file calls arrive, stamped inside that span (or, for
@@ -315,11 +316,11 @@ SyntheticTrace HandoverTrace(Handover kind) {
   switch (kind) {
     case Handover::kClose:
       t.Io(IOT_OP_READ, a, open_at + 200, 100, 3, kDev, 30, 4096, 4096, 4096, a);
-      t.Close(a, open_at + 500, 3, kDev, 30, a);
+      t.CloseAt(a, open_at + 500, 3, kDev, 30, a);
       break;
     case Handover::kCloseRange: {
       t.Io(IOT_OP_READ, a, open_at + 200, 100, 3, kDev, 30, 4096, 4096, 4096, a);
-      iot_syscall cr = SyntheticTrace::Sys(IOT_OP_CLOSE_RANGE, a, open_at + 500, a);
+      iot_syscall cr = TraceBuilder::Sys(IOT_OP_CLOSE_RANGE, a, open_at + 500, a);
       cr.fd = 3;
       cr.fd2 = 3;
       t.Add(cr);
@@ -327,11 +328,11 @@ SyntheticTrace HandoverTrace(Handover kind) {
     }
     case Handover::kCloseBeganFirst:  // a slow close: it began first and ended after the open
       t.Io(IOT_OP_READ, a, open_at - 3000, 100, 3, kDev, 30, 4096, 4096, 4096, a);
-      t.Close(a, open_at - 500, 3, kDev, 30, a);
+      t.CloseAt(a, open_at - 500, 3, kDev, 30, a);
       break;
     case Handover::kLseekThenClose:
-      t.Lseek(a, open_at + 200, 3, kDev, 30, 8192, SEEK_SET, a);
-      t.Close(a, open_at + 500, 3, kDev, 30, a);
+      t.LseekAt(a, open_at + 200, 3, kDev, 30, 8192, SEEK_SET, a);
+      t.CloseAt(a, open_at + 500, 3, kDev, 30, a);
       break;
   }
   t.Io(IOT_OP_READ, a + 1, ts += 5000, 100, 3, kDev, 31, 0, 4096, 4096, a);
@@ -363,21 +364,21 @@ TEST(Analyzer, AHandedOverNumberKeepsTheNewFilesPosition) {
 // On clocks too coarse to order a call against an open (strace -t's whole seconds, imports
 // without timestamps), the rule stays off: every call is taken as it comes.
 TEST(Analyzer, TheHandoverRuleNeedsAFineClock) {
-  SyntheticTrace t = HandoverTrace(Handover::kClose);
-  json meta = test::SyntheticMeta();
+  TraceBuilder t = HandoverTrace(Handover::kClose);
+  json meta = test::FullCaptureMeta();
   meta["host"]["clock"] = "synthetic";
   Analyzer a;
   a.SetMeta(meta);
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   json m = a.Model(std::nullopt);
   EXPECT_EQ(m["offsets"]["previous_instance"], 0);
   EXPECT_EQ(m["offsets"]["tracked_vs_recorded_mismatch"], 1);  // /x's read moved /y's position
 }
 
-SyntheticTrace TwoThreads() {
-  SyntheticTrace t;
+TraceBuilder TwoThreads() {
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart;
-  t.Proc(IOT_PROC_START, ts, 100, 100, "trainer");
+  t.ProcAt(IOT_PROC_START, ts, 100, 100, "trainer");
   t.Open(100, ts += 1000, "/data/a.bin", 3, kDev, 1);
   t.Open(200, ts += 1000, "/ckpt/b.pt", 4, kDev, 2, O_WRONLY | O_CREAT, 100);
   for (int i = 0; i < 10; i++) {
@@ -389,7 +390,7 @@ SyntheticTrace TwoThreads() {
 }
 
 TEST(Analyzer, FiltersByThreadFileOpAndTime) {
-  SyntheticTrace t = TwoThreads();
+  TraceBuilder t = TwoThreads();
   json all = Analyze(t);
   EXPECT_EQ(all["totals"]["read"]["ops"], 10);
   EXPECT_EQ(all["totals"]["write"]["ops"], 10);
@@ -436,12 +437,12 @@ TEST(Analyzer, FiltersByThreadFileOpAndTime) {
 }
 
 TEST(Analyzer, TimeSeriesCountsOpsAndBytesPerBucket) {
-  SyntheticTrace t = TwoThreads();
+  TraceBuilder t = TwoThreads();
   AnalyzerOptions opts;
   opts.collect_distributions = true;
   Analyzer a(opts);
-  a.SetMeta(test::SyntheticMeta());
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  a.SetMeta(test::FullCaptureMeta());
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   const TimeSeries& s = a.series();
   uint64_t ops = 0, bytes = 0;
   for (uint64_t v : s.Series(Analyzer::kAppReadOps)) ops += v;
@@ -457,7 +458,7 @@ TEST(Analyzer, TimeSeriesCountsOpsAndBytesPerBucket) {
 }
 
 TEST(Analyzer, BlockLayerLatenciesSizesAndAmplification) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart + 1000;
   t.Open(1, ts, "/f", 3, kDev, 3);
   // The application reads 8 KiB; the device reads 2 x 64 KiB (readahead).
@@ -465,12 +466,12 @@ TEST(Analyzer, BlockLayerLatenciesSizesAndAmplification) {
   const uint32_t disk = (253u << 20) | 0;
   for (int i = 0; i < 2; i++) {
     uint64_t sector = uint64_t(i) * 128;
-    t.Block(IOT_BLK_QUEUE, ts += 10, disk, sector, 65536, IOT_BLKF_READ, 0);
-    t.Block(IOT_BLK_ISSUE, ts += 20, disk, sector, 65536, IOT_BLKF_READ, 0xffff0000 + i);
-    t.Block(IOT_BLK_COMPLETE, ts += 40, disk, sector, 65536, IOT_BLKF_READ, 0xffff0000 + i);
+    t.BlockAt(IOT_BLK_QUEUE, ts += 10, disk, sector, 65536, IOT_BLKF_READ, 0);
+    t.BlockAt(IOT_BLK_ISSUE, ts += 20, disk, sector, 65536, IOT_BLKF_READ, 0xffff0000 + i);
+    t.BlockAt(IOT_BLK_COMPLETE, ts += 40, disk, sector, 65536, IOT_BLKF_READ, 0xffff0000 + i);
   }
-  t.Block(IOT_BLK_ISSUE, ts += 10, disk, 4096, 4096, IOT_BLKF_WRITE | IOT_BLKF_SYNC, 0xfff1);
-  t.Block(IOT_BLK_COMPLETE, ts += 30, disk, 4096, 4096, IOT_BLKF_WRITE, 0xfff1);
+  t.BlockAt(IOT_BLK_ISSUE, ts += 10, disk, 4096, 4096, IOT_BLKF_WRITE | IOT_BLKF_SYNC, 0xfff1);
+  t.BlockAt(IOT_BLK_COMPLETE, ts += 30, disk, 4096, 4096, IOT_BLKF_WRITE, 0xfff1);
   json m = Analyze(t);
   ASSERT_TRUE(m["block"].is_object());
   const json& b = m["block"];
@@ -494,7 +495,7 @@ TEST(Analyzer, BlockLayerLatenciesSizesAndAmplification) {
   EXPECT_FALSE(m["amplification"].contains("read_incl_faults"));
 
   // Mapped reads count with the application's reads; write faults and anonymous faults do not.
-  t.Fault(ts += 10, 1, kDev, 3, 100, true, 8);   // 32 KiB read through a mapping
+  t.FaultAt(ts += 10, 1, kDev, 3, 100, true, 8);   // 32 KiB read through a mapping
   iot_page_fault w{};
   InitRecord(&w, IOT_REC_PAGE_FAULT);
   w.ts = ts += 10;
@@ -505,7 +506,7 @@ TEST(Analyzer, BlockLayerLatenciesSizesAndAmplification) {
   w.flags = IOT_PFF_WRITE;
   w.nr_pages = 16;
   t.Add(w);
-  t.Fault(ts += 10, 1, 0, 0, 300, false, 4);  // anonymous memory
+  t.FaultAt(ts += 10, 1, 0, 0, 300, false, 4);  // anonymous memory
   m = Analyze(t);
   const json& a = m["amplification"];
   EXPECT_EQ(a["fault_read_bytes"], 32768);
@@ -514,17 +515,17 @@ TEST(Analyzer, BlockLayerLatenciesSizesAndAmplification) {
 }
 
 TEST(Analyzer, FaultsPageCacheAndHitRatio) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart + 1000;
   t.Open(1, ts, "/weights.npy", 3, kDev, 77);
   // 10 pages read by syscalls, 4 pages had to be brought into the cache.
   t.Io(IOT_OP_PREAD64, 1, ts += 1000, 100, 3, kDev, 77, 0, 40960, 40960);
-  t.PageCache(IOT_PC_ADD, ts += 10, kDev, 77, 0, 4);
-  t.PageCache(IOT_PC_READAHEAD, ts += 10, kDev, 77, 4, 32);
+  t.PageCacheAt(IOT_PC_ADD, ts += 10, kDev, 77, 0, 4);
+  t.PageCacheAt(IOT_PC_READAHEAD, ts += 10, kDev, 77, 4, 32);
   // 3 mapped faults, one major.
-  t.Fault(ts += 100, 1, kDev, 77, 100, true);
-  t.Fault(ts += 100, 1, kDev, 77, 101, false);
-  t.Fault(ts += 100, 1, kDev, 77, 102, false);
+  t.FaultAt(ts += 100, 1, kDev, 77, 100, true);
+  t.FaultAt(ts += 100, 1, kDev, 77, 101, false);
+  t.FaultAt(ts += 100, 1, kDev, 77, 102, false);
   json m = Analyze(t);
   ASSERT_TRUE(m["memory"].is_object());
   EXPECT_EQ(m["memory"]["faults"]["total"], 3);
@@ -539,16 +540,16 @@ TEST(Analyzer, FaultsPageCacheAndHitRatio) {
 }
 
 TEST(Analyzer, AsyncRequestsArePairedAndSized) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart + 1000;
   t.Open(1, ts, "/swap/tensor0", 3, kDev, 55, O_RDWR | O_DIRECT);
   for (int i = 0; i < 4; i++)
-    t.Async(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_SUBMIT, 0, ts += 100, 1, 3, 1000 + i,
+    t.AsyncAt(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_SUBMIT, 0, ts += 100, 1, 3, 1000 + i,
             uint64_t(i) << 24, 16 << 20, 0);
   for (int i = 0; i < 4; i++)
-    t.Async(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_COMPLETE, 0, ts += 50, 1, 3, 1000 + i, 0, 0, 16 << 20);
+    t.AsyncAt(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_COMPLETE, 0, ts += 50, 1, 3, 1000 + i, 0, 0, 16 << 20);
   // A completion whose submission the capture missed.
-  t.Async(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_COMPLETE, 1, ts += 50, 1, 3, 5000, 0, 4096, 4096);
+  t.AsyncAt(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_COMPLETE, 1, ts += 50, 1, 3, 5000, 0, 4096, 4096);
   json m = Analyze(t);
   ASSERT_TRUE(m["async"].is_object());
   EXPECT_EQ(m["async"]["requests"], 5);
@@ -567,7 +568,7 @@ TEST(Analyzer, AsyncRequestsArePairedAndSized) {
 }
 
 TEST(Analyzer, IntentLabelsTimeAndAttributedIo) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart + 1000;
   t.Open(1, ts, "/f", 3, kDev, 3);
   for (int epoch = 0; epoch < 2; epoch++) {
@@ -593,16 +594,16 @@ TEST(Analyzer, IntentLabelsTimeAndAttributedIo) {
 }
 
 TEST(Analyzer, LossesAndFooterFacts) {
-  SyntheticTrace t;
-  t.Lost(IOT_SRC_SYSCALL, 0, kStart + 10, 5);
-  t.Lost(IOT_SRC_SYSCALL, 0, kStart + 20, 12);  // cumulative: 12 on CPU 0
-  t.Lost(IOT_SRC_SYSCALL, 1, kStart + 20, 3);
-  t.Lost(IOT_SRC_BLOCK, 0, kStart + 20, 1);
+  TraceBuilder t(FullCaptureMeta());
+  t.LostAt(IOT_SRC_SYSCALL, 0, kStart + 10, 5);
+  t.LostAt(IOT_SRC_SYSCALL, 0, kStart + 20, 12);  // cumulative: 12 on CPU 0
+  t.LostAt(IOT_SRC_SYSCALL, 1, kStart + 20, 3);
+  t.LostAt(IOT_SRC_BLOCK, 0, kStart + 20, 1);
   AnalyzerOptions opts;
   opts.collect_distributions = true;
   Analyzer a(opts);
-  a.SetMeta(test::SyntheticMeta());
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  a.SetMeta(test::FullCaptureMeta());
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   json m = a.Model(std::nullopt);
   EXPECT_EQ(m["capture"]["lost"]["syscall"], 15);
   EXPECT_EQ(m["capture"]["lost"]["block"], 1);
@@ -618,7 +619,7 @@ TEST(Analyzer, LossesAndFooterFacts) {
 }
 
 TEST(Analyzer, SequencesInOrderOfFirstAppearance) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart;
   // Process 20 appears first (thread 21 before 20), then process 10.
   t.Io(IOT_OP_PREAD64, 21, ts += 10, 1, 3, kDev, 1, 0, 10, 10, 20);
@@ -628,8 +629,8 @@ TEST(Analyzer, SequencesInOrderOfFirstAppearance) {
   AnalyzerOptions o;
   o.collect_sequences = true;
   Analyzer a(o);
-  a.SetMeta(test::SyntheticMeta());
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  a.SetMeta(test::FullCaptureMeta());
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   auto seqs = a.Sequences();
   ASSERT_EQ(seqs.size(), 3u);
   EXPECT_EQ(seqs[0].tid, 21u);

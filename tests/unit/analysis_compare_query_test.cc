@@ -7,13 +7,14 @@
 #include <string>
 
 #include "analysis/compare.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 #include "interop_test_util.h"
 
 namespace iotwin::analysis {
 namespace {
 
-using test::SyntheticTrace;
+using test::FullCaptureMeta;
+using test::TraceBuilder;
 constexpr uint64_t kStart = 2'000'000'000;
 constexpr uint32_t kDev = 0x800001, kTid = 7;
 constexpr int kQueries = 4, kHops = 5, kBeam = 4;
@@ -24,8 +25,8 @@ enum class Replay { kOriginal, kFaithful, kOverlappingHops, kSerialBatches, kDro
 // A beam search of kQueries queries of kHops hops, each hop one libaio batch of kBeam 4 KiB
 // reads: io_submit, then io_getevents returning when the device completed all of them. The
 // original carries `query` and `hop` markers; a replay none.
-SyntheticTrace Search(Replay mode) {
-  SyntheticTrace t;
+TraceBuilder Search(Replay mode) {
+  TraceBuilder t(FullCaptureMeta());
   const bool markers = mode == Replay::kOriginal;
   uint64_t ts = kStart;
   t.Open(kTid, ts, "/data/disk.index", 3, kDev, 42, O_RDONLY | O_DIRECT);
@@ -42,19 +43,19 @@ SyntheticTrace Search(Replay mode) {
         for (int k = 0; k < kBeam; k++) {
           const uint64_t at = ts + 1'000 + static_cast<uint64_t>(k) * (kDeviceNs + 2'000);
           t.Io(IOT_OP_IO_SUBMIT, kTid, at, 1'000, -1, 0, 0, 0, 0, 1);
-          t.Async(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_SUBMIT, 0, at, kTid, 3, req, (node + k) * 4096, 4096, 0);
+          t.AsyncAt(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_SUBMIT, 0, at, kTid, 3, req, (node + k) * 4096, 4096, 0);
           t.Io(IOT_OP_IO_GETEVENTS, kTid, at + 1'000, kDeviceNs, -1, 0, 0, 0, 1, 1);
-          t.Async(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_COMPLETE, 0, at + 1'000 + kDeviceNs, kTid, -1, req, 0, 0, 4096);
+          t.AsyncAt(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_COMPLETE, 0, at + 1'000 + kDeviceNs, kTid, -1, req, 0, 0, 4096);
           req++;
         }
         ts += 1'000 + kBeam * (kDeviceNs + 2'000);
       } else {
         t.Io(IOT_OP_IO_SUBMIT, kTid, ts + 1'000, 2'000, -1, 0, 0, 0, 0, kBeam);
         for (int k = 0; k < kBeam; k++)
-          t.Async(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_SUBMIT, 0, ts + 1'000, kTid, 3, req + k, (node + k) * 4096, 4096, 0);
+          t.AsyncAt(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_SUBMIT, 0, ts + 1'000, kTid, 3, req + k, (node + k) * 4096, 4096, 0);
         t.Io(IOT_OP_IO_GETEVENTS, kTid, ts + 4'000, kDeviceNs, -1, 0, 0, 0, kBeam, kBeam);
         for (int k = 0; k < kBeam; k++)
-          t.Async(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_COMPLETE, 0, ts + 4'000 + kDeviceNs, kTid, -1, req + k, 0, 0, 4096);
+          t.AsyncAt(IOT_AIO_ENGINE_LIBAIO, IOT_AIO_COMPLETE, 0, ts + 4'000 + kDeviceNs, kTid, -1, req + k, 0, 0, 4096);
         req += kBeam;
         // A replay that issues the next hop at its recorded time, not after this one completed,
         // on a device twice as slow: the next hop starts half-way through this one.
@@ -65,7 +66,7 @@ SyntheticTrace Search(Replay mode) {
     }
     if (markers) t.Intent(IOT_INTENT_END, ts, kTid, "query");
   }
-  t.Close(kTid, ts + kThinkNs, 3, kDev, 42);
+  t.CloseAt(kTid, ts + kThinkNs, 3, kDev, 42);
   return t;
 }
 
@@ -78,8 +79,8 @@ const nlohmann::json* Find(const nlohmann::json& r, const char* name) {
 nlohmann::json CompareWith(Replay mode) {
   interop::testing::ScratchDir f;
   const std::string orig = f / "orig.iotwin", rep = f / "rep.iotwin";
-  EXPECT_TRUE(Search(Replay::kOriginal).Write(orig, {}).ok());
-  EXPECT_TRUE(Search(mode).Write(rep, {}).ok());
+  EXPECT_TRUE(Search(Replay::kOriginal).WriteFile(orig, {}).ok());
+  EXPECT_TRUE(Search(mode).WriteFile(rep, {}).ok());
   auto r = CompareTraces(orig, rep, CompareOptions{});
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? *r : nlohmann::json();
@@ -158,7 +159,7 @@ TEST(CompareQuery, ADroppedQueryFails) {
 TEST(CompareQuery, NoQueryMarkersNoQueryMeasures) {
   interop::testing::ScratchDir f;
   const std::string a = f / "a.iotwin";
-  ASSERT_TRUE(Search(Replay::kFaithful).Write(a, {}).ok());
+  ASSERT_TRUE(Search(Replay::kFaithful).WriteFile(a, {}).ok());
   auto r = CompareTraces(a, a, CompareOptions{});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->contains("queries"));

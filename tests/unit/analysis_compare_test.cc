@@ -7,37 +7,38 @@
 
 #include "analysis/compare.h"
 #include "analysis/distance.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 #include "interop_test_util.h"
 
 namespace iotwin::analysis {
 namespace {
 
-using test::SyntheticTrace;
+using test::FullCaptureMeta;
+using test::TraceBuilder;
 constexpr uint64_t kStart = 2'000'000'000;
 constexpr uint32_t kDev = 0x800001;
 
 // One thread: an anonymous mmap, a write to stdout (fd 1, never opened), munmap of `addr`,
 // then a file opened and read three times.
-SyntheticTrace Workload(uint64_t addr, bool loader_calls, uint64_t step_ns) {
-  SyntheticTrace t;
+TraceBuilder Workload(uint64_t addr, bool loader_calls, uint64_t step_ns) {
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart;
   if (loader_calls) {
-    iot_syscall m = SyntheticTrace::Sys(IOT_OP_MMAP, 7, ts += step_ns);
+    iot_syscall m = TraceBuilder::Sys(IOT_OP_MMAP, 7, ts += step_ns);
     m.length = 8192;
     m.flags = MAP_PRIVATE | MAP_ANONYMOUS;
     m.ret = static_cast<int64_t>(addr);
     t.Add(m);
     t.Io(IOT_OP_WRITE, 7, ts += step_ns, 1000, 1, 0, 0, 0, 271, 271);
   }
-  iot_syscall u = SyntheticTrace::Sys(IOT_OP_MUNMAP, 7, ts += step_ns);
+  iot_syscall u = TraceBuilder::Sys(IOT_OP_MUNMAP, 7, ts += step_ns);
   u.offset = addr;  // munmap's address
   u.length = 8192;
   t.Add(u);
   t.Open(7, ts += step_ns, "/data/kv/chunk0", 3, kDev, 42);
   for (uint64_t i = 0; i < 3; i++)
     t.Io(IOT_OP_PREAD64, 7, ts += step_ns, 1000, 3, kDev, 42, i * 131072, 131072, 131072);
-  t.Close(7, ts += step_ns, 3, kDev, 42);
+  t.CloseAt(7, ts += step_ns, 3, kDev, 42);
   return t;
 }
 
@@ -52,9 +53,9 @@ double Measure(const nlohmann::json& r, const char* name) {
 TEST(Compare, JudgesTheCallsReplayReissues) {
   interop::testing::ScratchDir f;
   std::string orig = f / "orig.iotwin", rep = f / "rep.iotwin";
-  ASSERT_TRUE(Workload(0x7f0000001000, true, 10'000).Write(orig, {}).ok());
+  ASSERT_TRUE(Workload(0x7f0000001000, true, 10'000).WriteFile(orig, {}).ok());
   // The replay: no loader calls, its own mapping address, same file calls and timing.
-  ASSERT_TRUE(Workload(0x7e0000005000, false, 10'000).Write(rep, {}).ok());
+  ASSERT_TRUE(Workload(0x7e0000005000, false, 10'000).WriteFile(rep, {}).ok());
 
   CompareOptions o;
   auto r = CompareTraces(orig, rep, o);
@@ -79,8 +80,8 @@ TEST(Compare, JudgesTheCallsReplayReissues) {
 TEST(Compare, AddressesOfMappingCallsAreNotArguments) {
   interop::testing::ScratchDir f;
   std::string a = f / "a.iotwin", b = f / "b.iotwin";
-  ASSERT_TRUE(Workload(0x7f0000001000, false, 10'000).Write(a, {}).ok());
-  ASSERT_TRUE(Workload(0x7e0000005000, false, 10'000).Write(b, {}).ok());
+  ASSERT_TRUE(Workload(0x7f0000001000, false, 10'000).WriteFile(a, {}).ok());
+  ASSERT_TRUE(Workload(0x7e0000005000, false, 10'000).WriteFile(b, {}).ok());
   CompareOptions o;
   o.storage_calls_only = false;
   auto r = CompareTraces(a, b, o);

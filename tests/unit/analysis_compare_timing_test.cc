@@ -11,21 +11,22 @@
 #include "analysis/compare.h"
 #include "analysis/compare_timing.h"
 #include "analysis/distance.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 #include "base/gap_floor.h"
 #include "interop_test_util.h"
 
 namespace iotwin::analysis {
 namespace {
 
-using test::SyntheticTrace;
+using test::FullCaptureMeta;
+using test::TraceBuilder;
 constexpr uint64_t kStart = 2'000'000'000;
 constexpr uint64_t kMs = 1'000'000;
 constexpr uint32_t kDev = 0x800001;
 
 // One thread of process 100: opens its own file, issues one pread per entry of `times`
 // (`length` bytes at consecutive offsets, each call `dur` long), closes it.
-void Thread(SyntheticTrace* t, uint32_t tid, const std::vector<uint64_t>& times, uint64_t length,
+void Thread(TraceBuilder* t, uint32_t tid, const std::vector<uint64_t>& times, uint64_t length,
             uint64_t dur = 20'000) {
   const int fd = static_cast<int>(tid - 98);  // 101 -> 3, 102 -> 4
   const uint64_t ino = 40 + tid;
@@ -35,7 +36,7 @@ void Thread(SyntheticTrace* t, uint32_t tid, const std::vector<uint64_t>& times,
     t->Io(IOT_OP_PREAD64, tid, times[i], dur, fd, kDev, ino, i * length, length,
           static_cast<int64_t>(length), 100);
   }
-  t->Close(tid, times.back() + dur + 10'000, fd, kDev, ino, 100);
+  t->CloseAt(tid, times.back() + dur + 10'000, fd, kDev, ino, 100);
 }
 
 // `n` calls every `step` ns from `from`, each moved by `shift(i)`.
@@ -63,24 +64,24 @@ bool Failed(const nlohmann::json& r, const char* name) {
   return false;
 }
 
-nlohmann::json Compare(const SyntheticTrace& orig, const SyntheticTrace& replay,
+nlohmann::json Compare(const TraceBuilder& orig, const TraceBuilder& replay,
                        CompareOptions o = {}) {
   interop::testing::ScratchDir dir;
   std::string a = dir / "orig.iotwin", b = dir / "replay.iotwin";
-  EXPECT_TRUE(orig.Write(a, {}).ok());
-  EXPECT_TRUE(replay.Write(b, {}).ok());
+  EXPECT_TRUE(orig.WriteFile(a, {}).ok());
+  EXPECT_TRUE(replay.WriteFile(b, {}).ok());
   auto r = CompareTraces(a, b, o);
   EXPECT_TRUE(r.ok()) << r.status().message();
   return r.ok() ? *r : nlohmann::json::object();
 }
 
 // A write to an inherited stdout (fd 1): not a call a replay re-issues.
-void Stdout(SyntheticTrace* t, uint64_t ts) {
+void Stdout(TraceBuilder* t, uint64_t ts) {
   t->Io(IOT_OP_WRITE, 101, ts, 5'000, 1, 0, 0, 0, 64, 64, 100);
 }
 
 TEST(CompareTiming, RatesUseTheActiveWindowOfJudgedCalls) {
-  SyntheticTrace orig, replay;
+  TraceBuilder orig(FullCaptureMeta()), replay(FullCaptureMeta());
   Thread(&orig, 101, Times(200, kStart, kMs), 4096);
   // The replay's own start-up and teardown: 300 ms before and after the workload's calls.
   Stdout(&replay, kStart - 300 * kMs);
@@ -101,7 +102,7 @@ TEST(CompareTiming, RatesUseTheActiveWindowOfJudgedCalls) {
 }
 
 TEST(CompareTiming, SeriesIgnoreAFewMsOfJitterInAMultiSecondRun) {
-  SyntheticTrace orig, replay;
+  TraceBuilder orig(FullCaptureMeta()), replay(FullCaptureMeta());
   Thread(&orig, 101, Times(1000, kStart, 4 * kMs), 4096);
   Thread(&orig, 102, Times(1000, kStart + kMs, 4 * kMs), 8192);
   std::mt19937_64 rng(7);
@@ -121,7 +122,7 @@ TEST(CompareTiming, SeriesIgnoreAFewMsOfJitterInAMultiSecondRun) {
 }
 
 TEST(CompareTiming, AStallThatIsNotMadeUpFails) {
-  SyntheticTrace orig, stalled, caught_up;
+  TraceBuilder orig(FullCaptureMeta()), stalled(FullCaptureMeta()), caught_up(FullCaptureMeta());
   Thread(&orig, 101, Times(500, kStart, 2 * kMs), 4096);
   // Everything from call 250 on 20 ms later.
   Thread(&stalled, 101, Times(500, kStart, 2 * kMs, [](size_t i) { return i >= 250 ? 20 * kMs : 0; }), 4096);
@@ -131,7 +132,7 @@ TEST(CompareTiming, AStallThatIsNotMadeUpFails) {
   EXPECT_LT(Value(r, "iops-rel-err"), 0.05);  // 20 ms in a 1 s run: the rate alone misses it
   EXPECT_EQ(r["timing"]["stall"]["call"].get<uint64_t>(), 251u) << r["timing"]["stall"].dump();  // open is call 0
   // One call 30 ms late, the next ones on time again (original pacing catching up): no stall.
-  SyntheticTrace slow_orig;
+  TraceBuilder slow_orig(FullCaptureMeta());
   Thread(&slow_orig, 101, Times(100, kStart, 50 * kMs), 4096);
   Thread(&caught_up, 101, Times(100, kStart, 50 * kMs, [](size_t i) { return i == 50 ? 30 * kMs : 0; }), 4096);
   nlohmann::json late = Compare(slow_orig, caught_up);
@@ -144,7 +145,7 @@ TEST(CompareTiming, AStallIsOneEveryRunningThreadShows) {
     return Times(500, kStart + (tid - 101) * 500'000, 2 * kMs,
                  [from](size_t i) { return i >= from ? 20 * kMs : 0; });
   };
-  SyntheticTrace orig, both, one;
+  TraceBuilder orig(FullCaptureMeta()), both(FullCaptureMeta()), one(FullCaptureMeta());
   Thread(&orig, 101, shifted(101, 500), 4096);
   Thread(&orig, 102, shifted(102, 500), 8192);
   // The replay as a whole stops for 20 ms: both threads.
@@ -168,15 +169,15 @@ TEST(CompareTiming, AStallIsOneEveryRunningThreadShows) {
 }
 
 // One thread: a read `first_dur` long, then 20 more reads on the original's schedule.
-SyntheticTrace FirstCallThenSchedule(uint64_t first_dur) {
-  SyntheticTrace t;
+TraceBuilder FirstCallThenSchedule(uint64_t first_dur) {
+  TraceBuilder t(FullCaptureMeta());
   t.Open(101, kStart, "/data/f", 3, kDev, 1, O_RDONLY, 100);
   t.Io(IOT_OP_PREAD64, 101, kStart + 10'000, first_dur, 3, kDev, 1, 0, 4096, 4096, 100);
   for (uint64_t i = 1; i <= 20; i++) {
     t.Io(IOT_OP_PREAD64, 101, kStart + 80 * kMs + i * kMs, 20'000, 3, kDev, 1, i * 4096, 4096,
          4096, 100);
   }
-  t.Close(101, kStart + 102 * kMs, 3, kDev, 1, 100);
+  t.CloseAt(101, kStart + 102 * kMs, 3, kDev, 1, 100);
   return t;
 }
 
@@ -190,12 +191,12 @@ TEST(CompareTiming, WaitingForTheScheduleAfterAFasterCallIsNotAStall) {
 
 // Thread 101 does 100 calls, each `dur` long with 980 us idle between them, then creates
 // thread 102, which starts its 100 calls 50 us later.
-SyntheticTrace CreatorThenWorker(uint64_t dur) {
-  SyntheticTrace t;
+TraceBuilder CreatorThenWorker(uint64_t dur) {
+  TraceBuilder t(FullCaptureMeta());
   std::vector<uint64_t> times = Times(100, kStart, 980'000 + dur);
   Thread(&t, 101, times, 4096, dur);
   const uint64_t created = times.back() + dur + 20'000;
-  t.Proc(IOT_PROC_THREAD, created, 100, 101, "worker", 100, 102);
+  t.ProcAt(IOT_PROC_THREAD, created, 100, 101, "worker", 100, 102);
   Thread(&t, 102, Times(100, created + 60'000, kMs), 8192);
   return t;
 }
@@ -210,22 +211,22 @@ TEST(CompareTiming, AThreadCreatedLaterByItsSlowerCreatorIsNotAStall) {
 
 // Thread 101 reads once, creates worker 102 (100 calls, each `dur` long, 980 us idle between
 // them), joins it (102 exits) and reads once more 50 us later.
-SyntheticTrace WorkerThenJoin(uint64_t dur, int64_t main_after_close = 80'000) {
-  SyntheticTrace t;
+TraceBuilder WorkerThenJoin(uint64_t dur, int64_t main_after_close = 80'000) {
+  TraceBuilder t(FullCaptureMeta());
   t.Open(101, kStart, "/data/main", 3, kDev, 1, O_RDONLY, 100);
   t.Io(IOT_OP_PREAD64, 101, kStart + 10'000, 20'000, 3, kDev, 1, 0, 4096, 4096, 100);
-  t.Proc(IOT_PROC_THREAD, kStart + 40'000, 100, 101, "worker", 100, 102);
+  t.ProcAt(IOT_PROC_THREAD, kStart + 40'000, 100, 101, "worker", 100, 102);
   std::vector<uint64_t> times = Times(100, kStart + 100'000, 980'000 + dur);
   t.Open(102, times.front() - 10'000, "/data/worker", 4, kDev, 2, O_RDONLY, 100);
   for (size_t i = 0; i < times.size(); i++)
     t.Io(IOT_OP_PREAD64, 102, times[i], dur, 4, kDev, 2, i * 8192, 8192, 8192, 100);
   const uint64_t close = times.back() + dur + 10'000;
-  t.Close(102, close, 4, kDev, 2, 100);
+  t.CloseAt(102, close, 4, kDev, 2, 100);
   const uint64_t exit = times.back() + dur + 30'000;
-  t.Proc(IOT_PROC_EXIT, exit, 100, 102, "worker");
+  t.ProcAt(IOT_PROC_EXIT, exit, 100, 102, "worker");
   const uint64_t main_read = static_cast<uint64_t>(static_cast<int64_t>(close) + main_after_close);
   t.Io(IOT_OP_PREAD64, 101, main_read, 20'000, 3, kDev, 1, 4096, 4096, 4096, 100);
-  t.Close(101, std::max(exit, main_read) + 100'000, 3, kDev, 1, 100);
+  t.CloseAt(101, std::max(exit, main_read) + 100'000, 3, kDev, 1, 100);
   return t;
 }
 
@@ -247,7 +248,7 @@ TEST(CompareTiming, ACallAfterAJoinThatOverlapsTheOtherThreadsLastCallIsNotAStal
 }
 
 TEST(CompareTiming, ThreadsTradingPlacesFailThreadSeries) {
-  SyntheticTrace orig, swapped;
+  TraceBuilder orig(FullCaptureMeta()), swapped(FullCaptureMeta());
   Thread(&orig, 101, Times(100, kStart, kMs), 4096);              // first half of the run
   Thread(&orig, 102, Times(100, kStart + 100 * kMs, kMs), 8192);  // second half
   Thread(&swapped, 101, Times(100, kStart + 100 * kMs, kMs), 4096);
@@ -260,7 +261,7 @@ TEST(CompareTiming, ThreadsTradingPlacesFailThreadSeries) {
 }
 
 TEST(CompareTiming, AFailExplainsItself) {
-  SyntheticTrace orig, slower;
+  TraceBuilder orig(FullCaptureMeta()), slower(FullCaptureMeta());
   Thread(&orig, 101, Times(300, kStart, kMs, nullptr), 4096, 100'000);
   // Each call 500 us long instead of 100 us, issued as soon as the previous returned.
   Thread(&slower, 101, Times(300, kStart, kMs + 400'000), 4096, 500'000);

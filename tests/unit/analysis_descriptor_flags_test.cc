@@ -11,26 +11,27 @@
 #include <gtest/gtest.h>
 
 #include "analysis/analyzer.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 
 namespace iotwin::analysis {
 namespace {
 
 using nlohmann::json;
-using test::SyntheticTrace;
+using test::FullCaptureMeta;
+using test::TraceBuilder;
 
 constexpr uint32_t kDev = (8u << 20) | 1;
-constexpr uint64_t kStart = 1'000'000'000ULL;  // SyntheticMeta's anchor
+constexpr uint64_t kStart = 1'000'000'000ULL;  // FullCaptureMeta's anchor
 
-json Analyze(const SyntheticTrace& t) {
+json Analyze(const TraceBuilder& t) {
   Analyzer a;
-  a.SetMeta(test::SyntheticMeta());
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  a.SetMeta(test::FullCaptureMeta());
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   return a.Model(std::nullopt);
 }
 
-void Fcntl(SyntheticTrace& t, uint64_t ts, int fd, int cmd, uint64_t arg) {
-  iot_syscall s = SyntheticTrace::Sys(IOT_OP_FCNTL, 100, ts);
+void Fcntl(TraceBuilder& t, uint64_t ts, int fd, int cmd, uint64_t arg) {
+  iot_syscall s = TraceBuilder::Sys(IOT_OP_FCNTL, 100, ts);
   s.fd = fd;
   s.mode = static_cast<uint32_t>(cmd);
   s.aux = arg;
@@ -39,7 +40,7 @@ void Fcntl(SyntheticTrace& t, uint64_t ts, int fd, int cmd, uint64_t arg) {
 }
 
 TEST(AnalyzerDescriptorFlags, SetflODirectMakesLaterReadsDirect) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   t.Open(100, kStart + 1000, "/data/f", 3, kDev, 42, O_RDONLY);
   t.Io(IOT_OP_READ, 100, kStart + 10'000, 1000, 3, kDev, 42, 0, 4096, 4096);
   Fcntl(t, kStart + 20'000, 3, F_SETFL, O_DIRECT);
@@ -53,14 +54,14 @@ TEST(AnalyzerDescriptorFlags, SetflODirectMakesLaterReadsDirect) {
 }
 
 TEST(AnalyzerDescriptorFlags, ExecClosesCloexecDescriptors) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   t.Open(100, kStart + 1000, "/data/a", 3, kDev, 42, O_RDONLY | O_CLOEXEC);
   t.Open(100, kStart + 2000, "/data/b", 4, kDev, 43, O_RDONLY);
   t.Open(100, kStart + 3000, "/data/c", 5, kDev, 44, O_RDONLY);
   Fcntl(t, kStart + 4000, 4, F_SETFD, FD_CLOEXEC);
   for (int fd : {3, 4, 5})
     t.Io(IOT_OP_READ, 100, kStart + 10'000 + fd, 1000, fd, kDev, 39 + fd, 0, 4096, 4096);
-  t.Proc(IOT_PROC_EXEC, kStart + 20'000, 100, 100, "next");
+  t.ProcAt(IOT_PROC_EXEC, kStart + 20'000, 100, 100, "next");
   // After the exec: 3 and 4 are gone (their reads take the recorded offset), 5 is still open.
   for (int fd : {3, 4, 5})
     t.Io(IOT_OP_READ, 100, kStart + 30'000 + fd, 1000, fd, kDev, 39 + fd, 0, 4096, 4096);
@@ -70,10 +71,10 @@ TEST(AnalyzerDescriptorFlags, ExecClosesCloexecDescriptors) {
 }
 
 TEST(AnalyzerDescriptorFlags, FailedCloseStillReleasesTheNumber) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   t.Open(100, kStart + 1000, "/data/a", 3, kDev, 42, O_RDONLY);
   t.Io(IOT_OP_READ, 100, kStart + 10'000, 1000, 3, kDev, 42, 0, 4096, 4096);
-  iot_syscall c = SyntheticTrace::Sys(IOT_OP_CLOSE, 100, kStart + 20'000);
+  iot_syscall c = TraceBuilder::Sys(IOT_OP_CLOSE, 100, kStart + 20'000);
   c.fd = 3;
   c.ret = -EIO;
   t.Add(c);
@@ -84,10 +85,10 @@ TEST(AnalyzerDescriptorFlags, FailedCloseStillReleasesTheNumber) {
 }
 
 TEST(AnalyzerDescriptorFlags, Dup2FromAnUnknownDescriptorForgetsTheTarget) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   t.Open(100, kStart + 1000, "/data/a", 3, kDev, 42, O_RDONLY);
   t.Io(IOT_OP_READ, 100, kStart + 10'000, 1000, 3, kDev, 42, 0, 4096, 4096);
-  iot_syscall d = SyntheticTrace::Sys(IOT_OP_DUP2, 100, kStart + 20'000);
+  iot_syscall d = TraceBuilder::Sys(IOT_OP_DUP2, 100, kStart + 20'000);
   d.fd = 9;  // never opened in the trace (inherited, say)
   d.fd2 = 3;
   d.ret = 3;

@@ -8,25 +8,25 @@
 #include <gtest/gtest.h>
 
 #include "analysis/analyzer.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 
 namespace iotwin::analysis {
 namespace {
 
 constexpr uint32_t kDev = (8u << 20) | 1;
-constexpr uint64_t kStart = 1'000'000'000ULL;  // SyntheticMeta's anchor
+constexpr uint64_t kStart = 1'000'000'000ULL;  // FullCaptureMeta's anchor
 
 // Direct ops of a trace from `arch` that opens a file with `flags` and reads it twice.
 uint64_t DirectOps(const std::string& arch, uint32_t flags) {
-  nlohmann::json meta = test::SyntheticMeta();
+  nlohmann::json meta = test::FullCaptureMeta();
   meta["host"]["arch"] = arch;
-  test::SyntheticTrace t(meta);
+  test::TraceBuilder t(meta);
   t.Open(100, kStart + 1000, "/data/f", 3, kDev, 42, flags);
   t.Io(IOT_OP_READ, 100, kStart + 10'000, 1000, 3, kDev, 42, 0, 4096, 4096);
   t.Io(IOT_OP_READ, 100, kStart + 20'000, 1000, 3, kDev, 42, 4096, 4096, 4096);
   Analyzer a;
   a.SetMeta(meta);
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   return a.Model(std::nullopt)["totals"]["direct_ops"].get<uint64_t>();
 }
 

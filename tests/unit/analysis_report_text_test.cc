@@ -13,26 +13,26 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/report_text.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 
 namespace iotwin::analysis {
 namespace {
 
 constexpr uint32_t kDev = (8u << 20) | 1;
-constexpr uint64_t kT0 = 1'000'000'000ULL;  // the anchor of SyntheticMeta
+constexpr uint64_t kT0 = 1'000'000'000ULL;  // the anchor of FullCaptureMeta
 constexpr uint64_t kMs = 1'000'000;
 
 // Process 42 "trainer": thread 42 reads /data/a.bin (8 x 128 KiB in sequence, then 2 x 4 KiB
 // probes); thread 43 "ckpt" writes /ckpt/b.pt (3 x 1 MiB with write(), positions tracked);
 // one open fails with ENOENT; the disk serves 2 x 512 KiB reads in 100 us each.
-test::SyntheticTrace GoldenTrace() {
-  test::SyntheticTrace t;
-  t.Proc(IOT_PROC_START, kT0, 42, 42, "trainer");
-  t.Proc(IOT_PROC_THREAD, kT0, 42, 42, "ckpt", 42, 43);
+test::TraceBuilder GoldenTrace() {
+  test::TraceBuilder t(test::FullCaptureMeta());
+  t.ProcAt(IOT_PROC_START, kT0, 42, 42, "trainer");
+  t.ProcAt(IOT_PROC_THREAD, kT0, 42, 42, "ckpt", 42, 43);
   t.Open(42, kT0 + 1 * kMs, "/data/a.bin", 3, kDev, 100);
-  iot_syscall missing = test::SyntheticTrace::Sys(IOT_OP_OPENAT, 42, kT0 + 2 * kMs);
+  iot_syscall missing = test::TraceBuilder::Sys(IOT_OP_OPENAT, 42, kT0 + 2 * kMs);
   missing.ret = -ENOENT;
-  missing.path_id = t.String("/data/missing");
+  missing.path_id = t.Str("/data/missing");
   t.Add(missing);
   for (int i = 0; i < 8; i++)
     t.Io(IOT_OP_PREAD64, 42, kT0 + (10 + 10 * i) * kMs, 50'000, 3, kDev, 100, uint64_t(i) * 131072,
@@ -46,8 +46,8 @@ test::SyntheticTrace GoldenTrace() {
   const uint32_t disk = 253u << 20;
   for (int i = 0; i < 2; i++) {
     uint64_t ts = kT0 + (20 + 40 * i) * kMs;
-    t.Block(IOT_BLK_ISSUE, ts, disk, uint64_t(i) * 1024, 524288, IOT_BLKF_READ, 7 + i);
-    t.Block(IOT_BLK_COMPLETE, ts + 100'000, disk, uint64_t(i) * 1024, 524288, IOT_BLKF_READ, 7 + i);
+    t.BlockAt(IOT_BLK_ISSUE, ts, disk, uint64_t(i) * 1024, 524288, IOT_BLKF_READ, 7 + i);
+    t.BlockAt(IOT_BLK_COMPLETE, ts + 100'000, disk, uint64_t(i) * 1024, 524288, IOT_BLKF_READ, 7 + i);
   }
   return t;
 }
@@ -56,8 +56,8 @@ std::string GoldenPath() { return std::string(IOTWIN_TEST_DATA_DIR) + "/analysis
 
 TEST(ReportText, MatchesGolden) {
   Analyzer a;
-  a.SetMeta(test::SyntheticMeta());
-  GoldenTrace().Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  a.SetMeta(test::FullCaptureMeta());
+  GoldenTrace().ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   nlohmann::json summary = {{"stop_reason", "exited"}, {"exit_status", 0}, {"duration_ns", 1'000'000'000}};
   nlohmann::json facts = {{"path", "golden.iotwin"}, {"size_bytes", 4096}, {"format", "1.0"}};
   std::string text = RenderText(a.Model(summary, facts));

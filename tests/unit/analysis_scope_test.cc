@@ -10,23 +10,24 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/filter_spec.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 
 namespace iotwin::analysis {
 namespace {
 
 using nlohmann::json;
-using test::SyntheticTrace;
+using test::FullCaptureMeta;
+using test::TraceBuilder;
 
 constexpr uint32_t kDev = (8u << 20) | 1;
-constexpr uint64_t kStart = 1'000'000'000ULL;  // SyntheticMeta's anchor
+constexpr uint64_t kStart = 1'000'000'000ULL;  // FullCaptureMeta's anchor
 constexpr uint16_t kRegular = 8, kDirectory = 4;
 
-void Open(SyntheticTrace& t, uint64_t ts, int dirfd, std::string_view path, int fd, uint64_t ino,
+void Open(TraceBuilder& t, uint64_t ts, int dirfd, std::string_view path, int fd, uint64_t ino,
           uint16_t ftype = kRegular) {
-  iot_syscall s = SyntheticTrace::Sys(IOT_OP_OPENAT, 1, ts);
+  iot_syscall s = TraceBuilder::Sys(IOT_OP_OPENAT, 1, ts);
   s.fd = dirfd;
-  s.path_id = t.String(path);
+  s.path_id = t.Str(path);
   s.flags = ftype == kDirectory ? O_RDONLY | O_DIRECTORY : O_RDONLY;
   s.dev = kDev;
   s.ino = ino;
@@ -35,8 +36,8 @@ void Open(SyntheticTrace& t, uint64_t ts, int dirfd, std::string_view path, int 
   t.Add(s);
 }
 
-void Read(SyntheticTrace& t, uint64_t ts, int fd, uint64_t ino, int64_t bytes) {
-  iot_syscall s = SyntheticTrace::Sys(IOT_OP_READ, 1, ts);
+void Read(TraceBuilder& t, uint64_t ts, int fd, uint64_t ino, int64_t bytes) {
+  iot_syscall s = TraceBuilder::Sys(IOT_OP_READ, 1, ts);
   s.fd = fd;
   s.dev = kDev;
   s.ino = ino;
@@ -48,15 +49,15 @@ void Read(SyntheticTrace& t, uint64_t ts, int fd, uint64_t ino, int64_t bytes) {
 
 // Attached in /w: data/a.bin (relative), b.bin through a dirfd on /w/data, lib/x.so.1 (relative),
 // then chdir("data") and c.bin (relative to the new cwd). Reads 100, 200, 400, 800 bytes.
-SyntheticTrace ResolvedNamesTrace() {
-  SyntheticTrace t;
+TraceBuilder ResolvedNamesTrace() {
+  TraceBuilder t(FullCaptureMeta());
   t.meta()["capture"] = {{"mode", "pid"}};
   iot_proc attach{};
   InitRecord(&attach, IOT_REC_PROC);
   attach.kind = IOT_PROC_ATTACH;
   attach.ts = kStart;
   attach.tgid = attach.tid = 1;
-  attach.path_id = t.String("/w");
+  attach.path_id = t.Str("/w");
   t.Add(attach);
   uint64_t ts = kStart + 1000;
   Open(t, ts++, -100, "data/a.bin", 3, 11);
@@ -66,29 +67,29 @@ SyntheticTrace ResolvedNamesTrace() {
   Read(t, ts++, 5, 12, 200);
   Open(t, ts++, -100, "lib/x.so.1", 6, 13);
   Read(t, ts++, 6, 13, 400);
-  iot_syscall cd = SyntheticTrace::Sys(IOT_OP_CHDIR, 1, ts++);
+  iot_syscall cd = TraceBuilder::Sys(IOT_OP_CHDIR, 1, ts++);
   cd.fd = -100;
-  cd.path_id = t.String("data");
+  cd.path_id = t.Str("data");
   t.Add(cd);
   Open(t, ts++, -100, "./c.bin", 7, 14);
   Read(t, ts++, 7, 14, 800);
   return t;
 }
 
-json Analyze(SyntheticTrace& t, const AnalysisFilter& filter) {
+json Analyze(TraceBuilder& t, const AnalysisFilter& filter) {
   AnalyzerOptions o;
   o.filter = filter;
   o.top = 0;
   Analyzer a(o);
   a.SetMeta(t.meta());
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   return a.Model(std::nullopt);
 }
 
 uint64_t ReadBytes(const json& m) { return m["totals"]["read"]["syscall_bytes"].get<uint64_t>(); }
 
 TEST(AnalysisScope, FilterFileMatchesResolvedRelativeAndDirfdNames) {
-  SyntheticTrace t = ResolvedNamesTrace();
+  TraceBuilder t = ResolvedNamesTrace();
   auto filter = ParseFilterSpecs({"file=/w/data/*"}, std::nullopt, std::nullopt);
   ASSERT_TRUE(filter.ok());
   // a.bin (relative), b.bin (dirfd), c.bin (relative after chdir); not the library.
@@ -100,7 +101,7 @@ TEST(AnalysisScope, FilterFileMatchesResolvedRelativeAndDirfdNames) {
 }
 
 TEST(AnalysisScope, IncludeExcludeAndDataPresetOnResolvedNames) {
-  SyntheticTrace t = ResolvedNamesTrace();
+  TraceBuilder t = ResolvedNamesTrace();
   AnalysisFilter f;
   EXPECT_EQ(ReadBytes(Analyze(t, f)), 1500u);
   EXPECT_FALSE(Analyze(t, f).contains("scope"));
@@ -126,7 +127,7 @@ TEST(AnalysisScope, IncludeExcludeAndDataPresetOnResolvedNames) {
 // A /proc file opened relative to a descriptor on /proc has a regular file's type and a relative
 // name: only its resolved name says it is no storage, and the data scope leaves it out.
 TEST(AnalysisScope, DataPresetLeavesOutAPseudoFileOpenedThroughADirfd) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   t.meta()["capture"] = {{"mode", "command"}};
   uint64_t ts = kStart + 1000;
   Open(t, ts++, -100, "/proc", 3, 1, kDirectory);

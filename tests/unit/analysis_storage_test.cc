@@ -6,35 +6,36 @@
 #include <gtest/gtest.h>
 
 #include "analysis/analyzer.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 
 namespace iotwin::analysis {
 namespace {
 
 using nlohmann::json;
-using test::SyntheticTrace;
+using test::FullCaptureMeta;
+using test::TraceBuilder;
 
 constexpr uint32_t kDev = (8u << 20) | 1;
-constexpr uint64_t kStart = 1'000'000'000ULL;  // SyntheticMeta's anchor
+constexpr uint64_t kStart = 1'000'000'000ULL;  // FullCaptureMeta's anchor
 constexpr uint64_t kPage = 4096;
 
 // A live capture's header: it records every file's type.
 json CaptureMeta() {
-  json meta = test::SyntheticMeta();
+  json meta = test::FullCaptureMeta();
   meta["capture"] = {{"mode", "command"}};
   return meta;
 }
 
-json Analyze(SyntheticTrace& t) {
+json Analyze(TraceBuilder& t) {
   Analyzer a;
   a.SetMeta(t.meta());
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   return a.Model(std::nullopt);
 }
 
-void Call(SyntheticTrace& t, uint16_t op, uint64_t ts, int fd, uint64_t ino, uint16_t ftype,
+void Call(TraceBuilder& t, uint16_t op, uint64_t ts, int fd, uint64_t ino, uint16_t ftype,
           int64_t ret, uint64_t offset = 0, std::string_view path = {}) {
-  iot_syscall s = SyntheticTrace::Sys(op, 1, ts);
+  iot_syscall s = TraceBuilder::Sys(op, 1, ts);
   s.fd = fd;
   s.dev = kDev;
   s.ino = ino;
@@ -44,12 +45,12 @@ void Call(SyntheticTrace& t, uint16_t op, uint64_t ts, int fd, uint64_t ino, uin
   s.length = ret > 0 ? static_cast<uint64_t>(ret) : 0;
   if (!path.empty()) {
     s.fd = -100;
-    s.path_id = t.String(path);
+    s.path_id = t.Str(path);
   }
   t.Add(s);
 }
 
-void Fault(SyntheticTrace& t, uint64_t ts, uint64_t ino, uint64_t pgoff, uint64_t around,
+void Fault(TraceBuilder& t, uint64_t ts, uint64_t ino, uint64_t pgoff, uint64_t around,
            uint32_t pages, uint16_t flags = 0) {
   iot_page_fault f{};
   InitRecord(&f, IOT_REC_PAGE_FAULT);
@@ -73,13 +74,13 @@ const json* FileRow(const json& m, uint64_t ino) {
 // A cold mmap load as the capture writes it: the header's pread, the insertions of its
 // readahead (written after the call's record), faults that map the readahead ahead of them and
 // a fault that maps the same window again; and a cached library.
-SyntheticTrace ColdMappedLoad() {
-  SyntheticTrace t(CaptureMeta());
+TraceBuilder ColdMappedLoad() {
+  TraceBuilder t(CaptureMeta());
   uint64_t ts = kStart + 1000;
   Call(t, IOT_OP_OPENAT, ts, 3, 9, 8, 3, 0, "/m/shard");
   Call(t, IOT_OP_PREAD64, ts += 100, 3, 9, 8, 8, 0);
-  t.PageCache(IOT_PC_ADD, ts += 10, kDev, 9, 0, 4);   // page 0 for the pread, 1-3 ahead
-  t.PageCache(IOT_PC_ADD, ts += 10, kDev, 9, 4, 60);  // readahead
+  t.PageCacheAt(IOT_PC_ADD, ts += 10, kDev, 9, 0, 4);   // page 0 for the pread, 1-3 ahead
+  t.PageCacheAt(IOT_PC_ADD, ts += 10, kDev, 9, 4, 60);  // readahead
   Fault(t, ts += 100, 9, 1, 0, 16);                    // maps 0-15: 15 missed
   Fault(t, ts += 100, 9, 4, 0, 16);                    // the same window again: nothing new
   Fault(t, ts += 100, 9, 16, 16, 16);                  // 16-31: missed
@@ -89,7 +90,7 @@ SyntheticTrace ColdMappedLoad() {
 }
 
 TEST(Storage, FaultedBytesAreReadsOfTheirFile) {
-  SyntheticTrace t = ColdMappedLoad();
+  TraceBuilder t = ColdMappedLoad();
   const json m = Analyze(t);
   const json& read = m["totals"]["read"];
   EXPECT_EQ(read["syscall_bytes"], 8);
@@ -106,7 +107,7 @@ TEST(Storage, FaultedBytesAreReadsOfTheirFile) {
 }
 
 TEST(Storage, MajorFaultsAndHitRatioShareOneDefinitionOfAMiss) {
-  SyntheticTrace t = ColdMappedLoad();
+  TraceBuilder t = ColdMappedLoad();
   const json m = Analyze(t);
   const json& mem = m["memory"];
   // Misses: page 0 by the pread (its insertion was written after it), 1-15 and 16-31 by faults.
@@ -131,20 +132,20 @@ TEST(Storage, MajorFaultsAndHitRatioShareOneDefinitionOfAMiss) {
 // The capture writes a fault's record when the thread's next fault begins, its insertions may
 // come after it: they make it major.
 TEST(Storage, InsertionRecordedAfterItsFaultMakesTheFaultMajor) {
-  SyntheticTrace t(CaptureMeta());
+  TraceBuilder t(CaptureMeta());
   uint64_t ts = kStart + 1000;
   Call(t, IOT_OP_OPENAT, ts, 3, 9, 8, 3, 0, "/m/shard");
   Fault(t, ts += 100, 9, 0, 0, 16);
   EXPECT_EQ(Analyze(t)["memory"]["faults"]["major"], 0);
-  t.PageCache(IOT_PC_ADD, ts += 10, kDev, 9, 0, 16);
+  t.PageCacheAt(IOT_PC_ADD, ts += 10, kDev, 9, 0, 16);
   const json m = Analyze(t);
   EXPECT_EQ(m["memory"]["faults"]["major"], 1);
   EXPECT_EQ(m["memory"]["misses"]["missed_fault_pages"], 16);
   // A write's insertions are the program's own pages, not misses.
-  SyntheticTrace w(CaptureMeta());
+  TraceBuilder w(CaptureMeta());
   Call(w, IOT_OP_OPENAT, ts, 3, 9, 8, 3, 0, "/m/out");
   Call(w, IOT_OP_PWRITE64, ts += 100, 3, 9, 8, 8192, 0);
-  w.PageCache(IOT_PC_ADD, ts += 10, kDev, 9, 0, 2);
+  w.PageCacheAt(IOT_PC_ADD, ts += 10, kDev, 9, 0, 2);
   Call(w, IOT_OP_PREAD64, ts += 100, 3, 9, 8, 8192, 0);
   const json mw = Analyze(w);
   EXPECT_EQ(mw["memory"]["misses"]["missed_call_pages"], 0);
@@ -154,19 +155,19 @@ TEST(Storage, InsertionRecordedAfterItsFaultMakesTheFaultMajor) {
 // Pages the capture inserted after a read count as that read's misses once: evicted and
 // inserted again with no new access, they wait for the next access like any insertion.
 TEST(Storage, ALateInsertionCountsForItsAccessOnce) {
-  SyntheticTrace t(CaptureMeta());
+  TraceBuilder t(CaptureMeta());
   uint64_t ts = kStart + 1000;
   Call(t, IOT_OP_OPENAT, ts, 3, 9, 8, 3, 0, "/m/shard");
   Call(t, IOT_OP_PREAD64, ts += 100, 3, 9, 8, 4 * kPage, 0);
-  t.PageCache(IOT_PC_ADD, ts += 10, kDev, 9, 0, 4);
-  t.PageCache(IOT_PC_DELETE, ts += 10, kDev, 9, 0, 4);
-  t.PageCache(IOT_PC_ADD, ts += 10, kDev, 9, 0, 4);
+  t.PageCacheAt(IOT_PC_ADD, ts += 10, kDev, 9, 0, 4);
+  t.PageCacheAt(IOT_PC_DELETE, ts += 10, kDev, 9, 0, 4);
+  t.PageCacheAt(IOT_PC_ADD, ts += 10, kDev, 9, 0, 4);
   const json m = Analyze(t);
   EXPECT_EQ(m["memory"]["misses"]["missed_call_pages"], 4) << m["memory"].dump();
 }
 
 TEST(Storage, PagesDirtiedThroughASharedMappingAreWrites) {
-  SyntheticTrace t(CaptureMeta());
+  TraceBuilder t(CaptureMeta());
   uint64_t ts = kStart + 1000;
   Call(t, IOT_OP_OPENAT, ts, 3, 9, 8, 3, 0, "/m/table");
   Fault(t, ts += 100, 9, 0, 0, 4, IOT_PFF_WRITE | IOT_PFF_SHARED);
@@ -181,7 +182,7 @@ TEST(Storage, PagesDirtiedThroughASharedMappingAreWrites) {
 }
 
 TEST(Storage, PipesSocketsDevicesAndPseudoFilesAreReportedApart) {
-  SyntheticTrace t(CaptureMeta());
+  TraceBuilder t(CaptureMeta());
   uint64_t ts = kStart + 1000;
   Call(t, IOT_OP_WRITE, ts += 100, 1, 501, 1, 1000);   // a pipe
   Call(t, IOT_OP_READ, ts += 100, 4, 502, 12, 500);    // a socket
@@ -209,7 +210,7 @@ TEST(Storage, PipesSocketsDevicesAndPseudoFilesAreReportedApart) {
 
 // An import leaves types it cannot see at 0: such a file is storage, not an anonymous inode.
 TEST(Storage, UntypedFilesOfAnImportStayStorage) {
-  SyntheticTrace t;  // no "capture" in the header
+  TraceBuilder t(FullCaptureMeta());  // no "capture" in the header
   Call(t, IOT_OP_READ, kStart + 100, 7, 503, 0, 8);
   const json m = Analyze(t);
   EXPECT_EQ(m["totals"]["read"]["bytes"], 8);

@@ -7,14 +7,15 @@
 
 #include "analysis/compare.h"
 #include "analysis/distance.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 #include "base/gap_floor.h"
 #include "interop_test_util.h"
 
 namespace iotwin::analysis {
 namespace {
 
-using test::SyntheticTrace;
+using test::FullCaptureMeta;
+using test::TraceBuilder;
 constexpr uint64_t kStart = 2'000'000'000;
 constexpr uint64_t kUs = 1'000;
 constexpr uint64_t kMs = 1'000'000;
@@ -24,7 +25,7 @@ constexpr int kFd = 3;
 
 // Thread 101 of process 100: 200 preads of 4 KiB, each `dur(i)` long, `idle` apart (end of one
 // to start of the next).
-void Reads(SyntheticTrace* t, uint64_t idle, const std::function<uint64_t(size_t)>& dur) {
+void Reads(TraceBuilder* t, uint64_t idle, const std::function<uint64_t(size_t)>& dur) {
   t->Open(101, kStart - 10 * kUs, "/data/f", kFd, kDev, kIno, O_RDONLY, 100);
   uint64_t ts = kStart;
   for (size_t i = 0; i < 200; i++) {
@@ -32,20 +33,20 @@ void Reads(SyntheticTrace* t, uint64_t idle, const std::function<uint64_t(size_t
     t->Io(IOT_OP_PREAD64, 101, ts, d, kFd, kDev, kIno, i * 4096, 4096, 4096, 100);
     ts += d + idle;
   }
-  t->Close(101, ts, kFd, kDev, kIno, 100);
+  t->CloseAt(101, ts, kFd, kDev, kIno, 100);
 }
 
-SyntheticTrace Replay(const char* pace) {
-  SyntheticTrace t;
+TraceBuilder Replay(const char* pace) {
+  TraceBuilder t(FullCaptureMeta());
   t.meta()["replay"] = {{"source", "orig.iotwin"}, {"pace", pace}, {"speed", 1.0}};
   return t;
 }
 
-nlohmann::json Compare(const SyntheticTrace& orig, const SyntheticTrace& replay) {
+nlohmann::json Compare(const TraceBuilder& orig, const TraceBuilder& replay) {
   interop::testing::ScratchDir dir;
   std::string a = dir / "orig.iotwin", b = dir / "replay.iotwin";
-  EXPECT_TRUE(orig.Write(a, {}).ok());
-  EXPECT_TRUE(replay.Write(b, {}).ok());
+  EXPECT_TRUE(orig.WriteFile(a, {}).ok());
+  EXPECT_TRUE(replay.WriteFile(b, {}).ok());
   auto r = CompareTraces(a, b, {});
   EXPECT_TRUE(r.ok()) << r.status().message();
   return r.ok() ? *r : nlohmann::json::object();
@@ -64,9 +65,9 @@ uint64_t TwoSlowCalls(size_t i) { return i == 50 || i == 150 ? 15 * kMs : 20 * k
 uint64_t Fast(size_t) { return 20 * kUs; }
 
 TEST(ComparePace, GapsReplayWithSlowerCallsKeepsItsThinkTimeAndPasses) {
-  SyntheticTrace orig;
+  TraceBuilder orig(FullCaptureMeta());
   Reads(&orig, 100 * kUs, Fast);
-  SyntheticTrace replay = Replay("gaps");
+  TraceBuilder replay = Replay("gaps");
   Reads(&replay, 100 * kUs, TwoSlowCalls);
   nlohmann::json r = Compare(orig, replay);
   const std::string text = RenderCompareText(r);
@@ -85,9 +86,9 @@ TEST(ComparePace, GapsReplayWithSlowerCallsKeepsItsThinkTimeAndPasses) {
 }
 
 TEST(ComparePace, GapsReplayThatStretchesThinkTimeFailsIdle) {
-  SyntheticTrace orig;
+  TraceBuilder orig(FullCaptureMeta());
   Reads(&orig, 100 * kUs, Fast);
-  SyntheticTrace replay = Replay("gaps");
+  TraceBuilder replay = Replay("gaps");
   // Calls 40 us slower too: more time than the idle time gained, and no cause of the FAIL.
   Reads(&replay, 125 * kUs, [](size_t) { return 60 * kUs; });
   nlohmann::json r = Compare(orig, replay);
@@ -100,9 +101,9 @@ TEST(ComparePace, GapsReplayThatStretchesThinkTimeFailsIdle) {
 }
 
 TEST(ComparePace, OriginalPacedReplayIsJudgedOnItsRates) {
-  SyntheticTrace orig;
+  TraceBuilder orig(FullCaptureMeta());
   Reads(&orig, 100 * kUs, Fast);
-  SyntheticTrace replay = Replay("original");
+  TraceBuilder replay = Replay("original");
   Reads(&replay, 100 * kUs, TwoSlowCalls);
   nlohmann::json r = Compare(orig, replay);
   EXPECT_TRUE(Measure(r, "iops-rel-err")["judged"].get<bool>());
@@ -125,9 +126,9 @@ bool FailedMeasure(const nlohmann::json& r, const char* name) {
 }
 
 TEST(ComparePace, OriginalPacedReplayOnASlowerTargetIssuingFaithfullyPasses) {
-  SyntheticTrace orig;
+  TraceBuilder orig(FullCaptureMeta());
   Reads(&orig, kThink, Recorded);
-  SyntheticTrace replay = Replay("original");
+  TraceBuilder replay = Replay("original");
   Reads(&replay, kMaxGapFloorNs, SlowerTarget);
   nlohmann::json r = Compare(orig, replay);
   const std::string text = RenderCompareText(r);
@@ -156,9 +157,9 @@ TEST(ComparePace, OriginalPacedReplayAddingTimeBetweenCallsFails) {
   for (const Case& c : {Case{"same calls, more idle", kThink + 20 * kUs, Recorded},
                         Case{"slower calls, idle added", 30 * kUs, SlowerTarget}}) {
     SCOPED_TRACE(c.name);
-    SyntheticTrace orig;
+    TraceBuilder orig(FullCaptureMeta());
     Reads(&orig, kThink, Recorded);
-    SyntheticTrace replay = Replay("original");
+    TraceBuilder replay = Replay("original");
     Reads(&replay, c.idle, c.dur);
     nlohmann::json r = Compare(orig, replay);
     const std::string text = RenderCompareText(r);
@@ -172,9 +173,9 @@ TEST(ComparePace, OriginalPacedReplayAddingTimeBetweenCallsFails) {
 }
 
 TEST(ComparePace, OriginalPacedReplayThatStallsOnASlowerTargetFails) {
-  SyntheticTrace orig;
+  TraceBuilder orig(FullCaptureMeta());
   Reads(&orig, kThink, Recorded);
-  SyntheticTrace replay = Replay("original");
+  TraceBuilder replay = Replay("original");
   // Faithful on the slower target but for one 20 ms pause before call 100.
   replay.Open(101, kStart - 10 * kUs, "/data/f", kFd, kDev, kIno, O_RDONLY, 100);
   uint64_t ts = kStart;
@@ -183,7 +184,7 @@ TEST(ComparePace, OriginalPacedReplayThatStallsOnASlowerTargetFails) {
     replay.Io(IOT_OP_PREAD64, 101, ts, 130 * kUs, kFd, kDev, kIno, i * 4096, 4096, 4096, 100);
     ts += 130 * kUs;
   }
-  replay.Close(101, ts, kFd, kDev, kIno, 100);
+  replay.CloseAt(101, ts, kFd, kDev, kIno, 100);
   nlohmann::json r = Compare(orig, replay);
   const std::string text = RenderCompareText(r);
   EXPECT_TRUE(FailedMeasure(r, "stall-ms")) << text;
@@ -192,20 +193,20 @@ TEST(ComparePace, OriginalPacedReplayThatStallsOnASlowerTargetFails) {
 }
 
 // Reads every `step` from kStart, each 20 us long.
-void Every(SyntheticTrace* t, uint64_t step) {
+void Every(TraceBuilder* t, uint64_t step) {
   t->Open(101, kStart - 10 * kUs, "/data/f", kFd, kDev, kIno, O_RDONLY, 100);
   for (size_t i = 0; i < 200; i++) {
     t->Io(IOT_OP_PREAD64, 101, kStart + i * step, 20 * kUs, kFd, kDev, kIno, i * 4096, 4096, 4096,
           100);
   }
-  t->Close(101, kStart + 200 * step, kFd, kDev, kIno, 100);
+  t->CloseAt(101, kStart + 200 * step, kFd, kDev, kIno, 100);
 }
 
 TEST(ComparePace, ReplayAtSpeedTwoIsJudgedAgainstTheOriginalAtSpeedTwo) {
   for (const char* pace : {"original", "gaps"}) {
-    SyntheticTrace orig;
+    TraceBuilder orig(FullCaptureMeta());
     Every(&orig, 1 * kMs);
-    SyntheticTrace replay = Replay(pace);
+    TraceBuilder replay = Replay(pace);
     replay.meta()["replay"]["speed"] = 2.0;
     // Calls every 0.5 ms: the schedule halved, or each 980 us gap halved (+ the 20 us call).
     Every(&replay, std::string(pace) == "gaps" ? 510 * kUs : 500 * kUs);
@@ -219,9 +220,9 @@ TEST(ComparePace, ReplayAtSpeedTwoIsJudgedAgainstTheOriginalAtSpeedTwo) {
   }
   // Where the original was too busy for double speed, a call waits for its predecessor (and the
   // gap floor after it: the recorded 10 us gaps put it at its 2 us cap).
-  SyntheticTrace orig;
+  TraceBuilder orig(FullCaptureMeta());
   Every(&orig, 30 * kUs);
-  SyntheticTrace replay = Replay("original");
+  TraceBuilder replay = Replay("original");
   replay.meta()["replay"]["speed"] = 2.0;
   Every(&replay, 20 * kUs + kMaxGapFloorNs);
   nlohmann::json r = Compare(orig, replay);
@@ -232,10 +233,10 @@ TEST(ComparePace, ReplayAtSpeedTwoIsJudgedAgainstTheOriginalAtSpeedTwo) {
 // closer together (catching up after a slower call) differs in iat-ks for that reason alone.
 TEST(ComparePace, StraceImportedOriginalReportsIatWithoutJudgingIt) {
   for (bool strace : {false, true}) {
-    SyntheticTrace orig;
+    TraceBuilder orig(FullCaptureMeta());
     if (strace) orig.meta()["tool"] = "iotwin import (strace)";
     Every(&orig, 100 * kUs);
-    SyntheticTrace replay = Replay("original");
+    TraceBuilder replay = Replay("original");
     // About the same window; the calls in bursts 10 us apart where the original had them 100 us
     // apart (inter-arrival times under 50 us count as 50 us: --iat-resolution-us).
     replay.Open(101, kStart - 10 * kUs, "/data/f", kFd, kDev, kIno, O_RDONLY, 100);
@@ -243,7 +244,7 @@ TEST(ComparePace, StraceImportedOriginalReportsIatWithoutJudgingIt) {
       const uint64_t at = kStart + (i / 20) * 2190 * kUs + (i % 20) * 10 * kUs;
       replay.Io(IOT_OP_PREAD64, 101, at, 2 * kUs, kFd, kDev, kIno, i * 4096, 4096, 4096, 100);
     }
-    replay.Close(101, kStart + 200 * 100 * kUs, kFd, kDev, kIno, 100);
+    replay.CloseAt(101, kStart + 200 * 100 * kUs, kFd, kDev, kIno, 100);
     nlohmann::json r = Compare(orig, replay);
     const std::string text = RenderCompareText(r);
     EXPECT_GT(Measure(r, "iat-ks")["value"].get<double>(), 0.5) << text;
@@ -258,7 +259,7 @@ TEST(ComparePace, StraceImportedOriginalReportsIatWithoutJudgingIt) {
 // predecessor's return.
 TEST(ComparePace, APacedTraceWithOverlappingCallsPassesAgainstItself) {
   for (const char* pace : {"original", "gaps"}) {
-    SyntheticTrace t = Replay(pace);
+    TraceBuilder t = Replay(pace);
     t.Open(101, kStart - 10 * kUs, "/data/f", kFd, kDev, kIno, O_RDONLY, 100);
     uint64_t ts = kStart;
     for (size_t i = 0; i < 32; i++) {
@@ -266,7 +267,7 @@ TEST(ComparePace, APacedTraceWithOverlappingCallsPassesAgainstItself) {
       // Every fourth call starts 500 ns before the previous one returned.
       ts += (i % 4 == 3) ? 500 : 1 * kUs + (i % 3 + 1) * 5 * kUs;
     }
-    t.Close(101, ts + 10 * kUs, kFd, kDev, kIno, 100);
+    t.CloseAt(101, ts + 10 * kUs, kFd, kDev, kIno, 100);
     nlohmann::json r = Compare(t, t);
     EXPECT_EQ(r["verdict"], "pass") << pace << "\n" << RenderCompareText(r);
     EXPECT_EQ(r["paced"]["window_ns"]["paced"], r["paced"]["window_ns"]["recorded"]) << pace;

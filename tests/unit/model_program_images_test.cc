@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/trace_analysis.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 #include "interop_test_util.h"
 #include "model/program_images.h"
 #include "model/trace_model.h"
@@ -31,14 +31,14 @@ iot_page_fault ExecFault(uint64_t ts, uint64_t ino, bool exec) {
 
 // The program faults first as data (its headers), then executes; an unnamed file is only read;
 // a library executes but an open named it.
-test::SyntheticTrace ExecTrace() {
-  test::SyntheticTrace t;
-  t.Proc(IOT_PROC_START, 1'000'000'000, 7, 7, "app");
+test::TraceBuilder ExecTrace() {
+  test::TraceBuilder t(test::FullCaptureMeta());
+  t.ProcAt(IOT_PROC_START, 1'000'000'000, 7, 7, "app");
   t.Add(ExecFault(1'000'001'000, kProgram, false));
   t.Add(ExecFault(1'000'002'000, kProgram, true));
   t.Add(ExecFault(1'000'003'000, kMappedData, false));
-  iot_syscall open = test::SyntheticTrace::Sys(IOT_OP_OPENAT, 7, 1'000'004'000);
-  open.path_id = t.String("/opt/app/libx.so.1");
+  iot_syscall open = test::TraceBuilder::Sys(IOT_OP_OPENAT, 7, 1'000'004'000);
+  open.path_id = t.Str("/opt/app/libx.so.1");
   open.dev = kDev;
   open.ino = kNamedLibrary;
   open.ftype = 8;
@@ -50,15 +50,15 @@ test::SyntheticTrace ExecTrace() {
 
 TEST(ProgramImages, ExecutedAndNeverNamed) {
   model::ProgramImages images;
-  test::SyntheticTrace t = ExecTrace();
-  t.Feed([&](const iot_rec_hdr* r) { images.Add(r); });
+  test::TraceBuilder t = ExecTrace();
+  t.ForEach([&](const iot_rec_hdr* r) { images.Add(r); });
   EXPECT_EQ(images.Images(), (std::set<model::ProgramImages::Key>{{kDev, kProgram}}));
 }
 
 TEST(ProgramImages, TheDataScopeLeavesThemOutInTheReportAndTheModel) {
   interop::testing::ScratchDir dir;
   const std::string path = dir / "t.iotwin";
-  ASSERT_TRUE(ExecTrace().Write(path, {{"stop_reason", "exited"}}).ok());
+  ASSERT_TRUE(ExecTrace().WriteFile(path, {{"stop_reason", "exited"}}).ok());
   const model::Scope data = *model::Scope::Parse("data", {}, {});
 
   analysis::TraceAnalysisOptions o;

@@ -7,19 +7,20 @@
 
 #include <gtest/gtest.h>
 
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 #include "model/scope_filter.h"
 
 namespace iotwin::model {
 namespace {
 
-using test::SyntheticTrace;
+using test::FullCaptureMeta;
+using test::TraceBuilder;
 
 constexpr uint32_t kDev = (8u << 20) | 1;
 constexpr uint64_t kStart = 1'000'000'000ULL;
 
 iot_syscall Call(uint16_t op, uint64_t ts, int fd, uint64_t ino, int64_t ret) {
-  iot_syscall s = SyntheticTrace::Sys(op, 1, ts);
+  iot_syscall s = TraceBuilder::Sys(op, 1, ts);
   s.fd = fd;
   s.dev = kDev;
   s.ino = ino;
@@ -31,19 +32,19 @@ iot_syscall Call(uint16_t op, uint64_t ts, int fd, uint64_t ino, int64_t ret) {
 // Attached in /w: opens data/a.bin (relative, fd 3) and lib/x.so.1 (relative, fd 4), reads
 // both, faults on both, closes both. Returns the kept records' (type, op, ino).
 std::vector<std::tuple<int, int, uint64_t>> Kept(const Scope& scope, ScopeFilterCounts* counts) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   iot_proc attach{};
   InitRecord(&attach, IOT_REC_PROC);
   attach.kind = IOT_PROC_ATTACH;
   attach.ts = kStart;
   attach.tgid = attach.tid = 1;
-  attach.path_id = t.String("/w");
+  attach.path_id = t.Str("/w");
   t.Add(attach);
   uint64_t ts = kStart + 1;
   for (auto [path, fd, ino] : {std::tuple<const char*, int, uint64_t>{"data/a.bin", 3, 11},
                                std::tuple<const char*, int, uint64_t>{"lib/x.so.1", 4, 12}}) {
     iot_syscall open = Call(IOT_OP_OPENAT, ts++, -100, ino, fd);
-    open.path_id = t.String(path);
+    open.path_id = t.Str(path);
     open.flags = O_RDONLY;
     t.Add(open);
     t.Add(Call(IOT_OP_READ, ts++, fd, ino, 100));
@@ -58,7 +59,7 @@ std::vector<std::tuple<int, int, uint64_t>> Kept(const Scope& scope, ScopeFilter
   }
   ScopeRecordFilter filter(scope);
   std::vector<std::tuple<int, int, uint64_t>> kept;
-  t.Feed([&](const iot_rec_hdr* r) {
+  t.ForEach([&](const iot_rec_hdr* r) {
     if (!filter.Keep(r) || r->type == IOT_REC_STRING || r->type == IOT_REC_PROC) return;
     if (r->type == IOT_REC_SYSCALL) {
       const auto& s = As<iot_syscall>(r);
@@ -92,7 +93,7 @@ TEST(ScopeRecordFilter, DropsEveryRecordOfAFileOutOfScopeByItsResolvedName) {
 // What no open shows: a pipe's descriptor (judged by its kind) and an executable mapped by exec
 // (its cache state names it, and its faults follow that verdict).
 TEST(ScopeRecordFilter, PipesByTheirKindAndExecutablesByTheirCacheState) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   iot_syscall pipe_read = Call(IOT_OP_READ, kStart + 1, 5, 77, 10);
   pipe_read.ftype = 1;  // S_IFIFO
   t.Add(pipe_read);
@@ -100,7 +101,7 @@ TEST(ScopeRecordFilter, PipesByTheirKindAndExecutablesByTheirCacheState) {
   InitRecord(&cs, IOT_REC_CACHE_STATE);
   cs.dev = kDev;
   cs.ino = 88;
-  cs.path_id = t.String("/usr/bin/python3.11");
+  cs.path_id = t.Str("/usr/bin/python3.11");
   t.Add(cs);
   iot_page_fault f{};
   InitRecord(&f, IOT_REC_PAGE_FAULT);
@@ -111,7 +112,7 @@ TEST(ScopeRecordFilter, PipesByTheirKindAndExecutablesByTheirCacheState) {
   t.Add(f);
   ScopeRecordFilter filter(*Scope::Parse("data", {}, {}));
   std::vector<int> kept;
-  t.Feed([&](const iot_rec_hdr* r) {
+  t.ForEach([&](const iot_rec_hdr* r) {
     if (filter.Keep(r) && r->type != IOT_REC_STRING) kept.push_back(r->type);
   });
   EXPECT_TRUE(kept.empty()) << kept.size() << " records kept";
@@ -120,18 +121,18 @@ TEST(ScopeRecordFilter, PipesByTheirKindAndExecutablesByTheirCacheState) {
   // Without the preset a pipe stays.
   ScopeRecordFilter all(*Scope::Parse("all", {}, {"/nothing/*"}));
   size_t kept_all = 0;
-  t.Feed([&](const iot_rec_hdr* r) { kept_all += all.Keep(r) && r->type != IOT_REC_STRING; });
+  t.ForEach([&](const iot_rec_hdr* r) { kept_all += all.Keep(r) && r->type != IOT_REC_STRING; });
   EXPECT_EQ(kept_all, 3u);
 }
 
 TEST(ScopeRecordFilter, KeepsTheCallsThatMakeAndRemoveDirectories) {
-  SyntheticTrace t;
+  TraceBuilder t(FullCaptureMeta());
   uint64_t ts = kStart;
   auto path_call = [&](uint16_t op, const char* path, uint32_t flags) {
-    iot_syscall s = SyntheticTrace::Sys(op, 1, ts++);
+    iot_syscall s = TraceBuilder::Sys(op, 1, ts++);
     s.fd = -100;
     s.flags = flags;
-    s.path_id = t.String(path);
+    s.path_id = t.Str(path);
     t.Add(s);
   };
   path_call(IOT_OP_MKDIR, "/data/run", 0);
@@ -141,7 +142,7 @@ TEST(ScopeRecordFilter, KeepsTheCallsThatMakeAndRemoveDirectories) {
   path_call(IOT_OP_UNLINK, "/data/other", 0);  // a file out of scope: left out
   ScopeRecordFilter filter(*Scope::Parse("all", {"/data/run/*"}, {}));
   std::vector<int> kept;
-  t.Feed([&](const iot_rec_hdr* r) {
+  t.ForEach([&](const iot_rec_hdr* r) {
     if (filter.Keep(r) && r->type == IOT_REC_SYSCALL) kept.push_back(As<iot_syscall>(r).op);
   });
   EXPECT_EQ(kept, (std::vector<int>{IOT_OP_MKDIR, IOT_OP_MKDIRAT, IOT_OP_UNLINKAT, IOT_OP_RMDIR}));

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/analyzer.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 #include "correlate/correlate.h"
 #include "format/records.h"
 #include "interop/importer.h"
@@ -22,24 +22,24 @@ constexpr uint32_t kDev = (254u << 20) | 0;
 
 // ---- analysis --------------------------------------------------------------------------------
 
-nlohmann::json AnalyzeTrace(const test::SyntheticTrace& t) {
+nlohmann::json AnalyzeTrace(const test::TraceBuilder& t) {
   analysis::Analyzer a;
-  a.SetMeta(test::SyntheticMeta());
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  a.SetMeta(test::FullCaptureMeta());
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   return a.Model(std::nullopt);
 }
 
 // `block_rq_complete: 254,0 FF () 18446744073709551615 + 0` made sector + nr wrap to 0 and
 // erase(lo, hi) ran with hi before lo: heap corruption in `iotwin report`.
 TEST(Security, FlushCompletionAtTheLastSectorKeepsTheQueueIntact) {
-  test::SyntheticTrace t;
+  test::TraceBuilder t(test::FullCaptureMeta());
   const uint64_t base = 1'000'000'000ULL;
-  t.Block(IOT_BLK_QUEUE, base + 10, kDev, 8, 4096, IOT_BLKF_WRITE, 0);
-  t.Block(IOT_BLK_QUEUE, base + 20, kDev, 16, 4096, IOT_BLKF_WRITE, 0);
-  t.Block(IOT_BLK_QUEUE, base + 25, kDev + 1, 0, 4096, IOT_BLKF_WRITE, 0);
+  t.BlockAt(IOT_BLK_QUEUE, base + 10, kDev, 8, 4096, IOT_BLKF_WRITE, 0);
+  t.BlockAt(IOT_BLK_QUEUE, base + 20, kDev, 16, 4096, IOT_BLKF_WRITE, 0);
+  t.BlockAt(IOT_BLK_QUEUE, base + 25, kDev + 1, 0, 4096, IOT_BLKF_WRITE, 0);
   // the flush: issue and completion at sector 2^64 - 1 with no sectors
-  t.Block(IOT_BLK_ISSUE, base + 30, kDev, UINT64_MAX, 0, IOT_BLKF_FLUSH, 0);
-  t.Block(IOT_BLK_COMPLETE, base + 40, kDev, UINT64_MAX, 0, IOT_BLKF_FLUSH, 0);
+  t.BlockAt(IOT_BLK_ISSUE, base + 30, kDev, UINT64_MAX, 0, IOT_BLKF_FLUSH, 0);
+  t.BlockAt(IOT_BLK_COMPLETE, base + 40, kDev, UINT64_MAX, 0, IOT_BLKF_FLUSH, 0);
   // a completion claiming 2^32 - 1 sectors from near the end
   iot_block huge{};
   InitRecord(&huge, IOT_REC_BLOCK);
@@ -50,10 +50,10 @@ TEST(Security, FlushCompletionAtTheLastSectorKeepsTheQueueIntact) {
   huge.nr_sector = UINT32_MAX;
   t.Add(huge);
   // the bios at 8 and 16 are still pending: their requests complete with a Q2C each
-  t.Block(IOT_BLK_ISSUE, base + 50, kDev, 8, 4096, IOT_BLKF_WRITE, 0);
-  t.Block(IOT_BLK_COMPLETE, base + 60, kDev, 8, 4096, IOT_BLKF_WRITE, 0);
-  t.Block(IOT_BLK_ISSUE, base + 70, kDev, 16, 4096, IOT_BLKF_WRITE, 0);
-  t.Block(IOT_BLK_COMPLETE, base + 80, kDev, 16, 4096, IOT_BLKF_WRITE, 0);
+  t.BlockAt(IOT_BLK_ISSUE, base + 50, kDev, 8, 4096, IOT_BLKF_WRITE, 0);
+  t.BlockAt(IOT_BLK_COMPLETE, base + 60, kDev, 8, 4096, IOT_BLKF_WRITE, 0);
+  t.BlockAt(IOT_BLK_ISSUE, base + 70, kDev, 16, 4096, IOT_BLKF_WRITE, 0);
+  t.BlockAt(IOT_BLK_COMPLETE, base + 80, kDev, 16, 4096, IOT_BLKF_WRITE, 0);
   nlohmann::json m = AnalyzeTrace(t);
   ASSERT_TRUE(m["block"].is_object()) << m.dump();
   const auto& lat = m["block"]["latency_ns"];
@@ -77,7 +77,7 @@ TEST(Security, ImportedFtraceFlushAtTheLastSectorIsAnalyzed) {
   ASSERT_TRUE(out.status.ok()) << out.status.ToString();
   ASSERT_EQ(out.stats.unknown_lines, 0u);
   analysis::Analyzer a;
-  a.SetMeta(test::SyntheticMeta());
+  a.SetMeta(test::FullCaptureMeta());
   std::vector<uint8_t> buf;
   for (const auto& rec : out.sink.records()) {
     const auto* h = reinterpret_cast<const iot_rec_hdr*>(rec.data());
@@ -92,11 +92,11 @@ TEST(Security, ImportedFtraceFlushAtTheLastSectorIsAnalyzed) {
 // A read near 2^64: its end saturates (max_end) and its page count is that of its bytes, not of
 // a wrapped end (which counted some 2^64 pages and made the hit ratio 1).
 TEST(Security, ReadPagesNearTheEndOfTheOffsetSpace) {
-  test::SyntheticTrace t;
+  test::TraceBuilder t(test::FullCaptureMeta());
   const uint64_t base = 1'000'000'000ULL;
   t.Open(10, base + 1, "/data/f", 3, kDev, 42);
   t.Io(IOT_OP_PREAD64, 10, base + 10, 100, 3, kDev, 42, UINT64_MAX - 100, 8192, 8192);
-  t.PageCache(IOT_PC_ADD, base + 20, kDev, 42, (UINT64_MAX - 100) >> 12, 1);
+  t.PageCacheAt(IOT_PC_ADD, base + 20, kDev, 42, (UINT64_MAX - 100) >> 12, 1);
   nlohmann::json m = AnalyzeTrace(t);
   ASSERT_EQ(m["files"]["rows"].size(), 1u) << m["files"].dump();
   const auto& f = m["files"]["rows"][0];
@@ -109,7 +109,7 @@ TEST(Security, ReadPagesNearTheEndOfTheOffsetSpace) {
 // Two reads whose byte counts and durations sum past 2^64: totals saturate, never wrap to a
 // small number.
 TEST(Security, ByteAndTimeTotalsSaturate) {
-  test::SyntheticTrace t;
+  test::TraceBuilder t(test::FullCaptureMeta());
   const uint64_t base = 1'000'000'000ULL;
   t.Open(10, base + 1, "/data/f", 3, kDev, 42);
   t.Io(IOT_OP_PREAD64, 10, base + 10, UINT64_MAX - 5, 3, kDev, 42, 0, INT64_MAX, INT64_MAX);

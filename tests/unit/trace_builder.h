@@ -1,16 +1,24 @@
 // TraceBuilder: builds iotwin traces programmatically for tests (no BPF, no root).
 //
 // Records are kept in memory in the order they are added; Feed() hands them to anything with a
-// Status Add(const iot_rec_hdr*) method (ModelBuilder, an analysis pass), WriteFile() writes a
-// real trace with TraceWriter. Strings are interned on first use, each STRING record placed
-// before the first record naming it, as a real capture does.
+// Status Add(const iot_rec_hdr*) method (ModelBuilder, an analysis pass), ForEach() to any
+// callable, zero-extended as TraceReader does; WriteFile() writes a real trace with TraceWriter.
+// Strings are interned on first use, each STRING record placed before the first record naming
+// it, as a real capture does.
 //
-// Time: every record gets ts = now(), then the clock advances by `step` (10 us by default);
-// syscalls last `dur` (1 us by default). SetTime/Advance move the clock explicitly. Threads
-// belong to the process given by Thread(tgid, tid); an unregistered tid is its own process.
+// Two ways to give time, freely mixed:
+// - The clock: every record of the first helpers (Openat, Pread, Block, ...) gets ts = now(),
+//   then the clock advances by `step` (10 us by default); syscalls last `dur` (1 us by default).
+//   SetTime/Advance move the clock explicitly. Threads belong to the process given by
+//   Thread(tgid, tid); an unregistered tid is its own process. These helpers return the record
+//   they appended so a test can adjust any field:
+//     b.Pread(101, 3, 4096, 4096, 4096).dur = 50'000;
+// - Explicit times: Open, Io, Intent and the *At helpers (CloseAt, BlockAt, ...) take `ts` (and
+//   the file's dev/ino) as arguments and leave the clock alone; tgid 0 means tgid = tid. Sys()
+//   makes a syscall record to adjust and Add().
 //
-// Helpers return the record they appended so a test can adjust any field:
-//   b.Pread(101, 3, 4096, 4096, 4096).dur = 50'000;
+// The default header is a bare syscall-layer capture; FullCaptureMeta() is one with the syscall,
+// memory and block layers enabled, a kernel, an anchor and a command, as analysis expects.
 #pragma once
 
 #include <fcntl.h>
@@ -34,6 +42,27 @@
 
 namespace iotwin::test {
 
+// The header of a capture with the syscall, memory and block layers (what analysis and the
+// report expect of a real recording).
+inline nlohmann::json FullCaptureMeta() {
+  return {{"tool", "iotwin-test"},
+          {"host",
+           {{"hostname", "testhost"},
+            {"kernel", "6.18.0-test"},
+            {"arch", "x86_64"},
+            {"cpus", 2},
+            {"page_size", 4096},
+            {"clock", "monotonic"},
+            {"anchor", {{"monotonic_ns", 1'000'000'000ULL}, {"realtime_ns", 0}, {"boottime_ns", 0}}}}},
+          {"command", {"synthetic", "--workload"}},
+          {"layers",
+           {{"syscall", {{"enabled", true}, {"reason", ""}}},
+            {"memory", {{"enabled", true}, {"reason", ""}}},
+            {"block", {{"enabled", true}, {"reason", ""}}},
+            {"nvme", {{"enabled", false}, {"reason", "no NVMe device"}}},
+            {"sched", {{"enabled", false}, {"reason", "not requested"}}}}}};
+}
+
 class TraceBuilder {
  public:
   TraceBuilder() {
@@ -43,6 +72,7 @@ class TraceBuilder {
                {"clock", "monotonic"}}},
              {"layers", {{"syscall", {{"enabled", true}}}}}};
   }
+  explicit TraceBuilder(nlohmann::json meta) : meta_(std::move(meta)) {}
 
   nlohmann::json& meta() { return meta_; }
   uint64_t now() const { return now_; }
@@ -424,6 +454,176 @@ class TraceBuilder {
     return r;
   }
 
+  // ---- records at explicit times (the clock is left alone) ---------------------------------
+  // Appends a copy of `rec` (its hdr.size bytes).
+  template <typename T>
+  void Add(const T& rec) {
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(&rec);
+    records_.emplace_back(p, p + rec.hdr.size);
+  }
+
+  // A system call with common defaults: tgid = tid unless set, 1 µs long, succeeded.
+  static iot_syscall Sys(uint16_t op, uint32_t tid, uint64_t ts, uint32_t tgid = 0) {
+    iot_syscall s{};
+    InitRecord(&s, IOT_REC_SYSCALL);
+    s.op = op;
+    s.tid = tid;
+    s.tgid = tgid ? tgid : tid;
+    s.ts = ts;
+    s.dur = 1000;
+    s.fd = -1;
+    s.fd2 = -1;
+    return s;
+  }
+
+  void Open(uint32_t tid, uint64_t ts, std::string_view path, int fd, uint32_t dev, uint64_t ino,
+            uint32_t flags = O_RDONLY, uint32_t tgid = 0) {
+    iot_syscall s = Sys(IOT_OP_OPENAT, tid, ts, tgid);
+    s.fd = -100;
+    s.ret = fd;
+    s.flags = flags;
+    s.dev = dev;
+    s.ino = ino;
+    s.path_id = Str(path);
+    Add(s);
+  }
+
+  // pread64/pwrite64 (explicit offsets) or read/write (offset left 0: the analyzer tracks it).
+  void Io(uint16_t op, uint32_t tid, uint64_t ts, uint64_t dur, int fd, uint32_t dev,
+          uint64_t ino, uint64_t offset, uint64_t length, int64_t ret, uint32_t tgid = 0) {
+    iot_syscall s = Sys(op, tid, ts, tgid);
+    s.dur = dur;
+    s.fd = fd;
+    s.dev = dev;
+    s.ino = ino;
+    s.offset = offset;
+    s.length = length;
+    s.ret = ret;
+    Add(s);
+  }
+
+  void LseekAt(uint32_t tid, uint64_t ts, int fd, uint32_t dev, uint64_t ino, int64_t to,
+               uint32_t whence = SEEK_SET, uint32_t tgid = 0) {
+    iot_syscall s = Sys(IOT_OP_LSEEK, tid, ts, tgid);
+    s.fd = fd;
+    s.dev = dev;
+    s.ino = ino;
+    s.offset = static_cast<uint64_t>(to);
+    s.aux = whence;
+    s.ret = to;
+    Add(s);
+  }
+
+  void CloseAt(uint32_t tid, uint64_t ts, int fd, uint32_t dev, uint64_t ino, uint32_t tgid = 0) {
+    iot_syscall s = Sys(IOT_OP_CLOSE, tid, ts, tgid);
+    s.fd = fd;
+    s.dev = dev;
+    s.ino = ino;
+    Add(s);
+  }
+
+  void ProcAt(uint16_t kind, uint64_t ts, uint32_t tgid, uint32_t tid, const char* comm,
+              uint32_t child_tgid = 0, uint32_t child_tid = 0) {
+    iot_proc p{};
+    InitRecord(&p, IOT_REC_PROC);
+    p.kind = kind;
+    p.ts = ts;
+    p.tgid = tgid;
+    p.tid = tid;
+    p.child_tgid = child_tgid;
+    p.child_tid = child_tid;
+    std::strncpy(p.comm, comm, sizeof p.comm - 1);
+    Add(p);
+  }
+
+  void BlockAt(uint16_t phase, uint64_t ts, uint32_t dev, uint64_t sector, uint32_t bytes,
+               uint32_t flags, uint64_t rq_id) {
+    iot_block b{};
+    InitRecord(&b, IOT_REC_BLOCK);
+    b.phase = phase;
+    b.ts = ts;
+    b.dev = dev;
+    b.sector = sector;
+    b.nr_sector = bytes / 512;
+    b.bytes = bytes;
+    b.flags = flags;
+    b.rq_id = rq_id;
+    Add(b);
+  }
+
+  void FaultAt(uint64_t ts, uint32_t tid, uint32_t dev, uint64_t ino, uint64_t pgoff, bool major,
+               uint32_t nr_pages = 1, uint32_t tgid = 0) {
+    iot_page_fault f{};
+    InitRecord(&f, IOT_REC_PAGE_FAULT);
+    f.ts = ts;
+    f.tgid = tgid ? tgid : tid;
+    f.tid = tid;
+    f.dev = dev;
+    f.ino = ino;
+    f.pgoff = pgoff;
+    f.flags = major ? IOT_PFF_MAJOR : 0;
+    f.nr_pages = nr_pages;
+    Add(f);
+  }
+
+  void PageCacheAt(uint16_t kind, uint64_t ts, uint32_t dev, uint64_t ino, uint64_t index,
+                   uint32_t nr_pages) {
+    iot_page_cache c{};
+    InitRecord(&c, IOT_REC_PAGE_CACHE);
+    c.kind = kind;
+    c.ts = ts;
+    c.dev = dev;
+    c.ino = ino;
+    c.index = index;
+    c.nr_pages = nr_pages;
+    Add(c);
+  }
+
+  // An async request's phase on context 0xc0ffee, tgid = tid.
+  void AsyncAt(uint8_t engine, uint8_t phase, uint8_t opcode, uint64_t ts, uint32_t tid, int fd,
+               uint64_t req_id, uint64_t offset, uint64_t length, int64_t res) {
+    iot_async_io a{};
+    InitRecord(&a, IOT_REC_ASYNC_IO);
+    a.engine = engine;
+    a.phase = phase;
+    a.opcode = opcode;
+    a.ts = ts;
+    a.ctx = 0xc0ffee;
+    a.req_id = req_id;
+    a.user_data = req_id;
+    a.offset = offset;
+    a.length = length;
+    a.res = res;
+    a.tgid = tid;
+    a.tid = tid;
+    a.fd = fd;
+    Add(a);
+  }
+
+  // A marker intent (begin/end of a labelled phase).
+  void Intent(uint16_t kind, uint64_t ts, uint32_t tid, std::string_view label,
+              uint32_t tgid = 0) {
+    iot_intent i{};
+    InitRecord(&i, IOT_REC_INTENT);
+    i.kind = kind;
+    i.source = IOT_INTENT_SRC_MARKER;
+    i.ts = ts;
+    i.tgid = tgid ? tgid : tid;
+    i.tid = tid;
+    i.label_id = Str(label);
+    Add(i);
+  }
+
+  void LostAt(uint16_t source, uint16_t cpu, uint64_t ts, uint64_t count) {
+    iot_lost l{};
+    InitRecord(&l, IOT_REC_LOST);
+    l.source = source;
+    l.cpu = cpu;
+    l.ts = ts;
+    l.count = count;
+    Add(l);
+  }
+
   // ---- output ------------------------------------------------------------------------------
   size_t size() const { return records_.size(); }
   const std::deque<std::vector<uint8_t>>& records() const { return records_; }
@@ -437,16 +637,28 @@ class TraceBuilder {
     return Status::Ok();
   }
 
-  // Writes a complete trace file (header meta(), records, footer `summary`).
+  // Hands every record, in order, to fn(const iot_rec_hdr*), zero-extended to its type's fixed
+  // size as TraceReader does (a record cut by ShortenLast reads as an older writer's).
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    std::vector<uint8_t> buf;
+    for (const auto& r : records_) {
+      const auto* h = reinterpret_cast<const iot_rec_hdr*>(r.data());
+      buf.assign(std::max<size_t>(r.size(), RecordFixedSize(h->type)), 0);
+      std::memcpy(buf.data(), r.data(), r.size());
+      fn(reinterpret_cast<const iot_rec_hdr*>(buf.data()));
+    }
+  }
+
+  // Writes a complete trace file: header meta(), the records, footer `summary` as given (by
+  // default that of a capture whose workload exited).
   Status WriteFile(const std::string& path,
-                   const nlohmann::json& summary = nlohmann::json::object()) const {
+                   const nlohmann::json& summary = {{"stop_reason", "exit"}}) const {
     IOTWIN_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(path, meta_));
     for (const auto& r : records_) {
       IOTWIN_RETURN_IF_ERROR(writer->Append(reinterpret_cast<const iot_rec_hdr*>(r.data())));
     }
-    nlohmann::json s = summary;
-    if (!s.contains("stop_reason")) s["stop_reason"] = "exit";
-    return writer->Finish(s);
+    return writer->Finish(summary);
   }
 
  private:

@@ -8,7 +8,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/compare.h"
 #include "analysis/report_text.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 #include "base/json_fields.h"
 #include "correlate/correlate.h"
 #include "correlate/layers_report.h"
@@ -53,7 +53,7 @@ TEST(JsonFields, PathsMissingKeysAndOtherTypesGiveTheDefault) {
 
 // report: CAPTURE lists each layer; a header's "enabled" that is not a bool reads as off.
 TEST(UntrustedHeader, ReportLayerEnabledNotBoolIsOff) {
-  json meta = test::SyntheticMeta();
+  json meta = test::FullCaptureMeta();
   meta["layers"]["block"]["enabled"] = "yes";
   meta["layers"]["memory"] = 3;  // not an object at all
   analysis::Analyzer a;
@@ -70,7 +70,7 @@ TEST(UntrustedHeader, ReportLayerEnabledNotBoolIsOff) {
 // report: a footer duration that is not a count is not copied into the model.
 TEST(UntrustedHeader, ReportDurationNotACountIsTheSpan) {
   analysis::Analyzer a;
-  a.SetMeta(test::SyntheticMeta());
+  a.SetMeta(test::FullCaptureMeta());
   json model = a.Model(json{{"duration_ns", "long"}}, json::object());
   EXPECT_TRUE(model["capture"]["duration_ns"].is_number_unsigned()) << model["capture"].dump();
 }
@@ -84,7 +84,7 @@ correlate::Correlation CorrelateWithMeta(const json& meta) {
 // layers: the header's layers are listed; "enabled" of another type, or a layer that is not an
 // object, reads as off.
 TEST(UntrustedHeader, LayersMetaLayerEnabledNotBoolIsOff) {
-  json meta = test::SyntheticMeta();
+  json meta = test::FullCaptureMeta();
   meta["layers"]["block"]["enabled"] = nullptr;
   meta["layers"]["nvme"] = "on";
   correlate::Correlation c;
@@ -101,7 +101,7 @@ TEST(UntrustedHeader, LayersMetaLayerEnabledNotBoolIsOff) {
 
 // layers: block_devices entries whose dev is not "major:minor" or whose limits are not counts.
 TEST(UntrustedHeader, LayersBlockDevicesDevNotStringIsSkipped) {
-  json meta = test::SyntheticMeta();
+  json meta = test::FullCaptureMeta();
   meta["block_devices"] = {{"a", {{"dev", 259}}},
                            {"b",
                             {{"dev", "259:0"},
@@ -119,7 +119,7 @@ TEST(UntrustedHeader, LayersBlockDevicesDevNotStringIsSkipped) {
 
 // layers: layers.pmu that is not an object leaves the hardware counters "unavailable".
 TEST(UntrustedHeader, LayersPmuNotObjectIsUnavailable) {
-  json meta = test::SyntheticMeta();
+  json meta = test::FullCaptureMeta();
   meta["layers"]["pmu"] = 7;
   correlate::Correlation c = CorrelateWithMeta(meta);
   json r;
@@ -137,14 +137,14 @@ TEST(UntrustedHeader, LayersPmuNotObjectIsUnavailable) {
 TEST(UntrustedHeader, CompareReplaySourceNotStringIsUnknown) {
   interop::testing::ScratchDir dir;
   const std::string orig = dir / "orig.iotwin", rep = dir / "rep.iotwin";
-  test::SyntheticTrace o;
+  test::TraceBuilder o(test::FullCaptureMeta());
   o.Open(7, 2'000'000'000, "/data/f", 3, 0x800001, 42);
-  ASSERT_TRUE(o.Write(orig, json::object()).ok());
-  json meta = test::SyntheticMeta();
+  ASSERT_TRUE(o.WriteFile(orig, json::object()).ok());
+  json meta = test::FullCaptureMeta();
   meta["replay"] = {{"source", 5}, {"pace", {"as", "recorded"}}};
-  test::SyntheticTrace r(meta);
+  test::TraceBuilder r(meta);
   r.Open(7, 2'000'000'000, "/data/f", 3, 0x800001, 42);
-  ASSERT_TRUE(r.Write(rep, json::object()).ok());
+  ASSERT_TRUE(r.WriteFile(rep, json::object()).ok());
   auto result = analysis::CompareTraces(orig, rep, analysis::CompareOptions{});
   ASSERT_TRUE(result.ok()) << result.status().message();
   std::string text;

@@ -12,7 +12,7 @@
 #include "analysis/report_text.h"
 #include "base/json_parse.h"
 #include "format/trace_reader.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 #include "interop_test_util.h"
 #include "raw_trace_file.h"
 #include "replay/prepare.h"
@@ -117,10 +117,10 @@ TEST(JsonDepth, HeaderAtTheLimitIsReadAndReported) {
 TEST(JsonDepth, DeepManifestIsRefused) {
   interop::testing::ScratchDir dir;
   const std::string trace = dir / "t.iotwin";
-  test::SyntheticTrace t;
-  t.Proc(IOT_PROC_START, 1'000'000'000ULL, 42, 42, "app");
-  t.Add(test::SyntheticTrace::Sys(IOT_OP_SYNC, 42, 1'000'001'000ULL));
-  ASSERT_TRUE(t.Write(trace, nlohmann::json::object()).ok());
+  test::TraceBuilder t(test::FullCaptureMeta());
+  t.ProcAt(IOT_PROC_START, 1'000'000'000ULL, 42, 42, "app");
+  t.Add(test::TraceBuilder::Sys(IOT_OP_SYNC, 42, 1'000'001'000ULL));
+  ASSERT_TRUE(t.WriteFile(trace, nlohmann::json::object()).ok());
   const std::string root = dir / "root";
   ASSERT_EQ(mkdir(root.c_str(), 0700), 0);
   WriteBytes(replay::ManifestPath(root),

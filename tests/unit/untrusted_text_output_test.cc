@@ -13,7 +13,7 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/report_text.h"
-#include "analysis_trace_builder.h"
+#include "trace_builder.h"
 #include "base/bytes_text.h"
 #include "correlate/layers_report.h"
 #include "interop/exporters.h"
@@ -63,16 +63,16 @@ TEST(TerminalText, BytesToTextLeavesNoControl) {
   EXPECT_EQ(LinesToText("a\x1b\nb\n\nc"), "a\\x1b\nb\n\nc");
 }
 
-test::SyntheticTrace HostileTrace() {
-  json meta = test::SyntheticMeta();
+test::TraceBuilder HostileTrace() {
+  json meta = test::FullCaptureMeta();
   meta["host"]["hostname"] = std::string(kOscName);
   meta["host"]["kernel"] = "6.1\x1b[1m";
   meta["host"]["arch"] = "x86\xc2\x9b" "2J";
   meta["command"] = {std::string(kCsiName), std::string(kC0Name)};
-  test::SyntheticTrace t(meta);
+  test::TraceBuilder t(meta);
   constexpr uint64_t kT0 = 1'000'000'000ULL;
   constexpr uint32_t kDev = (8u << 20) | 1;
-  t.Proc(IOT_PROC_START, kT0, 42, 42, "\x1b]0;comm\x07");
+  t.ProcAt(IOT_PROC_START, kT0, 42, 42, "\x1b]0;comm\x07");
   t.Open(42, kT0 + 1000, kCsiName, 3, kDev, 100);
   t.Io(IOT_OP_PREAD64, 42, kT0 + 2000, 1000, 3, kDev, 100, 0, 4096, 4096);
   t.Open(42, kT0 + 3000, kC1Name, 4, kDev, 101);
@@ -86,10 +86,10 @@ test::SyntheticTrace HostileTrace() {
 }
 
 TEST(TerminalText, ReportEscapesNamesCommsLabelsAndHeader) {
-  test::SyntheticTrace t = HostileTrace();
+  test::TraceBuilder t = HostileTrace();
   analysis::Analyzer a;
   a.SetMeta(t.meta());
-  t.Feed([&](const iot_rec_hdr* r) { a.Consume(r); });
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
   const std::string text = analysis::RenderText(a.Model(std::nullopt));
   EXPECT_TRUE(NoControls(text)) << text;
   EXPECT_NE(text.find("\\x1b]0;pwned\\x07"), std::string::npos) << text;  // host, label
@@ -102,7 +102,7 @@ TEST(TerminalText, ReportEscapesNamesCommsLabelsAndHeader) {
 TEST(TerminalText, LayersTextEscapesFileNames) {
   interop::testing::ScratchDir dir;
   const std::string trace = dir / "t.iotwin";
-  ASSERT_TRUE(HostileTrace().Write(trace, json::object()).ok());
+  ASSERT_TRUE(HostileTrace().WriteFile(trace, json::object()).ok());
   auto report = correlate::LayersReportForTrace(trace);
   ASSERT_TRUE(report.ok()) << report.status().message();
   // Names where the model has them for traces with the block layer, which this one lacks.
@@ -121,7 +121,7 @@ TEST(TerminalText, LayersTextEscapesFileNames) {
 TEST(TerminalText, ReplayArchitectureWarningIsEscaped) {
   interop::testing::ScratchDir dir;
   const std::string trace = dir / "t.iotwin";
-  ASSERT_TRUE(HostileTrace().Write(trace, json::object()).ok());
+  ASSERT_TRUE(HostileTrace().WriteFile(trace, json::object()).ok());
   replay::ReplayOptions o;
   o.trace = trace;
   o.dry_run = true;
@@ -140,18 +140,18 @@ TEST(TerminalText, ReplayArchitectureWarningIsEscaped) {
 TEST(TerminalText, ReplayMismatchPathIsEscaped) {
   interop::testing::ScratchDir dir;
   const std::string trace = dir / "t.iotwin";
-  test::SyntheticTrace t;
+  test::TraceBuilder t(test::FullCaptureMeta());
   constexpr uint64_t kT0 = 1'000'000'000ULL;
-  t.Proc(IOT_PROC_START, kT0, 42, 42, "app");
+  t.ProcAt(IOT_PROC_START, kT0, 42, 42, "app");
   // Recorded as refused (EACCES): no file is prepared for it, so the replay's open fails with
   // ENOENT instead, a result that differs.
-  iot_syscall open = test::SyntheticTrace::Sys(IOT_OP_OPENAT, 42, kT0 + 1000);
+  iot_syscall open = test::TraceBuilder::Sys(IOT_OP_OPENAT, 42, kT0 + 1000);
   open.fd = -100;
   open.ret = -EACCES;
   open.flags = O_RDONLY;
-  open.path_id = t.String(std::string(kCsiName) + std::string(kOscName));
+  open.path_id = t.Str(std::string(kCsiName) + std::string(kOscName));
   t.Add(open);
-  ASSERT_TRUE(t.Write(trace, json::object()).ok());
+  ASSERT_TRUE(t.WriteFile(trace, json::object()).ok());
   const std::string root = dir / "root";
   ASSERT_EQ(mkdir(root.c_str(), 0700), 0);
   replay::ReplayOptions o;
@@ -183,13 +183,13 @@ TEST(CsvFormulas, CellsThatStartAFormulaGetAQuote) {
 TEST(CsvFormulas, ExportedLabelsAndPathsAreNotFormulas) {
   interop::testing::ScratchDir dir;
   const std::string trace = dir / "t.iotwin";
-  test::SyntheticTrace t;
+  test::TraceBuilder t(test::FullCaptureMeta());
   constexpr uint64_t kT0 = 1'000'000'000ULL;
-  t.Proc(IOT_PROC_START, kT0, 42, 42, "-comm");
+  t.ProcAt(IOT_PROC_START, kT0, 42, 42, "-comm");
   t.Open(42, kT0 + 1000, "=cmd|' /C calc'!A0", 3, 1, 100);
   t.Io(IOT_OP_PREAD64, 42, kT0 + 2000, 1000, 3, 1, 100, 0, 4096, -5);  // ret -5: a number
   t.Intent(IOT_INTENT_INSTANT, kT0 + 3000, 42, "=HYPERLINK(\"http://x\")");
-  ASSERT_TRUE(t.Write(trace, json::object()).ok());
+  ASSERT_TRUE(t.WriteFile(trace, json::object()).ok());
   auto r = interop::ExportTables(trace, dir / "csv", interop::TableFormat::kCsv);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const std::string intents = interop::testing::ReadFile(dir / "csv/intents.csv");
