@@ -133,7 +133,7 @@ void AsyncContextTable::IndexRings(const model::TraceModel& model) {
 
 void AsyncContextTable::CloseAll() {
   for (auto& c : contexts_) {
-    std::lock_guard<std::mutex> lock(c->mu);
+    MutexLock lock(&c->mu);
     if (!c->closed()) {
       c->DropAllPending();
       c->Close();

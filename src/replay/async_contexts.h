@@ -27,11 +27,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "model/trace_model.h"
 #include "replay/backend.h"
 
@@ -62,52 +63,57 @@ class SharedAsyncContext {
       : ends_(std::move(ends)), uses_(std::move(uses)) {}
 
   // Held around every use of engine() and of the pending table, never across a wait in the
-  // kernel.
-  std::mutex mu;
+  // kernel. Taken before the engine's abort lock (a setup that fails under it fails the
+  // replay), never after it.
+  Mutex mu;
 
-  // The live engine; null before setup, when setup failed, and after the teardown.
-  AsyncEngine* engine() const { return engine_.get(); }
+  // The live engine; null before setup, when setup failed, and after the teardown. The pointer
+  // is used under `mu` only (the engine's user-space queues are what `mu` guards), except by a
+  // waiter that borrowed it (LendEngine) for its wait in the kernel.
+  AsyncEngine* engine() const REQUIRES(mu) { return engine_.get(); }
   // The engine, kept alive by the caller while it waits without the lock.
-  std::shared_ptr<AsyncEngine> LendEngine() const { return engine_; }
-  void SetEngine(std::unique_ptr<AsyncEngine> e) { engine_ = std::move(e); }
-  bool failed() const { return failed_; }
-  void MarkFailed() { failed_ = true; }
+  std::shared_ptr<AsyncEngine> LendEngine() const REQUIRES(mu) { return engine_; }
+  void SetEngine(std::unique_ptr<AsyncEngine> e) REQUIRES(mu) { engine_ = std::move(e); }
+  bool failed() const REQUIRES(mu) { return failed_; }
+  void MarkFailed() REQUIRES(mu) { failed_ = true; }
   // Torn down at its recorded close / io_destroy: later uses are skipped.
-  bool closed() const { return closed_; }
-  void Close() {
+  bool closed() const REQUIRES(mu) { return closed_; }
+  void Close() REQUIRES(mu) {
     engine_.reset();
     closed_ = true;
   }
 
   // ---- requests (under mu) ----
-  void AddPending(uint64_t token, const PendingRequest& p) {
+  void AddPending(uint64_t token, const PendingRequest& p) REQUIRES(mu) {
     pending_.emplace(token, p);
     if (p.reaped_by_call) by_call_++;
     pending_count_.store(pending_.size(), std::memory_order_relaxed);
   }
   // Removes and returns the request of `token`; false when it is not pending (already taken).
-  bool TakePending(uint64_t token, PendingRequest* out);
+  bool TakePending(uint64_t token, PendingRequest* out) REQUIRES(mu);
   // Requests `thread` submitted that are still pending.
-  size_t PendingOf(uint32_t thread) const;
-  bool AwaitsRecordedWait() const { return by_call_ > 0; }
+  size_t PendingOf(uint32_t thread) const REQUIRES(mu);
+  bool AwaitsRecordedWait() const REQUIRES(mu) { return by_call_ > 0; }
   // Removes and returns every pending request of `thread`.
-  std::vector<PendingRequest> TakePendingOf(uint32_t thread);
+  std::vector<PendingRequest> TakePendingOf(uint32_t thread) REQUIRES(mu);
   // Drops every pending request (teardown).
-  void DropAllPending();
+  void DropAllPending() REQUIRES(mu);
   // Workers waiting in the kernel without the lock (Worker::WaitOutsideLock): polls leave the
   // completions to them.
-  unsigned kernel_waiters() const { return kernel_waiters_; }
-  void AddKernelWaiter(int d) {
+  unsigned kernel_waiters() const REQUIRES(mu) { return kernel_waiters_; }
+  void AddKernelWaiter(int d) REQUIRES(mu) {
     kernel_waiters_ = static_cast<unsigned>(static_cast<int>(kernel_waiters_) + d);
   }
   // Completions collected live so far (any worker).
-  uint64_t collected() const { return collected_; }
-  void AddCollected(uint64_t n) { collected_ += n; }
+  uint64_t collected() const REQUIRES(mu) { return collected_; }
+  void AddCollected(uint64_t n) REQUIRES(mu) { collected_ += n; }
 
-  // Lock-free reads for the hot path.
+  // Lock-free read for the hot path: the size of the pending table as of its last change under
+  // `mu` (an atomic copy). Read without the lock only as a hint (skip a context with nothing
+  // pending, pick a context with requests); what is decided on it is done under `mu`.
   size_t pending_count() const { return pending_count_.load(std::memory_order_relaxed); }
 
-  // ---- submission progress (any thread, without mu) ----
+  // ---- submission progress (any thread, without mu: atomic counters that only grow) ----
   // A replayable request was submitted, or given up (skipped, failed): waits stop counting on it.
   // Also uses done (UseDone): a request's use is over once it is submitted.
   void Resolved(uint64_t n) {
@@ -124,15 +130,17 @@ class SharedAsyncContext {
   uint64_t UsesBefore(uint64_t t) const;
 
  private:
-  std::shared_ptr<AsyncEngine> engine_;
-  bool failed_ = false, closed_ = false;
-  std::unordered_map<uint64_t, PendingRequest> pending_;
-  size_t by_call_ = 0;
-  unsigned kernel_waiters_ = 0;
-  uint64_t collected_ = 0;
-  std::atomic<size_t> pending_count_{0};
+  std::shared_ptr<AsyncEngine> engine_ GUARDED_BY(mu);
+  bool failed_ GUARDED_BY(mu) = false;
+  bool closed_ GUARDED_BY(mu) = false;
+  std::unordered_map<uint64_t, PendingRequest> pending_ GUARDED_BY(mu);
+  size_t by_call_ GUARDED_BY(mu) = 0;
+  unsigned kernel_waiters_ GUARDED_BY(mu) = 0;
+  uint64_t collected_ GUARDED_BY(mu) = 0;
+  std::atomic<size_t> pending_count_{0};  // written under mu, read anywhere (pending_count())
   std::atomic<uint64_t> resolved_{0};
   std::atomic<uint64_t> uses_done_{0};
+  // Set at construction, read-only after: no lock.
   const std::vector<uint64_t> ends_;
   const std::vector<uint64_t> uses_;
 };
@@ -173,6 +181,9 @@ class AsyncContextTable {
  private:
   void IndexRings(const model::TraceModel& model);
 
+  // Everything below is written once, inside Init's call_once, before any worker starts, and
+  // only read after (no lock: call_once and the workers' thread start order the writes before
+  // the reads). The contexts themselves are shared and locked (SharedAsyncContext::mu).
   std::once_flag once_;
   std::vector<std::shared_ptr<SharedAsyncContext>> contexts_;
   std::vector<std::vector<const model::Op*>> kinds_;

@@ -53,16 +53,16 @@ struct ReplayEngine::LiveTable {
   explicit LiveTable(size_t n) : size(std::min(n, kDense)), slots(new std::atomic<int>[size]) {
     for (size_t i = 0; i < size; i++) slots[i].store(-1, std::memory_order_relaxed);
   }
-  int Get(int fd) const {
+  int Get(int fd) const EXCLUDES(mu) {
     if (static_cast<size_t>(fd) < size) return slots[fd].load(std::memory_order_acquire);
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     auto it = high.find(fd);
     return it == high.end() ? -1 : it->second;
   }
   // Stores `live` (-1: none) and returns what was there.
-  int Exchange(int fd, int live) {
+  int Exchange(int fd, int live) EXCLUDES(mu) {
     if (static_cast<size_t>(fd) < size) return slots[fd].exchange(live, std::memory_order_acq_rel);
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     auto it = high.find(fd);
     int old = it == high.end() ? -1 : it->second;
     if (live >= 0) high[fd] = live;
@@ -70,21 +70,21 @@ struct ReplayEngine::LiveTable {
     return old;
   }
   // (recorded, live) of every live entry, at the moment of the call.
-  std::vector<std::pair<int, int>> Entries() const {
+  std::vector<std::pair<int, int>> Entries() const EXCLUDES(mu) {
     std::vector<std::pair<int, int>> out;
     for (size_t i = 0; i < size; i++) {
       int live = slots[i].load(std::memory_order_acquire);
       if (live >= 0) out.emplace_back(static_cast<int>(i), live);
     }
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     for (const auto& [fd, live] : high) out.emplace_back(fd, live);
     return out;
   }
 
-  size_t size;
-  std::unique_ptr<std::atomic<int>[]> slots;
-  mutable std::mutex mu;
-  std::unordered_map<int, int> high;
+  const size_t size;
+  const std::unique_ptr<std::atomic<int>[]> slots;  // each slot atomic: no lock
+  mutable Mutex mu;
+  std::unordered_map<int, int> high GUARDED_BY(mu);
 };
 
 ReplayEngine::ReplayEngine(const ReplayPlan& plan, const ReplayOptions& options, Backend* backend)
@@ -97,10 +97,10 @@ ReplayEngine::~ReplayEngine() {
   }
   Release();
   {
-    std::lock_guard<std::mutex> l(bk_mu_);
+    MutexLock l(&bk_mu_);
     bk_stop_ = true;
   }
-  bk_cv_.notify_all();
+  bk_cv_.SignalAll();
   if (bookkeeper_.joinable()) bookkeeper_.join();
   if (sink_fd_ >= 0) close(sink_fd_);
 }
@@ -133,10 +133,10 @@ void ReplayEngine::Bookkeep(std::function<void()> fn) {
     Futex(&done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
   };
   {
-    std::lock_guard<std::mutex> l(bk_mu_);
+    MutexLock l(&bk_mu_);
     bk_queue_.push_back(&job);
   }
-  bk_cv_.notify_one();
+  bk_cv_.Signal();
   while (done.load(std::memory_order_acquire) == 0) Futex(&done, FUTEX_WAIT_PRIVATE, 0, nullptr);
 }
 
@@ -144,8 +144,8 @@ void ReplayEngine::BookkeeperLoop() {
   while (true) {
     std::function<void()>* job = nullptr;
     {
-      std::unique_lock<std::mutex> l(bk_mu_);
-      bk_cv_.wait(l, [&] { return bk_stop_ || !bk_queue_.empty(); });
+      MutexLock l(&bk_mu_);
+      while (!bk_stop_ && bk_queue_.empty()) bk_cv_.Wait(&bk_mu_);
       if (bk_queue_.empty()) return;
       job = bk_queue_.front();
       bk_queue_.pop_front();
@@ -382,7 +382,7 @@ void ReplayEngine::Release() {
 
 void ReplayEngine::Abort(const std::string& why) {
   {
-    std::lock_guard<std::mutex> l(abort_mu_);
+    MutexLock l(&abort_mu_);
     if (abort_reason_.empty()) abort_reason_ = why;
   }
   abort_.store(true);
@@ -396,10 +396,17 @@ void ReplayEngine::Abort(const std::string& why) {
 void ReplayEngine::Fail(WorkerFailure failure) {
   const std::string why = "failed: " + failure.ToString();
   {
-    std::lock_guard<std::mutex> l(abort_mu_);
+    MutexLock l(&abort_mu_);
     if (!failure_) failure_ = std::move(failure);
   }
   Abort(why);
+}
+
+// Without the lock: after Wait, every worker has reported finished_ (which orders its Fail
+// before this read) and nothing calls Fail any more, so failure_ no longer changes and the
+// pointer stays valid for the engine's life.
+const WorkerFailure* ReplayEngine::failure() const NO_THREAD_SAFETY_ANALYSIS {
+  return failure_ ? &*failure_ : nullptr;
 }
 
 std::string WorkerFailure::ToString() const {
@@ -409,7 +416,7 @@ std::string WorkerFailure::ToString() const {
 }
 
 std::string ReplayEngine::abort_reason() const {
-  std::lock_guard<std::mutex> l(abort_mu_);
+  MutexLock l(&abort_mu_);
   return abort_reason_;
 }
 

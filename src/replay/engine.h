@@ -13,18 +13,18 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "replay/async_contexts.h"
 #include "replay/backend.h"
 #include "replay/options.h"
@@ -76,14 +76,14 @@ class ReplayEngine {
   void Wait();
   // Lets the parked workers exit and joins them (also done by the destructor).
   void Release();
-  // Stops all workers at their next op (strict mode, signals).
-  void Abort(const std::string& why);
+  // Stops all workers at their next op (strict mode, signals). Any thread.
+  void Abort(const std::string& why) EXCLUDES(abort_mu_);
   // A worker failed (WorkerFailure): kept if it is the first, and the replay stops.
-  void Fail(WorkerFailure failure);
+  void Fail(WorkerFailure failure) EXCLUDES(abort_mu_);
   // The first failure, if any (after Wait).
-  const WorkerFailure* failure() const { return failure_ ? &*failure_ : nullptr; }
+  const WorkerFailure* failure() const;
   bool aborted() const { return abort_.load(std::memory_order_relaxed); }
-  std::string abort_reason() const;
+  std::string abort_reason() const EXCLUDES(abort_mu_);
 
   // Merged statistics (after Wait).
   const ReplayStats& stats() const { return merged_; }
@@ -123,8 +123,8 @@ class ReplayEngine {
   // The kernel's implicit work at a fork, exec or exit marker of `process`, done by the
   // bookkeeper.
   void ApplyProcessMarker(uint32_t process, const model::Op& op);
-  void Bookkeep(std::function<void()> fn);
-  void BookkeeperLoop();
+  void Bookkeep(std::function<void()> fn) EXCLUDES(bk_mu_);
+  void BookkeeperLoop() EXCLUDES(bk_mu_);
   void WaitFor(uint32_t thread, uint32_t count);
   void MarkDone(uint32_t thread, uint32_t count);
   void CloseProcess(uint32_t process);
@@ -132,6 +132,18 @@ class ReplayEngine {
   int LiveFd(uint32_t process, int recorded) const;
   void SetLiveFd(uint32_t process, int recorded, int live);
 
+  // Locks: abort_mu_ (the first abort reason and failure) and bk_mu_ (the bookkeeper's
+  // queue) guard what is marked GUARDED_BY below; each async context has its own
+  // (SharedAsyncContext::mu, taken before abort_mu_). The rest is shared without a lock, by
+  // how the replay runs:
+  // - written during Setup on the engine's thread, before the workers and the bookkeeper
+  //   start (thread start orders the writes before their reads), read-only after: the tables'
+  //   and maps' containers, progress_, awaited_, workers_, ops_total_, payload_, options_;
+  // - atomics, each read and written by many threads (the gates, abort_, progress counters,
+  //   the live descriptor and mapping slots);
+  // - written by one thread at a point ordered by a gate before the only reader: live_start_
+  //   (Start, before gate_ opens), live_end_, first/last_issue_, merged_ (Wait, after every
+  //   worker reported finished_, read by the engine's owner after Wait).
   const ReplayPlan& plan_;
   const model::TraceModel& model_;
   ReplayOptions options_;
@@ -159,14 +171,14 @@ class ReplayEngine {
   std::atomic<uint32_t> exit_gate_{0};
   std::atomic<bool> abort_{false};
   std::atomic<uint64_t> mismatch_count_{0};
-  mutable std::mutex abort_mu_;
-  std::string abort_reason_;
-  std::optional<WorkerFailure> failure_;  // under abort_mu_
+  mutable Mutex abort_mu_;
+  std::string abort_reason_ GUARDED_BY(abort_mu_);
+  std::optional<WorkerFailure> failure_ GUARDED_BY(abort_mu_);
 
-  std::mutex bk_mu_;
-  std::condition_variable bk_cv_;
-  std::deque<std::function<void()>*> bk_queue_;
-  bool bk_stop_ = false;
+  Mutex bk_mu_;
+  CondVar bk_cv_;  // signalled on a job queued or bk_stop_ set
+  std::deque<std::function<void()>*> bk_queue_ GUARDED_BY(bk_mu_);
+  bool bk_stop_ GUARDED_BY(bk_mu_) = false;
   std::thread bookkeeper_;
 
   ReplayStats merged_;

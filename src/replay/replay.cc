@@ -12,10 +12,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <mutex>
 #include <thread>
 
 #include "base/bytes_text.h"
+#include "base/mutex.h"
 #include "model/trace_model.h"
 #include "replay/block_replay.h"
 #include "replay/engine.h"
@@ -340,15 +340,19 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
   }
   WriteBudget budget(o.max_write, WatchedBases(plans, o));
   Engines engines;
-  std::mutex engines_mu;  // guards engines while they are made (the watcher aborts them)
+  // Guards engines while they are made (the watcher aborts them): this thread adds to it under
+  // the lock and, as its only writer, reads it without the lock. (A local: GUARDED_BY cannot
+  // name it.)
+  Mutex engines_mu;
   InterruptWatcher interrupts([&](const char* why) {
-    std::lock_guard<std::mutex> l(engines_mu);
+    MutexLock l(&engines_mu);
     for (auto& e : engines) e->Abort(why);
   });
   for (auto& plan : plans) {
-    std::unique_lock<std::mutex> made(engines_mu);
-    engines.push_back(std::make_unique<ReplayEngine>(plan, o, backend.get()));
-    made.unlock();
+    {
+      MutexLock made(&engines_mu);
+      engines.push_back(std::make_unique<ReplayEngine>(plan, o, backend.get()));
+    }
     engines.back()->UsePayload(pools);
     engines.back()->UseWriteBudget(&budget);
     IOTWIN_RETURN_IF_ERROR(engines.back()->Setup());

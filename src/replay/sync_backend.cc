@@ -23,6 +23,8 @@
 #include <thread>
 #include <unordered_set>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "format/op_info.h"
 #include "model/op_fields.h"
 #include "replay/backend.h"
@@ -339,15 +341,18 @@ int64_t WaitForLock(const iot_syscall& sc, TryOnce try_once) {
 // them releases them, as closing a descriptor releases its process's POSIX locks on the file.
 class PosixLockOwners {
  public:
-  void Add(int fd) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Add(int fd) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     if (fds_.insert(fd).second) count_.fetch_add(1, std::memory_order_relaxed);
   }
   // Before `fd` is closed or replaced: releases what was taken through it.
-  void Release(int fd) {
+  void Release(int fd) EXCLUDES(mu_) {
+    // count_ mirrors fds_.size() (changed under mu_): read without the lock as the fast path of
+    // every close, it can only be stale for a descriptor another worker is adding meanwhile,
+    // whose close cannot be this one.
     if (fd < 0 || count_.load(std::memory_order_relaxed) == 0) return;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (fds_.erase(fd) == 0) return;
       count_.fetch_sub(1, std::memory_order_relaxed);
     }
@@ -363,8 +368,8 @@ class PosixLockOwners {
   }
 
  private:
-  std::mutex mu_;
-  std::unordered_set<int> fds_;
+  Mutex mu_;
+  std::unordered_set<int> fds_ GUARDED_BY(mu_);
   std::atomic<size_t> count_{0};
 };
 

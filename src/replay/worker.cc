@@ -747,7 +747,7 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   const uint64_t queued = NowNs();
   const bool reaped_by_call = op.aio.engine == IOT_AIO_ENGINE_LIBAIO && op.end != UINT64_MAX;
   {
-    std::lock_guard<std::mutex> lock(c->mu);
+    MutexLock lock(&c->mu);
     if (!EngineLocked(op.async_ctx, c, op, index)) {
       c->Resolved(1);
       Skip(LiveSkipName(LiveSkip::kAsyncEngine), op, index);
@@ -795,7 +795,7 @@ void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
   if (code == IOT_OP_IO_SETUP || code == IOT_OP_IO_URING_SETUP) {
     const uint32_t set_up = engine_.async_contexts_.SetupContext(op);
     if (SharedAsyncContext* c = Context(set_up)) {
-      std::lock_guard<std::mutex> lock(c->mu);
+      MutexLock lock(&c->mu);
       EngineLocked(set_up, c, op, index);
     }
   }
@@ -881,7 +881,7 @@ ReplayEngine::Worker::RingCall ReplayEngine::Worker::ReplayRingCall(const Op& op
   if (!c) return RingCall::kGeneric;
   const bool waits = op.sc.op == IOT_OP_IO_URING_ENTER && (op.sc.flags & 1 /*GETEVENTS*/);
   if (waits) AwaitSubmissions(c, op, index, context);
-  std::unique_lock<std::mutex> lock(c->mu);
+  MutexLock lock(&c->mu);
   AsyncEngine* e = EngineLocked(context, c, op, index);
   if (!e) {
     // Torn down (or never set up): nothing touches the ring after its recorded end.
@@ -912,14 +912,13 @@ ReplayEngine::Worker::RingCall ReplayEngine::Worker::ReplayRingCall(const Op& op
   e->ArmWait(&w, min_complete, /*submit=*/true);
   if (staged) staged_.clear();
   c->Resolved(staged);
-  WaitOutsideLock(lock, c, &w, RecordedDuration(op), &op, index);
+  WaitOutsideLock(c, &w, RecordedDuration(op), &op, index);
   return RingCall::kReplayed;
 }
 
 // Waits for what `w` was armed with, without the context's lock; a call the kernel interrupts
 // or a slice that ends is re-armed for the completions still missing.
-int ReplayEngine::Worker::WaitOutsideLock(std::unique_lock<std::mutex>& lock,
-                                          SharedAsyncContext* c, AsyncWait* w,
+int ReplayEngine::Worker::WaitOutsideLock(SharedAsyncContext* c, AsyncWait* w,
                                           uint64_t recorded_ns, const Op* op, uint32_t index) {
   const std::shared_ptr<AsyncEngine> engine = c->LendEngine();  // alive while unlocked
   AsyncEngine* e = engine.get();
@@ -930,7 +929,7 @@ int ReplayEngine::Worker::WaitOutsideLock(std::unique_lock<std::mutex>& lock,
   int collected = 0;
   while (true) {
     c->AddKernelWaiter(1);
-    lock.unlock();
+    c->mu.Unlock();
     const uint64_t before = NowNs();
     const uint64_t timeout =
         std::max<uint64_t>(std::min(slice, deadline > before ? deadline - before : 0), 1);
@@ -938,7 +937,7 @@ int ReplayEngine::Worker::WaitOutsideLock(std::unique_lock<std::mutex>& lock,
     // The call ended at its timeout or a signal, not because what it waited for came.
     const bool cut = r == -ETIME || r == -EINTR || NowNs() - before >= timeout;
     const bool resubmit = r < 0 && w->to_submit > 0;  // the kernel took none of the batch
-    lock.lock();
+    c->mu.Lock();
     c->AddKernelWaiter(-1);
     int n = e->FinishWait(w, comps_, AsyncWait::kMaxTaken);
     if (n > 0) HandleCompletionsLocked(c, n);
@@ -988,7 +987,7 @@ uint32_t ReplayEngine::Worker::RingClosedBy(const Op& op) const {
   }
   SharedAsyncContext* c = Context(context);
   if (!c) return model::kNone;
-  std::lock_guard<std::mutex> lock(c->mu);
+  MutexLock lock(&c->mu);
   return c->engine() != nullptr ? context : model::kNone;
 }
 
@@ -1034,7 +1033,7 @@ void ReplayEngine::Worker::TearDownContext(uint32_t context, const Op& op, uint3
     }
     WaitUntil(now + 50'000, 0);
   }
-  std::unique_lock<std::mutex> lock(c->mu);
+  MutexLock lock(&c->mu);
   // The original's requests had all completed before its close: every one in flight is waited
   // for. A kernel wait can return before all it asked for (another thread collected some, or
   // task work ended it), so waits are made until none is left or one collects nothing (it then
@@ -1045,7 +1044,7 @@ void ReplayEngine::Worker::TearDownContext(uint32_t context, const Op& op, uint3
     w.flags = IORING_ENTER_GETEVENTS;
     e->ArmWait(&w, static_cast<unsigned>(std::min<size_t>(c->pending_count(), UINT32_MAX)),
                /*submit=*/false);
-    if (w.want == 0 || WaitOutsideLock(lock, c, &w, recorded, &op, index) <= 0) break;
+    if (w.want == 0 || WaitOutsideLock(c, &w, recorded, &op, index) <= 0) break;
   }
   // Requests that never completed are dropped with the engine.
   c->DropAllPending();
@@ -1150,7 +1149,7 @@ void ReplayEngine::Worker::FlushStaged() {
   const size_t n = staged_.size();
   int r = 0;
   {
-    std::lock_guard<std::mutex> lock(c->mu);
+    MutexLock lock(&c->mu);
     AsyncEngine* e = c->engine();
     if (!e) {
       FailStagedLocked(c, -EBADF);
@@ -1176,8 +1175,8 @@ void ReplayEngine::Worker::ReapAvailable() {
   for (uint32_t context : used_) {
     SharedAsyncContext* c = Context(context);
     if (c->pending_count() == 0) continue;
-    std::unique_lock<std::mutex> lock(c->mu, std::try_to_lock);
-    if (!lock.owns_lock()) continue;
+    if (!c->mu.TryLock()) continue;
+    MutexLock lock(&c->mu, kAdoptLock);
     AsyncEngine* e = c->engine();
     // Completions a worker waits for in the kernel are left to it, as its recorded call
     // collected them.
@@ -1220,7 +1219,7 @@ void ReplayEngine::Worker::WaitCompletionsUntil(const Op& op, uint32_t index, ui
   SharedAsyncContext* c = Context(context);
   if (!c) return;
   AwaitSubmissions(c, op, index, context);
-  std::unique_lock<std::mutex> lock(c->mu);
+  MutexLock lock(&c->mu);
   AsyncEngine* e = c->engine();
   if (!e) {
     const size_t staged = StagedFor(context);
@@ -1243,7 +1242,7 @@ void ReplayEngine::Worker::WaitCompletionsUntil(const Op& op, uint32_t index, ui
              /*submit=*/true);
   if (staged) staged_.clear();
   c->Resolved(staged);
-  WaitOutsideLock(lock, c, &w, RecordedDuration(op), &op, index);
+  WaitOutsideLock(c, &w, RecordedDuration(op), &op, index);
 }
 
 // At the end of the worker's ops: its requests complete before it ends. Polled first (no
@@ -1255,7 +1254,7 @@ void ReplayEngine::Worker::DrainOwn() {
     SharedAsyncContext* c = Context(context);
     const uint64_t patience = SaturatingAdd(NowNs(), 1'000'000'000);
     while (!engine_.abort_.load(std::memory_order_relaxed)) {
-      std::unique_lock<std::mutex> lock(c->mu);
+      MutexLock lock(&c->mu);
       AsyncEngine* e = c->engine();
       if (!e || c->PendingOf(thread) == 0) break;
       const bool late = NowNs() >= patience;
@@ -1265,7 +1264,7 @@ void ReplayEngine::Worker::DrainOwn() {
         w.flags = IORING_ENTER_GETEVENTS;
         e->ArmWait(&w, static_cast<unsigned>(std::min<size_t>(c->PendingOf(thread), UINT32_MAX)),
                    /*submit=*/false);
-        if (WaitOutsideLock(lock, c, &w, 0, nullptr, 0) > 0) continue;
+        if (WaitOutsideLock(c, &w, 0, nullptr, 0) > 0) continue;
         // Never completed in the replay: each counted against its op, not dropped unseen.
         for (const PendingRequest& p : c->TakePendingOf(thread)) {
           const Op& op = th_.ops[p.index];
@@ -1278,7 +1277,7 @@ void ReplayEngine::Worker::DrainOwn() {
         HandleCompletionsLocked(c, n);
         continue;
       }
-      lock.unlock();
+      lock.Unlock();
       WaitUntil(NowNs() + 50'000, 0);
     }
   }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "replay/async_contexts.h"
 #include "replay/backend.h"
 #include "replay/engine.h"
@@ -48,6 +49,11 @@ struct ReplayEngine::Worker {
     last_issue_ns = t;
   }
 
+  // No lock guards a worker: its plain members are written by its own thread only and read by
+  // the engine's thread at points a gate orders after the writes: in_root and confine_error
+  // before tid is published (release; Setup waits for it with acquire), stats, finish_ns and
+  // the issue instants before the worker reports finished_ (Wait reads them after all have).
+  // done_ops and lateness are atomics, read at any time for progress.
   const uint32_t thread;
   std::thread th;
   std::atomic<pid_t> tid{0};
@@ -134,15 +140,16 @@ struct ReplayEngine::Worker {
   SharedAsyncContext* Context(uint32_t context) const;
   // The context's engine, set up on first use; a setup that fails is a failure of `op`.
   AsyncEngine* EngineLocked(uint32_t context, SharedAsyncContext* c, const model::Op& op,
-                            uint32_t index);
+                            uint32_t index) REQUIRES(c->mu);
   // The context a recorded io_uring_enter / io_getevents / io_submit acts on.
   uint32_t CallContext(const model::Op& op) const;
   void FinishEngineCall(const model::Op& op, uint32_t index, uint64_t t0);
-  void HandleCompletionsLocked(SharedAsyncContext* c, int n);
-  void FailStagedLocked(SharedAsyncContext* c, int64_t res);
+  void HandleCompletionsLocked(SharedAsyncContext* c, int n) REQUIRES(c->mu);
+  void FailStagedLocked(SharedAsyncContext* c, int64_t res) REQUIRES(c->mu);
   // Queues the staged batch of `context` into `e` (a request the engine refuses ends with
   // -EAGAIN); returns how many were staged.
-  size_t QueueStagedLocked(uint32_t context, SharedAsyncContext* c, AsyncEngine* e);
+  size_t QueueStagedLocked(uint32_t context, SharedAsyncContext* c, AsyncEngine* e)
+      REQUIRES(c->mu);
   void AccountRequest(const PendingRequest& p, int64_t res, uint64_t now);
   void FlushStaged();
   size_t StagedFor(uint32_t context) const { return staged_ctx_ == context ? staged_.size() : 0; }
@@ -155,13 +162,13 @@ struct ReplayEngine::Worker {
                             int max_events);
   // Waits until every request this worker submitted has completed, whoever reaps it.
   void DrainOwn();
-  // The wait `w` armed (AsyncEngine::ArmWait) under `lock`, made without it, its completions
-  // collected under it again; returns how many were collected. A wait that cannot end is
-  // given up at the watchdog, max(10 s, 8 x `recorded_ns`), counted as wait_timed_out against
-  // `op` (none: dropped quietly), and re-armed every max(1 s, 2 x `recorded_ns`) until then,
-  // as other threads may collect what it waits for.
-  int WaitOutsideLock(std::unique_lock<std::mutex>& lock, SharedAsyncContext* c, AsyncWait* w,
-                      uint64_t recorded_ns, const model::Op* op, uint32_t index);
+  // The wait `w` armed (AsyncEngine::ArmWait) under c->mu, made without it, its completions
+  // collected under it again (held again on return); returns how many were collected. A wait
+  // that cannot end is given up at the watchdog, max(10 s, 8 x `recorded_ns`), counted as
+  // wait_timed_out against `op` (none: dropped quietly), and re-armed every
+  // max(1 s, 2 x `recorded_ns`) until then, as other threads may collect what it waits for.
+  int WaitOutsideLock(SharedAsyncContext* c, AsyncWait* w, uint64_t recorded_ns,
+                      const model::Op* op, uint32_t index) REQUIRES(c->mu);
 
   ReplayEngine& engine_;
   const model::TraceModel& model_;

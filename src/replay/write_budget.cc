@@ -96,13 +96,12 @@ bool WriteBudget::Admit(uint64_t bytes) {
            now >= next_look_ns_.load(std::memory_order_relaxed);
   };
   if (!due()) return true;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (!due()) return true;
   next_look_ns_.store(now + kLookEveryNs, std::memory_order_relaxed);
   return Look(total, bytes);
 }
 
-// Under mu_.
 bool WriteBudget::Look(uint64_t total, uint64_t bytes) {
   uint64_t headroom = UINT64_MAX;
   for (size_t i = 0; i < dirs_.size(); i++) {
@@ -127,13 +126,13 @@ bool WriteBudget::Look(uint64_t total, uint64_t bytes) {
 }
 
 void WriteBudget::Stop(std::string why) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (why_.empty()) why_ = std::move(why);
   stopped_.store(true, std::memory_order_release);
 }
 
 std::string WriteBudget::why() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return why_;
 }
 

@@ -7,10 +7,11 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "model/trace_model.h"
 
 namespace iotwin::replay {
@@ -48,25 +49,28 @@ class WriteBudget {
   WriteBudget(const WriteBudget&) = delete;
   WriteBudget& operator=(const WriteBudget&) = delete;
   // Thread-safe. False once the budget is spent; why() says what stopped it.
-  bool Admit(uint64_t bytes);
+  bool Admit(uint64_t bytes) EXCLUDES(mu_);
   uint64_t admitted() const { return admitted_.load(std::memory_order_relaxed); }
   uint64_t max_bytes() const { return max_bytes_; }
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }
-  std::string why() const;
+  std::string why() const EXCLUDES(mu_);
 
  private:
-  bool Look(uint64_t total, uint64_t bytes);
-  void Stop(std::string why);
+  bool Look(uint64_t total, uint64_t bytes) REQUIRES(mu_);
+  void Stop(std::string why) EXCLUDES(mu_);
 
   const uint64_t max_bytes_;
   const std::vector<std::string> dirs_;
-  std::vector<int> fds_;  // O_PATH descriptors of dirs_ (-1: could not open)
+  std::vector<int> fds_;  // O_PATH descriptors of dirs_ (-1: could not open); set at construction
+  // Atomics read without the lock on every Admit (the fast path). next_look_ and next_look_ns_
+  // are stored under mu_ only (Look), so one worker at a time asks statvfs; a stale read
+  // merely sends a worker to the lock, where it looks again.
   std::atomic<uint64_t> admitted_{0};
   std::atomic<uint64_t> next_look_{0};     // admitted bytes
   std::atomic<uint64_t> next_look_ns_{0};  // CLOCK_MONOTONIC_COARSE
-  std::atomic<bool> stopped_{false};
-  mutable std::mutex mu_;
-  std::string why_;
+  std::atomic<bool> stopped_{false};       // set under mu_, with why_ written before it
+  mutable Mutex mu_;
+  std::string why_ GUARDED_BY(mu_);
 };
 
 }  // namespace iotwin::replay
