@@ -60,6 +60,63 @@ constexpr OpInfo AsyncRow(std::string_view name, Fam family, Res result, R fd, F
              Rep::kAsyncEngine);
 }
 
+// The columns that say what a call does to buffers, mappings, descriptors and async contexts.
+constexpr void AddEffects(std::array<OpInfo, IOT_OP_MAX + 1>& t) {
+  for (OpInfo& i : t) {
+    if (i.family == Fam::kRead) i.buffer = OpBuffer::kFilled;
+    if (i.family == Fam::kWrite) i.buffer = OpBuffer::kDrained;
+  }
+  t[IOT_OP_GETDENTS64].buffer = OpBuffer::kFilled;
+  t[IOT_OP_MMAP].mapping = OpMapping::kMaps;
+  t[IOT_OP_MUNMAP].mapping = OpMapping::kUnmaps;
+  t[IOT_OP_MREMAP].mapping = OpMapping::kRemaps;
+  t[IOT_OP_MSYNC].mapping = OpMapping::kSyncs;
+  t[IOT_OP_MADVISE].mapping = OpMapping::kAdvises;
+  t[IOT_OP_CLOSE].fd_effect = FdEffect::kCloses;
+  t[IOT_OP_CLOSE_RANGE].fd_effect = FdEffect::kClosesRange;
+  for (uint16_t op : {IOT_OP_DUP, IOT_OP_DUP2, IOT_OP_DUP3, IOT_OP_FCNTL}) {
+    t[op].fd_effect = FdEffect::kDuplicates;
+  }
+  t[IOT_OP_IO_SETUP].async = AsyncCall::kSetup;
+  t[IOT_OP_IO_URING_SETUP].async = AsyncCall::kSetup;
+  t[IOT_OP_IO_SUBMIT].async = AsyncCall::kSubmit;
+  t[IOT_OP_IO_GETEVENTS].async = AsyncCall::kReap;
+  t[IOT_OP_IO_PGETEVENTS].async = AsyncCall::kReap;
+  t[IOT_OP_IO_URING_ENTER].async = AsyncCall::kEnter;
+  t[IOT_OP_IO_URING_REGISTER].async = AsyncCall::kRegister;
+  t[IOT_OP_IO_DESTROY].async = AsyncCall::kDestroy;
+  t[IOT_OP_RECVMSG].fd_effect = FdEffect::kReceives;
+  t[IOT_OP_MKDIR].names = NameEffect::kMakesDir;
+  t[IOT_OP_MKDIRAT].names = NameEffect::kMakesDir;
+  t[IOT_OP_UNLINK].names = NameEffect::kRemoves;
+  t[IOT_OP_UNLINKAT].names = NameEffect::kRemoves;
+  t[IOT_OP_RMDIR].names = NameEffect::kRemovesDir;
+  for (uint16_t op : {IOT_OP_RENAME, IOT_OP_RENAMEAT, IOT_OP_RENAMEAT2}) {
+    t[op].names = NameEffect::kRenames;
+  }
+  t[IOT_OP_LINK].names = NameEffect::kLinks;
+  t[IOT_OP_LINKAT].names = NameEffect::kLinks;
+  t[IOT_OP_SYMLINK].names = NameEffect::kSymlinks;
+  t[IOT_OP_SYMLINKAT].names = NameEffect::kSymlinks;
+  t[IOT_OP_BIND].names = NameEffect::kBindsSocket;
+  t[IOT_OP_CHDIR].names = NameEffect::kSetsCwd;
+  t[IOT_OP_FCHDIR].names = NameEffect::kSetsCwd;
+  t[IOT_OP_SENDFILE].writes_any_fd = true;
+  t[IOT_OP_SPLICE].writes_any_fd = true;
+}
+
+// The columns that say what sync and space calls do.
+constexpr void AddSyncAndSpace(std::array<OpInfo, IOT_OP_MAX + 1>& t) {
+  t[IOT_OP_FSYNC].sync = SyncScope::kFile;
+  t[IOT_OP_FDATASYNC].sync = SyncScope::kFileData;
+  t[IOT_OP_SYNC_FILE_RANGE].sync = SyncScope::kFileRange;
+  t[IOT_OP_SYNCFS].sync = SyncScope::kFileSystem;
+  t[IOT_OP_SYNC].sync = SyncScope::kAll;
+  t[IOT_OP_FALLOCATE].space = SpaceEffect::kFallocates;
+  t[IOT_OP_FTRUNCATE].space = SpaceEffect::kSetsLength;
+  t[IOT_OP_TRUNCATE].space = SpaceEffect::kSetsLength;
+}
+
 constexpr std::array<OpInfo, IOT_OP_MAX + 1> MakeTable() {
   std::array<OpInfo, IOT_OP_MAX + 1> t{};
   t[IOT_OP_UNKNOWN] = Row("unknown", Fam::kUnknown, D::kNone, Res::kStatus, R::kNone, R::kNone,
@@ -185,8 +242,10 @@ constexpr std::array<OpInfo, IOT_OP_MAX + 1> MakeTable() {
   // descriptors (SCM_RIGHTS; an FDLIST record follows) makes them, on the sender's files.
   t[IOT_OP_BIND] =
       PathRow("bind", Fam::kDirectory, Res::kStatus, B::kCwd, F::kUnused, F::kCommand);
-  t[IOT_OP_RECVMSG] = Row("recvmsg", Fam::kDescriptor, D::kNone, Res::kValue, R::kNone, R::kNone,
-                          F::kUnused, F::kUnused, F::kCommand, Rep::kNotReplayed);
+  t[IOT_OP_RECVMSG] = Row("recvmsg", Fam::kDescriptor, D::kNone, Res::kValue, R::kSocket,
+                          R::kNone, F::kUnused, F::kUnused, F::kCommand, Rep::kNotReplayed);
+  AddEffects(t);
+  AddSyncAndSpace(t);
   return t;
 }
 
@@ -202,6 +261,8 @@ static_assert(EveryRowNamed(), "an IOT_OP_* code has no row in the op table");
 static_assert(kOps[IOT_OP_FLOCK].name == "flock");
 static_assert(kOps[IOT_OP_RECVMSG].name == "recvmsg");
 static_assert(kOps[IOT_OP_SENDFILE].fd == FdRole::kWriteTo);
+static_assert(kOps[IOT_OP_PREADV2].buffer == OpBuffer::kFilled);
+static_assert(kOps[IOT_OP_PWRITEV2].buffer == OpBuffer::kDrained);
 
 // ---- async opcodes ----
 

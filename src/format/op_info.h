@@ -67,6 +67,7 @@ enum class FdRole : uint8_t {
   kCreated,   // the descriptor the call makes (dup2/dup3 newfd); not needed beforehand
   kRange,     // a bound of a descriptor range (close_range: fd = first, fd2 = last)
   kRing,      // an io_uring instance
+  kSocket,    // a socket the trace does not follow (recvmsg's)
 };
 
 // Role of a path field (`path_id`, `path2_id`).
@@ -115,6 +116,74 @@ enum class OpReplay : uint8_t {
   kNotReplayed,  // never issued (the model marks it unsupported)
 };
 
+// The caller's memory buffer, which replay supplies (sized by `length` or the IOVEC record).
+enum class OpBuffer : uint8_t {
+  kNone,
+  kFilled,   // the call fills it (reads, getdents64)
+  kDrained,  // the call takes its bytes (writes)
+};
+
+// What the call does to the mappings of its process. All but kMaps name an address inside a
+// mapping (MemAddr/MemLength of model/op_fields.h read the range).
+enum class OpMapping : uint8_t {
+  kNone,
+  kMaps,     // mmap: makes one (with MAP_FIXED, possibly inside another)
+  kUnmaps,   // munmap: removes a range
+  kRemaps,   // mremap: moves one; the new mapping takes the old one's place
+  kSyncs,    // msync: writes a range back to its file
+  kAdvises,  // madvise
+};
+
+// What the call does to the descriptor table besides a new descriptor in its result.
+enum class FdEffect : uint8_t {
+  kNone,
+  kCloses,       // close: `fd`
+  kClosesRange,  // close_range: every descriptor of [fd, fd2] (or marks it close-on-exec)
+  kDuplicates,   // dup, dup2, dup3; fcntl F_DUPFD* by command: `fd` to the result
+  kReceives,     // recvmsg: the descriptors of the FDLIST record that follows (SCM_RIGHTS)
+};
+
+// What the call does to the names of the file system (its paths, per PathRole).
+enum class NameEffect : uint8_t {
+  kNone,
+  kMakesDir,     // mkdir, mkdirat
+  kRemoves,      // unlink, unlinkat (a directory with AT_REMOVEDIR, the *at form's flag)
+  kRemovesDir,   // rmdir
+  kRenames,      // rename, renameat, renameat2: path to path2
+  kLinks,        // link, linkat: path2 becomes a name of path's file
+  kSymlinks,     // symlink, symlinkat: path2 becomes a link holding path's text
+  kBindsSocket,  // bind (AF_UNIX): a socket file at path
+  kSetsCwd,      // chdir (path), fchdir (fd)
+};
+
+// The part a call plays for an async engine's context (context set-up, submission, reaping).
+enum class AsyncCall : uint8_t {
+  kNone,
+  kSetup,     // io_setup, io_uring_setup: makes a context
+  kSubmit,    // io_submit: submits the ASYNC_IO requests recorded before it
+  kReap,      // io_getevents, io_pgetevents: waits for completions
+  kEnter,     // io_uring_enter: submits, and with IORING_ENTER_GETEVENTS waits
+  kRegister,  // io_uring_register
+  kDestroy,   // io_destroy (a ring ends with its descriptor's close)
+};
+
+// What a sync call makes durable.
+enum class SyncScope : uint8_t {
+  kNone,
+  kFile,        // fsync: one file's data and metadata
+  kFileData,    // fdatasync: one file's data (and the metadata needed to read it back)
+  kFileRange,   // sync_file_range: a range of one file's data (`offset`, `length`)
+  kFileSystem,  // syncfs: the file system holding `fd`
+  kAll,         // sync: every file system
+};
+
+// What a space call does to a file's extent.
+enum class SpaceEffect : uint8_t {
+  kNone,
+  kFallocates,  // fallocate: `mode` (FALLOC_FL_*) says allocate, punch a hole, zero, collapse...
+  kSetsLength,  // truncate, ftruncate: the length in `length`
+};
+
 struct OpInfo {
   std::string_view name;  // as OpName: "pread64", "openat", ...; "unknown" out of range
   OpFamily family;
@@ -131,6 +200,16 @@ struct OpInfo {
   FieldUse aux;
   bool vectored;  // an IOVEC record follows with the iovec layout
   OpReplay replay;
+  OpBuffer buffer = OpBuffer::kNone;
+  OpMapping mapping = OpMapping::kNone;
+  FdEffect fd_effect = FdEffect::kNone;
+  AsyncCall async = AsyncCall::kNone;
+  NameEffect names = NameEffect::kNone;
+  // The written descriptor (kWriteTo) may be any descriptor, a socket or a pipe, not only a file
+  // the trace follows: replay writes to a sink in its place (sendfile, splice).
+  bool writes_any_fd = false;
+  SyncScope sync = SyncScope::kNone;
+  SpaceEffect space = SpaceEffect::kNone;
 };
 
 // The row of `op`; the "unknown" row for IOT_OP_UNKNOWN and codes past IOT_OP_MAX.

@@ -14,8 +14,15 @@
 #include "model/model_builder_impl.h"
 
 namespace iotwin::model {
+namespace {
+
+// fcntl, whose fields mean what its command makes of them.
+bool IsFcntl(const OpInfo& i) { return i.aux == FieldUse::kFcntlArg; }
+
+}  // namespace
+
 void ModelBuilder::Impl::HandleSyscall(const iot_syscall& sc, PathId given) {
-  if (sc.op == IOT_OP_RECVMSG && given == kNone) {
+  if (GetOpInfo(sc.op).fd_effect == FdEffect::kReceives && given == kNone) {
     HandleReceivedDescriptors(sc);
     return;
   }
@@ -126,7 +133,7 @@ void ModelBuilder::Impl::ResolvePaths(SyscallStep& s) {
       op.skip = Skip::kReplayable;
       BindDataFd(PathDirFd(sc), &op);
     }
-  } else if (code == IOT_OP_SYMLINK || code == IOT_OP_SYMLINKAT) {
+  } else if (GetOpInfo(code).path == PathRole::kVerbatim) {
     std::optional<std::string_view> target = String(sc.path_id);
     if (!target) op.skip = Skip::kUnknownPath;
     else op.path = Intern(std::string(*target));  // the target, verbatim
@@ -150,6 +157,7 @@ void ModelBuilder::Impl::ResolvePaths(SyscallStep& s) {
 void ModelBuilder::Impl::ClassifyDescriptors(SyscallStep& s) {
   const iot_syscall& sc = s.sc;
   const uint16_t code = sc.op;
+  const OpInfo& info = GetOpInfo(code);
   const uint32_t proc = s.proc;
   Op& op = s.op;
   if (OpHasDataFd(sc)) {
@@ -157,21 +165,21 @@ void ModelBuilder::Impl::ClassifyDescriptors(SyscallStep& s) {
     if (dfd >= 0) BindDataFd(dfd, &op);
     else MarkUnknownFd(proc, dfd, &op);
   }
-  if (code == IOT_OP_MMAP && (sc.flags & MAP_ANONYMOUS)) op.skip = Skip::kUnsupported;
+  if (info.mapping == OpMapping::kMaps && (sc.flags & MAP_ANONYMOUS)) op.skip = Skip::kUnsupported;
   int sfd = SecondFd(sc);
   if (sfd != -1) {
     const bool known = OfdOf(proc, sfd) != kNone;
     op.fd2_state = known ? FdState::kKnown : FdState::kUnknown;
     if (!known) unknown_fds.insert({proc, sfd});
     // sendfile to a socket is still a file read: replay sends to a sink instead.
-    if (!known && code == IOT_OP_COPY_FILE_RANGE && op.skip == Skip::kReplayable) {
+    if (!known && !info.writes_any_fd && op.skip == Skip::kReplayable) {
       op.skip = Skip::kUnknownFd;
     }
   }
-  if (code == IOT_OP_SPLICE || code == IOT_OP_UNKNOWN || code > IOT_OP_MAX) {
+  if (info.replay == OpReplay::kNotReplayed) {
     if (op.skip == Skip::kReplayable) op.skip = Skip::kUnsupported;
   }
-  if (code == IOT_OP_FCNTL && op.skip == Skip::kReplayable) {
+  if (IsFcntl(info) && op.skip == Skip::kReplayable) {
     const int cmd = FcntlCmd(sc);
     switch (cmd) {
       case F_DUPFD: case F_DUPFD_CLOEXEC: case F_GETFD: case F_SETFD: case F_GETFL:
@@ -185,7 +193,8 @@ void ModelBuilder::Impl::ClassifyDescriptors(SyscallStep& s) {
     }
   }
   if (op.ofd != kNone && ofds[op.ofd].ring &&
-      (code == IOT_OP_MMAP || code == IOT_OP_MUNMAP) && op.skip == Skip::kReplayable) {
+      (info.mapping == OpMapping::kMaps || info.mapping == OpMapping::kUnmaps) &&
+      op.skip == Skip::kReplayable) {
     op.skip = Skip::kUnsupported;  // ring memory, recreated by the async back end
   }
   // The bytes written are not captured: "1" (page cache), "2" (slab) and "3" (both) look alike,
@@ -203,118 +212,109 @@ bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
   const bool ok = s.ok;
   const uint32_t file = s.op.file;
   Op& op = s.op;
-  switch (code) {
-    case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT: {
-      uint32_t flags = EffectiveOpenFlags(sc);
-      bool creat = flags & O_CREAT, excl = flags & O_EXCL, trunc = flags & O_TRUNC;
-      PathId p = op.path;
-      uint32_t f = kNone;
-      if (p != kNone && !Pseudo(p) && (flags & O_TMPFILE) == O_TMPFILE) {
-        // An unnamed file in directory p: the descriptor's I/O is the new file's.
-        if (ok) f = TmpFileIn(p, sc);
-        else if (sc.ret != -ENOENT && sc.ret != -ENOTDIR) Exists(p, true, 0, nullptr);
-      } else if (p != kNone && !Pseudo(p)) {
-        if (ok) {
-          auto it = file_by_path.find(p);
-          bool dir = sc.ftype == kFtypeDir || (flags & O_DIRECTORY);
-          if (it != file_by_path.end()) {
-            f = Exists(p, dir, trunc ? 0 : sc.fsize, &sc);
-          } else if (creat && (excl || trunc || sc.fsize == 0)) {
-            f = Created(p, false);
-            FileInfo& fi = m->files_[f];
-            fi.ino = sc.ino;
-            fi.dev = sc.dev;
-            fi.ftype = sc.ftype;
-          } else {
-            f = Exists(p, dir, trunc ? 0 : sc.fsize, &sc);
-          }
-          if (trunc) {
-            Modified(f);
-            DataUse(f);
-          }
-        } else if (sc.ret == -ENOENT) {
-          if (!file_by_path.count(p)) absent.insert(p);
-        } else if (sc.ret == -EEXIST || sc.ret == -EISDIR) {
-          f = Exists(p, sc.ret == -EISDIR, 0, nullptr);
-        }
-      }
-      op.file = f;
-      if (ok && f != kNone && sc.ino != 0) file_by_identity.emplace(std::make_pair(sc.dev, sc.ino), f);
+  const OpInfo& info = GetOpInfo(code);
+  if (info.family == OpFamily::kOpen) {
+    uint32_t flags = EffectiveOpenFlags(sc);
+    bool creat = flags & O_CREAT, excl = flags & O_EXCL, trunc = flags & O_TRUNC;
+    PathId p = op.path;
+    uint32_t f = kNone;
+    if (p != kNone && !Pseudo(p) && (flags & O_TMPFILE) == O_TMPFILE) {
+      // An unnamed file in directory p: the descriptor's I/O is the new file's.
+      if (ok) f = TmpFileIn(p, sc);
+      else if (sc.ret != -ENOENT && sc.ret != -ENOTDIR) Exists(p, true, 0, nullptr);
+    } else if (p != kNone && !Pseudo(p)) {
       if (ok) {
-        int32_t nfd = static_cast<int32_t>(sc.ret);
-        uint32_t o = NewOfd(op.skip == Skip::kUnknownPath ? kNone : p, f, flags,
-                            op.skip == Skip::kUnknownPath);
-        SetFd(proc, nfd, o, flags & O_CLOEXEC);
-        op.ofd = o;
-      }
-      s.declare.push_back([=, this] {
-        PathResources(p, creat || trunc);
-        if (ok) deps.Write(FdKey(proc, static_cast<int32_t>(sc.ret)));
-        if (trunc && f != kNone) deps.WriteRange(FileKey(f), 0, UINT64_MAX);
-      });
-      break;
-    }
-    case IOT_OP_CLOSE: {
-      if (op.fd_state == FdState::kKnown && sc.ret != -EBADF) {
-        // Closing an io_uring instance: the replay tears its engine down here, so the ring's
-        // close (and unmapping) happens where the original's did.
-        const uint32_t closed = OfdOf(proc, sc.fd);
-        if (ok && closed != kNone) RingClosed(proc, sc.fd, closed, &op);
-        fd_table.Close(proc, sc.fd);
-      }
-      s.declare.push_back([=, this] { if (sc.fd >= 0) deps.Write(FdKey(proc, sc.fd)); });
-      break;
-    }
-    case IOT_OP_CLOSE_RANGE: {
-      // The op records the descriptors it closed (or marked close-on-exec), ascending.
-      if (ok) {
-        fd_table.CloseRange(proc, CloseRangeFirst(sc), CloseRangeLast(sc),
-                            (sc.flags & CLOSE_RANGE_CLOEXEC) != 0, &s.extra);
-      }
-      op.fd_state = FdState::kKnown;
-      s.declare.push_back([this, proc, closed = s.extra] {
-        for (auto fd : closed) deps.Write(FdKey(proc, static_cast<int32_t>(fd)));
-      });
-      break;
-    }
-    case IOT_OP_DUP: case IOT_OP_DUP2: case IOT_OP_DUP3: case IOT_OP_FCNTL: {
-      int cmd = code == IOT_OP_FCNTL ? FcntlCmd(sc) : -1;
-      bool dupping = code != IOT_OP_FCNTL || cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
-      int32_t newfd = -1;
-      if (dupping && ok) newfd = static_cast<int32_t>(sc.ret);
-      if ((code == IOT_OP_DUP2 || code == IOT_OP_DUP3) && sc.fd2 >= 0) {
-        if (OfdOf(proc, sc.fd2) != kNone) op.fd2_state = FdState::kKnown;
-        NoteFd(proc, sc.fd2);
-      }
-      if (newfd >= 0 && newfd != sc.fd) {
-        // An unknown old descriptor closes whatever newfd held.
-        fd_table.Dup(proc, sc.fd, newfd, OpResultCloexec(sc));
-        NoteFd(proc, newfd);
-      }
-      if (code == IOT_OP_FCNTL && ok && op.fd_state == FdState::kKnown) {
-        if (cmd == F_SETFD) fd_table.SetCloexec(proc, sc.fd, (FcntlArg(sc) & FD_CLOEXEC) != 0);
-        if (cmd == F_SETFL && op.ofd != kNone) {
-          fd_table.SetFlags(ofds[op.ofd].desc, static_cast<uint32_t>(FcntlArg(sc)));
+        auto it = file_by_path.find(p);
+        bool dir = sc.ftype == kFtypeDir || (flags & O_DIRECTORY);
+        if (it != file_by_path.end()) {
+          f = Exists(p, dir, trunc ? 0 : sc.fsize, &sc);
+        } else if (creat && (excl || trunc || sc.fsize == 0)) {
+          f = Created(p, false);
+          FileInfo& fi = m->files_[f];
+          fi.ino = sc.ino;
+          fi.dev = sc.dev;
+          fi.ftype = sc.ftype;
+        } else {
+          f = Exists(p, dir, trunc ? 0 : sc.fsize, &sc);
         }
+        if (trunc) {
+          Modified(f);
+          DataUse(f);
+        }
+      } else if (sc.ret == -ENOENT) {
+        if (!file_by_path.count(p)) absent.insert(p);
+      } else if (sc.ret == -EEXIST || sc.ret == -EISDIR) {
+        f = Exists(p, sc.ret == -EISDIR, 0, nullptr);
       }
-      const bool locks = code == IOT_OP_FCNTL && (FcntlIsLock(cmd) || cmd == F_SETLEASE ||
-                                                  cmd == F_GETLEASE);
-      s.declare.push_back([=, this] {
-        DeclareFdUse(proc, sc.fd);
-        if (newfd >= 0) deps.Write(FdKey(proc, newfd));
-        if (locks && file != kNone) deps.UseInOrder(LockKey(file));
-      });
-      break;
     }
-    case IOT_OP_FLOCK: {
-      s.declare.push_back([=, this] {
-        DeclareFdUse(proc, sc.fd);
-        if (file != kNone) deps.UseInOrder(LockKey(file));
-      });
-      break;
+    op.file = f;
+    if (ok && f != kNone && sc.ino != 0) file_by_identity.emplace(std::make_pair(sc.dev, sc.ino), f);
+    if (ok) {
+      int32_t nfd = static_cast<int32_t>(sc.ret);
+      uint32_t o = NewOfd(op.skip == Skip::kUnknownPath ? kNone : p, f, flags,
+                          op.skip == Skip::kUnknownPath);
+      SetFd(proc, nfd, o, flags & O_CLOEXEC);
+      op.ofd = o;
     }
-    default:
-      return false;
+    s.declare.push_back([=, this] {
+      PathResources(p, creat || trunc);
+      if (ok) deps.Write(FdKey(proc, static_cast<int32_t>(sc.ret)));
+      if (trunc && f != kNone) deps.WriteRange(FileKey(f), 0, UINT64_MAX);
+    });
+  } else if (info.fd_effect == FdEffect::kCloses) {
+    if (op.fd_state == FdState::kKnown && sc.ret != -EBADF) {
+      // Closing an io_uring instance: the replay tears its engine down here, so the ring's
+      // close (and unmapping) happens where the original's did.
+      const uint32_t closed = OfdOf(proc, sc.fd);
+      if (ok && closed != kNone) RingClosed(proc, sc.fd, closed, &op);
+      fd_table.Close(proc, sc.fd);
+    }
+    s.declare.push_back([=, this] { if (sc.fd >= 0) deps.Write(FdKey(proc, sc.fd)); });
+  } else if (info.fd_effect == FdEffect::kClosesRange) {
+    // The op records the descriptors it closed (or marked close-on-exec), ascending.
+    if (ok) {
+      fd_table.CloseRange(proc, CloseRangeFirst(sc), CloseRangeLast(sc),
+                          (sc.flags & CLOSE_RANGE_CLOEXEC) != 0, &s.extra);
+    }
+    op.fd_state = FdState::kKnown;
+    s.declare.push_back([this, proc, closed = s.extra] {
+      for (auto fd : closed) deps.Write(FdKey(proc, static_cast<int32_t>(fd)));
+    });
+  } else if (info.fd_effect == FdEffect::kDuplicates) {
+    const bool fcntl = IsFcntl(info);
+    int cmd = fcntl ? FcntlCmd(sc) : -1;
+    bool dupping = !fcntl || cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
+    int32_t newfd = -1;
+    if (dupping && ok) newfd = static_cast<int32_t>(sc.ret);
+    if (info.fd2 == FdRole::kCreated && sc.fd2 >= 0) {
+      if (OfdOf(proc, sc.fd2) != kNone) op.fd2_state = FdState::kKnown;
+      NoteFd(proc, sc.fd2);
+    }
+    if (newfd >= 0 && newfd != sc.fd) {
+      // An unknown old descriptor closes whatever newfd held.
+      fd_table.Dup(proc, sc.fd, newfd, OpResultCloexec(sc));
+      NoteFd(proc, newfd);
+    }
+    if (fcntl && ok && op.fd_state == FdState::kKnown) {
+      if (cmd == F_SETFD) fd_table.SetCloexec(proc, sc.fd, (FcntlArg(sc) & FD_CLOEXEC) != 0);
+      if (cmd == F_SETFL && op.ofd != kNone) {
+        fd_table.SetFlags(ofds[op.ofd].desc, static_cast<uint32_t>(FcntlArg(sc)));
+      }
+    }
+    const bool locks = fcntl && (FcntlIsLock(cmd) || cmd == F_SETLEASE ||
+                                                cmd == F_GETLEASE);
+    s.declare.push_back([=, this] {
+      DeclareFdUse(proc, sc.fd);
+      if (newfd >= 0) deps.Write(FdKey(proc, newfd));
+      if (locks && file != kNone) deps.UseInOrder(LockKey(file));
+    });
+  } else if (code == IOT_OP_FLOCK) {
+    s.declare.push_back([=, this] {
+      DeclareFdUse(proc, sc.fd);
+      if (file != kNone) deps.UseInOrder(LockKey(file));
+    });
+  } else {
+    return false;
   }
   return true;
 }
@@ -327,103 +327,94 @@ bool ModelBuilder::Impl::ApplyDataOp(SyscallStep& s) {
   const bool ofd = s.op.ofd != kNone;  // the data descriptor's open file is known
   const uint32_t file = s.op.file;
   Op& op = s.op;
-  switch (code) {
-    case IOT_OP_READ: case IOT_OP_WRITE: case IOT_OP_READV: case IOT_OP_WRITEV:
-    case IOT_OP_PREAD64: case IOT_OP_PWRITE64: case IOT_OP_PREADV: case IOT_OP_PWRITEV:
-    case IOT_OP_PREADV2: case IOT_OP_PWRITEV2: {
-      bool positional = OpHasExplicitOffset(code) &&
-                        !((code == IOT_OP_PREADV2 || code == IOT_OP_PWRITEV2) &&
-                          sc.offset == kNoOffset);
-      bool is_write = OpIsWrite(code);
-      uint64_t pos = sc.offset;
-      if (!positional && ofd) {
-        pos = Desc(op.ofd).pos;
-        if (is_write && Desc(op.ofd).append && ok && sc.fsize >= uint64_t(sc.ret)) {
-          pos = sc.fsize - static_cast<uint64_t>(sc.ret);
-        }
+  const OpInfo& info = GetOpInfo(code);
+  if (info.family == OpFamily::kRead || info.family == OpFamily::kWrite) {
+    bool positional = OpHasExplicitOffset(code) &&
+                      !(info.offset == FieldUse::kOffsetOrCurrent &&
+                        sc.offset == kNoOffset);
+    bool is_write = OpIsWrite(code);
+    uint64_t pos = sc.offset;
+    if (!positional && ofd) {
+      pos = Desc(op.ofd).pos;
+      if (is_write && Desc(op.ofd).append && ok && sc.fsize >= uint64_t(sc.ret)) {
+        pos = sc.fsize - static_cast<uint64_t>(sc.ret);
       }
-      op.pos = pos;
-      uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
-      if (ofd && ok && !positional) Desc(op.ofd).pos = Sum(pos, n);
-      if (ofd && ok) WidenInitialAccess(op.ofd, is_write);
-      if (ok && n > 0) DataUse(file);
-      if (file != kNone) {
+    }
+    op.pos = pos;
+    uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
+    if (ofd && ok && !positional) Desc(op.ofd).pos = Sum(pos, n);
+    if (ofd && ok) WidenInitialAccess(op.ofd, is_write);
+    if (ok && n > 0) DataUse(file);
+    if (file != kNone) {
+      if (is_write) {
+        if (ok && n > 0) Modified(file);
+      } else if (ok) {
+        GrowInitial(file, Sum(pos, n));
+        GrowInitial(file, sc.fsize);
+      }
+    }
+    uint32_t pos_ofd = positional ? kNone : op.ofd;
+    // The file's end (ordering.h, kSize): an append reads and moves it, a write reaching it
+    // may have moved it.
+    const bool appends = is_write && !positional && ofd && Desc(op.ofd).append;
+    const bool reaches_end = is_write && n > 0 && Sum(pos, n) >= sc.fsize;
+    s.declare.push_back([=, this] {
+      DeclareFdUse(proc, sc.fd);
+      if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
+      if (file != kNone && appends) deps.Write(ResourceKey(ResourceTag::kSize, file));
+      else if (file != kNone && reaches_end) deps.Read(ResourceKey(ResourceTag::kSize, file));
+      if (file != kNone && n > 0) {
         if (is_write) {
-          if (ok && n > 0) Modified(file);
-        } else if (ok) {
-          GrowInitial(file, Sum(pos, n));
-          GrowInitial(file, sc.fsize);
+          deps.WriteRange(FileKey(file), pos, Sum(pos, n));
+          deps.Read(FileKey(file));
+        } else {
+          deps.ReadRange(FileKey(file), pos, Sum(pos, n));
         }
       }
-      uint32_t pos_ofd = positional ? kNone : op.ofd;
-      // The file's end (ordering.h, kSize): an append reads and moves it, a write reaching it
-      // may have moved it.
-      const bool appends = is_write && !positional && ofd && Desc(op.ofd).append;
-      const bool reaches_end = is_write && n > 0 && Sum(pos, n) >= sc.fsize;
-      s.declare.push_back([=, this] {
-        DeclareFdUse(proc, sc.fd);
-        if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
-        if (file != kNone && appends) deps.Write(ResourceKey(ResourceTag::kSize, file));
-        else if (file != kNone && reaches_end) deps.Read(ResourceKey(ResourceTag::kSize, file));
-        if (file != kNone && n > 0) {
-          if (is_write) {
-            deps.WriteRange(FileKey(file), pos, Sum(pos, n));
-            deps.Read(FileKey(file));
-          } else {
-            deps.ReadRange(FileKey(file), pos, Sum(pos, n));
-          }
-        }
-      });
-      break;
+    });
+  } else if (info.family == OpFamily::kSeek) {
+    if (ok && ofd) Desc(op.ofd).pos = static_cast<uint64_t>(sc.ret);
+    if (file != kNone && ok) GrowInitial(file, sc.fsize);
+    uint32_t pos_ofd = op.ofd;
+    // SEEK_END, SEEK_DATA, SEEK_HOLE: the answer depends on the file's end (kSize).
+    const int whence = Whence(sc);
+    const bool sees_end = whence == SEEK_END || whence == SEEK_DATA || whence == SEEK_HOLE;
+    s.declare.push_back([=, this] {
+      DeclareFdUse(proc, sc.fd);
+      if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
+      if (file != kNone && sees_end) deps.Write(ResourceKey(ResourceTag::kSize, file));
+    });
+  } else if (info.sync == SyncScope::kFile || info.sync == SyncScope::kFileData ||
+             info.sync == SyncScope::kFileRange) {
+    s.declare.push_back([=, this] {
+      DeclareFdUse(proc, sc.fd);
+      if (file != kNone) deps.Write(FileKey(file));
+    });
+  } else if (info.family == OpFamily::kSpace && info.fd == FdRole::kUsed) {
+    if (ok) {
+      Modified(file);
+      DataUse(file);
     }
-    case IOT_OP_LSEEK: {
-      if (ok && ofd) Desc(op.ofd).pos = static_cast<uint64_t>(sc.ret);
-      if (file != kNone && ok) GrowInitial(file, sc.fsize);
-      uint32_t pos_ofd = op.ofd;
-      // SEEK_END, SEEK_DATA, SEEK_HOLE: the answer depends on the file's end (kSize).
-      const int whence = Whence(sc);
-      const bool sees_end = whence == SEEK_END || whence == SEEK_DATA || whence == SEEK_HOLE;
-      s.declare.push_back([=, this] {
-        DeclareFdUse(proc, sc.fd);
-        if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
-        if (file != kNone && sees_end) deps.Write(ResourceKey(ResourceTag::kSize, file));
-      });
-      break;
-    }
-    case IOT_OP_FSYNC: case IOT_OP_FDATASYNC: case IOT_OP_SYNC_FILE_RANGE: {
-      s.declare.push_back([=, this] {
-        DeclareFdUse(proc, sc.fd);
-        if (file != kNone) deps.Write(FileKey(file));
-      });
-      break;
-    }
-    case IOT_OP_FALLOCATE: case IOT_OP_FTRUNCATE: {
-      if (ok) {
-        Modified(file);
-        DataUse(file);
-      }
-      uint64_t b = code == IOT_OP_FALLOCATE ? sc.offset : 0;
-      uint64_t e = code == IOT_OP_FALLOCATE ? Sum(sc.offset, sc.length) : UINT64_MAX;
-      s.declare.push_back([=, this] {
-        DeclareFdUse(proc, sc.fd);
-        if (file != kNone) deps.WriteRange(FileKey(file), b, e);
-        if (file != kNone) deps.Read(ResourceKey(ResourceTag::kSize, file));  // moves the end
-      });
-      break;
-    }
-    case IOT_OP_FADVISE64: case IOT_OP_READAHEAD: case IOT_OP_FSTAT: case IOT_OP_GETDENTS64:
-    case IOT_OP_SYNCFS: {
-      if (ok && file != kNone) GrowInitial(file, sc.fsize);
-      if (ok && code == IOT_OP_GETDENTS64) MarkDir(file, kNone);
-      uint32_t pos_ofd = code == IOT_OP_GETDENTS64 ? op.ofd : kNone;  // directory position
-      s.declare.push_back([=, this] {
-        DeclareFdUse(proc, sc.fd);
-        if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
-      });
-      break;
-    }
-    default:
-      return false;
+    const bool range = info.offset == FieldUse::kFileOffset;  // fallocate's; ftruncate: to the end
+    uint64_t b = range ? sc.offset : 0;
+    uint64_t e = range ? Sum(sc.offset, sc.length) : UINT64_MAX;
+    s.declare.push_back([=, this] {
+      DeclareFdUse(proc, sc.fd);
+      if (file != kNone) deps.WriteRange(FileKey(file), b, e);
+      if (file != kNone) deps.Read(ResourceKey(ResourceTag::kSize, file));  // moves the end
+    });
+  } else if (info.fd == FdRole::kUsed && (info.family == OpFamily::kAdvice || info.family == OpFamily::kStat ||
+             info.family == OpFamily::kDirectory || info.family == OpFamily::kSync)) {
+    if (ok && file != kNone) GrowInitial(file, sc.fsize);
+    const bool lists_dir = info.family == OpFamily::kDirectory;  // getdents64
+    if (ok && lists_dir) MarkDir(file, kNone);
+    uint32_t pos_ofd = lists_dir ? op.ofd : kNone;  // directory position
+    s.declare.push_back([=, this] {
+      DeclareFdUse(proc, sc.fd);
+      if (pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, pos_ofd));
+    });
+  } else {
+    return false;
   }
   return true;
 }
@@ -436,46 +427,43 @@ bool ModelBuilder::Impl::ApplyCopyOp(SyscallStep& s) {
   const bool ofd = s.op.ofd != kNone;  // the input descriptor's open file is known
   const uint32_t file = s.op.file;
   Op& op = s.op;
-  switch (code) {
-    case IOT_OP_COPY_FILE_RANGE: case IOT_OP_SENDFILE: {
-      uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
-      int in_fd = DataFd(sc), out_fd = SecondFd(sc);
-      uint64_t in_pos = sc.offset;
-      if (in_pos == kNoOffset && ofd) in_pos = Desc(op.ofd).pos;
-      if (sc.offset == kNoOffset && ofd && ok) Desc(op.ofd).pos = Sum(Desc(op.ofd).pos, n);
-      op.pos = in_pos;
-      if (file != kNone && ok) GrowInitial(file, Sum(in_pos, n));
-      if (ok && n > 0) DataUse(file);
-      uint32_t out_file = kNone;
-      uint64_t out_pos = 0;
-      const uint32_t out_ofd = OfdOf(proc, out_fd);
-      if (out_ofd != kNone) {
-        OpenFileDescription& oo = Desc(out_ofd);
-        out_file = ofds[out_ofd].file;
-        out_pos = code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset
-                      ? CopyOutOffset(sc) : oo.pos;
-        bool positional_out = code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset;
-        if (!positional_out && ok) oo.pos = Sum(oo.pos, n);
-        if (ok && n) {
-          Modified(out_file);
-          DataUse(out_file);
-        }
+  const OpInfo& info = GetOpInfo(code);
+  if (info.direction == OpDirection::kCopy && info.replay == OpReplay::kReissued) {
+    uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
+    int in_fd = DataFd(sc), out_fd = SecondFd(sc);
+    uint64_t in_pos = sc.offset;
+    if (in_pos == kNoOffset && ofd) in_pos = Desc(op.ofd).pos;
+    if (sc.offset == kNoOffset && ofd && ok) Desc(op.ofd).pos = Sum(Desc(op.ofd).pos, n);
+    op.pos = in_pos;
+    if (file != kNone && ok) GrowInitial(file, Sum(in_pos, n));
+    if (ok && n > 0) DataUse(file);
+    uint32_t out_file = kNone;
+    uint64_t out_pos = 0;
+    // copy_file_range's *off_out; sendfile writes at its out_fd's position.
+    const bool positional_out = info.aux == FieldUse::kOutOffset && CopyOutOffset(sc) != kNoOffset;
+    const uint32_t out_ofd = OfdOf(proc, out_fd);
+    if (out_ofd != kNone) {
+      OpenFileDescription& oo = Desc(out_ofd);
+      out_file = ofds[out_ofd].file;
+      out_pos = positional_out ? CopyOutOffset(sc) : oo.pos;
+      if (!positional_out && ok) oo.pos = Sum(oo.pos, n);
+      if (ok && n) {
+        Modified(out_file);
+        DataUse(out_file);
       }
-      uint32_t in_pos_ofd = sc.offset == kNoOffset ? op.ofd : kNone;
-      uint32_t out_pos_ofd =
-          !(code == IOT_OP_COPY_FILE_RANGE && CopyOutOffset(sc) != kNoOffset) ? out_ofd : kNone;
-      s.declare.push_back([=, this] {
-        DeclareFdUse(proc, in_fd);
-        DeclareFdUse(proc, out_fd);
-        if (in_pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, in_pos_ofd));
-        if (out_pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, out_pos_ofd));
-        if (file != kNone && n) deps.ReadRange(FileKey(file), in_pos, Sum(in_pos, n));
-        if (out_file != kNone && n) deps.WriteRange(FileKey(out_file), out_pos, Sum(out_pos, n));
-      });
-      break;
     }
-    default:
-      return false;
+    uint32_t in_pos_ofd = sc.offset == kNoOffset ? op.ofd : kNone;
+    uint32_t out_pos_ofd = !positional_out ? out_ofd : kNone;
+    s.declare.push_back([=, this] {
+      DeclareFdUse(proc, in_fd);
+      DeclareFdUse(proc, out_fd);
+      if (in_pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, in_pos_ofd));
+      if (out_pos_ofd != kNone) deps.Write(ResourceKey(ResourceTag::kPosition, out_pos_ofd));
+      if (file != kNone && n) deps.ReadRange(FileKey(file), in_pos, Sum(in_pos, n));
+      if (out_file != kNone && n) deps.WriteRange(FileKey(out_file), out_pos, Sum(out_pos, n));
+    });
+  } else {
+    return false;
   }
   return true;
 }
@@ -488,92 +476,89 @@ bool ModelBuilder::Impl::ApplyMemoryOp(SyscallStep& s) {
   const bool ok = s.ok;
   const uint32_t file = s.op.file;
   Op& op = s.op;
-  switch (code) {
-    case IOT_OP_MMAP: {
-      if (ok && op.skip == Skip::kReplayable && (sc.flags & (MAP_FIXED | MAP_FIXED_NOREPLACE))) {
-        uint64_t start = static_cast<uint64_t>(sc.ret);
-        uint32_t in = CoveringMapping(proc, start, Sum(start, PageRound(sc.length)));
-        if (in != kNone) {
-          op.fixed_in = in;
-          op.map_offset = start - m->mappings_[in].start;
-        }
+  const OpInfo& info = GetOpInfo(code);
+  if (info.mapping == OpMapping::kMaps) {
+    if (ok && op.skip == Skip::kReplayable && (sc.flags & (MAP_FIXED | MAP_FIXED_NOREPLACE))) {
+      uint64_t start = static_cast<uint64_t>(sc.ret);
+      uint32_t in = CoveringMapping(proc, start, Sum(start, PageRound(sc.length)));
+      if (in != kNone) {
+        op.fixed_in = in;
+        op.map_offset = start - m->mappings_[in].start;
       }
-      if (ok && op.skip == Skip::kReplayable) {
-        Mapping mp;
-        mp.process = proc;
-        mp.start = static_cast<uint64_t>(sc.ret);
-        mp.length = PageRound(sc.length);  // the kernel maps whole pages
-        mp.file_offset = sc.offset;
-        mp.prot = sc.mode;
-        mp.flags = sc.flags;
-        mp.path = op.path;
-        mp.file = file;
-        mp.ofd = op.ofd;
-        mp.thread = t;
-        mp.op = s.index;
-        mp.fd = sc.fd;
-        op.mapping = AddMapping(mp, ofds[op.ofd].desc);
-        if (file != kNone) GrowInitial(file, sc.fsize);
-        DataUse(file);
-      } else if (ok) {
-        UnmapRange(proc, static_cast<uint64_t>(sc.ret),
-                   Sum(static_cast<uint64_t>(sc.ret), PageRound(sc.length)));
-      }
-      uint32_t mid = op.mapping;
-      // Replayed inside its live twin (Op::fixed_in), the call replaces part of that mapping:
-      // it follows the other threads' uses of it, as an unmap of the part would.
-      uint32_t replaced = op.fixed_in;
-      s.declare.push_back([=, this] {
-        DeclareFdUse(proc, sc.fd);
-        if (mid != kNone) deps.Write(ResourceKey(ResourceTag::kMapping, mid));
-        if (replaced != kNone) deps.Write(ResourceKey(ResourceTag::kMapping, replaced));
-      });
-      break;
     }
-    case IOT_OP_MUNMAP: case IOT_OP_MSYNC: case IOT_OP_MADVISE: case IOT_OP_MREMAP: {
-      uint64_t addr = MemAddr(sc);
-      op.mapping = FindMapping(proc, addr);
-      if (op.mapping == kNone) {
-        if (op.skip == Skip::kReplayable) op.skip = Skip::kUnknownMapping;
-      } else {
-        const Mapping& mp = m->mappings_[op.mapping];
-        op.map_offset = addr - mp.start;
-        op.path = mp.path;
-        op.file = mp.file;
-      }
-      uint32_t mid = op.mapping;
-      uint32_t new_mid = kNone;
-      uint64_t len = PageRound(MemLength(sc));
-      if (ok && code == IOT_OP_MUNMAP) UnmapRange(proc, addr, Sum(addr, len));
-      if (ok && code == IOT_OP_MREMAP && mid != kNone) {
-        Mapping mp = m->mappings_[mid];
-        const FileMapping* moved = fd_table.MappingAt(proc, addr);
-        const DescriptionId desc = moved ? moved->desc : kNoDescription;
-        UnmapRange(proc, addr, Sum(addr, len));
-        mp.file_offset += addr - mp.start;
-        mp.start = static_cast<uint64_t>(sc.ret);
-        mp.length = PageRound(MremapNewLength(sc));
-        mp.thread = t;
-        mp.op = s.index;
-        mp.inherited_from = kNone;
-        new_mid = AddMapping(mp, desc);
-        // The op refers to the old mapping; the new one is recorded in extra.
-        s.extra.push_back(new_mid);
-      }
-      bool excl = code == IOT_OP_MUNMAP || code == IOT_OP_MREMAP;
-      s.declare.push_back([=, this] {
-        if (mid == kNone) return;
-        if (excl) deps.Write(ResourceKey(ResourceTag::kMapping, mid));
-        else deps.Read(ResourceKey(ResourceTag::kMapping, mid));
-        if (new_mid != kNone) deps.Write(ResourceKey(ResourceTag::kMapping, new_mid));
-        if (code == IOT_OP_MSYNC && m->mappings_[mid].file != kNone) {
-          deps.Write(FileKey(m->mappings_[mid].file));
-        }
-      });
-      break;
+    if (ok && op.skip == Skip::kReplayable) {
+      Mapping mp;
+      mp.process = proc;
+      mp.start = static_cast<uint64_t>(sc.ret);
+      mp.length = PageRound(sc.length);  // the kernel maps whole pages
+      mp.file_offset = sc.offset;
+      mp.prot = sc.mode;
+      mp.flags = sc.flags;
+      mp.path = op.path;
+      mp.file = file;
+      mp.ofd = op.ofd;
+      mp.thread = t;
+      mp.op = s.index;
+      mp.fd = sc.fd;
+      op.mapping = AddMapping(mp, ofds[op.ofd].desc);
+      if (file != kNone) GrowInitial(file, sc.fsize);
+      DataUse(file);
+    } else if (ok) {
+      UnmapRange(proc, static_cast<uint64_t>(sc.ret),
+                 Sum(static_cast<uint64_t>(sc.ret), PageRound(sc.length)));
     }
-    default:
-      return false;
+    uint32_t mid = op.mapping;
+    // Replayed inside its live twin (Op::fixed_in), the call replaces part of that mapping:
+    // it follows the other threads' uses of it, as an unmap of the part would.
+    uint32_t replaced = op.fixed_in;
+    s.declare.push_back([=, this] {
+      DeclareFdUse(proc, sc.fd);
+      if (mid != kNone) deps.Write(ResourceKey(ResourceTag::kMapping, mid));
+      if (replaced != kNone) deps.Write(ResourceKey(ResourceTag::kMapping, replaced));
+    });
+  } else if (info.mapping != OpMapping::kNone) {
+    uint64_t addr = MemAddr(sc);
+    op.mapping = FindMapping(proc, addr);
+    if (op.mapping == kNone) {
+      if (op.skip == Skip::kReplayable) op.skip = Skip::kUnknownMapping;
+    } else {
+      const Mapping& mp = m->mappings_[op.mapping];
+      op.map_offset = addr - mp.start;
+      op.path = mp.path;
+      op.file = mp.file;
+    }
+    uint32_t mid = op.mapping;
+    uint32_t new_mid = kNone;
+    uint64_t len = PageRound(MemLength(sc));
+    if (ok && info.mapping == OpMapping::kUnmaps) UnmapRange(proc, addr, Sum(addr, len));
+    if (ok && info.mapping == OpMapping::kRemaps && mid != kNone) {
+      Mapping mp = m->mappings_[mid];
+      const FileMapping* moved = fd_table.MappingAt(proc, addr);
+      const DescriptionId desc = moved ? moved->desc : kNoDescription;
+      UnmapRange(proc, addr, Sum(addr, len));
+      mp.file_offset += addr - mp.start;
+      mp.start = static_cast<uint64_t>(sc.ret);
+      mp.length = PageRound(MremapNewLength(sc));
+      mp.thread = t;
+      mp.op = s.index;
+      mp.inherited_from = kNone;
+      new_mid = AddMapping(mp, desc);
+      // The op refers to the old mapping; the new one is recorded in extra.
+      s.extra.push_back(new_mid);
+    }
+    bool excl = info.mapping == OpMapping::kUnmaps || info.mapping == OpMapping::kRemaps;
+    const bool syncs = info.mapping == OpMapping::kSyncs;
+    s.declare.push_back([=, this] {
+      if (mid == kNone) return;
+      if (excl) deps.Write(ResourceKey(ResourceTag::kMapping, mid));
+      else deps.Read(ResourceKey(ResourceTag::kMapping, mid));
+      if (new_mid != kNone) deps.Write(ResourceKey(ResourceTag::kMapping, new_mid));
+      if (syncs && m->mappings_[mid].file != kNone) {
+        deps.Write(FileKey(m->mappings_[mid].file));
+      }
+    });
+  } else {
+    return false;
   }
   return true;
 }
@@ -586,136 +571,117 @@ bool ModelBuilder::Impl::ApplyNamespaceOp(SyscallStep& s) {
   const bool ofd = s.op.ofd != kNone;  // the descriptor's open file is known
   const uint32_t file = s.op.file;
   Op& op = s.op;
-  switch (code) {
-    case IOT_OP_TRUNCATE: {
-      uint32_t f = kNone;
-      if (op.path != kNone && op.skip == Skip::kReplayable) {
-        if (ok) f = Exists(op.path, false, 0, nullptr);
-        if (ok) {
-          Modified(f);
-          DataUse(f);
-        }
+  const OpInfo& info = GetOpInfo(code);
+  if (info.family == OpFamily::kSpace && info.path == PathRole::kResolved) {
+    uint32_t f = kNone;
+    if (op.path != kNone && op.skip == Skip::kReplayable) {
+      if (ok) f = Exists(op.path, false, 0, nullptr);
+      if (ok) {
+        Modified(f);
+        DataUse(f);
       }
+    }
+    op.file = f;
+    PathId p = op.path;
+    s.declare.push_back([=, this] {
+      PathResources(p, false);
+      if (f != kNone) deps.WriteRange(FileKey(f), 0, UINT64_MAX);
+    });
+  } else if (info.family == OpFamily::kStat && info.path == PathRole::kResolved) {
+    PathId p = op.path;
+    if (p != kNone && !op.empty_path && op.skip == Skip::kReplayable) {
+      if (ok) op.file = Exists(p, sc.ftype == kFtypeDir, sc.fsize, &sc);
+      else if (sc.ret == -ENOENT && !file_by_path.count(p)) absent.insert(p);
+    }
+    bool emp = op.empty_path;
+    int dirfd = PathDirFd(sc);
+    s.declare.push_back([=, this] {
+      if (emp) DeclareFdUse(proc, dirfd);
+      else PathResources(p, false);
+    });
+  } else if (info.names == NameEffect::kMakesDir) {
+    PathId p = op.path;
+    if (p != kNone && op.skip == Skip::kReplayable) {
+      if (ok) op.file = Created(p, true);
+      else if (sc.ret == -EEXIST) op.file = Exists(p, true, 0, nullptr);
+    }
+    s.declare.push_back([=, this] { PathResources(p, true); });
+  } else if (info.names == NameEffect::kRemoves || info.names == NameEffect::kRemovesDir) {
+    PathId p = op.path;
+    bool dir = info.names == NameEffect::kRemovesDir ||
+               (info.path_base == PathBase::kFd && (sc.flags & AT_REMOVEDIR));
+    if (p != kNone && op.skip == Skip::kReplayable) {
+      if (ok) {
+        op.file = Exists(p, dir, 0, nullptr);
+        Removed(p);
+      } else if (sc.ret == -ENOENT && !file_by_path.count(p)) {
+        absent.insert(p);
+      }
+    }
+    s.declare.push_back([=, this] { PathResources(p, true); });
+  } else if (info.names == NameEffect::kRenames) {
+    PathId p = op.path, q = op.path2;
+    if (p != kNone && q != kNone && op.skip == Skip::kReplayable && ok) {
+      op.file = Exists(p, sc.ftype == kFtypeDir, 0, nullptr);
+      bool exchange = code == IOT_OP_RENAMEAT2 && (sc.flags & 2 /*RENAME_EXCHANGE*/);
+      if (exchange) Exists(q, false, 0, nullptr);
+      EnsureParentDirs(q);
+      Renamed(p, q, exchange);
+    }
+    s.declare.push_back([=, this] {
+      PathResources(p, true);
+      PathResources(q, true);
+    });
+  } else if (info.names == NameEffect::kLinks) {
+    PathId p = op.path, q = op.path2;
+    if (p != kNone && q != kNone && op.skip == Skip::kReplayable && ok) {
+      // AT_EMPTY_PATH (or /proc/self/fd/N): the descriptor's file, which may have no name.
+      uint32_t f = op.empty_path && op.file != kNone ? op.file : Exists(p, false, 0, nullptr);
+      if (f != kNone && m->files_[f].path == kNone) m->files_[f].path = q;
       op.file = f;
-      PathId p = op.path;
-      s.declare.push_back([=, this] {
-        PathResources(p, false);
-        if (f != kNone) deps.WriteRange(FileKey(f), 0, UINT64_MAX);
-      });
-      break;
+      EnsureParentDirs(q);
+      file_by_path[q] = f;
+      absent.erase(q);
     }
-    case IOT_OP_STAT: case IOT_OP_LSTAT: case IOT_OP_NEWFSTATAT: case IOT_OP_STATX: {
-      PathId p = op.path;
-      if (p != kNone && !op.empty_path && op.skip == Skip::kReplayable) {
-        if (ok) op.file = Exists(p, sc.ftype == kFtypeDir, sc.fsize, &sc);
-        else if (sc.ret == -ENOENT && !file_by_path.count(p)) absent.insert(p);
+    const int held = op.empty_path ? PathDirFd(op.sc) : -1;  // the descriptor linked
+    s.declare.push_back([=, this] {
+      if (held >= 0) DeclareFdUse(proc, held);
+      PathResources(p, false);
+      PathResources(q, true);
+    });
+  } else if (info.names == NameEffect::kSymlinks) {
+    PathId q = op.path2;
+    if (q != kNone && op.skip == Skip::kReplayable && ok) {
+      op.file = Created(q, false);
+      m->files_[op.file].ftype = S_IFLNK >> 12;
+    }
+    s.declare.push_back([=, this] { PathResources(q, true); });
+  } else if (info.names == NameEffect::kBindsSocket) {
+    // An AF_UNIX socket bound to a path makes a socket file there; EADDRINUSE: something
+    // already had the name.
+    PathId p = op.path;
+    if (p != kNone && op.skip == Skip::kReplayable) {
+      if (ok) {
+        op.file = Created(p, false);
+        if (op.file != kNone) m->files_[op.file].ftype = S_IFSOCK >> 12;
+      } else if (sc.ret == -EADDRINUSE) {
+        op.file = Exists(p, false, 0, nullptr);
       }
-      bool emp = op.empty_path;
-      int dirfd = PathDirFd(sc);
-      s.declare.push_back([=, this] {
-        if (emp) DeclareFdUse(proc, dirfd);
-        else PathResources(p, false);
-      });
-      break;
     }
-    case IOT_OP_MKDIR: case IOT_OP_MKDIRAT: {
-      PathId p = op.path;
-      if (p != kNone && op.skip == Skip::kReplayable) {
-        if (ok) op.file = Created(p, true);
-        else if (sc.ret == -EEXIST) op.file = Exists(p, true, 0, nullptr);
-      }
-      s.declare.push_back([=, this] { PathResources(p, true); });
-      break;
+    s.declare.push_back([=, this] { PathResources(p, true); });
+  } else if (info.names == NameEffect::kSetsCwd && info.path == PathRole::kResolved) {
+    PathId p = op.path;
+    if (p != kNone && op.skip == Skip::kReplayable && ok) {
+      op.file = Exists(p, true, 0, nullptr);
+      SetCwd(proc, p);
     }
-    case IOT_OP_UNLINK: case IOT_OP_UNLINKAT: case IOT_OP_RMDIR: {
-      PathId p = op.path;
-      bool dir = code == IOT_OP_RMDIR || (code == IOT_OP_UNLINKAT && (sc.flags & AT_REMOVEDIR));
-      if (p != kNone && op.skip == Skip::kReplayable) {
-        if (ok) {
-          op.file = Exists(p, dir, 0, nullptr);
-          Removed(p);
-        } else if (sc.ret == -ENOENT && !file_by_path.count(p)) {
-          absent.insert(p);
-        }
-      }
-      s.declare.push_back([=, this] { PathResources(p, true); });
-      break;
-    }
-    case IOT_OP_RENAME: case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2: {
-      PathId p = op.path, q = op.path2;
-      if (p != kNone && q != kNone && op.skip == Skip::kReplayable && ok) {
-        op.file = Exists(p, sc.ftype == kFtypeDir, 0, nullptr);
-        bool exchange = code == IOT_OP_RENAMEAT2 && (sc.flags & 2 /*RENAME_EXCHANGE*/);
-        if (exchange) Exists(q, false, 0, nullptr);
-        EnsureParentDirs(q);
-        Renamed(p, q, exchange);
-      }
-      s.declare.push_back([=, this] {
-        PathResources(p, true);
-        PathResources(q, true);
-      });
-      break;
-    }
-    case IOT_OP_LINK: case IOT_OP_LINKAT: {
-      PathId p = op.path, q = op.path2;
-      if (p != kNone && q != kNone && op.skip == Skip::kReplayable && ok) {
-        // AT_EMPTY_PATH (or /proc/self/fd/N): the descriptor's file, which may have no name.
-        uint32_t f = op.empty_path && op.file != kNone ? op.file : Exists(p, false, 0, nullptr);
-        if (f != kNone && m->files_[f].path == kNone) m->files_[f].path = q;
-        op.file = f;
-        EnsureParentDirs(q);
-        file_by_path[q] = f;
-        absent.erase(q);
-      }
-      const int held = op.empty_path ? PathDirFd(op.sc) : -1;  // the descriptor linked
-      s.declare.push_back([=, this] {
-        if (held >= 0) DeclareFdUse(proc, held);
-        PathResources(p, false);
-        PathResources(q, true);
-      });
-      break;
-    }
-    case IOT_OP_SYMLINK: case IOT_OP_SYMLINKAT: {
-      PathId q = op.path2;
-      if (q != kNone && op.skip == Skip::kReplayable && ok) {
-        op.file = Created(q, false);
-        m->files_[op.file].ftype = S_IFLNK >> 12;
-      }
-      s.declare.push_back([=, this] { PathResources(q, true); });
-      break;
-    }
-    case IOT_OP_BIND: {
-      // An AF_UNIX socket bound to a path makes a socket file there; EADDRINUSE: something
-      // already had the name.
-      PathId p = op.path;
-      if (p != kNone && op.skip == Skip::kReplayable) {
-        if (ok) {
-          op.file = Created(p, false);
-          if (op.file != kNone) m->files_[op.file].ftype = S_IFSOCK >> 12;
-        } else if (sc.ret == -EADDRINUSE) {
-          op.file = Exists(p, false, 0, nullptr);
-        }
-      }
-      s.declare.push_back([=, this] { PathResources(p, true); });
-      break;
-    }
-    case IOT_OP_CHDIR: {
-      PathId p = op.path;
-      if (p != kNone && op.skip == Skip::kReplayable && ok) {
-        op.file = Exists(p, true, 0, nullptr);
-        SetCwd(proc, p);
-      }
-      s.declare.push_back([=, this] { PathResources(p, false); });
-      break;
-    }
-    case IOT_OP_FCHDIR: {
-      if (ok && ofd) fd_table.SetCwd(proc, Desc(op.ofd).path);
-      if (ok) MarkDir(file, kNone);
-      s.declare.push_back([=, this] { DeclareFdUse(proc, sc.fd); });
-      break;
-    }
-    default:
-      return false;
+    s.declare.push_back([=, this] { PathResources(p, false); });
+  } else if (info.names == NameEffect::kSetsCwd) {
+    if (ok && ofd) fd_table.SetCwd(proc, Desc(op.ofd).path);
+    if (ok) MarkDir(file, kNone);
+    s.declare.push_back([=, this] { DeclareFdUse(proc, sc.fd); });
+  } else {
+    return false;
   }
   return true;
 }
@@ -727,77 +693,71 @@ bool ModelBuilder::Impl::ApplyAsyncSetupOp(SyscallStep& s) {
   const uint32_t t = s.thread;
   const bool ok = s.ok;
   Op& op = s.op;
-  switch (code) {
-    case IOT_OP_IO_SETUP: {
-      // length = nr_events, aux = the context address written to *ctxp (the async records' ctx)
-      if (ok && sc.length > 0) {
-        aio_setup_size[sc.aux] = static_cast<uint32_t>(std::min<uint64_t>(sc.length, UINT32_MAX));
-      }
-      break;
+  const OpInfo& info = GetOpInfo(code);
+  if (info.async == AsyncCall::kSetup && info.family == OpFamily::kAio) {
+    // length = nr_events, aux = the context address written to *ctxp (the async records' ctx)
+    if (ok && sc.length > 0) {
+      aio_setup_size[sc.aux] = static_cast<uint32_t>(std::min<uint64_t>(sc.length, UINT32_MAX));
     }
-    case IOT_OP_IO_DESTROY: {
-      // aux = the context: torn down after the requests submitted to it (any thread).
-      auto ci = async_ctx_index.find(AsyncContextKey(IOT_AIO_ENGINE_LIBAIO, sc.aux));
-      if (ci != async_ctx_index.end()) {
-        const uint32_t context = ci->second;
-        s.declare.push_back(
-            [=, this] { deps.Write(ResourceKey(ResourceTag::kAsyncCtx, context)); });
-      }
-      break;
+  } else if (info.async == AsyncCall::kDestroy) {
+    // aux = the context: torn down after the requests submitted to it (any thread).
+    auto ci = async_ctx_index.find(AsyncContextKey(IOT_AIO_ENGINE_LIBAIO, sc.aux));
+    if (ci != async_ctx_index.end()) {
+      const uint32_t context = ci->second;
+      s.declare.push_back(
+          [=, this] { deps.Write(ResourceKey(ResourceTag::kAsyncCtx, context)); });
     }
-    case IOT_OP_IO_URING_SETUP: {
-      if (ok && sc.length > 0) {
-        // The kernel takes no more entries (or clamps to this with IORING_SETUP_CLAMP).
-        uring_setup_size[t] =
-            static_cast<uint32_t>(std::min<uint64_t>(sc.length, kUringMaxEntries));
+  } else if (info.async == AsyncCall::kSetup) {
+    if (ok && sc.length > 0) {
+      // The kernel takes no more entries (or clamps to this with IORING_SETUP_CLAMP).
+      uring_setup_size[t] =
+          static_cast<uint32_t>(std::min<uint64_t>(sc.length, kUringMaxEntries));
+    }
+    if (ok) {
+      uint32_t o = NewOfd(kNone, kNone, O_RDWR, false);
+      ofds[o].ring = true;
+      SetFd(proc, static_cast<int32_t>(sc.ret), o, true);
+      op.ofd = o;
+    }
+    s.declare.push_back([=, this] {
+      if (ok) deps.Write(FdKey(proc, static_cast<int32_t>(sc.ret)));
+    });
+  } else if (info.fd == FdRole::kRing) {
+    const uint32_t ring = OfdOf(proc, sc.fd);
+    if (info.async == AsyncCall::kEnter && ring != kNone) {
+      uring_enter_ring[t] = ring;
+      // The requests just before the call are the ones it carries (sorted before it).
+      const auto& ops = m->threads_[t].ops;
+      if (!ops.empty() && ops.back().kind == OpKind::kAsyncSubmit) {
+        uring_requests[ring][t] = static_cast<uint32_t>(ops.size() - 1);
       }
-      if (ok) {
-        uint32_t o = NewOfd(kNone, kNone, O_RDWR, false);
-        ofds[o].ring = true;
-        SetFd(proc, static_cast<int32_t>(sc.ret), o, true);
-        op.ofd = o;
-      }
+    }
+    if (info.async == AsyncCall::kRegister && ok && ring != kNone) RegisterUringFiles(s);
+    s.declare.push_back([=, this] { DeclareFdUse(proc, sc.fd); });
+    if (info.async == AsyncCall::kEnter && (sc.flags & 1 /*GETEVENTS*/) && ring != kNone) {
+      // A wait for completions comes after the requests other threads had submitted to the
+      // ring when it began (a reaping thread's waits, MariaDB's): without pacing, a reaper
+      // that submits nothing would otherwise run ahead of its submitters, to waits for
+      // requests they reach only seconds later. Requests submitted during the wait are the
+      // replay's to await (Worker::AwaitSubmissions).
       s.declare.push_back([=, this] {
-        if (ok) deps.Write(FdKey(proc, static_cast<int32_t>(sc.ret)));
+        auto r = uring_requests.find(ring);
+        if (r == uring_requests.end()) return;
+        for (const auto& [thread, index] : r->second) deps.After(thread, index);
       });
-      break;
     }
-    case IOT_OP_IO_URING_ENTER: case IOT_OP_IO_URING_REGISTER: {
-      const uint32_t ring = OfdOf(proc, sc.fd);
-      if (code == IOT_OP_IO_URING_ENTER && ring != kNone) {
-        uring_enter_ring[t] = ring;
-        // The requests just before the call are the ones it carries (sorted before it).
-        const auto& ops = m->threads_[t].ops;
-        if (!ops.empty() && ops.back().kind == OpKind::kAsyncSubmit) {
-          uring_requests[ring][t] = static_cast<uint32_t>(ops.size() - 1);
-        }
-      }
-      if (code == IOT_OP_IO_URING_REGISTER && ok && ring != kNone) RegisterUringFiles(s);
-      s.declare.push_back([=, this] { DeclareFdUse(proc, sc.fd); });
-      if (code == IOT_OP_IO_URING_ENTER && (sc.flags & 1 /*GETEVENTS*/) && ring != kNone) {
-        // A wait for completions comes after the requests other threads had submitted to the
-        // ring when it began (a reaping thread's waits, MariaDB's): without pacing, a reaper
-        // that submits nothing would otherwise run ahead of its submitters, to waits for
-        // requests they reach only seconds later. Requests submitted during the wait are the
-        // replay's to await (Worker::AwaitSubmissions).
-        s.declare.push_back([=, this] {
-          auto r = uring_requests.find(ring);
-          if (r == uring_requests.end()) return;
-          for (const auto& [thread, index] : r->second) deps.After(thread, index);
-        });
-      }
-      break;
-    }
-    default:
-      return false;
+  } else {
+    return false;
   }
   return true;
 }
 
 void ModelBuilder::Impl::NoteAsyncSetup(const SyscallStep& s, uint32_t pushed) {
   if (!s.ok) return;
-  if (s.sc.op == IOT_OP_IO_SETUP) aio_setup_op[s.sc.aux] = {s.thread, pushed};
-  if (s.sc.op == IOT_OP_IO_URING_SETUP) {
+  const OpInfo& info = GetOpInfo(s.sc.op);
+  if (info.async != AsyncCall::kSetup) return;
+  if (info.family == OpFamily::kAio) aio_setup_op[s.sc.aux] = {s.thread, pushed};
+  if (info.family == OpFamily::kUring) {
     uring_setup_op[s.thread] = pushed;
     uring_setups[s.thread]++;
     ofds[s.op.ofd].ring_setup_thread = s.thread;

@@ -51,9 +51,23 @@ const char* LiveSkipName(LiveSkip why) {
 // Calls the async engines carry out instead of issuing them (setup, submission, waiting).
 bool IsAsyncEngineCall(uint16_t op) { return GetOpInfo(op).replay == OpReplay::kAsyncEngine; }
 
+// Calls whose result counts bytes moved between memory and files, or between files.
 bool IsDataTransfer(uint16_t op) {
-  return OpIsRead(op) || OpIsWrite(op) || op == IOT_OP_COPY_FILE_RANGE || op == IOT_OP_SENDFILE;
+  const OpInfo& i = GetOpInfo(op);
+  return i.direction != OpDirection::kNone && i.replay == OpReplay::kReissued;
 }
+
+// Calls that submit the requests staged before them, and calls that wait for completions.
+bool SubmitsRequests(uint16_t op) {
+  const AsyncCall a = GetOpInfo(op).async;
+  return a == AsyncCall::kSubmit || a == AsyncCall::kEnter;
+}
+bool Reaps(const iot_syscall& sc) {
+  const AsyncCall a = GetOpInfo(sc.op).async;
+  return a == AsyncCall::kReap || (a == AsyncCall::kEnter && (sc.flags & IORING_ENTER_GETEVENTS));
+}
+// io_uring_enter and io_uring_register name their ring by descriptor.
+bool NamesRing(uint16_t op) { return GetOpInfo(op).fd == FdRole::kRing; }
 
 // What request `a` does. The back end runs every engine but libaio as io_uring, so the opcodes
 // of any other engine are read as io_uring's, as the model reads them. AsyncOp's answers are
@@ -124,8 +138,9 @@ Status ReplayEngine::Worker::Allocate(const PayloadPools& pools, uint64_t* ops_t
           len = std::min(len + std::min(model_.ExtraBegin(op)[k], kMaxIoBytes), kMaxIoBytes);
         }
       }
-      if (OpIsRead(sc.op) || sc.op == IOT_OP_GETDENTS64) rmax = std::max(rmax, len);
-      if (OpIsWrite(sc.op)) wmax = std::max(wmax, IssuedWriteLength(op, len));
+      const OpBuffer buffer = GetOpInfo(sc.op).buffer;
+      if (buffer == OpBuffer::kFilled) rmax = std::max(rmax, len);
+      if (buffer == OpBuffer::kDrained) wmax = std::max(wmax, IssuedWriteLength(op, len));
       ++*ops_total;
     } else if (op.kind == OpKind::kAsyncSubmit) {
       if (AsyncIsWriteOp(op.aio)) wmax = std::max(wmax, IssuedWriteLength(op, op.aio.length));
@@ -225,7 +240,8 @@ void ReplayEngine::Worker::Prepare() {
       StatsFor(op);
     }
     if (op.extra_count > iov_.size()) iov_.resize(op.extra_count);
-    if (op.kind == OpKind::kSyscall && op.sc.op == IOT_OP_CLOSE_RANGE) {
+    if (op.kind == OpKind::kSyscall &&
+        GetOpInfo(op.sc.op).fd_effect == FdEffect::kClosesRange) {
       fds_.reserve(std::max<size_t>(fds_.capacity(), op.extra_count));
     }
   }
@@ -316,7 +332,8 @@ void ReplayEngine::Worker::ReplayOps() {
       SubmitAsync(op, i);
     } else if (op.kind == OpKind::kSyscall && IsAsyncEngineCall(op.sc.op)) {
       ReplayAsyncSyscall(op, i);
-    } else if (op.kind == OpKind::kSyscall && op.sc.op == IOT_OP_CLOSE &&
+    } else if (op.kind == OpKind::kSyscall &&
+               GetOpInfo(op.sc.op).fd_effect == FdEffect::kCloses &&
                RingClosedBy(op) != model::kNone) {
       CloseRing(RingClosedBy(op), op, i);
     } else {
@@ -437,20 +454,16 @@ void ReplayEngine::Worker::Translate(const Op& op, Translation* t) {
   }
   // Every part is translated even once one has failed: the parts' side effects (a reserved
   // dup2 target) do not depend on the others. Each part is entered only by the ops it concerns.
-  const uint16_t code = op.sc.op;
+  const OpInfo& info = GetOpInfo(op.sc.op);
   TranslateDescriptors(op, t);
   TranslatePaths(op, t);
-  if (code == IOT_OP_SYMLINK || code == IOT_OP_SYMLINKAT) TranslateSymlinkText(op, t);
-  if (code == IOT_OP_COPY_FILE_RANGE || code == IOT_OP_SENDFILE || code == IOT_OP_DUP2 ||
-      code == IOT_OP_DUP3) {
+  if (info.path == PathRole::kVerbatim) TranslateSymlinkText(op, t);
+  if (info.direction == OpDirection::kCopy || info.fd2 == FdRole::kCreated) {
     TranslateSecondFd(op, t);
   }
-  if (OpIsRead(code) || OpIsWrite(code) || code == IOT_OP_GETDENTS64) TranslateBuffers(op, t);
-  if (code == IOT_OP_MUNMAP || code == IOT_OP_MSYNC || code == IOT_OP_MADVISE ||
-      code == IOT_OP_MREMAP || code == IOT_OP_MMAP) {
-    TranslateMemory(op, t);
-  }
-  if (code == IOT_OP_CLOSE_RANGE) TranslateCloseRange(op, t);
+  if (info.buffer != OpBuffer::kNone) TranslateBuffers(op, t);
+  if (info.mapping != OpMapping::kNone) TranslateMemory(op, t);
+  if (info.fd_effect == FdEffect::kClosesRange) TranslateCloseRange(op, t);
 }
 
 void ReplayEngine::Worker::TranslateFault(const Op& op, Translation* t) {
@@ -536,14 +549,15 @@ void ReplayEngine::Worker::TranslateSecondFd(const Op& op, Translation* t) {
   const uint32_t proc = th_.process;
   // The second descriptor is the one the op table names (copy_file_range's fd_out,
   // sendfile's out_fd); the record field it sits in differs per op.
+  const OpInfo& info = GetOpInfo(sc.op);
   const int second = model::SecondFd(sc);
-  if (sc.op == IOT_OP_COPY_FILE_RANGE) {
+  if (info.direction == OpDirection::kCopy && !info.writes_any_fd) {
     t->args.fd2 = engine_.LiveFd(proc, second);
     if (t->args.fd2 < 0) t->live_ok = false;
-  } else if (sc.op == IOT_OP_SENDFILE) {
+  } else if (info.direction == OpDirection::kCopy) {
     t->args.fd2 = op.fd2_state == FdState::kKnown ? engine_.LiveFd(proc, second) : engine_.sink_fd_;
     if (t->args.fd2 < 0) t->args.fd2 = engine_.sink_fd_;
-  } else if (sc.op == IOT_OP_DUP2 || sc.op == IOT_OP_DUP3) {
+  } else if (info.fd2 == FdRole::kCreated) {
     t->args.fd2 = engine_.LiveFd(proc, sc.fd2);
     if (t->args.fd2 < 0) t->args.fd2 = null_backend_ ? sc.fd2 : engine_.reserved_next_.fetch_add(1);
   }
@@ -551,8 +565,7 @@ void ReplayEngine::Worker::TranslateSecondFd(const Op& op, Translation* t) {
 
 [[gnu::always_inline]]
 void ReplayEngine::Worker::TranslateBuffers(const Op& op, Translation* t) {
-  const uint16_t code = op.sc.op;
-  const bool write = OpIsWrite(code);
+  const bool write = GetOpInfo(op.sc.op).buffer == OpBuffer::kDrained;
   const AlignedBuffer& buf = write ? wbuf_ : rbuf_;
   uint8_t* base = buf.data();
   t->args.buf = base;
@@ -575,9 +588,8 @@ void ReplayEngine::Worker::TranslateBuffers(const Op& op, Translation* t) {
 
 void ReplayEngine::Worker::TranslateMemory(const Op& op, Translation* t) {
   const iot_syscall& sc = op.sc;
-  const uint16_t code = sc.op;
-  if (code == IOT_OP_MUNMAP || code == IOT_OP_MSYNC || code == IOT_OP_MADVISE ||
-      code == IOT_OP_MREMAP) {
+  const OpMapping what = GetOpInfo(sc.op).mapping;
+  if (what != OpMapping::kMaps) {
     uint64_t base = engine_.maps_[op.mapping].load(std::memory_order_acquire);
     if (base == 0) {
       t->live_ok = false;
@@ -591,7 +603,7 @@ void ReplayEngine::Worker::TranslateMemory(const Op& op, Translation* t) {
       t->outside_mapping = true;
     }
   }
-  if (code == IOT_OP_MMAP && op.fixed_in != model::kNone) {
+  if (what == OpMapping::kMaps && op.fixed_in != model::kNone) {
     // MAP_FIXED inside a mapping this replay made: the same place of its live twin.
     // Only wholly inside it: MAP_FIXED replaces whatever else lies in its range.
     uint64_t base = engine_.maps_[op.fixed_in].load(std::memory_order_acquire);
@@ -619,13 +631,13 @@ void ReplayEngine::Worker::TranslateCloseRange(const Op& op, Translation* t) {
 [[gnu::always_inline]]
 void ReplayEngine::Worker::ApplyEffects(const Op& op, const LiveArgs& a, int64_t result) {
   const iot_syscall& sc = op.sc;
-  const uint16_t code = sc.op;
+  const OpInfo& info = GetOpInfo(sc.op);
   const uint32_t proc = th_.process;
   if (model::OpReturnsFd(sc)) {
     if (op.result >= 0 && result >= 0) {
       int recorded_fd = static_cast<int>(op.result);
       int old = engine_.LiveFd(proc, recorded_fd);
-      bool replaced_by_kernel = (code == IOT_OP_DUP2 || code == IOT_OP_DUP3) && old == a.fd2;
+      bool replaced_by_kernel = info.fd2 == FdRole::kCreated && old == a.fd2;
       // A stale live descriptor (its close failed or was skipped) is released by the
       // bookkeeper: the worker issues only recorded calls.
       if (old >= 0 && old != result && !replaced_by_kernel) {
@@ -636,13 +648,13 @@ void ReplayEngine::Worker::ApplyEffects(const Op& op, const LiveArgs& a, int64_t
       int leaked = static_cast<int>(result);  // failed in the trace: do not leak it
       engine_.Bookkeep([&] { backend_->CloseFd(leaked); });
     }
-  } else if (code == IOT_OP_CLOSE) {
+  } else if (info.fd_effect == FdEffect::kCloses) {
     engine_.SetLiveFd(proc, sc.fd, -1);
-  } else if (code == IOT_OP_CLOSE_RANGE && !(sc.flags & CLOSE_RANGE_CLOEXEC)) {
+  } else if (info.fd_effect == FdEffect::kClosesRange && !(sc.flags & CLOSE_RANGE_CLOEXEC)) {
     for (uint32_t k = 0; k < op.extra_count; k++) {
       engine_.SetLiveFd(proc, static_cast<int>(model_.ExtraBegin(op)[k]), -1);
     }
-  } else if (code == IOT_OP_MMAP) {
+  } else if (info.mapping == OpMapping::kMaps) {
     if (result >= 0 && op.mapping != model::kNone) {
       engine_.maps_[op.mapping].store(static_cast<uint64_t>(result), std::memory_order_release);
     } else if (result >= 0 && !null_backend_) {
@@ -650,7 +662,7 @@ void ReplayEngine::Worker::ApplyEffects(const Op& op, const LiveArgs& a, int64_t
       uint64_t len = sc.length;
       engine_.Bookkeep([&] { backend_->Unmap(extra, len); });
     }
-  } else if (code == IOT_OP_MUNMAP && result == 0) {
+  } else if (info.mapping == OpMapping::kUnmaps && result == 0) {
     // The kernel unmaps whole pages: munmap(p, 60179) of a 61440-byte mapping (ld.so's of its
     // cache) removes it all, and a slot left holding its address would be unmapped again at
     // the process's end, over whatever the kernel has put there since.
@@ -659,7 +671,7 @@ void ReplayEngine::Worker::ApplyEffects(const Op& op, const LiveArgs& a, int64_t
     const uint64_t pages =
         a.mem_len > UINT64_MAX - kPage ? UINT64_MAX : (a.mem_len + kPage - 1) / kPage * kPage;
     if (op.map_offset == 0 && pages >= mp.length) engine_.maps_[op.mapping].store(0);
-  } else if (code == IOT_OP_MREMAP && result >= 0 && op.extra_count) {
+  } else if (info.mapping == OpMapping::kRemaps && result >= 0 && op.extra_count) {
     uint32_t nm = static_cast<uint32_t>(model_.ExtraBegin(op)[0]);
     engine_.maps_[nm].store(static_cast<uint64_t>(result));
     engine_.maps_[op.mapping].store(0);
@@ -781,7 +793,7 @@ bool ReplayEngine::Worker::NextOpCarries(uint32_t index) const {
   // instants (the model's batches follow submission timestamps).
   return (next.kind == OpKind::kAsyncSubmit && next.async_ctx == op.async_ctx) ||
          (next.kind == OpKind::kSyscall &&
-          (next.sc.op == IOT_OP_IO_URING_ENTER || next.sc.op == IOT_OP_IO_SUBMIT));
+          SubmitsRequests(next.sc.op));
 }
 
 // Setup/teardown: a context's engine is set up at the recorded setup (whichever thread made it),
@@ -791,20 +803,20 @@ bool ReplayEngine::Worker::NextOpCarries(uint32_t index) const {
 void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
   uint64_t t0 = NowNs();
   NoteIssued(t0);
-  const uint16_t code = op.sc.op;
-  if (code == IOT_OP_IO_SETUP || code == IOT_OP_IO_URING_SETUP) {
+  const AsyncCall call = GetOpInfo(op.sc.op).async;
+  if (call == AsyncCall::kSetup) {
     const uint32_t set_up = engine_.async_contexts_.SetupContext(op);
     if (SharedAsyncContext* c = Context(set_up)) {
       MutexLock lock(&c->mu);
       EngineLocked(set_up, c, op, index);
     }
   }
-  if (code == IOT_OP_IO_DESTROY) {
+  if (call == AsyncCall::kDestroy) {
     DestroyAioContext(op, index);
     return;
   }
   const uint32_t context = CallContext(op);
-  if (code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_URING_REGISTER) {
+  if (NamesRing(op.sc.op)) {
     switch (ReplayRingCall(op, index, context)) {
       case RingCall::kReplayed:
         FinishEngineCall(op, index, t0);
@@ -814,17 +826,16 @@ void ReplayEngine::Worker::ReplayAsyncSyscall(const Op& op, uint32_t index) {
       case RingCall::kGeneric: break;
     }
   }
-  bool waits = code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS ||
-               (code == IOT_OP_IO_URING_ENTER && (op.sc.flags & 1 /*GETEVENTS*/));
+  bool waits = Reaps(op.sc);
   // io_uring_enter submits and waits in one call: the wait submits what it waits for, and
   // what is left queued (nothing due) is submitted after.
   // io_getevents(ctx, min_nr, nr): the recorded nr (length) bounds one call, as it did.
   int max_events = 64;
-  if (code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS) {
+  if (call == AsyncCall::kReap) {
     max_events = static_cast<int>(std::clamp<uint64_t>(op.sc.length, 1, 64));
   }
   if (waits) WaitCompletionsUntil(op, index, context, max_events);
-  if (code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_SUBMIT) FlushStaged();
+  if (SubmitsRequests(op.sc.op)) FlushStaged();
   FinishEngineCall(op, index, t0);
   NoteContextUse(op);
 }
@@ -838,12 +849,12 @@ void ReplayEngine::Worker::NoteContextUse(const Op& op) {
 // libaio context, else the one this thread last submitted to, else one with requests pending);
 // io_submit carries the staged batch.
 uint32_t ReplayEngine::Worker::CallContext(const Op& op) const {
-  const uint16_t code = op.sc.op;
+  const AsyncCall call = GetOpInfo(op.sc.op).async;
   const AsyncContextTable& table = engine_.async_contexts_;
-  if (code == IOT_OP_IO_URING_ENTER || code == IOT_OP_IO_URING_REGISTER) {
+  if (NamesRing(op.sc.op)) {
     const uint32_t ring = table.RingOf(th_.process, op);
     if (ring != model::kNone) return ring;
-  } else if (code == IOT_OP_IO_GETEVENTS || code == IOT_OP_IO_PGETEVENTS) {
+  } else if (call == AsyncCall::kReap) {
     const std::vector<uint32_t>& aio = table.AioContextsOf(th_.process);
     if (aio.size() == 1) return aio.front();
     // Several: the one this thread submitted to last with requests pending (a context per
@@ -879,7 +890,7 @@ ReplayEngine::Worker::RingCall ReplayEngine::Worker::ReplayRingCall(const Op& op
                                                                     uint32_t context) {
   SharedAsyncContext* c = Context(context);
   if (!c) return RingCall::kGeneric;
-  const bool waits = op.sc.op == IOT_OP_IO_URING_ENTER && (op.sc.flags & 1 /*GETEVENTS*/);
+  const bool waits = Reaps(op.sc);
   if (waits) AwaitSubmissions(c, op, index, context);
   MutexLock lock(&c->mu);
   AsyncEngine* e = EngineLocked(context, c, op, index);
@@ -894,7 +905,7 @@ ReplayEngine::Worker::RingCall ReplayEngine::Worker::ReplayRingCall(const Op& op
   }
   if (!e->replays_ring_calls()) return RingCall::kGeneric;
   const size_t staged = QueueStagedLocked(context, c, e);
-  if (op.sc.op == IOT_OP_IO_URING_REGISTER) {
+  if (GetOpInfo(op.sc.op).async == AsyncCall::kRegister) {
     e->Register(op.sc.mode, static_cast<unsigned>(op.sc.length));
     if (staged) staged_.clear();
     c->Resolved(staged);
@@ -1231,7 +1242,7 @@ void ReplayEngine::Worker::WaitCompletionsUntil(const Op& op, uint32_t index, ui
   const size_t staged = QueueStagedLocked(context, c, e);
   const uint64_t completed = c->CompletedBy(op.end);
   uint64_t due = completed > c->collected() ? completed - c->collected() : 0;
-  if (op.sc.op == IOT_OP_IO_GETEVENTS || op.sc.op == IOT_OP_IO_PGETEVENTS) {
+  if (GetOpInfo(op.sc.op).async == AsyncCall::kReap) {
     due = std::max<uint64_t>(due, op.sc.aux);  // min_nr
   }
   AsyncWait w;
