@@ -11,13 +11,15 @@
 #include <deque>
 #include <mutex>
 
+#include "base/mutex.h"
+
 namespace iotwin::capture {
 namespace {
 
 // libbpf's messages: the last lines are kept to explain a failure; IOTWIN_BPF_DEBUG=1 prints
 // them as they come.
-std::mutex g_log_mu;
-std::deque<std::string> g_log;
+Mutex g_log_mu;
+std::deque<std::string> g_log GUARDED_BY(g_log_mu);
 
 int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
   static const bool debug = [] {
@@ -34,7 +36,7 @@ int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args)
   char line[1024];
   vsnprintf(line, sizeof line, format, args);
   if (level == LIBBPF_DEBUG) return 0;
-  std::lock_guard<std::mutex> lock(g_log_mu);
+  MutexLock lock(&g_log_mu);
   g_log.emplace_back(line);
   while (g_log.size() > 40) g_log.pop_front();
   return 0;
@@ -48,7 +50,7 @@ void InstallLibbpfLogger() {
 }
 
 std::string LibbpfLogTail() {
-  std::lock_guard<std::mutex> lock(g_log_mu);
+  MutexLock lock(&g_log_mu);
   std::string out;
   for (const auto& l : g_log) out += "  " + l;
   g_log.clear();

@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "base/json_parse.h"
+#include "base/mutex.h"
 #include "format/layout.h"
 #include "format/record_packing.h"
 #include "format/records.h"
@@ -72,10 +72,10 @@ Result<UniqueFd> CopyStdin() {
 
 // The copy of standard input, made at the first open of "-" and kept for the process.
 Result<UniqueFd> OpenStdin() {
-  static std::mutex mu;
-  static UniqueFd copy;
-  static Status failed = Status::Ok();
-  std::lock_guard<std::mutex> lock(mu);
+  static Mutex mu;
+  static UniqueFd copy GUARDED_BY(mu);
+  static Status failed GUARDED_BY(mu) = Status::Ok();
+  MutexLock lock(&mu);
   if (!copy.valid() && failed.ok()) {
     auto made = CopyStdin();
     if (made.ok()) {
