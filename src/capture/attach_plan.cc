@@ -65,4 +65,23 @@ void SelectPlan(bpf_object* obj, const AttachPlan& plan) {
   for (const auto& [program, method] : plan) SelectVariant(obj, program, method);
 }
 
+std::string PlannedLoad::FallbackNote(std::string_view what) const {
+  if (first_error.ok()) return "";
+  const std::string& why = first_error.message();
+  return fmt::format("{}: attached as {} after: {}", what, DescribePlan(plan),
+                     why.substr(0, why.find('\n')));
+}
+
+Result<PlannedLoad> LoadByPlan(std::string_view object,
+                               const std::function<Status(const AttachPlan&)>& load) {
+  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
+  PlannedLoad done{PlanObject(object, forced), Status::Ok()};
+  while (true) {
+    Status st = load(done.plan);
+    if (st.ok()) return done;
+    if (done.first_error.ok()) done.first_error = st;
+    if (!DemotePlan(object, &done.plan)) return done.first_error;
+  }
+}
+
 }  // namespace iotwin::capture

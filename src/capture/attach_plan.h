@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/status.h"
 #include "capture/attach_table.h"
 
 namespace iotwin::capture {
@@ -31,5 +32,21 @@ void SelectPlan(bpf_object* obj, const AttachPlan& plan);
 bpf_program* FindVariant(bpf_object* obj, std::string_view base, AttachMethod m);
 // The methods the plan uses, each once: "tp_btf", "raw_tp", "tp_btf, raw_tp".
 std::string DescribePlan(const AttachPlan& plan);
+
+// What LoadByPlan loaded with.
+struct PlannedLoad {
+  AttachPlan plan;     // the plan that loaded
+  Status first_error;  // why the first plan did not load; ok when it did
+  // "<what>: attached as raw_tp after: <first line of first_error>", or "" when the first plan
+  // loaded.
+  std::string FallbackNote(std::string_view what) const;
+};
+
+// The one load-with-fallback loop of every loader: plans `object` (PlanObject, with
+// IOTWIN_ATTACH's forced method) and calls `load` with the plan; while `load` fails, moves every
+// program to its row's next method (DemotePlan) and calls it again. `load` leaves nothing loaded
+// when it fails. The first error (the one worth showing) when no plan loads.
+Result<PlannedLoad> LoadByPlan(std::string_view object,
+                               const std::function<Status(const AttachPlan&)>& load);
 
 }  // namespace iotwin::capture

@@ -12,6 +12,12 @@ constexpr std::array<AttachMethod, 3> kAllThree = {kBtf, kRaw, kTp};
 constexpr std::array<AttachMethod, 3> kBtfOrRaw = {kBtf, kRaw, AttachMethod::kNone};
 // Written for typed BTF arguments only (direct loads through tracepoint arguments).
 constexpr std::array<AttachMethod, 3> kBtfOnly = {kBtf, AttachMethod::kNone, AttachMethod::kNone};
+// The memory parts a program serves.
+constexpr uint8_t kFaults = kMemoryFaults;
+constexpr uint8_t kCache = kMemoryCache;
+constexpr uint8_t kWriteback = kMemoryWriteback;
+constexpr uint8_t kSubpage = kMemorySubpage;
+constexpr uint8_t kState = kMemoryState;
 
 }  // namespace
 
@@ -69,29 +75,38 @@ const std::vector<ProgramAttach>& AttachTable() {
       {"syscall", "async", "iot_uring_complete", "io_uring:io_uring_complete", false, kBtfOrRaw},
 
       {"memory", "memory", "iot_mem_pc_add", "filemap:mm_filemap_add_to_page_cache", true,
-       kBtfOrRaw},
+       kBtfOrRaw, kFaults | kCache | kState},
       {"memory", "memory", "iot_mem_pc_delete", "filemap:mm_filemap_delete_from_page_cache", true,
-       kBtfOrRaw},
-      {"memory", "memory", "iot_mem_fault", "exceptions:page_fault_user", false, kBtfOrRaw},
-      {"memory", "memory", "iot_mem_map_pages", "filemap:mm_filemap_map_pages", false, kBtfOrRaw},
-      {"memory", "memory", "iot_mem_get_pages", "filemap:mm_filemap_get_pages", false, kBtfOrRaw},
+       kBtfOrRaw, kCache | kState},
+      // The VMA of a fault comes from the maple tree, else bpf_find_vma (5.17+).
+      {"memory", "memory", "iot_mem_fault", "exceptions:page_fault_user", false, kBtfOrRaw,
+       kFaults | kSubpage | kState, "bpf_find_vma"},
+      {"memory", "memory", "iot_mem_map_pages", "filemap:mm_filemap_map_pages", false, kBtfOrRaw,
+       kFaults},
+      {"memory", "memory", "iot_mem_get_pages", "filemap:mm_filemap_get_pages", false, kBtfOrRaw,
+       kState},
       {"memory", "memory", "iot_mem_ra_unbounded", "readahead:page_cache_ra_unbounded", false,
-       kBtfOrRaw},
-      {"memory", "memory", "iot_mem_ra_order", "readahead:page_cache_ra_order", false, kBtfOrRaw},
+       kBtfOrRaw, kCache | kState},
+      {"memory", "memory", "iot_mem_ra_order", "readahead:page_cache_ra_order", false, kBtfOrRaw,
+       kCache | kState},
       {"memory", "memory", "iot_mem_dirty_folio", "writeback:writeback_dirty_folio", false,
-       kBtfOrRaw},
+       kBtfOrRaw, kWriteback | kSubpage | kState},
       {"memory", "memory", "iot_mem_dirty_inode", "writeback:writeback_mark_inode_dirty", false,
-       kBtfOrRaw},
+       kBtfOrRaw, kWriteback},
       {"memory", "memory", "iot_mem_wb_inode_start", "writeback:writeback_single_inode_start",
-       false, kBtfOrRaw},
+       false, kBtfOrRaw, kWriteback},
       {"memory", "memory", "iot_mem_wb_inode_done", "writeback:writeback_single_inode", false,
-       kBtfOrRaw},
-      {"memory", "memory", "iot_mem_wb_work_start", "writeback:writeback_start", false, kBtfOrRaw},
-      {"memory", "memory", "iot_mem_wb_work_done", "writeback:writeback_written", false, kBtfOrRaw},
-      {"memory", "memory", "iot_mem_wb_wait", "writeback:folio_wait_writeback", false, kBtfOrRaw},
-      {"memory", "memory", "iot_mem_ext4_writepages", "ext4:ext4_writepages", false, kBtfOrRaw},
+       kBtfOrRaw, kWriteback},
+      {"memory", "memory", "iot_mem_wb_work_start", "writeback:writeback_start", false, kBtfOrRaw,
+       kWriteback},
+      {"memory", "memory", "iot_mem_wb_work_done", "writeback:writeback_written", false, kBtfOrRaw,
+       kWriteback},
+      {"memory", "memory", "iot_mem_wb_wait", "writeback:folio_wait_writeback", false, kBtfOrRaw,
+       kWriteback},
+      {"memory", "memory", "iot_mem_ext4_writepages", "ext4:ext4_writepages", false, kBtfOrRaw,
+       kWriteback},
       {"memory", "memory", "iot_mem_ext4_writepages_result", "ext4:ext4_writepages_result", false,
-       kBtfOrRaw},
+       kBtfOrRaw, kWriteback},
 
       {"block", "block", "iot_blk_rq_issue", "block:block_rq_issue", true, kBtfOrRaw},
       {"block", "block", "iot_blk_rq_complete", "block:block_rq_complete", true, kBtfOrRaw},
@@ -130,6 +145,24 @@ std::vector<std::string_view> AttachLayers() {
     if (layers.empty() || layers.back() != row.layer) layers.push_back(row.layer);
   }
   return layers;
+}
+
+std::vector<std::string_view> MemoryProgramsFor(uint8_t parts_on) {
+  std::vector<std::string_view> programs;
+  for (const ProgramAttach& row : AttachTable()) {
+    if (row.object == "memory" && (row.memory_parts & parts_on) != 0) {
+      programs.push_back(row.program);
+    }
+  }
+  return programs;
+}
+
+std::vector<const ProgramAttach*> RowsNeedingHelper(std::string_view helper) {
+  std::vector<const ProgramAttach*> rows;
+  for (const ProgramAttach& row : AttachTable()) {
+    if (!helper.empty() && row.helper == helper) rows.push_back(&row);
+  }
+  return rows;
 }
 
 const ProgramAttach* FindAttach(std::string_view object, std::string_view program) {

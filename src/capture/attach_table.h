@@ -27,6 +27,16 @@ std::string_view AttachMethodName(AttachMethod m);
 // "tp_btf", "raw_tp", "tracepoint" -> the method; kNone for anything else.
 AttachMethod ParseAttachMethod(std::string_view name);
 
+// The parts of the memory layer (memory_options.h), as bits: a memory program loads when a part
+// it serves is on.
+enum MemoryPartBit : uint8_t {
+  kMemoryFaults = 1,
+  kMemoryCache = 2,
+  kMemoryWriteback = 4,
+  kMemorySubpage = 8,
+  kMemoryState = 16,  // the page-cache state, when read in the kernel
+};
+
 struct ProgramAttach {
   std::string_view layer;       // the trace header's layer: "syscall", "memory", "block", ...
   std::string_view object;      // the BPF object (bpf/<object>.bpf.c)
@@ -34,6 +44,10 @@ struct ProgramAttach {
   std::string_view tracepoint;  // "group:event"
   bool required = false;        // the layer cannot run without it
   std::array<AttachMethod, 3> methods{};  // in preference order; kNone ends the list
+  uint8_t memory_parts = 0;  // memory rows: the MemoryPartBit bits of the parts it serves
+  // A BPF helper the program calls that older kernels lack ("bpf_find_vma"), "" for none: the
+  // verifier refuses the program, and with it its whole object, where the helper is missing.
+  std::string_view helper;
 
   bool Offers(AttachMethod m) const;
   // The methods, "tp_btf, raw_tp" style.
@@ -46,6 +60,10 @@ struct ProgramAttach {
 const std::vector<ProgramAttach>& AttachTable();
 // The layers of the table, in order, each once.
 std::vector<std::string_view> AttachLayers();
+// The memory rows' programs that load when the MemoryPartBit bits `parts_on` are on, in table order.
+std::vector<std::string_view> MemoryProgramsFor(uint8_t parts_on);
+// The rows whose program calls `helper`.
+std::vector<const ProgramAttach*> RowsNeedingHelper(std::string_view helper);
 // The row of `program` (tp_btf name) in `object`, or null.
 const ProgramAttach* FindAttach(std::string_view object, std::string_view program);
 

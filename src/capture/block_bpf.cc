@@ -180,16 +180,17 @@ Result<std::unique_ptr<BlockBpf>> BlockBpf::Load(const BlockOptions& options,
   b->ncpus_ = ncpus > 0 ? ncpus : 1;
   b->emit_block_ = options.block;
   bool need_marker = shared.inodes_fd < 0 || !shared.inodes_marked_elsewhere;
-  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
-  b->block_attach_ = PlanObject("block", forced);
-  Status st = b->LoadBlock(options, shared, need_marker);
-  // A plan that does not load is retried with each program's next method.
-  for (Status retry = st; !retry.ok() && DemotePlan("block", &b->block_attach_);) {
-    retry = b->LoadBlock(options, shared, need_marker);
-    if (retry.ok()) st = retry;
-  }
-  if (!st.ok()) {
-    std::string why = "the block BPF programs failed to load: " + FirstLine(st.message());
+  auto loaded = LoadByPlan("block", [&](const AttachPlan& attach) {
+    b->block_attach_ = attach;
+    Status st = b->LoadBlock(options, shared, need_marker);
+    if (!st.ok() && b->block_) {
+      iotwin_block_bpf__destroy(b->block_);
+      b->block_ = nullptr;
+    }
+    return st;
+  });
+  if (!loaded.ok()) {
+    std::string why = "the block BPF programs failed to load: " + FirstLine(loaded.status().message());
     if (options.block) plan->block = {false, why};
     if (nvme) plan->nvme = {false, why};
     if (options.sched) plan->sched = {false, why};
@@ -258,11 +259,7 @@ Status BlockBpf::LoadBlock(const BlockOptions& options, const BlockSharedMaps& s
   keep_if("iot_blk_fsync_enter", ext4);
   keep_if("iot_blk_fsync_exit", ext4);
   int err = iotwin_block_bpf__load(block_);
-  if (err) {
-    iotwin_block_bpf__destroy(block_);
-    block_ = nullptr;
-    return LibbpfError(err, "loading the block BPF programs");
-  }
+  if (err) return LibbpfError(err, "loading the block BPF programs");
   return Status::Ok();
 }
 
@@ -287,28 +284,28 @@ Status BlockBpf::LoadNvme(const BlockSharedMaps& shared, bool with_sq) {
 }
 
 Status BlockBpf::LoadSched(const BlockSharedMaps& shared) {
-  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
-  AttachPlan plan = PlanObject("sched", forced);
-  Status first_error = Status::Ok();
-  while (true) {
-    sched_ = iotwin_sched_bpf__open();
-    if (!sched_) return LibbpfError(errno, "opening the interference BPF object");
-    SetCommonRodata(sched_, shared);
-    sched_->rodata->iot_blk_track_threads = 1;
-    SelectPlan(sched_->obj, plan);
-    Status st = ShareCaptureMaps(sched_, shared);
-    if (st.ok()) st = ShareBlockMaps(sched_, block_);
-    if (st.ok()) {
-      int err = iotwin_sched_bpf__load(sched_);
-      if (!err) break;
-      st = LibbpfError(err, "loading the interference BPF programs");
-    }
-    iotwin_sched_bpf__destroy(sched_);
-    sched_ = nullptr;
-    if (first_error.ok()) first_error = st;
-    if (!DemotePlan("sched", &plan)) return first_error;
-  }
-  sched_attach_kind_ = DescribePlan(plan);
+  IOTWIN_ASSIGN_OR_RETURN(PlannedLoad loaded, LoadByPlan("sched", [&](const AttachPlan& plan) {
+                            Status st = LoadSchedPlanned(shared, plan);
+                            if (!st.ok() && sched_) {
+                              iotwin_sched_bpf__destroy(sched_);
+                              sched_ = nullptr;
+                            }
+                            return st;
+                          }));
+  sched_attach_kind_ = DescribePlan(loaded.plan);
+  return Status::Ok();
+}
+
+Status BlockBpf::LoadSchedPlanned(const BlockSharedMaps& shared, const AttachPlan& plan) {
+  sched_ = iotwin_sched_bpf__open();
+  if (!sched_) return LibbpfError(errno, "opening the interference BPF object");
+  SetCommonRodata(sched_, shared);
+  sched_->rodata->iot_blk_track_threads = 1;
+  SelectPlan(sched_->obj, plan);
+  IOTWIN_RETURN_IF_ERROR(ShareCaptureMaps(sched_, shared));
+  IOTWIN_RETURN_IF_ERROR(ShareBlockMaps(sched_, block_));
+  int err = iotwin_sched_bpf__load(sched_);
+  if (err) return LibbpfError(err, "loading the interference BPF programs");
   return Status::Ok();
 }
 

@@ -100,6 +100,8 @@ class BlockBpf {
   Status LoadBlock(const BlockOptions& options, const BlockSharedMaps& shared, bool need_marker);
   Status LoadNvme(const BlockSharedMaps& shared, bool with_sq);
   Status LoadSched(const BlockSharedMaps& shared);
+  // One try of LoadSched with the attach plan `plan` (LoadByPlan).
+  Status LoadSchedPlanned(const BlockSharedMaps& shared, const AttachPlan& plan);
   void FillLbaSizes();
 
   iotwin_block_bpf* block_ = nullptr;
@@ -108,7 +110,7 @@ class BlockBpf {
   std::vector<bpf_link*> links_;
   bool emit_block_ = true;
   std::string sched_attach_kind_ = "tp_btf";
-  AttachPlan block_attach_;  // how the block programs attach  // how the sched programs attach (attach_table.h)
+  AttachPlan block_attach_;  // how the block programs attach (attach_plan.h)
   int ncpus_ = 1;
 };
 

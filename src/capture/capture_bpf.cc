@@ -196,28 +196,19 @@ Result<std::unique_ptr<CaptureBpf>> CaptureBpf::Load(const CaptureBpfConfig& con
 }
 
 Status CaptureBpf::LoadSyscall(const CaptureBpfConfig& config) {
-  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
-  AttachPlan plan = PlanObject("syscall", forced);
-  Attempt kfunc = ProbeKfuncRdonlyCast();
-  SyscallObjectChoice choice = ChooseSyscallObject(kfunc.ok, SyscallCompatForced());
-  // A plan whose programs do not load (tp_btf refused for this tracepoint, say) is retried with
-  // each program's next method; the first error is the one worth showing.
-  Status first_error = Status::Ok();
-  while (true) {
-    Status st = LoadSyscallBuild(config, plan, &choice);
-    if (st.ok()) break;
-    if (first_error.ok()) first_error = st;
-    if (!DemotePlan("syscall", &plan)) return first_error;
-  }
+  // The kfunc verdict of the one probe of this process (Features::Get).
+  SyscallObjectChoice choice = ChooseSyscallObject(
+      Features::Get().Has(Feature::kKfuncRdonlyCast), SyscallCompatForced());
+  IOTWIN_ASSIGN_OR_RETURN(PlannedLoad loaded,
+                          LoadByPlan("syscall", [&](const AttachPlan& plan) {
+                            return LoadSyscallBuild(config, plan, &choice);
+                          }));
   syscall_compat_ = choice.compat;
-  attach_kind_ = std::string(AttachMethodName(plan.at("iot_sys_enter")));
+  attach_kind_ = std::string(AttachMethodName(loaded.plan.at("iot_sys_enter")));
   syscall_reason_ = fmt::format("{} raw_syscalls sys_enter/sys_exit, joined in the kernel; {}",
                                 attach_kind_, choice.reason);
   if (choice.compat) notes_.push_back("syscall: " + choice.reason);
-  if (!first_error.ok()) {
-    notes_.push_back("syscall: attached as " + DescribePlan(plan) + " after: " +
-                     first_error.message().substr(0, first_error.message().find('\n')));
-  }
+  if (!loaded.first_error.ok()) notes_.push_back(loaded.FallbackNote("syscall"));
   return Status::Ok();
 }
 
@@ -246,57 +237,59 @@ Status CaptureBpf::LoadSyscallBuild(const CaptureBpfConfig& config, const Attach
 }
 
 Status CaptureBpf::LoadProc(const CaptureBpfConfig& config) {
-  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
-  AttachPlan plan = PlanObject("proc", forced);
   bool group_dead = ExitTracepointHasGroupDead();
-  Status first_error = Status::Ok();
-  while (true) {
-    proc_ = iotwin_proc_bpf__open();
-    if (!proc_) return LibbpfError(errno, "opening the process BPF object");
-    SetCommonRodata(proc_->rodata, config);
-    IOTWIN_RETURN_IF_ERROR(ShareMaps(proc_, *syscall_));
-    SelectPlan(proc_->obj, plan);
-    // The exit program that matches this kernel's prototype, by the exit row's method.
-    AttachMethod exit_method = plan.at("iot_proc_exit");
-    SelectVariant(proc_->obj, "iot_proc_exit", group_dead ? exit_method : AttachMethod::kNone);
-    SelectVariant(proc_->obj, "iot_proc_exit_legacy",
-                  group_dead ? AttachMethod::kNone : exit_method);
-    int err = iotwin_proc_bpf__load(proc_);
-    if (!err) break;
-    Status st = LibbpfError(err, "loading the process BPF programs");
-    iotwin_proc_bpf__destroy(proc_);
-    proc_ = nullptr;
-    if (first_error.ok()) first_error = st;
-    if (!DemotePlan("proc", &plan)) return first_error;
-  }
-  proc_attach_kind_ = DescribePlan(plan);
-  if (!first_error.ok()) {
-    notes_.push_back("process: attached as " + DescribePlan(plan) + " after: " +
-                     first_error.message().substr(0, first_error.message().find('\n')));
-  }
+  IOTWIN_ASSIGN_OR_RETURN(PlannedLoad loaded, LoadByPlan("proc", [&](const AttachPlan& plan) {
+                            Status st = LoadProcPlanned(config, plan, group_dead);
+                            if (!st.ok() && proc_) {
+                              iotwin_proc_bpf__destroy(proc_);
+                              proc_ = nullptr;
+                            }
+                            return st;
+                          }));
+  proc_attach_kind_ = DescribePlan(loaded.plan);
+  if (!loaded.first_error.ok()) notes_.push_back(loaded.FallbackNote("process"));
+  return Status::Ok();
+}
+
+Status CaptureBpf::LoadProcPlanned(const CaptureBpfConfig& config, const AttachPlan& plan,
+                                   bool group_dead) {
+  proc_ = iotwin_proc_bpf__open();
+  if (!proc_) return LibbpfError(errno, "opening the process BPF object");
+  SetCommonRodata(proc_->rodata, config);
+  IOTWIN_RETURN_IF_ERROR(ShareMaps(proc_, *syscall_));
+  SelectPlan(proc_->obj, plan);
+  // The exit program that matches this kernel's prototype, by the exit row's method.
+  AttachMethod exit_method = plan.at("iot_proc_exit");
+  SelectVariant(proc_->obj, "iot_proc_exit", group_dead ? exit_method : AttachMethod::kNone);
+  SelectVariant(proc_->obj, "iot_proc_exit_legacy", group_dead ? AttachMethod::kNone : exit_method);
+  int err = iotwin_proc_bpf__load(proc_);
+  if (err) return LibbpfError(err, "loading the process BPF programs");
   return Status::Ok();
 }
 
 Status CaptureBpf::LoadAsync(const CaptureBpfConfig& config) {
-  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
-  AttachPlan plan = PlanObject("async", forced);
-  Status first_error = Status::Ok();
-  while (true) {
-    async_ = iotwin_async_bpf__open();
-    if (!async_) return LibbpfError(errno, "opening the async BPF object");
-    SetCommonRodata(async_->rodata, config);
-    IOTWIN_RETURN_IF_ERROR(ShareMaps(async_, *syscall_));
-    SelectPlan(async_->obj, plan);
-    int err = iotwin_async_bpf__load(async_);
-    if (!err) break;
-    Status st = LibbpfError(err, "loading the io_uring BPF programs");
-    iotwin_async_bpf__destroy(async_);
-    async_ = nullptr;
-    if (first_error.ok()) first_error = st;
-    if (!DemotePlan("async", &plan)) return first_error;
-  }
-  async_submit_ = FindVariant(async_->obj, "iot_uring_submit", plan.at("iot_uring_submit"));
-  async_complete_ = FindVariant(async_->obj, "iot_uring_complete", plan.at("iot_uring_complete"));
+  IOTWIN_ASSIGN_OR_RETURN(PlannedLoad loaded, LoadByPlan("async", [&](const AttachPlan& plan) {
+                            Status st = LoadAsyncPlanned(config, plan);
+                            if (!st.ok() && async_) {
+                              iotwin_async_bpf__destroy(async_);
+                              async_ = nullptr;
+                            }
+                            return st;
+                          }));
+  async_submit_ = FindVariant(async_->obj, "iot_uring_submit", loaded.plan.at("iot_uring_submit"));
+  async_complete_ =
+      FindVariant(async_->obj, "iot_uring_complete", loaded.plan.at("iot_uring_complete"));
+  return Status::Ok();
+}
+
+Status CaptureBpf::LoadAsyncPlanned(const CaptureBpfConfig& config, const AttachPlan& plan) {
+  async_ = iotwin_async_bpf__open();
+  if (!async_) return LibbpfError(errno, "opening the async BPF object");
+  SetCommonRodata(async_->rodata, config);
+  IOTWIN_RETURN_IF_ERROR(ShareMaps(async_, *syscall_));
+  SelectPlan(async_->obj, plan);
+  int err = iotwin_async_bpf__load(async_);
+  if (err) return LibbpfError(err, "loading the io_uring BPF programs");
   return Status::Ok();
 }
 

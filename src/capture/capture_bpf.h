@@ -107,7 +107,10 @@ class CaptureBpf {
                           const std::map<std::string, AttachMethod, std::less<>>& plan,
                           SyscallObjectChoice* choice);
   Status LoadProc(const CaptureBpfConfig& config);
+  // One try of LoadProc / LoadAsync with the attach plan `plan` (LoadByPlan).
+  Status LoadProcPlanned(const CaptureBpfConfig& config, const AttachPlan& plan, bool group_dead);
   Status LoadAsync(const CaptureBpfConfig& config);
+  Status LoadAsyncPlanned(const CaptureBpfConfig& config, const AttachPlan& plan);
   Status LoadIntent(const CaptureBpfConfig& config);
   void LoadMemory(const CaptureBpfConfig& config);
   void LoadBlockLayers(const CaptureBpfConfig& config);

@@ -26,6 +26,7 @@
 #include <sstream>
 
 #include "base/fd.h"
+#include "base/page_cache.h"
 
 namespace iotwin::capture {
 namespace {
@@ -45,13 +46,6 @@ constexpr const char* kFentryTargets[] = {"vfs_read", "ksys_read"};
 constexpr int kCapSysAdmin = 21;
 constexpr int kCapPerfmon = 38;
 constexpr int kCapBpf = 39;
-
-#if defined(__x86_64__) || defined(__aarch64__)
-// cachestat(2) got number 451 on every architecture (the unified syscall table), kernel 6.5+.
-constexpr long kNrCachestat = 451;
-#else
-constexpr long kNrCachestat = -1;
-#endif
 
 // Static facts about each feature: its key, what needs it and what iotwin does without it.
 struct FeatureInfo {
@@ -90,7 +84,7 @@ constexpr FeatureInfo kFeatureInfo[kFeatureCount] = {
     {Feature::kRingbuf, "ringbuf", "BPF ring buffer", "all capture layers",
      "nothing: capture needs a BPF ring buffer"},
     {Feature::kFindVma, "bpf_find_vma", "bpf_find_vma helper", "memory (file of a page fault)",
-     "join fault addresses with the captured mmap records in user space"},
+     "" /* from the attach table: HelperFallback() */},
     {Feature::kKfuncRdonlyCast, "kfunc_rdonly_cast", "bpf_rdonly_cast kfunc (6.2+)",
      "syscall (file identity per call, as plain loads)",
      "the compat syscall object: file fields read with bpf_probe_read_kernel"},
@@ -150,6 +144,44 @@ const std::string& TpBtfFallback() {
                        "programs are tp_btf only",
                        join(raw), join(tracepoint), join(only));
   }();
+  return kText;
+}
+
+// The memory parts of `bits` (MemoryPartBit), "faults, subpage, state" style.
+std::string MemoryPartNames(uint8_t bits) {
+  std::string out;
+  for (auto [bit, name] : {std::pair{kMemoryFaults, "faults"}, std::pair{kMemoryCache, "cache"},
+                           std::pair{kMemoryWriteback, "writeback"},
+                           std::pair{kMemorySubpage, "subpage"}, std::pair{kMemoryState, "state"}}) {
+    if (bits & bit) out += fmt::format("{}{}", out.empty() ? "" : ", ", name);
+  }
+  return out;
+}
+
+// What the capture does without a helper some programs call, from the attach table: the verifier
+// refuses those programs and libbpf their whole object. A memory program loads only while a part
+// it serves is on; without the memory programs the page-cache state is read in user space.
+std::string HelperFallback(std::string_view helper) {
+  std::vector<std::string> what;
+  for (const ProgramAttach* row : RowsNeedingHelper(helper)) {
+    std::string item = fmt::format("the {} object's {} program calls it: it", row->object,
+                                   row->tracepoint);
+    if (row->object == "memory") {
+      item += fmt::format(" and the other memory programs do not load while any of {} is on (then the "
+                          "page-cache state is read with cachestat or mincore in user space)",
+                          MemoryPartNames(row->memory_parts));
+    } else {
+      item += fmt::format(" and the other {} programs do not load", row->object);
+    }
+    what.push_back(std::move(item));
+  }
+  std::string out = "none: ";
+  for (const auto& item : what) out += (out.size() > 6 ? "; " : "") + item;
+  return what.empty() ? "none needed: no capture program calls it" : out;
+}
+
+const std::string& FindVmaFallback() {
+  static const std::string kText = HelperFallback("bpf_find_vma");
   return kText;
 }
 
@@ -574,7 +606,9 @@ Features Features::Evaluate(KernelFacts facts) {
     st.key = info.key;
     st.title = info.title;
     st.needed_by = info.needed_by;
-    st.fallback = info.id == Feature::kTpBtf ? std::string_view(TpBtfFallback()) : info.fallback;
+    st.fallback = info.fallback;
+    if (info.id == Feature::kTpBtf) st.fallback = TpBtfFallback();
+    if (info.id == Feature::kFindVma) st.fallback = FindVmaFallback();
   }
   out.EvaluateFeatures();
   out.PlanLayers();
@@ -631,6 +665,15 @@ void Features::PlanLayers() {
       }
     }
     std::vector<std::string> gaps;
+    if (!Has(Feature::kFindVma)) {
+      // The verifier refuses the program, and libbpf its whole object with it.
+      for (const ProgramAttach* row : RowsNeedingHelper("bpf_find_vma")) {
+        if (row->layer != layer) continue;
+        gaps.push_back(fmt::format("the {} program calls bpf_find_vma, which this kernel lacks: "
+                                   "the {} BPF programs do not load",
+                                   row->tracepoint, row->object));
+      }
+    }
     if (!Has(Feature::kPrivileges)) gaps.push_back("needs root (CAP_BPF+CAP_PERFMON)");
     if (!Has(Feature::kRingbuf)) gaps.push_back("no BPF ring buffer");
     if (!missing.empty()) {
@@ -647,9 +690,6 @@ void Features::PlanLayers() {
         gaps.push_back(
             ChooseSyscallObject(Has(Feature::kKfuncRdonlyCast), facts_.syscall_compat_forced)
                 .reason);
-      }
-      if (layer == "memory" && !Has(Feature::kFindVma)) {
-        gaps.push_back("no bpf_find_vma: fault files from mmap records");
       }
       plan.method = Join(attached, ", ");
     }
@@ -931,28 +971,13 @@ void ProbeBtfAndPrograms(KernelFacts& f) {
                           : Failed(0, "not tried: no parseable kernel BTF");
 }
 
+// The answer the capture and replay act on (base/page_cache.h: residency by cachestat, else
+// mincore), probed once per process.
 Attempt ProbeCachestat() {
-  if (kNrCachestat < 0) return Failed(ENOSYS, "cachestat syscall number unknown on this arch");
-  // A file of our own: since 6.10 cachestat refuses files the caller neither owns nor may write.
-  UniqueFd fd(memfd_create("iotwin_probe", MFD_CLOEXEC));
-  if (!fd.valid()) return Failed(errno, "memfd_create: " + ErrnoText(errno));
-  if (ftruncate(fd.get(), 4096) != 0 || pwrite(fd.get(), "x", 1, 0) != 1) {
-    return Failed(errno, "writing a memfd: " + ErrnoText(errno));
+  if (CachestatAvailable()) {
+    return Attempt{true, 0, "syscall 451 answers: page-cache residency is read with it"};
   }
-  struct {
-    uint64_t off, len;
-  } range = {0, 0};  // len 0: to the end of the file
-  struct {
-    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-  } stat = {};
-  if (syscall(kNrCachestat, fd.get(), &range, &stat, 0) != 0) {
-    int err = errno;
-    return Failed(err, fmt::format("cachestat (syscall {}) failed: {}", kNrCachestat,
-                                   ErrnoText(err)));
-  }
-  return Attempt{true, 0,
-                 fmt::format("syscall {} works (a 1-page memfd: {} page cached)", kNrCachestat,
-                             stat.nr_cache)};
+  return Failed(ENOSYS, "syscall 451: " + ErrnoText(ENOSYS));
 }
 
 Attempt ProbeHardwarePmu() {

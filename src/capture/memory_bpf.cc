@@ -53,7 +53,6 @@ MemoryKernelSupport ProbeMemorySupport() {
   const Features& features = Features::Get();
   MemoryKernelSupport k;
   k.page_size = sysconf(_SC_PAGESIZE);
-  k.cachestat = CachestatAvailable();
   k.btf = features.Has(Feature::kBtf);
   for (const ProgramAttach& row : AttachTable()) {
     if (row.object != "memory") continue;
@@ -132,6 +131,16 @@ MemoryLayerState PlanMemoryLayer(const MemoryOptions& o, const MemoryKernelSuppo
   return s;
 }
 
+uint8_t MemoryPartsOn(const MemoryLayerState& s) {
+  uint8_t on = 0;
+  if (s.faults.enabled) on |= kMemoryFaults;
+  if (s.cache.enabled) on |= kMemoryCache;
+  if (s.writeback.enabled) on |= kMemoryWriteback;
+  if (s.subpage.enabled) on |= kMemorySubpage;
+  if (s.state.enabled && s.state_in_kernel) on |= kMemoryState;
+  return on;
+}
+
 void MemoryLayerState::StateFallBackToUserSpace(const std::string& why) {
   if (!state.enabled) return;
   state_in_kernel = false;
@@ -164,15 +173,16 @@ nlohmann::json MemoryLayerState::ToJson() const {
 Result<std::unique_ptr<MemoryBpf>> MemoryBpf::Load(const MemoryLayerState& plan,
                                                    const MemoryKernelSupport& support,
                                                    const MemorySharedMaps& shared) {
-  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
-  AttachPlan attach = PlanObject("memory", forced);
-  // A plan that does not load is retried with each program's next method.
-  auto m = LoadPlanned(plan, support, shared, attach);
-  while (!m.ok() && DemotePlan("memory", &attach)) {
-    auto retry = LoadPlanned(plan, support, shared, attach);
-    if (retry.ok()) return retry;
-  }
-  return m;
+  std::unique_ptr<MemoryBpf> loaded;
+  // A failed try's MemoryBpf is destroyed with its result: nothing stays loaded.
+  auto done = LoadByPlan("memory", [&](const AttachPlan& attach) {
+    auto m = LoadPlanned(plan, support, shared, attach);
+    if (!m.ok()) return m.status();
+    loaded = std::move(m).value();
+    return Status::Ok();
+  });
+  if (!done.ok()) return done.status();
+  return loaded;
 }
 
 Result<std::unique_ptr<MemoryBpf>> MemoryBpf::LoadPlanned(const MemoryLayerState& plan,
@@ -205,35 +215,15 @@ Result<std::unique_ptr<MemoryBpf>> MemoryBpf::LoadPlanned(const MemoryLayerState
     if (err) return LibbpfStatus(err, fmt::format("sharing map {}", bpf_map__name(s.map)));
   }
 
-  const bool faults = plan.faults.enabled, cache = plan.cache.enabled,
-             wb = plan.writeback.enabled, sub = plan.subpage.enabled,
-             st = plan.state.enabled && plan.state_in_kernel;
-  struct {
-    const char* program;  // the attach table's name (its tp_btf variant)
-    const char* tracepoint;
-    bool wanted;
-  } progs[] = {
-      {"iot_mem_fault", "page_fault_user", faults || sub || st},
-      {"iot_mem_map_pages", "mm_filemap_map_pages", faults},
-      {"iot_mem_pc_add", "mm_filemap_add_to_page_cache", faults || cache || st},
-      {"iot_mem_pc_delete", "mm_filemap_delete_from_page_cache", cache || st},
-      {"iot_mem_ra_unbounded", "page_cache_ra_unbounded", cache || st},
-      {"iot_mem_ra_order", "page_cache_ra_order", cache || st},
-      {"iot_mem_get_pages", "mm_filemap_get_pages", st},
-      {"iot_mem_dirty_folio", "writeback_dirty_folio", wb || sub || st},
-      {"iot_mem_dirty_inode", "writeback_mark_inode_dirty", wb},
-      {"iot_mem_wb_inode_start", "writeback_single_inode_start", wb},
-      {"iot_mem_wb_inode_done", "writeback_single_inode", wb},
-      {"iot_mem_wb_work_start", "writeback_start", wb},
-      {"iot_mem_wb_work_done", "writeback_written", wb},
-      {"iot_mem_wb_wait", "folio_wait_writeback", wb},
-      {"iot_mem_ext4_writepages", "ext4_writepages", wb},
-      {"iot_mem_ext4_writepages_result", "ext4_writepages_result", wb},
-  };
-  for (auto& pr : progs) {
-    auto planned = attach.find(pr.program);
-    bool load = pr.wanted && support.Has(pr.tracepoint) && planned != attach.end();
-    SelectVariant(m->skel_->obj, pr.program, load ? planned->second : AttachMethod::kNone);
+  // Each program of the attach table's memory rows loads when a part it serves is on and this
+  // kernel has its tracepoint.
+  const uint8_t parts_on = MemoryPartsOn(plan);
+  for (const ProgramAttach& row : AttachTable()) {
+    if (row.object != "memory") continue;
+    auto planned = attach.find(row.program);
+    bool load = (row.memory_parts & parts_on) != 0 && support.Has(row.event()) &&
+                planned != attach.end();
+    SelectVariant(m->skel_->obj, row.program, load ? planned->second : AttachMethod::kNone);
   }
   m->attach_kind_ = DescribePlan(attach);
   int err = iotwin_memory_bpf__load(m->skel_);

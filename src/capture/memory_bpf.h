@@ -52,11 +52,13 @@ struct MemoryLayerState {
 struct MemoryKernelSupport {
   bool btf = false;
   std::vector<std::pair<std::string, bool>> tracepoints;  // tp_btf targets: present?
-  bool cachestat = false;
   long page_size = 0;
   bool Has(std::string_view tracepoint) const;
 };
 MemoryKernelSupport ProbeMemorySupport();
+
+// The parts of `s` whose programs run in the kernel, as MemoryPartBit bits (attach_table.h).
+uint8_t MemoryPartsOn(const MemoryLayerState& s);
 
 // Which of the parts `o` asks for can run on this kernel, each with its reason.
 MemoryLayerState PlanMemoryLayer(const MemoryOptions& o, const MemoryKernelSupport& k);

@@ -3,6 +3,8 @@
 #include "capture/features.h"
 
 #include <cerrno>
+#include <string_view>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -303,6 +305,62 @@ TEST(AttachTable, RowsAreWellFormedAndGroupedByLayer) {
   EXPECT_EQ(ProgramVariant("iot_sys_enter", AttachMethod::kTracepoint), "iot_sys_enter_tp");
   EXPECT_EQ(ParseAttachMethod("raw_tp"), AttachMethod::kRawTp);
   EXPECT_EQ(ParseAttachMethod("kprobe"), AttachMethod::kNone);
+}
+
+// The memory loader picks its programs from the attach table's memory rows (MemoryPartBit):
+// no list of its own.
+TEST(AttachTable, MemoryProgramsComeFromTheTable) {
+  std::vector<std::string_view> memory_rows;
+  for (const ProgramAttach& row : AttachTable()) {
+    if (row.object == "memory") {
+      memory_rows.push_back(row.program);
+      EXPECT_NE(row.memory_parts, 0) << row.program << " serves no part: it never loads";
+    } else {
+      EXPECT_EQ(row.memory_parts, 0) << row.program;
+    }
+  }
+  EXPECT_EQ(memory_rows.size(), 16u);
+  constexpr uint8_t kAll =
+      kMemoryFaults | kMemoryCache | kMemoryWriteback | kMemorySubpage | kMemoryState;
+  EXPECT_EQ(MemoryProgramsFor(kAll), memory_rows);
+  EXPECT_TRUE(MemoryProgramsFor(0).empty());
+  EXPECT_EQ(MemoryProgramsFor(kMemoryFaults),
+            (std::vector<std::string_view>{"iot_mem_pc_add", "iot_mem_fault", "iot_mem_map_pages"}));
+  EXPECT_EQ(MemoryProgramsFor(kMemoryState),
+            (std::vector<std::string_view>{"iot_mem_pc_add", "iot_mem_pc_delete", "iot_mem_fault",
+                                           "iot_mem_get_pages", "iot_mem_ra_unbounded",
+                                           "iot_mem_ra_order", "iot_mem_dirty_folio"}));
+  EXPECT_EQ(MemoryProgramsFor(kMemorySubpage),
+            (std::vector<std::string_view>{"iot_mem_fault", "iot_mem_dirty_folio"}));
+  EXPECT_EQ(MemoryProgramsFor(kMemoryWriteback).size(), 9u);
+}
+
+// Without bpf_find_vma the verifier refuses the page-fault program and libbpf the whole memory
+// object with it: check says so (from the table's helper column) instead of offering a fallback
+// the loader does not have.
+TEST(FeaturesEvaluate, MissingFindVmaTakesTheMemoryObjectDown) {
+  std::vector<const ProgramAttach*> rows = RowsNeedingHelper("bpf_find_vma");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]->program, "iot_mem_fault");
+
+  KernelFacts f = VmLikeFacts();
+  EXPECT_TRUE(Layer(Features::Evaluate(f), "memory").available);
+  f.find_vma = {false, EINVAL, "the verifier rejects bpf_find_vma (helper unknown)"};
+  Features features = Features::Evaluate(f);
+  const LayerPlan& memory = Layer(features, "memory");
+  EXPECT_FALSE(memory.available);
+  EXPECT_EQ(memory.reason,
+            "the exceptions:page_fault_user program calls bpf_find_vma, which this kernel lacks: "
+            "the memory BPF programs do not load");
+  std::string fallback(features.status(Feature::kFindVma).fallback);
+  EXPECT_EQ(fallback,
+            "none: the memory object's exceptions:page_fault_user program calls it: it and the "
+            "other memory programs do not load while any of faults, subpage, state is on (then "
+            "the page-cache state is read with cachestat or mincore in user space)");
+  EXPECT_EQ(fallback.find("mmap records"), std::string::npos);
+  for (const char* other : {"syscall", "block", "sched"}) {
+    EXPECT_TRUE(Layer(features, other).available) << other;
+  }
 }
 
 TEST(FeaturesEvaluate, RenamedTracepointsCount) {
