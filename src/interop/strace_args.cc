@@ -12,6 +12,7 @@
 #include "interop/strace_text.h"
 #include "interop/symbols.h"
 #include "interop/text_util.h"
+#include "model/op_fields.h"
 
 namespace iotwin::interop::strace {
 
@@ -31,6 +32,11 @@ std::optional<int64_t> IntArg(const Args& a, size_t i) {
 }
 
 uint64_t UArg(const Args& a, size_t i) { return static_cast<uint64_t>(IntArg(a, i).value_or(0)); }
+
+uint64_t OffsetPointerArg(const Args& a, size_t i) {
+  if (i < a.size() && a[i] == "NULL") return model::kNoOffset;
+  return UArg(a, i);
+}
 
 uint32_t FlagsArg(const Args& a, size_t i) {
   if (i >= a.size()) return 0;

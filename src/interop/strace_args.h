@@ -22,6 +22,9 @@ using Args = std::vector<std::string_view>;
 std::optional<int64_t> IntArg(const Args& a, size_t i);
 // IntArg, 0 when absent or unreadable.
 uint64_t UArg(const Args& a, size_t i);
+// An offset pointer argument (copy_file_range, splice, sendfile): the offset at entry of "[N]" or
+// "[N => M]", kNoOffset (UINT64_MAX) for NULL, as the capture records it.
+uint64_t OffsetPointerArg(const Args& a, size_t i);
 // A flag expression ("O_RDONLY|O_CLOEXEC"), 0 when absent or unreadable.
 uint32_t FlagsArg(const Args& a, size_t i);
 // A close_range bound: strace prints it unsigned, or (older versions) as a descriptor, -y

@@ -13,11 +13,9 @@
 #include "interop/symbols.h"
 #include "interop/text_util.h"
 #include "model/op_fields.h"
+#include "model/path.h"
 
 namespace iotwin::interop::strace {
-
-// The largest file position (loff_t).
-constexpr uint64_t kMaxFilePosition = INT64_MAX;
 
 // Descriptor argument: number plus -y decoration; a decorated descriptor this importer has not
 // seen opened is recorded once as an FD_SNAPSHOT (it was open before tracing started).
@@ -40,7 +38,8 @@ Result<FdText> StraceImporter::FdArg(uint32_t pid, Task& task, const Args& a, si
     return fd;
   }
   if (fd.decorated && n >= 0 && !fds_.Fd(task.tgid, n)) {
-    const model::DescriptionId id = fds_.NewDescription(0);
+    const std::string path = fd.target[0] == '/' ? model::NormalizePath(fd.target) : std::string();
+    const model::DescriptionId id = fds_.NewDescription(0, path);
     if (model::OpenFileDescription* file = fds_.Description(id)) {
       file->ino = PathIdentity(fd.target);
       file->ftype = fd.ftype;
@@ -61,9 +60,9 @@ Result<FdText> StraceImporter::FdArg(uint32_t pid, Task& task, const Args& a, si
 }
 
 Status StraceImporter::NoteCwd(uint32_t pid, Task& task, const std::string& cwd, uint64_t ts) {
-  auto& known = cwd_[task.tgid];
-  if (known == cwd) return Status::Ok();
-  known = cwd;
+  if (!cwd.empty() && cwd[0] == '/' && model::NormalizePath(cwd) == fds_.Cwd(task.tgid)) {
+    return Status::Ok();
+  }
   iot_proc p{};
   InitRecord(&p, IOT_REC_PROC);
   p.kind = IOT_PROC_CWD;
@@ -71,6 +70,7 @@ Status StraceImporter::NoteCwd(uint32_t pid, Task& task, const std::string& cwd,
   p.tgid = task.tgid;
   p.tid = pid;
   IOTWIN_ASSIGN_OR_RETURN(p.path_id, sink_->InternString(cwd));
+  fds_.OnProc(p, cwd);
   return tasks_.Emit(p);
 }
 
@@ -106,35 +106,25 @@ void StraceImporter::SetIdentity(iot_syscall* sc, const FdText& fd) {
   }
 }
 
-// Position-dependent calls: the offset is the tracked file position where known.
-uint64_t StraceImporter::PositionOf(uint32_t tgid, int32_t fd) {
-  const model::OpenFileDescription* f = fds_.FdDescription(tgid, fd);
-  if (f && f->pos_known) return f->pos;
-  stats_.counters["io_at_unknown_position"]++;
-  return 0;
-}
-void StraceImporter::Advance(uint32_t tgid, int32_t fd, int64_t ret) {
-  model::OpenFileDescription* f = fds_.FdDescription(tgid, fd);
-  if (!f || !f->pos_known || ret <= 0) return;
-  // Positions are loff_t: one carried past 2^63 - 1 is no position, the log is inconsistent.
-  const auto n = static_cast<uint64_t>(ret);
-  if (f->pos > kMaxFilePosition || n > kMaxFilePosition - f->pos) {
-    f->pos_known = false;
-    stats_.counters["position_past_largest_offset"]++;
-    return;
-  }
-  f->pos += n;
+// A descriptor result past the descriptor range (a damaged log) binds nothing (TraceState
+// checks it too); counted.
+void StraceImporter::CountFdResultOutOfRange(const RetInfo& r) {
+  if (r.known && r.ret > INT32_MAX) stats_.counters["descriptor_result_out_of_range"]++;
 }
 
-// The descriptor a call returned; nullopt for a result past the descriptor range (a damaged
-// log), which must not be cut down onto a number that is open.
-std::optional<int32_t> StraceImporter::NewFd(const RetInfo& r) {
-  if (!r.known || r.ret < 0) return std::nullopt;
-  if (r.ret > INT32_MAX) {
-    stats_.counters["descriptor_result_out_of_range"]++;
-    return std::nullopt;
+void StraceImporter::ApplyToTables(iot_syscall& sc, const CallOut& out) {
+  const uint64_t past_largest = fds_.drops().positions_past_largest;
+  const model::SyscallEffect e =
+      fds_.OnSyscall(sc, out.path ? std::optional<std::string_view>(*out.path) : std::nullopt);
+  if (fds_.drops().positions_past_largest != past_largest) {
+    stats_.counters["position_past_largest_offset"]++;
   }
-  return static_cast<int32_t>(r.ret);
+  if (!out.at_position) return;
+  if (!e.pos_known) {
+    stats_.counters["io_at_unknown_position"]++;
+    return;
+  }
+  if (out.offset_is_position) sc.offset = e.pos;
 }
 
 Status StraceImporter::Syscall(uint32_t pid, Task& task, uint16_t op, std::string_view raw_name,
@@ -152,9 +142,11 @@ Status StraceImporter::Syscall(uint32_t pid, Task& task, uint16_t op, std::strin
   sc.fd2 = -1;
   if (interrupted || !r.known) sc.sflags |= IOT_SCF_INTERRUPTED;
   const bool ok = r.known && r.ret >= 0;
-  const CallText c{pid, task, op, raw_name, a, r, ts, ok};
+  CallOut out;
+  const CallText c{pid, task, op, raw_name, a, r, ts, ok, &out};
   std::vector<uint64_t> iov_lens;
   IOTWIN_RETURN_IF_ERROR(FillCall(c, sc, &iov_lens));
+  ApplyToTables(sc, out);
   IOTWIN_RETURN_IF_ERROR(tasks_.Emit(sc));
   if (!iov_lens.empty()) IOTWIN_RETURN_IF_ERROR(EmitIovec(pid, ts, sc.aux, iov_lens));
   if (op == IOT_OP_IO_SUBMIT && ok)
@@ -192,9 +184,8 @@ Status StraceImporter::FillCall(const CallText& c, iot_syscall& sc,
   }
 }
 
-// Opens: the new descriptor's description (position, close-on-exec) is tracked.
+// Opens (TraceState binds the new descriptor).
 Status StraceImporter::OpenCall(const CallText& c, iot_syscall& sc) {
-  Task& task = c.task;
   const uint16_t op = c.op;
   const Args& a = c.a;
   const RetInfo& r = c.r;
@@ -228,16 +219,8 @@ Status StraceImporter::OpenCall(const CallText& c, iot_syscall& sc) {
       }
       SetIdentity(&sc, r.fd);
       if (sc.flags & O_DIRECTORY) sc.ftype = 4;
-      if (const std::optional<int32_t> new_fd = ok ? NewFd(r) : std::nullopt) {
-        // An O_APPEND descriptor writes at the end of a file whose size strace does not show.
-        const model::DescriptionId id = fds_.NewDescription(sc.flags);
-        if (model::OpenFileDescription* file = fds_.Description(id)) {
-          file->pos_known = (sc.flags & O_APPEND) == 0;
-          file->ino = sc.ino;
-          file->ftype = sc.ftype;
-          fds_.Bind(task.tgid, *new_fd, id, (sc.flags & O_CLOEXEC) != 0);
-        }
-      }
+      if (ok) CountFdResultOutOfRange(r);
+      if (!(sc.sflags & IOT_SCF_PATH_FAULT)) c.out->path = std::move(path);
       break;
     }
     default:
@@ -246,22 +229,17 @@ Status StraceImporter::OpenCall(const CallText& c, iot_syscall& sc) {
   return Status::Ok();
 }
 
-// close, close_range, dup*, fcntl, flock: the descriptor tables follow.
+// close, close_range, dup*, fcntl, flock (TraceState applies them to the descriptor tables).
 Status StraceImporter::DescriptorCall(const CallText& c, iot_syscall& sc) {
-  Task& task = c.task;
   const uint16_t op = c.op;
   const Args& a = c.a;
   const RetInfo& r = c.r;
   const bool ok = c.ok;
-  std::string path;
   switch (op) {
     case IOT_OP_CLOSE: {
       IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
       sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
       SetIdentity(&sc, fd);
-      // close releases the number even when it then fails (EINTR, EIO) or never returns;
-      // EBADF: nothing was open. The rule of TraceState::OnSyscall.
-      if (!(r.known && r.ret == -EBADF)) fds_.Close(task.tgid, sc.fd);
       break;
     }
     case IOT_OP_CLOSE_RANGE: {
@@ -270,11 +248,8 @@ Status StraceImporter::DescriptorCall(const CallText& c, iot_syscall& sc) {
       sc.fd2 = static_cast<int32_t>(last.value_or(0));
       sc.flags = FlagsArg(a, 2);
       sc.sflags |= IOT_SCF_NO_FILE;
-      if (!first || !last) {
-        stats_.counters["close_range_bounds_unknown"]++;  // closes nothing rather than guess
-      } else if (ok) {
-        fds_.CloseRange(task.tgid, *first, *last, (sc.flags & CLOSE_RANGE_CLOEXEC) != 0);
-      }
+      // The record then names descriptor 0 alone, and every reader of it closes that.
+      if (!first || !last) stats_.counters["close_range_bounds_unknown"]++;
       break;
     }
     case IOT_OP_DUP:
@@ -286,9 +261,7 @@ Status StraceImporter::DescriptorCall(const CallText& c, iot_syscall& sc) {
         sc.fd2 = static_cast<int32_t>(ParseFd(a.size() > 1 ? a[1] : "").number.value_or(-1));
       if (op == IOT_OP_DUP3) sc.flags = FlagsArg(a, 2);
       SetIdentity(&sc, fd.decorated ? fd : r.fd);
-      if (const std::optional<int32_t> new_fd = ok ? NewFd(r) : std::nullopt) {
-        fds_.Dup(task.tgid, sc.fd, *new_fd, model::OpResultCloexec(sc));
-      }
+      if (ok) CountFdResultOutOfRange(r);
       break;
     }
     case IOT_OP_FCNTL: {
@@ -301,12 +274,7 @@ Status StraceImporter::DescriptorCall(const CallText& c, iot_syscall& sc) {
         sc.aux = UArg(a, 2);
       }
       SetIdentity(&sc, fd);
-      if (ok && (sc.mode == F_DUPFD || sc.mode == F_DUPFD_CLOEXEC)) {
-        if (const std::optional<int32_t> new_fd = NewFd(r)) {
-          fds_.Dup(task.tgid, sc.fd, *new_fd, sc.mode == F_DUPFD_CLOEXEC);
-        }
-      }
-      if (ok && sc.mode == F_SETFD) fds_.SetCloexec(task.tgid, sc.fd, (sc.aux & FD_CLOEXEC) != 0);
+      if (ok && (sc.mode == F_DUPFD || sc.mode == F_DUPFD_CLOEXEC)) CountFdResultOutOfRange(r);
       break;
     }
     case IOT_OP_FLOCK: {
@@ -327,7 +295,6 @@ Status StraceImporter::DescriptorCall(const CallText& c, iot_syscall& sc) {
 // Reads and writes; vectored calls fill `iov_lens` (an IOVEC record follows).
 Status StraceImporter::ReadWriteCall(const CallText& c, const OpInfo& info, iot_syscall& sc,
                                      std::vector<uint64_t>* iov_lens) {
-  Task& task = c.task;
   const uint16_t op = c.op;
   const Args& a = c.a;
   const RetInfo& r = c.r;
@@ -371,12 +338,9 @@ Status StraceImporter::ReadWriteCall(const CallText& c, const OpInfo& info, iot_
       const bool positional = info.offset == FieldUse::kFileOffset || or_current;
       if (positional) sc.offset = UArg(a, 3);
       if (or_current) sc.flags = FlagsArg(a, 4);
-      bool uses_position = !positional || (or_current && static_cast<int64_t>(sc.offset) == -1);
-      if (uses_position) {
-        uint64_t at = PositionOf(task.tgid, sc.fd);
-        if (!positional) sc.offset = at;
-        if (ok) Advance(task.tgid, sc.fd, r.ret);
-      }
+      // Those at the descriptor's position record the one TraceState says they used.
+      c.out->at_position = !positional || (or_current && sc.offset == model::kNoOffset);
+      c.out->offset_is_position = !positional;
       break;
     }
     default:
@@ -387,12 +351,9 @@ Status StraceImporter::ReadWriteCall(const CallText& c, const OpInfo& info, iot_
 
 // Calls on one descriptor: lseek, syncs, advice, space, fstat, getdents64.
 Status StraceImporter::FdCall(const CallText& c, iot_syscall& sc) {
-  Task& task = c.task;
   const uint16_t op = c.op;
   const std::string_view raw_name = c.raw_name;
   const Args& a = c.a;
-  const RetInfo& r = c.r;
-  const bool ok = c.ok;
   switch (op) {
     case IOT_OP_LSEEK: {
       IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
@@ -404,12 +365,6 @@ Status StraceImporter::FdCall(const CallText& c, iot_syscall& sc) {
         // _llseek(fd, high, low, [result], whence)
         sc.offset = (UArg(a, 1) << 32) | (UArg(a, 2) & 0xffffffffu);
         sc.aux = UArg(a, 4);
-      }
-      if (ok) {
-        if (model::OpenFileDescription* f = fds_.FdDescription(task.tgid, sc.fd)) {
-          f->pos = static_cast<uint64_t>(r.ret);
-          f->pos_known = true;
-        }
       }
       break;
     }
@@ -453,13 +408,11 @@ Status StraceImporter::FdCall(const CallText& c, iot_syscall& sc) {
   return Status::Ok();
 }
 
-// copy_file_range, splice, sendfile: the sides read or written at their position move.
+// copy_file_range, splice, sendfile; a NULL offset pointer (the side read or written at its
+// position, which the copy moves) is recorded as kNoOffset.
 Status StraceImporter::CopyCall(const CallText& c, iot_syscall& sc) {
-  Task& task = c.task;
   const uint16_t op = c.op;
   const Args& a = c.a;
-  const RetInfo& r = c.r;
-  const bool ok = c.ok;
   switch (op) {
     case IOT_OP_COPY_FILE_RANGE:
     case IOT_OP_SPLICE: {
@@ -468,14 +421,10 @@ Status StraceImporter::CopyCall(const CallText& c, iot_syscall& sc) {
       sc.fd = static_cast<int32_t>(in.number.value_or(-1));
       sc.fd2 = static_cast<int32_t>(out.number.value_or(-1));
       SetIdentity(&sc, in);
-      sc.offset = UArg(a, 1);
-      sc.aux = UArg(a, 3);
+      sc.offset = OffsetPointerArg(a, 1);
+      sc.aux = OffsetPointerArg(a, 3);
       sc.length = UArg(a, 4);
       sc.flags = FlagsArg(a, 5);
-      if (ok) {
-        if (a.size() > 1 && a[1] == "NULL") Advance(task.tgid, sc.fd, r.ret);
-        if (a.size() > 3 && a[3] == "NULL") Advance(task.tgid, sc.fd2, r.ret);
-      }
       break;
     }
     case IOT_OP_SENDFILE: {
@@ -484,12 +433,8 @@ Status StraceImporter::CopyCall(const CallText& c, iot_syscall& sc) {
       sc.fd = static_cast<int32_t>(out.number.value_or(-1));
       sc.fd2 = static_cast<int32_t>(in.number.value_or(-1));
       SetIdentity(&sc, out);
-      sc.offset = UArg(a, 2);
+      sc.offset = OffsetPointerArg(a, 2);
       sc.length = UArg(a, 3);
-      if (ok) {
-        Advance(task.tgid, sc.fd, r.ret);
-        if (a.size() > 2 && a[2] == "NULL") Advance(task.tgid, sc.fd2, r.ret);
-      }
       break;
     }
     default:
@@ -568,6 +513,7 @@ Status StraceImporter::PathCall(const CallText& c, iot_syscall& sc) {
         IOTWIN_RETURN_IF_ERROR(NoteCwd(pid, task, path, ts));
       }
       if ((op == IOT_OP_STAT || op == IOT_OP_LSTAT) && ok && a.size() > 1) StatFields(a[1], &sc);
+      if (!(sc.sflags & IOT_SCF_PATH_FAULT)) c.out->path = std::move(path);
       break;
     case IOT_OP_NEWFSTATAT:
     case IOT_OP_STATX:

@@ -25,6 +25,13 @@
 
 namespace iotwin::interop::strace {
 
+// What the record builders leave for the call's update of the descriptor tables (Syscall).
+struct CallOut {
+  std::optional<std::string> path;  // the text of the record's first path, when it names one
+  bool at_position = false;         // the call reads or writes at its descriptor's position
+  bool offset_is_position = false;  // and its record's offset is that position
+};
+
 // One finished call being turned into a SYSCALL record.
 struct CallText {
   uint32_t pid;
@@ -35,6 +42,7 @@ struct CallText {
   const RetInfo& r;
   uint64_t ts;
   bool ok;
+  CallOut* out;
 };
 
 class StraceImporter : public Importer {
@@ -90,19 +98,19 @@ class StraceImporter : public Importer {
   Status PathArg(const Args& a, size_t i, uint32_t* id, uint16_t* sflags,
                  std::string* out = nullptr);
   static void SetIdentity(iot_syscall* sc, const FdText& fd);
-  // Position-dependent calls: the offset is the tracked file position where known.
-  uint64_t PositionOf(uint32_t tgid, int32_t fd);
-  void Advance(uint32_t tgid, int32_t fd, int64_t ret);
-  // The descriptor a call returned; nullopt for a result past the descriptor range (a damaged
-  // log), which must not be cut down onto a number that is open.
-  std::optional<int32_t> NewFd(const RetInfo& r);
+  void CountFdResultOutOfRange(const RetInfo& r);
+  // The call's effect on the descriptor tables, positions and cwd, by TraceState's rules
+  // (OnSyscall); a read or write at its descriptor's position records the position TraceState
+  // says it used, or 0 (counted) when that is not known.
+  void ApplyToTables(iot_syscall& sc, const CallOut& out);
 
   StraceClock clock_;
   StraceTasks tasks_;
   StraceAio aio_;
-  // Descriptor tables of the traced processes (positions: PositionOf, Advance).
-  model::TraceState fds_{model::TraceStateOptions{.keep_paths = false}};
-  std::unordered_map<uint32_t, std::string> cwd_;
+  // The traced processes' descriptor tables, positions and cwds: what the records emitted so
+  // far mean. strace shows no file sizes: positions are not learnt from the offsets this
+  // importer writes, and an O_APPEND write leaves its position unknown.
+  model::TraceState fds_{model::TraceStateOptions{.learn_positions = false}};
   std::string carry_;
 };
 

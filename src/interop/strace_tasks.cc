@@ -246,8 +246,7 @@ Status StraceImporter::ExitLine(uint32_t pid, std::string_view body, uint64_t ts
   tasks_.Remove(pid);
   if (!others) {
     p.flags |= IOT_PROCF_GROUP_DEAD;
-    fds_.DropProcess(tgid);
-    cwd_.erase(tgid);  // readers drop it too: a later process of this number records its own
+    fds_.DropProcess(tgid);  // readers drop it too: a later process of this number is new
     aio_.DropProcess(tgid);
   }
   return tasks_.Emit(p);
@@ -296,7 +295,9 @@ Status StraceImporter::Clone(uint32_t pid, Task& task, std::string_view name, co
 // a lesser error than losing what it opened).
 void StraceImporter::InheritTables(uint32_t parent_tgid, uint32_t child) {
   const Task* t = tasks_.Find(child);
-  const bool seen = t != nullptr && t->alive && fds_.HasProcess(child);
+  bool child_has_fds = false;
+  fds_.ForEachFd(child, [&](int32_t, const model::Descriptor&) { child_has_fds = true; });
+  const bool seen = t != nullptr && t->alive && child_has_fds;
   if (!seen) fds_.Fork(parent_tgid, child);
   if (seen) {
     stats_.counters["child_seen_before_clone_result"]++;
@@ -306,10 +307,7 @@ void StraceImporter::InheritTables(uint32_t parent_tgid, uint32_t child) {
     });
     for (const auto& [fd, d] : inherited) fds_.Bind(child, fd, d.desc, d.cloexec);
   }
-  if (auto c = cwd_.find(parent_tgid); c != cwd_.end() && !(seen && cwd_.count(child))) {
-    std::string cwd = c->second;
-    cwd_[child] = cwd;
-  }
+  if (seen && fds_.Cwd(child).empty()) fds_.SetCwd(child, std::string(fds_.Cwd(parent_tgid)));
 }
 
 Status StraceImporter::Exec(uint32_t pid, Task& task, std::string_view name, const Args& a,
@@ -338,10 +336,6 @@ Status StraceImporter::Exec(uint32_t pid, Task& task, std::string_view name, con
 
 void StraceImporter::OnPlaceholderResolved(uint32_t pid) {
   fds_.RenameProcess(0, pid);
-  if (auto c = cwd_.find(0); c != cwd_.end()) {
-    cwd_[pid] = c->second;
-    cwd_.erase(0);
-  }
   aio_.RenameProcess(0, pid);
 }
 

@@ -71,5 +71,75 @@ TEST(StraceImportDescriptors, CloseRangeCloexecClosesAtExec) {
   EXPECT_EQ(Counter(out, "io_at_unknown_position"), 1u);
 }
 
+// The offset recorded for each write, in order.
+std::vector<uint64_t> WriteOffsets(std::string_view text, ImportOutcome* out) {
+  testing::ImportText(out, ImportFormat::kStrace, text);
+  EXPECT_TRUE(out->status.ok()) << out->status.ToString();
+  std::vector<uint64_t> offsets;
+  for (const iot_syscall& sc : out->sink.Of<iot_syscall>(IOT_REC_SYSCALL)) {
+    if (sc.op == IOT_OP_WRITE) offsets.push_back(sc.offset);
+  }
+  return offsets;
+}
+
+// fcntl(F_SETFL, O_APPEND) makes later writes land at the end of the file, which strace does not
+// show: their positions are unknown (offset 0, counted), not the old position moving on. Clearing
+// O_APPEND leaves the position where the appends put it (still unknown) until lseek sets it.
+TEST(StraceImportDescriptors, SetflAppendMakesWritePositionsUnknown) {
+  ImportOutcome out;
+  auto offsets = WriteOffsets(
+      "100 openat(AT_FDCWD, \"/data/log\", O_WRONLY|O_CREAT, 0644) = 3\n"
+      "100 lseek(3, 100, SEEK_SET) = 100\n"
+      "100 write(3, \"hello\", 5) = 5\n"
+      "100 fcntl(3, F_SETFL, O_WRONLY|O_APPEND) = 0\n"
+      "100 write(3, \"ab\", 2) = 2\n"
+      "100 write(3, \"cd\", 2) = 2\n"
+      "100 fcntl(3, F_SETFL, O_WRONLY) = 0\n"
+      "100 write(3, \"x\", 1) = 1\n"
+      "100 lseek(3, 50, SEEK_SET) = 50\n"
+      "100 write(3, \"y\", 1) = 1\n",
+      &out);
+  EXPECT_EQ(offsets, (std::vector<uint64_t>{100, 0, 0, 0, 50}));
+  EXPECT_EQ(Counter(out, "io_at_unknown_position"), 3u);
+}
+
+// A descriptor opened O_APPEND reads from its position (0 after the open) until a write sends it
+// to the end of the file.
+TEST(StraceImportDescriptors, AppendDescriptorReadsAtItsPositionUntilAWrite) {
+  ImportOutcome out;
+  auto offsets = ReadOffsets(
+      "100 openat(AT_FDCWD, \"/data/log\", O_RDWR|O_APPEND) = 3\n"
+      "100 read(3, \"abcde\", 5) = 5\n"
+      "100 read(3, \"abcde\", 5) = 5\n"
+      "100 write(3, \"x\", 1) = 1\n"
+      "100 read(3, \"\", 5) = 0\n",
+      &out);
+  EXPECT_EQ(offsets, (std::vector<uint64_t>{0, 5, 0}));
+  EXPECT_EQ(Counter(out, "io_at_unknown_position"), 2u);  // the write and the read after it
+}
+
+// A NULL offset pointer of copy_file_range and sendfile is recorded as kNoOffset (UINT64_MAX, as
+// the capture records it), not 0: the copy moves the descriptor's position, a later read
+// continues there.
+TEST(StraceImportDescriptors, CopyWithNullOffsetsMovesPositions) {
+  ImportOutcome out;
+  auto offsets = ReadOffsets(
+      "100 openat(AT_FDCWD, \"/data/in\", O_RDONLY) = 3\n"
+      "100 openat(AT_FDCWD, \"/data/out\", O_WRONLY) = 4\n"
+      "100 copy_file_range(3, NULL, 4, NULL, 10, 0) = 10\n"
+      "100 sendfile(4, 3, NULL, 7) = 7\n"
+      "100 sendfile(4, 3, [0 => 4], 2) = 2\n"
+      "100 read(3, \"abcde\", 5) = 5\n",
+      &out);
+  EXPECT_EQ(offsets, (std::vector<uint64_t>{17}));
+  std::vector<std::pair<uint64_t, uint64_t>> copy_offsets;
+  for (const iot_syscall& sc : out.sink.Of<iot_syscall>(IOT_REC_SYSCALL)) {
+    if (sc.op == IOT_OP_COPY_FILE_RANGE) copy_offsets.emplace_back(sc.offset, sc.aux);
+    if (sc.op == IOT_OP_SENDFILE) copy_offsets.emplace_back(sc.offset, 0);
+  }
+  EXPECT_EQ(copy_offsets, (std::vector<std::pair<uint64_t, uint64_t>>{
+                              {UINT64_MAX, UINT64_MAX}, {UINT64_MAX, 0}, {0, 0}}));
+}
+
 }  // namespace
 }  // namespace iotwin::interop
