@@ -17,6 +17,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -271,11 +272,10 @@ class Walker {
     return idx;
   }
 
-  // Paths as the model resolves them (`dirfd` < 0: the cwd); a relative path whose base the
-  // trace never showed is kept relative, for fio to name.
-  std::string Resolve(uint32_t tgid, int32_t dirfd, std::string_view path) {
-    if (auto resolved = fds_.Resolve(tgid, dirfd < 0 ? AT_FDCWD : dirfd, path)) return *resolved;
-    return NormalizeKeepingRelative(path);
+  // The text of a record's path, nullopt for none or one the capture could not read whole.
+  static std::optional<std::string_view> PathText(TraceReader& r, uint32_t id, uint16_t sflags) {
+    if (id == 0 || (sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT))) return std::nullopt;
+    return r.String(id);
   }
 
   // Why fio cannot replay I/O on a file, or nullptr when it can: storage (model::ClassifyFile)
@@ -348,8 +348,10 @@ class Walker {
 
   Status Syscall(const iot_syscall& sc, TraceReader& r) {
     const OpInfo& info = GetOpInfo(sc.op);
-    // The descriptor tables follow every call; fio names paths itself (Resolve).
-    const model::SyscallEffect e = fds_.OnSyscall(sc);
+    // The model follows every call: descriptors, positions, the paths of opens and the cwd
+    // (chdir, fchdir), all as model::TraceState interprets them.
+    const model::SyscallEffect e =
+        fds_.OnSyscall(sc, PathText(r, sc.path_id, sc.sflags), PathText(r, sc.path2_id, sc.sflags));
     switch (info.family) {
       case OpFamily::kOpen:
         return Opened(sc, e, r);
@@ -358,66 +360,75 @@ class Walker {
         return ReadWrite(sc, info, e);
       case OpFamily::kDescriptor:
         // dup*, fcntl, close_range and flock only change the tables; a close may end a file.
-        return sc.op == IOT_OP_CLOSE ? Closed(sc, e) : Status::Ok();
-      case OpFamily::kCwd:
-        if (sc.op == IOT_OP_CHDIR && sc.ret >= 0) {
-          fds_.SetCwd(sc.tgid, Resolve(sc.tgid, -1, r.String(sc.path_id)));
-        }
-        return Status::Ok();
+        return info.fd_effect == FdEffect::kCloses ? Closed(sc, e) : Status::Ok();
       case OpFamily::kSync:
+        return Synced(sc, info, e);
       case OpFamily::kSpace:
-        return SyncOrSpace(sc, e);
+        return Space(sc, info, e);
       case OpFamily::kAdvice:
       case OpFamily::kCopy:
         return NoAction(sc.op);
       case OpFamily::kMemory:
-        // Mapped I/O is the page faults' (--faults); unmapping and moving do none.
-        if (sc.op == IOT_OP_MUNMAP || sc.op == IOT_OP_MREMAP) return Status::Ok();
-        if (sc.op == IOT_OP_MMAP) Mapped(sc, e);
-        return NoAction(sc.op);
+        return Memory(sc, info, e);
       case OpFamily::kDirectory:
-        // Names created, renamed or removed: fio's iolog has no namespace actions.
-        switch (sc.op) {
-          case IOT_OP_RENAME: case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2: case IOT_OP_UNLINK:
-          case IOT_OP_UNLINKAT: case IOT_OP_MKDIR: case IOT_OP_MKDIRAT:
-            return NoAction(sc.op);
-          default:
-            return Status::Ok();
-        }
+        return NameChange(sc, info);
       default:
-        return Status::Ok();  // lseek, metadata, async set-up: no I/O of their own
+        return Status::Ok();  // lseek, metadata, cwd, async set-up: no I/O of their own
     }
   }
 
-  // Syncs and space calls: fsync, fdatasync and sync_file_range sync one file; fallocate's
-  // PUNCH_HOLE trims; the rest have no iolog action.
-  Status SyncOrSpace(const iot_syscall& sc, const model::SyscallEffect& e) {
-    const uint16_t op = sc.op;
-    const bool ok = sc.ret >= 0;
+  // fsync, fdatasync and sync_file_range sync one file; syncfs and sync have no iolog action.
+  Status Synced(const iot_syscall& sc, const OpInfo& info, const model::SyscallEffect& e) {
+    if (info.sync == SyncScope::kFileSystem || info.sync == SyncScope::kAll) {
+      return NoAction(sc.op);
+    }
+    if (sc.ret < 0) return SkipFailed(sc.op);
     const model::OpenFileDescription* f = fds_.Description(e.desc);
-    if (op == IOT_OP_FSYNC || op == IOT_OP_FDATASYNC || op == IOT_OP_SYNC_FILE_RANGE) {
-      if (!ok) return SkipFailed(op);
-      const char* why = f ? NotReplayable(RefOf(*f)) : "descriptor not known";
-      if (why) {
-        Skip(std::string(OpName(op)) + ": " + why);
-        return Status::Ok();
-      }
-      // fio's iolog reader has no sync_file_range: the closest is a data sync.
-      if (op == IOT_OP_SYNC_FILE_RANGE) Skip("sync_file_range replayed as datasync");
-      return Io(ThreadStream(sc.tgid, sc.tid), sc.ts,
-                op == IOT_OP_FSYNC ? Act::kSync : Act::kDatasync, RefOf(*f), 0, 0);
+    const char* why = f ? NotReplayable(RefOf(*f)) : "descriptor not known";
+    if (why) {
+      Skip(std::string(OpName(sc.op)) + ": " + why);
+      return Status::Ok();
     }
-    if (op == IOT_OP_FALLOCATE && (sc.mode & FALLOC_FL_PUNCH_HOLE)) {
-      if (!ok) return SkipFailed(op);
-      const char* why = f ? NotReplayable(RefOf(*f)) : "descriptor not known";
-      if (why) {
-        Skip(std::string("fallocate: ") + why);
-        return Status::Ok();
-      }
-      return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kTrim, RefOf(*f), sc.offset,
-                sc.length);
+    // fio's iolog reader has no sync_file_range: the closest is a data sync.
+    if (info.sync == SyncScope::kFileRange) Skip("sync_file_range replayed as datasync");
+    return Io(ThreadStream(sc.tgid, sc.tid), sc.ts,
+              info.sync == SyncScope::kFile ? Act::kSync : Act::kDatasync, RefOf(*f), 0, 0);
+  }
+
+  // fallocate's PUNCH_HOLE trims; other space calls have no iolog action.
+  Status Space(const iot_syscall& sc, const OpInfo& info, const model::SyscallEffect& e) {
+    if (info.space != SpaceEffect::kFallocates || !(sc.mode & FALLOC_FL_PUNCH_HOLE)) {
+      return NoAction(sc.op);
     }
-    return NoAction(op);
+    if (sc.ret < 0) return SkipFailed(sc.op);
+    const model::OpenFileDescription* f = fds_.Description(e.desc);
+    const char* why = f ? NotReplayable(RefOf(*f)) : "descriptor not known";
+    if (why) {
+      Skip(std::string(OpName(sc.op)) + ": " + why);
+      return Status::Ok();
+    }
+    return Io(ThreadStream(sc.tgid, sc.tid), sc.ts, Act::kTrim, RefOf(*f), sc.offset, sc.length);
+  }
+
+  // Mapped I/O is the page faults' (--faults); unmapping and moving do none.
+  Status Memory(const iot_syscall& sc, const OpInfo& info, const model::SyscallEffect& e) {
+    if (info.mapping == OpMapping::kUnmaps || info.mapping == OpMapping::kRemaps) {
+      return Status::Ok();
+    }
+    if (info.mapping == OpMapping::kMaps) Mapped(sc, e);
+    return NoAction(sc.op);
+  }
+
+  // Names created, renamed or removed: fio's iolog has no namespace actions.
+  Status NameChange(const iot_syscall& sc, const OpInfo& info) {
+    switch (info.names) {
+      case NameEffect::kRenames:
+      case NameEffect::kRemoves:
+      case NameEffect::kMakesDir:
+        return NoAction(sc.op);
+      default:
+        return Status::Ok();
+    }
   }
 
   Status NoAction(uint16_t op) {
@@ -437,9 +448,11 @@ class Walker {
   Status Opened(const iot_syscall& sc, const model::SyscallEffect& e, TraceReader& r) {
     model::OpenFileDescription* d = fds_.Description(e.created);
     if (!d) return Status::Ok();
-    const uint16_t op = sc.op;
-    d->path = Resolve(sc.tgid, op == IOT_OP_OPENAT || op == IOT_OP_OPENAT2 ? sc.fd : -1,
-                      r.String(sc.path_id));
+    // The model resolved the path; one whose base the trace never showed is kept relative, for
+    // fio to name.
+    if (d->path.empty()) {
+      if (auto text = PathText(r, sc.path_id, sc.sflags)) d->path = NormalizeKeepingRelative(*text);
+    }
     if (d->directory) d->ftype = 4;
     if (sc.ino != 0) by_inode_[{sc.dev, sc.ino}] = d->path;
     if (NotReplayable(RefOf(*d))) return Status::Ok();
@@ -498,11 +511,12 @@ class Walker {
     }
   }
 
+  // A snapshot names a file by its absolute path; the model keeps no other ("pipe:[...]").
   void FdSnapshot(const iot_fd_snapshot& s, TraceReader& r) {
-    model::OpenFileDescription* d = fds_.Description(fds_.OnFdSnapshot(s, std::nullopt));
-    if (!d) return;
-    d->path = Resolve(s.tgid, -1, r.String(s.path_id));
-    if (s.ino) by_inode_[{s.dev, s.ino}] = d->path;
+    std::optional<std::string_view> text;
+    if (s.path_id) text = r.String(s.path_id);
+    model::OpenFileDescription* d = fds_.Description(fds_.OnFdSnapshot(s, text));
+    if (d && s.ino && !d->path.empty()) by_inode_[{s.dev, s.ino}] = d->path;
   }
 
   Status Async(const iot_async_io& io) {
