@@ -640,7 +640,14 @@ void TraceState::OnOpen(const iot_syscall& sc, std::optional<std::string_view> p
 
 void TraceState::Advance(DescriptionId id, uint64_t pos, uint64_t n) {
   OpenFileDescription& d = descs_[id];
-  d.pos = SatAdd(pos, n);
+  // Positions are loff_t: one carried past 2^63 - 1 is no position, the trace is inconsistent.
+  constexpr uint64_t kLargestPosition = INT64_MAX;
+  if (pos > kLargestPosition || n > kLargestPosition - pos) {
+    d.pos_known = false;
+    ++drops_.positions_past_largest;
+    return;
+  }
+  d.pos = pos + n;
   d.pos_known = true;
 }
 
@@ -679,6 +686,11 @@ void TraceState::OnDataPosition(const iot_syscall& sc, const OpInfo& info, Sysca
   e.pos = info.offset == FieldUse::kPositionBefore ? sc.offset : 0;  // until the description knows
   if (e.desc == kNoDescription) return;
   const OpenFileDescription& d = descs_[e.desc];
+  if (!options_.learn_positions && info.family == OpFamily::kWrite && d.append) {
+    // The end of the file an O_APPEND write lands at is not in the record.
+    if (ok) descs_[e.desc].pos_known = false;
+    return;
+  }
   if (info.family == OpFamily::kWrite && d.append && ok && sc.fsize >= n) {
     e.pos = sc.fsize - n;
     e.pos_known = true;
@@ -688,7 +700,8 @@ void TraceState::OnDataPosition(const iot_syscall& sc, const OpInfo& info, Sysca
   }
   // A position not known is learnt from a call that records one (read, write, readv, writev);
   // preadv2/pwritev2 at the current position record none.
-  if (ok && (e.pos_known || info.offset == FieldUse::kPositionBefore)) Advance(e.desc, e.pos, n);
+  const bool learn = options_.learn_positions && info.offset == FieldUse::kPositionBefore;
+  if (ok && (e.pos_known || learn)) Advance(e.desc, e.pos, n);
 }
 
 void TraceState::OnFcntl(const iot_syscall& sc, SyscallEffect& e) {

@@ -114,6 +114,12 @@ struct TraceStateOptions {
   TraceStateLimits limits;
   // Paths of descriptions and cwds; a consumer that never asks for them saves the copies.
   bool keep_paths = true;
+  // Whether a call's record teaches positions: a position not known is learnt from the offset
+  // a read or write recorded, and an O_APPEND write lands at the end the record's file size
+  // shows. A consumer that writes those offsets itself from a log that shows no sizes (the
+  // strace importer) turns it off: a position not known stays unknown until lseek sets it, and
+  // an O_APPEND write leaves it unknown (the end of the file is not in the log).
+  bool learn_positions = true;
 };
 
 // What the caps turned away, and records that named impossible values.
@@ -121,6 +127,8 @@ struct TraceStateDrops {
   uint64_t processes = 0, threads = 0, descriptors = 0, descriptions = 0, mappings = 0,
            async_contexts = 0;
   uint64_t bad_fds = 0;  // negative descriptor numbers a record tried to create
+  // Positions a call would carry past 2^63 - 1 (loff_t): unknown from there, not wrapped.
+  uint64_t positions_past_largest = 0;
 };
 
 // The effect of one system call, as OnSyscall applied it.
