@@ -28,6 +28,9 @@ model::TraceStateOptions DescriptorStateOptions(bool keep_paths) {
   model::TraceStateOptions o;
   o.keep_paths = keep_paths;
   o.limits.descriptors = kMaxPending * 4;
+  // A descriptor opened before the capture attached (no snapshot) is followed from its first
+  // read, write or lseek.
+  o.adopt_unknown = true;
   return o;
 }
 
@@ -68,6 +71,7 @@ Analyzer::Analyzer(AnalyzerOptions options)
   task_filter_ = !options_.filter.tgids.empty() || !options_.filter.tids.empty();
   filtering_ = !options_.filter.empty();
   path_filter_ = FiltersPaths(options_.filter);
+  fd_state_.SetHandoverRule(true);  // until the header names a clock too coarse for it
   for (const HeatmapTarget& t : options_.heatmaps) {
     Heatmap h;
     h.file = FileIndex(t.dev, t.ino, true);
@@ -92,13 +96,14 @@ void Analyzer::SetMeta(const nlohmann::json& meta) {
   page_shift_ = (page_size_ & (page_size_ - 1)) == 0 ? Log2Floor(page_size_) : -1;
   const std::string arch = json_fields::GetString(*host, "arch");
   fd_state_.SetArch(arch);  // O_DIRECT differs between architectures
+  fd_state_.SetPageSize(page_size_);
   if (const nlohmann::json* clock = json_fields::Find(*host, "clock");
       clock && clock->is_string()) {
     // Clocks whose start times resolve calls as finely as their durations: iotwin's own,
     // and strace's -ttt (realtime) and -r (relative). Not -t/-tt (time_of_day: -t is whole
     // seconds) nor imports without timestamps (synthetic: one microsecond per line).
     const std::string c = clock->get<std::string>();
-    handover_rule_ = c == "monotonic" || c == "realtime" || c == "relative";
+    fd_state_.SetHandoverRule(c == "monotonic" || c == "realtime" || c == "relative");
   }
   anchor_ns_ = json_fields::GetUint(*host, "anchor/monotonic_ns", anchor_ns_);
 }
@@ -338,16 +343,9 @@ void Analyzer::UpdateFileKind(FileStats& f) {
 
 // ---- descriptors -------------------------------------------------------------------------
 
-model::DescriptionId Analyzer::NewDescription(int32_t file_index, uint64_t pos, bool pos_known,
-                                              uint32_t open_flags, std::string_view path) {
-  const model::DescriptionId id = fd_state_.NewDescription(open_flags, path);
-  if (id == model::kNoDescription) return id;
-  model::OpenFileDescription& d = *fd_state_.Description(id);
-  d.pos = pos;
-  d.pos_known = pos_known;
-  if (id >= desc_notes_.size()) desc_notes_.resize(static_cast<size_t>(id) + 1);
-  desc_notes_[id] = DescriptionNote{file_index, 0, 0};
-  return id;
+int32_t Analyzer::DescriptorFile(uint32_t tgid, int32_t fd) const {
+  const model::OpenFileDescription* d = fd_state_.Description(fd_state_.DescriptionOf(tgid, fd));
+  return d && d->user != 0 ? static_cast<int32_t>(d->user - 1) : -1;
 }
 
 void Analyzer::NonStorageOp(FileStats& f, int dir, uint64_t bytes, uint64_t requested,
@@ -373,7 +371,8 @@ void Analyzer::NonStorageOp(FileStats& f, int dir, uint64_t bytes, uint64_t requ
 
 void Analyzer::OnProc(const iot_proc& r) {
   ensure_start(r.ts);
-  fd_state_.NextRecord();
+  // Descriptor tables follow fork, exec (close-on-exec), the process's end and its cwd.
+  fd_state_.OnProc(r, PathText(r.path_id));
   auto set_comm = [&](std::array<char, 16>& dst) {
     if (r.comm[0] != '\0') std::memcpy(dst.data(), r.comm, 16);
   };
@@ -384,7 +383,6 @@ void Analyzer::OnProc(const iot_proc& r) {
       ProcStats& p = procs_[t.proc];
       set_comm(p.comm);
       p.parent = r.tgid;
-      fd_state_.Fork(r.tgid, r.child_tgid);
       break;
     }
     case IOT_PROC_THREAD: {
@@ -398,7 +396,6 @@ void Analyzer::OnProc(const iot_proc& r) {
       ProcStats& p = procs_[t.proc];
       set_comm(p.comm);
       if (r.path_id) p.exe_id = r.path_id;
-      fd_state_.Exec(r.tgid);  // close-on-exec descriptors close
       break;
     }
     case IOT_PROC_EXIT: {
@@ -406,7 +403,6 @@ void Analyzer::OnProc(const iot_proc& r) {
         ProcStats& p = Proc(r.tgid, r.ts);
         p.exited = true;
         p.exit_code = r.exit_code;
-        fd_state_.DropProcess(r.tgid);
       }
       break;
     }
@@ -417,11 +413,6 @@ void Analyzer::OnProc(const iot_proc& r) {
       ThreadStats& t = Thread(r.tgid, r.tid ? r.tid : r.tgid, r.ts);
       set_comm(t.comm);
       if (r.tid == r.tgid || r.tid == 0) set_comm(procs_[t.proc].comm);
-      // Attach and cwd records carry the cwd relative names resolve against.
-      if (path_filter_ && r.kind != IOT_PROC_START) {
-        const std::string cwd = AbsoluteName(r.path_id);
-        if (!cwd.empty()) fd_state_.SetCwd(r.tgid, cwd);
-      }
       break;
     }
   }
@@ -433,15 +424,16 @@ void Analyzer::OnFdSnapshot(const iot_fd_snapshot& r) {
   if (file >= 0) NoteFileType(file, r.ftype);
   const std::string resolved = AbsoluteName(r.path_id);
   AddFileName(file, r.path_id, resolved);
-  fd_state_.NextRecord();
-  fd_state_.Bind(r.tgid, r.fd, NewDescription(file, r.pos, true, r.flags, resolved),
-                 (r.flags & O_CLOEXEC) != 0);
+  const model::DescriptionId id = fd_state_.OnFdSnapshot(r, PathText(r.path_id));
+  if (model::OpenFileDescription* d = fd_state_.Description(id); d && file >= 0)
+    d->user = static_cast<uint32_t>(file) + 1;
   if (file >= 0 && r.fsize > files_[static_cast<size_t>(file)].fsize)
     files_[static_cast<size_t>(file)].fsize = r.fsize;
 }
 
 void Analyzer::OnMapSnapshot(const iot_map_snapshot& r) {
   ensure_start(r.ts);
+  fd_state_.OnMapSnapshot(r, PathText(r.path_id));
   if (!r.ino) return;
   int32_t file = FileIndex(r.dev, r.ino, true);
   AddFileName(file, r.path_id, AbsoluteName(r.path_id));

@@ -3,12 +3,13 @@
 // process, file, open descriptor and in-flight request; it does not grow with the number of
 // records (except the optional per-thread operation sequences that compare asks for).
 //
-// Offsets of read/write/readv/writev (no explicit offset): the analyzer tracks each open file
-// description's position from the trace itself (0 at open, advanced by every transfer's
-// result, set by lseek's result, end of file for O_APPEND writes, shared by dup and across
-// fork) and uses that; the record's own `offset` field is used only while a descriptor's
-// position is unknown (opened before the capture attached and no fd snapshot). Disagreements
-// between the two are counted ("offsets.tracked_vs_recorded_mismatch" in the model).
+// Descriptors, open file descriptions, their positions and the processes that hold them are the
+// trace interpreter's (model::TraceState, fed every record): the analyzer keeps no descriptor
+// state of its own. It uses the position the interpreter tracked for the offsets of
+// read/write/readv/writev (no explicit offset); the record's own `offset` field is used only
+// while a descriptor's position is unknown (opened before the capture attached and no fd
+// snapshot). Disagreements between the two are counted ("offsets.tracked_vs_recorded_mismatch"
+// in the model).
 #pragma once
 
 #include <array>
@@ -235,15 +236,6 @@ class Analyzer {
     bool last_fault_major = false;
   };
   enum : uint8_t { kAccessNone = 0, kAccessCall, kAccessFault, kAccessWrite };
-  // What the report keeps of an open file description (the interpreter, fd_state_, holds the
-  // description itself: position, flags): the file it was seen on, and the open that created it
-  // (its thread, and its end: start + duration), see UsesPreviousInstance. Zero for
-  // descriptions from snapshots or found in use, and on clocks too coarse for the rule.
-  struct DescriptionNote {
-    int32_t file = -1;
-    uint32_t open_tid = 0;
-    uint64_t open_end = 0;
-  };
   // What OnSyscall's descriptor step found: the file, the offset the call used, and whether
   // its descriptor is O_DIRECT.
   struct CallTarget {
@@ -360,34 +352,21 @@ class Analyzer {
   // An absolute recorded name (snapshots), normalised; empty otherwise.
   std::string AbsoluteName(uint32_t path_id) const;
 
-  // Open file descriptions, shared by dup'ed and inherited descriptors: the interpreter's,
-  // with a DescriptionNote each.
-  model::DescriptionId NewDescription(int32_t file_index, uint64_t pos, bool pos_known,
-                                      uint32_t open_flags, std::string_view path = {});
-  // The description behind `fd` of `tgid` and its note; nullptr when the descriptor is unknown.
-  model::OpenFileDescription* FdDescription(uint32_t tgid, int32_t fd,
-                                            DescriptionNote** note = nullptr) {
-    const model::DescriptionId id = fd_state_.DescriptionOf(tgid, fd);
-    if (id == model::kNoDescription) return nullptr;
-    if (note) *note = &desc_notes_[id];
-    return fd_state_.Description(id);
-  }
-  // Follows the descriptor table through call `r` and finds the file and offset it used.
+  // The file the description behind `fd` of `tgid` was seen on (its `user` slot: file index +
+  // 1, 0 for none yet); -1 when unknown.
+  int32_t DescriptorFile(uint32_t tgid, int32_t fd) const;
+  // The text of a path the interpreter resolves (only when paths are followed: path_filter_).
+  std::optional<std::string_view> PathText(uint32_t path_id) const;
+  // Feeds call `r` to the interpreter and finds the file and offset it used.
   [[gnu::always_inline]] inline CallTarget TrackDescriptors(const iot_syscall& r, uint16_t op,
                                                             int dir, bool ok, uint64_t ret);
-  // Its step for a read or write (`dir` 0 or 1): the file, the offset used, the position after.
+  // Its step for a read or write (`dir` 0 or 1), from what the interpreter did (`e`).
   [[gnu::always_inline]] inline void TrackDataCall(const iot_syscall& r, uint16_t op, int dir,
                                                    bool ok, uint64_t ret, bool has_file,
-                                                   CallTarget& c);
-  // Whether call `r`, on a number bound to `d` and read after the open that created `d`, used
-  // the number's previous instance: a call of another thread that began before that open
-  // returned cannot have been handed the new number. Records come in the order the capture
-  // wrote them (at exit, stamped with their start), so the close that freed the number, or an
-  // old-file call before it, can arrive after the open that reused it; the replay model sorts
-  // by start and corrects the same case in PostponeDescriptorHandovers.
-  static bool UsesPreviousInstance(const DescriptionNote& d, const iot_syscall& r) {
-    return r.ts < d.open_end && r.tid != d.open_tid;
-  }
+                                                   const model::SyscallEffect& e, CallTarget& c);
+  // An open that succeeded: the new description's file, the file's name.
+  void NoteOpen(const iot_syscall& r, int32_t file, const std::string& resolved,
+                const model::SyscallEffect& e);
 
   // Inlined into OnSyscall, its only caller (saves a call per data operation).
   [[gnu::always_inline]] inline void DataOp(const iot_syscall& r, ThreadStats& t, int dir,
@@ -518,9 +497,9 @@ class Analyzer {
   std::array<KeySlot, size_t{1} << kKeyCacheBits> thread_cache_{};
 
   // Descriptor tables and open file descriptions (the one trace interpreter; files are known by
-  // identity here, paths are kept only for path_filter_), with a note per description id.
+  // identity here, paths are kept only for path_filter_). A description's `user` slot holds the
+  // index + 1 of the file it was seen on.
   model::TraceState fd_state_;
-  std::vector<DescriptionNote> desc_notes_;  // by model::DescriptionId
 
   std::vector<StreamState> stream_states_;
   // (thread index, file, async, dir) -> index in stream_states_, for streams the threads' own
@@ -537,10 +516,10 @@ class Analyzer {
   uint64_t direct_ops_ = 0;
   uint64_t direct_bytes_ = 0;
   uint64_t offset_tracked_ = 0, offset_recorded_ = 0, offset_explicit_ = 0, offset_mismatch_ = 0;
-  uint64_t previous_instance_calls_ = 0;  // see UsesPreviousInstance
-  // The rule needs start times and durations on one fine clock: not strace's whole seconds
-  // (-t) or line numbers (no timestamps).
-  bool handover_rule_ = true;
+  // Calls that used the previous instance of their descriptor's number (the interpreter's
+  // hand-over rule, model::TraceState::SetHandoverRule; on unless the clock is too coarse for it:
+  // strace's whole seconds (-t) or line numbers (no timestamps)).
+  uint64_t previous_instance_calls_ = 0;
   uint64_t unattributed_ops_ = 0;
   // The trace records every file's type (a live capture): a file without one is an anonymous
   // inode (eventfd, ...). Imports and synthetic traces leave unknown types at 0.

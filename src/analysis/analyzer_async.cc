@@ -65,12 +65,11 @@ void Analyzer::OnAsyncSubmit(const iot_async_io& r, uint64_t key) {
   p.tid = r.tid;
   p.engine = r.engine;
   p.opcode = r.opcode;
-  DescriptionNote* note = nullptr;
   // io_uring's IOSQE_FIXED_FILE (1): fd indexes the ring's registered files, no descriptor.
   const bool fixed_file = r.engine == IOT_AIO_ENGINE_URING && (r.flags & 1);
   const model::OpenFileDescription* d =
-      fixed_file ? nullptr : FdDescription(r.tgid, r.fd, &note);
-  p.file = d ? note->file : -1;
+      fixed_file ? nullptr : fd_state_.Description(fd_state_.DescriptionOf(r.tgid, r.fd));
+  p.file = d && d->user != 0 ? static_cast<int32_t>(d->user - 1) : -1;
   p.direct = d && d->direct;
   // Access pattern at submission, where the application chose the offset.
   int dir = AsyncDirection(r.engine, r.opcode);

@@ -75,144 +75,76 @@ json PatternJson(const std::array<std::array<uint64_t, kAccessKinds>, 2>& access
 // ---- system calls ---------------------------------------------------------------------------
 
 void Analyzer::TrackDataCall(const iot_syscall& r, uint16_t op, int dir, bool ok, uint64_t ret,
-                             bool has_file, CallTarget& c) {
-  int32_t& file = c.file;
-  DescriptionNote* note = nullptr;
-  model::OpenFileDescription* d = FdDescription(r.tgid, r.fd, &note);
-  const bool previous_instance = d && ok && UsesPreviousInstance(*note, r);
-  if (previous_instance) {
-    // The old file's description is gone: its recorded position and file serve this call.
-    ++previous_instance_calls_;
-    d = nullptr;
+                             bool has_file, const model::SyscallEffect& e, CallTarget& c) {
+  model::OpenFileDescription* d = fd_state_.Description(e.desc);
+  // The description usually knows its file already: skip the file-table lookup.
+  if (d && d->user != 0) {
+    const int32_t known = static_cast<int32_t>(d->user - 1);
+    const FileStats& f = files_[static_cast<size_t>(known)];
+    if (!has_file || (f.ino == r.ino && f.dev == r.dev)) c.file = known;
   }
-  // The descriptor usually knows its file already: skip the file-table lookup.
-  if (d && note->file >= 0) {
-    const FileStats& known = files_[static_cast<size_t>(note->file)];
-    if (!has_file || (known.ino == r.ino && known.dev == r.dev)) file = note->file;
-  }
-  if (file < 0 && has_file) file = FileIndex(r.dev, r.ino, true);
-  if (file >= 0 && has_file) NoteFileType(file, r.ftype);
-  if (d && note->file < 0) note->file = file;
-  bool implicit = !kOpClass.explicit_offset[op] ||
-                  ((op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2) && r.offset == UINT64_MAX);
-  if (implicit) {
-    if (dir == 1 && d && d->append && ok && r.fsize >= ret) {
-      c.offset = r.fsize - ret;
-      ++offset_tracked_;
-    } else if (d && d->pos_known) {
-      c.offset = d->pos;
-      ++offset_tracked_;
-      if (r.offset != 0 && r.offset != d->pos) ++offset_mismatch_;
-    } else {
-      c.offset = r.offset;
-      ++offset_recorded_;
-    }
-    if (ok) {
-      if (!d && r.fd >= 0 && !previous_instance) {
-        // Opened before the capture attached: start tracking from the recorded position.
-        fd_state_.Bind(r.tgid, r.fd, NewDescription(file, 0, false, 0), false);
-        d = FdDescription(r.tgid, r.fd);
-      }
-      if (d) {
-        d->pos = SaturatingAdd(c.offset, ret);
-        d->pos_known = true;
-      }
-    }
-  } else {
+  if (c.file < 0 && has_file) c.file = FileIndex(r.dev, r.ino, true);
+  if (c.file >= 0 && has_file) NoteFileType(c.file, r.ftype);
+  if (d && d->user == 0 && c.file >= 0) d->user = static_cast<uint32_t>(c.file) + 1;
+  const bool implicit = !kOpClass.explicit_offset[op] ||
+                        ((op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2) && r.offset == UINT64_MAX);
+  if (!implicit) {
     ++offset_explicit_;
+  } else if (d && e.pos_known) {
+    c.offset = e.pos;
+    ++offset_tracked_;
+    // An O_APPEND write lands at the end of file, wherever the position was.
+    const bool at_end = dir == 1 && d->append && ok && r.fsize >= ret;
+    if (!at_end && r.offset != 0 && r.offset != e.pos) ++offset_mismatch_;
+  } else {
+    ++offset_recorded_;
   }
   c.direct = d && d->direct;
 }
 
+void Analyzer::NoteOpen(const iot_syscall& r, int32_t file, const std::string& resolved,
+                        const model::SyscallEffect& e) {
+  if (model::OpenFileDescription* d = fd_state_.Description(e.created); d && file >= 0)
+    d->user = static_cast<uint32_t>(file) + 1;
+  // O_TMPFILE names the directory the new, unnamed file lies in: not the file's name.
+  if ((model::EffectiveOpenFlags(r) & O_TMPFILE) != O_TMPFILE) {
+    AddFileName(file, r.path_id, resolved);
+  } else if (file >= 0) {
+    files_[static_cast<size_t>(file)].tmpfile = true;
+  }
+}
+
+std::optional<std::string_view> Analyzer::PathText(uint32_t path_id) const {
+  if (!path_filter_ || path_id == 0) return std::nullopt;
+  auto it = strings_.find(path_id);
+  if (it == strings_.end()) return std::nullopt;
+  return std::string_view(it->second);
+}
+
 Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t op, int dir,
                                                 bool ok, uint64_t ret) {
-  fd_state_.NextRecord();
   const bool has_file = r.ino != 0 && !(r.sflags & IOT_SCF_NO_FILE);
   CallTarget c;
-  int32_t& file = c.file;
   c.offset = r.offset;
   if (dir < 0 && has_file) {
-    file = FileIndex(r.dev, r.ino, true);
-    NoteFileType(file, r.ftype);
+    c.file = FileIndex(r.dev, r.ino, true);
+    NoteFileType(c.file, r.ftype);
   }
+  // An open's name resolves against the descriptors before the new number is bound.
+  const bool opened = ok && kOpClass.opens[op];
+  const std::string resolved = opened ? ResolvedName(r) : std::string();
+  // The descriptor tables, positions and the hand-over rule are the interpreter's.
+  const model::SyscallEffect e = fd_state_.OnSyscall(r, PathText(r.path_id));
+  previous_instance_calls_ += e.previous_instances;
   if (dir >= 0) {
-    TrackDataCall(r, op, dir, ok, ret, has_file, c);
-  } else if (op == IOT_OP_LSEEK) {
-    DescriptionNote* note = nullptr;
-    model::OpenFileDescription* d = ok ? FdDescription(r.tgid, r.fd, &note) : nullptr;
-    if (d && UsesPreviousInstance(*note, r)) {
-      ++previous_instance_calls_;
-    } else if (ok) {
-      if (!d && r.fd >= 0) {
-        fd_state_.Bind(r.tgid, r.fd, NewDescription(file, 0, false, 0), false);
-        d = FdDescription(r.tgid, r.fd);
-      }
-      if (d) {
-        d->pos = ret;
-        d->pos_known = true;
-      }
-    }
-  } else if (kOpClass.opens[op]) {
-    if (ok) {
-      const std::string resolved = ResolvedName(r);  // before the new number is bound
-      const model::DescriptionId di = NewDescription(file, 0, true, r.flags, resolved);
-      if (di != model::kNoDescription && handover_rule_ && r.dur > 0) {
-        desc_notes_[di].open_tid = r.tid;
-        desc_notes_[di].open_end = SaturatingAdd(r.ts, r.dur);
-      }
-      fd_state_.Bind(r.tgid, static_cast<int32_t>(r.ret), di, model::OpResultCloexec(r));
-      // O_TMPFILE names the directory the new, unnamed file lies in: not the file's name.
-      if ((model::EffectiveOpenFlags(r) & O_TMPFILE) != O_TMPFILE) {
-        AddFileName(file, r.path_id, resolved);
-      } else if (file >= 0) {
-        files_[static_cast<size_t>(file)].tmpfile = true;
-      }
-    }
-  } else if (op == IOT_OP_CLOSE) {
-    // close releases the number even when it fails later (EINTR, EIO); EBADF: nothing was open.
-    if (r.ret != -EBADF) {
-      // Closing the previous instance, which the open's binding already replaced.
-      DescriptionNote* note = nullptr;
-      if (FdDescription(r.tgid, r.fd, &note) && UsesPreviousInstance(*note, r))
-        ++previous_instance_calls_;
-      else
-        fd_state_.Close(r.tgid, r.fd);
-    }
-  } else if (op == IOT_OP_CLOSE_RANGE) {
-    // CLOSE_RANGE_CLOEXEC closes nothing now.
-    if (ok && !(r.flags & CLOSE_RANGE_CLOEXEC)) {
-      const uint32_t first = model::CloseRangeFirst(r), last = model::CloseRangeLast(r);
-      std::vector<int32_t> closing;
-      fd_state_.ForEachFd(r.tgid, [&](int32_t fd, const model::Descriptor& d) {
-        if (static_cast<uint32_t>(fd) < first || static_cast<uint32_t>(fd) > last) return;
-        if (UsesPreviousInstance(desc_notes_[d.desc], r))
-          ++previous_instance_calls_;
-        else
-          closing.push_back(fd);
-      });
-      for (int32_t fd : closing) fd_state_.Close(r.tgid, fd);
-    }
-  } else if (op == IOT_OP_DUP || op == IOT_OP_DUP2 || op == IOT_OP_DUP3 ||
-             (op == IOT_OP_FCNTL &&
-              (model::FcntlCmd(r) == F_DUPFD || model::FcntlCmd(r) == F_DUPFD_CLOEXEC))) {
-    // newfd shares oldfd's description; an unknown oldfd leaves newfd unknown too.
-    if (ok && r.ret <= INT32_MAX)
-      fd_state_.Dup(r.tgid, r.fd, static_cast<int32_t>(r.ret), model::OpResultCloexec(r));
-  } else if (op == IOT_OP_FCNTL && ok && model::FcntlCmd(r) == F_SETFD) {
-    fd_state_.SetCloexec(r.tgid, r.fd, (model::FcntlArg(r) & FD_CLOEXEC) != 0);
-  } else if (op == IOT_OP_FCNTL && ok && model::FcntlCmd(r) == F_SETFL) {
-    fd_state_.OnSyscall(r);  // the interpreter's F_SETFL: O_APPEND and O_DIRECT may change
+    TrackDataCall(r, op, dir, ok, ret, has_file, e, c);
+  } else if (opened) {
+    NoteOpen(r, c.file, resolved, e);
   } else if (op == IOT_OP_CREAT || op == IOT_OP_TRUNCATE || op == IOT_OP_STAT ||
              op == IOT_OP_LSTAT || op == IOT_OP_NEWFSTATAT || op == IOT_OP_STATX) {
-    AddFileName(file, r.path_id, ResolvedName(r));
+    AddFileName(c.file, r.path_id, ResolvedName(r));
   } else if (op == IOT_OP_LINKAT && ok) {
     NameLinkedDescriptor(r);
-  } else if ((op == IOT_OP_CHDIR || op == IOT_OP_FCHDIR) && path_filter_) {
-    // The cwd relative names resolve against (the interpreter's chdir and fchdir).
-    auto it = r.path_id ? strings_.find(r.path_id) : strings_.end();
-    std::optional<std::string_view> path;
-    if (it != strings_.end()) path = it->second;
-    fd_state_.OnSyscall(r, path);
   }
   return c;
 }
@@ -454,13 +386,13 @@ void Analyzer::NameLinkedDescriptor(const iot_syscall& r) {
     auto it = r.path_id ? strings_.find(r.path_id) : strings_.end();
     if (it != strings_.end()) fd = model::ProcSelfFdNumber(it->second, r.tgid);
   }
-  DescriptionNote* note = nullptr;
-  if (fd < 0 || !FdDescription(r.tgid, fd, &note) || note->file < 0) return;
+  const int32_t file = DescriptorFile(r.tgid, fd);
+  if (file < 0) return;
   auto name = r.path2_id ? strings_.find(r.path2_id) : strings_.end();
   if (name == strings_.end()) return;
   std::optional<std::string> resolved;  // only what a filter judges (as ResolvedName)
   if (path_filter_) resolved = fd_state_.Resolve(r.tgid, model::Path2DirFd(r), name->second);
-  AddFileName(note->file, r.path2_id, resolved ? *resolved : std::string());
+  AddFileName(file, r.path2_id, resolved ? *resolved : std::string());
 }
 
 void Analyzer::SyscallModel(json& m) const {

@@ -632,6 +632,10 @@ void TraceState::OnOpen(const iot_syscall& sc, std::optional<std::string_view> p
     d.dev = sc.dev;
     d.ftype = sc.ftype;
   }
+  if (handover_rule_ && sc.dur > 0) {
+    d.open_tid = sc.tid;
+    d.open_end = SatAdd(sc.ts, sc.dur);
+  }
   const int32_t fd = static_cast<int32_t>(sc.ret);
   if (sc.ret > INT32_MAX || !Bind(sc.tgid, fd, id, (flags & O_CLOEXEC) != 0)) return;
   e.new_fd = fd;
@@ -655,6 +659,8 @@ void TraceState::OnDataPosition(const iot_syscall& sc, const OpInfo& info, Sysca
   const bool ok = sc.ret >= 0 && !(sc.sflags & IOT_SCF_INTERRUPTED);
   const uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
   if (info.family == OpFamily::kSeek) {
+    if (ok && e.desc == kNoDescription && options_.adopt_unknown && !e.previous_instances)
+      e.desc = Adopt(sc);
     if (ok && e.desc != kNoDescription) Advance(e.desc, n, 0);
     return;
   }
@@ -684,6 +690,8 @@ void TraceState::OnDataPosition(const iot_syscall& sc, const OpInfo& info, Sysca
     return;
   }
   e.pos = info.offset == FieldUse::kPositionBefore ? sc.offset : 0;  // until the description knows
+  if (ok && e.desc == kNoDescription && options_.adopt_unknown && !e.previous_instances)
+    e.desc = Adopt(sc);
   if (e.desc == kNoDescription) return;
   const OpenFileDescription& d = descs_[e.desc];
   if (!options_.learn_positions && info.family == OpFamily::kWrite && d.append) {
@@ -702,6 +710,45 @@ void TraceState::OnDataPosition(const iot_syscall& sc, const OpInfo& info, Sysca
   // preadv2/pwritev2 at the current position record none.
   const bool learn = options_.learn_positions && info.offset == FieldUse::kPositionBefore;
   if (ok && (e.pos_known || learn)) Advance(e.desc, e.pos, n);
+}
+
+DescriptionId TraceState::Adopt(const iot_syscall& sc) {
+  if (sc.fd < 0) return kNoDescription;
+  const DescriptionId id = NewDescription(0);
+  if (id == kNoDescription || !Bind(sc.tgid, sc.fd, id, false)) return kNoDescription;
+  LearnIdentity(descs_[id], sc);
+  return id;
+}
+
+bool TraceState::UsedPreviousInstance(const iot_syscall& sc, const OpInfo& info, bool ok,
+                                      SyscallEffect& e) {
+  const bool data = info.family == OpFamily::kRead || info.family == OpFamily::kWrite ||
+                    info.family == OpFamily::kSeek;
+  if (!data || !ok || e.desc == kNoDescription) return false;
+  if (!UsesPreviousInstance(descs_[e.desc], sc)) return false;
+  e.previous_instances = 1;
+  e.desc = kNoDescription;
+  return true;
+}
+
+uint32_t TraceState::CloseRangeHandingOver(const iot_syscall& sc, bool cloexec_only) {
+  const uint32_t first = CloseRangeFirst(sc), last = CloseRangeLast(sc);
+  std::vector<int32_t> acting;
+  uint32_t previous = 0;
+  ForEachFd(sc.tgid, [&](int32_t fd, const Descriptor& d) {
+    if (static_cast<uint32_t>(fd) < first || static_cast<uint32_t>(fd) > last) return;
+    if (UsesPreviousInstance(descs_[d.desc], sc))
+      ++previous;
+    else
+      acting.push_back(fd);
+  });
+  for (int32_t fd : acting) {
+    if (cloexec_only)
+      SetCloexec(sc.tgid, fd, true);
+    else
+      Close(sc.tgid, fd);
+  }
+  return previous;
 }
 
 void TraceState::OnFcntl(const iot_syscall& sc, SyscallEffect& e) {
@@ -765,6 +812,10 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::st
   const OpInfo& info = GetOpInfo(op);
   SyscallEffect e;
   e.desc = DescriptionOf(sc.tgid, DataFdOf(sc, info));
+  if (handover_rule_ && UsedPreviousInstance(sc, info, ok, e)) {
+    if (info.family != OpFamily::kSeek) OnDataPosition(sc, info, e);  // the recorded offset
+    return e;
+  }
   if (e.desc != kNoDescription && ok) LearnIdentity(descs_[e.desc], sc);
   switch (op) {
     case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:
@@ -775,10 +826,17 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::st
     case IOT_OP_CLOSE:
       e.desc = DescriptionOf(sc.tgid, sc.fd);
       // close releases the number even when it fails later (EINTR, EIO); EBADF: nothing was open.
-      if (sc.ret != -EBADF) Close(sc.tgid, sc.fd);
+      if (sc.ret == -EBADF) break;
+      if (handover_rule_ && e.desc != kNoDescription && UsesPreviousInstance(descs_[e.desc], sc)) {
+        e.previous_instances = 1;  // closes the previous instance, which the open replaced
+        break;
+      }
+      Close(sc.tgid, sc.fd);
       break;
     case IOT_OP_CLOSE_RANGE:
-      if (ok) {
+      if (ok && handover_rule_) {
+        e.previous_instances = CloseRangeHandingOver(sc, (sc.flags & CLOSE_RANGE_CLOEXEC) != 0);
+      } else if (ok) {
         CloseRange(sc.tgid, CloseRangeFirst(sc), CloseRangeLast(sc),
                    (sc.flags & CLOSE_RANGE_CLOEXEC) != 0);
       }

@@ -78,6 +78,10 @@ struct OpenFileDescription {
   bool direct = false;
   bool directory = false;  // opened O_DIRECTORY
   bool ring = false;       // an io_uring instance
+  // The open that made it, for the hand-over rule (TraceState::SetHandoverRule): its thread and
+  // its end (start + duration); 0 when the rule is off or the open had no duration.
+  uint32_t open_tid = 0;
+  uint64_t open_end = 0;
 };
 
 struct Descriptor {
@@ -120,6 +124,10 @@ struct TraceStateOptions {
   // strace importer) turns it off: a position not known stays unknown until lseek sets it, and
   // an O_APPEND write leaves it unknown (the end of the file is not in the log).
   bool learn_positions = true;
+  // A successful read or write at the current position, or lseek, on a descriptor the state
+  // does not know (opened before the capture attached, no snapshot) makes it a description,
+  // whose position that call tells.
+  bool adopt_unknown = false;
 };
 
 // What the caps turned away, and records that named impossible values.
@@ -145,6 +153,10 @@ struct SyscallEffect {
   // Opens, dups, io_uring_setup: the descriptor made and its description.
   int32_t new_fd = -1;
   DescriptionId created = kNoDescription;
+  // Descriptors the call used that were the previous instances of their numbers (the hand-over
+  // rule, SetHandoverRule): left as they were (reads, writes, lseek, close: 1; close_range: how
+  // many of its range). A read or write then has no description and uses its recorded offset.
+  uint32_t previous_instances = 0;
 };
 
 class TraceState {
@@ -162,6 +174,18 @@ class TraceState {
   uint32_t o_append_flag() const { return o_append_; }
   uint32_t o_direct_flag() const { return o_direct_; }
   uint32_t o_directory_flag() const { return o_directory_; }
+
+  // The descriptor hand-over rule, for a consumer that reads records in the order the capture
+  // wrote them (at exit, stamped with their start): the close that freed a number, or a call on
+  // the old file before it, can arrive after the open that reused the number. A call of another
+  // thread that began before that open returned cannot have been handed the new number: it used
+  // the number's previous instance, whose description is gone, and changes nothing here. The
+  // rule needs start times and durations on one fine clock. (The replay model sorts calls by
+  // start instead and corrects the same case in PostponeDescriptorHandovers.)
+  void SetHandoverRule(bool on) { handover_rule_ = on; }
+  static bool UsesPreviousInstance(const OpenFileDescription& d, const iot_syscall& sc) {
+    return sc.ts < d.open_end && sc.tid != d.open_tid;
+  }
 
   // ---- feeding records ----
   // `path` and `path2` are the texts of sc.path_id and sc.path2_id (nullopt: unknown).
@@ -297,6 +321,12 @@ class TraceState {
 
   void OnOpen(const iot_syscall& sc, std::optional<std::string_view> path, SyscallEffect& e);
   void OnDataPosition(const iot_syscall& sc, const OpInfo& info, SyscallEffect& e);
+  // The hand-over rule's part of OnSyscall (see SetHandoverRule): whether the call used a
+  // previous instance, and close_range over descriptors some of which are.
+  bool UsedPreviousInstance(const iot_syscall& sc, const OpInfo& info, bool ok, SyscallEffect& e);
+  uint32_t CloseRangeHandingOver(const iot_syscall& sc, bool cloexec_only);
+  // adopt_unknown: the description of an unknown descriptor that call `sc` used.
+  DescriptionId Adopt(const iot_syscall& sc);
   void OnFcntl(const iot_syscall& sc, SyscallEffect& e);
   void OnMemory(const iot_syscall& sc);
   void OnExit(const iot_proc& p);
@@ -308,6 +338,7 @@ class TraceState {
   uint32_t o_direct_ = 040000;
   uint32_t o_directory_ = 0200000;
   uint64_t page_size_ = 4096;
+  bool handover_rule_ = false;
 
   std::unordered_map<uint32_t, Process> procs_;
   mutable uint32_t last_tgid_ = 0;
