@@ -149,9 +149,10 @@ Status StraceImporter::Syscall(uint32_t pid, Task& task, uint16_t op, std::strin
   ApplyToTables(sc, out);
   IOTWIN_RETURN_IF_ERROR(tasks_.Emit(sc));
   if (!iov_lens.empty()) IOTWIN_RETURN_IF_ERROR(EmitIovec(pid, ts, sc.aux, iov_lens));
-  if (op == IOT_OP_IO_SUBMIT && ok)
+  const OpInfo& info = GetOpInfo(op);
+  if (info.async == AsyncCall::kSubmit && ok)
     IOTWIN_RETURN_IF_ERROR(aio_.Submit(pid, task.tgid, a, r.ret, ts));
-  if ((op == IOT_OP_IO_GETEVENTS || op == IOT_OP_IO_PGETEVENTS) && ok && r.ret > 0) {
+  if (info.async == AsyncCall::kReap && ok && r.ret > 0) {
     IOTWIN_RETURN_IF_ERROR(aio_.Complete(pid, task.tgid, a, SaturatingAdd(ts, dur)));
   }
   return Status::Ok();
@@ -187,6 +188,7 @@ Status StraceImporter::FillCall(const CallText& c, iot_syscall& sc,
 // Opens (TraceState binds the new descriptor).
 Status StraceImporter::OpenCall(const CallText& c, iot_syscall& sc) {
   const uint16_t op = c.op;
+  const OpInfo& info = GetOpInfo(op);
   const Args& a = c.a;
   const RetInfo& r = c.r;
   const bool ok = c.ok;
@@ -197,7 +199,7 @@ Status StraceImporter::OpenCall(const CallText& c, iot_syscall& sc) {
     case IOT_OP_OPENAT:
     case IOT_OP_OPENAT2: {
       size_t p = 0;
-      if (op == IOT_OP_OPENAT || op == IOT_OP_OPENAT2) {
+      if (info.path_base == PathBase::kFd) {
         IOTWIN_ASSIGN_OR_RETURN(FdText dir, FdAt(c, 0));
         sc.fd = static_cast<int32_t>(dir.number.value_or(AT_FDCWD));
         p = 1;
@@ -208,7 +210,7 @@ Status StraceImporter::OpenCall(const CallText& c, iot_syscall& sc) {
       if (op == IOT_OP_CREAT) {
         sc.flags = O_CREAT | O_WRONLY | O_TRUNC;
         sc.mode = FlagsArg(a, 1);
-      } else if (op == IOT_OP_OPENAT2) {
+      } else if (info.aux == FieldUse::kResolveFlags) {  // openat2's struct open_how
         std::string_view how = a.size() > 2 ? a[2] : std::string_view();
         sc.flags = static_cast<uint32_t>(FlagsValue(FieldValue(how, "flags")).value_or(0));
         sc.mode = static_cast<uint32_t>(FlagsValue(FieldValue(how, "mode")).value_or(0));
@@ -232,6 +234,7 @@ Status StraceImporter::OpenCall(const CallText& c, iot_syscall& sc) {
 // close, close_range, dup*, fcntl, flock (TraceState applies them to the descriptor tables).
 Status StraceImporter::DescriptorCall(const CallText& c, iot_syscall& sc) {
   const uint16_t op = c.op;
+  const OpInfo& info = GetOpInfo(op);
   const Args& a = c.a;
   const RetInfo& r = c.r;
   const bool ok = c.ok;
@@ -257,7 +260,7 @@ Status StraceImporter::DescriptorCall(const CallText& c, iot_syscall& sc) {
     case IOT_OP_DUP3: {
       IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
       sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
-      if (op != IOT_OP_DUP)
+      if (info.fd2 == FdRole::kCreated)
         sc.fd2 = static_cast<int32_t>(ParseFd(a.size() > 1 ? a[1] : "").number.value_or(-1));
       if (op == IOT_OP_DUP3) sc.flags = FlagsArg(a, 2);
       SetIdentity(&sc, fd.decorated ? fd : r.fd);
@@ -352,6 +355,7 @@ Status StraceImporter::ReadWriteCall(const CallText& c, const OpInfo& info, iot_
 // Calls on one descriptor: lseek, syncs, advice, space, fstat, getdents64.
 Status StraceImporter::FdCall(const CallText& c, iot_syscall& sc) {
   const uint16_t op = c.op;
+  const OpInfo& info = GetOpInfo(op);
   const std::string_view raw_name = c.raw_name;
   const Args& a = c.a;
   switch (op) {
@@ -377,7 +381,7 @@ Status StraceImporter::FdCall(const CallText& c, iot_syscall& sc) {
       IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
       sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
       SetIdentity(&sc, fd);
-      if (op == IOT_OP_GETDENTS64) sc.length = UArg(a, 2);
+      if (info.buffer == OpBuffer::kFilled) sc.length = UArg(a, 2);  // getdents64
       break;
     }
     case IOT_OP_SYNC_FILE_RANGE:
@@ -388,17 +392,17 @@ Status StraceImporter::FdCall(const CallText& c, iot_syscall& sc) {
       IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
       sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
       SetIdentity(&sc, fd);
-      if (op == IOT_OP_FALLOCATE) {
+      if (info.space == SpaceEffect::kFallocates) {
         sc.mode = FlagsArg(a, 1);
         sc.offset = UArg(a, 2);
         sc.length = UArg(a, 3);
-      } else if (op == IOT_OP_FTRUNCATE) {
+      } else if (info.space == SpaceEffect::kSetsLength) {
         sc.length = UArg(a, 1);
       } else {
         sc.offset = UArg(a, 1);
         sc.length = UArg(a, 2);
-        if (op == IOT_OP_SYNC_FILE_RANGE) sc.flags = FlagsArg(a, 3);
-        if (op == IOT_OP_FADVISE64) sc.aux = UArg(a, 3);
+        if (info.sync == SyncScope::kFileRange) sc.flags = FlagsArg(a, 3);
+        if (info.aux == FieldUse::kAdvice) sc.aux = UArg(a, 3);
       }
       break;
     }
@@ -446,6 +450,7 @@ Status StraceImporter::CopyCall(const CallText& c, iot_syscall& sc) {
 // Mappings.
 Status StraceImporter::MemoryCall(const CallText& c, iot_syscall& sc) {
   const uint16_t op = c.op;
+  const OpInfo& info = GetOpInfo(op);
   const std::string_view raw_name = c.raw_name;
   const Args& a = c.a;
   switch (op) {
@@ -471,9 +476,9 @@ Status StraceImporter::MemoryCall(const CallText& c, iot_syscall& sc) {
     case IOT_OP_MREMAP:
       sc.offset = UArg(a, 0);
       sc.length = UArg(a, 1);
-      if (op == IOT_OP_MSYNC) sc.flags = FlagsArg(a, 2);
-      if (op == IOT_OP_MADVISE) sc.aux = UArg(a, 2);
-      if (op == IOT_OP_MREMAP) {
+      if (info.mapping == OpMapping::kSyncs) sc.flags = FlagsArg(a, 2);
+      if (info.mapping == OpMapping::kAdvises) sc.aux = UArg(a, 2);
+      if (info.mapping == OpMapping::kRemaps) {
         sc.aux = UArg(a, 2);
         sc.flags = FlagsArg(a, 3);
       }
@@ -490,6 +495,7 @@ Status StraceImporter::PathCall(const CallText& c, iot_syscall& sc) {
   const uint32_t pid = c.pid;
   Task& task = c.task;
   const uint16_t op = c.op;
+  const OpInfo& info = GetOpInfo(op);
   const Args& a = c.a;
   const uint64_t ts = c.ts;
   const bool ok = c.ok;
@@ -508,11 +514,11 @@ Status StraceImporter::PathCall(const CallText& c, iot_syscall& sc) {
     case IOT_OP_CHDIR:
       sc.fd = AT_FDCWD;
       IOTWIN_RETURN_IF_ERROR(PathArg(a, 0, &sc.path_id, &sc.sflags, &path));
-      if (op == IOT_OP_MKDIR) sc.mode = FlagsArg(a, 1);
-      if (op == IOT_OP_CHDIR && ok && !path.empty() && path[0] == '/') {
+      if (info.names == NameEffect::kMakesDir) sc.mode = FlagsArg(a, 1);
+      if (info.names == NameEffect::kSetsCwd && ok && !path.empty() && path[0] == '/') {
         IOTWIN_RETURN_IF_ERROR(NoteCwd(pid, task, path, ts));
       }
-      if ((op == IOT_OP_STAT || op == IOT_OP_LSTAT) && ok && a.size() > 1) StatFields(a[1], &sc);
+      if (info.family == OpFamily::kStat && ok && a.size() > 1) StatFields(a[1], &sc);
       if (!(sc.sflags & IOT_SCF_PATH_FAULT)) c.out->path = std::move(path);
       break;
     case IOT_OP_NEWFSTATAT:
@@ -527,8 +533,8 @@ Status StraceImporter::PathCall(const CallText& c, iot_syscall& sc) {
         sc.flags = FlagsArg(a, 2);
         sc.aux = FlagsArg(a, 3);
       }
-      if (op == IOT_OP_MKDIRAT) sc.mode = FlagsArg(a, 2);
-      if (op == IOT_OP_UNLINKAT) sc.flags = FlagsArg(a, 2);
+      if (info.names == NameEffect::kMakesDir) sc.mode = FlagsArg(a, 2);
+      if (info.names == NameEffect::kRemoves) sc.flags = FlagsArg(a, 2);
       // fstat via newfstatat(fd, "", ..., AT_EMPTY_PATH): the file behind the fd.
       if (dir.decorated && sc.fd != AT_FDCWD) SetIdentity(&sc, dir);
       if (op == IOT_OP_NEWFSTATAT && ok && a.size() > 2) StatFields(a[2], &sc);
@@ -572,6 +578,7 @@ Status StraceImporter::PathCall(const CallText& c, iot_syscall& sc) {
 // libaio and io_uring system calls (their requests are ASYNC_IO records).
 Status StraceImporter::AsyncCall(const CallText& c, iot_syscall& sc) {
   const uint16_t op = c.op;
+  const OpInfo& info = GetOpInfo(op);
   const Args& a = c.a;
   switch (op) {
     case IOT_OP_IO_SETUP:
@@ -590,7 +597,7 @@ Status StraceImporter::AsyncCall(const CallText& c, iot_syscall& sc) {
       IOTWIN_ASSIGN_OR_RETURN(FdText fd, FdAt(c, 0));
       sc.fd = static_cast<int32_t>(fd.number.value_or(-1));
       sc.aux = UArg(a, 1);
-      if (op == IOT_OP_IO_URING_ENTER) {
+      if (info.async == AsyncCall::kEnter) {
         sc.mode = static_cast<uint32_t>(UArg(a, 2));
         sc.flags = FlagsArg(a, 3);
       }
