@@ -15,24 +15,49 @@
 #include "analysis/pattern.h"
 #include "format/op_info.h"
 #include "iotwin_abi.h"
+#include "model/op_fields.h"
 
 namespace iotwin::analysis::analyzer_detail {
 
-// What OnSyscall asks of every record's op, read once from the op table (format/op_info.h):
-// direction of a data op (0 read, 1 write, -1 neither), whether that data op takes an explicit
-// offset, whether it opens a file.
+// What OnSyscall asks of every record's op, read once from the op table (format/op_info.h).
 struct OpClassTable {
+  // Direction of a data op: 0 read, 1 write, -1 neither.
   std::array<int8_t, IOT_OP_MAX + 1> dir{};
-  std::array<bool, IOT_OP_MAX + 1> explicit_offset{};
+  // A data op at the current position (read, write, readv, writev), or at the offset it names
+  // unless that is -1 (preadv2, pwritev2); else its offset is explicit.
+  std::array<bool, IOT_OP_MAX + 1> at_position{};
+  std::array<bool, IOT_OP_MAX + 1> offset_or_current{};
   std::array<bool, IOT_OP_MAX + 1> opens{};
+  // Its path names the file the record identifies (stat, truncate): a name of that file.
+  std::array<bool, IOT_OP_MAX + 1> names_file{};
+  // Gives path2 as a new name of path's file (link, linkat).
+  std::array<bool, IOT_OP_MAX + 1> links{};
+  std::array<bool, IOT_OP_MAX + 1> maps_file{};  // mmap
+  std::array<bool, IOT_OP_MAX + 1> copies{};     // copy_file_range, sendfile, splice
+  // Its offset field holds an address (munmap, mremap, msync, madvise), which differs between
+  // runs (ASLR): no part of the op's fingerprint.
+  std::array<bool, IOT_OP_MAX + 1> address{};
+  std::array<bool, IOT_OP_MAX + 1> whence{};  // lseek: `aux` holds whence
   OpClassTable() {
     for (uint16_t op = 0; op <= IOT_OP_MAX; op++) {
       const OpInfo& info = GetOpInfo(op);
       dir[op] = info.family == OpFamily::kRead ? 0 : info.family == OpFamily::kWrite ? 1 : -1;
-      explicit_offset[op] = dir[op] >= 0 && (info.offset == FieldUse::kFileOffset ||
-                                             info.offset == FieldUse::kOffsetOrCurrent);
+      at_position[op] = dir[op] >= 0 && info.offset != FieldUse::kFileOffset &&
+                        info.offset != FieldUse::kOffsetOrCurrent;
+      offset_or_current[op] = dir[op] >= 0 && info.offset == FieldUse::kOffsetOrCurrent;
       opens[op] = info.family == OpFamily::kOpen;
+      names_file[op] = info.path == PathRole::kResolved &&
+                       (info.family == OpFamily::kStat || info.family == OpFamily::kSpace);
+      links[op] = info.names == NameEffect::kLinks;
+      maps_file[op] = info.mapping == OpMapping::kMaps;
+      copies[op] = info.family == OpFamily::kCopy;
+      address[op] = info.mapping != OpMapping::kNone && info.mapping != OpMapping::kMaps;
+      whence[op] = info.aux == FieldUse::kWhence;
     }
+  }
+  // Whether data op `op` used the current position, by its recorded offset.
+  bool AtPosition(uint16_t op, uint64_t offset) const {
+    return at_position[op] || (offset_or_current[op] && offset == model::kNoOffset);
   }
 };
 inline const OpClassTable kOpClass;

@@ -86,9 +86,7 @@ void Analyzer::TrackDataCall(const iot_syscall& r, uint16_t op, int dir, bool ok
   if (c.file < 0 && has_file) c.file = FileIndex(r.dev, r.ino, true);
   if (c.file >= 0 && has_file) NoteFileType(c.file, r.ftype);
   if (d && d->user == 0 && c.file >= 0) d->user = static_cast<uint32_t>(c.file) + 1;
-  const bool implicit = !kOpClass.explicit_offset[op] ||
-                        ((op == IOT_OP_PREADV2 || op == IOT_OP_PWRITEV2) && r.offset == UINT64_MAX);
-  if (!implicit) {
+  if (!kOpClass.AtPosition(op, r.offset)) {
     ++offset_explicit_;
   } else if (d && e.pos_known) {
     c.offset = e.pos;
@@ -140,10 +138,9 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
     TrackDataCall(r, op, dir, ok, ret, has_file, e, c);
   } else if (opened) {
     NoteOpen(r, c.file, resolved, e);
-  } else if (op == IOT_OP_CREAT || op == IOT_OP_TRUNCATE || op == IOT_OP_STAT ||
-             op == IOT_OP_LSTAT || op == IOT_OP_NEWFSTATAT || op == IOT_OP_STATX) {
+  } else if (kOpClass.names_file[op]) {
     AddFileName(c.file, r.path_id, ResolvedName(r));
-  } else if (op == IOT_OP_LINKAT && ok) {
+  } else if (kOpClass.links[op] && ok) {
     NameLinkedDescriptor(r);
   }
   return c;
@@ -206,24 +203,20 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     if (r.fsize > f.fsize) f.fsize = r.fsize;
     if (dir < 0 && ok) {
       if (kOpClass.opens[op]) ++f.opens;
-      if (op == IOT_OP_MMAP) ++f.maps;
+      if (kOpClass.maps_file[op]) ++f.maps;
     }
   }
 
   if (dir >= 0) {
     if (ok) DataOp(r, t, dir, offset, ret, file, target.direct);
-  } else if (ok && (op == IOT_OP_SENDFILE || op == IOT_OP_COPY_FILE_RANGE ||
-                    op == IOT_OP_SPLICE)) {
+  } else if (ok && kOpClass.copies[op]) {
     s.bytes = SaturatingAdd(s.bytes, ret);
   }
 
   if (options_.collect_sequences) {
     if (sequence_ops_ < options_.max_sequence_ops) {
-      // munmap/mremap/msync/madvise carry an address, which differs between runs (ASLR).
-      const bool address = op == IOT_OP_MUNMAP || op == IOT_OP_MREMAP || op == IOT_OP_MSYNC ||
-                           op == IOT_OP_MADVISE;
-      uint64_t fp_offset = dir >= 0 ? offset : address ? 0 : r.offset;
-      uint64_t whence = op == IOT_OP_LSEEK ? r.aux : 0;
+      uint64_t fp_offset = dir >= 0 ? offset : kOpClass.address[op] ? 0 : r.offset;
+      uint64_t whence = kOpClass.whence[op] ? r.aux : 0;
       t.seq.push_back(OpFingerprint(op, fp_offset, r.length, r.flags, whence));
       ++sequence_ops_;
     } else {
