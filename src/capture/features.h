@@ -1,5 +1,8 @@
 // Features: what this kernel and this process can do for capture, found by probing (loading and
 // attaching trivial programs, reading BTF, tracefs, sysfs), never by comparing kernel versions.
+// One job per file: feature_table.cc (what each feature is for and what replaces it),
+// feature_probes.cc (probes that touch the system), feature_rules.cc (the pure verdicts),
+// kernel_text.cc (parsers of the kernel's text).
 // Probing gathers raw KernelFacts; Features::Evaluate turns them into per-feature verdicts and
 // per-layer attach plans (from the attach table, attach_table.h) without touching the system, so
 // the decision rules are unit-testable. `iotwin check` prints the result; the loaders ask
@@ -19,6 +22,7 @@
 
 #include "base/status.h"
 #include "capture/attach_table.h"
+#include "capture/kernel_text.h"
 
 struct btf;
 
@@ -192,18 +196,5 @@ SyscallObjectChoice ChooseSyscallObject(bool kfunc_cast_in_btf, bool compat_forc
 bool SyscallCompatForced();
 // Looks bpf_rdonly_cast up in the kernel's BTF (null: loads /sys/kernel/btf/vmlinux itself).
 Attempt ProbeKfuncRdonlyCast(const struct btf* vmlinux = nullptr);
-
-// ---- pure helpers (unit-tested) ----
-
-// Kernel config text ("CONFIG_X=y", "# CONFIG_Y is not set") to {"CONFIG_X":"y","CONFIG_Y":"n"};
-// quoted values lose their quotes. Other lines are ignored.
-std::map<std::string, std::string> ParseKernelConfig(std::string_view text);
-// The tracefs directory given /proc/mounts text: a tracefs mount (preferring
-// /sys/kernel/tracing), else a debugfs mount's tracing/ subdirectory; nullopt when neither.
-std::optional<std::string> FindTracefsMount(std::string_view proc_mounts);
-// CapEff from /proc/<pid>/status text.
-std::optional<uint64_t> ParseCapEff(std::string_view proc_status);
-// "EPERM (Operation not permitted)".
-std::string ErrnoText(int err);
 
 }  // namespace iotwin::capture
