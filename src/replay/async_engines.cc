@@ -163,6 +163,7 @@ class UringEngine final : public AsyncEngine {
       default: io_uring_prep_nop(sqe); break;
     }
     sqe->rw_flags = static_cast<__kernel_rwf_t>(req.rw_flags);
+    io_uring_sqe_set_flags(sqe, req.sqe_flags);
     io_uring_sqe_set_data64(sqe, req.token);
     queued_++;
     return true;

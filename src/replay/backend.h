@@ -74,6 +74,9 @@ struct AsyncRequest {
   const uint64_t* iov_lens = nullptr;
   uint32_t iov_count = 0;
   uint32_t rw_flags = 0;
+  // io_uring: the recorded IOSQE_IO_LINK, IOSQE_IO_HARDLINK, IOSQE_IO_DRAIN and IOSQE_ASYNC
+  // (a chain's order and its cancellations are part of the workload).
+  uint8_t sqe_flags = 0;
   int64_t recorded = 0;
 };
 struct AsyncCompletion {

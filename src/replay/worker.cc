@@ -92,6 +92,15 @@ constexpr uint64_t kKernelWaitWatchdogNs = 10'000'000'000;
 
 // What a wait in the kernel may return without anything being wrong: a signal, its timeout,
 // completions the kernel cannot post yet (EBUSY: its overflow list), no memory for a moment.
+// io_uring keeps a request's SQE flags at their IOSQE_* bit positions in the request flags the
+// capture records (the kernel's REQ_F_*_BIT are defined as the IOSQE_*_BIT): the flags that
+// order requests and cancel a failed link's successors are replayed.
+uint8_t UringChainFlags(const iot_async_io& a) {
+  if (a.engine != IOT_AIO_ENGINE_URING) return 0;
+  return static_cast<uint8_t>(a.flags &
+                              (IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN | IOSQE_ASYNC));
+}
+
 bool IsTransientWaitError(int r) {
   return r == -EINTR || r == -ETIME || r == -EAGAIN || r == -EBUSY;
 }
@@ -742,6 +751,7 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   req.len = std::min<uint64_t>(write ? IssuedWriteLength(op, op.aio.length) : op.aio.length,
                                write ? wbuf_.size() : rbuf_.size());
   req.rw_flags = op.aio.rw_flags;
+  req.sqe_flags = UringChainFlags(op.aio);
   req.recorded = op.result;
   req.buf = write ? wbuf_.data() : rbuf_.data();
   req.iov_lens = op.extra_count ? model_.ExtraBegin(op) : nullptr;  // the recorded iovec shape
@@ -750,6 +760,7 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   const bool nop = kind == iotwin::AsyncKind::kOther && op.aio.engine == IOT_AIO_ENGINE_URING &&
                    AsyncOp(IOT_AIO_ENGINE_URING, op.aio.opcode).nop;
   if (req.fd < 0 && !null_backend_ && !nop) {
+    UnlinkStaged(op.async_ctx);
     c->Resolved(1);  // never submitted: no recorded wait waits for it
     Skip(LiveSkipName(LiveSkip::kLiveFdMissing), op, index);
     return;
@@ -761,6 +772,7 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   {
     MutexLock lock(&c->mu);
     if (!EngineLocked(op.async_ctx, c, op, index)) {
+      UnlinkStaged(op.async_ctx);
       c->Resolved(1);
       Skip(LiveSkipName(LiveSkip::kAsyncEngine), op, index);
       return;
@@ -780,6 +792,13 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   prev_rec_end_ = std::max(prev_rec_end_, op.ts);
   prev_live_done_ = NowNs();
   MarkDone(index);
+}
+
+// A request left out of the replay ends its chain: the staged request linked to it would
+// otherwise be linked to the next one staged.
+void ReplayEngine::Worker::UnlinkStaged(uint32_t ctx) {
+  if (staged_.empty() || staged_ctx_ != ctx) return;
+  staged_.back().sqe_flags &= static_cast<uint8_t>(~(IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
 }
 
 // Whether the op after request `index` carries it (another request of its context, or the
