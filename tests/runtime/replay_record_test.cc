@@ -74,9 +74,9 @@ TEST(ReplayRecord, RecordedReplayMatchesTheOriginalOpByOp) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   if (!RecordAvailable()) GTEST_SKIP() << "iotwin record is not built on this branch";
   // /var/tmp: a real file system (O_DIRECT-capable, not tmpfs).
-  char tmpl[] = "/var/tmp/iotwin-replay-rec-XXXXXX";
-  ASSERT_TRUE(mkdtemp(tmpl));
-  std::string base = tmpl, work = base + "/work", root = base + "/root";
+  TempDir tmp("iotwin-replay-rec", "/var/tmp");
+  ASSERT_TRUE(tmp.ok());
+  std::string base = tmp.path(), work = base + "/work", root = base + "/root";
   mkdir(work.c_str(), 0755);
   {
     std::ofstream in(work + "/in.bin", std::ios::binary);
@@ -143,7 +143,6 @@ TEST(ReplayRecord, RecordedReplayMatchesTheOriginalOpByOp) {
   const double replay_window_s = r.summary["window_s"].get<double>();
   EXPECT_NEAR(replay_window_s, compare_window_s, 0.001 + 0.02 * compare_window_s);
   EXPECT_LE(replay_window_s, r.summary["duration_s"].get<double>());
-  RunResult rm_rf = test::Run({"/bin/rm", "-rf", base}, 60);
 }
 
 // The dynamic loader maps a library whose segments are aligned beyond the page size MAP_FIXED
@@ -224,9 +223,9 @@ TEST(ReplayRecord, PageCacheDropLeavesNoCallsInTheRecording) {
 TEST(ReplayRecord, RelativeOutputWhenTheWorkloadChangesDirectory) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   if (!RecordAvailable()) GTEST_SKIP() << "iotwin record is not built on this branch";
-  char tmpl[] = "/var/tmp/iotwin-replay-relrec-XXXXXX";
-  ASSERT_TRUE(mkdtemp(tmpl));
-  std::string base = tmpl, data = base + "/data", out = base + "/out";
+  TempDir tmp("iotwin-replay-relrec", "/var/tmp");
+  ASSERT_TRUE(tmp.ok());
+  std::string base = tmp.path(), data = base + "/data", out = base + "/out";
   mkdir(data.c_str(), 0755);
   mkdir(out.c_str(), 0755);
   std::string orig = base + "/orig.iotwin";
@@ -263,7 +262,6 @@ TEST(ReplayRecord, RelativeOutputWhenTheWorkloadChangesDirectory) {
   EXPECT_NE(bad.exit_code, 0) << bad.out;
   EXPECT_NE(bad.err.find("missing-dir"), std::string::npos) << bad.err;
   EXPECT_TRUE(bad.out.empty()) << bad.out;
-  test::Run({"/bin/rm", "-rf", base}, 60);
 }
 
 }  // namespace

@@ -67,18 +67,6 @@ RunResult Run(const std::vector<std::string>& argv, int timeout_s,
   return r;
 }
 
-TempDir::TempDir() {
-  const char* base = getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/iotwin-test-XXXXXX";
-  char* p = mkdtemp(tmpl.data());
-  path_ = p ? p : "";
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-}
-
 bool CanLoadBpf() { return geteuid() == 0; }
 
 bool BpfRequired() {

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../unit/temp_dir.h"  // TempDir
+
 namespace iotwin::test {
 
 struct RunResult {
@@ -17,18 +19,6 @@ struct RunResult {
 // Runs argv[0] (a path) with arguments, capturing stdout and stderr; `timeout_s` kills it.
 RunResult Run(const std::vector<std::string>& argv, int timeout_s = 120,
               const std::vector<std::string>& extra_env = {});
-
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // True when this process can load BPF programs (root with CAP_BPF/CAP_SYS_ADMIN).
 bool CanLoadBpf();

@@ -17,6 +17,7 @@
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
+#include "temp_dir.h"
 
 namespace iotwin::capture {
 namespace {
@@ -95,14 +96,13 @@ TEST(UprobeSpec, ParsesBinaryFunctionAndLabel) {
 class ConsumerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = std::filesystem::temp_directory_path() /
-            ("iotwin-consumer-" + std::to_string(getpid()) + ".iotwin");
+    ASSERT_TRUE(tmp_.ok());
+    path_ = tmp_ / "consumer.iotwin";
     auto w = TraceWriter::Create(path_, nlohmann::json::object());
     ASSERT_TRUE(w.ok());
     writer_ = std::move(w).value();
     consumer_ = std::make_unique<RingConsumer>(writer_.get());
   }
-  void TearDown() override { std::filesystem::remove(path_); }
 
   void Feed(const std::vector<uint8_t>& rec) {
     ASSERT_TRUE(consumer_->Handle(rec.data(), rec.size()).ok());
@@ -156,6 +156,8 @@ class ConsumerTest : public ::testing::Test {
     return out;
   }
 
+  // First member, so destroyed last: after the writer, which may still write an unfinished trace.
+  test::TempDir tmp_{"iotwin-consumer"};
   std::string path_;
   std::unique_ptr<TraceWriter> writer_;
   std::unique_ptr<RingConsumer> consumer_;

@@ -14,6 +14,7 @@
 #include "interop/importer.h"
 #include "interop/line_reader.h"
 #include "interop/record_sink.h"
+#include "temp_dir.h"
 
 namespace iotwin::interop::testing {
 
@@ -49,30 +50,8 @@ inline void ImportText(ImportOutcome* out, ImportFormat format, std::string_view
   out->stats = importer->stats();
 }
 
-// A scratch directory removed at the end of the test.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string tmpl = std::string(tmp ? tmp : "/tmp") + "/iotwin-interop-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    char* d = ::mkdtemp(buf.data());
-    if (d) path_ = d;
-  }
-  ~ScratchDir() {
-    if (!path_.empty()) {
-      std::string cmd = "rm -rf '" + path_ + "'";
-      int rc = std::system(cmd.c_str());
-      (void)rc;
-    }
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+// A scratch directory removed at the end of the test (also when an assertion fails).
+using ScratchDir = ::iotwin::test::TempDir;
 
 inline std::string ReadFile(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "model_test_util.h"
+#include "temp_dir.h"
 
 namespace iotwin::test {
 namespace {
@@ -138,7 +139,9 @@ TEST(ModelUntrusted, OverlongStringIsNoPath) {
 // A trace file's strings are held once, by the reader that decodes them: the model looks them
 // up there instead of keeping a second table.
 TEST(ModelUntrusted, LoadedTraceKeepsOneCopyOfItsStrings) {
-  const std::string path = ::testing::TempDir() + "/model_untrusted_strings.iotwin";
+  test::TempDir tmp;
+  ASSERT_TRUE(tmp.ok());
+  const std::string path = tmp / "model_untrusted_strings.iotwin";
   constexpr int kStrings = 40000;
   constexpr size_t kLen = 4000;  // 160 MB of distinct strings, a few hundred KB compressed
   // Written by a child, so that this process's heap holds none of it when the reading child
@@ -171,7 +174,6 @@ TEST(ModelUntrusted, LoadedTraceKeepsOneCopyOfItsStrings) {
         std::_Exit(ok ? 0 : 2);
       },
       ::testing::ExitedWithCode(0), "");
-  std::filesystem::remove(path);
 }
 
 // ---- numbers from the trace ------------------------------------------------------------------

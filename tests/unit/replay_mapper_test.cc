@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "replay/path_mapper.h"
+#include "temp_dir.h"
 
 namespace iotwin::replay {
 namespace {
@@ -52,9 +53,9 @@ TEST(ReplayMapper, WithSuffixSeparatesCopies) {
 }
 
 TEST(ReplayMapper, CheckBeneathCatchesEscapingSymlinks) {
-  char tmpl[] = "/tmp/iotwin-mapper-XXXXXX";
-  ASSERT_TRUE(mkdtemp(tmpl));
-  std::string base = tmpl;
+  test::TempDir tmp;
+  ASSERT_TRUE(tmp.ok());
+  const std::string& base = tmp.path();
   std::string sb = base + "/sb", out = base + "/out";
   mkdir(sb.c_str(), 0755);
   mkdir(out.c_str(), 0755);
@@ -71,7 +72,6 @@ TEST(ReplayMapper, CheckBeneathCatchesEscapingSymlinks) {
   EXPECT_FALSE(a.ok());
   EXPECT_NE(a.message().find("symlink"), std::string::npos);
   EXPECT_FALSE(m->CheckBeneath(sb + "/rel/file").ok());
-  std::filesystem::remove_all(base);
 }
 
 }  // namespace

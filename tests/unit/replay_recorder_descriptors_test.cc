@@ -14,6 +14,7 @@
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "replay/recorder.h"
+#include "temp_dir.h"
 #include "trace_builder.h"
 
 namespace iotwin::replay {
@@ -27,9 +28,9 @@ struct Snapshots {
 };
 
 Snapshots FilterSnapshots(test::TraceBuilder& b) {
-  auto dir = std::filesystem::temp_directory_path();
-  const std::string in = dir / ("iotwin-recfd-in-" + std::to_string(getpid()) + ".iotwin");
-  const std::string out = dir / ("iotwin-recfd-out-" + std::to_string(getpid()) + ".iotwin");
+  test::TempDir dir;
+  const std::string in = dir / "in.iotwin";
+  const std::string out = dir / "out.iotwin";
   Snapshots s;
   EXPECT_TRUE(b.WriteFile(in).ok());
   Status st = FilterTraceToThreads(in, out, {static_cast<pid_t>(kWorker)}, nlohmann::json::object());
@@ -47,8 +48,6 @@ Snapshots FilterSnapshots(test::TraceBuilder& b) {
       s.maps.emplace_back(r.value()->String(As<iot_map_snapshot>(rec.value()).path_id));
     }
   }
-  std::filesystem::remove(in);
-  std::filesystem::remove(out);
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
 #include "replay/recorder.h"
+#include "temp_dir.h"
 
 namespace iotwin::replay {
 namespace {
@@ -35,9 +36,9 @@ iot_async_io Async(uint32_t tid, uint8_t phase, uint64_t req, uint64_t ts) {
 // not replay workers: the completion a worker thread posts belongs with the worker's
 // submission. Dropping it left every such request without a completion in the recording.
 TEST(ReplayRecorderFilter, KeepsCompletionsOfKeptSubmissionsPostedByOtherThreads) {
-  auto dir = std::filesystem::temp_directory_path();
-  std::string in = dir / ("iotwin-filter-in-" + std::to_string(getpid()) + ".iotwin");
-  std::string out = dir / ("iotwin-filter-out-" + std::to_string(getpid()) + ".iotwin");
+  test::TempDir dir;
+  std::string in = dir / "in.iotwin";
+  std::string out = dir / "out.iotwin";
   {
     auto w = TraceWriter::Create(in, nlohmann::json{{"tool", "test"}});
     ASSERT_TRUE(w.ok());
@@ -68,8 +69,6 @@ TEST(ReplayRecorderFilter, KeepsCompletionsOfKeptSubmissionsPostedByOtherThreads
                                                              {IOT_AIO_SUBMIT, 1},
                                                              {IOT_AIO_SUBMIT, 3},
                                                              {IOT_AIO_COMPLETE, 3}}));
-  std::filesystem::remove(in);
-  std::filesystem::remove(out);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "replay/recorder.h"
+#include "temp_dir.h"
 #include "trace_builder.h"
 
 namespace iotwin::replay {
@@ -28,9 +29,9 @@ struct Written {
 };
 
 Written Filter(const test::TraceBuilder& b) {
-  auto dir = std::filesystem::temp_directory_path();
-  const std::string in = dir / ("iotwin-recsnap-in-" + std::to_string(getpid()) + ".iotwin");
-  const std::string out = dir / ("iotwin-recsnap-out-" + std::to_string(getpid()) + ".iotwin");
+  test::TempDir dir;
+  const std::string in = dir / "in.iotwin";
+  const std::string out = dir / "out.iotwin";
   Written w;
   EXPECT_TRUE(b.WriteFile(in).ok());
   Status st = FilterTraceToThreads(in, out, {static_cast<pid_t>(kWorker)}, nlohmann::json::object());
@@ -45,8 +46,6 @@ Written Filter(const test::TraceBuilder& b) {
       w.maps.push_back(As<iot_map_snapshot>(rec.value()));
     }
   }
-  std::filesystem::remove(in);
-  std::filesystem::remove(out);
   return w;
 }
 

@@ -13,6 +13,7 @@
 #include "model/op_fields.h"
 #include "model_test_util.h"
 #include "replay/backend.h"
+#include "temp_dir.h"
 
 namespace iotwin::test {
 namespace {
@@ -69,9 +70,9 @@ TEST(SendfileModel, SendfileStaysReplayableWithTheRightDescriptors) {
 }
 
 TEST(SendfileBackend, SyncBackendIssuesSendfileOutThenIn) {
-  char dir[] = "/tmp/iotwin-sendfile-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string src = std::string(dir) + "/src", dst = std::string(dir) + "/dst";
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string src = dir / "src", dst = dir / "dst";
   int in = open(src.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   int out = open(dst.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   ASSERT_GE(in, 0);
@@ -101,9 +102,6 @@ TEST(SendfileBackend, SyncBackendIssuesSendfileOutThenIn) {
   EXPECT_EQ(st.st_size, static_cast<off_t>(data.size()));  // the source is not written
   close(in);
   close(out);
-  unlink(src.c_str());
-  unlink(dst.c_str());
-  rmdir(dir);
 }
 
 }  // namespace
