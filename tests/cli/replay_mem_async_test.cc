@@ -146,16 +146,15 @@ TEST(ReplayAsync, LibaioRequestsReplayAsynchronously) {
   }
   std::string trace = WriteTrace(b, tmp / "t.iotwin");
   // /var/tmp: O_DIRECT needs a file system that supports it (tmpfs does not).
-  std::string root = "/var/tmp/iotwin-replay-aio-" + std::to_string(getpid());
-  auto r = RunReplayCmd({trace, "--root", root, "--pace", "fast", "--json", "-q"});
-  std::string cleanup = "rm -rf " + root;
+  TempDir disk("iotwin-replay-aio", "/var/tmp");
+  ASSERT_TRUE(disk.ok());
+  auto r = RunReplayCmd({trace, "--root", disk / "root", "--pace", "fast", "--json", "-q"});
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   EXPECT_EQ(J(r.summary, "/mismatches/total"), 0u) << r.summary["mismatches"].dump(2);
   EXPECT_EQ(J(r.summary, "/per_op/libaio:pread/count"), 36u) << r.summary["per_op"].dump();
   EXPECT_EQ(J(r.summary, "/per_op/libaio:pwrite/count"), 12u);
   EXPECT_EQ(J(r.summary, "/per_op/libaio:pread/bytes"), 36u * 65536);
   EXPECT_EQ(J(r.summary, "/per_op/io_getevents/count"), 3u);
-  std::system(cleanup.c_str());
 }
 
 TEST(ReplayAsync, SyncFallbackKeepsResults) {
