@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,6 +15,9 @@
 
 namespace iotwin::model {
 namespace {
+
+constexpr uint16_t kFtypeDirectory = S_IFDIR >> 12;  // ftype: S_IFMT >> 12
+constexpr uint64_t kRenameExchange = 2;  // RENAME_EXCHANGE, renameat2's flags
 
 uint64_t SatAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
@@ -262,18 +266,31 @@ void TraceState::SetCwd(uint32_t tgid, std::string_view normalized) {
 }
 
 void TraceState::RenamePaths(std::string_view from, std::string_view to) {
+  MovePaths(from, to, /*exchange=*/false, /*from_is_dir=*/true);
+}
+
+void TraceState::MovePaths(std::string_view from, std::string_view to, bool exchange,
+                           bool from_is_dir) {
   if (!options_.keep_paths || from == to) return;
   // `from` and `to` may be the text of a path this walk rewrites: copies.
-  const std::string old_prefix(from), new_prefix(to);
-  auto move = [&](std::string& path) {
-    if (!path.empty() && PathIsWithin(path, old_prefix)) {
-      path = ReplacePrefix(path, old_prefix, new_prefix);
+  const std::string a(from), b(to);
+  // `is_dir`: whether a path equal to a renamed name is a directory and so follows it.
+  auto move = [&](std::string& path, bool is_dir) {
+    if (path.empty()) return;
+    for (const auto& [old_prefix, new_prefix] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+      if (PathIsWithin(path, *old_prefix) && (is_dir || path != *old_prefix)) {
+        path = ReplacePrefix(path, *old_prefix, *new_prefix);
+        return;
+      }
+      if (!exchange) return;
     }
   };
   for (DescriptionId id = 0; id < descs_.size(); id++) {
-    if (!is_free_[id]) move(descs_[id].path);
+    if (is_free_[id]) continue;
+    OpenFileDescription& d = descs_[id];
+    move(d.path, from_is_dir || d.directory || d.ftype == kFtypeDirectory);
   }
-  for (auto& [tgid, p] : procs_) move(p.cwd);
+  for (auto& [tgid, p] : procs_) move(p.cwd, true);
 }
 
 std::string_view TraceState::Cwd(uint32_t tgid) const {
@@ -764,6 +781,21 @@ void TraceState::OnFcntl(const iot_syscall& sc, SyscallEffect& e) {
   }
 }
 
+void TraceState::OnRename(const iot_syscall& sc, std::optional<std::string_view> path,
+                          std::optional<std::string_view> path2) {
+  if (!path || !path2 || (sc.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT))) return;
+  // Both names are resolved before anything moves, as the kernel looks both up first.
+  const std::optional<std::string> from = Resolve(sc.tgid, PathDirFd(sc), *path);
+  const std::optional<std::string> to = Resolve(sc.tgid, Path2DirFd(sc), *path2);
+  if (!from || !to) return;
+  // The record's ftype is the type of the object at `from`; 0 (unknown, as in an imported log)
+  // leaves it to each description (MovePaths). An exchange also moves the object at `to`,
+  // whose type no record shows.
+  const bool exchange = sc.op == IOT_OP_RENAMEAT2 && (sc.flags & kRenameExchange) != 0;
+  if (sc.ftype != 0 && sc.ftype != kFtypeDirectory && !exchange) return;
+  MovePaths(*from, *to, exchange, !exchange && sc.ftype == kFtypeDirectory);
+}
+
 void TraceState::OnMemory(const iot_syscall& sc) {
   const bool ok = sc.ret >= 0 && !(sc.sflags & IOT_SCF_INTERRUPTED);
   if (!ok) return;
@@ -804,7 +836,6 @@ void TraceState::OnMemory(const iot_syscall& sc) {
 
 SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::string_view> path,
                                     std::optional<std::string_view> path2) {
-  (void)path2;  // no state follows a second path (rename, link): the file set is the model's
   NextRecord();
   NoteThread(sc.tid, sc.tgid);
   const uint16_t op = sc.op;
@@ -863,6 +894,9 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::st
       break;
     case IOT_OP_MMAP: case IOT_OP_MUNMAP: case IOT_OP_MREMAP:
       OnMemory(sc);
+      break;
+    case IOT_OP_RENAME: case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2:
+      if (ok) OnRename(sc, path, path2);
       break;
     case IOT_OP_IO_SETUP:
       // length = nr_events, aux = the context id written to *ctxp.

@@ -18,7 +18,9 @@
 //   call reads, writes or uses, and which offset field is whose, come from GetOpInfo. A
 //   description lives while a descriptor or mapping of any process refers to it;
 // - the cwd (chdir, fchdir, attach/cwd records) and the resolution of *at() paths; a renamed
-//   directory (RenamePaths) moves the paths of descriptions and the cwds below it;
+//   directory (rename, renameat, renameat2 with both path texts given to OnSyscall, or
+//   RenamePaths) moves the paths of descriptions and the cwds at or below it, as the kernel's
+//   dentries do; a renamed regular file's descriptions keep the name they were opened by;
 // - file mappings (mmap, munmap, mremap, map snapshots): address ranges -> description and
 //   file offset, split by partial unmaps and replaced by mappings over them (MAP_FIXED); a
 //   mapping keeps its description alive, as vm_file does;
@@ -328,6 +330,14 @@ class TraceState {
   // adopt_unknown: the description of an unknown descriptor that call `sc` used.
   DescriptionId Adopt(const iot_syscall& sc);
   void OnFcntl(const iot_syscall& sc, SyscallEffect& e);
+  // rename, renameat, renameat2 (RENAME_EXCHANGE swaps the two names).
+  void OnRename(const iot_syscall& sc, std::optional<std::string_view> path,
+                std::optional<std::string_view> path2);
+  // RenamePaths with `exchange` (the paths below `to` move below `from` too) and with
+  // `from_is_dir` false when the renamed object's type is unknown: a description at `from`
+  // itself then moves only when it is known to be a directory, since a regular file's
+  // descriptions keep the name they were opened by (as the model's files do); cwds always move.
+  void MovePaths(std::string_view from, std::string_view to, bool exchange, bool from_is_dir);
   void OnMemory(const iot_syscall& sc);
   void OnExit(const iot_proc& p);
   void AddAsyncContext(uint32_t tgid, uint64_t ctx, uint32_t entries);
