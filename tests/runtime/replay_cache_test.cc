@@ -1,5 +1,6 @@
 // iotwin replay --cache: the page-cache state of the prepared file set when the replay starts,
-// checked with mincore on the real files. No BPF needed.
+// checked with mincore on the real files. No BPF needed, but a runtime test: residency is the
+// whole machine's, and a test dropping caches in parallel would change it.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <linux/magic.h>
