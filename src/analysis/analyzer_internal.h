@@ -38,6 +38,8 @@ struct OpClassTable {
   // runs (ASLR): no part of the op's fingerprint.
   std::array<bool, IOT_OP_MAX + 1> address{};
   std::array<bool, IOT_OP_MAX + 1> whence{};  // lseek: `aux` holds whence
+  // It names a path (the interpreter reads the text only then: opens, chdir, renames).
+  std::array<bool, IOT_OP_MAX + 1> has_path{};
   OpClassTable() {
     for (uint16_t op = 0; op <= IOT_OP_MAX; op++) {
       const OpInfo& info = GetOpInfo(op);
@@ -53,6 +55,7 @@ struct OpClassTable {
       copies[op] = info.family == OpFamily::kCopy;
       address[op] = info.mapping != OpMapping::kNone && info.mapping != OpMapping::kMaps;
       whence[op] = info.aux == FieldUse::kWhence;
+      has_path[op] = info.path != PathRole::kNone;
     }
   }
   // Whether data op `op` used the current position, by its recorded offset.

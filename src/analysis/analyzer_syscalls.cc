@@ -132,7 +132,9 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
   const bool opened = ok && kOpClass.opens[op];
   const std::string resolved = opened ? ResolvedName(r) : std::string();
   // The descriptor tables, positions and the hand-over rule are the interpreter's.
-  const model::SyscallEffect e = fd_state_.OnSyscall(r, PathText(r.path_id));
+  // Most calls name no path: they skip the string-table lookup (a hot path).
+  const model::SyscallEffect e =
+      fd_state_.OnSyscall(r, kOpClass.has_path[op] ? PathText(r.path_id) : std::nullopt);
   previous_instance_calls_ += e.previous_instances;
   if (dir >= 0) {
     TrackDataCall(r, op, dir, ok, ret, has_file, e, c);
