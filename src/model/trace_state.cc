@@ -134,6 +134,8 @@ void TraceState::DropProcess(uint32_t tgid) {
   for (size_t fd = 0; fd < p.low.size(); fd++) CloseIn(p, static_cast<int32_t>(fd));
   while (!p.high.empty()) CloseIn(p, p.high.begin()->first);
   UnmapIn(p, 0, UINT64_MAX);
+  for (const Replaced& r : p.replaced) Unref(r.desc);
+  p.replaced.clear();
   // Only a process that set contexts up pays for the walk over them.
   for (auto a = aio_.begin(); p.async_contexts > 0 && a != aio_.end();) {
     if (a->second.tgid == tgid) {
@@ -796,6 +798,38 @@ void TraceState::OnRename(const iot_syscall& sc, std::optional<std::string_view>
   MovePaths(*from, *to, exchange, !exchange && sc.ftype == kFtypeDirectory);
 }
 
+void TraceState::RememberReplaced(const iot_syscall& sc, int32_t fd) {
+  Process* p = Find(sc.tgid);
+  const DescriptionId desc = DescriptionOf(sc.tgid, fd);
+  if (!p || p->live_threads < 2 || desc == kNoDescription) return;
+  if (Replaced* old = ReplacedFor(sc.tgid, fd, UINT64_MAX)) ForgetReplaced(*p, old);
+  if (p->replaced.size() >= kMaxReplaced) {
+    ForgetReplaced(*p, &*std::min_element(
+                           p->replaced.begin(), p->replaced.end(),
+                           [](const Replaced& a, const Replaced& b) { return a.ts < b.ts; }));
+  }
+  p->replaced.push_back(Replaced{fd, desc, sc.ts});
+  p->replaced_latest = std::max(p->replaced_latest, sc.ts);
+  Ref(desc);
+}
+
+TraceState::Replaced* TraceState::ReplacedFor(uint32_t tgid, int32_t fd, uint64_t ts) {
+  Process* p = Find(tgid);
+  if (!p || p->replaced.empty() || fd < 0) return nullptr;
+  // UINT64_MAX: any entry of fd, whatever its start.
+  if (ts != UINT64_MAX && ts >= p->replaced_latest) return nullptr;
+  for (Replaced& r : p->replaced) {
+    if (r.fd == fd) return ts == UINT64_MAX || ts < r.ts ? &r : nullptr;
+  }
+  return nullptr;
+}
+
+void TraceState::ForgetReplaced(Process& p, Replaced* r) {
+  Unref(r->desc);
+  *r = p.replaced.back();
+  p.replaced.pop_back();
+}
+
 void TraceState::OnMemory(const iot_syscall& sc) {
   const bool ok = sc.ret >= 0 && !(sc.sflags & IOT_SCF_INTERRUPTED);
   if (!ok) return;
@@ -847,6 +881,7 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::st
     if (info.family != OpFamily::kSeek) OnDataPosition(sc, info, e);  // the recorded offset
     return e;
   }
+  if (const Replaced* r = ReplacedFor(sc.tgid, DataFdOf(sc, info), sc.ts)) e.desc = r->desc;
   if (e.desc != kNoDescription && ok) LearnIdentity(descs_[e.desc], sc);
   switch (op) {
     case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:
@@ -862,12 +897,27 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::st
         e.previous_instances = 1;  // closes the previous instance, which the open replaced
         break;
       }
+      if (Replaced* r = ReplacedFor(sc.tgid, sc.fd, sc.ts)) {
+        // It started before the call that replaced the number: it closed the previous one.
+        e.desc = r->desc;
+        if (Process* p = Find(sc.tgid)) ForgetReplaced(*p, r);
+        break;
+      }
+      RememberReplaced(sc, sc.fd);
       Close(sc.tgid, sc.fd);
       break;
     case IOT_OP_CLOSE_RANGE:
       if (ok && handover_rule_) {
         e.previous_instances = CloseRangeHandingOver(sc, (sc.flags & CLOSE_RANGE_CLOEXEC) != 0);
       } else if (ok) {
+        if (!(sc.flags & CLOSE_RANGE_CLOEXEC)) {
+          std::vector<int32_t> closing;
+          ForEachFd(sc.tgid, [&](int32_t fd, const Descriptor&) {
+            const auto n = static_cast<uint32_t>(fd);
+            if (n >= CloseRangeFirst(sc) && n <= CloseRangeLast(sc)) closing.push_back(fd);
+          });
+          for (int32_t fd : closing) RememberReplaced(sc, fd);
+        }
         CloseRange(sc.tgid, CloseRangeFirst(sc), CloseRangeLast(sc),
                    (sc.flags & CLOSE_RANGE_CLOEXEC) != 0);
       }
@@ -875,6 +925,8 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::st
     case IOT_OP_DUP: case IOT_OP_DUP2: case IOT_OP_DUP3:
       if (ok && sc.ret <= INT32_MAX) {
         e.new_fd = static_cast<int32_t>(sc.ret);
+        if (e.new_fd != sc.fd && DescriptionOf(sc.tgid, e.new_fd) != DescriptionOf(sc.tgid, sc.fd))
+          RememberReplaced(sc, e.new_fd);
         Dup(sc.tgid, sc.fd, e.new_fd, OpResultCloexec(sc));
       }
       break;

@@ -17,6 +17,8 @@
 //   first call that records one), and the file identity (dev, ino, ftype). Which descriptor a
 //   call reads, writes or uses, and which offset field is whose, come from GetOpInfo. A
 //   description lives while a descriptor or mapping of any process refers to it;
+//   a call of another thread that started before a dup2/dup3/close replaced its descriptor
+//   but reaches the state after it still sees the previous description (see Replaced);
 // - the cwd (chdir, fchdir, attach/cwd records) and the resolution of *at() paths; a renamed
 //   directory (rename, renameat, renameat2 with both path texts given to OnSyscall, or
 //   RenamePaths) moves the paths of descriptions and the cwds at or below it, as the kernel's
@@ -297,6 +299,20 @@ class TraceState {
   // (growing moves the numbers it passes into `low`): dense then sparse is ascending.
   static constexpr int32_t kDenseFds = 1024;
   static constexpr size_t kDenseSlack = 64;
+  // A descriptor's previous description, kept for the calls (of other threads) that started
+  // before the call that replaced it (dup2/dup3 over it, close, close_range) but reach the
+  // state after it: records come in the order calls end, and a call resolves its descriptors in
+  // the table as it stood at its start, as the model has it (the model sorts calls by start, so
+  // a call that started before the replacing call's start sees the previous description; at an
+  // equal start, file order). Only while the process has more than one thread; the entry holds
+  // a reference, and goes when the number is replaced again, when a close that started before
+  // the replacement closes it, or (the oldest) past kMaxReplaced per process.
+  struct Replaced {
+    int32_t fd = -1;
+    DescriptionId desc = kNoDescription;
+    uint64_t ts = 0;  // the start of the replacing call
+  };
+  static constexpr size_t kMaxReplaced = 64;
   struct Process {
     std::vector<Descriptor> low;  // desc kNoDescription: closed
     std::map<int32_t, Descriptor> high;
@@ -305,6 +321,8 @@ class TraceState {
     std::map<uint64_t, FileMapping> maps;  // by start
     uint32_t live_threads = 0;
     uint32_t async_contexts = 0;  // libaio contexts it set up (entries of aio_)
+    std::vector<Replaced> replaced;  // at most kMaxReplaced; see Replaced
+    uint64_t replaced_latest = 0;    // no entry started after this (a filter for the hot path)
   };
 
   Process* Find(uint32_t tgid);
@@ -330,6 +348,11 @@ class TraceState {
   // adopt_unknown: the description of an unknown descriptor that call `sc` used.
   DescriptionId Adopt(const iot_syscall& sc);
   void OnFcntl(const iot_syscall& sc, SyscallEffect& e);
+  // Replaced entries (see Replaced): remembers that the call `sc` is about to replace fd's
+  // description; finds the entry of fd a call that started at `ts` still sees; forgets one.
+  void RememberReplaced(const iot_syscall& sc, int32_t fd);
+  Replaced* ReplacedFor(uint32_t tgid, int32_t fd, uint64_t ts);
+  void ForgetReplaced(Process& p, Replaced* r);
   // rename, renameat, renameat2 (RENAME_EXCHANGE swaps the two names).
   void OnRename(const iot_syscall& sc, std::optional<std::string_view> path,
                 std::optional<std::string_view> path2);

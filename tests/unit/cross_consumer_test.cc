@@ -372,14 +372,7 @@ Answer FromFioExport(const TraceBuilder& b) {
 // ---- the test ---------------------------------------------------------------------------------
 
 // (scenario, consumer) pairs that disagree with the truth today. Each fix removes its line.
-// TraceState follows records in file order, where a call appears at its end (trace-format.md):
-// a descriptor taken at a call's start and changed before its end reads as the new one. The
-// analyzer, fio export and the importer's records read through it inherit it.
 const std::set<std::pair<std::string, std::string>> kKnownDisagreements = {
-    {"dup2_races_a_write", "trace_state"},
-    {"dup2_races_a_write", "analyzer"},       // bytes right, x's end from y's write
-    {"dup2_races_a_write", "strace_import"},  // records at the resumed line
-    {"dup2_races_a_write", "fio_export"},
     {"renamed_cwd", "analyzer"},  // names the file "f", as recorded, never resolved
     // No fsize in the records: the O_APPEND write's end of file is unknown (strace shows no
     // size; the importer could know it from O_TRUNC and its own writes).
