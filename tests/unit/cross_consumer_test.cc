@@ -184,6 +184,28 @@ Scenario Dup2RacesAWrite() {
   return s;
 }
 
+// Thread 101's write of fd 5 starts before thread 100 closes 5 and opens another file on it;
+// the write ends last, so it is recorded after both. The kernel took /s6/y at the write's start.
+Scenario CloseReopenRacesAWrite() {
+  Scenario s;
+  s.name = "close_reopen_races_a_write";
+  TraceBuilder& b = s.trace;
+  b.Attach(100, "/");
+  b.NewThread(100, 101);
+  Open(b, 100, "/s6/y", O_RDWR, 5, 62);
+  const uint64_t t0 = b.now();
+  b.SetTime(t0 + 1000);
+  b.Close(100, 5).dur = 1000;
+  b.SetTime(t0 + 3000);
+  Open(b, 100, "/s6/z", O_RDWR, 5, 63).dur = 1000;
+  b.SetTime(t0);
+  Data(b, 101, IOT_OP_WRITE, 5, 0, 20, 62, 20).dur = 100'000;  // ends at t0 + 100 us
+  b.SetTime(t0 + 200'000);
+  Data(b, 101, IOT_OP_WRITE, 5, 0, 30, 63, 30);  // after the reopen: /s6/z
+  s.truth = {{"/s6/y", {0, 20, 20}}, {"/s6/z", {0, 30, 30}}};
+  return s;
+}
+
 // A child shares its parent's open file descriptions (and positions); exec closes only the
 // close-on-exec descriptors.
 Scenario ForkExecInherits() {
@@ -238,6 +260,7 @@ std::vector<Scenario> Scenarios() {
   v.push_back(CloseRangeCloexecThenExec());
   v.push_back(SetflAppendThenWrites());
   v.push_back(Dup2RacesAWrite());
+  v.push_back(CloseReopenRacesAWrite());
   v.push_back(ForkExecInherits());
   v.push_back(RenamedCwd());
   return v;
