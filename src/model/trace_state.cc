@@ -70,12 +70,7 @@ void TraceState::Decode(OpenFileDescription& d) const {
 
 // ---- processes and threads -------------------------------------------------------------------
 
-TraceState::Process* TraceState::Find(uint32_t tgid) {
-  return const_cast<Process*>(std::as_const(*this).Find(tgid));
-}
-
-const TraceState::Process* TraceState::Find(uint32_t tgid) const {
-  if (last_proc_ && last_tgid_ == tgid) return last_proc_;
+TraceState::Process* TraceState::FindSlow(uint32_t tgid) const {
   auto it = procs_.find(tgid);
   if (it == procs_.end()) return nullptr;
   last_tgid_ = tgid;
@@ -95,12 +90,11 @@ TraceState::Process* TraceState::Get(uint32_t tgid) {
   return p;
 }
 
-void TraceState::NoteThread(uint32_t tid, uint32_t tgid) {
-  if (tid == 0 || (tid == last_tid_ && tgid == last_tid_tgid_)) return;
+void TraceState::NoteThreadSlow(uint32_t tid, uint32_t tgid) {
+  KnownThread& known = known_threads_[tid % kKnownThreads];
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second == tgid) {
-    last_tid_ = tid;
-    last_tid_tgid_ = tgid;
+    known = KnownThread{tid, tgid};
     return;
   }
   Process* p = Get(tgid);
@@ -118,8 +112,7 @@ void TraceState::NoteThread(uint32_t tid, uint32_t tgid) {
     threads_.emplace(tid, tgid);
   }
   p->live_threads++;
-  last_tid_ = tid;
-  last_tid_tgid_ = tgid;
+  known = KnownThread{tid, tgid};
 }
 
 uint32_t TraceState::TgidOf(uint32_t tid) const {
@@ -158,7 +151,7 @@ void TraceState::RenameProcess(uint32_t from, uint32_t to) {
   node.key() = to;
   procs_.insert(std::move(node));
   last_proc_ = nullptr;
-  last_tid_ = 0;
+  known_threads_.fill(KnownThread{});
   for (auto& [tid, tgid] : threads_) {
     if (tgid == from) tgid = to;
   }
@@ -226,7 +219,7 @@ void TraceState::OnExit(const iot_proc& p) {
       last = --proc->live_threads == 0;
     }
     threads_.erase(it);
-    if (last_tid_ == p.tid) last_tid_ = 0;
+    ForgetKnownThread(p.tid);
   }
   if ((p.flags & IOT_PROCF_GROUP_DEAD) || last) DropProcess(p.tgid);
 }
@@ -348,7 +341,7 @@ void TraceState::Unref(DescriptionId id) {
   if (d.refs > 0 && --d.refs == 0) released_.push_back(id);
 }
 
-void TraceState::NextRecord() {
+void TraceState::ReleaseGone() {
   for (DescriptionId id : released_) {
     // Rebound since (a description made and bound in the same record), or listed twice.
     if (descs_[id].refs != 0 || is_free_[id]) continue;
@@ -373,16 +366,9 @@ Descriptor* TraceState::Slot(Process& p, int32_t fd) {
   return &p.high[fd];
 }
 
-const Descriptor* TraceState::Fd(uint32_t tgid, int32_t fd) const {
-  if (fd < 0) return nullptr;
-  const Process* p = Find(tgid);
-  if (!p) return nullptr;
-  if (static_cast<size_t>(fd) < p->low.size()) {
-    const Descriptor& d = p->low[static_cast<size_t>(fd)];
-    return d.desc == kNoDescription ? nullptr : &d;
-  }
-  auto it = p->high.find(fd);
-  return it == p->high.end() ? nullptr : &it->second;
+const Descriptor* TraceState::HighFd(const Process& p, int32_t fd) {
+  auto it = p.high.find(fd);
+  return it == p.high.end() ? nullptr : &it->second;
 }
 
 size_t TraceState::dense_descriptor_slots() const {
@@ -813,12 +799,10 @@ void TraceState::RememberReplaced(const iot_syscall& sc, int32_t fd) {
   Ref(desc);
 }
 
-TraceState::Replaced* TraceState::ReplacedFor(uint32_t tgid, int32_t fd, uint64_t ts) {
-  Process* p = Find(tgid);
-  if (!p || p->replaced.empty() || fd < 0) return nullptr;
+TraceState::Replaced* TraceState::ReplacedIn(Process& p, int32_t fd, uint64_t ts) {
   // UINT64_MAX: any entry of fd, whatever its start.
-  if (ts != UINT64_MAX && ts >= p->replaced_latest) return nullptr;
-  for (Replaced& r : p->replaced) {
+  if (ts != UINT64_MAX && ts >= p.replaced_latest) return nullptr;
+  for (Replaced& r : p.replaced) {
     if (r.fd == fd) return ts == UINT64_MAX || ts < r.ts ? &r : nullptr;
   }
   return nullptr;
@@ -876,12 +860,13 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::st
   const bool ok = sc.ret >= 0 && !(sc.sflags & IOT_SCF_INTERRUPTED);
   const OpInfo& info = GetOpInfo(op);
   SyscallEffect e;
-  e.desc = DescriptionOf(sc.tgid, DataFdOf(sc, info));
+  const int32_t data_fd = DataFdOf(sc, info);
+  e.desc = DescriptionOf(sc.tgid, data_fd);
   if (handover_rule_ && UsedPreviousInstance(sc, info, ok, e)) {
     if (info.family != OpFamily::kSeek) OnDataPosition(sc, info, e);  // the recorded offset
     return e;
   }
-  if (const Replaced* r = ReplacedFor(sc.tgid, DataFdOf(sc, info), sc.ts)) e.desc = r->desc;
+  if (const Replaced* r = ReplacedFor(sc.tgid, data_fd, sc.ts)) e.desc = r->desc;
   if (e.desc != kNoDescription && ok) LearnIdentity(descs_[e.desc], sc);
   switch (op) {
     case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:

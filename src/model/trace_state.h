@@ -48,6 +48,7 @@
 // turns away is counted in drops().
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -204,7 +205,9 @@ class TraceState {
   // ---- primitives (what the records do; for consumers that interleave their own logic) ----
   // Starts a record: the ids of descriptions gone during the previous one become reusable.
   // The On* calls do it; a consumer that drives the primitives alone calls it per record.
-  void NextRecord();
+  void NextRecord() {
+    if (!released_.empty()) ReleaseGone();  // most records release nothing (a hot path)
+  }
   // A description with no references: it lives once Bind or Map refers to it, and is reused
   // after the next record otherwise. kNoDescription at the cap.
   DescriptionId NewDescription(uint32_t flags, std::string_view path = {});
@@ -240,7 +243,16 @@ class TraceState {
   void Unmap(uint32_t tgid, uint64_t start, uint64_t end);
 
   // ---- queries ----
-  const Descriptor* Fd(uint32_t tgid, int32_t fd) const;
+  const Descriptor* Fd(uint32_t tgid, int32_t fd) const {
+    if (fd < 0) return nullptr;
+    const Process* p = Find(tgid);
+    if (!p) return nullptr;
+    if (static_cast<size_t>(fd) < p->low.size()) {
+      const Descriptor& d = p->low[static_cast<size_t>(fd)];
+      return d.desc == kNoDescription ? nullptr : &d;
+    }
+    return HighFd(*p, fd);
+  }
   DescriptionId DescriptionOf(uint32_t tgid, int32_t fd) const {
     const Descriptor* d = Fd(tgid, fd);
     return d ? d->desc : kNoDescription;
@@ -325,14 +337,34 @@ class TraceState {
     uint64_t replaced_latest = 0;    // no entry started after this (a filter for the hot path)
   };
 
-  Process* Find(uint32_t tgid);
-  const Process* Find(uint32_t tgid) const;
+  // The last process found answers without the hash lookup (a hot path).
+  Process* Find(uint32_t tgid) {
+    return last_proc_ && last_tgid_ == tgid ? last_proc_ : FindSlow(tgid);
+  }
+  const Process* Find(uint32_t tgid) const {
+    return last_proc_ && last_tgid_ == tgid ? last_proc_ : FindSlow(tgid);
+  }
+  Process* FindSlow(uint32_t tgid) const;
+  static const Descriptor* HighFd(const Process& p, int32_t fd);
   Process* Get(uint32_t tgid);  // creates; nullptr at the cap
   Descriptor* Slot(Process& p, int32_t fd);
   void CloseIn(Process& p, int32_t fd);
   void Ref(DescriptionId id) { descs_[id].refs++; }
   void Unref(DescriptionId id);
-  void NoteThread(uint32_t tid, uint32_t tgid);
+  void ReleaseGone();  // NextRecord's work
+  // Records that thread `tid` belongs to `tgid`. Every record calls it: a thread already known
+  // with that process is answered from known_threads_ without the hash lookup.
+  void NoteThread(uint32_t tid, uint32_t tgid) {
+    if (tid == 0) return;
+    const KnownThread& k = known_threads_[tid % kKnownThreads];
+    if (k.tid == tid && k.tgid == tgid) return;
+    NoteThreadSlow(tid, tgid);
+  }
+  void NoteThreadSlow(uint32_t tid, uint32_t tgid);
+  void ForgetKnownThread(uint32_t tid) {
+    KnownThread& k = known_threads_[tid % kKnownThreads];
+    if (k.tid == tid) k = KnownThread{};
+  }
   void UnmapIn(Process& p, uint64_t start, uint64_t end);
   void Decode(OpenFileDescription& d) const;
   void LearnIdentity(OpenFileDescription& d, const iot_syscall& sc) const;
@@ -351,7 +383,12 @@ class TraceState {
   // Replaced entries (see Replaced): remembers that the call `sc` is about to replace fd's
   // description; finds the entry of fd a call that started at `ts` still sees; forgets one.
   void RememberReplaced(const iot_syscall& sc, int32_t fd);
-  Replaced* ReplacedFor(uint32_t tgid, int32_t fd, uint64_t ts);
+  Replaced* ReplacedFor(uint32_t tgid, int32_t fd, uint64_t ts) {
+    Process* p = Find(tgid);
+    if (!p || p->replaced.empty() || fd < 0) return nullptr;  // most calls: nothing replaced
+    return ReplacedIn(*p, fd, ts);
+  }
+  static Replaced* ReplacedIn(Process& p, int32_t fd, uint64_t ts);
   void ForgetReplaced(Process& p, Replaced* r);
   // rename, renameat, renameat2 (RENAME_EXCHANGE swaps the two names).
   void OnRename(const iot_syscall& sc, std::optional<std::string_view> path,
@@ -377,7 +414,13 @@ class TraceState {
   mutable uint32_t last_tgid_ = 0;
   mutable Process* last_proc_ = nullptr;
   std::unordered_map<uint32_t, uint32_t> threads_;  // tid -> tgid
-  uint32_t last_tid_ = 0, last_tid_tgid_ = 0;  // the last thread noted
+  // Entries of threads_ as they stand, by tid modulo kKnownThreads (tid 0: empty); an entry
+  // goes when threads_ changes its tid.
+  struct KnownThread {
+    uint32_t tid = 0, tgid = 0;
+  };
+  static constexpr size_t kKnownThreads = 256;
+  std::array<KnownThread, kKnownThreads> known_threads_{};
   std::vector<OpenFileDescription> descs_;
   std::vector<DescriptionId> free_, released_;
   std::vector<bool> is_free_;  // parallel to descs_
