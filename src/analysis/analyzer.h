@@ -423,8 +423,16 @@ class Analyzer {
   // The page cache's side of a read: pages [first, end) of `f` read by a call or a fault, or
   // written; returns the pages of the range that entered the cache during the trace and were
   // not read since (misses). Insertions recorded after the access count for it (NotePageAdd).
+  // Inline: every data call on storage comes here (a hot path).
   uint64_t NoteAccess(int32_t file_index, FileStats& f, uint8_t access, uint64_t first,
-                      uint64_t end);
+                      uint64_t end) {
+    f.last_access = access;
+    f.last_first = first;
+    f.last_end = end;
+    f.last_fault_major = false;
+    const uint64_t taken = TakePending(file_index, f, first, end);
+    return access == kAccessWrite ? 0 : taken;
+  }
   void NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uint64_t count, uint64_t ts);
   void AddPending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end);
   uint64_t TakePending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end) {

@@ -149,16 +149,6 @@ bool Analyzer::MappedFault(const iot_page_fault& r, int32_t file, FileStats& f, 
   return missed > 0;
 }
 
-uint64_t Analyzer::NoteAccess(int32_t file_index, FileStats& f, uint8_t access, uint64_t first,
-                              uint64_t end) {
-  f.last_access = access;
-  f.last_first = first;
-  f.last_end = end;
-  f.last_fault_major = false;
-  const uint64_t taken = TakePending(file_index, f, first, end);
-  return access == kAccessWrite ? 0 : taken;
-}
-
 void Analyzer::NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uint64_t count,
                            uint64_t ts) {
   uint64_t end = PendingPages::End(first, count);
