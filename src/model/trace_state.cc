@@ -852,8 +852,9 @@ void TraceState::OnMemory(const iot_syscall& sc) {
   }
 }
 
-SyscallEffect TraceState::OnSyscall(const iot_syscall& sc, std::optional<std::string_view> path,
-                                    std::optional<std::string_view> path2) {
+SyscallEffect TraceState::OnSyscall(const iot_syscall& sc,
+                                    const std::optional<std::string_view>& path,
+                                    const std::optional<std::string_view>& path2) {
   NextRecord();
   NoteThread(sc.tid, sc.tgid);
   const uint16_t op = sc.op;

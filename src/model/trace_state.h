@@ -193,9 +193,11 @@ class TraceState {
   }
 
   // ---- feeding records ----
-  // `path` and `path2` are the texts of sc.path_id and sc.path2_id (nullopt: unknown).
-  SyscallEffect OnSyscall(const iot_syscall& sc, std::optional<std::string_view> path = {},
-                          std::optional<std::string_view> path2 = {});
+  // `path` and `path2` are the texts of sc.path_id and sc.path2_id (nullopt: unknown). By
+  // reference: a copy of a nullopt made at every call costs a stalled load (a hot path).
+  SyscallEffect OnSyscall(const iot_syscall& sc,
+                          const std::optional<std::string_view>& path = std::nullopt,
+                          const std::optional<std::string_view>& path2 = std::nullopt);
   // `path`: the text of p.path_id (attach and cwd records carry the cwd).
   void OnProc(const iot_proc& p, std::optional<std::string_view> path = {});
   // Descriptors and mappings open before the capture attached.
