@@ -660,7 +660,10 @@ void TraceState::Advance(DescriptionId id, uint64_t pos, uint64_t n) {
   d.pos_known = true;
 }
 
-void TraceState::OnDataPosition(const iot_syscall& sc, const OpInfo& info, SyscallEffect& e) {
+// Inline into OnSyscall, its only caller, which runs it for every data call (a hot path).
+[[gnu::always_inline]] inline void TraceState::OnDataPosition(const iot_syscall& sc,
+                                                              const OpInfo& info,
+                                                              SyscallEffect& e) {
   const bool ok = sc.ret >= 0 && !(sc.sflags & IOT_SCF_INTERRUPTED);
   const uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
   if (info.family == OpFamily::kSeek) {
