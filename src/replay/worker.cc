@@ -760,20 +760,21 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   const bool nop = kind == iotwin::AsyncKind::kOther && op.aio.engine == IOT_AIO_ENGINE_URING &&
                    AsyncOp(IOT_AIO_ENGINE_URING, op.aio.opcode).nop;
   if (req.fd < 0 && !null_backend_ && !nop) {
-    UnlinkStaged(op.async_ctx);
-    c->Resolved(1);  // never submitted: no recorded wait waits for it
+    LeaveOutRequest(op.async_ctx, c);
     Skip(LiveSkipName(LiveSkip::kLiveFdMissing), op, index);
     return;
   }
-  if (write && engine_.write_budget_ && !AdmitWrite(op, req.len, index)) return;
+  if (write && engine_.write_budget_ && !AdmitWrite(op, req.len, index)) {
+    LeaveOutRequest(op.async_ctx, c);
+    return;
+  }
   const bool moves_data = write || kind == iotwin::AsyncKind::kRead;
   const uint64_t queued = NowNs();
   const bool reaped_by_call = op.aio.engine == IOT_AIO_ENGINE_LIBAIO && op.end != UINT64_MAX;
   {
     MutexLock lock(&c->mu);
     if (!EngineLocked(op.async_ctx, c, op, index)) {
-      UnlinkStaged(op.async_ctx);
-      c->Resolved(1);
+      LeaveOutRequest(op.async_ctx, c);
       Skip(LiveSkipName(LiveSkip::kAsyncEngine), op, index);
       return;
     }
@@ -794,9 +795,10 @@ void ReplayEngine::Worker::SubmitAsync(const Op& op, uint32_t index) {
   MarkDone(index);
 }
 
-// A request left out of the replay ends its chain: the staged request linked to it would
-// otherwise be linked to the next one staged.
-void ReplayEngine::Worker::UnlinkStaged(uint32_t ctx) {
+// A request that never reaches its ring: no recorded wait waits for it, and it ends its chain
+// (the staged request linked to it would otherwise be linked to the next one staged).
+void ReplayEngine::Worker::LeaveOutRequest(uint32_t ctx, SharedAsyncContext* c) {
+  c->Resolved(1);
   if (staged_.empty() || staged_ctx_ != ctx) return;
   staged_.back().sqe_flags &= static_cast<uint8_t>(~(IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
 }

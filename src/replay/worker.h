@@ -152,7 +152,7 @@ struct ReplayEngine::Worker {
       REQUIRES(c->mu);
   void AccountRequest(const PendingRequest& p, int64_t res, uint64_t now);
   void FlushStaged();
-  void UnlinkStaged(uint32_t context);
+  void LeaveOutRequest(uint32_t context, SharedAsyncContext* c);
   size_t StagedFor(uint32_t context) const { return staged_ctx_ == context ? staged_.size() : 0; }
   void ReapAvailable();
   // Before a recorded waiting call at `op`: waits until the requests the original had
