@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -130,8 +131,11 @@ TEST(ReportStorage, MmapModelLoadReadsAreTheShardBytes) {
   // Every shard fault that brought new pages in missed; a fault that maps again a window
   // another fault of the same window brought in is minor.
   EXPECT_GT(shard_major, shard_faults / 2) << mem["faults"].dump();
-  EXPECT_EQ(major, shard_major) << "major faults outside the shards: cached libraries "
-                                << mem["faults"].dump();
+  // A page of the program or its libraries that is not cached yet (a freshly built binary on a
+  // fresh machine) is a major fault too: a few, not a share of the shards'.
+  ASSERT_GE(major, shard_major) << mem["faults"].dump();
+  EXPECT_LE(major - shard_major, std::max<uint64_t>(4, shard_major / 10))
+      << "major faults outside the shards " << mem["faults"].dump();
   EXPECT_LT(hit, 0.05);
   EXPECT_NEAR(mem["fault_hit_ratio"].get<double>(),
               1.0 - static_cast<double>(major) / mem["faults"]["total"].get<double>(), 1e-3);
