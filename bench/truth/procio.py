@@ -5,7 +5,7 @@
 
 OUT.json holds the child's pid and exit status, its /proc/PID/io (syscr, syscw, rchar, wchar,
 read_bytes, write_bytes, cancelled_write_bytes), read after it exited but before it is reaped,
-and with --dev the /proc/diskstats line of block device NAME (e.g. loop3) just before the fork
+and with --dev the /proc/diskstats line of block device NAME (e.g. loop3) just before the spawn
 and just after the exit, with CLOCK_MONOTONIC times: sources that iotwin does not compute.
 /proc/PID/io sums the thread group's threads; children the command forks are not included
 (their accounting goes with them), so drive programs that do their I/O in one process (fio
@@ -43,12 +43,9 @@ def main():
     if dev:
         result["diskstats_before"] = diskstats(dev)
         result["t_before_ns"] = time.monotonic_ns()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.execv(argv[0], argv)
-        finally:
-            os._exit(127)
+    # posix_spawn (vfork and exec): the child runs no Python code, so its calls are the
+    # command's from its execve on.
+    pid = os.posix_spawn(argv[0], argv, os.environ)
     # WNOWAIT leaves the child a zombie: its /proc/PID/io still holds the whole group's totals.
     os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     if dev:

@@ -151,6 +151,12 @@ class Table:
             verdict = "FAIL (expected, issue 37)"
         self.rows.append([figure, program, fmt(iotwin), fmt(source), diff, tol_text, verdict, note])
 
+    def add_row(self, figure, program, iotwin, source, diff, tol_text, ok):
+        verdict = "PASS" if ok else "FAIL"
+        if not ok and (figure, program) in EXPECTED_TO_FAIL:
+            verdict = "FAIL (expected, issue 37)"
+        self.rows.append([figure, program, fmt(iotwin), fmt(source), diff, tol_text, verdict, ""])
+
     def markdown(self):
         lines = ["| figure | program | iotwin | source | difference | tolerance | verdict |",
                  "|---|---|---:|---:|---:|---|---|"]
@@ -310,6 +316,39 @@ def check_device(t, r):
           weighted / window_ms if weighted >= 20 else None, "rel", 0.05, note=under)
 
 
+# File calls strace -c counts per system call name, compared op by op.
+STRACE_OPS = ("openat", "close", "read", "write", "pread64", "pwrite64", "readv", "writev",
+              "preadv", "pwritev", "lseek", "fsync", "fdatasync", "ftruncate", "fallocate",
+              "unlink", "unlinkat", "rename", "renameat", "renameat2", "newfstatat", "fstat",
+              "statx", "getdents64", "fcntl", "copy_file_range", "mkdirat", "sync_file_range",
+              "fadvise64", "mmap", "munmap")
+
+
+def check_strace(h, r, argv):
+    """Calls by op against `strace -c -f` of the same command, run again after the recording
+    (ARGV: the same program with outputs of its own)."""
+    if not shutil.which("strace"):
+        h.table.add("file calls by op (strace -c -f)", r.name, None, None, "exact",
+                    note="strace not installed")
+        return
+    out = os.path.join(h.work, r.name + ".strace")
+    subprocess.run(["strace", "-c", "-f", "-U", "calls,errors,name", "-o", out, "--", *argv],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    counts = {}
+    with open(out) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 2 and fields[0].isdigit() and fields[-1] != "total":
+                counts[fields[-1]] = int(fields[0])
+    mine = {o["op"]: o["count"] for o in r.calls["ops"]}
+    ops = [op for op in STRACE_OPS if op in mine or op in counts]
+    differ = [f"{op} {mine.get(op, 0)}/{counts.get(op, 0)}" for op in ops
+              if mine.get(op, 0) != counts.get(op, 0)]
+    h.table.add_row(f"file calls of {len(ops)} ops (strace -c -f)", r.name,
+                    sum(mine.get(op, 0) for op in ops), sum(counts.get(op, 0) for op in ops),
+                    "; ".join(differ) if differ else "0", "exact, op by op", not differ)
+
+
 def fio_job(path):
     with open(path) as f:
         text = f.read()
@@ -374,7 +413,7 @@ class Harness:
     def setup_device(self):
         img = os.path.join(self.work, "ext4.img")
         with open(img, "wb") as f:
-            f.truncate((1024 if self.size == "full" else 384) << 20)
+            f.truncate((2048 if self.size == "full" else 384) << 20)
         # --direct-io=on: the loop device reads its backing file with O_DIRECT, so its requests
         # reach the disk instead of the backing file's page cache (like the fidelity run).
         self.loop = run(["losetup", "--direct-io=on", "--find", "--show", img]).stdout.strip()
@@ -454,6 +493,7 @@ class Harness:
         check_procio(self.table, r)
         check_device(self.table, r)
         hit_ratio(self.table, r, src, resident, mb << 20)
+        check_strace(self, r, [dd, f"if={src}", f"of={dst}2", "bs=64k", "conv=fsync"])
 
     def tree(self):
         """cp -r and tar c of a known tree: 200 files of 64 KiB in 10 directories."""
@@ -464,12 +504,18 @@ class Harness:
                 with open(os.path.join(root, f"d{d}", f"f{i}"), "wb") as f:
                     f.write(os.urandom(65536))
         os.sync()
-        for name, argv in (("cp -r", [shutil.which("cp"), "-r", root, self.data("tree.copy")]),
-                           ("tar c", [shutil.which("tar"), "-cf", self.data("tree.tar"), "-C",
-                                      self.mnt, "tree"])):
+        def cp(dst):
+            return [shutil.which("cp"), "-r", root, self.data(dst)]
+
+        def tar(dst):
+            return [shutil.which("tar"), "-cf", self.data(dst), "-C", self.mnt, "tree"]
+
+        for name, argv, again in (("cp -r", cp("tree.copy"), cp("tree.copy2")),
+                                  ("tar c", tar("tree.tar"), tar("tree2.tar"))):
             r = Recorded(self, name, argv, self.data("tree*"))
             check_procio(self.table, r)
             check_device(self.table, r)
+            check_strace(self, r, again)
 
     def sqlite(self):
         exe = "/usr/bin/sqlite3"
@@ -484,6 +530,7 @@ class Harness:
         r = Recorded(self, "sqlite3", [exe, self.data("db.sqlite"), sql], self.data("db.sqlite*"))
         check_procio(self.table, r)
         check_device(self.table, r)
+        check_strace(self, r, [exe, self.data("db2.sqlite"), sql])
 
     def torch(self):
         probe = subprocess.run([PYTHON, "-c", "import torch, numpy"], capture_output=True)
@@ -546,6 +593,19 @@ def warm_half(h, name, mb):
 
 
 def programs(h):
+    """Each program in turn; one that fails is a FAIL row, and the others still run."""
+    def guarded(method):
+        def run_one(*args, **kw):
+            try:
+                return method(*args, **kw)
+            except (RuntimeError, subprocess.CalledProcessError, OSError, KeyError) as e:
+                h.log(f"failed: {e}")
+                h.table.add_row("program ran and its figures were read", str(args[0]) if args
+                                else method.__name__, None, None, str(e)[:80], "—", False)
+                return None
+        return run_one
+    for name in ("fio", "dd", "tree", "sqlite", "torch"):
+        setattr(h, name, guarded(getattr(h, name)))
     ci = h.size == "ci"
     io = "4m" if ci else "32m"
     h.fio("fio psync randread direct", 64,
