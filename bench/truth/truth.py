@@ -470,11 +470,7 @@ class Harness:
         check_fio(self.table, r, j, direction, op, engine)
         check_device(self.table, r)
         check_procio(self.table, r)
-        start = next((f for f in r.full["files"]["rows"] if path in f.get("names", [])), None)
-        if start and start.get("cache_at_start") is not None:
-            self.table.add("resident pages at start", name,
-                           start["cache_at_start"]["resident_pages"], resident, "exact",
-                           note="fincore before the run")
+        check_residency(self.table, r, path, resident)
         for check in extra_checks:
             check(self, r, j, path, resident)
         return r
@@ -493,6 +489,7 @@ class Harness:
         check_procio(self.table, r)
         check_device(self.table, r)
         hit_ratio(self.table, r, src, resident, mb << 20)
+        check_residency(self.table, r, src, resident)
         check_strace(self, r, [dd, f"if={src}", f"of={dst}2", "bs=64k", "conv=fsync"])
 
     def tree(self):
@@ -548,6 +545,29 @@ class Harness:
         self.table.add("mapped bytes (memmap of every page)", "torch job",
                        rep["totals"]["read"]["mmap_bytes"],
                        -(-os.path.getsize(layers) // PAGE) * PAGE, "rel", 0.02)
+
+
+def check_residency(t, r, path, resident_before):
+    """The file's resident pages at the start (iotwin's cache_at_start) and at the end (that,
+    plus the pages its page-cache records added, less those deleted) against fincore before
+    and after the run."""
+    row = next((f for f in r.full["files"]["rows"] if path in f.get("names", [])), None)
+    at_start = (row or {}).get("cache_at_start")
+    cache = (row or {}).get("page_cache")
+    # With the memory layer on, iotwin's snapshot lists the files with pages resident and its
+    # page-cache records every insertion and deletion: a file missing from them has none.
+    memory = r.full.get("memory") or {}
+    if at_start is None and memory.get("cache_at_start") is not None:
+        at_start = {"resident_pages": 0}
+    if cache is None and memory.get("page_cache") is not None:
+        cache = {"added_pages": 0, "deleted_pages": 0}
+    t.add("resident pages at start", r.name, at_start["resident_pages"] if at_start else None,
+          resident_before, "exact", note="" if at_start else "no cache_at_start for the file")
+    at_end = None
+    if at_start and cache:
+        at_end = at_start["resident_pages"] + cache["added_pages"] - cache["deleted_pages"]
+    t.add("resident pages at end (start + added - deleted)", r.name, at_end,
+          fincore_pages(path), "exact", note="" if at_end is not None else "no page-cache records")
 
 
 def hit_ratio(t, r, path, resident_before, nbytes):
