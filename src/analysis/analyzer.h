@@ -32,6 +32,7 @@
 #include "analysis/page_ranges.h"
 #include "analysis/pattern.h"
 #include "iotwin_abi.h"
+#include "model/block_requests.h"
 #include "model/path.h"
 #include "model/program_images.h"
 #include "model/scope.h"
@@ -269,6 +270,16 @@ class Analyzer {
     SeekHistogram seek;
     LogLinearHistogram q2q;
     uint64_t last_queue_ts = 0;
+    uint64_t reissues = 0;  // issues of requeued requests (not requests of their own)
+    // Completed requests' times in flight: from start to completion (iostat's aqu-sz) and on
+    // the device (issue to requeue or completion), [start, end) in ns.
+    std::vector<std::pair<uint64_t, uint64_t>> queue_intervals, device_intervals;
+  };
+  // A block request in flight: when it started (its first bio queued, inserted or issued) and
+  // when it was last issued (0 while given back by a requeue).
+  struct BlockInFlight {
+    uint32_t dev = 0;
+    uint64_t start = 0, issue = 0;
   };
   // Data ops on one kind of file that is not storage (pipes, sockets, ...).
   // ops/bytes/requested: system calls; async_*: asynchronous requests.
@@ -557,6 +568,8 @@ class Analyzer {
   std::map<std::pair<uint32_t, uint64_t>, uint64_t> blk_queue_pending_;  // (dev, sector) -> Q ts
   uint64_t blk_queue_dropped_ = 0;
   std::array<uint64_t, 16> blk_phase_counts_{};
+  model::BlockRequestRule blk_rule_;  // what an issue, requeue or completion means
+  std::unordered_map<uint64_t, BlockInFlight> blk_in_flight_;  // request key -> its times
   bool have_block_ = false;
 
   // NVMe.

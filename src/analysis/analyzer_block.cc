@@ -48,6 +48,33 @@ json BlockDeviceJson(uint32_t dev, const auto& d) {
   return dj;
 }
 
+json QueueDepthJson(const model::QueueDepth& q) {
+  return {{"average", Round4(q.average)}, {"p99", q.p99}, {"max", q.max},
+          {"in_flight_ns", q.in_flight_ns}};
+}
+
+// Requests in flight on each device over the report's window [first, last], time-weighted
+// (iostat's aqu-sz): from start to completion, and on the device (issued, not given back).
+// Requests still in flight at the end count up to it.
+void AddQueueDepths(json* devs, const auto& devices, const auto& in_flight, uint64_t first,
+                    uint64_t last) {
+  size_t i = 0;
+  for (const auto& [dev, d] : devices) {
+    auto queue = d.queue_intervals, device = d.device_intervals;
+    for (const auto& [key, f] : in_flight) {
+      if (f.dev != dev) continue;
+      queue.emplace_back(f.start, last);
+      if (f.issue != 0) device.emplace_back(f.issue, last);
+    }
+    json qd = QueueDepthJson(model::QueueDepthOf(std::move(queue), first, last));
+    qd["device"] = QueueDepthJson(model::QueueDepthOf(std::move(device), first, last));
+    qd["window_ns"] = last > first ? last - first : 0;
+    (*devs)[i]["queue_depth"] = std::move(qd);
+    (*devs)[i]["reissues"] = d.reissues;
+    i++;
+  }
+}
+
 // Block requests per device and over all devices; the bytes per direction go to `bytes`.
 json BlockJson(const auto& devices, uint64_t queued_dropped, std::array<uint64_t, 2>* bytes) {
   json devs = json::array();
@@ -133,11 +160,28 @@ void Analyzer::OnBlock(const iot_block& r) {
     case IOT_BLK_FRONTMERGE:
     case IOT_BLK_RQ_MERGE: ++d.merges; break;
     case IOT_BLK_SPLIT: ++d.splits; break;
-    case IOT_BLK_REQUEUE: ++d.requeues; break;
+    case IOT_BLK_REQUEUE: {
+      ++d.requeues;
+      blk_rule_.Step(r);
+      // Off the device until issued again; still in flight (model/block_requests.h).
+      auto it = blk_in_flight_.find(key);
+      if (it != blk_in_flight_.end() && it->second.issue != 0) {
+        if (r.ts > it->second.issue) d.device_intervals.emplace_back(it->second.issue, r.ts);
+        it->second.issue = 0;
+      }
+      break;
+    }
     case IOT_BLK_INSERT:
       if (blk_insert_pending_.size() < kMaxPending) blk_insert_pending_.FindOrInsert(key) = r.ts;
       break;
     case IOT_BLK_ISSUE: {
+      if (blk_rule_.Step(r) == model::BlockStep::kReissue) {
+        // The same request again: counted at its first issue; its D2C starts over.
+        ++d.reissues;
+        if (uint64_t* is = blk_issue_pending_.Find(key)) *is = r.ts;
+        if (auto it = blk_in_flight_.find(key); it != blk_in_flight_.end()) it->second.issue = r.ts;
+        break;
+      }
       ++d.issued;
       uint64_t bytes = r.bytes ? r.bytes : static_cast<uint64_t>(r.nr_sector) * 512;
       if (r.flags & (IOT_BLKF_FLUSH | IOT_BLKF_PREFLUSH)) ++d.flushes;  // each flushes the cache
@@ -160,18 +204,32 @@ void Analyzer::OnBlock(const iot_block& r) {
         series_.AddOpAndBytes(kBlockReadOps + static_cast<size_t>(dir),
                               kBlockReadBytes + static_cast<size_t>(dir), r.ts, bytes);
       }
+      uint64_t start = r.ts;
       if (uint64_t* ins = blk_insert_pending_.Find(key)) {
         if (r.ts >= *ins) i2d_.Add(r.ts - *ins);
+        start = std::min(start, *ins);
         blk_insert_pending_.Erase(key);
       }
       auto q = blk_queue_pending_.find({r.dev, r.sector});
-      if (q != blk_queue_pending_.end() && r.ts >= q->second) q2d_.Add(r.ts - q->second);
+      if (q != blk_queue_pending_.end() && r.ts >= q->second) {
+        q2d_.Add(r.ts - q->second);
+        start = std::min(start, q->second);
+      }
       if (blk_issue_pending_.size() < kMaxPending) blk_issue_pending_.FindOrInsert(key) = r.ts;
+      if (blk_in_flight_.size() < kMaxPending) blk_in_flight_[key] = {r.dev, start, r.ts};
       break;
     }
     case IOT_BLK_COMPLETE: {
       ++d.completed;
       if (r.error != 0) ++d.errors;
+      auto it = blk_in_flight_.find(key);
+      if (blk_rule_.Step(r) == model::BlockStep::kComplete && it != blk_in_flight_.end()) {
+        if (r.ts >= it->second.start) d.queue_intervals.emplace_back(it->second.start, r.ts);
+        if (it->second.issue != 0 && r.ts >= it->second.issue) {
+          d.device_intervals.emplace_back(it->second.issue, r.ts);
+        }
+        blk_in_flight_.erase(it);
+      }
       if (uint64_t* is = blk_issue_pending_.Find(key)) {
         if (r.ts >= *is) d2c_.Add(r.ts - *is);
         blk_issue_pending_.Erase(key);
@@ -217,6 +275,7 @@ void Analyzer::OnNvme(const iot_nvme& r) {
 json Analyzer::BlockModel(std::array<uint64_t, 2>* blk_bytes) const {
   if (!have_block_) return nullptr;
   json b = BlockJson(block_devs_, blk_queue_dropped_, blk_bytes);
+  AddQueueDepths(&b["devices"], block_devs_, blk_in_flight_, first_ts_, last_ts_);
   b["latency_ns"] = BlockLatencyJson(q2c_, q2d_, i2d_, d2c_);
   b["phases"] = BlockPhasesJson(blk_phase_counts_);
   return b;

@@ -154,7 +154,9 @@ Result<Stream> LoadStream(const std::string& path, std::optional<uint32_t> wante
       s.size_values[dir].push_back(r->bytes);
       s.bytes = SaturatingAdd(s.bytes, r->bytes);
     }
-    if (r->end > r->ts) s.d2c.Add(r->end - r->ts);
+    // Device time from the last issue (a requeued request's wait is not the device's).
+    const uint64_t issued = std::max(r->ts, r->last_issue);
+    if (r->end > issued) s.d2c.Add(r->end - issued);
     const size_t depth = std::min<size_t>(r->inflight, kMaxDepthBin);
     if (s.depth_at_issue.size() <= depth) s.depth_at_issue.resize(depth + 1, 0);
     s.depth_at_issue[depth]++;

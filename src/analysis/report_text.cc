@@ -483,6 +483,24 @@ void MemorySection(Out& out, const json& m) {
   }
 }
 
+// Requests in flight per device, time-weighted (iostat's aqu-sz), and requeues: a requeued
+// request counts once among the requests above.
+void QueueDepthLines(Out& out, const json& devices) {
+  bool header = false;
+  for (const json& d : devices) {
+    if (!Has(d, "queue_depth")) continue;
+    const json& q = d["queue_depth"];
+    if (!header) {
+      out.Line("  {:<10} {:>9} {:>5} {:>5} {:>13} {:>5} {:>9}", "in flight", "average", "p99",
+               "max", "on device avg", "max", "requeues");
+      header = true;
+    }
+    out.Line("  {:<10} {:>9.2f} {:>5} {:>5} {:>13.2f} {:>5} {:>9}", S(d, "name"), D(q, "average"),
+             U(q, "p99"), U(q, "max"), D(q["device"], "average"), U(q["device"], "max"),
+             FormatCount(U(d, "requeues")));
+  }
+}
+
 void BlockSection(Out& out, const json& m) {
   if (!Has(m, "block")) return;
   const json& b = m["block"];
@@ -514,6 +532,7 @@ void BlockSection(Out& out, const json& m) {
              FormatBytes(D(d["read"], "bytes")), FormatBytes(D(d["write"], "bytes")),
              FormatCount(U(d, "merges")), FormatCount(U(d, "splits")),
              FormatCount(U(d, "flushes")), FormatCount(U(d, "errors")));
+  QueueDepthLines(out, b["devices"]);
 }
 
 void AmplificationSection(Out& out, const json& m) {

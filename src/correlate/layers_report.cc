@@ -16,6 +16,7 @@
 #include "format/dev_number.h"
 #include "format/op_info.h"
 #include "format/records.h"
+#include "model/block_requests.h"
 
 namespace iotwin::correlate {
 namespace {
@@ -715,6 +716,48 @@ json Writeback(const Correlation& c, const LayersOptions& o) {
 
 }  // namespace
 
+// Requests in flight per device, time-weighted as iostat's aqu-sz (model/block_requests.h):
+// from each request's start (its first get-request, insert or issue) to its completion, and on
+// the device from its last issue; over the block requests' own span, from the first start to
+// the last completion. Requests never completed count up to the span's end.
+json QueueDepths(const Correlation& c) {
+  std::map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> queue, device;
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const Request& q : c.requests) {
+    if (q.merged_away && !q.completed) continue;
+    uint64_t start = 0;
+    for (uint64_t t : {q.g_ts, q.i_ts, q.d_ts}) {
+      if (t && (!start || t < start)) start = t;
+    }
+    if (!start) continue;
+    first = std::min(first, start);
+    last = std::max({last, start, q.c_ts});
+  }
+  for (const Request& q : c.requests) {
+    if (q.merged_away && !q.completed) continue;
+    uint64_t start = 0;
+    for (uint64_t t : {q.g_ts, q.i_ts, q.d_ts}) {
+      if (t && (!start || t < start)) start = t;
+    }
+    if (!start) continue;
+    const uint64_t end = q.completed && q.c_ts >= start ? q.c_ts : last;
+    queue[q.dev].emplace_back(start, end);
+    if (q.d_ts) device[q.dev].emplace_back(q.d_ts, std::max(end, q.d_ts));
+  }
+  auto depth_json = [](const model::QueueDepth& d) {
+    return json{{"average", std::round(d.average * 1e4) / 1e4}, {"p99", d.p99}, {"max", d.max},
+                {"in_flight_ns", d.in_flight_ns}};
+  };
+  json out = json::object();
+  for (auto& [dev, intervals] : queue) {
+    json dj = depth_json(model::QueueDepthOf(std::move(intervals), first, last));
+    dj["device"] = depth_json(model::QueueDepthOf(std::move(device[dev]), first, last));
+    dj["window_ns"] = last - first;
+    out[DevName(dev)] = std::move(dj);
+  }
+  return out;
+}
+
 json LayersReport(const Correlation& c, const LayersOptions& o) {
   json j;
   json layers = json::object();
@@ -727,6 +770,7 @@ json LayersReport(const Correlation& c, const LayersOptions& o) {
   j["coverage"] = Coverage(c);
   j["latency"] = Latency(c, o);
   j["btt"] = Btt(c);
+  j["queue_depth"] = QueueDepths(c);
   j["splits"] = Splits(c, o);
   j["amplification"] = Amplification(c);
   j["software_share"] = SoftwareShare(c);

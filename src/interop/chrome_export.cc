@@ -34,6 +34,7 @@
 #include "interop/block_text.h"
 #include "interop/exporters.h"
 #include "interop/text_util.h"
+#include "model/block_requests.h"
 #include "model/trace_state.h"
 
 namespace iotwin::interop {
@@ -517,6 +518,7 @@ class ChromeWriter {
     uint64_t ts, sector, ordinal;
     uint32_t bytes, nr_sector, flags, tgid, tid, slot;
     std::string comm;
+    uint32_t requeues = 0;
   };
 
   Status Block(const iot_block& b) {
@@ -526,6 +528,16 @@ class ChromeWriter {
                            fmt::format("block {}:{}", b.dev >> 20, b.dev & 0xfffff), &st);
     IOTWIN_RETURN_IF_ERROR(st);
     std::pair<uint64_t, uint64_t> key{b.dev, b.rq_id ? b.rq_id : (b.sector | (1ull << 63))};
+    const model::BlockStep step = block_rule_.Step(b);
+    if (step == model::BlockStep::kReissue) {
+      // The same request issued again after a requeue (model/block_requests.h): one slice, on
+      // the device from its last issue.
+      if (auto open = block_.find(key); open != block_.end()) {
+        open->second.ts = b.ts;
+        open->second.requeues++;
+        return Status::Ok();
+      }
+    }
     if (b.phase == IOT_BLK_ISSUE) {
       if (auto old = block_.find(key); old != block_.end()) {
         IOTWIN_RETURN_IF_ERROR(BlockSlice(t, old->second, b.ts, true, 0));
@@ -533,10 +545,10 @@ class ChromeWriter {
       }
       IOTWIN_ASSIGN_OR_RETURN(uint32_t slot, TakeSlot(t, b.ts, "request"));
       block_[key] = BlockOpen{b.ts, b.sector, ord, b.bytes, b.nr_sector, b.flags, b.tgid, b.tid, slot,
-                              Comm(b.comm, sizeof b.comm)};
+                              Comm(b.comm, sizeof b.comm), 0};
       return Status::Ok();
     }
-    if (b.phase == IOT_BLK_COMPLETE) {
+    if (b.phase == IOT_BLK_COMPLETE && step == model::BlockStep::kComplete) {
       auto it = block_.find(key);
       if (it == block_.end()) {
         res_->skipped["block completion without issue"]++;
@@ -568,6 +580,7 @@ class ChromeWriter {
     e.ArgS("rwbs", RwbsText(o.flags)).ArgU("sector", o.sector).ArgU("bytes", o.bytes);
     if (o.tid) e.ArgU("issuer_tid", o.tid);
     if (!o.comm.empty()) e.ArgS("comm", o.comm);
+    if (o.requeues) e.ArgU("requeues", o.requeues);
     if (error) e.Arg("error", error);
     if (unfinished) e.Arg("unfinished", 1);
     res_->device_slices++;
@@ -686,6 +699,7 @@ class ChromeWriter {
   std::unordered_map<std::pair<uint64_t, uint64_t>, AsyncOpen, PairHash> async_;
   std::map<uint32_t, DeviceTrack> block_tracks_, nvme_tracks_;
   std::unordered_map<std::pair<uint64_t, uint64_t>, BlockOpen, PairHash> block_;
+  model::BlockRequestRule block_rule_;
   std::map<std::pair<uint64_t, uint64_t>, NvmeOpen> nvme_;
   std::map<std::pair<uint32_t, std::string>, std::vector<uint64_t>> intents_;
 };

@@ -33,6 +33,7 @@
 #include "interop/block_text.h"
 #include "interop/exporters.h"
 #include "interop/text_util.h"
+#include "model/block_requests.h"
 #include "model/path.h"
 #include "model/trace_state.h"
 
@@ -595,6 +596,12 @@ class Walker {
 
   Status Block(const iot_block& b) {
     std::pair<uint64_t, uint64_t> key{b.dev, b.rq_id ? b.rq_id : (b.sector | (1ull << 63))};
+    // A requeued request issued again is the same request (model/block_requests.h): one I/O,
+    // in flight once; a partial completion leaves it in flight.
+    const model::BlockStep step = block_rule_.Step(b);
+    if (step == model::BlockStep::kReissue || step == model::BlockStep::kPartial) {
+      return Status::Ok();
+    }
     if (b.phase == IOT_BLK_COMPLETE) {
       auto it = block_.find(key);
       if (it != block_.end()) {
@@ -662,6 +669,7 @@ class Walker {
   std::map<std::pair<uint32_t, uint64_t>, std::string> by_inode_;
   std::unordered_map<std::pair<uint64_t, uint64_t>, uint64_t, PairHash> async_;
   std::unordered_map<std::pair<uint64_t, uint64_t>, uint64_t, PairHash> block_;
+  model::BlockRequestRule block_rule_;
 };
 
 Status MakeDirs(const std::string& path) {

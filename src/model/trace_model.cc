@@ -9,6 +9,7 @@
 #include "base/json_fields.h"
 #include "format/op_info.h"
 #include "format/records.h"
+#include "model/block_requests.h"
 #include "model/model_builder_impl.h"
 
 namespace iotwin::model {
@@ -530,11 +531,20 @@ void ModelBuilder::Impl::BuildBlockRequests() {
                    [](const iot_block* a, const iot_block* b) { return a->ts < b->ts; });
   std::map<std::tuple<uint32_t, uint64_t, uint64_t>, size_t> open;  // (dev, rq or sector) -> req
   std::unordered_map<uint32_t, uint32_t> inflight;
+  BlockRequestRule rule;  // a requeued request issued again stays one request
   for (const iot_block* b : sorted) {
     uint64_t id = b->rq_id != 0 ? b->rq_id : b->sector;
-    if (b->phase == IOT_BLK_ISSUE) {
+    const BlockStep step = rule.Step(*b);
+    if (step == BlockStep::kReissue) {
+      if (auto it = open.find({b->dev, id, 0}); it != open.end()) {
+        m->block_requests_[it->second].last_issue = b->ts;
+      }
+    } else if (step == BlockStep::kPartial) {
+      continue;
+    } else if (b->phase == IOT_BLK_ISSUE) {
       BlockRequest r;
       r.ts = b->ts;
+      r.last_issue = b->ts;
       r.sector = b->sector;
       r.bytes = b->bytes != 0 ? b->bytes
                               : static_cast<uint32_t>(std::min<uint64_t>(

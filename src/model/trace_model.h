@@ -222,6 +222,7 @@ struct CacheState {
 struct BlockRequest {
   uint64_t ts = 0;        // issue
   uint64_t end = 0;       // completion (0 unknown)
+  uint64_t last_issue = 0;  // its last issue: after a requeue, later than ts (block_requests.h)
   uint64_t sector = 0;    // 512-byte units
   uint32_t bytes = 0;
   uint32_t flags = 0;     // IOT_BLKF_*
