@@ -356,6 +356,15 @@ def fio_job(path):
     return json.loads(text[text.index("{"):])["jobs"][0]
 
 
+def size_bytes(text):
+    """fio's size text (4k, 1m, 16384) in bytes; 0 when it is not one."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    text = text.strip().lower()
+    if text[-1:] in units and text[:-1].isdigit():
+        return int(text[:-1]) * units[text[-1]]
+    return int(text) if text.isdigit() else 0
+
+
 def check_fio(t, r, fio, direction, op, engine):
     """Calls, bytes and latency against fio's own JSON."""
     side = fio[direction]
@@ -366,11 +375,13 @@ def check_fio(t, r, fio, direction, op, engine):
         name = "PREAD" if direction == "read" else "PWRITE"
         if engine == "io_uring":
             name = {"read": "READ", "write": "WRITE"}[direction]
-        row = next((x for x in rows if x["name"] in (name, name + "V", name.replace("P", ""))), None)
+        row = next((x for x in rows if x["name"] in (name, name + "V", name.replace("P", ""))),
+                   None)
         count, nbytes = (row["ops"], row["bytes"]) if row else (None, None)
         lat = row["latency_ns"] if row else None
         label = f"async {direction}s"
     else:
+        row = None
         o = r.op(r.data, op)
         count, nbytes = (o["count"], o["bytes"]) if o else (None, None)
         lat = o["latency_ns"] if o else None
@@ -378,6 +389,23 @@ def check_fio(t, r, fio, direction, op, engine):
     t.add(label, r.name, count, side["total_ios"], "exact")
     t.add(label.replace("calls", "call") + " bytes" if "calls" in label else f"{label} bytes",
           r.name, nbytes, side["io_bytes"], "exact")
+    # The job's own parameters: every request is bs long; rw=read or rw=write is sequential
+    # (every call after the first starts where the previous one ended).
+    opts = fio.get("job options", {})
+    bs = size_bytes(opts.get("bs", ""))
+    if engine in ("libaio", "io_uring"):
+        dominant = (row or {}).get("dominant")
+    else:
+        entry = next((x for x in r.data.get("sizes", []) if x.get("op") == op), None)
+        dominant = (entry or {}).get("dominant")
+    t.add(f"{label.split()[0]} dominant size", r.name,
+          dominant["size"] if dominant else None, bs, "exact", note="" if bs else "no bs")
+    t.add(f"{label} of the dominant size (bs)", r.name,
+          dominant["count"] if dominant else None, side["total_ios"], "exact")
+    if engine == "psync" and opts.get("rw") in ("read", "write"):
+        pattern = r.data.get("pattern", {}).get(direction, {})
+        t.add(f"sequential {op} calls (rw={opts['rw']})", r.name, pattern.get("sequential"),
+              side["total_ios"] - 1, "exact", note="every call after the first")
     # fio's clat runs from the submission to the completion fio sees; for a synchronous engine
     # that is the call. For libaio and io_uring fio's submission time is after io_submit or
     # io_uring_enter returned (the call is fio's slat), while iotwin's request starts at the
