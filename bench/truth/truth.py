@@ -293,13 +293,16 @@ def check_device(t, r):
     for fig, iot, field, count in (("reads", q2c.get("read", 0), DS_READ_MS, DS_READS),
                                    ("writes", q2c.get("write", 0), DS_WRITE_MS, DS_WRITES),
                                    ("all requests", sum(q2c.values()), DS_WEIGHTED_MS, None)):
-        if count is not None and ds_delta(p, count) == 0 and iot == 0:
+        no_requests = ds_delta(p, DS_READS) + ds_delta(p, DS_WRITES) + ds_delta(p, DS_FLUSHES) == 0
+        if iot == 0 and (no_requests if count is None else ds_delta(p, count) == 0):
             continue  # no such requests: the request rows above hold that
         src = ds_delta(p, field)
         t.add(f"device time in queue ms, {fig} (Σ Q2C)", r.name, round(iot / 1e6, 1),
               float(src) if src >= 20 else None, "rel", 0.05,
               note="" if src >= 20 else f"{src} ms, under 20")
     weighted = ds_delta(p, DS_WEIGHTED_MS)
+    if weighted == 0 and not q2c:
+        return  # the device had no request: nothing queued
     under = "" if weighted >= 20 else f"{weighted} ms in queue, under 20"
     own = queue_depth_field(dev)
     if own is None:
