@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Ground truth: iotwin's figures against sources iotwin does not compute (/proc/diskstats of a
-# loop device the workload has to itself, /proc/PID/io, fio's JSON, fincore, the ELF headers of
-# execve's own reads), one table figure | program | iotwin | source | difference | tolerance |
-# verdict. See truth.py for what each figure is compared with.
+# loop device the workload has to itself, /proc/PID/io, fio's JSON, strace -c, fincore, the ELF
+# headers of execve's own reads), one table figure | program | iotwin | source | difference |
+# tolerance | verdict. See truth.py for what each figure is compared with.
 #
-#   bench/truth/run.sh                 # full set (a few minutes); rewrites the "Figures against
+#   bench/truth/run.sh                 # full set (about a minute); rewrites the "Figures against
 #                                      # ground truth" section of docs/validation.md
 #   bench/truth/run.sh --size ci       # the reduced set ctest -L truth runs; writes no doc
 #   options: --out FILE (the table as markdown), --keep (keep the work dir)
@@ -21,7 +21,7 @@ while [[ $# -gt 0 ]]; do
     --size) size="$2"; shift ;;
     --out) out="$2"; shift ;;
     --keep) keep=(--keep) ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
