@@ -142,7 +142,7 @@ class Table:
         else:
             d = iotwin - source
             if kind == "exact":
-                ok, diff, tol_text = d == 0, fmt(d), "exact"
+                ok, diff = d == 0, fmt(d)
             elif kind == "rel":
                 rel = abs(d) / source if source else (0.0 if d == 0 else float("inf"))
                 ok, diff = rel <= tol, f"{'+' if d >= 0 else '-'}{rel * 100:.2f}%"
@@ -189,11 +189,11 @@ class Recorded:
         base = os.path.join(h.work, name)
         self.trace = base + ".iotwin"
         pio_path = base + ".procio.json"
-        err = open(base + ".record.err", "w")
         t0 = time.monotonic()
-        rc = subprocess.run([h.iotwin, "record", "-o", self.trace, "--no-status", "--",
-                             PYTHON, PROCIO, pio_path, "--dev", h.devname, "--", *argv],
-                            stdout=subprocess.DEVNULL, stderr=err).returncode
+        with open(base + ".record.err", "w") as err:
+            rc = subprocess.run([h.iotwin, "record", "-o", self.trace, "--no-status", "--",
+                                 PYTHON, PROCIO, pio_path, "--dev", h.devname, "--", *argv],
+                                stdout=subprocess.DEVNULL, stderr=err).returncode
         h.log(f"recorded {name} in {time.monotonic() - t0:.1f} s (exit {rc})")
         if rc != 0:
             raise RuntimeError(f"{name}: record exited {rc} (see {base}.record.err)")
@@ -217,7 +217,7 @@ class Recorded:
 
     def read_calls(self):
         """The program's read-family system calls and their bytes, every file: those the kernel
-    counts in syscr and rchar (sendfile and copy_file_range count as a read and a write)."""
+        counts in syscr and rchar (sendfile and copy_file_range count as a read and a write)."""
         ops = [o for o in self.calls["ops"] if o["op"] in ("read", "pread64", "readv", "preadv",
                                                              "preadv2", "sendfile",
                                                              "copy_file_range")]
@@ -405,7 +405,8 @@ def check_fio(t, r, fio, direction, op, engine):
         entry = next((x for x in r.data.get("sizes", []) if x.get("op") == op), None)
         dominant = (entry or {}).get("dominant")
     t.add(f"{label.split()[0]} dominant size", r.name,
-          dominant["size"] if dominant else None, bs, "exact", note="" if bs else "no bs")
+          dominant["size"] if dominant else None, bs or None, "exact",
+          note="" if bs else "no bs in the job options")
     t.add(f"{label} of the dominant size (bs)", r.name,
           dominant["count"] if dominant else None, side["total_ios"], "exact")
     if engine == "psync" and opts.get("rw") in ("read", "write"):
