@@ -39,10 +39,11 @@ END = "<!-- end of truth table -->"
 # left. A figure of the full set is never listed here: there a FAIL is a plain FAIL.
 # (figure, program): why.
 _PSYNC, _LIBAIO, _DD = ("fio psync randread direct", "fio libaio randread qd16 direct", "dd copy")
-_QUEUE_WHY = ("iotwin's Q-to-C time against diskstats' (done minus start of each request) varies "
-              "from run to run: O_DIRECT psync reads -12% to +0.4%, libaio qd16 reads (layers' "
-              "Q2C) up to +13.5%, dd -25% to +9%; dd's flush requests have no Q2C in iotwin "
-              "(bench/truth findings: issue 37)")
+_QUEUE_WHY = ("diskstats ends a request where block_io_done fires, after every bio's completion "
+              "callbacks ran; iotwin's Q2C ends at block_rq_complete, before them, so it is "
+              "short by the callbacks' time, which grows with the machine's load: O_DIRECT psync "
+              "reads -12% to +0.4%, libaio qd16 (layers' Q2C) up to +13.5%, dd -25% to +9%; "
+              "dd's flush requests have no Q2C in iotwin")
 EXPECTED_TO_FAIL = {
     ("device flush requests", _DD):
         "iotwin counts the PREFLUSH write of fsync as 1 flush; diskstats counts 2 flush requests "
