@@ -185,7 +185,7 @@ def fmt(v):
 class Recorded:
     """One program recorded: its trace, procio's sources, iotwin's reports."""
 
-    def __init__(self, h, name, argv, data_glob):
+    def __init__(self, h, name, argv, data_glob, watch=()):
         self.name = name
         base = os.path.join(h.work, name)
         self.trace = base + ".iotwin"
@@ -198,6 +198,8 @@ class Recorded:
         h.log(f"recorded {name} in {time.monotonic() - t0:.1f} s (exit {rc})")
         if rc != 0:
             raise RuntimeError(f"{name}: record exited {rc} (see {base}.record.err)")
+        # Residency right after the run, before the reports take their seconds.
+        self.resident_after = {path: fincore_pages(path) for path in watch}
         with open(pio_path) as f:
             self.pio = json.load(f)
         self.pid = self.pio["pid"]
@@ -500,7 +502,7 @@ class Harness:
         argv = [fio, "--name=" + name, f"--filename={path}", f"--size={file_mb}m", "--thread=1",
                 "--disk_util=0", "--lat_percentiles=1", "--output-format=json", f"--output={out}", *job]
         resident = fincore_pages(path)
-        r = Recorded(self, name, argv, path)
+        r = Recorded(self, name, argv, path, watch=[path])
         j = fio_job(out)
         op = {"psync": "pread64" if direction == "read" else "pwrite64"}.get(engine)
         check_fio(self.table, r, j, direction, op, engine)
@@ -521,7 +523,7 @@ class Harness:
         drop_file_cache(src)
         resident = fincore_pages(src)
         r = Recorded(self, "dd copy", [dd, f"if={src}", f"of={dst}", "bs=64k", "conv=fsync"],
-                     self.data("dd.*"))
+                     self.data("dd.*"), watch=[src])
         check_procio(self.table, r)
         check_device(self.table, r)
         hit_ratio(self.table, r, src, resident, mb << 20)
@@ -602,8 +604,9 @@ def check_residency(t, r, path, resident_before):
     at_end = None
     if at_start and cache:
         at_end = at_start["resident_pages"] + cache["added_pages"] - cache["deleted_pages"]
-    t.add("resident pages at end (start + added - deleted)", r.name, at_end,
-          fincore_pages(path), "exact", note="" if at_end is not None else "no page-cache records")
+    after = r.resident_after[path] if path in r.resident_after else fincore_pages(path)
+    t.add("resident pages at end (start + added - deleted)", r.name, at_end, after, "exact",
+          note="" if at_end is not None else "no page-cache records")
 
 
 def hit_ratio(t, r, path, resident_before, nbytes):
