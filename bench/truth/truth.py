@@ -193,15 +193,17 @@ class Recorded:
         t0 = time.monotonic()
         with open(base + ".record.err", "w") as err:
             rc = subprocess.run([h.iotwin, "record", "-o", self.trace, "--no-status", "--",
-                                 PYTHON, PROCIO, pio_path, "--dev", h.devname, "--", *argv],
+                                 PYTHON, PROCIO, pio_path, "--dev", h.devname,
+                                 *[x for path in watch for x in ("--resident", path)], "--", *argv],
                                 stdout=subprocess.DEVNULL, stderr=err).returncode
         h.log(f"recorded {name} in {time.monotonic() - t0:.1f} s (exit {rc})")
         if rc != 0:
             raise RuntimeError(f"{name}: record exited {rc} (see {base}.record.err)")
-        # Residency right after the run, before the reports take their seconds.
-        self.resident_after = {path: fincore_pages(path) for path in watch}
         with open(pio_path) as f:
             self.pio = json.load(f)
+        # Residency just before the program started and just after it ended (procio's mincore).
+        self.resident_before = self.pio.get("resident_before", {})
+        self.resident_after = self.pio.get("resident_after", {})
         self.pid = self.pio["pid"]
         self.argv = argv
         # The program's own calls (procio's are left out), every file (pipes and pseudo files
@@ -610,12 +612,15 @@ def check_residency(t, r, path, resident_before):
 
 
 def hit_ratio(t, r, path, resident_before, nbytes):
-    """The read hit ratio of one file read once from start to end: by residency (fincore before
-    the run: resident pages / pages read) and by the device (1 - device read bytes / bytes)."""
+    """The read hit ratio of one file read once from start to end: by residency (resident pages
+    when the program started / pages read) and by the device (1 - device read bytes / bytes)."""
     pages = -(-nbytes // PAGE)
     row = next((f for f in r.full["files"]["rows"] if path in f.get("names", [])), None)
     mine = row.get("hit_ratio") if row else None
     iot = None if mine is None else mine * 100
+    # What the program found: procio's count just before it started, else fincore's before
+    # the recording.
+    resident_before = r.resident_before.get(path, resident_before)
     t.add("file read hit ratio % (residency)", r.name, iot, resident_before / pages * 100,
           "points", 2.0)
     dev_read = ds_delta(r.pio, DS_READ_SECTORS) * 512
