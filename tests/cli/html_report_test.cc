@@ -64,6 +64,14 @@ TraceBuilder EveryLayer() {
       t.AsyncAt(IOT_AIO_ENGINE_URING, IOT_AIO_COMPLETE, 22, ts + 700'000, 10, 5, 9000 + i, 0, 0, 1 << 20);
     }
   }
+  // Every power-of-two size from 1 B to 64 MiB, read and written: the widest size charts.
+  for (int k = 0; k <= 26; k++) {
+    t.Io(IOT_OP_PREAD64, 10, ts += 1000, 20'000, 3, kDev, 1, 0, 1ULL << k, 1ULL << k);
+    t.Io(IOT_OP_WRITE, 10, ts += 1000, 20'000, 4, kDev, 2, 0, 1ULL << k, 1ULL << k);
+    t.Io(IOT_OP_READ, 10, ts += 1000, 20'000, 5, kDev, 3, 0, 1ULL << k, 1ULL << k);
+    t.BlockAt(IOT_BLK_ISSUE, ts, disk, uint64_t(k) << 20, 512ULL << (k % 14), IOT_BLKF_READ, 5000 + k);
+    t.BlockAt(IOT_BLK_COMPLETE, ts + 500, disk, uint64_t(k) << 20, 512ULL << (k % 14), IOT_BLKF_READ, 5000 + k);
+  }
   t.Intent(IOT_INTENT_END, ts, 10, "epoch 0");
   return t;
 }
@@ -96,7 +104,8 @@ TEST(HtmlReport, RendersAllChartsInHeadlessChromiumWithoutErrors) {
   RunResult b = test::Run(
       {browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
        "--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + profile,
-       "--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000", "--dump-dom",
+       "--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000", "--window-size=1280,900",
+       "--dump-dom",
        "file://" + html},
       180);
   ASSERT_EQ(b.exit_code, 0) << b.err;
@@ -125,6 +134,10 @@ TEST(HtmlReport, RendersAllChartsInHeadlessChromiumWithoutErrors) {
   }
   EXPECT_EQ(containers, charts);
   EXPECT_EQ(with_svg, charts);
+  // Every chart fits its card in a 1280-pixel window (the page measures each rendered chart).
+  if (std::regex_search(dom, m, std::regex("data-overflow=\"([^\"]*)\""))) {
+    ADD_FAILURE() << "charts wider than their card: " << m[1];
+  }
   // No errors: none caught by the page, none in the browser's console log.
   EXPECT_EQ(dom.find("data-errors="), std::string::npos) << dom.substr(dom.find("iotwin-errors"), 2000);
   std::istringstream log(b.err);
@@ -132,6 +145,9 @@ TEST(HtmlReport, RendersAllChartsInHeadlessChromiumWithoutErrors) {
   while (std::getline(log, line)) {
     if (line.find("CONSOLE") != std::string::npos) ADD_FAILURE() << "console message: " << line;
   }
+  // A path in the right-to-left Files column is held left-to-right by marks (U+200E) around it,
+  // so that "/ckpt/model.pt" does not show as "ckpt/model.pt/".
+  EXPECT_NE(dom.find("\u200e/ckpt/model.pt\u200e"), std::string::npos);
   // The dominant-size statement and the hostile file name appear as text.
   EXPECT_NE(dom.find("128 KiB"), std::string::npos);
   EXPECT_NE(dom.find("&lt;/script&gt;&lt;b&gt;evil"), std::string::npos);

@@ -46,8 +46,12 @@
   // cols: [{h: header, l: left-aligned?, cls}], rows: arrays of cell strings
   function table(cols, rows, cls, noHead) {
     const head = el('tr', {}, cols.map(c => el('th', {text: c.h, class: c.l ? 'l' : ''})));
+    // A path cell is right-to-left so that a long path loses its start, not its name; marks
+    // around the text keep its slashes and brackets in their places.
+    const lrm = String.fromCharCode(0x200e);
+    const shown = (v, c) => c.cls === 'path' ? lrm + String(v) + lrm : String(v);
     const body = rows.map(r => el('tr', {}, r.map((v, i) =>
-      el('td', {text: String(v), class: cols[i].cls || (cols[i].l ? 'l' : ''), title: String(v)}))));
+      el('td', {text: shown(v, cols[i]), class: cols[i].cls || (cols[i].l ? 'l' : ''), title: String(v)}))));
     return el('table', {class: cls || ''}, [noHead ? null : el('thead', {}, [head]), el('tbody', {}, body)]);
   }
   function facts(rows) {
@@ -62,6 +66,12 @@
     spec.$schema = 'https://vega.github.io/schema/vega-lite/v6.json';
     spec.config = Object.assign({font: 'system-ui, sans-serif'}, spec.config || {});
     charts.push({id: id, spec: spec});
+  }
+  // The plot width of a chart with one band per distinct value of rows[field]: `per` pixels a
+  // band, at most what fits two charts side by side in a card, so none runs off its card.
+  function bandWidth(rows, field, per) {
+    const bands = new Set(rows.map(r => r[field])).size;
+    return Math.max(160, Math.min(520, bands * per));
   }
   function grid(parent) { const g = el('div', {class: 'grid'}); parent.appendChild(g); return g; }
   function fileName(f) {
@@ -190,7 +200,7 @@
       share: z.ops ? h.count / z.ops : 0, bytes_share: z.bytes ? h.bytes / z.bytes : 0}));
   }
   function sizeChart(parent, title, rows) {
-    chart(parent, title, {width: {step: 16}, height: 220, data: {values: rows}, mark: 'bar',
+    chart(parent, title, {width: bandWidth(rows, 'bucket', 16 * new Set(rows.map(r => r.op)).size), height: 220, data: {values: rows}, mark: 'bar',
       encoding: {
         x: {field: 'bucket', type: 'ordinal', sort: {field: 'le', op: 'min'}, title: 'request size (power-of-two buckets)'},
         xOffset: {field: 'op', type: 'nominal'},
@@ -247,7 +257,7 @@
       }
     }
     if (seek.length) {
-      chart(g, 'Seek distance (offset - previous end)', {width: {step: 18}, height: 200, data: {values: seek}, mark: 'bar',
+      chart(g, 'Seek distance (offset - previous end)', {width: bandWidth(seek, 'bucket', 36), height: 200, data: {values: seek}, mark: 'bar',
         encoding: {x: {field: 'bucket', type: 'ordinal', sort: {field: 'from', op: 'min'}, title: 'distance (log2 buckets)'},
                    xOffset: {field: 'dir', type: 'nominal'},
                    y: {field: 'count', type: 'quantitative', title: 'requests (square-root scale)', scale: {type: 'sqrt'}},
@@ -301,7 +311,7 @@
           model.async ? model.async.rows.map(r => ['async', r.engine + ' ' + r.name, fmtCount(r.count), fmtDur(r.latency_ns.p50), fmtDur(r.latency_ns.p90), fmtDur(r.latency_ns.p99), fmtDur(r.latency_ns.max)]) : [],
           model.block ? Object.entries(model.block.latency_ns || {}).map(([k, l]) => ['block', k, fmtCount(l.count), fmtDur(l.p50), fmtDur(l.p90), fmtDur(l.p99), fmtDur(l.max)]) : [])));
       const g = grid(s);
-      chart(g, 'Latency percentiles per operation and layer', {width: {step: 40}, height: 240, data: {values: rows},
+      chart(g, 'Latency percentiles per operation and layer', {width: bandWidth(rows, 'name', 40), height: 240, data: {values: rows},
         mark: {type: 'point', filled: true, size: 70},
         encoding: {x: {field: 'name', type: 'nominal', title: null, sort: null, axis: {labelAngle: -30}},
                    y: {field: 'us', type: 'quantitative', scale: {type: 'log'}, title: 'microseconds (log scale)'},
@@ -375,6 +385,12 @@
   document.body.setAttribute('data-charts', String(charts.length));
   Promise.all(charts.map(c => vegaEmbed('#' + c.id, c.spec, {mode: 'vega-lite', renderer: 'svg', actions: false})))
     .then(() => {
+      // A chart wider than its card is cut or scrolls off the page: name each one.
+      const over = charts.filter(c => {
+        const svg = document.querySelector('#' + c.id + ' svg'), card = document.getElementById(c.id).closest('section');
+        return svg && card && svg.getBoundingClientRect().right > card.getBoundingClientRect().right + 1;
+      }).map(c => c.id);
+      if (over.length) document.body.setAttribute('data-overflow', over.join(' '));
       document.body.setAttribute('data-rendered', String(charts.length));
       document.title = document.title + ' [rendered]';
     })
