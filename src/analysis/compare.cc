@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analysis/compare_block.h"
+#include "analysis/compare_pass.h"
 #include "analysis/distance.h"
 #include "analysis/report_text.h"
 #include "analysis/sequence.h"
@@ -43,16 +44,9 @@ struct CallScope {
   CallTimeline timeline;
 };
 
-Result<CallScope> ReplayScope(const std::string& path, bool storage_calls_only,
-                              const model::Scope& files) {
-  model::ModelOptions mo;
-  mo.compute_dependencies = false;
-  mo.scope = files;
-  TraceDamage damage;
-  auto m = model::LoadTraceModel(path, mo, &damage);
-  if (!m.ok()) return m.status();
+CallScope ReplayScope(const model::TraceModel& m, bool storage_calls_only) {
   CallScope scope;
-  for (const model::Thread& th : (*m)->threads()) {
+  for (const model::Thread& th : m.threads()) {
     for (const model::Op& op : th.ops) {
       // Judged: what replay re-issues, or with --all-calls every call the data scope keeps.
       const bool judged = op.skip == model::Skip::kReplayable ||
@@ -563,36 +557,70 @@ std::optional<PacedTimeline> CompareTiming(const CallScope& scope_a, const CallS
   return paced;
 }
 
-}  // namespace
+Result<std::unique_ptr<TraceReader>> OpenTrace(const std::string& path, const CompareOptions& options) {
+  TraceReaderOptions ro;
+  ro.salvage = options.salvage;
+  return TraceReader::Open(path, ro);
+}
 
-Result<json> CompareTraces(const std::string& original, const std::string& replay,
-                           const CompareOptions& options) {
-  IOTWIN_ASSIGN_OR_RETURN(const bool device_level, WantsBlockStreamCompare(replay, options));
-  if (device_level) return CompareBlockStreams(original, replay, options);
+// One side of the comparison from its one pass: the calls judged (from the model), the measures
+// (the Analyzer over the same records) and, where asked, the reads of the per-query measures.
+struct ComparedSide {
+  CallScope scope;
+  TraceAnalysis analysis;
+  std::optional<QueryReads> queries;
+};
+
+Result<ComparedSide> ReadSide(const std::string& path, std::unique_ptr<TraceReader> reader,
+                              const CompareOptions& options, bool query_reads, bool query_markers) {
+  TracePassOptions po;
+  po.model.compute_dependencies = false;
+  po.model.scope = options.files;
+  po.query_reads = query_reads;
+  po.query_markers = query_markers;
+  po.progress = options.progress;
+  IOTWIN_ASSIGN_OR_RETURN(TracePass pass, ReadTraceOnce(path, std::move(reader), po));
+  ComparedSide side;
+  side.scope = ReplayScope(*pass.model, options.storage_calls_only);
+  pass.model.reset();  // the judged calls are all compare needs of it
   TraceAnalysisOptions ao;
   ao.analyzer.collect_sequences = true;
   ao.analyzer.collect_distributions = true;
   ao.analyzer.max_sequence_ops = options.max_sequence_ops;
   ao.analyzer.top = 0;
-  ao.progress = options.progress;
-  ao.salvage = options.salvage;
-  CallScope scope_a, scope_b;
-  IOTWIN_ASSIGN_OR_RETURN(scope_a,
-                          ReplayScope(original, options.storage_calls_only, options.files));
-  IOTWIN_ASSIGN_OR_RETURN(scope_b, ReplayScope(replay, options.storage_calls_only, options.files));
-  TraceAnalysisOptions ao_a = ao, ao_b = ao;
-  if (options.storage_calls_only || !options.files.IsAll()) {
-    ao_a.analyzer.filter.excluded_calls = scope_a.excluded;
-    ao_b.analyzer.filter.excluded_calls = scope_b.excluded;
+  if (options.storage_calls_only || !options.files.IsAll())
+    ao.analyzer.filter.excluded_calls = side.scope.excluded;
+  side.analysis = AnalyzeRecords(pass, ao);
+  side.queries = std::move(pass.queries);
+  return side;
+}
+
+}  // namespace
+
+Result<json> CompareTraces(const std::string& original, const std::string& replay,
+                           const CompareOptions& options) {
+  std::unique_ptr<TraceReader> replay_reader;
+  IOTWIN_ASSIGN_OR_RETURN(const bool device_level,
+                          WantsBlockStreamCompare(replay, options, &replay_reader));
+  if (device_level) return CompareBlockStreams(original, replay, options, std::move(replay_reader));
+  // Each trace is read once, the original first: its markers say whether the replay's reads are
+  // wanted for the per-query measures.
+  IOTWIN_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> original_reader, OpenTrace(original, options));
+  const bool markers = !SummarySaysNoMarkers(*original_reader);
+  IOTWIN_ASSIGN_OR_RETURN(ComparedSide side_a,
+                          ReadSide(original, std::move(original_reader), options, markers, true));
+  const bool queries_marked = side_a.queries && side_a.queries->HasQueries();
+  if (!replay_reader) {
+    IOTWIN_ASSIGN_OR_RETURN(replay_reader, OpenTrace(replay, options));
   }
-  auto ra = AnalyzeTraceFile(original, ao_a);
-  if (!ra.ok()) return ra.status();
-  auto rb = AnalyzeTraceFile(replay, ao_b);
-  if (!rb.ok()) return rb.status();
-  const Analyzer& a = *ra->analyzer;
-  const Analyzer& b = *rb->analyzer;
-  const json& ma = ra->model;
-  const json& mb = rb->model;
+  IOTWIN_ASSIGN_OR_RETURN(ComparedSide side_b, ReadSide(replay, std::move(replay_reader), options,
+                                                         queries_marked, false));
+  const CallScope& scope_a = side_a.scope;
+  const CallScope& scope_b = side_b.scope;
+  const Analyzer& a = *side_a.analysis.analyzer;
+  const Analyzer& b = *side_b.analysis.analyzer;
+  const json& ma = side_a.analysis.model;
+  const json& mb = side_b.analysis.model;
 
   json out = json::object();
   out["original"] = Side(original, ma);
@@ -671,10 +699,10 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   out["distributions"] = dist;
 
   // ---- per-query latency, dependent hops and batch depth, where the original marks queries
-  QueryComparison queries;
-  IOTWIN_ASSIGN_OR_RETURN(
-      queries, CompareQueries(original, replay, seq.ta, seq.tb, seq.pairs, options.salvage,
-                              paced ? &*paced : nullptr));
+  const QueryComparison queries =
+      CompareQueries(queries_marked ? &*side_a.queries : nullptr,
+                     side_b.queries ? &*side_b.queries : nullptr, seq.ta, seq.tb, seq.pairs,
+                     paced ? &*paced : nullptr);
   for (const QueryMeasure& m : queries.measures) {
     put(m.name, m.value, m.original, m.replay);
     if (!m.recorded_original.is_null()) values[m.name]["recorded_original"] = m.recorded_original;

@@ -94,31 +94,59 @@ std::vector<uint64_t> DepthOverTime(const std::vector<const model::BlockRequest*
   return ns;
 }
 
-// The NVMe commands of `s->dev`, read in a second pass when the header says the NVMe layer ran
-// (the trace model keeps no NVMe records). Admin commands (nsid 0) are not the device's.
-Status LoadNvmeCommands(const std::string& path, Stream* s) {
-  IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(path, {}));
+// NVMe commands of one device: NVME SETUP records on an I/O queue of its namespace (admin
+// commands, nsid 0, are not the device's).
+struct NvmeTally {
+  uint64_t commands = 0;
+  std::map<uint8_t, uint64_t> opcodes;
+  LogLinearHistogram sizes;
+};
+
+// One pass over a trace: its model and, when the header says the NVMe layer ran (the model keeps
+// no NVMe records), each device's NVMe commands (which device is compared is known only once the
+// model has every request).
+struct StreamPass {
+  std::unique_ptr<model::TraceModel> model;
+  bool nvme_layer = false;
+  std::map<uint32_t, NvmeTally> nvme;  // by device
+};
+
+Result<StreamPass> ReadStreamTrace(const std::string& path, std::unique_ptr<TraceReader> reader) {
+  model::ModelOptions mo;
+  mo.compute_dependencies = false;
+  model::ModelBuilder builder(mo);
+  builder.SetMeta(reader->meta());
+  builder.ReadStringsFrom(reader.get());
+  StreamPass pass;
   const json* enabled = json_fields::Find(reader->meta(), "layers/nvme/enabled");
-  if (!enabled || !enabled->is_boolean() || !enabled->get<bool>()) return Status::Ok();
-  s->nvme_layer = true;
+  pass.nvme_layer = enabled && enabled->is_boolean() && enabled->get<bool>();
   while (true) {
     IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* rec, reader->Next());
     if (!rec) break;
-    if (rec->type != IOT_REC_NVME || rec->size < sizeof(iot_nvme)) continue;
+    IOTWIN_RETURN_IF_ERROR(builder.Add(rec).WithContext(path));
+    if (!pass.nvme_layer || rec->type != IOT_REC_NVME || rec->size < sizeof(iot_nvme)) continue;
     const iot_nvme n = As<iot_nvme>(rec);
-    if (n.phase != IOT_NVME_SETUP || n.dev != s->dev || n.nsid == 0) continue;
-    s->nvme_commands++;
-    s->nvme_opcodes[n.opcode]++;
-    if (n.nlb > 0 && n.lba_size > 0) s->nvme_sizes.Add(uint64_t{n.nlb} * n.lba_size);
+    if (n.phase != IOT_NVME_SETUP || n.nsid == 0) continue;
+    NvmeTally& t = pass.nvme[n.dev];
+    t.commands++;
+    t.opcodes[n.opcode]++;
+    if (n.nlb > 0 && n.lba_size > 0) t.sizes.Add(uint64_t{n.nlb} * n.lba_size);
   }
-  return Status::Ok();
+  IOTWIN_ASSIGN_OR_RETURN(pass.model, builder.Finish());
+  return pass;
 }
 
-Result<Stream> LoadStream(const std::string& path, std::optional<uint32_t> wanted_dev) {
-  model::ModelOptions mo;
-  mo.compute_dependencies = false;
-  TraceDamage damage;
-  IOTWIN_ASSIGN_OR_RETURN(auto m, model::LoadTraceModel(path, mo, &damage));
+// `reader`: the trace opened on `path`, or null to open it here (skipping damaged chunks with
+// `salvage`).
+Result<Stream> LoadStream(const std::string& path, std::unique_ptr<TraceReader> reader,
+                          bool salvage, std::optional<uint32_t> wanted_dev) {
+  if (!reader) {
+    TraceReaderOptions ro;
+    ro.salvage = salvage;
+    IOTWIN_ASSIGN_OR_RETURN(reader, TraceReader::Open(path, ro));
+  }
+  IOTWIN_ASSIGN_OR_RETURN(StreamPass pass, ReadStreamTrace(path, std::move(reader)));
+  const std::unique_ptr<model::TraceModel>& m = pass.model;
   Stream s;
   s.path = path;
   const json& meta = m->meta();
@@ -167,7 +195,12 @@ Result<Stream> LoadStream(const std::string& path, std::optional<uint32_t> wante
     s.last_ts = std::max(s.last_ts, r->ts);
   }
   s.depth_ns = DepthOverTime(reqs);
-  IOTWIN_RETURN_IF_ERROR(LoadNvmeCommands(path, &s));
+  s.nvme_layer = pass.nvme_layer;
+  if (auto it = pass.nvme.find(s.dev); it != pass.nvme.end()) {
+    s.nvme_commands = it->second.commands;
+    s.nvme_opcodes = std::move(it->second.opcodes);
+    s.nvme_sizes = std::move(it->second.sizes);
+  }
   return s;
 }
 
@@ -456,20 +489,24 @@ bool IsBlockStreamMeasure(const std::string& name) {
   return std::any_of(m.begin(), m.end(), [&](const MeasureSpec& s) { return name == s.name; });
 }
 
-Result<bool> WantsBlockStreamCompare(const std::string& replay, const CompareOptions& options) {
+Result<bool> WantsBlockStreamCompare(const std::string& replay, const CompareOptions& options,
+                                     std::unique_ptr<TraceReader>* opened) {
   if (options.layer == "block") return true;
   if (options.layer == "syscall") return false;
   if (options.layer != "auto") {
     return Status::Invalid("--layer {}: expected auto, syscall or block", options.layer);
   }
-  IOTWIN_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(replay, {}));
-  return json_fields::GetString(reader->meta(), "replay/layer") == "block";
+  TraceReaderOptions ro;
+  ro.salvage = options.salvage;
+  IOTWIN_ASSIGN_OR_RETURN(*opened, TraceReader::Open(replay, ro));
+  return json_fields::GetString((*opened)->meta(), "replay/layer") == "block";
 }
 
 Result<json> CompareBlockStreams(const std::string& original, const std::string& replay,
-                                 const CompareOptions& options) {
-  IOTWIN_ASSIGN_OR_RETURN(Stream b, LoadStream(replay, std::nullopt));
-  IOTWIN_ASSIGN_OR_RETURN(Stream a, LoadStream(original, ParseDev(b.source_dev)));
+                                 const CompareOptions& options,
+                                 std::unique_ptr<TraceReader> opened_replay) {
+  IOTWIN_ASSIGN_OR_RETURN(Stream b, LoadStream(replay, std::move(opened_replay), options.salvage, std::nullopt));
+  IOTWIN_ASSIGN_OR_RETURN(Stream a, LoadStream(original, nullptr, options.salvage, ParseDev(b.source_dev)));
   if (a.requests == 0 || b.requests == 0) {
     return Status::Invalid("{} holds no block requests: compare --layer block needs the block "
                            "layer in both traces", a.requests == 0 ? original : replay);

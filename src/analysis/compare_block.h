@@ -11,6 +11,7 @@
 // sizes (structural). Thresholds: docs/replay.md, "Comparing a device replay".
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 
 #include "analysis/compare.h"
 #include "base/status.h"
+#include "format/trace_reader.h"
 
 namespace iotwin::analysis {
 
@@ -25,13 +27,17 @@ const std::vector<MeasureSpec>& BlockStreamMeasures();
 bool IsBlockStreamMeasure(const std::string& name);
 
 // True when `options.layer` is "block", or "auto" and `replay`'s header says it is a device-level
-// replay ("replay": {"layer": "block"}).
-Result<bool> WantsBlockStreamCompare(const std::string& replay, const CompareOptions& options);
+// replay ("replay": {"layer": "block"}). For "auto" the replay is opened into `*opened`, where the
+// caller's pass over it goes on reading.
+Result<bool> WantsBlockStreamCompare(const std::string& replay, const CompareOptions& options,
+                                     std::unique_ptr<TraceReader>* opened);
 
 // The result holds "layer": "block", "verdict", "measures", "failed", "differences" (one line per
-// failed measure saying what differed), and each side's figures.
+// failed measure saying what differed), and each side's figures. Each trace is read once
+// (`opened_replay`: the replay already opened, or null).
 Result<nlohmann::json> CompareBlockStreams(const std::string& original, const std::string& replay,
-                                           const CompareOptions& options);
+                                           const CompareOptions& options,
+                                           std::unique_ptr<TraceReader> opened_replay = nullptr);
 
 // True for a result of CompareBlockStreams.
 bool IsBlockStreamResult(const nlohmann::json& result);

@@ -16,7 +16,9 @@
 #include "format/trace_reader.h"
 
 namespace iotwin::analysis {
-namespace {
+// The shapes QueryReads::Data holds (a named namespace: an anonymous one would give that struct
+// internal-linkage members).
+namespace query_reads {
 
 using nlohmann::json;
 
@@ -53,6 +55,13 @@ struct AsyncEvent {
 };
 
 enum class Phase { kNone, kQuery, kHop };
+
+}  // namespace query_reads
+
+namespace {
+
+using namespace query_reads;  // NOLINT(google-build-using-namespace): this file's own types
+
 Phase PhaseOfLabel(std::string_view label) {
   if (label == "query") return Phase::kQuery;
   if (label == "hop" || label == "rerank") return Phase::kHop;
@@ -82,61 +91,67 @@ void PairAsyncReads(std::vector<AsyncEvent> events, TraceReads* out) {
   }
 }
 
-// The reads of every thread and, with `markers`, its query and hop phases.
-Result<TraceReads> LoadReads(const std::string& path, bool salvage, bool markers) {
-  TraceReaderOptions ro;
-  ro.salvage = salvage;
-  auto reader = TraceReader::Open(path, ro);
-  if (!reader.ok()) return reader.status();
-  TraceReads out;
+}  // namespace
+
+struct QueryReads::Data {
+  bool markers = false;
+  TraceReads threads;
   std::vector<AsyncEvent> asyncs;
   std::map<std::pair<uint32_t, Phase>, std::vector<uint64_t>> open;  // begins not yet ended
-  while (true) {
-    auto next = (*reader)->Next();
-    if (!next.ok()) return next.status();
-    const iot_rec_hdr* h = *next;
-    if (h == nullptr) break;
-    if (h->type == IOT_REC_SYSCALL) {
-      const iot_syscall& sc = As<iot_syscall>(h);
-      if (!OpIsRead(sc.op) || sc.ret <= 0) continue;
-      const uint64_t done =
-          sc.sflags & IOT_SCF_INTERRUPTED ? kNever : SaturatingAdd(sc.ts, sc.dur);
-      out[sc.tid].reads.push_back(Read{sc.ts, done, sc.offset, sc.length});
-    } else if (h->type == IOT_REC_ASYNC_IO) {
-      const iot_async_io& a = As<iot_async_io>(h);
-      const bool complete = a.phase == IOT_AIO_COMPLETE;
-      if (!complete && (a.phase != IOT_AIO_SUBMIT || AsyncDirection(a.engine, a.opcode) != 0))
-        continue;
-      asyncs.push_back(AsyncEvent{a.ts, complete, a.tid, {a.engine, a.ctx, a.req_id, a.user_data},
+};
+
+QueryReads::QueryReads(bool markers) : data_(std::make_unique<Data>()) { data_->markers = markers; }
+QueryReads::~QueryReads() = default;
+QueryReads::QueryReads(QueryReads&&) noexcept = default;
+QueryReads& QueryReads::operator=(QueryReads&&) noexcept = default;
+
+void QueryReads::Add(const iot_rec_hdr* h, const TraceReader& reader) {
+  Data& d = *data_;
+  if (h->type == IOT_REC_SYSCALL) {
+    const iot_syscall& sc = As<iot_syscall>(h);
+    if (!OpIsRead(sc.op) || sc.ret <= 0) return;
+    const uint64_t done = sc.sflags & IOT_SCF_INTERRUPTED ? kNever : SaturatingAdd(sc.ts, sc.dur);
+    d.threads[sc.tid].reads.push_back(Read{sc.ts, done, sc.offset, sc.length});
+  } else if (h->type == IOT_REC_ASYNC_IO) {
+    const iot_async_io& a = As<iot_async_io>(h);
+    const bool complete = a.phase == IOT_AIO_COMPLETE;
+    if (!complete && (a.phase != IOT_AIO_SUBMIT || AsyncDirection(a.engine, a.opcode) != 0)) return;
+    d.asyncs.push_back(AsyncEvent{a.ts, complete, a.tid, {a.engine, a.ctx, a.req_id, a.user_data},
                                   a.offset, AsyncLengthKnown(a) ? a.length : 0});
-    } else if (h->type == IOT_REC_INTENT && markers) {
-      const iot_intent& in = As<iot_intent>(h);
-      const Phase phase = PhaseOfLabel((*reader)->String(in.label_id));
-      if (phase == Phase::kNone) continue;
-      std::vector<uint64_t>& begins = open[{in.tid, phase}];
-      if (in.kind == IOT_INTENT_BEGIN) {
-        begins.push_back(in.ts);
-      } else if (in.kind == IOT_INTENT_END && !begins.empty()) {
-        ThreadTrace& t = out[in.tid];
-        (phase == Phase::kQuery ? t.queries : t.hops).push_back(Span{begins.back(), in.ts});
-        begins.pop_back();
-      }
+  } else if (h->type == IOT_REC_INTENT && d.markers) {
+    const iot_intent& in = As<iot_intent>(h);
+    const Phase phase = PhaseOfLabel(reader.String(in.label_id));
+    if (phase == Phase::kNone) return;
+    std::vector<uint64_t>& begins = d.open[{in.tid, phase}];
+    if (in.kind == IOT_INTENT_BEGIN) {
+      begins.push_back(in.ts);
+    } else if (in.kind == IOT_INTENT_END && !begins.empty()) {
+      ThreadTrace& t = d.threads[in.tid];
+      (phase == Phase::kQuery ? t.queries : t.hops).push_back(Span{begins.back(), in.ts});
+      begins.pop_back();
     }
   }
-  for (const auto& [key, begins] : open) {  // a phase the trace never closed runs to its end
-    ThreadTrace& t = out[key.first];
+}
+
+void QueryReads::Finish() {
+  Data& d = *data_;
+  for (const auto& [key, begins] : d.open) {  // a phase the trace never closed runs to its end
+    ThreadTrace& t = d.threads[key.first];
     for (uint64_t b : begins) (key.second == Phase::kQuery ? t.queries : t.hops).push_back(Span{b, kNever});
   }
-  PairAsyncReads(std::move(asyncs), &out);
+  d.open.clear();
+  PairAsyncReads(std::move(d.asyncs), &d.threads);
+  d.asyncs.clear();
   auto by_begin = [](const Span& x, const Span& y) { return x.begin < y.begin; };
-  for (auto& [tid, t] : out) {
+  for (auto& [tid, t] : d.threads) {
     std::stable_sort(t.reads.begin(), t.reads.end(),
                      [](const Read& x, const Read& y) { return x.issue < y.issue; });
     std::sort(t.queries.begin(), t.queries.end(), by_begin);
     std::sort(t.hops.begin(), t.hops.end(), by_begin);
   }
-  return out;
 }
+
+namespace {
 
 // Index of the latest-begun span holding `ts`, or kNone.
 size_t SpanOf(const std::vector<Span>& spans, uint64_t ts) {
@@ -337,19 +352,6 @@ json LatencyJson(const std::vector<uint64_t>& v) {
 
 double Mean(uint64_t sum, size_t n) { return n ? Round6(static_cast<double>(sum) / static_cast<double>(n)) : 0.0; }
 
-// Whether the trace's summary says it holds no intent marker (then it has no query to judge).
-bool SummarySaysNoMarkers(const std::string& path, bool salvage) {
-  TraceReaderOptions ro;
-  ro.salvage = salvage;
-  auto reader = TraceReader::Open(path, ro);
-  if (!reader.ok() || !(*reader)->summary()) return false;
-  const json& s = *(*reader)->summary();
-  const json* events = s.is_object() && s.contains("events") ? &s["events"] : nullptr;
-  if (events == nullptr || !events->is_object()) return false;
-  auto it = events->find("intent");
-  return it == events->end() || (it->is_number_unsigned() && it->get<uint64_t>() == 0);
-}
-
 // The reads of original thread `tid` flagged in `wanted` on the paced timeline: each issued where
 // its call was paced, taking what its replay match took (`match` into `b`), or its own time
 // without a match.
@@ -368,6 +370,22 @@ std::vector<Read> PacedReads(uint32_t tid, const std::vector<Read>& a, const std
 }
 
 }  // namespace
+
+bool SummarySaysNoMarkers(const TraceReader& reader) {
+  if (!reader.summary()) return false;
+  const json& s = *reader.summary();
+  const json* events = s.is_object() && s.contains("events") ? &s["events"] : nullptr;
+  if (events == nullptr || !events->is_object()) return false;
+  auto it = events->find("intent");
+  return it == events->end() || (it->is_number_unsigned() && it->get<uint64_t>() == 0);
+}
+
+bool QueryReads::HasQueries() const {
+  for (const auto& [tid, t] : data_->threads) {
+    if (!QueriesOf(tid, t).empty()) return true;
+  }
+  return false;
+}
 
 std::vector<MeasureSpec> WithQueryMeasures(std::vector<MeasureSpec> base) {
   static const MeasureSpec kQueryMeasures[] = {
@@ -393,14 +411,12 @@ std::vector<MeasureSpec> WithQueryMeasures(std::vector<MeasureSpec> base) {
   return base;
 }
 
-Result<QueryComparison> CompareQueries(const std::string& original, const std::string& replay,
-                                       const std::vector<ThreadSeq>& ta, const std::vector<ThreadSeq>& tb,
-                                       const std::vector<ThreadPair>& pairs, bool salvage,
-                                       const PacedTimeline* paced) {
+QueryComparison CompareQueries(const QueryReads* original, const QueryReads* replay,
+                               const std::vector<ThreadSeq>& ta, const std::vector<ThreadSeq>& tb,
+                               const std::vector<ThreadPair>& pairs, const PacedTimeline* paced) {
   QueryComparison out;
-  if (SummarySaysNoMarkers(original, salvage)) return out;
-  TraceReads a;
-  IOTWIN_ASSIGN_OR_RETURN(a, LoadReads(original, salvage, true));
+  if (original == nullptr || replay == nullptr) return out;
+  const TraceReads& a = original->data().threads;
   std::vector<MarkedQuery> queries;
   for (const auto& [tid, t] : a) {
     for (MarkedQuery& q : QueriesOf(tid, t)) queries.push_back(std::move(q));
@@ -408,8 +424,7 @@ Result<QueryComparison> CompareQueries(const std::string& original, const std::s
   if (queries.empty()) return out;
   std::stable_sort(queries.begin(), queries.end(),
                    [](const MarkedQuery& x, const MarkedQuery& y) { return x.begin < y.begin; });
-  TraceReads b;
-  IOTWIN_ASSIGN_OR_RETURN(b, LoadReads(replay, salvage, false));
+  const TraceReads& b = replay->data().threads;
 
   // Per original thread: which of its reads belong to a query, and their replay matches.
   std::map<uint32_t, std::vector<size_t>> matches;

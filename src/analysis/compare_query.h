@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "analysis/compare_timing.h"
 #include "analysis/sequence.h"
 #include "base/status.h"
+#include "format/trace_reader.h"
 
 namespace iotwin::analysis {
 
@@ -41,16 +43,43 @@ struct QueryComparison {
 // `base` followed by the per-query measures (compare's Measures()).
 std::vector<MeasureSpec> WithQueryMeasures(std::vector<MeasureSpec> base);
 
-// Reads the markers and reads of `original` and, where it marks queries, the reads of `replay`;
-// threads pair as compare paired them (`pairs` of `ta`, `tb`). Errors name the file.
+// The reads of one trace and, with `markers`, its query and hop phases: what the per-query
+// measures need, gathered record by record in compare's one pass over the trace.
+class QueryReads {
+ public:
+  explicit QueryReads(bool markers);
+  ~QueryReads();
+  QueryReads(QueryReads&&) noexcept;
+  QueryReads& operator=(QueryReads&&) noexcept;
+
+  // One record, in file order; `reader` (the one that returned it) names the markers' labels.
+  void Add(const iot_rec_hdr* rec, const TraceReader& reader);
+  // After the last record: async reads take their completions, everything sorts by time.
+  void Finish();
+  // After Finish: whether the trace marks a query (the per-query measures apply).
+  bool HasQueries() const;
+
+  struct Data;  // compare_query.cc
+  const Data& data() const { return *data_; }
+
+ private:
+  std::unique_ptr<Data> data_;
+};
+
+// Whether the trace's summary says it holds no intent marker (then it has no query to judge).
+bool SummarySaysNoMarkers(const TraceReader& reader);
+
+// The per-query measures of `original` (gathered with markers) against `replay`; nothing where
+// either is null or the original marks no query. Threads pair as compare paired them (`pairs` of
+// `ta`, `tb`).
 // `paced` (a replay paced original or gaps): per-query latency is judged against the original's
 // queries on that timeline, each read issued where its call was paced and taking what its match
 // took in the replay (a query's time is mostly its reads' device time, which pacing does not
 // control); hops and depths are judged on the traces' own times.
-Result<QueryComparison> CompareQueries(const std::string& original, const std::string& replay,
-                                       const std::vector<ThreadSeq>& ta, const std::vector<ThreadSeq>& tb,
-                                       const std::vector<ThreadPair>& pairs, bool salvage,
-                                       const PacedTimeline* paced = nullptr);
+QueryComparison CompareQueries(const QueryReads* original, const QueryReads* replay,
+                               const std::vector<ThreadSeq>& ta, const std::vector<ThreadSeq>& tb,
+                               const std::vector<ThreadPair>& pairs,
+                               const PacedTimeline* paced = nullptr);
 
 // compare's likely causes for the per-query measures in `failed` (names): what differed, with
 // the first query that shows it.

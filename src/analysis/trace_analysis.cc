@@ -22,42 +22,31 @@ double NowSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-class ProgressBar {
- public:
-  ProgressBar(bool enabled, std::string label, uint64_t total)
-      : enabled_(enabled), label_(std::move(label)), total_(total), start_(NowSeconds()) {}
-  ~ProgressBar() { Finish(); }
-
-  void Update(uint64_t done, uint64_t records) {
-    if (!enabled_) return;
-    double now = NowSeconds();
-    if (now - last_ < 0.1) return;
-    last_ = now;
-    double frac = total_ ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total_)) : 0;
-    int filled = static_cast<int>(frac * 30);
-    double rate = static_cast<double>(records) / std::max(1e-9, now - start_);
-    fmt::print(stderr, "\r{} [{}{}] {:5.1f}%  {} / {}  {:.1f} M records/s ", label_,
-               std::string(static_cast<size_t>(filled), '#'),
-               std::string(static_cast<size_t>(30 - filled), ' '), frac * 100,
-               FormatBytes(static_cast<double>(done)), FormatBytes(static_cast<double>(total_)),
-               rate / 1e6);
-    drawn_ = true;
-  }
-  void Finish() {
-    if (drawn_) fmt::print(stderr, "\r{}\r", std::string(100, ' '));
-    drawn_ = false;
-  }
-
- private:
-  bool enabled_;
-  std::string label_;
-  uint64_t total_;
-  double start_;
-  double last_ = 0;
-  bool drawn_ = false;
-};
-
 }  // namespace
+
+ProgressBar::ProgressBar(bool enabled, std::string label, uint64_t total)
+    : enabled_(enabled), label_(std::move(label)), total_(total), start_(NowSeconds()) {}
+
+void ProgressBar::Update(uint64_t done, uint64_t records) {
+  if (!enabled_) return;
+  double now = NowSeconds();
+  if (now - last_ < 0.1) return;
+  last_ = now;
+  double frac = total_ ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total_)) : 0;
+  int filled = static_cast<int>(frac * 30);
+  double rate = static_cast<double>(records) / std::max(1e-9, now - start_);
+  fmt::print(stderr, "\r{} [{}{}] {:5.1f}%  {} / {}  {:.1f} M records/s ", label_,
+             std::string(static_cast<size_t>(filled), '#'),
+             std::string(static_cast<size_t>(30 - filled), ' '), frac * 100,
+             FormatBytes(static_cast<double>(done)), FormatBytes(static_cast<double>(total_)),
+             rate / 1e6);
+  drawn_ = true;
+}
+
+void ProgressBar::Finish() {
+  if (drawn_) fmt::print(stderr, "\r{}\r", std::string(100, ' '));
+  drawn_ = false;
+}
 
 namespace {
 
@@ -107,6 +96,11 @@ Result<TraceAnalysis> AnalyzeTraceFile(const std::string& path,
   }
   bar.Finish();
 
+  out.model = out.analyzer->Model(reader.summary(), TraceFacts(path, reader));
+  return out;
+}
+
+nlohmann::json TraceFacts(const std::string& path, const TraceReader& reader) {
   const TraceDamage& d = reader.damage();
   nlohmann::json facts = {{"path", path},
                           {"size_bytes", reader.file_size()},
@@ -114,8 +108,7 @@ Result<TraceAnalysis> AnalyzeTraceFile(const std::string& path,
   const std::string damage = d.Description();
   if (!damage.empty()) facts["damage"] = damage;
   if (d.unknown_records) facts["unknown_records"] = d.unknown_records;
-  out.model = out.analyzer->Model(reader.summary(), facts);
-  return out;
+  return facts;
 }
 
 Result<nlohmann::json> BuildReportModel(const std::string& path,

@@ -5,6 +5,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
 #include "analysis/compare.h"
 #include "analysis/distance.h"
 #include "trace_builder.h"
@@ -87,6 +92,45 @@ TEST(Compare, AddressesOfMappingCallsAreNotArguments) {
   auto r = CompareTraces(a, b, o);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(Measure(*r, "seq-match"), 1.0) << "a munmap at another address is the same call";
+}
+
+// Bytes this process has read through read-like calls so far (/proc/self/io rchar); nullopt
+// where the kernel keeps no I/O accounting.
+std::optional<uint64_t> BytesReadByThisProcess() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  uint64_t value = 0;
+  while (io >> key >> value) {
+    if (key == "rchar:") return value;
+  }
+  return std::nullopt;
+}
+
+// compare reads each trace once: the judged calls (the model) and the measures (the Analyzer)
+// come from one pass over the file, not one pass each.
+TEST(Compare, ReadsEachTraceOnce) {
+  interop::testing::ScratchDir f;
+  std::string orig = f / "orig.iotwin", rep = f / "rep.iotwin";
+  TraceBuilder a = Workload(0x7f0000001000, true, 10'000);
+  TraceBuilder b = Workload(0x7e0000005000, false, 10'000);
+  for (uint64_t i = 0; i < 2000; i++) {  // enough records that the chunks outweigh the footer
+    a.Io(IOT_OP_PREAD64, 7, kStart + 1'000'000 + i * 1000, 500, 3, kDev, 42, i * 4096, 4096, 4096);
+    b.Io(IOT_OP_PREAD64, 7, kStart + 1'000'000 + i * 1000, 500, 3, kDev, 42, i * 4096, 4096, 4096);
+  }
+  ASSERT_TRUE(a.WriteFile(orig, {}).ok());
+  ASSERT_TRUE(b.WriteFile(rep, {}).ok());
+  const uint64_t sizes = std::filesystem::file_size(orig) + std::filesystem::file_size(rep);
+
+  const std::optional<uint64_t> before = BytesReadByThisProcess();
+  if (!before) GTEST_SKIP() << "no /proc/self/io (kernel without task I/O accounting)";
+  auto r = CompareTraces(orig, rep, CompareOptions{});
+  const std::optional<uint64_t> after = BytesReadByThisProcess();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(after.has_value());
+  // One pass reads the header, the footer and every chunk once: the file's size.
+  EXPECT_LE(*after - *before, sizes + sizes / 4)
+      << "compare read " << *after - *before << " bytes of two traces of " << sizes << " bytes";
+  EXPECT_EQ((*r)["verdict"], "pass") << RenderCompareText(*r);
 }
 
 TEST(Distance, KsFromAFloorIgnoresDifferencesBelowIt) {
