@@ -1,20 +1,31 @@
 #include "capture/attach_plan.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <vector>
 
 #include "capture/features.h"
+#include "capture/libbpf_log.h"
 
 namespace iotwin::capture {
 
-AttachPlan PlanObject(std::string_view object, AttachMethod forced) {
-  const Features& features = Features::Get();
+AttachPlan PlanObject(std::string_view object, AttachMethod forced, const RowFilter& wanted) {
+  return PlanObjectFor(Features::Get(), object, forced, wanted);
+}
+
+AttachPlan PlanObjectFor(const Features& features, std::string_view object, AttachMethod forced,
+                         const RowFilter& wanted) {
   AttachPlan plan;
   for (const ProgramAttach& row : AttachTable()) {
     if (row.object != object) continue;
-    AttachMethod m = features.ChooseAttach(row, forced);
-    // None the probe approves: try the best one anyway; the load or attach error then explains.
-    plan[std::string(row.program)] = m == AttachMethod::kNone ? row.methods[0] : m;
+    AttachMethod m = AttachMethod::kNone;
+    if (!wanted || wanted(row)) {
+      m = features.ChooseAttach(row, forced);
+      // None the probe approves: a required program is tried by its best method anyway (the
+      // load or attach error then explains); an optional one stays out.
+      if (m == AttachMethod::kNone && row.required) m = row.methods[0];
+    }
+    plan[std::string(row.program)] = m;
   }
   return plan;
 }
@@ -45,14 +56,11 @@ void SelectVariant(bpf_object* obj, std::string_view base, AttachMethod chosen) 
   }
 }
 
-bpf_program* FindVariant(bpf_object* obj, std::string_view base, AttachMethod m) {
-  return bpf_object__find_program_by_name(obj, ProgramVariant(base, m).c_str());
-}
-
 // "tp_btf", or "tp_btf, raw_tp" when the programs of the plan attach in more than one way.
 std::string DescribePlan(const AttachPlan& plan) {
   std::vector<std::string> kinds;
   for (const auto& [program, method] : plan) {
+    if (method == AttachMethod::kNone) continue;
     std::string name(AttachMethodName(method));
     if (std::find(kinds.begin(), kinds.end(), name) == kinds.end()) kinds.push_back(name);
   }
@@ -72,16 +80,69 @@ std::string PlannedLoad::FallbackNote(std::string_view what) const {
                      why.substr(0, why.find('\n')));
 }
 
-Result<PlannedLoad> LoadByPlan(std::string_view object,
-                               const std::function<Status(const AttachPlan&)>& load) {
-  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
-  PlannedLoad done{PlanObject(object, forced), Status::Ok()};
+namespace {
+
+// LoadByPlan's loop, from the first plan on.
+Result<PlannedLoad> LoadPlanned(std::string_view object,
+                                const std::function<Status(const AttachPlan&)>& load,
+                                PlannedLoad done) {
   while (true) {
     Status st = load(done.plan);
     if (st.ok()) return done;
     if (done.first_error.ok()) done.first_error = st;
     if (!DemotePlan(object, &done.plan)) return done.first_error;
   }
+}
+
+}  // namespace
+
+Result<PlannedLoad> LoadByPlan(std::string_view object,
+                               const std::function<Status(const AttachPlan&)>& load,
+                               const RowFilter& wanted) {
+  IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
+  PlannedLoad done{PlanObject(object, forced, wanted), Status::Ok()};
+  std::string left_out;
+  for (const auto& [program, method] : done.plan) {
+    if (method != AttachMethod::kNone) return LoadPlanned(object, load, std::move(done));
+    const ProgramAttach* row = FindAttach(object, program);
+    if (row) left_out += fmt::format("{}{}", left_out.empty() ? "" : ", ", row->tracepoint);
+  }
+  return Status::Unsupported("none of the {} programs is wanted or attachable here ({})", object,
+                             left_out);
+}
+
+
+AttachOutcome AttachPlanned(bpf_object* obj, std::string_view object, const AttachPlan& plan,
+                            std::vector<bpf_link*>* links) {
+  AttachOutcome out;
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, obj) {
+    if (!bpf_program__autoload(prog)) continue;  // a variant or program the plan left out
+    AttachMethod method = AttachMethod::kNone;
+    const ProgramAttach* row = RowOfSection(object, bpf_program__section_name(prog), &method);
+    auto planned = row ? plan.find(row->program) : plan.end();
+    if (planned == plan.end() || planned->second != method) {
+      if (out.required.ok()) {
+        out.required = Status::Internal("the {} program {} ({}) is not in its attach plan", object,
+                                        bpf_program__name(prog), bpf_program__section_name(prog));
+      }
+      continue;
+    }
+    bpf_link* link = bpf_program__attach(prog);
+    if (link) {
+      links->push_back(link);
+      continue;
+    }
+    Status st = LibbpfError(errno, fmt::format("attaching {} as {}", row->tracepoint,
+                                               AttachMethodName(method)));
+    if (!row->required) {
+      const std::string& why = st.message();
+      out.missed.push_back(why.substr(0, why.find('\n')));
+    } else if (out.required.ok()) {
+      out.required = st;
+    }
+  }
+  return out;
 }
 
 }  // namespace iotwin::capture

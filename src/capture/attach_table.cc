@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 namespace iotwin::capture {
 namespace {
 
@@ -168,6 +170,31 @@ std::vector<const ProgramAttach*> RowsNeedingHelper(std::string_view helper) {
 const ProgramAttach* FindAttach(std::string_view object, std::string_view program) {
   for (const ProgramAttach& row : AttachTable()) {
     if (row.object == object && row.program == program) return &row;
+  }
+  return nullptr;
+}
+
+const ProgramAttach* RowOfSection(std::string_view object, std::string_view section,
+                                  AttachMethod* method) {
+  // The section names the event alone (tp_btf/, raw_tp/) or group and event (tp/).
+  struct Prefix {
+    std::string_view text;
+    AttachMethod method;
+    bool with_group;
+  };
+  for (const Prefix& p : {Prefix{"tp_btf/", kBtf, false}, Prefix{"raw_tp/", kRaw, false},
+                          Prefix{"tp/", kTp, true}, Prefix{"tracepoint/", kTp, true}}) {
+    if (!section.starts_with(p.text)) continue;
+    std::string_view target = section.substr(p.text.size());
+    for (const ProgramAttach& row : AttachTable()) {
+      if (row.object != object) continue;
+      if (p.with_group ? target == fmt::format("{}/{}", row.group(), row.event())
+                       : target == row.event()) {
+        *method = p.method;
+        return &row;
+      }
+    }
+    return nullptr;
   }
   return nullptr;
 }

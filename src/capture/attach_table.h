@@ -67,6 +67,14 @@ std::vector<const ProgramAttach*> RowsNeedingHelper(std::string_view helper);
 // The row of `program` (tp_btf name) in `object`, or null.
 const ProgramAttach* FindAttach(std::string_view object, std::string_view program);
 
+// The row of `object` whose tracepoint the ELF section `section` of a program names
+// ("tp_btf/sys_enter", "raw_tp/block_rq_issue", "tp/raw_syscalls/sys_enter"), with the method the
+// section attaches by in *method; null when no row of `object` has that tracepoint. The loaders
+// find a loaded program's row this way, so a sibling variant (iot_proc_exit_legacy) needs no name
+// rule of its own.
+const ProgramAttach* RowOfSection(std::string_view object, std::string_view section,
+                                  AttachMethod* method);
+
 // The name of the program that attaches `tp_btf_name` by method `m` ("iot_sys_enter_raw").
 std::string ProgramVariant(std::string_view tp_btf_name, AttachMethod m);
 

@@ -179,16 +179,22 @@ Result<std::unique_ptr<BlockBpf>> BlockBpf::Load(const BlockOptions& options,
   int ncpus = libbpf_num_possible_cpus();
   b->ncpus_ = ncpus > 0 ? ncpus : 1;
   b->emit_block_ = options.block;
+  // The block object marks the files traced threads dirty itself unless the memory layer does.
   bool need_marker = shared.inodes_fd < 0 || !shared.inodes_marked_elsewhere;
-  auto loaded = LoadByPlan("block", [&](const AttachPlan& attach) {
-    b->block_attach_ = attach;
-    Status st = b->LoadBlock(options, shared, need_marker);
-    if (!st.ok() && b->block_) {
-      iotwin_block_bpf__destroy(b->block_);
-      b->block_ = nullptr;
-    }
-    return st;
-  });
+  auto loaded = LoadByPlan(
+      "block",
+      [&](const AttachPlan& attach) {
+        b->block_attach_ = attach;
+        Status st = b->LoadBlock(options, shared);
+        if (!st.ok() && b->block_) {
+          iotwin_block_bpf__destroy(b->block_);
+          b->block_ = nullptr;
+        }
+        return st;
+      },
+      [need_marker](const ProgramAttach& row) {
+        return need_marker || row.program != "iot_blk_mark_dirty";
+      });
   if (!loaded.ok()) {
     std::string why = "the block BPF programs failed to load: " + FirstLine(loaded.status().message());
     if (options.block) plan->block = {false, why};
@@ -207,12 +213,13 @@ Result<std::unique_ptr<BlockBpf>> BlockBpf::Load(const BlockOptions& options,
     if (!need_marker) plan->block.reason += "; files of interest shared with the memory layer";
   }
   if (nvme) {
-    bool with_sq = !TracepointSource("nvme_sq").empty();
-    Status ns = b->LoadNvme(shared, with_sq);
+    Status ns = b->LoadNvme(shared);
     if (ns.ok()) {
-      plan->nvme = {true, fmt::format("tp_btf nvme_setup_cmd/nvme_complete_rq{} ({}) for the "
+      bool with_sq = b->nvme_attach_.at("iot_nvme_sq") != AttachMethod::kNone;
+      plan->nvme = {true, fmt::format("{} nvme_setup_cmd/nvme_complete_rq{} ({}) for the "
                                       "requests the block layer follows",
-                                      with_sq ? "/nvme_sq" : "", nvme_source)};
+                                      DescribePlan(b->nvme_attach_), with_sq ? "/nvme_sq" : "",
+                                      nvme_source)};
     } else {
       plan->nvme = {false, "the NVMe BPF programs failed to load: " + FirstLine(ns.message())};
     }
@@ -233,8 +240,7 @@ Result<std::unique_ptr<BlockBpf>> BlockBpf::Load(const BlockOptions& options,
   return b;
 }
 
-Status BlockBpf::LoadBlock(const BlockOptions& options, const BlockSharedMaps& shared,
-                           bool need_marker) {
+Status BlockBpf::LoadBlock(const BlockOptions& options, const BlockSharedMaps& shared) {
   block_ = iotwin_block_bpf__open();
   if (!block_) return LibbpfError(errno, "opening the block BPF object");
   SetCommonRodata(block_, shared);
@@ -245,25 +251,22 @@ Status BlockBpf::LoadBlock(const BlockOptions& options, const BlockSharedMaps& s
     int err = bpf_map__reuse_fd(block_->maps.iot_mem_inodes, shared.inodes_fd);
     if (err) return LibbpfError(err, "sharing the memory layer's inode set");
   }
+  // The plan leaves out the optional programs whose tracepoint this kernel lacks.
   SelectPlan(block_->obj, block_attach_);
-  // The optional programs stay unloaded where the kernel lacks their tracepoint.
-  // block_bio_complete, block_bio_remap and block_rq_remap exist on every kernel this supports;
-  // the request merge event was added in 5.x.
-  auto keep_if = [this](const char* base, bool keep) {
-    if (!keep) SelectVariant(block_->obj, base, AttachMethod::kNone);
-  };
-  keep_if("iot_blk_mark_dirty",
-          need_marker && !TracepointSource("writeback_mark_inode_dirty").empty());
-  keep_if("iot_blk_rq_merge", !TracepointSource("block_rq_merge").empty());
-  bool ext4 = !TracepointSource("ext4_sync_file_enter").empty();
-  keep_if("iot_blk_fsync_enter", ext4);
-  keep_if("iot_blk_fsync_exit", ext4);
   int err = iotwin_block_bpf__load(block_);
   if (err) return LibbpfError(err, "loading the block BPF programs");
   return Status::Ok();
 }
 
-Status BlockBpf::LoadNvme(const BlockSharedMaps& shared, bool with_sq) {
+Status BlockBpf::LoadNvme(const BlockSharedMaps& shared) {
+  IOTWIN_ASSIGN_OR_RETURN(PlannedLoad loaded, LoadByPlan("nvme", [&](const AttachPlan& plan) {
+                            return LoadNvmePlanned(shared, plan);
+                          }));
+  nvme_attach_ = loaded.plan;
+  return Status::Ok();
+}
+
+Status BlockBpf::LoadNvmePlanned(const BlockSharedMaps& shared, const AttachPlan& plan) {
   nvme_ = iotwin_nvme_bpf__open();
   if (!nvme_) return LibbpfError(errno, "opening the NVMe BPF object");
   SetCommonRodata(nvme_, shared);
@@ -272,7 +275,7 @@ Status BlockBpf::LoadNvme(const BlockSharedMaps& shared, bool with_sq) {
   Status st = ShareCaptureMaps(nvme_, shared);
   if (st.ok()) st = ShareBlockMaps(nvme_, block_);
   if (st.ok()) {
-    bpf_program__set_autoload(nvme_->progs.iot_nvme_sq, with_sq);
+    SelectPlan(nvme_->obj, plan);
     int err = iotwin_nvme_bpf__load(nvme_);
     if (err) st = LibbpfError(err, "loading the NVMe BPF programs");
   }
@@ -292,6 +295,7 @@ Status BlockBpf::LoadSched(const BlockSharedMaps& shared) {
                             }
                             return st;
                           }));
+  sched_attach_ = loaded.plan;
   sched_attach_kind_ = DescribePlan(loaded.plan);
   return Status::Ok();
 }
@@ -326,62 +330,25 @@ BlockBpf::~BlockBpf() {
 }
 
 Status BlockBpf::Attach(std::vector<std::string>* notes, BlockLayerPlan* plan) {
-  auto attach = [&](bpf_program* prog) -> Status {
-    if (!bpf_program__autoload(prog)) return Status::Ok();
-    bpf_link* link = bpf_program__attach(prog);
-    if (!link) return LibbpfError(errno, fmt::format("attaching {}", bpf_program__name(prog)));
-    links_.push_back(link);
-    return Status::Ok();
-  };
   if (block_) {
-    // The planned variant of each program (attach_plan.h).
-    auto planned = [this](const char* base) {
-      return FindVariant(block_->obj, base, block_attach_.at(base));
-    };
-    for (const char* base :
-         {"iot_blk_bio_queue", "iot_blk_split", "iot_blk_backmerge", "iot_blk_frontmerge",
-          "iot_blk_getrq", "iot_blk_bio_remap", "iot_blk_bio_complete", "iot_blk_rq_insert",
-          "iot_blk_rq_issue", "iot_blk_rq_requeue", "iot_blk_rq_remap", "iot_blk_rq_merge",
-          "iot_blk_rq_complete"}) {
-      bpf_program* p = planned(base);
-      if (!p) return Status::Internal("the block BPF object has no {}", base);
-      IOTWIN_RETURN_IF_ERROR(attach(p));
-    }
-    Status st = attach(planned("iot_blk_mark_dirty"));
-    if (!st.ok()) {
-      notes->push_back("block: write-back of dirtied files is not followed: " +
-                       FirstLine(st.message()));
-    }
-    st = attach(planned("iot_blk_fsync_enter"));
-    if (st.ok()) st = attach(planned("iot_blk_fsync_exit"));
-    if (!st.ok()) {
-      notes->push_back("block: journal I/O of traced fsync calls is not followed: " +
-                       FirstLine(st.message()));
-    }
+    // The block tracepoints the layer needs fail the attach; the others are noted.
+    AttachOutcome out = AttachPlanned(block_->obj, "block", block_attach_, &links_);
+    IOTWIN_RETURN_IF_ERROR(out.required);
+    for (const std::string& missed : out.missed) notes->push_back("block: not followed: " + missed);
   }
-  if (nvme_) {
-    Status st = attach(nvme_->progs.iot_nvme_setup);
-    if (st.ok()) st = attach(nvme_->progs.iot_nvme_complete);
-    if (st.ok()) {
-      Status sq = attach(nvme_->progs.iot_nvme_sq);
-      if (!sq.ok()) notes->push_back("nvme: nvme_sq not attached: " + FirstLine(sq.message()));
-    } else {
-      plan->nvme = {false, "attaching the NVMe tracepoints failed: " + FirstLine(st.message())};
-      notes->push_back("nvme: " + plan->nvme.reason);
+  // The NVMe and interference layers are off when a tracepoint they need does not attach.
+  auto attach_layer = [&](bpf_object* obj, const char* object, const AttachPlan& attach,
+                          LayerState* state, const char* what) {
+    AttachOutcome out = AttachPlanned(obj, object, attach, &links_);
+    if (!out.required.ok()) {
+      *state = {false, fmt::format("attaching the {} tracepoints failed: {}", what,
+                                   FirstLine(out.required.message()))};
+      notes->push_back(fmt::format("{}: {}", object, state->reason));
     }
-  }
-  if (sched_) {
-    Status st = Status::Ok();
-    bpf_program* p = nullptr;
-    bpf_object__for_each_program(p, sched_->obj) {
-      if (st.ok()) st = attach(p);  // the variants not loaded are skipped
-    }
-    if (!st.ok()) {
-      plan->sched = {false, "attaching the interference tracepoints failed: " +
-                                FirstLine(st.message())};
-      notes->push_back("sched: " + plan->sched.reason);
-    }
-  }
+    for (const std::string& missed : out.missed) notes->push_back(fmt::format("{}: {}", object, missed));
+  };
+  if (nvme_) attach_layer(nvme_->obj, "nvme", nvme_attach_, &plan->nvme, "NVMe");
+  if (sched_) attach_layer(sched_->obj, "sched", sched_attach_, &plan->sched, "interference");
   return Status::Ok();
 }
 

@@ -97,8 +97,10 @@ class BlockBpf {
 
  private:
   BlockBpf() = default;
-  Status LoadBlock(const BlockOptions& options, const BlockSharedMaps& shared, bool need_marker);
-  Status LoadNvme(const BlockSharedMaps& shared, bool with_sq);
+  Status LoadBlock(const BlockOptions& options, const BlockSharedMaps& shared);
+  Status LoadNvme(const BlockSharedMaps& shared);
+  // One try of LoadNvme with the attach plan `plan` (LoadByPlan); nothing stays loaded on failure.
+  Status LoadNvmePlanned(const BlockSharedMaps& shared, const AttachPlan& plan);
   Status LoadSched(const BlockSharedMaps& shared);
   // One try of LoadSched with the attach plan `plan` (LoadByPlan).
   Status LoadSchedPlanned(const BlockSharedMaps& shared, const AttachPlan& plan);
@@ -110,7 +112,10 @@ class BlockBpf {
   std::vector<bpf_link*> links_;
   bool emit_block_ = true;
   std::string sched_attach_kind_ = "tp_btf";
-  AttachPlan block_attach_;  // how the block programs attach (attach_plan.h)
+  // How each object's programs loaded, hence attach (attach_plan.h).
+  AttachPlan block_attach_;
+  AttachPlan nvme_attach_;
+  AttachPlan sched_attach_;
   int ncpus_ = 1;
 };
 

@@ -39,9 +39,6 @@ struct SyscallObject {
   bpf_map* events = nullptr;
   bpf_map* traced_tgids = nullptr;
   bpf_map* drops = nullptr;
-  bpf_program* sys_enter = nullptr;  // the variants the attach plan chose
-  bpf_program* sys_exit = nullptr;
-  bpf_program* thread_exit = nullptr;
   // .bss globals of the marker-file calibration (written by the kernel, hence volatile).
   volatile uint32_t* calib_tgid = nullptr;
   volatile uint64_t* marker_ino = nullptr;
@@ -125,13 +122,6 @@ Result<std::unique_ptr<SyscallObject>> LoadSyscallSkeleton(Skel* (*open_skel)(),
   obj->events = skel->maps.iot_events;
   obj->traced_tgids = skel->maps.iot_traced_tgids;
   obj->drops = skel->maps.iot_drops;
-  obj->sys_enter = FindVariant(skel->obj, "iot_sys_enter", plan.at("iot_sys_enter"));
-  obj->sys_exit = FindVariant(skel->obj, "iot_sys_exit", plan.at("iot_sys_exit"));
-  obj->thread_exit =
-      FindVariant(skel->obj, "iot_sys_thread_exit", plan.at("iot_sys_thread_exit"));
-  if (!obj->sys_enter || !obj->sys_exit || !obj->thread_exit) {
-    return Status::Internal("the {} BPF object lacks a program of its attach plan", what);
-  }
   static_assert(sizeof(skel->bss->iot_calib_tgid) == sizeof(uint32_t));
   static_assert(sizeof(skel->bss->iot_marker_ino) == sizeof(uint64_t));
   static_assert(sizeof(skel->bss->iot_marker_dev) == sizeof(uint32_t));
@@ -204,6 +194,7 @@ Status CaptureBpf::LoadSyscall(const CaptureBpfConfig& config) {
                             return LoadSyscallBuild(config, plan, &choice);
                           }));
   syscall_compat_ = choice.compat;
+  syscall_plan_ = loaded.plan;
   attach_kind_ = std::string(AttachMethodName(loaded.plan.at("iot_sys_enter")));
   syscall_reason_ = fmt::format("{} raw_syscalls sys_enter/sys_exit, joined in the kernel; {}",
                                 attach_kind_, choice.reason);
@@ -246,6 +237,7 @@ Status CaptureBpf::LoadProc(const CaptureBpfConfig& config) {
                             }
                             return st;
                           }));
+  proc_plan_ = loaded.plan;
   proc_attach_kind_ = DescribePlan(loaded.plan);
   if (!loaded.first_error.ok()) notes_.push_back(loaded.FallbackNote("process"));
   return Status::Ok();
@@ -276,9 +268,14 @@ Status CaptureBpf::LoadAsync(const CaptureBpfConfig& config) {
                             }
                             return st;
                           }));
-  async_submit_ = FindVariant(async_->obj, "iot_uring_submit", loaded.plan.at("iot_uring_submit"));
-  async_complete_ =
-      FindVariant(async_->obj, "iot_uring_complete", loaded.plan.at("iot_uring_complete"));
+  async_plan_ = loaded.plan;
+  // Requests are followed from submission to completion: one tracepoint alone is no use.
+  for (const auto& [program, method] : async_plan_) {
+    if (method != AttachMethod::kNone) continue;
+    iotwin_async_bpf__destroy(async_);
+    async_ = nullptr;
+    return Status::Unsupported("this kernel lacks {}", FindAttach("async", program)->tracepoint);
+  }
   return Status::Ok();
 }
 
@@ -315,7 +312,7 @@ void CaptureBpf::LoadMemory(const CaptureBpfConfig& config) {
   shared.cgroup_id = config.cgroup_id;
   shared.self_tgid = config.self_tgid;
   shared.wake_bytes = config.wake_bytes;
-  auto m = MemoryBpf::Load(memory_plan_, support, shared);
+  auto m = MemoryBpf::Load(memory_plan_, shared);
   if (m.ok()) {
     memory_ = std::move(m).value();
     // The parts' reasons say tp_btf; a fallback says what ran instead.
@@ -374,30 +371,19 @@ CaptureBpf::~CaptureBpf() {
 }
 
 Status CaptureBpf::Attach() {
-  auto attach = [this](bpf_program* prog, bool required) -> Status {
-    if (!bpf_program__autoload(prog)) return Status::Ok();
-    bpf_link* link = bpf_program__attach(prog);
-    if (!link) {
-      Status st = LibbpfError(errno, fmt::format("attaching {}", bpf_program__name(prog)));
-      if (required) return st;
-      notes_.push_back("async: io_uring request tracing unavailable: " +
-                       st.message().substr(0, st.message().find('\n')));
-      return st;
-    }
-    links_.push_back(link);
-    return Status::Ok();
-  };
   // Process tracking first, so a fork racing with the attach is not missed by the syscall
-  // programs' filter.
-  bpf_program* prog = nullptr;
-  bpf_object__for_each_program(prog, proc_->obj) {
-    IOTWIN_RETURN_IF_ERROR(attach(prog, true));  // the variants not loaded are skipped
-  }
-  IOTWIN_RETURN_IF_ERROR(attach(syscall_->sys_enter, true));
-  IOTWIN_RETURN_IF_ERROR(attach(syscall_->sys_exit, true));
-  IOTWIN_RETURN_IF_ERROR(attach(syscall_->thread_exit, true));
+  // programs' filter. Every program of these two objects is required.
+  IOTWIN_RETURN_IF_ERROR(AttachPlanned(proc_->obj, "proc", proc_plan_, &links_).required);
+  IOTWIN_RETURN_IF_ERROR(AttachPlanned(syscall_->obj, "syscall", syscall_plan_, &links_).required);
   if (async_) {
-    async_attached_ = attach(async_submit_, false).ok() && attach(async_complete_, false).ok();
+    AttachOutcome async = AttachPlanned(async_->obj, "async", async_plan_, &links_);
+    async_attached_ = async.complete();
+    if (!async_attached_) {
+      const std::string& why =
+          async.required.ok() ? async.missed.front() : async.required.message();
+      notes_.push_back("async: io_uring request tracing unavailable: " +
+                       why.substr(0, why.find('\n')));
+    }
   }
   if (memory_) IOTWIN_RETURN_IF_ERROR(memory_->Attach(&notes_));
   if (block_) IOTWIN_RETURN_IF_ERROR(block_->Attach(&notes_, &block_plan_));

@@ -103,8 +103,7 @@ class CaptureBpf {
  private:
   CaptureBpf() = default;
   Status LoadSyscall(const CaptureBpfConfig& config);
-  Status LoadSyscallBuild(const CaptureBpfConfig& config,
-                          const std::map<std::string, AttachMethod, std::less<>>& plan,
+  Status LoadSyscallBuild(const CaptureBpfConfig& config, const AttachPlan& plan,
                           SyscallObjectChoice* choice);
   Status LoadProc(const CaptureBpfConfig& config);
   // One try of LoadProc / LoadAsync with the attach plan `plan` (LoadByPlan).
@@ -120,8 +119,10 @@ class CaptureBpf {
   std::string syscall_reason_;
   iotwin_proc_bpf* proc_ = nullptr;
   iotwin_async_bpf* async_ = nullptr;
-  bpf_program* async_submit_ = nullptr;  // the variants the async object's plan chose
-  bpf_program* async_complete_ = nullptr;
+  // How each object's programs loaded, hence attach (attach_plan.h).
+  AttachPlan syscall_plan_;
+  AttachPlan proc_plan_;
+  AttachPlan async_plan_;
   iotwin_intent_bpf* intent_ = nullptr;
   std::vector<bpf_link*> links_;
   std::unique_ptr<MemoryBpf> memory_;

@@ -86,18 +86,6 @@ std::string Features::TracepointBtfSource(std::string_view event) const {
   return it == facts_.btf_tracepoint_modules.end() ? "vmlinux" : it->second;
 }
 
-AttachMethod Features::BestAttach(std::string_view group, std::string_view event) const {
-  // tp_btf and raw_tp attach by tracepoint name; the btf_trace_ typedef proves the name is a real
-  // tracepoint (ftrace-only events such as syscalls:sys_enter_openat have none).
-  bool in_btf = InBtf(facts_, event);
-  if (in_btf && facts_.tp_btf.ok) return AttachMethod::kTpBtf;
-  if (in_btf && facts_.raw_tp.ok) return AttachMethod::kRawTp;
-  if (InTracefs(facts_, group, event) && (Has(Feature::kTracefsMounted) || Has(Feature::kTracefsMountable))) {
-    return AttachMethod::kTracepoint;
-  }
-  return AttachMethod::kNone;
-}
-
 bool Features::CanAttach(AttachMethod m, std::string_view group, std::string_view event) const {
   switch (m) {
     case AttachMethod::kTpBtf:

@@ -25,13 +25,16 @@ constexpr FeatureInfo kFeatureInfo[kFeatureCount] = {
      "nothing (listed for reference; the capture uses raw_syscalls)", "not needed"},
     {Feature::kTpBtf, "tp_btf", "BTF-typed raw tracepoints (tp_btf)", "all capture layers",
      "" /* from the attach table: TpBtfFallback() */},
-    {Feature::kRawTp, "raw_tp", "raw tracepoints (raw_tp)", "syscall (when tp_btf cannot)",
-     "classic raw_syscalls and sched tracepoints for the syscall programs (need tracefs "
-     "mounted)"},
-    {Feature::kFentry, "fentry", "fentry/fexit trampolines", "memory (page-cache hits), io_uring",
-     "tracepoints only: io_uring offsets from the SQE, no page-cache hit events"},
-    {Feature::kKprobes, "kprobes", "kprobes", "memory (page-cache hits)",
-     "tracepoints only: page-cache hits are not seen"},
+    {Feature::kRawTp, "raw_tp", "raw tracepoints (raw_tp)",
+     "" /* from the attach table: RawTpUsers() */, "" /* from the attach table: RawTpFallback() */},
+    // No capture program attaches by fentry or kprobe (the attach table's methods are tracepoint
+    // kinds): listed for reference, with no fallback to take.
+    {Feature::kFentry, "fentry", "fentry/fexit trampolines",
+     "nothing (no capture program attaches by fentry; listed for reference)",
+     "nothing to replace (the capture attaches to tracepoints only)"},
+    {Feature::kKprobes, "kprobes", "kprobes",
+     "nothing (no capture program is a kprobe; listed for reference)",
+     "nothing to replace (the capture attaches to tracepoints only)"},
     {Feature::kUprobes, "uprobes", "uprobes", "intent markers (uprobe source)",
      "intent markers through the marker path only"},
     {Feature::kRingbuf, "ringbuf", "BPF ring buffer", "all capture layers",
@@ -52,9 +55,12 @@ constexpr FeatureInfo kFeatureInfo[kFeatureCount] = {
     {Feature::kWritebackTps, "writeback_tracepoints", "writeback tracepoints",
      "memory (dirty/writeback)", "no dirty/writeback records"},
     {Feature::kPageFaultTp, "page_fault_tracepoint", "exceptions:page_fault_user",
-     "memory (mmap I/O)", "filemap:mm_filemap_fault where present, else mmap records only"},
+     "memory (mmap I/O)",
+     "the memory layer's faults and subpage parts are off: I/O through mappings shows as the "
+     "mmap calls only"},
     {Feature::kSchedTps, "sched_tracepoints", "scheduler tracepoints", "sched, process tree",
-     "process tree from /proc at start; no off-CPU time"},
+     "none: the syscall layer needs sched_process_fork/exec/exit to follow processes, the sched "
+     "layer sched_switch"},
     {Feature::kIrqTps, "irq_tracepoints", "IRQ/softirq tracepoints", "sched (completion context)",
      "completion context not recorded"},
     {Feature::kCachestat, "cachestat", "cachestat(2) syscall", "memory (cache snapshot at start)",
@@ -96,6 +102,49 @@ const std::string& TpBtfFallback() {
     return fmt::format("raw_tp for the {} programs (a classic tracepoint for the {} ones); the {} "
                        "programs are tp_btf only",
                        join(raw), join(tracepoint), join(only));
+  }();
+  return kText;
+}
+
+std::string JoinNames(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// The objects whose programs offer `m`, and those of them whose row has a method after it.
+struct MethodUsers {
+  std::vector<std::string> offering, with_next, without_next;
+};
+MethodUsers UsersOf(AttachMethod m) {
+  MethodUsers users;
+  auto add = [](std::vector<std::string>& list, std::string_view object) {
+    if (std::find(list.begin(), list.end(), object) == list.end()) list.emplace_back(object);
+  };
+  for (const ProgramAttach& row : AttachTable()) {
+    if (!row.Offers(m)) continue;
+    add(users.offering, row.object);
+    auto it = std::find(row.methods.begin(), row.methods.end(), m);
+    bool next = it + 1 != row.methods.end() && *(it + 1) != AttachMethod::kNone;
+    add(next ? users.with_next : users.without_next, row.object);
+  }
+  return users;
+}
+
+// Who uses raw_tp, and what the loaders do without it, from the attach table: the objects whose
+// programs have a classic tracepoint variant, and those left with nothing past raw_tp.
+const std::string& RawTpUsers() {
+  static const std::string kText =
+      fmt::format("the {} programs (where tp_btf cannot)",
+                  JoinNames(UsersOf(AttachMethod::kRawTp).offering));
+  return kText;
+}
+const std::string& RawTpFallback() {
+  static const std::string kText = [] {
+    MethodUsers users = UsersOf(AttachMethod::kRawTp);
+    return fmt::format("a classic tracepoint for the {} programs (needs tracefs mounted); the {} "
+                       "programs have no method past raw_tp",
+                       JoinNames(users.with_next), JoinNames(users.without_next));
   }();
   return kText;
 }
@@ -143,6 +192,10 @@ const std::string& FindVmaFallback() {
 FeatureInfo FeatureInfoOf(Feature id) {
   FeatureInfo info = kFeatureInfo[static_cast<int>(id)];
   if (id == Feature::kTpBtf) info.fallback = TpBtfFallback();
+  if (id == Feature::kRawTp) {
+    info.needed_by = RawTpUsers();
+    info.fallback = RawTpFallback();
+  }
   if (id == Feature::kFindVma) info.fallback = FindVmaFallback();
   return info;
 }

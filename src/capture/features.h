@@ -155,16 +155,13 @@ class Features {
   // Where the tracepoint's btf_trace_ typedef is: "vmlinux", a module ("nvme_core"), or "" when
   // it has none.
   std::string TracepointBtfSource(std::string_view event) const;
-  // The best way the kernel offers to attach to a tracepoint: tp_btf, then raw_tp (both need the
-  // event's btf_trace_ typedef), then a classic tracepoint (needs tracefs mounted or mountable).
-  // What the capture uses is ChooseAttach's answer.
-  AttachMethod BestAttach(std::string_view group, std::string_view event) const;
   // Whether the capture can attach to group:event by method `m` here: tp_btf needs the event in
   // BTF and the tp_btf probe to have worked, raw_tp the event (in BTF or tracefs) and the raw_tp
   // probe, a classic tracepoint the event listed in a mounted tracefs.
   bool CanAttach(AttachMethod m, std::string_view group, std::string_view event) const;
   // How the capture attaches `row`'s program: `forced` when the row offers it and CanAttach,
-  // else the first of the row's methods that CanAttach; kNone when none can.
+  // else the first of the row's methods that CanAttach; kNone when none can. The one fallback
+  // order: the loaders plan with it (attach_plan.h PlanObject) and `iotwin check` prints it.
   AttachMethod ChooseAttach(const ProgramAttach& row,
                             AttachMethod forced = AttachMethod::kNone) const;
 

@@ -171,22 +171,25 @@ nlohmann::json MemoryLayerState::ToJson() const {
 }
 
 Result<std::unique_ptr<MemoryBpf>> MemoryBpf::Load(const MemoryLayerState& plan,
-                                                   const MemoryKernelSupport& support,
                                                    const MemorySharedMaps& shared) {
   std::unique_ptr<MemoryBpf> loaded;
-  // A failed try's MemoryBpf is destroyed with its result: nothing stays loaded.
-  auto done = LoadByPlan("memory", [&](const AttachPlan& attach) {
-    auto m = LoadPlanned(plan, support, shared, attach);
-    if (!m.ok()) return m.status();
-    loaded = std::move(m).value();
-    return Status::Ok();
-  });
+  // A program loads when a part it serves is on (and, by the plan, the kernel has its
+  // tracepoint). A failed try's MemoryBpf is destroyed with its result: nothing stays loaded.
+  const uint8_t parts_on = MemoryPartsOn(plan);
+  auto done = LoadByPlan(
+      "memory",
+      [&](const AttachPlan& attach) {
+        auto m = LoadPlanned(plan, shared, attach);
+        if (!m.ok()) return m.status();
+        loaded = std::move(m).value();
+        return Status::Ok();
+      },
+      [parts_on](const ProgramAttach& row) { return (row.memory_parts & parts_on) != 0; });
   if (!done.ok()) return done.status();
   return loaded;
 }
 
 Result<std::unique_ptr<MemoryBpf>> MemoryBpf::LoadPlanned(const MemoryLayerState& plan,
-                                                          const MemoryKernelSupport& support,
                                                           const MemorySharedMaps& shared,
                                                           const AttachPlan& attach) {
   std::unique_ptr<MemoryBpf> m(new MemoryBpf());
@@ -215,16 +218,8 @@ Result<std::unique_ptr<MemoryBpf>> MemoryBpf::LoadPlanned(const MemoryLayerState
     if (err) return LibbpfStatus(err, fmt::format("sharing map {}", bpf_map__name(s.map)));
   }
 
-  // Each program of the attach table's memory rows loads when a part it serves is on and this
-  // kernel has its tracepoint.
-  const uint8_t parts_on = MemoryPartsOn(plan);
-  for (const ProgramAttach& row : AttachTable()) {
-    if (row.object != "memory") continue;
-    auto planned = attach.find(row.program);
-    bool load = (row.memory_parts & parts_on) != 0 && support.Has(row.event()) &&
-                planned != attach.end();
-    SelectVariant(m->skel_->obj, row.program, load ? planned->second : AttachMethod::kNone);
-  }
+  SelectPlan(m->skel_->obj, attach);
+  m->attach_plan_ = attach;
   m->attach_kind_ = DescribePlan(attach);
   int err = iotwin_memory_bpf__load(m->skel_);
   if (err) return LibbpfStatus(err, "loading the memory BPF programs");
@@ -237,17 +232,12 @@ MemoryBpf::~MemoryBpf() {
 }
 
 Status MemoryBpf::Attach(std::vector<std::string>* notes) {
-  bpf_program* prog;
-  bpf_object__for_each_program(prog, skel_->obj) {
-    if (!bpf_program__autoload(prog)) continue;
-    bpf_link* link = bpf_program__attach(prog);
-    if (!link) {
-      notes->push_back(
-          fmt::format("memory: attaching {}: {}", bpf_program__name(prog), strerror(errno)));
-      continue;
-    }
-    links_.push_back(link);
+  AttachOutcome out = AttachPlanned(skel_->obj, "memory", attach_plan_, &links_);
+  if (!out.required.ok()) {
+    const std::string& why = out.required.message();
+    notes->push_back("memory: " + why.substr(0, why.find('\n')));
   }
+  for (const std::string& missed : out.missed) notes->push_back("memory: " + missed);
   return Status::Ok();
 }
 

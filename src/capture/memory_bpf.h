@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "capture/attach_plan.h"
 #include "capture/attach_table.h"
 #include "capture/memory_options.h"
 #include "iotwin_abi.h"
@@ -79,13 +80,12 @@ class MemoryBpf {
  public:
   // Loads the programs of the parts `plan` enables.
   static Result<std::unique_ptr<MemoryBpf>> Load(const MemoryLayerState& plan,
-                                                 const MemoryKernelSupport& support,
                                                  const MemorySharedMaps& shared);
   ~MemoryBpf();
   MemoryBpf(const MemoryBpf&) = delete;
   MemoryBpf& operator=(const MemoryBpf&) = delete;
 
-  // Attaches every loaded program; a program that fails is reported in `notes`.
+  // Attaches every loaded program (AttachPlanned); a program that fails is reported in `notes`.
   Status Attach(std::vector<std::string>* notes);
   void Detach();
 
@@ -119,10 +119,11 @@ class MemoryBpf {
  private:
   MemoryBpf() = default;
   // Load with the attach methods of `attach` (attach_plan.h).
-  static Result<std::unique_ptr<MemoryBpf>> LoadPlanned(
-      const MemoryLayerState& plan, const MemoryKernelSupport& support,
-      const MemorySharedMaps& shared, const std::map<std::string, AttachMethod, std::less<>>& attach);
+  static Result<std::unique_ptr<MemoryBpf>> LoadPlanned(const MemoryLayerState& plan,
+                                                        const MemorySharedMaps& shared,
+                                                        const AttachPlan& attach);
   iotwin_memory_bpf* skel_ = nullptr;
+  AttachPlan attach_plan_;  // how the programs loaded, hence attach
   std::string attach_kind_ = "tp_btf";
   std::unordered_set<uint32_t> held_last_sweep_;  // threads blocked in their fault at the last sweep
   std::vector<bpf_link*> links_;

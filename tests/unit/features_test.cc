@@ -154,10 +154,8 @@ TEST(FeaturesEvaluate, VmLikeMachine) {
   EXPECT_NE(features.status(Feature::kNvmeLbaSizes).detail.find("vda 512 B"), std::string::npos);
   EXPECT_EQ(features.status(Feature::kNvmeLbaSizes).detail.find("loop0"), std::string::npos);
 
-  EXPECT_EQ(features.BestAttach("raw_syscalls", "sys_enter"), AttachMethod::kTpBtf);
-  // Per-syscall events have no btf_trace_ typedef: classic tracepoint (tracefs is mountable).
-  EXPECT_EQ(features.BestAttach("syscalls", "sys_enter_openat"), AttachMethod::kTracepoint);
-  EXPECT_EQ(features.BestAttach("nvme", "nvme_setup_cmd"), AttachMethod::kNone);
+  EXPECT_EQ(features.ChooseAttach(*FindAttach("syscall", "iot_sys_enter")), AttachMethod::kTpBtf);
+  EXPECT_EQ(features.ChooseAttach(*FindAttach("nvme", "iot_nvme_setup")), AttachMethod::kNone);
 
   const LayerPlan& syscall = Layer(features, "syscall");
   EXPECT_TRUE(syscall.available);
@@ -170,20 +168,27 @@ TEST(FeaturesEvaluate, VmLikeMachine) {
   EXPECT_TRUE(Layer(features, "sched").available);
 }
 
-TEST(FeaturesEvaluate, FallsBackToRawTpThenClassicTracepoints) {
+// The fallback order is the attach table's, less what the kernel does not allow: the block
+// programs fall back to raw_tp and have nothing past it, whatever tracefs lists (a per-tracepoint
+// answer once offered them a classic tracepoint they have no variant for).
+TEST(FeaturesEvaluate, FallsBackToRawTpThenOnlyToTheTablesClassicVariants) {
   KernelFacts f = VmLikeFacts();
+  f.tracefs_mount = "/sys/kernel/tracing";
+  f.tracefs_events.insert({"block/block_rq_issue", "raw_syscalls/sys_enter"});
+  const ProgramAttach* issue = FindAttach("block", "iot_blk_rq_issue");
+  const ProgramAttach* enter = FindAttach("syscall", "iot_sys_enter");
+  ASSERT_TRUE(issue && enter);
   f.tp_btf = {false, EINVAL, "load failed"};
-  EXPECT_EQ(Features::Evaluate(f).BestAttach("block", "block_rq_issue"), AttachMethod::kRawTp);
+  EXPECT_EQ(Features::Evaluate(f).ChooseAttach(*issue), AttachMethod::kRawTp);
 
   f.raw_tp = {false, EINVAL, "load failed"};
   Features classic = Features::Evaluate(f);
-  EXPECT_EQ(classic.BestAttach("block", "block_rq_issue"), AttachMethod::kTracepoint);
-  // Only in BTF, not in tracefs: no way left to attach.
-  EXPECT_EQ(classic.BestAttach("block", "block_rq_complete"), AttachMethod::kNone);
-  EXPECT_FALSE(Layer(classic, "block").available);
-
-  f.tracefs_mount_try = {false, EPERM, "mount failed"};
-  EXPECT_EQ(Features::Evaluate(f).BestAttach("block", "block_rq_issue"), AttachMethod::kNone);
+  EXPECT_EQ(classic.ChooseAttach(*issue), AttachMethod::kNone);
+  EXPECT_EQ(classic.ChooseAttach(*enter), AttachMethod::kTracepoint);
+  const LayerPlan& block = Layer(classic, "block");
+  EXPECT_FALSE(block.available);
+  EXPECT_NE(block.reason.find("block:block_rq_issue (tp_btf, raw_tp)"), std::string::npos)
+      << block.reason;
 }
 
 // The capture attaches to raw_syscalls only: per-syscall tracepoints are no fallback it has, so
