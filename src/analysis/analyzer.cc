@@ -20,13 +20,13 @@ namespace iotwin::analysis {
 using namespace analyzer_detail;  // NOLINT(google-build-using-namespace): this class's own helpers
 namespace {
 
-// The report follows descriptors by number and files by identity: paths only for a filter on
-// them (file globs, a scope). A runaway table (lost closes) stops growing at four times
-// kMaxPending descriptors.
+// The report follows descriptors by number and files by identity, and names files by the paths
+// the interpreter resolves (cwd, dirfd, renamed directories). A runaway table (lost closes)
+// stops growing at four times kMaxPending descriptors.
 bool FiltersPaths(const AnalysisFilter& f) { return !f.file_globs.empty() || !f.scope.IsAll(); }
-model::TraceStateOptions DescriptorStateOptions(bool keep_paths) {
+model::TraceStateOptions DescriptorStateOptions() {
   model::TraceStateOptions o;
-  o.keep_paths = keep_paths;
+  o.keep_paths = true;
   o.limits.descriptors = kMaxPending * 4;
   // A descriptor opened before the capture attached (no snapshot) is followed from its first
   // read, write or lseek.
@@ -66,7 +66,7 @@ nlohmann::json AnalysisFilter::ToJson() const {
 Analyzer::Analyzer(AnalyzerOptions options)
     : options_(std::move(options)),
       ops_(IOT_OP_MAX + 1),
-      fd_state_(DescriptorStateOptions(FiltersPaths(options_.filter))),
+      fd_state_(DescriptorStateOptions()),
       series_(kSeriesCount) {
   task_filter_ = !options_.filter.tgids.empty() || !options_.filter.tids.empty();
   filtering_ = !options_.filter.empty();
@@ -274,8 +274,7 @@ int32_t Analyzer::FileIndex(uint32_t dev, uint64_t ino, bool create) {
 }
 
 std::string Analyzer::ResolvedName(const iot_syscall& r) const {
-  if (!path_filter_ || r.path_id == 0 || (r.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT)))
-    return {};
+  if (r.path_id == 0 || (r.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT))) return {};
   auto it = strings_.find(r.path_id);
   if (it == strings_.end()) return {};
   std::optional<std::string> resolved = fd_state_.Resolve(r.tgid, model::PathDirFd(r), it->second);
@@ -283,10 +282,23 @@ std::string Analyzer::ResolvedName(const iot_syscall& r) const {
 }
 
 std::string Analyzer::AbsoluteName(uint32_t path_id) const {
-  if (!path_filter_ || path_id == 0) return {};
+  if (path_id == 0) return {};
   auto it = strings_.find(path_id);
   if (it == strings_.end() || it->second.empty() || it->second[0] != '/') return {};
   return model::NormalizePath(it->second);
+}
+
+uint32_t Analyzer::NameId(std::string_view text) {
+  if (auto it = name_ids_.find(text); it != name_ids_.end()) return it->second;
+  name_texts_.emplace_back(text);
+  const auto id = static_cast<uint32_t>(name_texts_.size());
+  name_ids_.emplace(name_texts_.back(), id);
+  return id;
+}
+
+std::string_view Analyzer::NameText(uint32_t id) const {
+  return id != 0 && id <= name_texts_.size() ? std::string_view(name_texts_[id - 1])
+                                             : std::string_view();
 }
 
 void Analyzer::AddFileName(int32_t file_index, uint32_t path_id, std::string_view resolved) {
@@ -299,25 +311,31 @@ void Analyzer::AddFileName(int32_t file_index, uint32_t path_id, std::string_vie
         model::ClassifyFile(f.ftype, resolved, types_recorded_ && f.untyped);
     f.scope = options_.filter.scope.Admits(resolved, kind) ? 1 : 0;
   }
+  auto recorded = strings_.find(path_id);
+  // The file is named by the path resolved, else as recorded.
+  std::string unknown;
+  std::string_view text = resolved;
+  if (text.empty() && recorded != strings_.end()) text = recorded->second;
+  if (text.empty() && recorded == strings_.end()) {
+    unknown = fmt::format("<string {}>", path_id);
+    text = unknown;
+  }
+  const uint32_t name = NameId(text);
   for (uint32_t i = 0; i < f.nnames; i++)
-    if (f.names[i] == path_id) return;
+    if (f.names[i] == name) return;
   if (f.nnames < kMaxNames)
-    f.names[f.nnames++] = path_id;
+    f.names[f.nnames++] = name;
   else
     f.more_names++;
-  if (f.kind_path == 0) {
-    auto it = strings_.find(path_id);
-    if (it != strings_.end() && !it->second.empty() && it->second[0] == '/') {
-      f.kind_path = path_id;
-      UpdateFileKind(f);
-    }
+  if (f.kind_path == 0 && text.starts_with('/')) {
+    f.kind_path = name;
+    UpdateFileKind(f);
   }
   if (!options_.filter.file_globs.empty() && f.glob != 1) {
     // The name as recorded (a relative glob still matches a relative name) or resolved.
-    auto it = strings_.find(path_id);
     f.glob = 0;
     for (const std::string& g : options_.filter.file_globs) {
-      if ((it != strings_.end() && model::GlobMatch(g, it->second)) ||
+      if ((recorded != strings_.end() && model::GlobMatch(g, recorded->second)) ||
           (!resolved.empty() && model::GlobMatch(g, resolved)))
         f.glob = 1;
     }
@@ -334,10 +352,7 @@ void Analyzer::NoteFileTypeSlow(FileStats& f, uint16_t ftype) {
 
 void Analyzer::UpdateFileKind(FileStats& f) {
   std::string normalized;
-  if (f.kind_path != 0) {
-    auto it = strings_.find(f.kind_path);
-    if (it != strings_.end()) normalized = model::NormalizePath(it->second);
-  }
+  if (f.kind_path != 0) normalized = model::NormalizePath(NameText(f.kind_path));
   f.kind = model::ClassifyFile(f.ftype, normalized, types_recorded_ && f.untyped);
 }
 

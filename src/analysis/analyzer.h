@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -206,6 +207,8 @@ class Analyzer {
     std::array<std::array<uint64_t, kAccessKinds>, 2> access{};
     // Colder: opens, mappings, names, asynchronous I/O and the memory layer.
     uint64_t opens = 0, maps = 0;
+    // Ids in the name table (NameText): the paths it was opened or named by, as the interpreter
+    // resolved them (absolute, renamed directories followed), else as recorded.
     std::array<uint32_t, kMaxNames> names{};
     uint32_t nnames = 0, more_names = 0;
     std::array<uint64_t, 2> async_ops{}, async_bytes{};
@@ -219,7 +222,7 @@ class Analyzer {
     model::FileKind kind = model::FileKind::kStorage;
     bool untyped = false;
     bool tmpfile = false;  // made by an O_TMPFILE open: names of its directory are not its own
-    uint32_t kind_path = 0;
+    uint32_t kind_path = 0;  // its first absolute name (a name-table id), 0 none
     // Mapped I/O: pages read by read faults (fault-around included, each page once per run of
     // faults on one window), pages dirtied through shared writable mappings. Instruction
     // fetches (exec faults) are code, not data: counted apart.
@@ -357,17 +360,25 @@ class Analyzer {
   int32_t FileIndex(uint32_t dev, uint64_t ino, bool create);
   // `resolved`: the name as a normalised absolute path, empty when unknown or not needed.
   void AddFileName(int32_t file_index, uint32_t path_id, std::string_view resolved = {});
-  // The path of a call, resolved against its process's cwd or dirfd; empty when paths are not
-  // followed (no file glob, no scope), unknown or truncated.
+  // The path of a call, resolved against its process's cwd or dirfd; empty when unknown or
+  // truncated.
   std::string ResolvedName(const iot_syscall& r) const;
+  // The name table: each distinct name once (ids from 1), for FileStats::names and kind_path.
+  uint32_t NameId(std::string_view text);
+  std::string_view NameText(uint32_t id) const;
   // An absolute recorded name (snapshots), normalised; empty otherwise.
   std::string AbsoluteName(uint32_t path_id) const;
 
   // The file the description behind `fd` of `tgid` was seen on (its `user` slot: file index +
   // 1, 0 for none yet); -1 when unknown.
   int32_t DescriptorFile(uint32_t tgid, int32_t fd) const;
-  // The text of a path the interpreter resolves (only when paths are followed: path_filter_).
+  // The text of a path the interpreter resolves.
   std::optional<std::string_view> PathText(uint32_t path_id) const;
+  // Whether `path_id` is a recorded empty path (an *at() call on its dirfd: AT_EMPTY_PATH).
+  bool EmptyPath(uint32_t path_id) const {
+    auto it = path_id ? strings_.find(path_id) : strings_.end();
+    return it != strings_.end() && it->second.empty();
+  }
   // Feeds call `r` to the interpreter and finds the file and offset it used.
   [[gnu::always_inline]] inline CallTarget TrackDescriptors(const iot_syscall& r, uint16_t op,
                                                             int dir, bool ok, uint64_t ret);
@@ -376,8 +387,7 @@ class Analyzer {
                                                    bool ok, uint64_t ret, bool has_file,
                                                    const model::SyscallEffect& e, CallTarget& c);
   // An open that succeeded: the new description's file, the file's name.
-  void NoteOpen(const iot_syscall& r, int32_t file, const std::string& resolved,
-                const model::SyscallEffect& e);
+  void NoteOpen(const iot_syscall& r, int32_t file, const model::SyscallEffect& e);
 
   // Inlined into OnSyscall, its only caller (saves a call per data operation).
   [[gnu::always_inline]] inline void DataOp(const iot_syscall& r, ThreadStats& t, int dir,
@@ -485,6 +495,9 @@ class Analyzer {
 
   // Strings (paths, labels) from STRING records.
   std::unordered_map<uint32_t, std::string> strings_;
+  // Names of files (NameId): texts (stable addresses) and their ids.
+  std::deque<std::string> name_texts_;
+  std::unordered_map<std::string_view, uint32_t> name_ids_;
 
   uint64_t records_ = 0;
   uint64_t filtered_out_ = 0;
@@ -516,7 +529,7 @@ class Analyzer {
   std::array<KeySlot, size_t{1} << kKeyCacheBits> thread_cache_{};
 
   // Descriptor tables and open file descriptions (the one trace interpreter; files are known by
-  // identity here, paths are kept only for path_filter_). A description's `user` slot holds the
+  // identity here, named by the paths it resolves). A description's `user` slot holds the
   // index + 1 of the file it was seen on.
   model::TraceState fd_state_;
 

@@ -40,6 +40,7 @@ struct OpClassTable {
   std::array<bool, IOT_OP_MAX + 1> whence{};  // lseek: `aux` holds whence
   // It names a path (the interpreter reads the text only then: opens, chdir, renames).
   std::array<bool, IOT_OP_MAX + 1> has_path{};
+  std::array<bool, IOT_OP_MAX + 1> has_path2{};  // a second path (renames, links)
   OpClassTable() {
     for (uint16_t op = 0; op <= IOT_OP_MAX; op++) {
       const OpInfo& info = GetOpInfo(op);
@@ -56,6 +57,7 @@ struct OpClassTable {
       address[op] = info.mapping != OpMapping::kNone && info.mapping != OpMapping::kMaps;
       whence[op] = info.aux == FieldUse::kWhence;
       has_path[op] = info.path != PathRole::kNone;
+      has_path2[op] = info.path2 != PathRole::kNone;
     }
   }
   // Whether data op `op` used the current position, by its recorded offset.

@@ -298,7 +298,7 @@ json IntentsJson(const auto& labels, const auto& intent_stacks, uint64_t unmatch
   return {{"rows", rows}, {"unmatched_ends", unmatched}};
 }
 
-json HeatmapJson(const auto& h, const auto& file, const Strings& strings, uint64_t span_ns) {
+json HeatmapJson(const auto& h, const auto& file, const auto& name_text, uint64_t span_ns) {
   using Heatmap = std::remove_cvref_t<decltype(h)>;
   json cells = json::array();
   for (int t = 0; t < Heatmap::kTimeBins; t++)
@@ -309,10 +309,7 @@ json HeatmapJson(const auto& h, const auto& file, const Strings& strings, uint64
   json points = json::array();
   for (const auto& p : h.points) points.push_back({p.ts, p.offset, p.length, p.dir});
   json names = json::array();
-  for (uint32_t i = 0; i < file.nnames; i++) {
-    auto it = strings.find(file.names[i]);
-    if (it != strings.end()) names.push_back(it->second);
-  }
+  for (uint32_t i = 0; i < file.nnames; i++) names.push_back(name_text(file.names[i]));
   return {{"dev", file.dev},
           {"ino", file.ino},
           {"names", names},
@@ -329,10 +326,7 @@ json HeatmapJson(const auto& h, const auto& file, const Strings& strings, uint64
 
 json Analyzer::FileJson(const FileStats& f) const {
   json names = json::array();
-  for (uint32_t i = 0; i < f.nnames; i++) {
-    auto it = strings_.find(f.names[i]);
-    names.push_back(it != strings_.end() ? it->second : fmt::format("<string {}>", f.names[i]));
-  }
+  for (uint32_t i = 0; i < f.nnames; i++) names.push_back(NameText(f.names[i]));
   json j = {{"dev", f.dev},
             {"ino", f.ino},
             {"names", names},
@@ -565,7 +559,8 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
   if (!heatmaps_.empty()) {
     json hm = json::array();
     for (const Heatmap& h : heatmaps_) {
-      hm.push_back(HeatmapJson(h, files_[static_cast<size_t>(h.file)], strings_,
+      hm.push_back(HeatmapJson(h, files_[static_cast<size_t>(h.file)],
+                               [this](uint32_t id) { return NameText(id); },
                                options_.heatmap_span_ns));
     }
     m["heatmaps"] = hm;

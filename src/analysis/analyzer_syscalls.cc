@@ -100,20 +100,20 @@ void Analyzer::TrackDataCall(const iot_syscall& r, uint16_t op, int dir, bool ok
   c.direct = d && d->direct;
 }
 
-void Analyzer::NoteOpen(const iot_syscall& r, int32_t file, const std::string& resolved,
-                        const model::SyscallEffect& e) {
-  if (model::OpenFileDescription* d = fd_state_.Description(e.created); d && file >= 0)
-    d->user = static_cast<uint32_t>(file) + 1;
+void Analyzer::NoteOpen(const iot_syscall& r, int32_t file, const model::SyscallEffect& e) {
+  model::OpenFileDescription* d = fd_state_.Description(e.created);
+  if (d && file >= 0) d->user = static_cast<uint32_t>(file) + 1;
   // O_TMPFILE names the directory the new, unnamed file lies in: not the file's name.
   if ((model::EffectiveOpenFlags(r) & O_TMPFILE) != O_TMPFILE) {
-    AddFileName(file, r.path_id, resolved);
+    // The name the interpreter resolved (cwd, dirfd, renamed directories followed).
+    AddFileName(file, r.path_id, d ? std::string_view(d->path) : std::string_view());
   } else if (file >= 0) {
     files_[static_cast<size_t>(file)].tmpfile = true;
   }
 }
 
 std::optional<std::string_view> Analyzer::PathText(uint32_t path_id) const {
-  if (!path_filter_ || path_id == 0) return std::nullopt;
+  if (path_id == 0) return std::nullopt;
   auto it = strings_.find(path_id);
   if (it == strings_.end()) return std::nullopt;
   return std::string_view(it->second);
@@ -128,19 +128,22 @@ Analyzer::CallTarget Analyzer::TrackDescriptors(const iot_syscall& r, uint16_t o
     c.file = FileIndex(r.dev, r.ino, true);
     NoteFileType(c.file, r.ftype);
   }
-  // An open's name resolves against the descriptors before the new number is bound.
   const bool opened = ok && kOpClass.opens[op];
-  const std::string resolved = opened ? ResolvedName(r) : std::string();
   // The descriptor tables, positions and the hand-over rule are the interpreter's.
   // Most calls name no path: they skip the string-table lookup (a hot path).
   const model::SyscallEffect e =
-      fd_state_.OnSyscall(r, kOpClass.has_path[op] ? PathText(r.path_id) : std::nullopt);
+      kOpClass.has_path[op]
+          ? fd_state_.OnSyscall(r, PathText(r.path_id),
+                                kOpClass.has_path2[op] ? PathText(r.path2_id) : std::nullopt)
+          : fd_state_.OnSyscall(r);
   previous_instance_calls_ += e.previous_instances;
   if (dir >= 0) {
     TrackDataCall(r, op, dir, ok, ret, has_file, e, c);
   } else if (opened) {
-    NoteOpen(r, c.file, resolved, e);
-  } else if (kOpClass.names_file[op]) {
+    NoteOpen(r, c.file, e);
+  } else if (kOpClass.names_file[op] && !EmptyPath(r.path_id)) {
+    // An empty path (fstat is newfstatat(fd, "", AT_EMPTY_PATH)) names the descriptor's file,
+    // by the name it already has: no name of its own.
     AddFileName(c.file, r.path_id, ResolvedName(r));
   } else if (kOpClass.links[op] && ok) {
     NameLinkedDescriptor(r);
@@ -370,9 +373,6 @@ void Analyzer::Heat(int32_t file_index, uint64_t ts, uint64_t offset, uint64_t b
 // linkat(fd, "", ..., AT_EMPTY_PATH) or linkat(AT_FDCWD, "/proc/self/fd/N", ...,
 // AT_SYMLINK_FOLLOW): the new name is the descriptor's file's (an O_TMPFILE file, mostly, which
 // has no other).
-// linkat(fd, "", ..., AT_EMPTY_PATH) or linkat(AT_FDCWD, "/proc/self/fd/N", ...,
-// AT_SYMLINK_FOLLOW): the new name is the descriptor's file's (an O_TMPFILE file, mostly, which
-// has no other).
 void Analyzer::NameLinkedDescriptor(const iot_syscall& r) {
   int fd = -1;
   if (r.flags & AT_EMPTY_PATH) {
@@ -385,8 +385,8 @@ void Analyzer::NameLinkedDescriptor(const iot_syscall& r) {
   if (file < 0) return;
   auto name = r.path2_id ? strings_.find(r.path2_id) : strings_.end();
   if (name == strings_.end()) return;
-  std::optional<std::string> resolved;  // only what a filter judges (as ResolvedName)
-  if (path_filter_) resolved = fd_state_.Resolve(r.tgid, model::Path2DirFd(r), name->second);
+  const std::optional<std::string> resolved =
+      fd_state_.Resolve(r.tgid, model::Path2DirFd(r), name->second);
   AddFileName(file, r.path2_id, resolved ? *resolved : std::string());
 }
 

@@ -396,7 +396,6 @@ Answer FromFioExport(const TraceBuilder& b) {
 
 // (scenario, consumer) pairs that disagree with the truth today. Each fix removes its line.
 const std::set<std::pair<std::string, std::string>> kKnownDisagreements = {
-    {"renamed_cwd", "analyzer"},  // names the file "f", as recorded, never resolved
     // No fsize in the records: the O_APPEND write's end of file is unknown (strace shows no
     // size; the importer could know it from O_TRUNC and its own writes).
     {"setfl_append_then_writes", "strace_import"},
