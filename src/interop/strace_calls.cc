@@ -112,10 +112,57 @@ void StraceImporter::CountFdResultOutOfRange(const RetInfo& r) {
   if (r.known && r.ret > INT32_MAX) stats_.counters["descriptor_result_out_of_range"]++;
 }
 
+void StraceImporter::SizeOfAppend(iot_syscall& sc) {
+  if (GetOpInfo(sc.op).family != OpFamily::kWrite || sc.ret < 0 ||
+      (sc.sflags & IOT_SCF_INTERRUPTED))
+    return;
+  const model::OpenFileDescription* d = fds_.FdDescription(sc.tgid, sc.fd);
+  if (!d || !d->append || d->path.empty()) return;
+  auto it = known_sizes_.find(d->path);
+  if (it != known_sizes_.end()) sc.fsize = SaturatingAdd(it->second, static_cast<uint64_t>(sc.ret));
+}
+
+void StraceImporter::NoteSizes(const iot_syscall& sc, const model::SyscallEffect& e) {
+  if (sc.ret < 0 || (sc.sflags & IOT_SCF_INTERRUPTED)) return;
+  const OpInfo& info = GetOpInfo(sc.op);
+  if (known_sizes_.empty() && info.family != OpFamily::kOpen) return;  // most calls
+  const uint64_t n = static_cast<uint64_t>(sc.ret);
+  if (info.family == OpFamily::kOpen) {
+    const model::OpenFileDescription* d = fds_.Description(e.created);
+    if (!d || d->path.empty()) return;
+    const uint32_t flags = model::EffectiveOpenFlags(sc);
+    const bool truncated = (flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY;
+    const bool created = (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL);
+    if (truncated || created) known_sizes_[d->path] = 0;
+    return;
+  }
+  const model::OpenFileDescription* d = fds_.Description(e.desc);
+  auto it = d && !d->path.empty() ? known_sizes_.find(d->path) : known_sizes_.end();
+  if (info.family == OpFamily::kWrite) {
+    if (it == known_sizes_.end()) return;
+    if (d->append) {
+      it->second = sc.fsize;  // SizeOfAppend's
+    } else if (e.pos_known) {
+      it->second = std::max(it->second, SaturatingAdd(e.pos, n));
+    } else {
+      known_sizes_.erase(it);
+    }
+  } else if (info.space == SpaceEffect::kSetsLength && info.path == PathRole::kNone) {
+    if (d && !d->path.empty()) known_sizes_[d->path] = sc.length;  // ftruncate
+  } else if (info.family == OpFamily::kSpace || info.family == OpFamily::kCopy ||
+             info.family == OpFamily::kAio || info.family == OpFamily::kUring ||
+             info.names == NameEffect::kRenames || info.names == NameEffect::kRemoves ||
+             info.names == NameEffect::kRemovesDir) {
+    known_sizes_.clear();
+  }
+}
+
 void StraceImporter::ApplyToTables(iot_syscall& sc, const CallOut& out) {
   const uint64_t past_largest = fds_.drops().positions_past_largest;
+  SizeOfAppend(sc);
   const model::SyscallEffect e =
       fds_.OnSyscall(sc, out.path ? std::optional<std::string_view>(*out.path) : std::nullopt);
+  NoteSizes(sc, e);
   if (fds_.drops().positions_past_largest != past_largest) {
     stats_.counters["position_past_largest_offset"]++;
   }

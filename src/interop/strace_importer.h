@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "format/op_info.h"
@@ -103,6 +104,11 @@ class StraceImporter : public Importer {
   // (OnSyscall); a read or write at its descriptor's position records the position TraceState
   // says it used, or 0 (counted) when that is not known.
   void ApplyToTables(iot_syscall& sc, const CallOut& out);
+  // File sizes (known_sizes_): an O_APPEND write's record gets the size of its file after it,
+  // where known (SizeOfAppend, before the tables see it); the call's effect on the sizes known
+  // (NoteSizes, after).
+  void SizeOfAppend(iot_syscall& sc);
+  void NoteSizes(const iot_syscall& sc, const model::SyscallEffect& e);
 
   StraceClock clock_;
   StraceTasks tasks_;
@@ -111,6 +117,12 @@ class StraceImporter : public Importer {
   // far mean. strace shows no file sizes: positions are not learnt from the offsets this
   // importer writes, and an O_APPEND write leaves its position unknown.
   model::TraceState fds_{model::TraceStateOptions{.learn_positions = false}};
+  // The sizes of the files this importer knows, by path (strace shows none): a file it saw made
+  // empty (opened O_TRUNC for writing, or created O_CREAT|O_EXCL), then changed only by the
+  // writes and ftruncates it records. Forgotten on what it does not follow: a write at an
+  // unknown position; all of them on fallocate, truncate by path, copies, async I/O, renames
+  // and removals.
+  std::unordered_map<std::string, uint64_t> known_sizes_;
   std::string carry_;
 };
 

@@ -703,8 +703,15 @@ void TraceState::Advance(DescriptionId id, uint64_t pos, uint64_t n) {
   if (e.desc == kNoDescription) return;
   const OpenFileDescription& d = descs_[e.desc];
   if (!options_.learn_positions && info.family == OpFamily::kWrite && d.append) {
-    // The end of the file an O_APPEND write lands at is not in the record.
-    if (ok) descs_[e.desc].pos_known = false;
+    // An O_APPEND write lands at the end of the file: the record's size after the call, which
+    // such a consumer fills only where it knows it (0: not known, the position then is not).
+    if (ok && sc.fsize >= n && sc.fsize > 0) {
+      e.pos = sc.fsize - n;
+      e.pos_known = true;
+      Advance(e.desc, e.pos, n);
+    } else if (ok) {
+      descs_[e.desc].pos_known = false;
+    }
     return;
   }
   if (info.family == OpFamily::kWrite && d.append && ok && sc.fsize >= n) {

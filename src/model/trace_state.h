@@ -127,7 +127,8 @@ struct TraceStateOptions {
   // a read or write recorded, and an O_APPEND write lands at the end the record's file size
   // shows. A consumer that writes those offsets itself from a log that shows no sizes (the
   // strace importer) turns it off: a position not known stays unknown until lseek sets it, and
-  // an O_APPEND write leaves it unknown (the end of the file is not in the log).
+  // an O_APPEND write lands at the end its record's size shows when that is not 0 (the consumer
+  // filled it: it knew the file's size), else leaves the position unknown.
   bool learn_positions = true;
   // A successful read or write at the current position, or lseek, on a descriptor the state
   // does not know (opened before the capture attached, no snapshot) makes it a description,

@@ -396,9 +396,6 @@ Answer FromFioExport(const TraceBuilder& b) {
 
 // (scenario, consumer) pairs that disagree with the truth today. Each fix removes its line.
 const std::set<std::pair<std::string, std::string>> kKnownDisagreements = {
-    // No fsize in the records: the O_APPEND write's end of file is unknown (strace shows no
-    // size; the importer could know it from O_TRUNC and its own writes).
-    {"setfl_append_then_writes", "strace_import"},
 };
 
 TEST(CrossConsumer, EveryConsumerGivesTheSameFilesBytesAndEnds) {

@@ -103,6 +103,36 @@ TEST(StraceImportDescriptors, SetflAppendMakesWritePositionsUnknown) {
   EXPECT_EQ(Counter(out, "io_at_unknown_position"), 3u);
 }
 
+// A file the log shows made empty (O_TRUNC for writing, or O_CREAT|O_EXCL) has the size the
+// importer's own writes and ftruncates give it: O_APPEND writes land at that end (wherever lseek
+// put the position), their records carry the size after them. What it does not follow (here a
+// rename) makes the size, and the appends' positions, unknown again.
+TEST(StraceImportDescriptors, AppendToFileMadeEmptyLandsAtItsKnownEnd) {
+  ImportOutcome out;
+  auto offsets = WriteOffsets(
+      "100 openat(AT_FDCWD, \"/data/log\", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 3\n"
+      "100 write(3, \"hello\", 5) = 5\n"
+      "100 pwrite64(3, \"abc\", 3, 20) = 3\n"
+      "100 fcntl(3, F_SETFL, O_WRONLY|O_APPEND) = 0\n"
+      "100 lseek(3, 0, SEEK_SET) = 0\n"
+      "100 write(3, \"ab\", 2) = 2\n"
+      "100 openat(AT_FDCWD, \"/data/new\", O_WRONLY|O_CREAT|O_EXCL|O_APPEND, 0644) = 4\n"
+      "100 write(4, \"xyz\", 3) = 3\n"
+      "100 write(4, \"xyz\", 3) = 3\n"
+      "100 ftruncate(3, 10) = 0\n"
+      "100 write(3, \"cd\", 2) = 2\n"
+      "100 rename(\"/data/x\", \"/data/y\") = 0\n"
+      "100 write(3, \"cd\", 2) = 2\n",
+      &out);
+  EXPECT_EQ(offsets, (std::vector<uint64_t>{0, 23, 0, 3, 10, 0}));
+  std::vector<uint64_t> sizes;
+  for (const iot_syscall& sc : out.sink.Of<iot_syscall>(IOT_REC_SYSCALL)) {
+    if (sc.op == IOT_OP_WRITE) sizes.push_back(sc.fsize);
+  }
+  EXPECT_EQ(sizes, (std::vector<uint64_t>{0, 25, 3, 6, 12, 0}));
+  EXPECT_EQ(Counter(out, "io_at_unknown_position"), 1u);
+}
+
 // A descriptor opened O_APPEND reads from its position (0 after the open) until a write sends it
 // to the end of the file.
 TEST(StraceImportDescriptors, AppendDescriptorReadsAtItsPositionUntilAWrite) {
