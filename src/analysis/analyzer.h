@@ -596,6 +596,10 @@ class Analyzer {
   std::array<uint64_t, 2> async_dir_ops_{}, async_dir_bytes_{};
   std::map<uint32_t, AsyncStats> async_stats_;  // (engine << 8 | opcode) -> stats
   uint64_t async_unpaired_ = 0;
+  // Each io_uring ring's or libaio context's paired requests, submission to completion [ns),
+  // for its queue depth: (engine, ctx) -> intervals.
+  std::map<std::pair<uint8_t, uint64_t>, std::vector<std::pair<uint64_t, uint64_t>>>
+      async_ctx_in_flight_;
 
   // Intent markers.
   std::unordered_map<uint32_t, LabelStats> labels_;  // label id -> stats

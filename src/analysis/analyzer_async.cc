@@ -133,7 +133,10 @@ void Analyzer::OnAsync(const iot_async_io& r) {
   s.requested = SaturatingAdd(s.requested, p.length);
   s.sizes.Add(p.length);
   s.top.Add(p.length);
-  if (paired && r.ts >= p.ts) s.latency.Add(r.ts - p.ts);
+  if (paired && r.ts >= p.ts) {
+    s.latency.Add(r.ts - p.ts);
+    async_ctx_in_flight_[{p.engine, p.ctx}].emplace_back(p.ts, r.ts);
+  }
   int dir = AsyncDirection(p.engine, p.opcode);
   if (dir >= 0 && r.res >= 0 && !IsStorageFile(p.file)) {
     NonStorageOp(files_[static_cast<size_t>(p.file)], dir, bytes, p.length, true);
@@ -156,7 +159,26 @@ void Analyzer::OnAsync(const iot_async_io& r) {
 }
 json Analyzer::AsyncModel() const {
   if (async_stats_.empty() && !async_unpaired_) return nullptr;
-  return AsyncJson(async_stats_, async_unpaired_);
+  json a = AsyncJson(async_stats_, async_unpaired_);
+  // Queue depth of each ring or context, time-weighted over the report's window as the block
+  // layer's (model/block_requests.h): requests submitted and not completed; those still in
+  // flight at the end count up to it.
+  auto intervals = async_ctx_in_flight_;
+  async_pending_.ForEach([&](uint64_t, const AsyncPending& p) {
+    if (p.ts >= first_ts_ && p.ts <= last_ts_) intervals[{p.engine, p.ctx}].emplace_back(p.ts, last_ts_);
+  });
+  json contexts = json::array();
+  for (auto& [key, v] : intervals) {
+    const uint64_t requests = v.size();
+    const model::QueueDepth q = model::QueueDepthOf(std::move(v), first_ts_, last_ts_);
+    contexts.push_back({{"engine", std::string(AsyncEngineName(key.first))},
+                        {"ctx", fmt::format("{:#x}", key.second)},
+                        {"requests", requests},
+                        {"queue_depth", {{"average", Round4(q.average)}, {"p99", q.p99},
+                                         {"max", q.max}, {"in_flight_ns", q.in_flight_ns}}}});
+  }
+  a["contexts"] = std::move(contexts);
+  return a;
 }
 
 }  // namespace iotwin::analysis

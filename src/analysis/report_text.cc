@@ -566,6 +566,21 @@ void AsyncSection(Out& out, const json& m) {
              FormatBytes(D(r, "bytes_done")), LatencyCells(r["latency_ns"]));
     out.Line("  {:<18} size {}", "", DominantLine(r));
   }
+  // Queue depth per ring or context (the 8 with the most requests), time-weighted.
+  if (!Has(a, "contexts") || a["contexts"].empty()) return;
+  std::vector<const json*> rings;
+  for (const json& c : a["contexts"]) rings.push_back(&c);
+  std::stable_sort(rings.begin(), rings.end(), [](const json* x, const json* y) {
+    return U(*x, "requests") > U(*y, "requests");
+  });
+  out.Line("  {:<26} {:>9} {:>9} {:>5} {:>5}", "ring / context in flight", "requests",
+           "average", "p99", "max");
+  for (size_t i = 0; i < rings.size() && i < 8; i++) {
+    const json& c = *rings[i];
+    out.Line("  {:<26} {:>9} {:>9.2f} {:>5} {:>5}", S(c, "engine") + " " + S(c, "ctx"),
+             FormatCount(U(c, "requests")), D(c["queue_depth"], "average"),
+             U(c["queue_depth"], "p99"), U(c["queue_depth"], "max"));
+  }
 }
 
 void IntentSection(Out& out, const json& m) {

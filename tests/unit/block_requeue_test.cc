@@ -130,5 +130,38 @@ TEST(BlockRequeue, ChromeExportDrawsOneSlicePerRequest) {
   EXPECT_EQ(r->device_slices, 2u);
 }
 
+// Two libaio contexts: 0xa with two requests overlapping for 1000 ns, 0xb with one request still
+// in flight at the end. The window starts at the open, 100 us before the first submission.
+TEST(AsyncQueueDepth, PerContextTimeWeighted) {
+  test::TraceBuilder t(test::FullCaptureMeta());
+  const uint8_t kPread = 0;  // IOCB_CMD_PREAD
+  t.SetTime(kT0 - 100'000);
+  t.Openat(7, "/data/f", O_RDONLY, 3, 1 << 20);
+  t.SetTime(kT0);
+  t.Async(7, IOT_AIO_ENGINE_LIBAIO, IOT_AIO_SUBMIT, kPread, 0xa, 1, 3, 0, 4096);
+  t.SetTime(kT0 + 1000);
+  t.Async(7, IOT_AIO_ENGINE_LIBAIO, IOT_AIO_SUBMIT, kPread, 0xb, 3, 3, 0, 4096);
+  t.SetTime(kT0 + 2000);
+  t.Async(7, IOT_AIO_ENGINE_LIBAIO, IOT_AIO_SUBMIT, kPread, 0xa, 2, 3, 4096, 4096);
+  t.SetTime(kT0 + 3000);
+  t.Async(7, IOT_AIO_ENGINE_LIBAIO, IOT_AIO_COMPLETE, kPread, 0xa, 1, 3, 0, 4096, 4096);
+  t.SetTime(kT0 + 4000);
+  t.Async(7, IOT_AIO_ENGINE_LIBAIO, IOT_AIO_COMPLETE, kPread, 0xa, 2, 3, 4096, 4096, 4096);
+  analysis::Analyzer a;
+  a.SetMeta(test::FullCaptureMeta());
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
+  const nlohmann::json m = a.Model(std::nullopt);
+  const nlohmann::json& ctx = m["async"]["contexts"];
+  ASSERT_EQ(ctx.size(), 2u) << m["async"].dump();
+  EXPECT_EQ(ctx[0]["ctx"], "0xa");
+  EXPECT_EQ(ctx[0]["requests"], 2);
+  EXPECT_EQ(ctx[0]["queue_depth"]["in_flight_ns"], 3000 + 2000);
+  EXPECT_EQ(ctx[0]["queue_depth"]["max"], 2);
+  EXPECT_NEAR(ctx[0]["queue_depth"]["average"].get<double>(), 5000.0 / 104000, 1e-4);
+  EXPECT_EQ(ctx[1]["ctx"], "0xb");
+  EXPECT_EQ(ctx[1]["queue_depth"]["in_flight_ns"], 3000);
+  EXPECT_EQ(ctx[1]["queue_depth"]["max"], 1);
+}
+
 }  // namespace
 }  // namespace iotwin
