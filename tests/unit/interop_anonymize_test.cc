@@ -20,7 +20,7 @@ namespace {
 
 using testing::ReadFile;
 using testing::ScratchDir;
-using testing::TraceBuilder;
+using ::iotwin::test::TraceBuilder;
 
 const std::vector<std::string> kSecrets = {
     "medical", "patient", "alice", "bobby", "fraud-detector", "acmecorp", "scorer", "records",
@@ -43,24 +43,24 @@ void WriteSensitiveTrace(const std::string& path, const std::vector<std::string>
       {"host", {{"hostname", "fraud-detector-hostsecret"}, {"kernel", "6.18.0"}, {"clock", "monotonic"}}},
       {"command", {"/opt/acmecorp/bin/scorer", "--input=/srv/medical/records", "alice"}},
       {"custom_note", "acmecorp internal"}};
-  TraceBuilder b(path, meta);
+  TraceBuilder b(meta);
   uint32_t exe = b.Str("/opt/acmecorp/bin/scorer");
-  b.Add(b.Proc(IOT_PROC_EXEC, 10, 7, 7, "scorer", exe));
+  b.Add(b.ProcRecord(IOT_PROC_EXEC, 10, 7, 7, "scorer", exe));
   int32_t fd = 3;
   uint64_t ts = 100;
   for (const auto& p : paths) {
-    auto& o = b.Sys(IOT_OP_OPENAT, ts++, 7, 7, AT_FDCWD, fd);
+    auto& o = b.Call(IOT_OP_OPENAT, ts++, 7, 7, AT_FDCWD, fd);
     o.path_id = b.Str(p);
     o.ino = 1000 + (p.find("alice") != std::string::npos ? 1 : p.find("bobby") != std::string::npos ? 2 : 3);
     o.dev = 42;
-    auto& r = b.Sys(IOT_OP_PREAD64, ts++, 7, 8, fd, 4096);
+    auto& r = b.Call(IOT_OP_PREAD64, ts++, 7, 8, fd, 4096);
     r.offset = ts * 4096;
     r.length = 4096;
     r.ino = o.ino;
     r.dev = 42;
   }
   {
-    auto& r = b.Sys(IOT_OP_RENAME, ts++, 7, 7, AT_FDCWD, 0);
+    auto& r = b.Call(IOT_OP_RENAME, ts++, 7, 7, AT_FDCWD, 0);
     r.path_id = b.Str("/srv/medical/records/patient_alice.parquet");
     r.path2_id = b.Str("/srv/medical/records/patient_alice.parquet.old");
   }
@@ -72,13 +72,16 @@ void WriteSensitiveTrace(const std::string& path, const std::vector<std::string>
   in.tid = 7;
   in.label_id = b.Str("score batch alice");
   b.Add(in);
-  iot_block blk = b.Block(IOT_BLK_ISSUE, ts++, 8 << 20, 0, 4096, IOT_BLKF_READ, 1, 8);
+  iot_block blk = b.BlockRecord(IOT_BLK_ISSUE, ts++, 8 << 20, 0, 4096, IOT_BLKF_READ, 1, 8);
   std::memcpy(blk.comm, "scorer", 7);
   blk.ino = 1001;
   blk.ino_dev = 42;
   b.Add(blk);
-  b.Finish({{"stop_reason", "exited"},
-            {"import", {{"unknown_examples", {{{"text", "alice was here"}}}}, {"lines", 3}}}});
+  EXPECT_TRUE(b.WriteFile(path, nlohmann::json{{"stop_reason", "exited"},
+                                               {"import",
+                                                {{"unknown_examples", {{{"text", "alice was here"}}}},
+                                                 {"lines", 3}}}})
+                  .ok());
 }
 
 Anonymizer MakeAnonymizer(std::string_view key, bool keep_ext) {

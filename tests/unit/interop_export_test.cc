@@ -20,7 +20,7 @@ using testing::DataPath;
 using testing::ReadFile;
 using testing::ReplaceAll;
 using testing::ScratchDir;
-using testing::TraceBuilder;
+using ::iotwin::test::TraceBuilder;
 
 constexpr uint64_t kMs = 1000000;
 constexpr uint32_t Dev(uint32_t maj, uint32_t min) { return (maj << 20) | min; }
@@ -28,55 +28,55 @@ constexpr uint32_t Dev(uint32_t maj, uint32_t min) { return (maj << 20) | min; }
 // Two threads of one process: reads at tracked positions, appends, a trim, a sync; plus calls fio
 // cannot replay.
 void WriteFileTrace(const std::string& path) {
-  TraceBuilder b(path);
-  b.Add(b.Proc(IOT_PROC_CWD, 1, 10, 10, "", b.Str("/work")));
+  TraceBuilder b(nlohmann::json::object());
+  b.Add(b.ProcRecord(IOT_PROC_CWD, 1, 10, 10, "", b.Str("/work")));
   {
-    auto& s = b.Sys(IOT_OP_OPENAT, 1 * kMs, 10, 10, AT_FDCWD, 3);
+    auto& s = b.Call(IOT_OP_OPENAT, 1 * kMs, 10, 10, AT_FDCWD, 3);
     s.path_id = b.Str("/data/in.bin");
     s.flags = O_RDONLY;
   }
   {
-    auto& s = b.Sys(IOT_OP_OPENAT, 1 * kMs + 500000, 10, 11, AT_FDCWD, 4);
+    auto& s = b.Call(IOT_OP_OPENAT, 1 * kMs + 500000, 10, 11, AT_FDCWD, 4);
     s.path_id = b.Str("out/log.txt");  // relative to the cwd
     s.flags = O_WRONLY | O_CREAT | O_APPEND;
   }
-  b.Sys(IOT_OP_READ, 2 * kMs, 10, 10, 3, 4096).length = 4096;
+  b.Call(IOT_OP_READ, 2 * kMs, 10, 10, 3, 4096).length = 4096;
   {
-    auto& s = b.Sys(IOT_OP_WRITE, 2 * kMs + 500000, 10, 11, 4, 10);
+    auto& s = b.Call(IOT_OP_WRITE, 2 * kMs + 500000, 10, 11, 4, 10);
     s.length = 10;
     s.fsize = 10;  // appends land at size - count
   }
-  b.Sys(IOT_OP_READ, 3 * kMs, 10, 10, 3, 4096).length = 4096;
+  b.Call(IOT_OP_READ, 3 * kMs, 10, 10, 3, 4096).length = 4096;
   {
-    auto& s = b.Sys(IOT_OP_WRITE, 3 * kMs + 500000, 10, 11, 4, 20);
+    auto& s = b.Call(IOT_OP_WRITE, 3 * kMs + 500000, 10, 11, 4, 20);
     s.length = 20;
     s.fsize = 30;
   }
-  b.Sys(IOT_OP_LSEEK, 4 * kMs, 10, 10, 3, 65536).offset = 65536;
+  b.Call(IOT_OP_LSEEK, 4 * kMs, 10, 10, 3, 65536).offset = 65536;
   {
-    auto& s = b.Sys(IOT_OP_FALLOCATE, 4 * kMs, 10, 11, 4, 0);
+    auto& s = b.Call(IOT_OP_FALLOCATE, 4 * kMs, 10, 11, 4, 0);
     s.mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
     s.offset = 0;
     s.length = 4096;
   }
-  b.Sys(IOT_OP_FSYNC, 4 * kMs + 500000, 10, 11, 4, 0);
-  b.Sys(IOT_OP_READ, 5 * kMs, 10, 10, 3, 100).length = 4096;  // short read
+  b.Call(IOT_OP_FSYNC, 4 * kMs + 500000, 10, 11, 4, 0);
+  b.Call(IOT_OP_READ, 5 * kMs, 10, 10, 3, 100).length = 4096;  // short read
   {
-    auto& s = b.Sys(IOT_OP_PREAD64, 6 * kMs, 10, 10, 3, 131072);
+    auto& s = b.Call(IOT_OP_PREAD64, 6 * kMs, 10, 10, 3, 131072);
     s.offset = 1048576;
     s.length = 131072;
   }
-  b.Sys(IOT_OP_READ, 7 * kMs, 10, 10, 3, 0).length = 4096;  // EOF: nothing to replay
-  b.Sys(IOT_OP_WRITE, 7 * kMs, 10, 10, 1, 5).length = 5;    // fd 1: opened before the trace
+  b.Call(IOT_OP_READ, 7 * kMs, 10, 10, 3, 0).length = 4096;  // EOF: nothing to replay
+  b.Call(IOT_OP_WRITE, 7 * kMs, 10, 10, 1, 5).length = 5;    // fd 1: opened before the trace
   {
-    auto& s = b.Sys(IOT_OP_OPENAT, 7 * kMs, 10, 10, AT_FDCWD, 5);
+    auto& s = b.Call(IOT_OP_OPENAT, 7 * kMs, 10, 10, AT_FDCWD, 5);
     s.path_id = b.Str("/proc/self/status");
   }
-  b.Sys(IOT_OP_READ, 7 * kMs + 100, 10, 10, 5, 900).length = 4096;
-  b.Sys(IOT_OP_FSTAT, 8 * kMs, 10, 12, 3, 0);  // a thread without I/O: no job
-  b.Sys(IOT_OP_CLOSE, 9 * kMs, 10, 11, 4, 0);
-  b.Sys(IOT_OP_CLOSE, 10 * kMs, 10, 10, 3, 0);
-  b.Finish();
+  b.Call(IOT_OP_READ, 7 * kMs + 100, 10, 10, 5, 900).length = 4096;
+  b.Call(IOT_OP_FSTAT, 8 * kMs, 10, 12, 3, 0);  // a thread without I/O: no job
+  b.Call(IOT_OP_CLOSE, 9 * kMs, 10, 11, 4, 0);
+  b.Call(IOT_OP_CLOSE, 10 * kMs, 10, 10, 3, 0);
+  EXPECT_TRUE(b.WriteFile(path, nlohmann::json::object()).ok());
 }
 
 TEST(FioExport, ThreadsMatchGoldenIologs) {
@@ -122,20 +122,20 @@ TEST(FioExport, ThreadsMatchGoldenIologs) {
 TEST(FioExport, BlockLayerMatchesGoldenIolog) {
   ScratchDir dir;
   {
-    TraceBuilder b(dir / "b.iotwin");
+    TraceBuilder b(nlohmann::json::object());
     uint32_t sda = Dev(8, 0);
-    b.Add(b.Block(IOT_BLK_QUEUE, 900000, sda, 0, 4096, IOT_BLKF_READ, 0, 5));
-    b.Add(b.Block(IOT_BLK_ISSUE, 1000000, sda, 0, 4096, IOT_BLKF_READ, 1, 5));
-    b.Add(b.Block(IOT_BLK_ISSUE, 1050000, Dev(259, 0), 100, 512, IOT_BLKF_READ, 9));
-    b.Add(b.Block(IOT_BLK_ISSUE, 1100000, sda, 8, 8192, IOT_BLKF_WRITE, 2));
-    b.Add(b.Block(IOT_BLK_COMPLETE, 1200000, sda, 0, 4096, IOT_BLKF_READ, 1));
-    b.Add(b.Block(IOT_BLK_ISSUE, 1300000, sda, 16, 4096,
+    b.Add(b.BlockRecord(IOT_BLK_QUEUE, 900000, sda, 0, 4096, IOT_BLKF_READ, 0, 5));
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 1000000, sda, 0, 4096, IOT_BLKF_READ, 1, 5));
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 1050000, Dev(259, 0), 100, 512, IOT_BLKF_READ, 9));
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 1100000, sda, 8, 8192, IOT_BLKF_WRITE, 2));
+    b.Add(b.BlockRecord(IOT_BLK_COMPLETE, 1200000, sda, 0, 4096, IOT_BLKF_READ, 1));
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 1300000, sda, 16, 4096,
                   IOT_BLKF_PREFLUSH | IOT_BLKF_WRITE | IOT_BLKF_SYNC, 3));
-    b.Add(b.Block(IOT_BLK_COMPLETE, 1400000, sda, 8, 8192, IOT_BLKF_WRITE, 2));
-    b.Add(b.Block(IOT_BLK_COMPLETE, 1500000, sda, 16, 4096, IOT_BLKF_WRITE, 3));
-    b.Add(b.Block(IOT_BLK_ISSUE, 2000000, sda, 1024, 1048576, IOT_BLKF_DISCARD, 4));
-    b.Add(b.Block(IOT_BLK_COMPLETE, 2500000, sda, 1024, 1048576, IOT_BLKF_DISCARD, 4));
-    b.Finish();
+    b.Add(b.BlockRecord(IOT_BLK_COMPLETE, 1400000, sda, 8, 8192, IOT_BLKF_WRITE, 2));
+    b.Add(b.BlockRecord(IOT_BLK_COMPLETE, 1500000, sda, 16, 4096, IOT_BLKF_WRITE, 3));
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 2000000, sda, 1024, 1048576, IOT_BLKF_DISCARD, 4));
+    b.Add(b.BlockRecord(IOT_BLK_COMPLETE, 2500000, sda, 1024, 1048576, IOT_BLKF_DISCARD, 4));
+    EXPECT_TRUE(b.WriteFile(dir / "b.iotwin", nlohmann::json::object()).ok());
   }
   FioExportOptions o;
   o.dir = dir / "fio";
@@ -180,8 +180,8 @@ TEST(FioExport, RejectsUnusableRoot) {
 TEST(ChromeExport, NestsFlowsAndDeviceTracks) {
   ScratchDir dir;
   {
-    TraceBuilder b(dir / "c.iotwin", {{"tool", "test"}});
-    b.Add(b.Proc(IOT_PROC_EXEC, 100, 10, 10, "trainer", b.Str("/usr/bin/trainer")));
+    TraceBuilder b(nlohmann::json{{"tool", "test"}});
+    b.Add(b.ProcRecord(IOT_PROC_EXEC, 100, 10, 10, "trainer", b.Str("/usr/bin/trainer")));
     iot_intent in{};
     InitRecord(&in, IOT_REC_INTENT);
     in.kind = IOT_INTENT_BEGIN;
@@ -191,8 +191,8 @@ TEST(ChromeExport, NestsFlowsAndDeviceTracks) {
     in.label_id = b.Str("epoch 1");
     b.Add(in);
     // Block requests of the read are recorded before the read itself (recorded at exit).
-    b.Add(b.Block(IOT_BLK_ISSUE, 1100000, Dev(8, 0), 0, 131072, IOT_BLKF_READ, 1, 10));
-    b.Add(b.Block(IOT_BLK_ISSUE, 1200000, Dev(8, 0), 256, 131072, IOT_BLKF_READ, 2, 10));
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 1100000, Dev(8, 0), 0, 131072, IOT_BLKF_READ, 1, 10));
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 1200000, Dev(8, 0), 256, 131072, IOT_BLKF_READ, 2, 10));
     iot_nvme n{};
     InitRecord(&n, IOT_REC_NVME);
     n.phase = IOT_NVME_SETUP;
@@ -207,19 +207,19 @@ TEST(ChromeExport, NestsFlowsAndDeviceTracks) {
     n.phase = IOT_NVME_COMPLETE;
     n.ts = 1250000;
     b.Add(n);
-    b.Add(b.Block(IOT_BLK_COMPLETE, 1300000, Dev(8, 0), 0, 131072, IOT_BLKF_READ, 1));
-    b.Add(b.Block(IOT_BLK_COMPLETE, 1400000, Dev(8, 0), 256, 131072, IOT_BLKF_READ, 2));
+    b.Add(b.BlockRecord(IOT_BLK_COMPLETE, 1300000, Dev(8, 0), 0, 131072, IOT_BLKF_READ, 1));
+    b.Add(b.BlockRecord(IOT_BLK_COMPLETE, 1400000, Dev(8, 0), 256, 131072, IOT_BLKF_READ, 2));
     {
-      auto& s = b.Sys(IOT_OP_READ, 1000000, 10, 10, 3, 262144);
+      auto& s = b.Call(IOT_OP_READ, 1000000, 10, 10, 3, 262144);
       s.dur = 500000;
       s.length = 262144;
     }
     {
-      auto& s = b.Sys(IOT_OP_PREAD64, 2000000, 10, 10, 3, 4096);
+      auto& s = b.Call(IOT_OP_PREAD64, 2000000, 10, 10, 3, 4096);
       s.dur = 100000;
     }
     // Overlaps its predecessor on the same thread (clock skew): must be clipped, not overlap.
-    b.Sys(IOT_OP_PREAD64, 2050000, 10, 10, 3, 4096).dur = 150000;
+    b.Call(IOT_OP_PREAD64, 2050000, 10, 10, 3, 4096).dur = 150000;
     iot_async_io a{};
     InitRecord(&a, IOT_REC_ASYNC_IO);
     a.engine = IOT_AIO_ENGINE_URING;
@@ -254,7 +254,7 @@ TEST(ChromeExport, NestsFlowsAndDeviceTracks) {
     l.ts = 3000000;
     l.count = 5;
     b.Add(l);
-    b.Finish();
+    EXPECT_TRUE(b.WriteFile(dir / "c.iotwin", nlohmann::json::object()).ok());
   }
   auto r = ExportChrome(dir / "c.iotwin", dir / "c.json");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -310,13 +310,13 @@ TEST(ChromeExport, ProblemsAreDetected) {
 TEST(TableExport, CsvAndJsonlColumnsQuotingCounts) {
   ScratchDir dir;
   {
-    TraceBuilder b(dir / "t.iotwin");
-    auto& s = b.Sys(IOT_OP_OPENAT, 1000, 1, 1, AT_FDCWD, 3);
+    TraceBuilder b(nlohmann::json::object());
+    auto& s = b.Call(IOT_OP_OPENAT, 1000, 1, 1, AT_FDCWD, 3);
     s.path_id = b.Str("/data/a,\"b\".bin");
-    b.Sys(IOT_OP_PREAD64, 2000, 1, 1, 3, 4096).offset = 8192;
-    b.Add(b.Block(IOT_BLK_ISSUE, 3000, Dev(8, 0), 16, 4096, IOT_BLKF_READ | IOT_BLKF_READAHEAD, 1));
-    b.Add(b.Proc(IOT_PROC_EXEC, 500, 1, 1, "cat"));
-    b.Finish();
+    b.Call(IOT_OP_PREAD64, 2000, 1, 1, 3, 4096).offset = 8192;
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 3000, Dev(8, 0), 16, 4096, IOT_BLKF_READ | IOT_BLKF_READAHEAD, 1));
+    b.Add(b.ProcRecord(IOT_PROC_EXEC, 500, 1, 1, "cat"));
+    EXPECT_TRUE(b.WriteFile(dir / "t.iotwin", nlohmann::json::object()).ok());
   }
   auto r = ExportTables(dir / "t.iotwin", dir / "csv", TableFormat::kCsv);
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -15,7 +15,7 @@ namespace {
 
 using testing::ReadFile;
 using testing::ScratchDir;
-using testing::TraceBuilder;
+using ::iotwin::test::TraceBuilder;
 
 constexpr uint32_t Dev(uint32_t maj, uint32_t min) { return (maj << 20) | min; }
 constexpr const char* kPastOffsets =
@@ -25,14 +25,14 @@ TEST(FioExport, BlockRequestPastTheLargestOffsetIsSkippedAndCounted) {
   ScratchDir dir;
   const uint32_t d = Dev(254, 0);
   {
-    TraceBuilder b(dir / "b.iotwin");
-    b.Add(b.Block(IOT_BLK_ISSUE, 1000, d, 2056, 4096, IOT_BLKF_WRITE, 1));
+    TraceBuilder b(nlohmann::json::object());
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 1000, d, 2056, 4096, IOT_BLKF_WRITE, 1));
     // End passes 2^64; offset wraps past 2^64; offset 2^63 exactly; sector x 512 overflows.
-    b.Add(b.Block(IOT_BLK_ISSUE, 2000, d, 36028797018961920ull, 1052672, IOT_BLKF_WRITE, 2));
-    b.Add(b.Block(IOT_BLK_ISSUE, 3000, d, 36028797018963967ull, 4096, IOT_BLKF_READ, 3));
-    b.Add(b.Block(IOT_BLK_ISSUE, 3500, d, uint64_t{1} << 54, 4096, IOT_BLKF_READ, 4));
-    b.Add(b.Block(IOT_BLK_ISSUE, 4000, d, UINT64_MAX, 4096, IOT_BLKF_DISCARD, 5));
-    b.Finish();
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 2000, d, 36028797018961920ull, 1052672, IOT_BLKF_WRITE, 2));
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 3000, d, 36028797018963967ull, 4096, IOT_BLKF_READ, 3));
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 3500, d, uint64_t{1} << 54, 4096, IOT_BLKF_READ, 4));
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 4000, d, UINT64_MAX, 4096, IOT_BLKF_DISCARD, 5));
+    EXPECT_TRUE(b.WriteFile(dir / "b.iotwin", nlohmann::json::object()).ok());
   }
   FioExportOptions o;
   o.dir = dir / "fio";
@@ -55,12 +55,12 @@ TEST(FioExport, BlockRequestPastTheLargestOffsetIsSkippedAndCounted) {
 TEST(FioExport, BlockFlushOnlyDeviceIsNotCalledAPreflushBeforeAWrite) {
   ScratchDir dir;
   {
-    TraceBuilder b(dir / "b.iotwin");
-    b.Add(b.Block(IOT_BLK_ISSUE, 1000, Dev(254, 0), 2048, 4096, IOT_BLKF_READ, 1));
+    TraceBuilder b(nlohmann::json::object());
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 1000, Dev(254, 0), 2048, 4096, IOT_BLKF_READ, 1));
     // An empty preflush write (ftrace's "FWS 0 () 0 + 0"): a flush, nothing to write after it.
-    b.Add(b.Block(IOT_BLK_ISSUE, 2000, Dev(8, 0), 0, 0,
+    b.Add(b.BlockRecord(IOT_BLK_ISSUE, 2000, Dev(8, 0), 0, 0,
                   IOT_BLKF_PREFLUSH | IOT_BLKF_WRITE | IOT_BLKF_SYNC, 2));
-    b.Finish();
+    EXPECT_TRUE(b.WriteFile(dir / "b.iotwin", nlohmann::json::object()).ok());
   }
   FioExportOptions o;
   o.dir = dir / "fio";

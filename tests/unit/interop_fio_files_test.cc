@@ -19,7 +19,7 @@ namespace {
 
 using testing::ReadFile;
 using testing::ScratchDir;
-using testing::TraceBuilder;
+using ::iotwin::test::TraceBuilder;
 
 constexpr uint64_t kMs = 1000000;
 constexpr uint64_t kCacheIno = 500;
@@ -27,22 +27,22 @@ constexpr uint64_t kCacheIno = 500;
 // A live capture (its header has "capture"): the loader maps /etc/ld.so.cache and never reads
 // it; the program reads /data/in.bin, writes a pipe and /dev/null, reads an eventfd.
 void WriteMappedTrace(const std::string& path, bool with_fault) {
-  TraceBuilder b(path, nlohmann::json{{"capture", nlohmann::json::object()}});
+  TraceBuilder b(nlohmann::json{{"capture", nlohmann::json::object()}});
   {
-    auto& s = b.Sys(IOT_OP_OPENAT, 1 * kMs, 10, 10, AT_FDCWD, 3);
+    auto& s = b.Call(IOT_OP_OPENAT, 1 * kMs, 10, 10, AT_FDCWD, 3);
     s.path_id = b.Str("/etc/ld.so.cache");
     s.ino = kCacheIno;
     s.dev = 1;
   }
   {
-    auto& s = b.Sys(IOT_OP_MMAP, 1 * kMs + 100, 10, 10, 3, 0x7f0000000000);
+    auto& s = b.Call(IOT_OP_MMAP, 1 * kMs + 100, 10, 10, 3, 0x7f0000000000);
     s.length = 3 * 4096;
     s.flags = MAP_PRIVATE;
     s.mode = PROT_READ;
     s.ino = kCacheIno;
     s.dev = 1;
   }
-  b.Sys(IOT_OP_CLOSE, 1 * kMs + 200, 10, 10, 3, 0);
+  b.Call(IOT_OP_CLOSE, 1 * kMs + 200, 10, 10, 3, 0);
   if (with_fault) {
     iot_page_fault pf{};
     InitRecord(&pf, IOT_REC_PAGE_FAULT);
@@ -58,40 +58,40 @@ void WriteMappedTrace(const std::string& path, bool with_fault) {
     b.Add(pf);
   }
   {
-    auto& s = b.Sys(IOT_OP_OPENAT, 2 * kMs, 10, 10, AT_FDCWD, 3);
+    auto& s = b.Call(IOT_OP_OPENAT, 2 * kMs, 10, 10, AT_FDCWD, 3);
     s.path_id = b.Str("/data/in.bin");
     s.ino = 600;
     s.dev = 1;
   }
-  b.Sys(IOT_OP_READ, 3 * kMs, 10, 10, 3, 4096).length = 4096;
+  b.Call(IOT_OP_READ, 3 * kMs, 10, 10, 3, 4096).length = 4096;
   {
     // A pipe made by pipe2 (no open): the descriptor is unknown, the record says FIFO.
-    auto& s = b.Sys(IOT_OP_WRITE, 4 * kMs, 10, 10, 7, 100);
+    auto& s = b.Call(IOT_OP_WRITE, 4 * kMs, 10, 10, 7, 100);
     s.length = 100;
     s.ftype = S_IFIFO >> 12;
     s.ino = 700;
   }
   {
-    auto& s = b.Sys(IOT_OP_OPENAT, 5 * kMs, 10, 10, AT_FDCWD, 4);
+    auto& s = b.Call(IOT_OP_OPENAT, 5 * kMs, 10, 10, AT_FDCWD, 4);
     s.path_id = b.Str("/dev/null");
     s.ftype = S_IFCHR >> 12;
     s.ino = 800;
   }
   {
-    auto& s = b.Sys(IOT_OP_WRITE, 5 * kMs + 100, 10, 10, 4, 10);
+    auto& s = b.Call(IOT_OP_WRITE, 5 * kMs + 100, 10, 10, 4, 10);
     s.length = 10;
     s.ftype = S_IFCHR >> 12;
     s.ino = 800;
   }
   {
     // An eventfd: an identity without a type.
-    auto& s = b.Sys(IOT_OP_READ, 6 * kMs, 10, 10, 8, 8);
+    auto& s = b.Call(IOT_OP_READ, 6 * kMs, 10, 10, 8, 8);
     s.length = 8;
     s.ftype = 0;
     s.ino = 900;
   }
-  b.Sys(IOT_OP_CLOSE, 7 * kMs, 10, 10, 3, 0);
-  b.Finish();
+  b.Call(IOT_OP_CLOSE, 7 * kMs, 10, 10, 3, 0);
+  EXPECT_TRUE(b.WriteFile(path, nlohmann::json::object()).ok());
 }
 
 // The defect: fio failed with open(.../f00000_etc_ld.so.cache) ENOENT, since the job opened a
@@ -186,21 +186,21 @@ TEST(FioExportFiles, RelativeRootStaysRelative) {
 TEST(FioExportFiles, DataScopeLeavesOutTheLibrary) {
   ScratchDir dir;
   {
-    TraceBuilder b(dir / "t.iotwin", nlohmann::json{{"capture", nlohmann::json::object()}});
+    TraceBuilder b(nlohmann::json{{"capture", nlohmann::json::object()}});
     {
-      auto& s = b.Sys(IOT_OP_OPENAT, 1 * kMs, 10, 10, AT_FDCWD, 3);
+      auto& s = b.Call(IOT_OP_OPENAT, 1 * kMs, 10, 10, AT_FDCWD, 3);
       s.path_id = b.Str("/lib/x86_64-linux-gnu/libc.so.6");
       s.ino = 1;
     }
-    b.Sys(IOT_OP_READ, 1 * kMs + 100, 10, 10, 3, 832).length = 832;
-    b.Sys(IOT_OP_CLOSE, 1 * kMs + 200, 10, 10, 3, 0);
+    b.Call(IOT_OP_READ, 1 * kMs + 100, 10, 10, 3, 832).length = 832;
+    b.Call(IOT_OP_CLOSE, 1 * kMs + 200, 10, 10, 3, 0);
     {
-      auto& s = b.Sys(IOT_OP_OPENAT, 2 * kMs, 10, 10, AT_FDCWD, 3);
+      auto& s = b.Call(IOT_OP_OPENAT, 2 * kMs, 10, 10, AT_FDCWD, 3);
       s.path_id = b.Str("/data/in.bin");
       s.ino = 2;
     }
-    b.Sys(IOT_OP_READ, 3 * kMs, 10, 10, 3, 4096).length = 4096;
-    b.Finish();
+    b.Call(IOT_OP_READ, 3 * kMs, 10, 10, 3, 4096).length = 4096;
+    EXPECT_TRUE(b.WriteFile(dir / "t.iotwin", nlohmann::json::object()).ok());
   }
   FioExportOptions o;
   o.dir = dir / "fio";

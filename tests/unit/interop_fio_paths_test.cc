@@ -20,7 +20,7 @@ namespace iotwin::interop {
 namespace {
 
 using testing::ScratchDir;
-using testing::TraceBuilder;
+using ::iotwin::test::TraceBuilder;
 
 constexpr uint64_t kMs = 1000000;
 constexpr uint32_t kPid = 10;
@@ -38,13 +38,13 @@ void Attach(TraceBuilder& b, std::string_view cwd) {
 }
 
 void Open(TraceBuilder& b, uint64_t ts, std::string_view path, int32_t fd, uint32_t flags = 0) {
-  auto& s = b.Sys(IOT_OP_OPENAT, ts, kPid, kPid, AT_FDCWD, fd);
+  auto& s = b.Call(IOT_OP_OPENAT, ts, kPid, kPid, AT_FDCWD, fd);
   s.path_id = b.Str(path);
   s.flags = flags;
 }
 
 void Read(TraceBuilder& b, uint64_t ts, int32_t fd) {
-  b.Sys(IOT_OP_READ, ts, kPid, kPid, fd, 4096).length = 4096;
+  b.Call(IOT_OP_READ, ts, kPid, kPid, fd, 4096).length = 4096;
 }
 
 // The original names of the files the export saw, in index order.
@@ -65,11 +65,11 @@ std::vector<std::string> Originals(const std::string& trace, const std::string& 
 TEST(FioExportPaths, ChdirFromAnUnknownCwdKeepsTheNextPathRelative) {
   ScratchDir dir;
   {
-    TraceBuilder b(dir / "t.iotwin");
-    b.Sys(IOT_OP_CHDIR, 1 * kMs, kPid, kPid, -1, 0).path_id = b.Str("sub");
+    TraceBuilder b(nlohmann::json::object());
+    b.Call(IOT_OP_CHDIR, 1 * kMs, kPid, kPid, -1, 0).path_id = b.Str("sub");
     Open(b, 2 * kMs, "f", 3);
     Read(b, 3 * kMs, 3);
-    b.Finish();
+    EXPECT_TRUE(b.WriteFile(dir / "t.iotwin", nlohmann::json::object()).ok());
   }
   EXPECT_EQ(Originals(dir / "t.iotwin", dir / "fio"), std::vector<std::string>{"f"});
 }
@@ -79,12 +79,12 @@ TEST(FioExportPaths, ChdirFromAnUnknownCwdKeepsTheNextPathRelative) {
 TEST(FioExportPaths, RelativePathAfterFchdirIntoADirectoryOfUnknownBase) {
   ScratchDir dir;
   {
-    TraceBuilder b(dir / "t.iotwin");
+    TraceBuilder b(nlohmann::json::object());
     Open(b, 1 * kMs, "sub", 4, O_DIRECTORY);
-    b.Sys(IOT_OP_FCHDIR, 2 * kMs, kPid, kPid, 4, 0);
+    b.Call(IOT_OP_FCHDIR, 2 * kMs, kPid, kPid, 4, 0);
     Open(b, 3 * kMs, "f", 3);
     Read(b, 4 * kMs, 3);
-    b.Finish();
+    EXPECT_TRUE(b.WriteFile(dir / "t.iotwin", nlohmann::json::object()).ok());
   }
   EXPECT_EQ(Originals(dir / "t.iotwin", dir / "fio"), std::vector<std::string>{"f"});
 }
@@ -93,20 +93,20 @@ TEST(FioExportPaths, RelativePathAfterFchdirIntoADirectoryOfUnknownBase) {
 TEST(FioExportPaths, ChdirAndFchdirFollowTheModel) {
   ScratchDir dir;
   {
-    TraceBuilder b(dir / "t.iotwin");
+    TraceBuilder b(nlohmann::json::object());
     Attach(b, "/home/u");
-    b.Sys(IOT_OP_CHDIR, 1 * kMs, kPid, kPid, -1, 0).path_id = b.Str("work/../data");
+    b.Call(IOT_OP_CHDIR, 1 * kMs, kPid, kPid, -1, 0).path_id = b.Str("work/../data");
     Open(b, 2 * kMs, "a", 3);
     Read(b, 3 * kMs, 3);
     Open(b, 4 * kMs, "/srv/db", 4, O_DIRECTORY);
-    b.Sys(IOT_OP_FCHDIR, 5 * kMs, kPid, kPid, 4, 0);
+    b.Call(IOT_OP_FCHDIR, 5 * kMs, kPid, kPid, 4, 0);
     Open(b, 6 * kMs, "./b", 5);
     Read(b, 7 * kMs, 5);
     // A failed chdir moves nothing.
-    b.Sys(IOT_OP_CHDIR, 8 * kMs, kPid, kPid, -1, -ENOENT).path_id = b.Str("/nowhere");
+    b.Call(IOT_OP_CHDIR, 8 * kMs, kPid, kPid, -1, -ENOENT).path_id = b.Str("/nowhere");
     Open(b, 9 * kMs, "c", 6);
     Read(b, 10 * kMs, 6);
-    b.Finish();
+    EXPECT_TRUE(b.WriteFile(dir / "t.iotwin", nlohmann::json::object()).ok());
   }
   const auto names = Originals(dir / "t.iotwin", dir / "fio");
   EXPECT_EQ(names, (std::vector<std::string>{"/home/u/data/a", "/srv/db/b", "/srv/db/c"}));
@@ -117,7 +117,7 @@ TEST(FioExportPaths, ChdirAndFchdirFollowTheModel) {
 TEST(FioExportPaths, SnapshotPseudoNameIsNoPathBelowTheCwd) {
   ScratchDir dir;
   {
-    TraceBuilder b(dir / "t.iotwin");
+    TraceBuilder b(nlohmann::json::object());
     Attach(b, "/home/u");
     iot_fd_snapshot s{};
     InitRecord(&s, IOT_REC_FD_SNAPSHOT);
@@ -127,8 +127,8 @@ TEST(FioExportPaths, SnapshotPseudoNameIsNoPathBelowTheCwd) {
     s.flags = O_RDWR;
     s.path_id = b.Str("anon_inode:[eventfd]");
     b.Add(s);
-    b.Sys(IOT_OP_READ, 1 * kMs, kPid, kPid, 5, 8).length = 8;
-    b.Finish();
+    b.Call(IOT_OP_READ, 1 * kMs, kPid, kPid, 5, 8).length = 8;
+    EXPECT_TRUE(b.WriteFile(dir / "t.iotwin", nlohmann::json::object()).ok());
   }
   FioExportOptions o;
   o.dir = dir / "fio";

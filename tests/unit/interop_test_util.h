@@ -1,4 +1,5 @@
-// Helpers for the interop unit tests: import test data into memory, write synthetic traces.
+// Helpers for the interop unit tests: import test data into memory, read traces back. Synthetic
+// traces are built with test::TraceBuilder (trace_builder.h).
 #pragma once
 
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "interop/line_reader.h"
 #include "interop/record_sink.h"
 #include "temp_dir.h"
+#include "trace_builder.h"
 
 namespace iotwin::interop::testing {
 
@@ -109,87 +111,6 @@ inline TraceContents ReadTrace(const std::string& path) {
 }  // namespace iotwin::interop::testing
 
 namespace iotwin::interop::testing {
-
-// Builds small synthetic traces record by record.
-class TraceBuilder {
- public:
-  explicit TraceBuilder(const std::string& path, nlohmann::json meta = nlohmann::json::object()) {
-    auto w = TraceWriter::Create(path, meta);
-    EXPECT_TRUE(w.ok()) << w.status().ToString();
-    if (w.ok()) w_ = std::move(*w);
-  }
-  uint32_t Str(std::string_view s) {
-    auto id = w_->InternString(s);
-    EXPECT_TRUE(id.ok());
-    return id.ok() ? *id : 0;
-  }
-  // The returned record may be adjusted until the next call to the builder.
-  iot_syscall& Sys(uint16_t op, uint64_t ts, uint32_t tgid, uint32_t tid, int32_t fd, int64_t ret) {
-    Flush();
-    iot_syscall s{};
-    InitRecord(&s, IOT_REC_SYSCALL);
-    s.op = op;
-    s.ts = ts;
-    s.dur = 1000;
-    s.tgid = tgid;
-    s.tid = tid;
-    s.fd = fd;
-    s.fd2 = -1;
-    s.ret = ret;
-    s.ftype = 8;
-    pending_sys_ = s;
-    has_pending_ = true;
-    return pending_sys_;
-  }
-  void Flush() {
-    if (has_pending_) {
-      EXPECT_TRUE(w_->Append(pending_sys_).ok());
-    }
-    has_pending_ = false;
-  }
-  template <typename T>
-  void Add(const T& rec) {
-    Flush();
-    EXPECT_TRUE(w_->Append(rec).ok());
-  }
-  iot_block Block(uint16_t phase, uint64_t ts, uint32_t dev, uint64_t sector, uint32_t bytes,
-                  uint32_t flags, uint64_t rq_id, uint32_t tid = 0) {
-    iot_block b{};
-    InitRecord(&b, IOT_REC_BLOCK);
-    b.phase = phase;
-    b.ts = ts;
-    b.dev = dev;
-    b.sector = sector;
-    b.bytes = bytes;
-    b.nr_sector = bytes / 512;
-    b.flags = flags;
-    b.rq_id = rq_id;
-    b.tid = tid;
-    b.tgid = tid;
-    return b;
-  }
-  iot_proc Proc(uint16_t kind, uint64_t ts, uint32_t tgid, uint32_t tid, std::string_view comm = {},
-                uint32_t path_id = 0) {
-    iot_proc p{};
-    InitRecord(&p, IOT_REC_PROC);
-    p.kind = kind;
-    p.ts = ts;
-    p.tgid = tgid;
-    p.tid = tid;
-    p.path_id = path_id;
-    std::memcpy(p.comm, comm.data(), std::min(comm.size(), sizeof p.comm - 1));
-    return p;
-  }
-  void Finish(nlohmann::json summary = nlohmann::json::object()) {
-    Flush();
-    EXPECT_TRUE(w_->Finish(summary).ok());
-  }
-
- private:
-  std::unique_ptr<TraceWriter> w_;
-  iot_syscall pending_sys_{};
-  bool has_pending_ = false;
-};
 
 inline std::string ReplaceAll(std::string s, const std::string& from, const std::string& to) {
   for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) {

@@ -52,11 +52,11 @@ inline const std::string kAwkwardName = "/data/a\xff\xfe,b\"c\td\ne\\f\x01.bin";
 
 // A trace whose names hold every kind of awkward byte, written directly.
 inline void WriteAwkwardTrace(const std::string& path, const std::string& name) {
-  TraceBuilder b(path);
-  b.Add(b.Proc(IOT_PROC_EXEC, 1, 10, 10, "co\xffmm\n", b.Str(name)));
-  auto& o = b.Sys(IOT_OP_OPENAT, 1000, 10, 10, AT_FDCWD, 3);
+  ::iotwin::test::TraceBuilder b(nlohmann::json::object());
+  b.Add(b.ProcRecord(IOT_PROC_EXEC, 1, 10, 10, "co\xffmm\n", b.Str(name)));
+  auto& o = b.Call(IOT_OP_OPENAT, 1000, 10, 10, AT_FDCWD, 3);
   o.path_id = b.Str(name);
-  auto& r = b.Sys(IOT_OP_READ, 2000, 10, 10, 3, 4096);
+  auto& r = b.Call(IOT_OP_READ, 2000, 10, 10, 3, 4096);
   r.length = 4096;
   r.path_id = 0;
   iot_intent in{};
@@ -67,7 +67,7 @@ inline void WriteAwkwardTrace(const std::string& path, const std::string& name) 
   in.tid = 10;
   in.label_id = b.Str("lab\xfe\"el");
   b.Add(in);
-  b.Finish();
+  EXPECT_TRUE(b.WriteFile(path, nlohmann::json::object()).ok());
 }
 
 }  // namespace iotwin::interop::testing

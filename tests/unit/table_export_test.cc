@@ -26,7 +26,7 @@ namespace {
 
 using testing::ReadFile;
 using testing::ScratchDir;
-using testing::TraceBuilder;
+using ::iotwin::test::TraceBuilder;
 
 constexpr uint32_t kDev = (8u << 20) | 1;
 
@@ -66,8 +66,8 @@ bool Exists(const std::string& path) {
 // A process in /work: a relative open, an open through a directory descriptor, reads, a failed
 // open, a mapping and its faults, and a page-cache insertion seen before the file's open.
 void WritePathTrace(const std::string& path) {
-  TraceBuilder b(path);
-  b.Add(b.Proc(IOT_PROC_CWD, 100, 1, 1, "", b.Str("/work")));
+  TraceBuilder b(nlohmann::json::object());
+  b.Add(b.ProcRecord(IOT_PROC_CWD, 100, 1, 1, "", b.Str("/work")));
   iot_page_cache pc{};
   pc.hdr.type = IOT_REC_PAGE_CACHE;
   pc.hdr.size = sizeof pc;
@@ -78,14 +78,14 @@ void WritePathTrace(const std::string& path) {
   pc.nr_pages = 1;
   b.Add(pc);
   {
-    auto& s = b.Sys(IOT_OP_OPENAT, 200, 1, 1, AT_FDCWD, 3);
+    auto& s = b.Call(IOT_OP_OPENAT, 200, 1, 1, AT_FDCWD, 3);
     s.path_id = b.Str("data/../data/a.bin");
     s.flags = O_RDONLY | O_CLOEXEC;
     s.ino = 11;
     s.dev = kDev;
   }
   {
-    auto& s = b.Sys(IOT_OP_OPENAT, 300, 1, 1, AT_FDCWD, 4);
+    auto& s = b.Call(IOT_OP_OPENAT, 300, 1, 1, AT_FDCWD, 4);
     s.path_id = b.Str("/srv/dir");
     s.flags = O_RDONLY | O_DIRECTORY;
     s.ino = 30;
@@ -93,7 +93,7 @@ void WritePathTrace(const std::string& path) {
     s.ftype = 4;
   }
   {
-    auto& s = b.Sys(IOT_OP_OPENAT, 400, 1, 1, 4, 5);  // relative to the directory descriptor
+    auto& s = b.Call(IOT_OP_OPENAT, 400, 1, 1, 4, 5);  // relative to the directory descriptor
     s.path_id = b.Str("b.bin");
     s.flags = O_WRONLY | O_CREAT | O_TRUNC;
     s.mode = 0644;
@@ -101,19 +101,19 @@ void WritePathTrace(const std::string& path) {
     s.dev = kDev;
   }
   {
-    auto& s = b.Sys(IOT_OP_PREAD64, 500, 1, 1, 3, 4096);
+    auto& s = b.Call(IOT_OP_PREAD64, 500, 1, 1, 3, 4096);
     s.offset = 0;
     s.length = 4096;
     s.ino = 11;
     s.dev = kDev;
   }
   {
-    auto& s = b.Sys(IOT_OP_OPENAT, 600, 1, 1, AT_FDCWD, -2);
+    auto& s = b.Call(IOT_OP_OPENAT, 600, 1, 1, AT_FDCWD, -2);
     s.path_id = b.Str("missing.bin");
     s.ftype = 0;
   }
   {
-    auto& s = b.Sys(IOT_OP_MMAP, 700, 1, 1, 3, 0x7f0000000000);
+    auto& s = b.Call(IOT_OP_MMAP, 700, 1, 1, 3, 0x7f0000000000);
     s.length = 8192;
     s.flags = MAP_PRIVATE | MAP_POPULATE;
     s.mode = PROT_READ;
@@ -121,11 +121,11 @@ void WritePathTrace(const std::string& path) {
     s.dev = kDev;
   }
   {
-    auto& s = b.Sys(IOT_OP_FADVISE64, 750, 1, 1, 5, 0);
+    auto& s = b.Call(IOT_OP_FADVISE64, 750, 1, 1, 5, 0);
     s.aux = POSIX_FADV_DONTNEED;
   }
   {
-    auto& s = b.Sys(IOT_OP_LSEEK, 760, 1, 1, 5, 0);
+    auto& s = b.Call(IOT_OP_LSEEK, 760, 1, 1, 5, 0);
     s.aux = SEEK_END;
   }
   iot_page_fault pf{};
@@ -137,7 +137,7 @@ void WritePathTrace(const std::string& path) {
   pf.dev = kDev;
   pf.flags = IOT_PFF_MAJOR;
   b.Add(pf);
-  b.Finish();
+  EXPECT_TRUE(b.WriteFile(path, nlohmann::json::object()).ok());
 }
 
 TEST(TableExport, RowsCarryFileIdsJoinedToResolvedPaths) {
@@ -221,15 +221,15 @@ TEST(TableExport, FlagNamesDecodeBitsEnumerationsAndRemainders) {
 }
 
 void WriteIntentTrace(const std::string& path) {
-  TraceBuilder b(path);
+  TraceBuilder b(nlohmann::json::object());
   iot_intent in{};
   in.hdr.type = IOT_REC_INTENT;
   in.hdr.size = sizeof in;
   in.ts = 10;
   in.label_id = b.Str("step");
   b.Add(in);
-  b.Sys(IOT_OP_READ, 20, 1, 1, 0, 1).length = 1;
-  b.Finish();
+  b.Call(IOT_OP_READ, 20, 1, 1, 0, 1).length = 1;
+  EXPECT_TRUE(b.WriteFile(path, nlohmann::json::object()).ok());
 }
 
 TEST(TableExport, StaleTablesOfAnotherTraceAreRemoved) {
@@ -261,15 +261,15 @@ TEST(TableExport, FailedExportLeavesThePreviousTables) {
   // A trace of many chunks with one damaged in the middle: it opens (header and footer are
   // intact), so the export fails only after its tables were created.
   {
-    TraceBuilder b(dir / "b.iotwin");
+    TraceBuilder b(nlohmann::json::object());
     uint64_t x = 88172645463325252ull;
     for (int i = 0; i < 60000; i++) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      auto& s = b.Sys(IOT_OP_PREAD64, 1000 + i, 1, 1 + i % 7, 3, 4096);
+      auto& s = b.Call(IOT_OP_PREAD64, 1000 + i, 1, 1 + i % 7, 3, 4096);
       s.offset = x;
       s.length = 4096;
     }
-    b.Finish();
+    EXPECT_TRUE(b.WriteFile(dir / "b.iotwin", nlohmann::json::object()).ok());
   }
   std::string bytes = ReadFile(dir / "b.iotwin");
   for (size_t i = bytes.size() / 2; i < bytes.size() / 2 + 64; i++) bytes[i] ^= 0x5a;
@@ -312,22 +312,22 @@ TEST(TableExport, OutputThatIsNotADirectoryIsRefusedByName) {
 TEST(TableExport, IntegersAtTheirLimitsRoundTrip) {
   ScratchDir dir;
   {
-    TraceBuilder b(dir / "t.iotwin");
+    TraceBuilder b(nlohmann::json::object());
     uint64_t v = 1;
     for (int i = 0; i < 20; i++, v *= 10) {
       const auto ret = static_cast<int64_t>(v / 10);
-      auto& s = b.Sys(IOT_OP_PREAD64, v - 1, 1, 1, -1, i % 2 ? -ret : ret);
+      auto& s = b.Call(IOT_OP_PREAD64, v - 1, 1, 1, -1, i % 2 ? -ret : ret);
       s.offset = v;
       s.length = UINT64_MAX - i;
     }
-    b.Sys(IOT_OP_PREAD64, 0, 1, 1, -1, INT64_MIN).offset = 9;
+    b.Call(IOT_OP_PREAD64, 0, 1, 1, -1, INT64_MIN).offset = 9;
     // Values of every length, by a fixed pseudo-random sequence.
     uint64_t x = 88172645463325252ull;
     for (int i = 0; i < 2000; i++) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      b.Sys(IOT_OP_PREAD64, x >> (i % 64), 1, 1, -1, 0).offset = x;
+      b.Call(IOT_OP_PREAD64, x >> (i % 64), 1, 1, -1, 0).offset = x;
     }
-    b.Finish();
+    EXPECT_TRUE(b.WriteFile(dir / "t.iotwin", nlohmann::json::object()).ok());
   }
   auto r = ExportTables(dir / "t.iotwin", dir / "out", TableFormat::kJsonl);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -354,7 +354,7 @@ TEST(TableExport, IntegersAtTheirLimitsRoundTrip) {
 // they show: a trace many batches long keeps each table's rows, and their paths, in trace order.
 // `records` records: every third a page fault, the others opens of /p/<i % 997>, ts = i.
 void WriteManyBatchTrace(const std::string& path, int records) {
-  TraceBuilder b(path);
+  TraceBuilder b(nlohmann::json::object());
   for (int i = 0; i < records; i++) {
     if (i % 3 == 2) {
       iot_page_fault pf{};
@@ -365,11 +365,11 @@ void WriteManyBatchTrace(const std::string& path, int records) {
       pf.pgoff = static_cast<uint64_t>(i);
       b.Add(pf);
     } else {
-      auto& s = b.Sys(IOT_OP_OPENAT, static_cast<uint64_t>(i), 1, 1, AT_FDCWD, -2);
+      auto& s = b.Call(IOT_OP_OPENAT, static_cast<uint64_t>(i), 1, 1, AT_FDCWD, -2);
       s.path_id = b.Str("/p/" + std::to_string(i % 997));
     }
   }
-  b.Finish();
+  EXPECT_TRUE(b.WriteFile(path, nlohmann::json::object()).ok());
 }
 
 TEST(TableExport, RowsSpanningManyBatchesKeepTraceOrder) {

@@ -15,7 +15,11 @@
 //     b.Pread(101, 3, 4096, 4096, 4096).dur = 50'000;
 // - Explicit times: Open, Io, Intent and the *At helpers (CloseAt, BlockAt, ...) take `ts` (and
 //   the file's dev/ino) as arguments and leave the clock alone; tgid 0 means tgid = tid. Sys()
-//   makes a syscall record to adjust and Add().
+//   makes a syscall record to adjust and Add(). Call() appends a call held open: it may be
+//   adjusted until the next record is added, and the strings interned meanwhile go before it, as
+//   the capture writes them:
+//     auto& s = b.Call(IOT_OP_OPENAT, ts, tgid, tid, AT_FDCWD, 3);
+//     s.path_id = b.Str("/data/in.bin");
 //
 // The default header is a bare syscall-layer capture; FullCaptureMeta() is one with the syscall,
 // memory and block layers enabled, a kernel, an anchor and a command, as analysis expects.
@@ -94,7 +98,7 @@ class TraceBuilder {
     if (it != strings_.end()) return it->second;
     uint32_t id = static_cast<uint32_t>(strings_.size() + 1);
     strings_.emplace(std::string(s), id);
-    auto& buf = NewRecord(sizeof(iot_string) + s.size());
+    auto& buf = NewRecord(sizeof(iot_string) + s.size(), true);
     auto* r = reinterpret_cast<iot_string*>(buf.data());
     r->hdr.type = IOT_REC_STRING;
     r->id = id;
@@ -377,6 +381,7 @@ class TraceBuilder {
   // `inos` (0: none read) on device `dev`, entry i for slot `first` + i.
   void FdList(uint16_t kind, const std::vector<int32_t>& fds, const std::vector<uint64_t>& inos = {},
               uint32_t first = 0, uint32_t dev = 0) {
+    CloseCall();
     const auto& call = *reinterpret_cast<const iot_syscall*>(records_.back().data());
     const uint32_t tid = call.tid;
     const uint64_t ts = call.ts;
@@ -403,6 +408,7 @@ class TraceBuilder {
   }
   // Cuts the last record to its first `size` bytes, as an older writer wrote it.
   void ShortenLast(uint16_t size) {
+    CloseCall();
     auto& buf = records_.back();
     buf.resize(size);
     reinterpret_cast<iot_rec_hdr*>(buf.data())->size = size;
@@ -458,8 +464,23 @@ class TraceBuilder {
   // Appends a copy of `rec` (its hdr.size bytes).
   template <typename T>
   void Add(const T& rec) {
+    CloseCall();
     const uint8_t* p = reinterpret_cast<const uint8_t*>(&rec);
     records_.emplace_back(p, p + rec.hdr.size);
+  }
+
+  // A system call of a regular file at `ts`, 1 µs long, held open (see the top of this file):
+  // the returned record may be adjusted until the next record is added.
+  iot_syscall& Call(uint16_t op, uint64_t ts, uint32_t tgid, uint32_t tid, int32_t fd,
+                    int64_t ret) {
+    CloseCall();
+    open_call_ = Sys(op, tid, ts);
+    open_call_.tgid = tgid;
+    open_call_.fd = fd;
+    open_call_.ret = ret;
+    open_call_.ftype = 8;
+    has_open_call_ = true;
+    return open_call_;
   }
 
   // A system call with common defaults: tgid = tid unless set, 1 µs long, succeeded.
@@ -524,20 +545,33 @@ class TraceBuilder {
 
   void ProcAt(uint16_t kind, uint64_t ts, uint32_t tgid, uint32_t tid, const char* comm,
               uint32_t child_tgid = 0, uint32_t child_tid = 0) {
+    iot_proc p = ProcRecord(kind, ts, tgid, tid, comm);
+    p.child_tgid = child_tgid;
+    p.child_tid = child_tid;
+    Add(p);
+  }
+  // A process record to adjust and Add(): `comm` as bytes (up to 15, whatever they hold), the
+  // exec'd or cwd path's string id.
+  static iot_proc ProcRecord(uint16_t kind, uint64_t ts, uint32_t tgid, uint32_t tid,
+                             std::string_view comm = {}, uint32_t path_id = 0) {
     iot_proc p{};
     InitRecord(&p, IOT_REC_PROC);
     p.kind = kind;
     p.ts = ts;
     p.tgid = tgid;
     p.tid = tid;
-    p.child_tgid = child_tgid;
-    p.child_tid = child_tid;
-    std::strncpy(p.comm, comm, sizeof p.comm - 1);
-    Add(p);
+    p.path_id = path_id;
+    std::memcpy(p.comm, comm.data(), std::min(comm.size(), sizeof p.comm - 1));
+    return p;
   }
 
   void BlockAt(uint16_t phase, uint64_t ts, uint32_t dev, uint64_t sector, uint32_t bytes,
                uint32_t flags, uint64_t rq_id) {
+    Add(BlockRecord(phase, ts, dev, sector, bytes, flags, rq_id));
+  }
+  // A block record to adjust and Add(); `tid` (also its tgid) the thread it is charged to.
+  static iot_block BlockRecord(uint16_t phase, uint64_t ts, uint32_t dev, uint64_t sector,
+                               uint32_t bytes, uint32_t flags, uint64_t rq_id, uint32_t tid = 0) {
     iot_block b{};
     InitRecord(&b, IOT_REC_BLOCK);
     b.phase = phase;
@@ -548,7 +582,9 @@ class TraceBuilder {
     b.bytes = bytes;
     b.flags = flags;
     b.rq_id = rq_id;
-    Add(b);
+    b.tid = tid;
+    b.tgid = tid;
+    return b;
   }
 
   void FaultAt(uint64_t ts, uint32_t tid, uint32_t dev, uint64_t ino, uint64_t pgoff, bool major,
@@ -625,12 +661,19 @@ class TraceBuilder {
   }
 
   // ---- output ------------------------------------------------------------------------------
-  size_t size() const { return records_.size(); }
-  const std::deque<std::vector<uint8_t>>& records() const { return records_; }
+  size_t size() const {
+    CloseCall();
+    return records_.size();
+  }
+  const std::deque<std::vector<uint8_t>>& records() const {
+    CloseCall();
+    return records_;
+  }
 
   // Hands every record, in order, to sink.Add(const iot_rec_hdr*).
   template <typename Sink>
   Status Feed(Sink& sink) const {
+    CloseCall();
     for (const auto& r : records_) {
       IOTWIN_RETURN_IF_ERROR(sink.Add(reinterpret_cast<const iot_rec_hdr*>(r.data())));
     }
@@ -641,6 +684,7 @@ class TraceBuilder {
   // size as TraceReader does (a record cut by ShortenLast reads as an older writer's).
   template <typename Fn>
   void ForEach(Fn&& fn) const {
+    CloseCall();
     std::vector<uint8_t> buf;
     for (const auto& r : records_) {
       const auto* h = reinterpret_cast<const iot_rec_hdr*>(r.data());
@@ -654,6 +698,7 @@ class TraceBuilder {
   // default that of a capture whose workload exited).
   Status WriteFile(const std::string& path,
                    const nlohmann::json& summary = {{"stop_reason", "exit"}}) const {
+    CloseCall();
     IOTWIN_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(path, meta_));
     for (const auto& r : records_) {
       IOTWIN_RETURN_IF_ERROR(writer->Append(reinterpret_cast<const iot_rec_hdr*>(r.data())));
@@ -662,7 +707,16 @@ class TraceBuilder {
   }
 
  private:
-  std::vector<uint8_t>& NewRecord(size_t size) {
+  // Appends the call Call() holds open, if any (it goes after the strings interned since).
+  void CloseCall() const {
+    if (!has_open_call_) return;
+    has_open_call_ = false;
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(&open_call_);
+    records_.emplace_back(p, p + open_call_.hdr.size);
+  }
+  // A new record of `size` bytes; a STRING record goes before a call held open, any other after.
+  std::vector<uint8_t>& NewRecord(size_t size, bool string = false) {
+    if (!string) CloseCall();
     records_.emplace_back(size, 0);
     auto& buf = records_.back();
     reinterpret_cast<iot_rec_hdr*>(buf.data())->size = static_cast<uint16_t>(size);
@@ -684,7 +738,10 @@ class TraceBuilder {
   uint64_t now_ = 1'000'000'000;
   std::unordered_map<std::string, uint32_t> strings_;
   std::unordered_map<uint32_t, uint32_t> tgid_of_;
-  std::deque<std::vector<uint8_t>> records_;
+  // Mutable: reading the records closes a call held open.
+  mutable std::deque<std::vector<uint8_t>> records_;
+  mutable iot_syscall open_call_{};
+  mutable bool has_open_call_ = false;
 };
 
 }  // namespace iotwin::test
