@@ -101,10 +101,13 @@ Result<PlannedLoad> LoadByPlan(std::string_view object,
                                const RowFilter& wanted) {
   IOTWIN_ASSIGN_OR_RETURN(AttachMethod forced, ForcedAttachMethod());
   PlannedLoad done{PlanObject(object, forced, wanted), Status::Ok()};
+  const bool any = std::any_of(done.plan.begin(), done.plan.end(), [](const auto& planned) {
+    return planned.second != AttachMethod::kNone;
+  });
+  if (any) return LoadPlanned(object, load, std::move(done));
   std::string left_out;
-  for (const auto& [program, method] : done.plan) {
-    if (method != AttachMethod::kNone) return LoadPlanned(object, load, std::move(done));
-    const ProgramAttach* row = FindAttach(object, program);
+  for (const auto& planned : done.plan) {
+    const ProgramAttach* row = FindAttach(object, planned.first);
     if (row) left_out += fmt::format("{}{}", left_out.empty() ? "" : ", ", row->tracepoint);
   }
   return Status::Unsupported("none of the {} programs is wanted or attachable here ({})", object,
