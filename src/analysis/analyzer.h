@@ -194,6 +194,14 @@ class Analyzer {
     bool exited = false;
   };
   static constexpr int kMaxNames = 4;
+  // An access to pages [first, end) of a file (Access*), noted when the trace's time was
+  // seen_ts; fault_major: a fault already counted major.
+  struct RecentRead {
+    uint64_t first = 0, end = 0, seen_ts = 0;
+    uint8_t access = 0;
+    bool fault_major = false;
+  };
+  static constexpr size_t kRecentReads = 32;
   // The fields every data system call updates come first, in three cache lines: a random mix
   // of files then touches three lines per call rather than six.
   struct alignas(64) FileStats {
@@ -238,6 +246,11 @@ class Analyzer {
     uint64_t fault_window_first = 0, fault_window_end = 0;  // of its last read fault
     uint8_t last_access = 0;  // Access*
     bool last_fault_major = false;
+    // Its latest accesses (read calls, faults, writes; contiguous calls merged), oldest first,
+    // at most kRecentReads: the capture writes a run of insertions when the run ends, after the
+    // accesses that found or wrote its pages; NotePageAdd counts them as those reads' misses
+    // (a write's pages are its own, not misses).
+    std::vector<RecentRead> recent_reads;
   };
   enum : uint8_t { kAccessNone = 0, kAccessCall, kAccessFault, kAccessWrite };
   // What OnSyscall's descriptor step found: the file, the offset the call used, and whether
@@ -451,10 +464,14 @@ class Analyzer {
     f.last_first = first;
     f.last_end = end;
     f.last_fault_major = false;
+    NoteRecentRead(f, access, first, end);
     const uint64_t taken = TakePending(file_index, f, first, end);
     return access == kAccessWrite ? 0 : taken;
   }
   void NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uint64_t count, uint64_t ts);
+  void NoteRecentRead(FileStats& f, uint8_t access, uint64_t first, uint64_t end);
+  // Pages of [first, end) that `r` read: counted as its misses, and no longer its.
+  void CreditRecentRead(FileStats& f, RecentRead& r, uint64_t lo, uint64_t hi, uint64_t ts);
   void AddPending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end);
   uint64_t TakePending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end) {
     if (f.pending_pages == 0 || end <= f.pending_first || first >= f.pending_end) return 0;

@@ -146,39 +146,68 @@ bool Analyzer::MappedFault(const iot_page_fault& r, int32_t file, FileStats& f, 
   const uint64_t missed = NoteAccess(file, f, kAccessFault, first, end);
   f.missed_fault_pages = SaturatingAdd(f.missed_fault_pages, missed);
   f.last_fault_major = missed > 0 || (r.flags & IOT_PFF_MAJOR);
+  if (!f.recent_reads.empty()) f.recent_reads.back().fault_major = f.last_fault_major;
   return missed > 0;
 }
 
 void Analyzer::NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uint64_t count,
                            uint64_t ts) {
-  uint64_t end = PendingPages::End(first, count);
-  // The capture can write an insertion after the record of the access that caused it (a read
-  // call's record is written at its exit, before the thread's coalesced insertions): pages of
-  // the file's last access count as that access's misses.
-  const uint64_t lo = std::max(first, f.last_first), hi = std::min(end, f.last_end);
-  if (f.last_access != kAccessNone && lo < hi) {
-    if (f.last_access == kAccessCall) {
-      f.missed_call_pages = SaturatingAdd(f.missed_call_pages, hi - lo);
-    }
-    if (f.last_access == kAccessFault) {
-      f.missed_fault_pages = SaturatingAdd(f.missed_fault_pages, hi - lo);
-      if (!f.last_fault_major) {
-        f.last_fault_major = true;
-        ++f.faults_major;
-        ++faults_major_;
-        series_.Add(kMajorFaults, ts, 1);
+  // The capture writes a run of insertions when the run ends (a read call's record at its exit,
+  // a run at its thread's next readahead window or fault, or 1 ms after it began): reads of the
+  // file recorded before the run but seen since it began found its pages only because the run
+  // brought them in. They count as those reads' misses, newest read first, each page once;
+  // pages a write put in the cache are the program's own, neither misses nor pending.
+  constexpr uint64_t kRunLateNs = 2'000'000;
+  std::vector<std::pair<uint64_t, uint64_t>> rest{{first, PendingPages::End(first, count)}};
+  for (auto r = f.recent_reads.rbegin(); r != f.recent_reads.rend() && !rest.empty(); ++r) {
+    // A read from before the run began found its pages cached (evicted since, added again).
+    if (SaturatingAdd(r->seen_ts, kRunLateNs) < ts) break;
+    for (size_t i = 0; i < rest.size() && r->first < r->end;) {
+      const auto [a, b] = rest[i];
+      const uint64_t lo = std::max(a, r->first), hi = std::min(b, r->end);
+      if (lo >= hi) {
+        ++i;
+        continue;
       }
-    }
-    if (lo > first) AddPending(file_index, f, first, lo);
-    first = hi;
-    // Credited once: the same pages evicted and added again without a new access are pending.
-    if (lo == f.last_first) {
-      f.last_first = hi;
-    } else {
-      f.last_end = lo;
+      CreditRecentRead(f, *r, lo, hi, ts);
+      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+      if (a < lo) rest.insert(rest.begin() + static_cast<std::ptrdiff_t>(i++), {a, lo});
+      if (hi < b) rest.insert(rest.begin() + static_cast<std::ptrdiff_t>(i++), {hi, b});
     }
   }
-  if (first < end) AddPending(file_index, f, first, end);
+  for (const auto& [a, b] : rest) AddPending(file_index, f, a, b);
+}
+
+void Analyzer::CreditRecentRead(FileStats& f, RecentRead& r, uint64_t lo, uint64_t hi,
+                                uint64_t ts) {
+  if (r.access == kAccessCall) f.missed_call_pages = SaturatingAdd(f.missed_call_pages, hi - lo);
+  if (r.access == kAccessFault) {
+    f.missed_fault_pages = SaturatingAdd(f.missed_fault_pages, hi - lo);
+    if (!r.fault_major) {
+      r.fault_major = true;
+      ++f.faults_major;
+      ++faults_major_;
+      series_.Add(kMajorFaults, ts, 1);
+    }
+  }
+  // Credited once: the same pages evicted and added again without a new read are pending.
+  if (lo == r.first) {
+    r.first = hi;
+  } else {
+    r.end = lo;
+  }
+}
+
+void Analyzer::NoteRecentRead(FileStats& f, uint8_t access, uint64_t first, uint64_t end) {
+  std::vector<RecentRead>& reads = f.recent_reads;
+  if (access != kAccessFault && !reads.empty() && reads.back().access == access &&
+      reads.back().end == first) {
+    reads.back().end = end;
+    reads.back().seen_ts = last_ts_;
+    return;
+  }
+  if (reads.size() >= kRecentReads) reads.erase(reads.begin());
+  reads.push_back({.first = first, .end = end, .seen_ts = last_ts_, .access = access});
 }
 
 void Analyzer::AddPending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end) {
