@@ -11,7 +11,9 @@
  *  - page cache and dirtying: events in a traced thread are recorded, and the
  *    file joins the "interesting inodes" set; events elsewhere (other
  *    processes, reclaim, flusher kworkers) are recorded only for interesting
- *    inodes, so unrelated page-cache traffic never reaches the ring.
+ *    inodes, so unrelated page-cache traffic never reaches the ring. Removals
+ *    count for interesting inodes only, even in a traced thread: drop_caches
+ *    written by the workload removes the pages of every file in its context.
  *  - write-back runs in kworkers: interesting inodes only.
  *
  * Per traced thread an entry of iot_mem_threads holds the latest file fault
@@ -187,6 +189,10 @@ static __always_inline bool iot_mem_first_touch(struct inode *inode, __u64 ino, 
 	iot_mem_mark(ino, dev);
 	if (!iot_mem_emit_state)
 		return true;
+	/* A block device's own page cache (its inode on the bdev pseudo file system, read for
+	 * file-system metadata) is no file of the workload's: its size is the whole device. */
+	if ((BPF_CORE_READ(inode, i_mode) & IOT_S_IFMT) == IOT_S_IFBLK)
+		return true;
 	struct iot_wire_cache_state w = {};
 	w.cs.hdr.type = IOT_WIRE_CACHE_STATE;
 	w.cs.hdr.size = sizeof(w);
@@ -360,14 +366,46 @@ static long iot_mem_vma_cb(struct task_struct *task, struct vm_area_struct *vma,
 	return 0;
 }
 
+/* vm_area_struct's "detached" flag (per-VMA locks, Linux 6.4 to 6.14; since
+ * "mm: replace vm_lock and detached flag with a reference count", Linux 6.15,
+ * vm_refcnt is 0 for a detached VMA). */
+struct vm_area_struct___detached {
+	bool detached;
+} __attribute__((preserve_access_index));
+
+/* Whether the VMA at `vma` is still in its address space. VMAs are freed by RCU
+ * (SLAB_TYPESAFE_BY_RCU since 6.15): an unmapped VMA that no new mapping has
+ * reused keeps its range, file and offset, and would pass every other check;
+ * the kernel's own lock_vma_under_rcu checks the same thing. Kernels without
+ * per-VMA locks (6.1-6.3) say nothing: the maple tree is asked instead. */
+static __always_inline bool iot_mem_vma_attached(__u64 vma, __u64 mm, __u64 address)
+{
+	struct vm_area_struct *a = (void *)vma;
+	if (bpf_core_field_exists(a->vm_refcnt)) {
+		__u32 refs = 0;
+		bpf_core_read(&refs, sizeof(refs), &a->vm_refcnt);
+		return refs != 0;
+	}
+	struct vm_area_struct___detached *old = (void *)vma;
+	if (bpf_core_field_exists(old->detached)) {
+		bool detached = true;
+		bpf_core_read(&detached, sizeof(detached), &old->detached);
+		return !detached;
+	}
+	return iot_mt_find_vma(mm, address) == vma;
+}
+
 /* Whether the cached VMA still is the mapping at `address` in `mm`: the VMA
  * read back (structures are RCU-freed, so the read is of some VMA) must still
- * hold the same range, file and offset, in the same address space, and the
- * file the same inode: a thread that unmaps one file and maps another of the
- * same size at the same address can get the freed VMA and struct file back. */
+ * be attached and hold the same range, file and offset, in the same address
+ * space, and the file the same inode: a thread that unmaps one file and maps
+ * another of the same size at the same address can get the freed VMA (still
+ * unchanged, or reused) and struct file back. */
 static __always_inline bool iot_mem_vma_valid(struct iot_mem_vma_cache *c, __u64 address, __u64 mm)
 {
 	if (!c->vma || address < c->start || address >= c->end || c->mm != mm)
+		return false;
+	if (!iot_mem_vma_attached(c->vma, mm, address))
 		return false;
 	struct vm_area_struct *vma = (void *)c->vma;
 	__u64 start = 0, end = 0, file = 0, pgoff = 0, vm_mm = 0;
@@ -401,8 +439,11 @@ static __always_inline void iot_mem_window(struct iot_mem_thread *t, __u64 lo, _
 	__u64 pgoff = t->pf.pgoff;
 	__u64 vm_first = pgoff - ((t->pf.addr - t->vm_start) >> IOT_PAGE_SHIFT);
 	__u64 vm_last = vm_first + ((t->vm_end - t->vm_start) >> IOT_PAGE_SHIFT) - 1;
-	__u64 pt_first = pgoff - ((t->pf.addr >> IOT_PAGE_SHIFT) & (IOT_PMD_PAGES - 1));
-	__u64 pt_last = pt_first + IOT_PMD_PAGES - 1;
+	/* The page table's first page may lie before the file's start (a mapping that is not
+	 * aligned to a page table): no page of the file comes before page 0. */
+	__u64 pt_back = (t->pf.addr >> IOT_PAGE_SHIFT) & (IOT_PMD_PAGES - 1);
+	__u64 pt_first = pgoff >= pt_back ? pgoff - pt_back : 0;
+	__u64 pt_last = pgoff - pt_back + IOT_PMD_PAGES - 1;
 	if (lo < vm_first)
 		lo = vm_first;
 	if (lo < pt_first)
@@ -424,7 +465,9 @@ static __always_inline void iot_mem_pmd_folio(struct iot_mem_thread *t, __u64 fi
 {
 	if (nr < IOT_PMD_PAGES || first > t->pf.pgoff || t->pf.pgoff >= first + nr)
 		return;
-	__u64 first_addr = t->pf.addr - ((t->pf.pgoff - first) << IOT_PAGE_SHIFT);
+	/* the faulting address is anywhere in its page: its page's start counts */
+	__u64 page_addr = t->pf.addr & ~(__u64)(IOT_MEM_PAGE_SIZE - 1);
+	__u64 first_addr = page_addr - ((t->pf.pgoff - first) << IOT_PAGE_SHIFT);
 	if (first_addr & ((IOT_PMD_PAGES << IOT_PAGE_SHIFT) - 1))
 		return;
 	iot_mem_window(t, first, first + nr - 1);
@@ -767,13 +810,18 @@ static __always_inline int iot_mem_pc_delete_body(struct folio *folio)
 	__u64 ino;
 	__u32 dev;
 	iot_folio_ident(folio, &ino, &dev);
+	/* Removals only of files the workload touched, whoever removes them: a traced thread
+	 * writing drop_caches (or shrinking the cache) removes pages of every file of the
+	 * machine in its own context. */
+	if (!iot_mem_interesting(ino, dev))
+		return 0;
 	struct iot_mem_thread *t = NULL;
 	if (iot_tgid_traced(tgid)) {
 		iot_mem_first_touch(BPF_CORE_READ(folio, mapping, host), ino, dev, 0, tgid);
 		if (!iot_mem_emit_cache)
 			return 0;
 		t = iot_mem_thread_get(tid, tgid);
-	} else if (!iot_mem_emit_cache || !iot_mem_interesting(ino, dev)) {
+	} else if (!iot_mem_emit_cache) {
 		return 0;
 	}
 	iot_mem_run_add(t, IOT_MEM_RUN_DEL, ino, dev, BPF_CORE_READ(folio, index),
