@@ -11,9 +11,7 @@
  *  - page cache and dirtying: events in a traced thread are recorded, and the
  *    file joins the "interesting inodes" set; events elsewhere (other
  *    processes, reclaim, flusher kworkers) are recorded only for interesting
- *    inodes, so unrelated page-cache traffic never reaches the ring. Removals
- *    count for interesting inodes only, even in a traced thread: drop_caches
- *    written by the workload removes the pages of every file in its context.
+ *    inodes, so unrelated page-cache traffic never reaches the ring.
  *  - write-back runs in kworkers: interesting inodes only.
  *
  * Per traced thread an entry of iot_mem_threads holds the latest file fault
@@ -810,18 +808,13 @@ static __always_inline int iot_mem_pc_delete_body(struct folio *folio)
 	__u64 ino;
 	__u32 dev;
 	iot_folio_ident(folio, &ino, &dev);
-	/* Removals only of files the workload touched, whoever removes them: a traced thread
-	 * writing drop_caches (or shrinking the cache) removes pages of every file of the
-	 * machine in its own context. */
-	if (!iot_mem_interesting(ino, dev))
-		return 0;
 	struct iot_mem_thread *t = NULL;
 	if (iot_tgid_traced(tgid)) {
 		iot_mem_first_touch(BPF_CORE_READ(folio, mapping, host), ino, dev, 0, tgid);
 		if (!iot_mem_emit_cache)
 			return 0;
 		t = iot_mem_thread_get(tid, tgid);
-	} else if (!iot_mem_emit_cache) {
+	} else if (!iot_mem_emit_cache || !iot_mem_interesting(ino, dev)) {
 		return 0;
 	}
 	iot_mem_run_add(t, IOT_MEM_RUN_DEL, ino, dev, BPF_CORE_READ(folio, index),
