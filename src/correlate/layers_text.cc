@@ -296,11 +296,26 @@ void RequestsText(std::string& out, const json& r) {
 
 }  // namespace
 
+// Requests in flight per device, time-weighted (iostat's aqu-sz).
+void QueueDepthText(std::string& out, const json& qd) {
+  if (!qd.is_object() || qd.empty()) return;
+  out += "\nQueue depth (requests in flight, time-weighted; on the device: issued, not given back)\n";
+  out += fmt::format("  {:<10} {:>9} {:>5} {:>5} {:>13} {:>5}\n", "device", "average", "p99", "max",
+                     "on device avg", "max");
+  for (const auto& [dev, q] : qd.items()) {
+    const json& d = q.value("device", json::object());
+    out += fmt::format("  {:<10} {:>9.2f} {:>5} {:>5} {:>13.2f} {:>5}\n", dev,
+                       q.value("average", 0.0), q.value("p99", 0ull), q.value("max", 0ull),
+                       d.value("average", 0.0), d.value("max", 0ull));
+  }
+}
+
 std::string RenderLayersText(const json& r) {
   std::string out;
   LayersAndCoverageText(out, r);
   LatencyText(out, r["latency"]);
   BttText(out, r["btt"]);
+  if (r.contains("queue_depth")) QueueDepthText(out, r["queue_depth"]);
   SplitsAndMergesText(out, r["splits"]);
   AmplificationText(out, r["amplification"]);
   SoftwareShareText(out, r["software_share"]);

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/checked_math.h"
 #include "format/records.h"
 
 namespace iotwin::model {
@@ -128,7 +129,7 @@ inline QueueDepth QueueDepthOf(std::vector<std::pair<uint64_t, uint64_t>> interv
     start = std::max(start, window_first);
     end = std::min(end, window_last);
     if (end <= start) continue;
-    q.in_flight_ns += end - start;
+    q.in_flight_ns = SaturatingAdd(q.in_flight_ns, end - start);  // traces are untrusted
     events.emplace_back(start, 1);
     events.emplace_back(end, -1);
   }
