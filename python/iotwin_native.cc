@@ -171,10 +171,18 @@ constexpr size_t kMaxReserveRows = size_t{1} << 26;
 class Reader {
  public:
   Reader(const std::string& path, std::vector<std::string> tables,
-         std::vector<std::string> columns, std::vector<std::string> ops, uint64_t ts_from,
-         uint64_t ts_to, std::string path_glob, bool salvage, size_t reserve_rows) {
-    for (const std::string& op : ops) {
-      if (!OpFromName(op)) throw py::value_error("unknown op '" + op + "' in where=");
+         std::vector<std::string> columns, std::vector<std::string> op_words, uint64_t ts_from,
+         uint64_t ts_to, std::string path_glob, bool salvage, size_t reserve_rows,
+         std::vector<uint64_t> tgids, std::vector<uint64_t> tids) {
+    // The words of the command line's --filter op=: op names, `reads`, `writes`.
+    std::vector<std::string> ops;
+    for (const std::string& word : op_words) {
+      const std::vector<uint16_t> named = OpsNamedBy(word);
+      if (named.empty()) {
+        throw py::value_error("unknown op '" + word +
+                              "' in where= (a system call such as pread64, or reads, writes)");
+      }
+      for (uint16_t op : named) ops.emplace_back(OpName(op));
     }
     if (!path_glob.empty()) {
       const Status s = model::CheckGlob("where path", path_glob);
@@ -184,6 +192,8 @@ class Reader {
     q.tables = std::move(tables);
     q.columns = std::move(columns);
     q.ops = std::move(ops);
+    q.tgids = std::move(tgids);
+    q.tids = std::move(tids);
     q.ts_from = ts_from;
     q.ts_to = ts_to;
     q.path_glob = std::move(path_glob);
@@ -496,10 +506,12 @@ PYBIND11_MODULE(_native, m) {
       .def("tables", &Trace::Tables);
   py::class_<Reader>(m, "Reader")
       .def(py::init<const std::string&, std::vector<std::string>, std::vector<std::string>,
-                    std::vector<std::string>, uint64_t, uint64_t, std::string, bool, size_t>(),
+                    std::vector<std::string>, uint64_t, uint64_t, std::string, bool, size_t,
+                    std::vector<uint64_t>, std::vector<uint64_t>>(),
            py::arg("path"), py::arg("tables"), py::arg("columns"), py::arg("ops"),
            py::arg("ts_from"), py::arg("ts_to"), py::arg("path_glob"), py::arg("salvage"),
-           py::arg("reserve_rows") = 0)
+           py::arg("reserve_rows") = 0, py::arg("tgids") = std::vector<uint64_t>{},
+           py::arg("tids") = std::vector<uint64_t>{})
       .def("read", &Reader::Read, py::arg("max_rows") = 0)
       .def("tables", &Reader::Tables, py::arg("take"), py::arg("dict_from"),
            py::arg("view") = false)

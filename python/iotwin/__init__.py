@@ -29,8 +29,10 @@ from iotwin import _native
 
 __all__ = ["open", "Trace", "TraceError", "marker", "phase"]
 
-# where= keys and the column each filters on.
-_WHERE_KEYS = {"op": "op", "path": "file_id", "ts_ns": "ts_ns"}
+# where= keys and the column each filters on: the words of the command line's --filter (op,
+# file, tgid or pid, tid), `path` as another name of `file`, and `ts_ns`.
+_WHERE_KEYS = {"op": "op", "path": "file_id", "file": "file_id", "ts_ns": "ts_ns",
+               "tgid": "tgid", "pid": "tgid", "tid": "tid"}
 # Renamed columns of tables with file ids: the CSV's name -> ours.
 _ARG_COLUMNS = {"path": "path_arg", "path2": "path2_arg"}
 _RESOLVED = {"path": "file_id", "path2": "file2_id"}
@@ -161,9 +163,15 @@ class Trace:
         if unknown:
             raise ValueError("where=: unknown key(s) %s; known: %s" %
                              (sorted(unknown), sorted(_WHERE_KEYS)))
+        if "path" in where and "file" in where:
+            raise ValueError("where=: give the file glob once, as 'file' or as 'path'")
         ops = _where_ops(where.get("op", []))
         ts_from, ts_to = _where_time(where.get("ts_ns", (None, None)))
-        path_glob = _where_path(where.get("path", ""))
+        path_glob = _where_path(where.get("file", where.get("path", "")))
+        if "tgid" in where and "pid" in where:
+            raise ValueError("where=: give the process once, as 'tgid' or as 'pid'")
+        tgids = _where_ids("tgid", where.get("tgid", where.get("pid", [])))
+        tids = _where_ids("tid", where.get("tid", []))
         native_columns = []
         if columns is not None:
             columns = list(columns)
@@ -174,7 +182,7 @@ class Trace:
         reader = _native.Reader(self.path, [table], native_columns, list(ops),
                                 0 if ts_from is None else int(ts_from),
                                 2**64 - 1 if ts_to is None else int(ts_to),
-                                path_glob, self.salvage, reserve_rows)
+                                path_glob, self.salvage, reserve_rows, tgids, tids)
         return reader, columns
 
     def _read_all(self, table, columns, where, max_rows=0):
@@ -201,6 +209,17 @@ def _where_ops(ops):
         return list(ops)
     raise ValueError("where=%r: an op name or a list of op names, e.g. {'op': ['read', "
                      "'pread64']}" % {"op": ops})
+
+
+def _where_ids(key, ids):
+    """where={"tgid": ...} or {"tid": ...}: one id or a list of them."""
+    one = isinstance(ids, (int, np.integer)) and not isinstance(ids, bool)
+    many = isinstance(ids, (list, tuple, set, frozenset)) and all(
+        isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in ids)
+    if (one or many) and all(0 <= i < 2**32 for i in ([ids] if one else ids)):
+        return [int(ids)] if one else [int(i) for i in ids]
+    raise ValueError("where=%r: a thread or process id or a list of them, e.g. {%r: [1234]}" %
+                     ({key: ids}, key))
 
 
 def _where_time(window):

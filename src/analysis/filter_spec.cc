@@ -49,19 +49,14 @@ Result<AnalysisFilter> ParseFilterSpecs(const std::vector<std::string>& specs,
         IOTWIN_ASSIGN_OR_RETURN(uint32_t id, ParseId(key, v));
         f.tids.push_back(id);
       } else if (key == "op") {
-        if (v == "reads" || v == "writes") {
-          for (uint16_t op = 0; op <= IOT_OP_MAX; op++)
-            if (v == "reads" ? OpIsRead(op) : OpIsWrite(op)) f.ops.push_back(op);
-          continue;
-        }
-        auto op = OpFromName(v);
-        if (!op) {
+        const std::vector<uint16_t> ops = OpsNamedBy(v);
+        if (ops.empty()) {
           return Status::Invalid(
               "--filter op={}: unknown operation (a system call such as pread64, or reads, writes; "
               "e.g. op=pread64,pwrite64)",
               v);
         }
-        f.ops.push_back(*op);
+        f.ops.insert(f.ops.end(), ops.begin(), ops.end());
       } else {
         return Status::Invalid("--filter {}: unknown key '{}' (tgid, tid, file, op)", spec, key);
       }

@@ -59,6 +59,18 @@ std::optional<uint16_t> OpFromName(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<uint16_t> OpsNamedBy(std::string_view word) {
+  std::vector<uint16_t> ops;
+  if (word == "reads" || word == "writes") {
+    const OpFamily family = word == "reads" ? OpFamily::kRead : OpFamily::kWrite;
+    for (uint16_t op = 1; op <= IOT_OP_MAX; op++)
+      if (GetOpInfo(op).family == family) ops.push_back(op);
+  } else if (auto op = OpFromName(word)) {
+    ops.push_back(*op);
+  }
+  return ops;
+}
+
 bool OpIsRead(uint16_t op) { return GetOpInfo(op).family == OpFamily::kRead; }
 
 bool OpIsWrite(uint16_t op) { return GetOpInfo(op).family == OpFamily::kWrite; }

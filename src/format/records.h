@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "iotwin_abi.h"
 
@@ -48,6 +49,9 @@ std::string_view RecordTypeName(uint16_t type);
 // "pread64", "openat", ... (format/op_info.h); "unknown" for out-of-range codes.
 std::string_view OpName(uint16_t op);
 std::optional<uint16_t> OpFromName(std::string_view name);
+// The ops a filter word names: one op's name, or `reads` / `writes` (every op of that family).
+// Empty for an unknown word. The command line's --filter op= and Python's where={"op": ...}.
+std::vector<uint16_t> OpsNamedBy(std::string_view word);
 
 // Classification used by analysis and replay.
 bool OpIsRead(uint16_t op);   // read, pread64, readv, preadv, preadv2

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 
 namespace iotwin::interop {
@@ -52,7 +53,8 @@ Column* ColumnRowWriter::AddColumn(std::string_view name, Column::Kind kind, uin
   c.kind = kind;
   c.width = width;
   // The filters' columns are kept whatever the query lists.
-  c.stored = t_->query_->WantsColumn(name) || name == "op" || name == "ts_ns" || name == "file_id";
+  c.stored = t_->query_->WantsColumn(name) || name == "op" || name == "ts_ns" ||
+             name == "file_id" || name == "tgid" || name == "tid";
   if (c.stored) {
     const size_t bytes = size_t{width} * t_->FirstCapacity();
     c.data.reset(static_cast<char*>(std::malloc(bytes)));
@@ -90,15 +92,40 @@ void ColumnTable::End(ColumnRowWriter& w) {
       if (columns_[i].name == "op" && columns_[i].kind == Column::Kind::kText) op_col_ = i + 1;
       if (columns_[i].name == "ts_ns" && columns_[i].width == 8) ts_col_ = i + 1;
       if (columns_[i].name == "file_id") file_col_ = i + 1;
+      const bool number = columns_[i].kind == Column::Kind::kUnsigned;
+      if (columns_[i].name == "tgid" && number) tgid_col_ = i + 1;
+      if (columns_[i].name == "tid" && number) tid_col_ = i + 1;
     }
   }
   if (w.field_ != w.count_ && w.columns_) mismatched_ = true;
   if (!mismatched_ && Keep(rows_)) rows_++;
 }
 
+namespace {
+
+// Whether the unsigned value of column `c` at `row` is one of `wanted`.
+bool UnsignedIn(const Column& c, size_t row, const std::vector<uint64_t>& wanted) {
+  uint64_t v = 0;
+  const char* at = c.data.get() + row * c.width;
+  switch (c.width) {
+    case 1: v = static_cast<uint8_t>(*at); break;
+    case 2: { uint16_t x; std::memcpy(&x, at, 2); v = x; break; }
+    case 4: { uint32_t x; std::memcpy(&x, at, 4); v = x; break; }
+    case 8: std::memcpy(&v, at, 8); break;
+    default: return false;
+  }
+  return std::find(wanted.begin(), wanted.end(), v) != wanted.end();
+}
+
+}  // namespace
+
 // Whether row `row` (written, not yet counted) passes the query's filters.
 bool ColumnTable::Keep(size_t row) {
   const ColumnQuery& q = *query_;
+  if (tgid_col_ && !q.tgids.empty() && !UnsignedIn(columns_[tgid_col_ - 1], row, q.tgids))
+    return false;
+  if (tid_col_ && !q.tids.empty() && !UnsignedIn(columns_[tid_col_ - 1], row, q.tids))
+    return false;
   if (ts_col_ && (q.ts_from != 0 || q.ts_to != UINT64_MAX)) {
     const Column& c = columns_[ts_col_ - 1];
     uint64_t ts;

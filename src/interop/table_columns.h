@@ -28,8 +28,10 @@ struct ColumnQuery {
   std::vector<std::string> tables;   // table names (file stems), `files` included
   std::vector<std::string> columns;  // column names; others are not stored
   // Row filters, each applied to the tables that have the column: `op` one of `ops`; `ts_ns` in
-  // [ts_from, ts_to); the file of `file_id` has a path matching `path_glob` (model::GlobMatch).
+  // [ts_from, ts_to); the file of `file_id` has a path matching `path_glob` (model::GlobMatch);
+  // `tgid` one of `tgids`, `tid` one of `tids`.
   std::vector<std::string> ops;
+  std::vector<uint64_t> tgids, tids;
   uint64_t ts_from = 0, ts_to = UINT64_MAX;
   std::string path_glob;
   // Rows each stored column makes room for at its first row (at least ColumnTable::kFirstRows):
@@ -216,7 +218,7 @@ class ColumnTable {
   std::vector<Column> columns_;
   size_t rows_ = 0, capacity_ = 0;
   // Columns the filters read (index + 1; 0: the table has none).
-  size_t op_col_ = 0, ts_col_ = 0, file_col_ = 0;
+  size_t op_col_ = 0, ts_col_ = 0, file_col_ = 0, tgid_col_ = 0, tid_col_ = 0;
   bool mismatched_ = false;
   std::vector<int8_t> op_passes_;  // per op code: -1 unknown, 0 no, 1 yes
   std::string scratch_;

@@ -115,6 +115,34 @@ def test_columns_and_where(synth_trace):
         t.to_numpy("syscalls", where={"size": 1})
 
 
+def test_where_takes_the_command_lines_filter_words(synth_trace):
+    """where= takes the words of `--filter`: op=reads / op=writes (every call of the family),
+    file=GLOB (`path` is the same key), tgid= or pid=, tid=, one value or a list."""
+    t = iotwin.open(synth_trace)
+    full = t.to_pandas("syscalls")
+    families = {"reads": ["read", "pread64", "readv", "preadv", "preadv2"],
+                "writes": ["write", "pwrite64", "writev", "pwritev", "pwritev2"]}
+    for word, names in families.items():
+        rows = t.to_pandas("syscalls", columns=["op"], where={"op": word})
+        assert len(rows) == full["op"].isin(names).sum() > 0, word
+    both = t.to_pandas("syscalls", columns=["op"], where={"op": ["reads", "openat"]})
+    assert len(both) == full["op"].isin(families["reads"] + ["openat"]).sum()
+    tid = int(full["tid"].iloc[-1])
+    by_tid = t.to_pandas("syscalls", columns=["op"], where={"tid": tid, "op": "reads"})
+    assert len(by_tid) == ((full["tid"] == tid) & full["op"].isin(families["reads"])).sum() > 0
+    assert len(t.to_numpy("syscalls", where={"tid": [tid, 2**31]})) == (full["tid"] == tid).sum()
+    tgid = int(full["tgid"].iloc[0])
+    assert len(t.to_numpy("syscalls", columns=["op"], where={"pid": tgid})) == \
+        len(t.to_numpy("syscalls", columns=["op"], where={"tgid": [tgid]})) == \
+        (full["tgid"] == tgid).sum() > 0
+    assert len(t.to_numpy("syscalls", columns=["op"], where={"file": "/data/shard-1*"})) == \
+        len(t.to_numpy("syscalls", columns=["op"], where={"path": "/data/shard-1*"})) > 0
+    with pytest.raises(ValueError, match="once"):
+        t.to_numpy("syscalls", where={"file": "/a*", "path": "/b*"})
+    with pytest.raises(ValueError, match=r"^where=\{'tid': 'x'\}.*e\.g\."):
+        t.to_numpy("syscalls", where={"tid": "x"})
+
+
 def test_records_stream_equals_to_numpy(synth_trace):
     t = iotwin.open(synth_trace)
     a = t.to_numpy("syscalls")
