@@ -599,7 +599,7 @@ class Analyzer {
   uint64_t blk_queue_dropped_ = 0;
   std::array<uint64_t, 16> blk_phase_counts_{};
   model::BlockRequestRule blk_rule_;  // what an issue, requeue or completion means
-  std::unordered_map<uint64_t, BlockInFlight> blk_in_flight_;  // request key -> its times
+  FlatMap<BlockInFlight> blk_in_flight_;  // request key -> its times
   bool have_block_ = false;
 
   // NVMe.

@@ -170,7 +170,7 @@ json Analyzer::AsyncModel() const {
   json contexts = json::array();
   for (auto& [key, v] : intervals) {
     const uint64_t requests = v.size();
-    const model::QueueDepth q = model::QueueDepthOf(std::move(v), first_ts_, last_ts_);
+    const model::QueueDepth q = model::QueueDepthOf(v, first_ts_, last_ts_);
     contexts.push_back({{"engine", std::string(AsyncEngineName(key.first))},
                         {"ctx", fmt::format("{:#x}", key.second)},
                         {"requests", requests},

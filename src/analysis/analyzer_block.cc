@@ -60,14 +60,14 @@ void AddQueueDepths(json* devs, const auto& devices, const auto& in_flight, uint
                     uint64_t last) {
   size_t i = 0;
   for (const auto& [dev, d] : devices) {
-    auto queue = d.queue_intervals, device = d.device_intervals;
-    for (const auto& [key, f] : in_flight) {
-      if (f.dev != dev) continue;
+    std::vector<model::Interval> queue, device;  // of the requests still in flight
+    in_flight.ForEach([&](uint64_t, const auto& f) {
+      if (f.dev != dev) return;
       queue.emplace_back(f.start, last);
       if (f.issue != 0) device.emplace_back(f.issue, last);
-    }
-    json qd = QueueDepthJson(model::QueueDepthOf(std::move(queue), first, last));
-    qd["device"] = QueueDepthJson(model::QueueDepthOf(std::move(device), first, last));
+    });
+    json qd = QueueDepthJson(model::QueueDepthOf(d.queue_intervals, queue, first, last));
+    qd["device"] = QueueDepthJson(model::QueueDepthOf(d.device_intervals, device, first, last));
     qd["window_ns"] = last > first ? last - first : 0;
     (*devs)[i]["queue_depth"] = std::move(qd);
     (*devs)[i]["reissues"] = d.reissues;
@@ -164,10 +164,10 @@ void Analyzer::OnBlock(const iot_block& r) {
       ++d.requeues;
       blk_rule_.Step(r);
       // Off the device until issued again; still in flight (model/block_requests.h).
-      auto it = blk_in_flight_.find(key);
-      if (it != blk_in_flight_.end() && it->second.issue != 0) {
-        if (r.ts > it->second.issue) d.device_intervals.emplace_back(it->second.issue, r.ts);
-        it->second.issue = 0;
+      BlockInFlight* f = blk_in_flight_.Find(key);
+      if (f && f->issue != 0) {
+        if (r.ts > f->issue) d.device_intervals.emplace_back(f->issue, r.ts);
+        f->issue = 0;
       }
       break;
     }
@@ -179,7 +179,7 @@ void Analyzer::OnBlock(const iot_block& r) {
         // The same request again: counted at its first issue; its D2C starts over.
         ++d.reissues;
         if (uint64_t* is = blk_issue_pending_.Find(key)) *is = r.ts;
-        if (auto it = blk_in_flight_.find(key); it != blk_in_flight_.end()) it->second.issue = r.ts;
+        if (BlockInFlight* f = blk_in_flight_.Find(key)) f->issue = r.ts;
         break;
       }
       ++d.issued;
@@ -216,19 +216,17 @@ void Analyzer::OnBlock(const iot_block& r) {
         start = std::min(start, q->second);
       }
       if (blk_issue_pending_.size() < kMaxPending) blk_issue_pending_.FindOrInsert(key) = r.ts;
-      if (blk_in_flight_.size() < kMaxPending) blk_in_flight_[key] = {r.dev, start, r.ts};
+      if (blk_in_flight_.size() < kMaxPending) blk_in_flight_.FindOrInsert(key) = {r.dev, start, r.ts};
       break;
     }
     case IOT_BLK_COMPLETE: {
       ++d.completed;
       if (r.error != 0) ++d.errors;
-      auto it = blk_in_flight_.find(key);
-      if (blk_rule_.Step(r) == model::BlockStep::kComplete && it != blk_in_flight_.end()) {
-        if (r.ts >= it->second.start) d.queue_intervals.emplace_back(it->second.start, r.ts);
-        if (it->second.issue != 0 && r.ts >= it->second.issue) {
-          d.device_intervals.emplace_back(it->second.issue, r.ts);
-        }
-        blk_in_flight_.erase(it);
+      const BlockInFlight* f = blk_in_flight_.Find(key);
+      if (blk_rule_.Step(r) == model::BlockStep::kComplete && f) {
+        if (r.ts >= f->start) d.queue_intervals.emplace_back(f->start, r.ts);
+        if (f->issue != 0 && r.ts >= f->issue) d.device_intervals.emplace_back(f->issue, r.ts);
+        blk_in_flight_.Erase(key);
       }
       if (uint64_t* is = blk_issue_pending_.Find(key)) {
         if (r.ts >= *is) d2c_.Add(r.ts - *is);

@@ -750,8 +750,8 @@ json QueueDepths(const Correlation& c) {
   };
   json out = json::object();
   for (auto& [dev, intervals] : queue) {
-    json dj = depth_json(model::QueueDepthOf(std::move(intervals), first, last));
-    dj["device"] = depth_json(model::QueueDepthOf(std::move(device[dev]), first, last));
+    json dj = depth_json(model::QueueDepthOf(intervals, first, last));
+    dj["device"] = depth_json(model::QueueDepthOf(device[dev], first, last));
     dj["window_ns"] = last - first;
     out[DevName(dev)] = std::move(dj);
   }

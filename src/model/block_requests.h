@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -118,30 +119,40 @@ struct QueueDepth {
   uint64_t window_ns = 0;
 };
 
-inline QueueDepth QueueDepthOf(std::vector<std::pair<uint64_t, uint64_t>> intervals,
+using Interval = std::pair<uint64_t, uint64_t>;
+
+// The intervals of `done` and of `open` together (two lists: the caller's stored intervals are
+// read, not copied).
+inline QueueDepth QueueDepthOf(std::span<const Interval> done, std::span<const Interval> open,
                                uint64_t window_first, uint64_t window_last) {
   QueueDepth q;
   if (window_last <= window_first) return q;
   q.window_ns = window_last - window_first;
-  std::vector<std::pair<uint64_t, int>> events;
-  events.reserve(intervals.size() * 2);
-  for (auto [start, end] : intervals) {
-    start = std::max(start, window_first);
-    end = std::min(end, window_last);
-    if (end <= start) continue;
-    q.in_flight_ns = SaturatingAdd(q.in_flight_ns, end - start);  // traces are untrusted
-    events.emplace_back(start, 1);
-    events.emplace_back(end, -1);
+  // One word per event: its time from the window's start, shifted left, and a low bit that is
+  // 1 for a start; the sort then puts ends first at equal times (a slot freed and taken at once
+  // is not a deeper queue). A window past 2^63 ns (untrusted trace) loses its last bit of time.
+  const uint64_t shift = q.window_ns >> 63 ? 1 : 0;
+  std::vector<uint64_t> events;
+  events.reserve((done.size() + open.size()) * 2);
+  for (std::span<const Interval> intervals : {done, open}) {
+    for (auto [start, end] : intervals) {
+      start = std::max(start, window_first);
+      end = std::min(end, window_last);
+      if (end <= start) continue;
+      q.in_flight_ns = SaturatingAdd(q.in_flight_ns, end - start);  // traces are untrusted
+      events.push_back((((start - window_first) >> shift) << 1) | 1);
+      events.push_back(((end - window_first) >> shift) << 1);
+    }
   }
   if (events.empty()) return q;
-  // Ends first at equal times: a slot freed and taken at once is not a deeper queue.
   std::sort(events.begin(), events.end());
   std::vector<uint64_t> ns_at_depth(1, 0);
   uint64_t depth = 0, prev = window_first;
-  for (const auto& [ts, delta] : events) {
+  for (const uint64_t event : events) {
+    const uint64_t ts = window_first + ((event >> 1) << shift);
     ns_at_depth[std::min<uint64_t>(depth, ns_at_depth.size() - 1)] += ts - prev;
     prev = ts;
-    depth = delta > 0 ? depth + 1 : (depth > 0 ? depth - 1 : 0);
+    depth = (event & 1) ? depth + 1 : (depth > 0 ? depth - 1 : 0);
     q.max = std::max(q.max, depth);
     if (ns_at_depth.size() <= depth && depth < (uint64_t{1} << 20)) ns_at_depth.resize(depth + 1, 0);
   }
@@ -157,6 +168,11 @@ inline QueueDepth QueueDepthOf(std::vector<std::pair<uint64_t, uint64_t>> interv
     }
   }
   return q;
+}
+
+inline QueueDepth QueueDepthOf(std::span<const Interval> intervals, uint64_t window_first,
+                               uint64_t window_last) {
+  return QueueDepthOf(intervals, {}, window_first, window_last);
 }
 
 }  // namespace iotwin::model
