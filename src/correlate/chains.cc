@@ -93,7 +93,7 @@ std::map<uint32_t, std::vector<size_t>> SubmitCalls(const Correlation& c) {
   std::map<uint32_t, std::vector<size_t>> out;
   for (size_t i = 0; i < c.syscalls.size(); i++) {
     const uint16_t op = c.syscalls[i].op;
-    if (op == IOT_OP_IO_SUBMIT || op == IOT_OP_IO_URING_ENTER) out[c.syscalls[i].tid].push_back(i);
+    if (OpSubmitsAsync(op)) out[c.syscalls[i].tid].push_back(i);
   }
   return out;
 }

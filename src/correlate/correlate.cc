@@ -19,17 +19,19 @@
 namespace iotwin::correlate {
 namespace {
 
+// A call that makes written data durable: a sync call or msync of a file's mapping.
 bool IsSyncCall(uint16_t op) {
-  return op == IOT_OP_FSYNC || op == IOT_OP_FDATASYNC || op == IOT_OP_MSYNC ||
-         op == IOT_OP_SYNC || op == IOT_OP_SYNCFS || op == IOT_OP_SYNC_FILE_RANGE;
+  const OpInfo& info = GetOpInfo(op);
+  return info.sync != SyncScope::kNone || info.mapping == OpMapping::kSyncs;
 }
 
-bool IsAsyncSubmitCall(uint16_t op) {
-  return op == IOT_OP_IO_SUBMIT || op == IOT_OP_IO_URING_ENTER;
-}
-
+// A call that writes a file's data or allocates its blocks: the write-back a sync call waits
+// for may be its. A copy that may write to any descriptor (sendfile, splice) is left out.
 bool IsWriteCall(uint16_t op) {
-  return OpIsWrite(op) || op == IOT_OP_COPY_FILE_RANGE || op == IOT_OP_FALLOCATE;
+  const OpInfo& info = GetOpInfo(op);
+  return info.direction == OpDirection::kWrite ||
+         (info.direction == OpDirection::kCopy && !info.writes_any_fd) ||
+         info.space == SpaceEffect::kFallocates;
 }
 
 std::string CommOf(const char (&comm)[16]) { return std::string(comm, strnlen(comm, 16)); }
@@ -644,7 +646,7 @@ class Attribution {
     std::map<size_t, std::vector<size_t>> bios_in_call, subs_in_call;
     for (size_t i = 0; i < c_.asyncs.size(); i++) {
       size_t s = CallAt(c_.asyncs[i].tid, c_.asyncs[i].submit_ts);
-      if (s != kNone && IsAsyncSubmitCall(c_.syscalls[s].op)) subs_in_call[s].push_back(i);
+      if (s != kNone && OpSubmitsAsync(c_.syscalls[s].op)) subs_in_call[s].push_back(i);
     }
     for (size_t bi = 0; bi < c_.bios.size(); bi++) {
       const Bio& b = c_.bios[bi];
@@ -702,7 +704,7 @@ class Attribution {
       q.cause = Cause::kAsync;
       q.async = a->second;
       q.syscall = s;
-    } else if (s != kNone && !IsAsyncSubmitCall(c_.syscalls[s].op)) {
+    } else if (s != kNone && !OpSubmitsAsync(c_.syscalls[s].op)) {
       q.cause = Cause::kSyscall;
       q.syscall = s;
     } else if (size_t pa = PendingAsync(r.tgid, r.q_ts); pa != kNone) {

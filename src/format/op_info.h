@@ -215,6 +215,12 @@ struct OpInfo {
 // The row of `op`; the "unknown" row for IOT_OP_UNKNOWN and codes past IOT_OP_MAX.
 const OpInfo& GetOpInfo(uint16_t op);
 
+// Whether `op` submits asynchronous requests (io_submit, io_uring_enter).
+inline bool OpSubmitsAsync(uint16_t op) {
+  const AsyncCall a = GetOpInfo(op).async;
+  return a == AsyncCall::kSubmit || a == AsyncCall::kEnter;
+}
+
 // ---- async request opcodes (ASYNC_IO records) -----------------------------------------------
 
 enum class AsyncKind : uint8_t {
