@@ -45,8 +45,6 @@ uint64_t OpFingerprint(uint16_t op, uint64_t offset, uint64_t length, uint32_t f
   return h;
 }
 
-uint64_t CallKey(uint32_t tid, uint64_t ts) { return MixBits(ts ^ (static_cast<uint64_t>(tid) << 40)); }
-
 nlohmann::json AnalysisFilter::ToJson() const {
   nlohmann::json j = nlohmann::json::object();
   if (!tgids.empty()) j["tgid"] = tgids;

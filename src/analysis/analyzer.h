@@ -45,11 +45,20 @@ namespace analyzer_detail {
 struct ReadPages;
 }
 
-// Which records count. Empty lists mean "all"; times are seconds from the trace start.
 // Identity of one system call within a trace: its thread and start time (a thread never starts
-// two calls in the same nanosecond).
-uint64_t CallKey(uint32_t tid, uint64_t ts);
-using CallSet = std::unordered_set<uint64_t>;  // of CallKey
+// two calls in the same nanosecond). Kept whole: a hash of the two could make two calls one.
+struct CallId {
+  uint32_t tid = 0;
+  uint64_t ts = 0;
+  bool operator==(const CallId&) const = default;
+};
+struct CallIdHash {
+  size_t operator()(const CallId& c) const { return MixBits(c.ts ^ (uint64_t{c.tid} << 40)); }
+};
+inline CallId CallKey(uint32_t tid, uint64_t ts) { return {tid, ts}; }
+using CallSet = std::unordered_set<CallId, CallIdHash>;
+
+// Which records count. Empty lists mean "all"; times are seconds from the trace start.
 
 struct AnalysisFilter {
   std::vector<uint32_t> tgids;
