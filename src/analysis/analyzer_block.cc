@@ -61,8 +61,9 @@ void AddQueueDepths(json* devs, const auto& devices, const auto& in_flight, uint
   size_t i = 0;
   for (const auto& [dev, d] : devices) {
     std::vector<model::Interval> queue, device;  // of the requests still in flight
+    const uint32_t this_dev = dev;  // a lambda cannot capture a structured binding (C++20, clang 14)
     in_flight.ForEach([&](uint64_t, const auto& f) {
-      if (f.dev != dev) return;
+      if (f.dev != this_dev) return;
       queue.emplace_back(f.start, last);
       if (f.issue != 0) device.emplace_back(f.issue, last);
     });
