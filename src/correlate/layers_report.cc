@@ -722,23 +722,24 @@ json Writeback(const Correlation& c, const LayersOptions& o) {
 // the last completion. Requests never completed count up to the span's end.
 json QueueDepths(const Correlation& c) {
   std::map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> queue, device;
-  uint64_t first = UINT64_MAX, last = 0;
-  for (const Request& q : c.requests) {
-    if (q.merged_away && !q.completed) continue;
+  // A request's start, 0 for one that counts nowhere (merged into another, or never seen begun).
+  auto start_of = [](const Request& q) {
     uint64_t start = 0;
+    if (q.merged_away && !q.completed) return start;
     for (uint64_t t : {q.g_ts, q.i_ts, q.d_ts}) {
       if (t && (!start || t < start)) start = t;
     }
+    return start;
+  };
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const Request& q : c.requests) {
+    const uint64_t start = start_of(q);
     if (!start) continue;
     first = std::min(first, start);
     last = std::max({last, start, q.c_ts});
   }
   for (const Request& q : c.requests) {
-    if (q.merged_away && !q.completed) continue;
-    uint64_t start = 0;
-    for (uint64_t t : {q.g_ts, q.i_ts, q.d_ts}) {
-      if (t && (!start || t < start)) start = t;
-    }
+    const uint64_t start = start_of(q);
     if (!start) continue;
     const uint64_t end = q.completed && q.c_ts >= start ? q.c_ts : last;
     queue[q.dev].emplace_back(start, end);

@@ -24,19 +24,7 @@ json Analyze(TraceBuilder& t) {
 
 void Call(TraceBuilder& t, uint16_t op, uint64_t ts, int fd, int64_t ret, uint64_t offset = 0,
           std::string_view path = {}) {
-  iot_syscall s = TraceBuilder::Sys(op, 1, ts);
-  s.fd = fd;
-  s.dev = kDev;
-  s.ino = 9;
-  s.ftype = 8;
-  s.ret = ret;
-  s.offset = offset;
-  s.length = ret > 0 ? static_cast<uint64_t>(ret) : 0;
-  if (!path.empty()) {
-    s.fd = -100;
-    s.path_id = t.Str(path);
-  }
-  t.Add(s);
+  t.FileCall(op, ts, fd, kDev, 9, 8, ret, offset, path);
 }
 
 void Fault(TraceBuilder& t, uint64_t ts, uint64_t pgoff, uint32_t pages) {

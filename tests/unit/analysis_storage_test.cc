@@ -35,19 +35,7 @@ json Analyze(TraceBuilder& t) {
 
 void Call(TraceBuilder& t, uint16_t op, uint64_t ts, int fd, uint64_t ino, uint16_t ftype,
           int64_t ret, uint64_t offset = 0, std::string_view path = {}) {
-  iot_syscall s = TraceBuilder::Sys(op, 1, ts);
-  s.fd = fd;
-  s.dev = kDev;
-  s.ino = ino;
-  s.ftype = ftype;
-  s.ret = ret;
-  s.offset = offset;
-  s.length = ret > 0 ? static_cast<uint64_t>(ret) : 0;
-  if (!path.empty()) {
-    s.fd = -100;
-    s.path_id = t.Str(path);
-  }
-  t.Add(s);
+  t.FileCall(op, ts, fd, kDev, ino, ftype, ret, offset, path);
 }
 
 void Fault(TraceBuilder& t, uint64_t ts, uint64_t ino, uint64_t pgoff, uint64_t around,

@@ -587,6 +587,25 @@ class TraceBuilder {
     return b;
   }
 
+  // A call of thread 1 on the file (dev, ino) of type `ftype`: `ret` bytes at `offset` for a
+  // data call; with `path`, a call relative to the working directory naming it.
+  void FileCall(uint16_t op, uint64_t ts, int fd, uint32_t dev, uint64_t ino, uint16_t ftype,
+                int64_t ret, uint64_t offset = 0, std::string_view path = {}) {
+    iot_syscall s = Sys(op, 1, ts);
+    s.fd = fd;
+    s.dev = dev;
+    s.ino = ino;
+    s.ftype = ftype;
+    s.ret = ret;
+    s.offset = offset;
+    s.length = ret > 0 ? static_cast<uint64_t>(ret) : 0;
+    if (!path.empty()) {
+      s.fd = -100;
+      s.path_id = Str(path);
+    }
+    Add(s);
+  }
+
   void FaultAt(uint64_t ts, uint32_t tid, uint32_t dev, uint64_t ino, uint64_t pgoff, bool major,
                uint32_t nr_pages = 1, uint32_t tgid = 0) {
     iot_page_fault f{};
