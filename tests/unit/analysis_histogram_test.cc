@@ -238,16 +238,48 @@ TEST(Pattern, SequentialStridedRandom) {
   EXPECT_EQ(gap, 4096);
   EXPECT_EQ(ClassifyAccess(s, 20480, 4096, &gap), Access::kStrided);
   EXPECT_EQ(ClassifyAccess(s, 28672, 4096, &gap), Access::kStrided);
-  // Backwards jump.
+  // Backwards jump: btt's distance from the previous request's start.
   EXPECT_EQ(ClassifyAccess(s, 0, 4096, &gap), Access::kRandom);
-  EXPECT_EQ(gap, -32768);
+  EXPECT_EQ(gap, -28672);
   EXPECT_EQ(ClassifyAccess(s, 4096, 4096, &gap), Access::kSequential);
   // A constant backward stride (reading a file back to front in 4 KiB steps).
   StreamState b;
   ClassifyAccess(b, 40960, 4096, &gap);
   EXPECT_EQ(ClassifyAccess(b, 36864, 4096, &gap), Access::kRandom);
-  EXPECT_EQ(gap, -8192);
+  EXPECT_EQ(gap, -4096);
   EXPECT_EQ(ClassifyAccess(b, 32768, 4096, &gap), Access::kStrided);
+}
+
+// btt's seek distance: a request starting inside the previous one (stdio seeking 16 bytes
+// forward re-reads the 4 KiB block it lands in) is no seek, hence sequential.
+TEST(Pattern, StartingInsideThePreviousRequestIsSequential) {
+  StreamState s;
+  int64_t gap = -1;
+  EXPECT_EQ(ClassifyAccess(s, 8192, 32, &gap), Access::kFirst);
+  EXPECT_EQ(ClassifyAccess(s, 8224, 4096, &gap), Access::kSequential);
+  // Back to the block boundary, 32 bytes before the previous end: inside it.
+  EXPECT_EQ(ClassifyAccess(s, 12288, 48, &gap), Access::kSequential);
+  EXPECT_EQ(gap, 0);
+  EXPECT_EQ(ClassifyAccess(s, 12336, 4096, &gap), Access::kSequential);
+  // Re-reading the previous request's own start is no seek either.
+  EXPECT_EQ(ClassifyAccess(s, 12336, 4096, &gap), Access::kSequential);
+  // One byte before it: a backward seek of one byte.
+  EXPECT_EQ(ClassifyAccess(s, 12335, 10, &gap), Access::kRandom);
+  EXPECT_EQ(gap, -1);
+}
+
+// fio's rw=read:16 ("sequential with holes"): every request skips 16 bytes past the previous
+// end, a constant forward distance: strided after the first skip, never sequential.
+TEST(Pattern, HolesOfOneSizeAreStrided) {
+  StreamState s;
+  int64_t gap = -1;
+  EXPECT_EQ(ClassifyAccess(s, 0, 4096, &gap), Access::kFirst);
+  EXPECT_EQ(ClassifyAccess(s, 4112, 4096, &gap), Access::kRandom);
+  EXPECT_EQ(gap, 16);
+  for (uint64_t off = 8224; off < 100000; off += 4112) {
+    EXPECT_EQ(ClassifyAccess(s, off, 4096, &gap), Access::kStrided) << off;
+    EXPECT_EQ(gap, 16);
+  }
 }
 
 }  // namespace
