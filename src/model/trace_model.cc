@@ -487,10 +487,12 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
 
 void ModelBuilder::Impl::HandleCache(const iot_cache_state& c) {
   std::optional<std::string_view> name = String(c.path_id);
-  if (!name || name->empty() || (*name)[0] != '/') return;
-  PathId p = Intern(NormalizePath(*name));
+  if (!name || name->empty()) return;
   CacheState cs;
-  cs.path = p;
+  // The capture names the file by the spelling the workload opened it with: a relative one
+  // ("./perf64.dat", a name under a directory descriptor) is no path of the model's; the state is
+  // linked to its file by identity (LinkCacheStates), which also names it.
+  if ((*name)[0] == '/') cs.path = Intern(NormalizePath(*name));
   cs.dev = c.dev;
   cs.ino = c.ino;
   cs.fsize = c.fsize;
@@ -501,13 +503,14 @@ void ModelBuilder::Impl::HandleCache(const iot_cache_state& c) {
 
 void ModelBuilder::Impl::LinkCacheStates() {
   for (CacheState& cs : m->cache_states_) {
-    auto by_id = file_by_identity.find({cs.dev, cs.ino});
+    auto by_id = cs.ino != 0 ? file_by_identity.find({cs.dev, cs.ino}) : file_by_identity.end();
     if (by_id != file_by_identity.end()) {
       cs.file = by_id->second;
-      continue;
+    } else if (cs.path != kNone) {
+      auto by_path = file_by_path.find(cs.path);
+      if (by_path != file_by_path.end()) cs.file = by_path->second;
     }
-    auto by_path = file_by_path.find(cs.path);
-    if (by_path != file_by_path.end()) cs.file = by_path->second;
+    if (cs.path == kNone && cs.file != kNone) cs.path = m->files_[cs.file].path;
   }
 }
 

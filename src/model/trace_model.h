@@ -204,6 +204,8 @@ struct AsyncContext {
 
 // Initial page-cache residency of a file (IOT_REC_CACHE_STATE).
 struct CacheState {
+  // The record's path when it is absolute, else (a relative spelling) the linked file's path at
+  // the start; kNone: neither.
   PathId path = kNone;
   uint32_t file = kNone;  // the file of the same inode (or, failing that, path); kNone: none
   uint32_t dev = 0;
