@@ -297,14 +297,21 @@ class Analyzer {
     uint64_t last_queue_ts = 0;
     uint64_t reissues = 0;  // issues of requeued requests (not requests of their own)
     // Completed requests' times in flight: from start to completion (iostat's aqu-sz) and on
-    // the device (issue to requeue or completion), [start, end) in ns.
-    std::vector<std::pair<uint64_t, uint64_t>> queue_intervals, device_intervals;
+    // the device (issue to requeue or completion), [start, end) in ns. While every request so
+    // far was on the device from its start to its completion (issued at once, never requeued),
+    // the two are the same and device_times stays empty (device_apart false).
+    model::IntervalTimes queue_times, device_times;
+    bool device_apart = false;
   };
-  // A block request in flight: when it started (its first bio queued, inserted or issued) and
-  // when it was last issued (0 while given back by a requeue).
+  // A block request in flight (one entry per request: the rule's state and the analyzer's
+  // times): when it started (its first bio queued, inserted or issued), when it was last issued
+  // (0 while given back by a requeue), and the issue its D2C runs from (until a completion,
+  // partial or not, takes it).
   struct BlockInFlight {
+    uint64_t start = 0, issue = 0, d2c_issue = 0;
     uint32_t dev = 0;
-    uint64_t start = 0, issue = 0;
+    bool d2c_open = false;
+    model::BlockRequestState state = model::BlockRequestState::kIssued;
   };
   // Data ops on one kind of file that is not storage (pipes, sockets, ...).
   // ops/bytes/requested: system calls; async_*: asynchronous requests.
@@ -338,6 +345,8 @@ class Analyzer {
   void OnPageCache(const iot_page_cache& r);
   void OnWriteback(const iot_writeback& r);
   void OnBlock(const iot_block& r);
+  void OnBlockIssue(const iot_block& r, BlockDevStats& d);
+  void OnBlockComplete(const iot_block& r, BlockDevStats& d);
   void OnNvme(const iot_nvme& r);
   void OnAsync(const iot_async_io& r);
   // A submission (`key`: its request's key in async_pending_).
@@ -602,13 +611,12 @@ class Analyzer {
   BlockDevStats* last_block_stats_ = nullptr;  // map nodes are stable
   std::array<LogLinearHistogram, 2> block_size_ll_;
   LogLinearHistogram q2c_, d2c_, i2d_, q2d_;
-  FlatMap<uint64_t> blk_issue_pending_;   // request key -> D ts
   FlatMap<uint64_t> blk_insert_pending_;  // request key -> I ts
   std::map<std::pair<uint32_t, uint64_t>, uint64_t> blk_queue_pending_;  // (dev, sector) -> Q ts
   uint64_t blk_queue_dropped_ = 0;
   std::array<uint64_t, 16> blk_phase_counts_{};
-  model::BlockRequestRule blk_rule_;  // what an issue, requeue or completion means
-  FlatMap<BlockInFlight> blk_in_flight_;  // request key -> its times
+  // Requests in flight, by the identity the block request rule follows them by.
+  FlatMap<BlockInFlight, model::BlockRequestKey, model::BlockRequestKeyHash> blk_in_flight_;
   bool have_block_ = false;
 
   // NVMe.

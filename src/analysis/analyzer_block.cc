@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -53,22 +54,57 @@ json QueueDepthJson(const model::QueueDepth& q) {
           {"in_flight_ns", q.in_flight_ns}};
 }
 
+// From the first request on the device that was not on the device from its start to its
+// completion, its device times are kept apart from its queue times (until then the same).
+void SeparateDeviceTimes(auto& d) {
+  if (d.device_apart) return;
+  d.device_times = d.queue_times;
+  d.device_apart = true;
+}
+
+// The intervals of requests still in flight at the end of the window, from `starts` (each
+// clipped to the window; those starting at its end hold no time) to the window's end.
+struct OpenIntervals {
+  std::vector<uint64_t> starts, ends;
+  OpenIntervals(std::vector<uint64_t> from, uint64_t first, uint64_t last) {
+    for (uint64_t t : from)
+      if (std::max(t, first) < last) starts.push_back(std::max(t, first));
+    std::sort(starts.begin(), starts.end());
+    ends.assign(starts.size(), last);
+  }
+  model::SortedTimes Times() const { return {starts, ends}; }
+};
+
 // Requests in flight on each device over the report's window [first, last], time-weighted
 // (iostat's aqu-sz): from start to completion, and on the device (issued, not given back).
-// Requests still in flight at the end count up to it.
+// Requests still in flight at the end count up to it. Completed requests' times lie within the
+// window: first and last are the earliest and latest times of the records counted.
 void AddQueueDepths(json* devs, const auto& devices, const auto& in_flight, uint64_t first,
                     uint64_t last) {
   size_t i = 0;
+  std::vector<uint64_t> scratch_starts, scratch_ends;
   for (const auto& [dev, d] : devices) {
-    std::vector<model::Interval> queue, device;  // of the requests still in flight
+    std::vector<uint64_t> queue, device;  // starts of the requests still in flight
     const uint32_t this_dev = dev;  // a lambda cannot capture a structured binding (C++20, clang 14)
-    in_flight.ForEach([&](uint64_t, const auto& f) {
+    in_flight.ForEach([&](const auto&, const auto& f) {
       if (f.dev != this_dev) return;
-      queue.emplace_back(f.start, last);
-      if (f.issue != 0) device.emplace_back(f.issue, last);
+      queue.push_back(f.start);
+      if (f.issue != 0) device.push_back(f.issue);
     });
-    json qd = QueueDepthJson(model::QueueDepthOf(d.queue_intervals, queue, first, last));
-    qd["device"] = QueueDepthJson(model::QueueDepthOf(d.device_intervals, device, first, last));
+    const OpenIntervals open_queue(std::move(queue), first, last);
+    const OpenIntervals open_device(std::move(device), first, last);
+    const model::QueueDepth queue_depth = model::QueueDepthOfSorted(
+        d.queue_times.Read(&scratch_starts, &scratch_ends), open_queue.Times(), first, last);
+    // The device's times are the queue's while no request was apart (and none open is).
+    const model::QueueDepth device_depth =
+        !d.device_apart && open_queue.starts == open_device.starts
+            ? queue_depth
+            : model::QueueDepthOfSorted(
+                  (d.device_apart ? d.device_times : d.queue_times)
+                      .Read(&scratch_starts, &scratch_ends),
+                  open_device.Times(), first, last);
+    json qd = QueueDepthJson(queue_depth);
+    qd["device"] = QueueDepthJson(device_depth);
     qd["window_ns"] = last > first ? last - first : 0;
     (*devs)[i]["queue_depth"] = std::move(qd);
     (*devs)[i]["reissues"] = d.reissues;
@@ -144,7 +180,6 @@ void Analyzer::OnBlock(const iot_block& r) {
     last_block_dev_ = r.dev;
   }
   BlockDevStats& d = *last_block_stats_;
-  const uint64_t key = BlockKey(r);
   switch (r.phase) {
     case IOT_BLK_QUEUE: {
       ++d.queued;
@@ -163,90 +198,116 @@ void Analyzer::OnBlock(const iot_block& r) {
     case IOT_BLK_SPLIT: ++d.splits; break;
     case IOT_BLK_REQUEUE: {
       ++d.requeues;
-      blk_rule_.Step(r);
       // Off the device until issued again; still in flight (model/block_requests.h).
-      BlockInFlight* f = blk_in_flight_.Find(key);
-      if (f && f->issue != 0) {
-        if (r.ts > f->issue) d.device_intervals.emplace_back(f->issue, r.ts);
+      BlockInFlight* f = blk_in_flight_.Find(model::KeyOfBlockRecord(r));
+      if (!f) break;
+      model::StepOfRequest(r, &f->state);
+      if (f->issue != 0) {
+        SeparateDeviceTimes(d);
+        d.device_times.Add(f->issue, r.ts);
         f->issue = 0;
       }
       break;
     }
     case IOT_BLK_INSERT:
-      if (blk_insert_pending_.size() < kMaxPending) blk_insert_pending_.FindOrInsert(key) = r.ts;
+      if (blk_insert_pending_.size() < kMaxPending)
+        blk_insert_pending_.FindOrInsert(BlockKey(r)) = r.ts;
       break;
-    case IOT_BLK_ISSUE: {
-      if (blk_rule_.Step(r) == model::BlockStep::kReissue) {
-        // The same request again: counted at its first issue; its D2C starts over.
-        ++d.reissues;
-        if (uint64_t* is = blk_issue_pending_.Find(key)) *is = r.ts;
-        if (BlockInFlight* f = blk_in_flight_.Find(key)) f->issue = r.ts;
-        break;
-      }
-      ++d.issued;
-      uint64_t bytes = r.bytes ? r.bytes : static_cast<uint64_t>(r.nr_sector) * 512;
-      if (r.flags & (IOT_BLKF_FLUSH | IOT_BLKF_PREFLUSH)) ++d.flushes;  // each flushes the cache
-      if (r.flags & (IOT_BLKF_DISCARD | IOT_BLKF_SECURE_ERASE | IOT_BLKF_WRITE_ZEROES)) ++d.discards;
-      if (r.flags & IOT_BLKF_READAHEAD) ++d.readahead;
-      if (r.flags & IOT_BLKF_SYNC) ++d.sync;
-      if (r.flags & IOT_BLKF_FUA) ++d.fua;
-      int dir = (r.flags & IOT_BLKF_READ) ? 0 : (r.flags & IOT_BLKF_WRITE) ? 1 : -1;
-      if (dir >= 0 && bytes > 0) {
-        ++d.ops[dir];
-        d.bytes[dir] += bytes;
-        d.sizes[dir].Add(bytes);
-        d.top[dir].Add(bytes);
-        block_size_ll_[dir].Add(bytes);
-        int64_t gap = 0;
-        const uint64_t at = SectorToByteSaturated(r.sector);
-        Access a = ClassifyAccess(d.stream[dir], at, ClampedLength(at, bytes), &gap);
-        ++d.access[dir][static_cast<int>(a)];
-        if (a != Access::kFirst) d.seek.Add(gap);
-        series_.AddOpAndBytes(kBlockReadOps + static_cast<size_t>(dir),
-                              kBlockReadBytes + static_cast<size_t>(dir), r.ts, bytes);
-      }
-      uint64_t start = r.ts;
-      if (uint64_t* ins = blk_insert_pending_.Find(key)) {
-        if (r.ts >= *ins) i2d_.Add(r.ts - *ins);
-        start = std::min(start, *ins);
-        blk_insert_pending_.Erase(key);
-      }
-      auto q = blk_queue_pending_.find({r.dev, r.sector});
-      if (q != blk_queue_pending_.end() && r.ts >= q->second) {
-        q2d_.Add(r.ts - q->second);
-        start = std::min(start, q->second);
-      }
-      if (blk_issue_pending_.size() < kMaxPending) blk_issue_pending_.FindOrInsert(key) = r.ts;
-      if (blk_in_flight_.size() < kMaxPending) blk_in_flight_.FindOrInsert(key) = {r.dev, start, r.ts};
-      break;
-    }
-    case IOT_BLK_COMPLETE: {
-      ++d.completed;
-      if (r.error != 0) ++d.errors;
-      const BlockInFlight* f = blk_in_flight_.Find(key);
-      if (blk_rule_.Step(r) == model::BlockStep::kComplete && f) {
-        if (r.ts >= f->start) d.queue_intervals.emplace_back(f->start, r.ts);
-        if (f->issue != 0 && r.ts >= f->issue) d.device_intervals.emplace_back(f->issue, r.ts);
-        blk_in_flight_.Erase(key);
-      }
-      if (uint64_t* is = blk_issue_pending_.Find(key)) {
-        if (r.ts >= *is) d2c_.Add(r.ts - *is);
-        blk_issue_pending_.Erase(key);
-      }
-      // Q2C for the bio that started the request; forget the bios merged into it: those queued
-      // at its sectors [sector, last]. `last` saturates (a flush completes at sector 2^64 - 1),
-      // so the range is never reversed.
-      auto lo = blk_queue_pending_.lower_bound({r.dev, r.sector});
-      if (lo != blk_queue_pending_.end() && lo->first == std::make_pair(r.dev, r.sector) &&
-          r.ts >= lo->second)
-        q2c_.Add(r.ts - lo->second);
-      const uint64_t last = LastOfRun(r.sector, r.nr_sector);
-      auto hi = blk_queue_pending_.upper_bound({r.dev, last});
-      blk_queue_pending_.erase(lo, hi);
-      break;
-    }
+    case IOT_BLK_ISSUE: OnBlockIssue(r, d); break;
+    case IOT_BLK_COMPLETE: OnBlockComplete(r, d); break;
     default: break;
   }
+}
+
+void Analyzer::OnBlockIssue(const iot_block& r, BlockDevStats& d) {
+  // One lookup finds the request or makes its entry (a new request is the rule's first issue).
+  const model::BlockRequestKey request = model::KeyOfBlockRecord(r);
+  bool inserted = false;
+  BlockInFlight* f = blk_in_flight_.size() < kMaxPending
+                         ? &blk_in_flight_.FindOrInsert(request, &inserted)
+                         : blk_in_flight_.Find(request);
+  if (model::StepOfRequest(r, f && !inserted ? &f->state : nullptr) ==
+      model::BlockStep::kReissue) {
+    // The same request again: counted at its first issue; its D2C starts over.
+    ++d.reissues;
+    f->issue = r.ts;
+    if (f->d2c_open) f->d2c_issue = r.ts;
+    return;
+  }
+  ++d.issued;
+  uint64_t bytes = r.bytes ? r.bytes : static_cast<uint64_t>(r.nr_sector) * 512;
+  if (r.flags & (IOT_BLKF_FLUSH | IOT_BLKF_PREFLUSH)) ++d.flushes;  // each flushes the cache
+  if (r.flags & (IOT_BLKF_DISCARD | IOT_BLKF_SECURE_ERASE | IOT_BLKF_WRITE_ZEROES)) ++d.discards;
+  if (r.flags & IOT_BLKF_READAHEAD) ++d.readahead;
+  if (r.flags & IOT_BLKF_SYNC) ++d.sync;
+  if (r.flags & IOT_BLKF_FUA) ++d.fua;
+  int dir = (r.flags & IOT_BLKF_READ) ? 0 : (r.flags & IOT_BLKF_WRITE) ? 1 : -1;
+  if (dir >= 0 && bytes > 0) {
+    ++d.ops[dir];
+    d.bytes[dir] += bytes;
+    d.sizes[dir].Add(bytes);
+    d.top[dir].Add(bytes);
+    block_size_ll_[dir].Add(bytes);
+    int64_t gap = 0;
+    const uint64_t at = SectorToByteSaturated(r.sector);
+    Access a = ClassifyAccess(d.stream[dir], at, ClampedLength(at, bytes), &gap);
+    ++d.access[dir][static_cast<int>(a)];
+    if (a != Access::kFirst) d.seek.Add(gap);
+    series_.AddOpAndBytes(kBlockReadOps + static_cast<size_t>(dir),
+                          kBlockReadBytes + static_cast<size_t>(dir), r.ts, bytes);
+  }
+  uint64_t start = r.ts;
+  if (!blk_insert_pending_.empty()) {
+    const uint64_t key = BlockKey(r);
+    if (uint64_t* ins = blk_insert_pending_.Find(key)) {
+      if (r.ts >= *ins) i2d_.Add(r.ts - *ins);
+      start = std::min(start, *ins);
+      blk_insert_pending_.Erase(key);
+    }
+  }
+  if (!blk_queue_pending_.empty()) {
+    auto q = blk_queue_pending_.find({r.dev, r.sector});
+    if (q != blk_queue_pending_.end() && r.ts >= q->second) {
+      q2d_.Add(r.ts - q->second);
+      start = std::min(start, q->second);
+    }
+  }
+  if (f) {
+    *f = {.start = start, .issue = r.ts, .d2c_issue = r.ts, .dev = r.dev, .d2c_open = true,
+          .state = model::BlockRequestState::kIssued};
+  }
+}
+
+void Analyzer::OnBlockComplete(const iot_block& r, BlockDevStats& d) {
+  ++d.completed;
+  if (r.error != 0) ++d.errors;
+  const size_t slot = blk_in_flight_.FindSlot(model::KeyOfBlockRecord(r));
+  if (slot != blk_in_flight_.kNone) {
+    BlockInFlight& f = blk_in_flight_.At(slot);
+    // D2C of the issue the completion follows; a later (partial) completion has none.
+    if (f.d2c_open) {
+      if (r.ts >= f.d2c_issue) d2c_.Add(r.ts - f.d2c_issue);
+      f.d2c_open = false;
+    }
+    if (model::StepOfRequest(r, &f.state) == model::BlockStep::kComplete) {
+      // On the device from its start to now, unless issued after it started or given back.
+      if (f.issue == 0 || f.issue != f.start) SeparateDeviceTimes(d);
+      if (r.ts >= f.start) d.queue_times.Add(f.start, r.ts);
+      if (d.device_apart && f.issue != 0 && r.ts >= f.issue) d.device_times.Add(f.issue, r.ts);
+      blk_in_flight_.EraseSlot(slot);
+    }
+  }
+  if (blk_queue_pending_.empty()) return;
+  // Q2C for the bio that started the request; forget the bios merged into it: those queued
+  // at its sectors [sector, last]. `last` saturates (a flush completes at sector 2^64 - 1),
+  // so the range is never reversed.
+  auto lo = blk_queue_pending_.lower_bound({r.dev, r.sector});
+  if (lo != blk_queue_pending_.end() && lo->first == std::make_pair(r.dev, r.sector) &&
+      r.ts >= lo->second)
+    q2c_.Add(r.ts - lo->second);
+  const uint64_t last = LastOfRun(r.sector, r.nr_sector);
+  auto hi = blk_queue_pending_.upper_bound({r.dev, last});
+  blk_queue_pending_.erase(lo, hi);
 }
 
 void Analyzer::OnNvme(const iot_nvme& r) {

@@ -20,8 +20,14 @@ inline uint64_t MixBits(uint64_t x) {
   return x;
 }
 
-// Keys are uint64_t (callers pack composite keys); values are default-constructible.
-template <typename V>
+// The default hasher: keys are uint64_t (callers pack composite keys).
+struct MixHash {
+  uint64_t operator()(uint64_t key) const { return MixBits(key); }
+};
+
+// Values are default-constructible; keys are uint64_t, or a small struct with operator== and a
+// hasher (a key that does not pack into 64 bits without collisions).
+template <typename V, typename K = uint64_t, typename Hash = MixHash>
 class FlatMap {
  public:
   FlatMap() { Rehash(16); }
@@ -29,21 +35,30 @@ class FlatMap {
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
-  V* Find(uint64_t key) {
-    size_t mask = slots_.size() - 1;
-    for (size_t i = MixBits(key) & mask;; i = (i + 1) & mask) {
-      Slot& s = slots_[i];
-      if (!s.used) return nullptr;
-      if (s.key == key) return &s.value;
+  V* Find(const K& key) {
+    const size_t i = FindSlot(key);
+    return i == kNone ? nullptr : &slots_[i].value;
+  }
+  const V* Find(const K& key) const { return const_cast<FlatMap*>(this)->Find(key); }
+
+  // The slot holding `key` (kNone: absent), for a caller that reads, then erases, one member
+  // without hashing its key twice: At(slot), EraseSlot(slot). Valid until the next insertion.
+  static constexpr size_t kNone = SIZE_MAX;
+  size_t FindSlot(const K& key) const {
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = Hash()(key) & mask;; i = (i + 1) & mask) {
+      const Slot& s = slots_[i];
+      if (!s.used) return kNone;
+      if (s.key == key) return i;
     }
   }
-  const V* Find(uint64_t key) const { return const_cast<FlatMap*>(this)->Find(key); }
+  V& At(size_t slot) { return slots_[slot].value; }
 
   // Returns the value for `key`, inserting a default one if absent; *inserted tells which.
-  V& FindOrInsert(uint64_t key, bool* inserted = nullptr) {
+  V& FindOrInsert(const K& key, bool* inserted = nullptr) {
     if ((size_ + 1) * 4 > slots_.size() * 3) Rehash(slots_.size() * 2);
     size_t mask = slots_.size() - 1;
-    for (size_t i = MixBits(key) & mask;; i = (i + 1) & mask) {
+    for (size_t i = Hash()(key) & mask;; i = (i + 1) & mask) {
       Slot& s = slots_[i];
       if (!s.used) {
         s.used = true;
@@ -60,18 +75,20 @@ class FlatMap {
     }
   }
 
-  bool Erase(uint64_t key) {
-    size_t mask = slots_.size() - 1;
-    size_t i = MixBits(key) & mask;
-    for (;; i = (i + 1) & mask) {
-      if (!slots_[i].used) return false;
-      if (slots_[i].key == key) break;
-    }
+  bool Erase(const K& key) {
+    const size_t i = FindSlot(key);
+    if (i == kNone) return false;
+    EraseSlot(i);
+    return true;
+  }
+
+  void EraseSlot(size_t i) {
+    const size_t mask = slots_.size() - 1;
     // Backward-shift: move later members of the probe run into the hole so lookups that
     // stop at the first empty slot stay correct.
     size_t hole = i;
     for (size_t j = (i + 1) & mask; slots_[j].used; j = (j + 1) & mask) {
-      size_t home = MixBits(slots_[j].key) & mask;
+      size_t home = Hash()(slots_[j].key) & mask;
       bool movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
       if (movable) {
         slots_[hole] = std::move(slots_[j]);
@@ -81,7 +98,6 @@ class FlatMap {
     slots_[hole].used = false;
     slots_[hole].value = V();
     --size_;
-    return true;
   }
 
   void Clear() {
@@ -104,7 +120,7 @@ class FlatMap {
 
  private:
   struct Slot {
-    uint64_t key = 0;
+    K key{};
     bool used = false;
     V value{};
   };
@@ -116,7 +132,7 @@ class FlatMap {
     size_t mask = capacity - 1;
     for (auto& s : old) {
       if (!s.used) continue;
-      size_t i = MixBits(s.key) & mask;
+      size_t i = Hash()(s.key) & mask;
       while (slots_[i].used) i = (i + 1) & mask;
       slots_[i] = std::move(s);
       ++size_;

@@ -58,6 +58,51 @@ inline BlockRequestKey KeyOfBlockRecord(const iot_block& r) {
   return {r.dev, r.sector, true};
 }
 
+// Hashes a request's identity (for the tables that hold one entry per request in flight).
+struct BlockRequestKeyHash {
+  size_t operator()(const BlockRequestKey& k) const {
+    // splitmix64's finaliser of the identity and of the device with the kind of identity.
+    auto mix = [](uint64_t x) {
+      x ^= x >> 30;
+      x *= 0xbf58476d1ce4e5b9ULL;
+      x ^= x >> 27;
+      x *= 0x94d049bb133111ebULL;
+      return x ^ (x >> 31);
+    };
+    return mix(k.id ^ mix((uint64_t{k.dev} << 1) | (k.by_sector ? 1 : 0)));
+  }
+};
+
+// What the rule remembers of a request in flight.
+enum class BlockRequestState : uint8_t { kIssued, kRequeued };
+
+// The rule for record `r` of a request, on the state its reader keeps for it (`state`: null
+// when the request is not tracked: never issued in the trace, completed, or forgotten). The
+// reader starts tracking a request (kIssued) at kFirstIssue and stops at kComplete; a reader
+// that keeps its own entry per request in flight follows the rule with this, without a second
+// table.
+inline BlockStep StepOfRequest(const iot_block& r, BlockRequestState* state) {
+  switch (r.phase) {
+    case IOT_BLK_ISSUE: {
+      if (!state) return BlockStep::kFirstIssue;
+      const bool requeued = *state == BlockRequestState::kRequeued;
+      *state = BlockRequestState::kIssued;
+      // Issued again without a requeue in between: a completion was lost (or the identity was
+      // reused): a new request.
+      return requeued ? BlockStep::kReissue : BlockStep::kFirstIssue;
+    }
+    case IOT_BLK_REQUEUE:
+      // A requeue of a request issued before the trace began: its next issue is the first one
+      // the trace holds, and counts.
+      if (state) *state = BlockRequestState::kRequeued;
+      return BlockStep::kRequeue;
+    case IOT_BLK_COMPLETE:
+      return EndsBlockRequest(r) ? BlockStep::kComplete : BlockStep::kPartial;
+    default:
+      return BlockStep::kOther;
+  }
+}
+
 // Follows each request from issue to completion and says what each record means. Memory: one
 // entry per request in flight (issued, not completed); a trace that loses completions cannot
 // grow it past kMaxTracked (the oldest state is then forgotten, and a re-issue of a forgotten
@@ -68,44 +113,22 @@ class BlockRequestRule {
 
   BlockStep Step(const iot_block& r) {
     const BlockRequestKey key = KeyOfBlockRecord(r);
-    switch (r.phase) {
-      case IOT_BLK_ISSUE: {
-        if (auto it = state_.find(key); it != state_.end()) {
-          const bool requeued = it->second == State::kRequeued;
-          it->second = State::kIssued;
-          // Issued again without a requeue in between: a completion was lost (or the identity
-          // was reused): a new request.
-          return requeued ? BlockStep::kReissue : BlockStep::kFirstIssue;
-        }
-        if (state_.size() >= kMaxTracked) state_.clear();
-        state_.emplace(key, State::kIssued);
-        return BlockStep::kFirstIssue;
-      }
-      case IOT_BLK_REQUEUE:
-        // A requeue of a request issued before the trace began: its next issue is the first
-        // one the trace holds, and counts.
-        if (auto it = state_.find(key); it != state_.end()) it->second = State::kRequeued;
-        return BlockStep::kRequeue;
-      case IOT_BLK_COMPLETE:
-        if (!EndsBlockRequest(r)) return BlockStep::kPartial;
-        state_.erase(key);
-        return BlockStep::kComplete;
-      default:
-        return BlockStep::kOther;
+    auto it = state_.find(key);
+    const BlockStep step = StepOfRequest(r, it != state_.end() ? &it->second : nullptr);
+    if (step == BlockStep::kFirstIssue && it == state_.end()) {
+      if (state_.size() >= kMaxTracked) state_.clear();
+      state_.emplace(key, BlockRequestState::kIssued);
+    } else if (step == BlockStep::kComplete && it != state_.end()) {
+      state_.erase(it);
     }
+    return step;
   }
 
   // Requests issued and not completed yet.
   size_t in_flight() const { return state_.size(); }
 
  private:
-  enum class State : uint8_t { kIssued, kRequeued };
-  struct Hash {
-    size_t operator()(const BlockRequestKey& k) const {
-      return std::hash<uint64_t>()(k.id ^ (uint64_t{k.dev} << 40) ^ (k.by_sector ? 1ull << 63 : 0));
-    }
-  };
-  std::unordered_map<BlockRequestKey, State, Hash> state_;
+  std::unordered_map<BlockRequestKey, BlockRequestState, BlockRequestKeyHash> state_;
 };
 
 // Queue depth over a window, time-weighted as iostat's aqu-sz: the sum of the requests' times in
@@ -121,40 +144,61 @@ struct QueueDepth {
 
 using Interval = std::pair<uint64_t, uint64_t>;
 
-// The intervals of `done` and of `open` together (two lists: the caller's stored intervals are
-// read, not copied).
-inline QueueDepth QueueDepthOf(std::span<const Interval> done, std::span<const Interval> open,
-                               uint64_t window_first, uint64_t window_last) {
+// A set of intervals as the queue-depth sweep reads them: their starts and their ends, each
+// list ascending. Every interval lies within the window and is not empty (start < end).
+struct SortedTimes {
+  std::span<const uint64_t> starts, ends;
+};
+
+// Queue depth of the intervals of `a` and of `b` together (the caller's stored intervals and
+// those still open, read where they are). Sweeps the starts and ends in time order, ends first
+// at equal times (a slot freed and taken at once is not a deeper queue).
+inline QueueDepth QueueDepthOfSorted(SortedTimes a, SortedTimes b, uint64_t window_first,
+                                     uint64_t window_last) {
   QueueDepth q;
   if (window_last <= window_first) return q;
   q.window_ns = window_last - window_first;
-  // One word per event: its time from the window's start, shifted left, and a low bit that is
-  // 1 for a start; the sort then puts ends first at equal times (a slot freed and taken at once
-  // is not a deeper queue). A window past 2^63 ns (untrusted trace) loses its last bit of time.
-  const uint64_t shift = q.window_ns >> 63 ? 1 : 0;
-  std::vector<uint64_t> events;
-  events.reserve((done.size() + open.size()) * 2);
-  for (std::span<const Interval> intervals : {done, open}) {
-    for (auto [start, end] : intervals) {
-      start = std::max(start, window_first);
-      end = std::min(end, window_last);
-      if (end <= start) continue;
-      q.in_flight_ns = SaturatingAdd(q.in_flight_ns, end - start);  // traces are untrusted
-      events.push_back((((start - window_first) >> shift) << 1) | 1);
-      events.push_back(((end - window_first) >> shift) << 1);
-    }
+  if (a.starts.empty() && b.starts.empty()) return q;
+  // The sum of the intervals (saturating: traces are untrusted): of the ends less the starts.
+  unsigned __int128 ends_sum = 0, starts_sum = 0;
+  for (SortedTimes s : {a, b}) {
+    for (const uint64_t t : s.ends) ends_sum += t;
+    for (const uint64_t t : s.starts) starts_sum += t;
   }
-  if (events.empty()) return q;
-  std::sort(events.begin(), events.end());
+  const unsigned __int128 in_flight = ends_sum - starts_sum;
+  q.in_flight_ns = in_flight > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(in_flight);
+  // Times from the window's start; a window past 2^63 ns (untrusted trace) loses its last bit
+  // of time, as a sort key of the time shifted left and a start bit would.
+  const uint64_t shift = q.window_ns >> 63 ? 1 : 0;
+  auto key = [&](uint64_t t) { return (t - window_first) >> shift; };
   std::vector<uint64_t> ns_at_depth(1, 0);
   uint64_t depth = 0, prev = window_first;
-  for (const uint64_t event : events) {
-    const uint64_t ts = window_first + ((event >> 1) << shift);
+  size_t sa = 0, sb = 0, ea = 0, eb = 0;
+  const size_t starts = a.starts.size() + b.starts.size();
+  const size_t ends = a.ends.size() + b.ends.size();
+  while (sa + sb < starts || ea + eb < ends) {
+    // The next start and the next end (a key past every time where a list is done).
+    const uint64_t none = UINT64_MAX;
+    const uint64_t ka = sa < a.starts.size() ? key(a.starts[sa]) : none;
+    const uint64_t kb = sb < b.starts.size() ? key(b.starts[sb]) : none;
+    const uint64_t kea = ea < a.ends.size() ? key(a.ends[ea]) : none;
+    const uint64_t keb = eb < b.ends.size() ? key(b.ends[eb]) : none;
+    const bool start_from_a = ka <= kb, end_from_a = kea <= keb;
+    const uint64_t next_start = start_from_a ? ka : kb, next_end = end_from_a ? kea : keb;
+    const bool is_end = ea + eb < ends && (sa + sb == starts || next_end <= next_start);
+    const uint64_t ts = window_first + ((is_end ? next_end : next_start) << shift);
     ns_at_depth[std::min<uint64_t>(depth, ns_at_depth.size() - 1)] += ts - prev;
     prev = ts;
-    depth = (event & 1) ? depth + 1 : (depth > 0 ? depth - 1 : 0);
-    q.max = std::max(q.max, depth);
-    if (ns_at_depth.size() <= depth && depth < (uint64_t{1} << 20)) ns_at_depth.resize(depth + 1, 0);
+    if (is_end) {
+      ++(end_from_a ? ea : eb);
+      depth = depth > 0 ? depth - 1 : 0;
+    } else {
+      ++(start_from_a ? sa : sb);
+      ++depth;
+      q.max = std::max(q.max, depth);
+      if (ns_at_depth.size() <= depth && depth < (uint64_t{1} << 20))
+        ns_at_depth.resize(depth + 1, 0);
+    }
   }
   ns_at_depth[0] += window_last - prev;
   q.average = static_cast<double>(q.in_flight_ns) / static_cast<double>(q.window_ns);
@@ -168,6 +212,75 @@ inline QueueDepth QueueDepthOf(std::span<const Interval> done, std::span<const I
     }
   }
   return q;
+}
+
+// The times of a set of intervals kept as SortedTimes reads them. Requests end in the order the
+// trace holds them and start shortly before: each time is placed by a short walk from the back
+// of its list; a list that needs a longer walk (a trace out of time order) is sorted when read.
+class IntervalTimes {
+ public:
+  // Adds [start, end); an empty interval (start >= end) holds no time and is left out.
+  void Add(uint64_t start, uint64_t end) {
+    if (start >= end) return;
+    Place(&starts_, start, &starts_sorted_);
+    Place(&ends_, end, &ends_sorted_);
+  }
+  bool empty() const { return starts_.empty(); }
+  size_t size() const { return starts_.size(); }
+
+  // The lists, ascending; sorted copies (in `scratch`) of those out of order.
+  SortedTimes Read(std::vector<uint64_t>* scratch_starts,
+                   std::vector<uint64_t>* scratch_ends) const {
+    return {Sorted(starts_, starts_sorted_, scratch_starts),
+            Sorted(ends_, ends_sorted_, scratch_ends)};
+  }
+
+ private:
+  static constexpr size_t kMaxWalk = 64;
+
+  static void Place(std::vector<uint64_t>* list, uint64_t t, bool* sorted) {
+    std::vector<uint64_t>& v = *list;
+    v.push_back(t);
+    if (!*sorted) return;
+    size_t i = v.size() - 1;
+    const size_t stop = i > kMaxWalk ? i - kMaxWalk : 0;
+    for (; i > stop && v[i - 1] > t; --i) v[i] = v[i - 1];
+    v[i] = t;
+    if (i > 0 && v[i - 1] > t) *sorted = false;
+  }
+
+  static std::span<const uint64_t> Sorted(const std::vector<uint64_t>& v, bool sorted,
+                                          std::vector<uint64_t>* scratch) {
+    if (sorted) return v;
+    scratch->assign(v.begin(), v.end());
+    std::sort(scratch->begin(), scratch->end());
+    return *scratch;
+  }
+
+  std::vector<uint64_t> starts_, ends_;
+  bool starts_sorted_ = true, ends_sorted_ = true;
+};
+
+// The intervals of `done` and of `open` together (two lists: the caller's stored intervals are
+// read, not copied). Intervals reaching past the window count up to its end.
+inline QueueDepth QueueDepthOf(std::span<const Interval> done, std::span<const Interval> open,
+                               uint64_t window_first, uint64_t window_last) {
+  if (window_last <= window_first) return QueueDepthOfSorted({}, {}, window_first, window_last);
+  std::vector<uint64_t> starts, ends;
+  starts.reserve(done.size() + open.size());
+  ends.reserve(done.size() + open.size());
+  for (std::span<const Interval> intervals : {done, open}) {
+    for (auto [start, end] : intervals) {
+      start = std::max(start, window_first);
+      end = std::min(end, window_last);
+      if (end <= start) continue;
+      starts.push_back(start);
+      ends.push_back(end);
+    }
+  }
+  std::sort(starts.begin(), starts.end());
+  std::sort(ends.begin(), ends.end());
+  return QueueDepthOfSorted({starts, ends}, {}, window_first, window_last);
 }
 
 inline QueueDepth QueueDepthOf(std::span<const Interval> intervals, uint64_t window_first,
