@@ -12,6 +12,7 @@
 #include "analysis/analyzer_internal.h"
 #include "base/checked_math.h"
 #include "base/json_fields.h"
+#include "format/hosts.h"
 #include "format/op_info.h"
 #include "format/records.h"
 #include "model/op_fields.h"
@@ -49,6 +50,7 @@ nlohmann::json AnalysisFilter::ToJson() const {
   nlohmann::json j = nlohmann::json::object();
   if (!tgids.empty()) j["tgid"] = tgids;
   if (!tids.empty()) j["tid"] = tids;
+  if (!host_names.empty()) j["host"] = host_names;
   if (!file_globs.empty()) j["file"] = file_globs;
   if (!ops.empty()) {
     std::vector<std::string> names;
@@ -66,7 +68,8 @@ Analyzer::Analyzer(AnalyzerOptions options)
       ops_(IOT_OP_MAX + 1),
       fd_state_(DescriptorStateOptions()),
       series_(kSeriesCount) {
-  task_filter_ = !options_.filter.tgids.empty() || !options_.filter.tids.empty();
+  task_filter_ = !options_.filter.tgids.empty() || !options_.filter.tids.empty() ||
+                 !options_.filter.host_names.empty();
   filtering_ = !options_.filter.empty();
   path_filter_ = FiltersPaths(options_.filter);
   fd_state_.SetHandoverRule(true);  // until the header names a clock too coarse for it
@@ -88,6 +91,15 @@ Analyzer::~Analyzer() = default;
 void Analyzer::SetMeta(const nlohmann::json& meta) {
   meta_ = meta;
   types_recorded_ = json_fields::Object(meta, "capture") != nullptr;
+  if (!options_.filter.host_names.empty()) {
+    const std::vector<std::string> hosts = HostNames(meta);
+    options_.filter.hosts.clear();
+    for (size_t i = 0; i < hosts.size(); i++) {
+      const auto& names = options_.filter.host_names;
+      if (std::find(names.begin(), names.end(), hosts[i]) != names.end())
+        options_.filter.hosts.push_back(static_cast<uint32_t>(i));
+    }
+  }
   const nlohmann::json* host = json_fields::Object(meta, "host");
   if (!host) return;
   if (uint64_t ps = json_fields::GetUint(*host, "page_size", 0)) page_size_ = ps;
@@ -133,6 +145,9 @@ bool Analyzer::TaskAllowedSlow(uint32_t tgid, uint32_t tid) const {
   if (!f.tgids.empty() && std::find(f.tgids.begin(), f.tgids.end(), tgid) == f.tgids.end())
     return false;
   if (!f.tids.empty() && std::find(f.tids.begin(), f.tids.end(), tid) == f.tids.end())
+    return false;
+  if (!f.host_names.empty() &&
+      std::find(f.hosts.begin(), f.hosts.end(), HostOfPid(tgid)) == f.hosts.end())
     return false;
   return true;
 }

@@ -35,7 +35,7 @@ Result<AnalysisFilter> ParseFilterSpecs(const std::vector<std::string>& specs,
   for (const std::string& spec : specs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      return Status::Invalid("--filter {}: expected KEY=VALUE (tgid, tid, file, op)", spec);
+      return Status::Invalid("--filter {}: expected KEY=VALUE (tgid, tid, file, op, host)", spec);
     std::string key = spec.substr(0, eq), value = spec.substr(eq + 1);
     if (key == "file") {
       f.file_globs.push_back(value);  // globs may contain commas ({a,b}): keep whole
@@ -48,6 +48,8 @@ Result<AnalysisFilter> ParseFilterSpecs(const std::vector<std::string>& specs,
       } else if (key == "tid") {
         IOTWIN_ASSIGN_OR_RETURN(uint32_t id, ParseId(key, v));
         f.tids.push_back(id);
+      } else if (key == "host") {
+        f.host_names.push_back(v);  // the trace's header says which hosts there are
       } else if (key == "op") {
         const std::vector<uint16_t> ops = OpsNamedBy(v);
         if (ops.empty()) {
@@ -58,7 +60,7 @@ Result<AnalysisFilter> ParseFilterSpecs(const std::vector<std::string>& specs,
         }
         f.ops.insert(f.ops.end(), ops.begin(), ops.end());
       } else {
-        return Status::Invalid("--filter {}: unknown key '{}' (tgid, tid, file, op)", spec, key);
+        return Status::Invalid("--filter {}: unknown key '{}' (tgid, tid, file, op, host)", spec, key);
       }
     }
   }

@@ -12,7 +12,8 @@ namespace iotwin::analysis {
 
 // Keys: tgid (or pid), tid, file (glob, model::GlobMatch, on the names a file was opened by, as
 // recorded or resolved to absolute paths), op (names
-// as OpName prints them, or "reads"/"writes" for every read/write op). Values may be
+// as OpName prints them, or "reads"/"writes" for every read/write op), host (a merged trace's
+// host by name, docs/multi-host.md). Values may be
 // comma-separated; repeated keys accumulate. `from`/`to` are seconds from the trace start.
 Result<AnalysisFilter> ParseFilterSpecs(const std::vector<std::string>& specs,
                                         std::optional<double> from, std::optional<double> to);

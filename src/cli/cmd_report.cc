@@ -13,6 +13,7 @@
 #include "analysis/trace_analysis.h"
 #include "base/output_file.h"
 #include "cli/commands.h"
+#include "cli/report_hosts.h"
 #include "cli/scope_options.h"
 #include "cli/stdout_output.h"
 #include "cli/unit_options.h"
@@ -41,6 +42,7 @@ CommandSpec SetupReport(CLI::App& parent) {
     bool salvage = false;
     bool no_progress = false;
     std::vector<std::string> filters;
+    std::vector<std::string> hosts;
     std::optional<double> from, to;
     ScopeArgs scope;
   };
@@ -66,6 +68,9 @@ CommandSpec SetupReport(CLI::App& parent) {
   sub->add_option("--filter", opt->filters,
                   "keep only matching records: tgid=N[,N] (or pid=), tid=N[,N], file=GLOB, "
                   "op=NAME[,NAME] (op=reads / op=writes for all reads / writes)");
+  sub->add_option("--host", opt->hosts,
+                  "keep only these hosts of a merged trace (NAME[,NAME]; docs/multi-host.md)")
+      ->delimiter(',');
   sub->add_option("--from", opt->from, "ignore records before this long from the start (seconds, or 500ms)")
       ->transform(DurationUnits(1e9, "s"));
   sub->add_option("--to", opt->to, "ignore records after this long from the start (seconds, or 2m)")
@@ -85,6 +90,12 @@ CommandSpec SetupReport(CLI::App& parent) {
               return kExitError;
             }
             o.analyzer.filter = *filter;
+            for (const std::string& h : opt->hosts) o.analyzer.filter.host_names.push_back(h);
+            if (Status hosts = CheckHostNames(opt->path, o.analyzer.filter.host_names);
+                !hosts.ok()) {
+              fmt::print(stderr, "iotwin report: {}\n", hosts.message());
+              return kExitError;
+            }
             auto scope = opt->scope.Parse();
             if (!scope.ok()) {
               fmt::print(stderr, "iotwin report: {}\n", scope.status().message());
@@ -98,6 +109,12 @@ CommandSpec SetupReport(CLI::App& parent) {
             if (!model.ok()) {
               fmt::print(stderr, "iotwin report: {}\n", model.status().message());
               return kExitError;
+            }
+            if (auto hosts = HostFigures(opt->path, o); !hosts.ok()) {
+              fmt::print(stderr, "iotwin report: {}\n", hosts.status().message());
+              return kExitError;
+            } else if (!hosts->is_null()) {
+              (*model)["hosts"] = std::move(*hosts);
             }
             if (model->contains("trace") && (*model)["trace"].contains("damage"))
               fmt::print(stderr, "iotwin report: warning: {}\n",
@@ -127,7 +144,7 @@ CommandSpec SetupReport(CLI::App& parent) {
               (*model)["schema"] = "iotwin-report/1";
               fmt::print("{}\n", model->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
             } else {
-              fmt::print("{}", analysis::RenderText(*model));
+              fmt::print("{}{}", analysis::RenderText(*model), RenderHostsText(*model));
             }
             return kExitOk;
           }};

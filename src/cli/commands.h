@@ -29,5 +29,6 @@ CommandSpec SetupCheck(CLI::App& parent);
 CommandSpec SetupDemo(CLI::App& parent);
 CommandSpec SetupDump(CLI::App& parent);
 CommandSpec SetupLayers(CLI::App& parent);
+CommandSpec SetupMerge(CLI::App& parent);
 
 }  // namespace iotwin::cli

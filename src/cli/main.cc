@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   std::vector<CommandSpec> commands = {
       SetupRecord(app),  SetupReplay(app), SetupReport(app),    SetupCompare(app),
       SetupExport(app),  SetupImport(app), SetupAnonymize(app), SetupCheck(app),
-      SetupDemo(app),    SetupDump(app),   SetupLayers(app),
+      SetupDemo(app),    SetupDump(app),   SetupLayers(app),    SetupMerge(app),
   };
   std::string help_topic;
   CLI::App* help = app.add_subcommand("help", "Show the help of iotwin or of one subcommand");
