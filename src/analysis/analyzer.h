@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/flat_map.h"
+#include "analysis/newest_items.h"
 #include "analysis/histogram.h"
 #include "analysis/page_ranges.h"
 #include "analysis/pattern.h"
@@ -67,10 +68,6 @@ struct AnalysisFilter {
   // to absolute paths (relative and dirfd-relative opens, descriptors inherited at attach).
   std::vector<std::string> file_globs;
   std::vector<uint16_t> ops;            // IOT_OP_* codes
-  // Hosts of a merged trace by name (format/hosts.h); SetMeta finds their indices in `hosts`
-  // (a name the trace does not have matches nothing).
-  std::vector<std::string> host_names;
-  std::vector<uint32_t> hosts;
   std::optional<double> from_s;
   std::optional<double> to_s;
   // Calls left out of the statistics (compare: calls a replay does not re-issue); descriptor and
@@ -84,8 +81,7 @@ struct AnalysisFilter {
   std::shared_ptr<const std::set<model::ProgramImages::Key>> program_images;
 
   bool empty() const {
-    return tgids.empty() && tids.empty() && file_globs.empty() && ops.empty() &&
-           host_names.empty() && !from_s &&
+    return tgids.empty() && tids.empty() && file_globs.empty() && ops.empty() && !from_s &&
            !to_s && !excluded_calls && scope.IsAll();
   }
   nlohmann::json ToJson() const;
@@ -264,7 +260,7 @@ class Analyzer {
     // at most kRecentReads: the capture writes a run of insertions when the run ends, after the
     // accesses that found or wrote its pages; NotePageAdd counts them as those reads' misses
     // (a write's pages are its own, not misses).
-    std::vector<RecentRead> recent_reads;
+    NewestItems<RecentRead, kRecentReads> recent_reads;
   };
   enum : uint8_t { kAccessNone = 0, kAccessCall, kAccessFault, kAccessWrite };
   // What OnSyscall's descriptor step found: the file, the offset the call used, and whether

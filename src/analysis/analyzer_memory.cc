@@ -199,14 +199,13 @@ void Analyzer::CreditRecentRead(FileStats& f, RecentRead& r, uint64_t lo, uint64
 }
 
 void Analyzer::NoteRecentRead(FileStats& f, uint8_t access, uint64_t first, uint64_t end) {
-  std::vector<RecentRead>& reads = f.recent_reads;
+  auto& reads = f.recent_reads;  // the newest kRecentReads
   if (access != kAccessFault && !reads.empty() && reads.back().access == access &&
       reads.back().end == first) {
     reads.back().end = end;
     reads.back().seen_ts = last_ts_;
     return;
   }
-  if (reads.size() >= kRecentReads) reads.erase(reads.begin());
   reads.push_back(
       {.first = first, .end = end, .seen_ts = last_ts_, .access = access, .fault_major = false});
 }
