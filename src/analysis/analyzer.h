@@ -68,6 +68,10 @@ struct AnalysisFilter {
   // to absolute paths (relative and dirfd-relative opens, descriptors inherited at attach).
   std::vector<std::string> file_globs;
   std::vector<uint16_t> ops;            // IOT_OP_* codes
+  // Hosts of a merged trace by name (format/hosts.h); SetMeta finds their indices in `hosts`
+  // (a name the trace does not have matches nothing).
+  std::vector<std::string> host_names;
+  std::vector<uint32_t> hosts;
   std::optional<double> from_s;
   std::optional<double> to_s;
   // Calls left out of the statistics (compare: calls a replay does not re-issue); descriptor and
@@ -81,7 +85,8 @@ struct AnalysisFilter {
   std::shared_ptr<const std::set<model::ProgramImages::Key>> program_images;
 
   bool empty() const {
-    return tgids.empty() && tids.empty() && file_globs.empty() && ops.empty() && !from_s &&
+    return tgids.empty() && tids.empty() && file_globs.empty() && ops.empty() &&
+           host_names.empty() && !from_s &&
            !to_s && !excluded_calls && scope.IsAll();
   }
   nlohmann::json ToJson() const;
