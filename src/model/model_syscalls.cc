@@ -623,7 +623,7 @@ bool ModelBuilder::Impl::ApplyNamespaceOp(SyscallStep& s) {
     PathId p = op.path, q = op.path2;
     if (p != kNone && q != kNone && op.skip == Skip::kReplayable && ok) {
       op.file = Exists(p, sc.ftype == kFtypeDir, 0, nullptr);
-      bool exchange = code == IOT_OP_RENAMEAT2 && (sc.flags & 2 /*RENAME_EXCHANGE*/);
+      bool exchange = RenameExchanges(sc);
       if (exchange) Exists(q, false, 0, nullptr);
       EnsureParentDirs(q);
       Renamed(p, q, exchange);

@@ -1,6 +1,7 @@
 #include "model/op_fields.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>  // RENAME_EXCHANGE
 #include <sys/mman.h>
 
 #include "format/op_info.h"
@@ -109,6 +110,27 @@ bool OpReturnsFd(const iot_syscall& sc) {
   const OpInfo& i = GetOpInfo(sc.op);
   // io_uring_setup's ring descriptor belongs to the async back end.
   return i.result == OpResult::kNewFd && Replayed(i);
+}
+
+bool DuplicatesFd(const iot_syscall& sc) {
+  if (GetOpInfo(sc.op).fd_effect != FdEffect::kDuplicates) return false;
+  return sc.op != IOT_OP_FCNTL || FcntlCmd(sc) == F_DUPFD || FcntlCmd(sc) == F_DUPFD_CLOEXEC;
+}
+
+bool SetsStatusFlags(const iot_syscall& sc) {
+  return sc.op == IOT_OP_FCNTL && FcntlCmd(sc) == F_SETFL;
+}
+
+bool MakesOrRemovesDir(const iot_syscall& sc) {
+  const OpInfo& i = GetOpInfo(sc.op);
+  if (i.names == NameEffect::kMakesDir || i.names == NameEffect::kRemovesDir) return true;
+  // unlinkat's flag; unlink takes none.
+  return i.names == NameEffect::kRemoves && i.path_base == PathBase::kFd &&
+         (sc.flags & AT_REMOVEDIR) != 0;
+}
+
+bool RenameExchanges(const iot_syscall& sc) {
+  return sc.op == IOT_OP_RENAMEAT2 && (sc.flags & RENAME_EXCHANGE) != 0;
 }
 
 bool OpResultIsCount(uint16_t op) {

@@ -85,6 +85,14 @@ inline uint64_t Openat2Resolve(const iot_syscall& sc) { return sc.aux; }
 
 // True when the op returns a new descriptor in `ret` (opens, dup*, fcntl F_DUPFD*).
 bool OpReturnsFd(const iot_syscall& sc);
+// Whether the call copies descriptor `fd` into its result (dup, dup2, dup3; fcntl F_DUPFD*).
+bool DuplicatesFd(const iot_syscall& sc);
+// Whether the call sets the status flags of `fd`'s open file description (fcntl F_SETFL).
+bool SetsStatusFlags(const iot_syscall& sc);
+// Whether the call makes or removes a directory (mkdir, rmdir, unlinkat with AT_REMOVEDIR).
+bool MakesOrRemovesDir(const iot_syscall& sc);
+// Whether a rename swaps its two names (renameat2 with RENAME_EXCHANGE).
+bool RenameExchanges(const iot_syscall& sc);
 // True for ops whose successful result is a byte count or position that replay must reproduce
 // exactly (reads, writes, lseek, copies); other successful results are compared as "success".
 bool OpResultIsCount(uint16_t op);

@@ -91,7 +91,7 @@ bool NameEffect(const iot_syscall& sc, RaceEntry* e) {
 
 // The target of a rename: present after it (before: unknown, unless RENAME_NOREPLACE refused).
 bool RenameTargetEffect(const iot_syscall& sc, RaceEntry* e) {
-  if (sc.op != IOT_OP_RENAME && sc.op != IOT_OP_RENAMEAT && sc.op != IOT_OP_RENAMEAT2) return false;
+  if (GetOpInfo(sc.op).names != iotwin::NameEffect::kRenames) return false;
   e->pinned = true;
   if (sc.ret == 0) {
     e->before = NameState::kAny;
@@ -134,15 +134,13 @@ void NoteAppendFlag(const iot_syscall& sc, std::unordered_map<uint64_t, bool>& a
   if (sc.ret < 0) return;
   if (GetOpInfo(sc.op).family == OpFamily::kOpen) {
     appending[key(sc.ret)] = (EffectiveOpenFlags(sc) & O_APPEND) != 0;
-  } else if (sc.op == IOT_OP_CLOSE) {
+  } else if (GetOpInfo(sc.op).fd_effect == FdEffect::kCloses) {
     appending.erase(key(sc.fd));
-  } else if (sc.op == IOT_OP_DUP || sc.op == IOT_OP_DUP2 || sc.op == IOT_OP_DUP3 ||
-             (sc.op == IOT_OP_FCNTL &&
-              (FcntlCmd(sc) == F_DUPFD || FcntlCmd(sc) == F_DUPFD_CLOEXEC))) {
+  } else if (DuplicatesFd(sc)) {
     auto it = appending.find(key(sc.fd));
     if (it != appending.end()) appending[key(sc.ret)] = it->second;
     else appending.erase(key(sc.ret));
-  } else if (sc.op == IOT_OP_FCNTL && FcntlCmd(sc) == F_SETFL) {
+  } else if (SetsStatusFlags(sc)) {
     appending[key(sc.fd)] = (FcntlArg(sc) & O_APPEND) != 0;
   }
 }
@@ -250,8 +248,8 @@ bool ModelBuilder::Impl::ReorderRaces() {
     e.end = Sum(sc.ts, sc.dur);
     NoteAppendFlag(sc, appending);
     if (OpTakesPath(sc.op) || OpTakesPath2(sc.op)) {
-      const bool second = sc.op == IOT_OP_LINK || sc.op == IOT_OP_LINKAT ||
-                          sc.op == IOT_OP_SYMLINK || sc.op == IOT_OP_SYMLINKAT;
+      const iotwin::NameEffect made = GetOpInfo(sc.op).names;
+      const bool second = made == iotwin::NameEffect::kLinks || made == iotwin::NameEffect::kSymlinks;
       RaceEntry first = e;
       if (NameEffect(sc, &first)) {
         std::string key = second ? name_key(sc, sc.path2_id, Path2DirFd(sc))
@@ -267,7 +265,8 @@ bool ModelBuilder::Impl::ReorderRaces() {
     }
     if (sc.ret < 0 || sc.ino == 0) continue;
     const uint64_t inode = sc.ino ^ (static_cast<uint64_t>(sc.dev) << 40);
-    if (sc.op == IOT_OP_LSEEK && Whence(sc) == SEEK_END) {
+    const OpInfo& info = GetOpInfo(sc.op);
+    if (info.family == OpFamily::kSeek && Whence(sc) == SEEK_END) {
       int64_t seen = 0;  // the size the offset was added to
       if (__builtin_sub_overflow(sc.ret, static_cast<int64_t>(sc.offset), &seen) || seen < 0 ||
           static_cast<uint64_t>(seen) >= (UINT64_MAX >> 2)) {
@@ -275,7 +274,8 @@ bool ModelBuilder::Impl::ReorderRaces() {
       }
       e.rank = static_cast<uint64_t>(seen) * 2;
       sizes[inode].push_back(e);
-    } else if ((sc.op == IOT_OP_WRITE || sc.op == IOT_OP_WRITEV) && sc.ret > 0 &&
+    } else if (info.direction == OpDirection::kWrite && info.offset == FieldUse::kPositionBefore &&
+               sc.ret > 0 &&
                sc.fsize >= static_cast<uint64_t>(sc.ret) && sc.fsize < (UINT64_MAX >> 2)) {
       auto a = appending.find(fd_key(sc.tgid, sc.fd));
       if (a == appending.end() || !a->second) continue;

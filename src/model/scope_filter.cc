@@ -20,13 +20,6 @@ constexpr uint16_t kDirectoryType = 4;  // S_IFDIR >> 12
 
 uint64_t AsyncKey(uint64_t ctx, uint64_t req_id) { return (ctx * 0x9e3779b97f4a7c15ULL) ^ req_id; }
 
-// mkdir, rmdir and unlinkat(AT_REMOVEDIR) carry no identity; the directories that files in
-// scope live in are kept, so these calls are too.
-bool MakesOrRemovesADirectory(const iot_syscall& sc) {
-  return sc.op == IOT_OP_MKDIR || sc.op == IOT_OP_MKDIRAT || sc.op == IOT_OP_RMDIR ||
-         (sc.op == IOT_OP_UNLINKAT && (sc.flags & AT_REMOVEDIR));
-}
-
 }  // namespace
 
 nlohmann::json ScopeFilterCounts::ToJson() const {
@@ -73,9 +66,11 @@ bool ScopeRecordFilter::KeepSyscall(const iot_syscall& sc) {
   } else if (has_file && sc.path_id == 0) {
     // A descriptor no open showed (a pipe, a socket, an inherited tty): its kind alone.
     out = !scope_.AdmitsKind(ClassifyFile(sc.ftype, {}, true));
-  } else if (MakesOrRemovesADirectory(sc)) {
+  } else if (MakesOrRemovesDir(sc)) {
+    // mkdir, rmdir and unlinkat(AT_REMOVEDIR) carry no identity; the directories that files in
+    // scope live in are kept, so these calls are too.
     out = false;
-  } else if (sc.op != IOT_OP_CHDIR && sc.path_id != 0 && sc.path2_id == 0 &&
+  } else if (GetOpInfo(sc.op).names != NameEffect::kSetsCwd && sc.path_id != 0 && sc.path2_id == 0 &&
              sc.ftype != kDirectoryType &&
              !(sc.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT))) {
     // A call on a name alone (stat, unlink, a failed open): judged by the resolved name. Calls

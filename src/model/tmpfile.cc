@@ -12,7 +12,10 @@ namespace iotwin::model {
 
 bool ModelBuilder::Impl::ProcFdLink(const SyscallStep& s, int* fd) {
   const iot_syscall& sc = s.sc;
-  if (sc.op != IOT_OP_LINKAT || !(sc.flags & AT_SYMLINK_FOLLOW) || (sc.flags & AT_EMPTY_PATH)) {
+  const OpInfo& info = GetOpInfo(sc.op);
+  // linkat (the link call that takes flags) following /proc/self/fd/N.
+  if (info.names != NameEffect::kLinks || info.path_base != PathBase::kFd ||
+      !(sc.flags & AT_SYMLINK_FOLLOW) || (sc.flags & AT_EMPTY_PATH)) {
     return false;
   }
   if (sc.sflags & (IOT_SCF_PATH_TRUNC | IOT_SCF_PATH_FAULT)) return false;

@@ -64,8 +64,6 @@ namespace {
 // IOSQE_FIXED_FILE, as io_uring keeps it in the request flags the capture records.
 constexpr uint32_t kIosqeFixedFile = 1;
 
-bool IsSubmitCall(uint16_t op) { return op == IOT_OP_IO_URING_ENTER || op == IOT_OP_IO_SUBMIT; }
-
 // What request `a` does. The replay's back end runs every engine but libaio as io_uring, so the
 // model reads the opcodes of any other engine as io_uring's.
 AsyncOpInfo AsyncRequestOp(const iot_async_io& a) {
@@ -605,12 +603,13 @@ bool ModelBuilder::Impl::PostponeDescriptorHandovers() {
     if (events[i].type != kEvSyscall) continue;
     const iot_syscall& sc = syscalls[events[i].index];
     if (sc.ret < 0 || (sc.sflags & IOT_SCF_INTERRUPTED)) continue;
-    if (sc.op == IOT_OP_CLOSE && sc.fd >= 0) {
+    const OpInfo& info = GetOpInfo(sc.op);
+    if (info.fd_effect == FdEffect::kCloses && sc.fd >= 0) {
       auto it = creator.find(key(sc.tgid, sc.fd));
       if (it == creator.end()) continue;
       postpone(it->second, i, sc);
       creator.erase(it);
-    } else if (sc.op == IOT_OP_CLOSE_RANGE &&
+    } else if (info.fd_effect == FdEffect::kClosesRange &&
                !(sc.flags & (CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE))) {
       // Frees every number in [first, last] of the shared table (with UNSHARE it closes in a
       // private copy, and CLOEXEC frees nothing).
@@ -624,7 +623,7 @@ bool ModelBuilder::Impl::PostponeDescriptorHandovers() {
           ++it;
         }
       }
-    } else if (OpReturnsFd(sc) && sc.op != IOT_OP_DUP2 && sc.op != IOT_OP_DUP3) {
+    } else if (OpReturnsFd(sc) && info.fd2 != FdRole::kCreated) {  // dup2/dup3 name their new fd
       creator[key(sc.tgid, sc.ret)] = i;
     }
   }
@@ -647,7 +646,7 @@ Status ModelBuilder::Impl::Finish() {
   for (auto& e : events) {
     if (e.type != kEvSyscall) continue;
     const iot_syscall& sc = syscalls[e.index];
-    if (IsSubmitCall(sc.op)) submit_calls[sc.tid].push_back({sc.ts, &e - events.data()});
+    if (OpSubmitsAsync(sc.op)) submit_calls[sc.tid].push_back({sc.ts, &e - events.data()});
   }
   for (auto& [tid, v] : submit_calls) std::sort(v.begin(), v.end());
   for (auto& e : events) {
@@ -813,7 +812,8 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
       const iot_syscall& sc = s.syscalls.back();
       // Descriptors a recvmsg received exist from its exit on (it often waited for the sender
       // to open the file): the model takes the call there.
-      const bool at_exit = sc.op == IOT_OP_RECVMSG && sc.ts <= UINT64_MAX - sc.dur;
+      const bool at_exit =
+          GetOpInfo(sc.op).fd_effect == FdEffect::kReceives && sc.ts <= UINT64_MAX - sc.dur;
       push(Impl::kEvSyscall, static_cast<uint32_t>(s.syscalls.size() - 1),
            at_exit ? sc.ts + sc.dur : sc.ts);
       break;

@@ -17,7 +17,6 @@ namespace iotwin::model {
 namespace {
 
 constexpr uint16_t kFtypeDirectory = S_IFDIR >> 12;  // ftype: S_IFMT >> 12
-constexpr uint64_t kRenameExchange = 2;  // RENAME_EXCHANGE, renameat2's flags
 
 uint64_t SatAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
@@ -789,7 +788,7 @@ void TraceState::OnRename(const iot_syscall& sc, std::optional<std::string_view>
   // The record's ftype is the type of the object at `from`; 0 (unknown, as in an imported log)
   // leaves it to each description (MovePaths). An exchange also moves the object at `to`,
   // whose type no record shows.
-  const bool exchange = sc.op == IOT_OP_RENAMEAT2 && (sc.flags & kRenameExchange) != 0;
+  const bool exchange = RenameExchanges(sc);
   if (sc.ftype != 0 && sc.ftype != kFtypeDirectory && !exchange) return;
   MovePaths(*from, *to, exchange, !exchange && sc.ftype == kFtypeDirectory);
 }

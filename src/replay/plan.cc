@@ -10,6 +10,7 @@
 #include "base/checked_math.h"
 #include "format/op_info.h"
 #include "format/records.h"
+#include "model/op_fields.h"
 #include "model/path.h"
 #include "replay/pacer.h"
 #include "replay/write_budget.h"
@@ -32,8 +33,9 @@ std::string AsyncLabel(uint8_t engine, uint8_t opcode) {
 
 bool CreatesName(const Op& op) {
   if (op.kind != OpKind::kSyscall) return false;
-  if (op.sc.op == IOT_OP_CREAT || op.sc.op == IOT_OP_MKDIR || op.sc.op == IOT_OP_MKDIRAT) return true;
-  return GetOpInfo(op.sc.op).family == OpFamily::kOpen && (op.sc.flags & O_CREAT) != 0;
+  const OpInfo& info = GetOpInfo(op.sc.op);
+  if (info.names == NameEffect::kMakesDir) return true;
+  return info.family == OpFamily::kOpen && (model::EffectiveOpenFlags(op.sc) & O_CREAT) != 0;
 }
 }  // namespace
 

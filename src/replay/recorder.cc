@@ -20,9 +20,11 @@
 #include "base/checked_math.h"
 #include "base/fd.h"
 #include "base/output_file.h"
+#include "format/op_info.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
+#include "model/op_fields.h"
 #include "model/trace_state.h"
 #include "replay/interrupt.h"
 
@@ -256,7 +258,9 @@ class BookkeeperSnapshots {
     }
     if (keep_->count(sc.tid) || sc.ret < 0) return Status::Ok();
     if (e.new_fd >= 0) return DescribeFd(sc, e.new_fd);
-    if (sc.op == IOT_OP_MMAP && !(sc.flags & MAP_ANONYMOUS)) return DescribeMapping(sc);
+    if (GetOpInfo(sc.op).mapping == OpMapping::kMaps && model::OpHasDataFd(sc)) {
+      return DescribeMapping(sc);
+    }
     return Status::Ok();
   }
 

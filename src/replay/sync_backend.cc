@@ -275,7 +275,7 @@ int64_t NewNameCall(const LiveArgs& a) {
   if (r == 0 && a.sandbox != nullptr) {
     a.sandbox->ClampMovedLinks(a.path2, a.in_root);
     const iot_syscall& sc = a.op->sc;
-    if (sc.op == IOT_OP_RENAMEAT2 && (sc.flags & RENAME_EXCHANGE)) {
+    if (model::RenameExchanges(sc)) {
       a.sandbox->ClampMovedLinks(a.path, a.in_root);
     }
   }
