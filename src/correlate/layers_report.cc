@@ -397,9 +397,9 @@ json Btt(const Correlation& c) {
   return arr;
 }
 
-json Splits(const Correlation& c, const LayersOptions& o) {
-  auto limits = Limits(c.meta);
-  json j;
+// The block layer's splits: pieces and why, and the calls that became several requests.
+void KernelSplits(const Correlation& c, const LayersOptions& o,
+                  const std::map<uint32_t, DeviceLimits>& limits, json& j) {
   // kernel splits: X pieces, and why
   std::map<std::string, uint64_t> reasons;
   uint64_t pieces = 0;
@@ -464,7 +464,11 @@ json Splits(const Correlation& c, const LayersOptions& o) {
   j["calls_split"] = calls_split;
   j["max_requests_per_call"] = max_requests;
   j["calls"] = calls;
+}
 
+// Runs of sequential same-file calls, each below the device limit, that one call would do.
+void AppPresplit(const Correlation& c, const LayersOptions& o,
+                 const std::map<uint32_t, DeviceLimits>& limits, json& j) {
   // application-side pre-split: runs of sequential same-file calls, each below the device limit
   json runs = json::array();
   uint64_t run_count = 0, run_calls = 0;
@@ -519,16 +523,26 @@ json Splits(const Correlation& c, const LayersOptions& o) {
   j["app_presplit_runs"] = run_count;
   j["app_presplit_calls"] = run_calls;
   j["app_presplit"] = runs;
+}
 
+json Merges(const Correlation& c) {
   uint64_t merged = 0, multi = 0, rq_merges = 0;
   for (const Bio& b : c.bios) merged += b.merged;
   for (const Request& q : c.requests) {
     multi += q.bios.size() > 1;
     rq_merges += q.merged_away;
   }
-  j["merges"] = {{"bios_merged", merged},
-                 {"requests_with_several_bios", multi},
-                 {"requests_merged_into_others", rq_merges}};
+  return json{{"bios_merged", merged},
+              {"requests_with_several_bios", multi},
+              {"requests_merged_into_others", rq_merges}};
+}
+
+json Splits(const Correlation& c, const LayersOptions& o) {
+  const auto limits = Limits(c.meta);
+  json j;
+  KernelSplits(c, o, limits, j);
+  AppPresplit(c, o, limits, j);
+  j["merges"] = Merges(c);
   return j;
 }
 

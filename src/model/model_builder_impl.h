@@ -708,13 +708,15 @@ struct ModelBuilder::Impl {
   void ClassifyDescriptors(SyscallStep& s);
   // Each returns false for a call outside its family.
   bool ApplyDescriptorOp(SyscallStep& s);  // open, creat, close, close_range, dup*, fcntl, flock
+  void ApplyOpen(SyscallStep& s);
   // An importer may not know the access mode of a descriptor open before the trace (strace
   // prints only its path): a read or write that succeeded on it proves the mode allowed it.
   void WidenInitialAccess(uint32_t ofd, bool write);
   bool ApplyDataOp(SyscallStep& s);        // read/write family, lseek, syncs, size changes, hints
   bool ApplyCopyOp(SyscallStep& s);        // copy_file_range, sendfile
   bool ApplyMemoryOp(SyscallStep& s);      // mmap, munmap, msync, madvise, mremap
-  bool ApplyNamespaceOp(SyscallStep& s);   // truncate, stat*, mkdir, unlink, rename, link, chdir
+  bool ApplyNamespaceOp(SyscallStep& s);   // truncate, stat*, mkdir, unlink, chdir; then:
+  bool ApplyNameOp(SyscallStep& s);        // rename, link, symlink, bind
   bool ApplyAsyncSetupOp(SyscallStep& s);  // io_setup, io_uring_setup/enter/register
   // O_TMPFILE and its names (tmpfile.cc): linkat(AT_FDCWD, "/proc/self/fd/N", ...,
   // AT_SYMLINK_FOLLOW) names descriptor N's file (true, N in *fd); the unnamed file an O_TMPFILE
@@ -727,11 +729,23 @@ struct ModelBuilder::Impl {
     if (fd >= 0) deps.Read(FdKey(proc, fd));
   }
 
+  // The parts of ModelBuilder::Add that keep a record's content for later.
+  Status AddString(const iot_rec_hdr* rec);
+  void AddIovec(const iot_rec_hdr* rec);
+  void AddFdList(const iot_rec_hdr* rec);
+  void NoteFaultResidency(const iot_page_fault& pf);
+  void NotePageCacheResidency(const iot_page_cache& pc);
   void HandleProc(const iot_proc& p);
+  void HandleFork(const iot_proc& p, Op& op);
+  void HandleExec(const iot_proc& p, Op& op);
+  void HandleExit(const iot_proc& p, Op& op);
   void HandleFdSnapshot(const iot_fd_snapshot& s);
   void HandleMapSnapshot(const iot_map_snapshot& s);
   void HandleFault(const iot_page_fault& f);
   void HandleAsync(const iot_async_io& a);
+  void HandleAsyncCompletion(const iot_async_io& a, uint64_t ckey, uint64_t req);
+  uint32_t AsyncContextFor(const iot_async_io& a, uint64_t ckey, uint32_t t);
+  void BindAsyncFd(const iot_async_io& a, uint32_t t, Op* op);
   uint32_t UringSetupThread(uint32_t t) const;
   void HandleCache(const iot_cache_state& c);
   // A buffered read or write that returned: the pages it used (initial_residency.h).

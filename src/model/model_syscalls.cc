@@ -205,6 +205,62 @@ void ModelBuilder::Impl::ClassifyDescriptors(SyscallStep& s) {
   }
 }
 
+// open, openat, openat2, creat: the file the name leads to (made, truncated, an unnamed
+// O_TMPFILE), and the new descriptor's open file description.
+void ModelBuilder::Impl::ApplyOpen(SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  const uint32_t proc = s.proc;
+  const bool ok = s.ok;
+  Op& op = s.op;
+  uint32_t flags = EffectiveOpenFlags(sc);
+  bool creat = flags & O_CREAT, excl = flags & O_EXCL, trunc = flags & O_TRUNC;
+  PathId p = op.path;
+  uint32_t f = kNone;
+  if (p != kNone && !Pseudo(p) && (flags & O_TMPFILE) == O_TMPFILE) {
+    // An unnamed file in directory p: the descriptor's I/O is the new file's.
+    if (ok) f = TmpFileIn(p, sc);
+    else if (sc.ret != -ENOENT && sc.ret != -ENOTDIR) Exists(p, true, 0, nullptr);
+  } else if (p != kNone && !Pseudo(p)) {
+    if (ok) {
+      auto it = file_by_path.find(p);
+      bool dir = sc.ftype == kFtypeDir || (flags & O_DIRECTORY);
+      if (it != file_by_path.end()) {
+        f = Exists(p, dir, trunc ? 0 : sc.fsize, &sc);
+      } else if (creat && (excl || trunc || sc.fsize == 0)) {
+        f = Created(p, false);
+        FileInfo& fi = m->files_[f];
+        fi.ino = sc.ino;
+        fi.dev = sc.dev;
+        fi.ftype = sc.ftype;
+      } else {
+        f = Exists(p, dir, trunc ? 0 : sc.fsize, &sc);
+      }
+      if (trunc) {
+        Modified(f);
+        DataUse(f);
+      }
+    } else if (sc.ret == -ENOENT) {
+      if (!file_by_path.count(p)) absent.insert(p);
+    } else if (sc.ret == -EEXIST || sc.ret == -EISDIR) {
+      f = Exists(p, sc.ret == -EISDIR, 0, nullptr);
+    }
+  }
+  op.file = f;
+  if (ok && f != kNone && sc.ino != 0) file_by_identity.emplace(std::make_pair(sc.dev, sc.ino), f);
+  if (ok) {
+    int32_t nfd = static_cast<int32_t>(sc.ret);
+    uint32_t o = NewOfd(op.skip == Skip::kUnknownPath ? kNone : p, f, flags,
+                        op.skip == Skip::kUnknownPath);
+    SetFd(proc, nfd, o, flags & O_CLOEXEC);
+    op.ofd = o;
+  }
+  s.declare.push_back([=, this] {
+    PathResources(p, creat || trunc);
+    if (ok) deps.Write(FdKey(proc, static_cast<int32_t>(sc.ret)));
+    if (trunc && f != kNone) deps.WriteRange(FileKey(f), 0, UINT64_MAX);
+  });
+}
+
 bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
   const iot_syscall& sc = s.sc;
   const uint16_t code = sc.op;
@@ -214,53 +270,7 @@ bool ModelBuilder::Impl::ApplyDescriptorOp(SyscallStep& s) {
   Op& op = s.op;
   const OpInfo& info = GetOpInfo(code);
   if (info.family == OpFamily::kOpen) {
-    uint32_t flags = EffectiveOpenFlags(sc);
-    bool creat = flags & O_CREAT, excl = flags & O_EXCL, trunc = flags & O_TRUNC;
-    PathId p = op.path;
-    uint32_t f = kNone;
-    if (p != kNone && !Pseudo(p) && (flags & O_TMPFILE) == O_TMPFILE) {
-      // An unnamed file in directory p: the descriptor's I/O is the new file's.
-      if (ok) f = TmpFileIn(p, sc);
-      else if (sc.ret != -ENOENT && sc.ret != -ENOTDIR) Exists(p, true, 0, nullptr);
-    } else if (p != kNone && !Pseudo(p)) {
-      if (ok) {
-        auto it = file_by_path.find(p);
-        bool dir = sc.ftype == kFtypeDir || (flags & O_DIRECTORY);
-        if (it != file_by_path.end()) {
-          f = Exists(p, dir, trunc ? 0 : sc.fsize, &sc);
-        } else if (creat && (excl || trunc || sc.fsize == 0)) {
-          f = Created(p, false);
-          FileInfo& fi = m->files_[f];
-          fi.ino = sc.ino;
-          fi.dev = sc.dev;
-          fi.ftype = sc.ftype;
-        } else {
-          f = Exists(p, dir, trunc ? 0 : sc.fsize, &sc);
-        }
-        if (trunc) {
-          Modified(f);
-          DataUse(f);
-        }
-      } else if (sc.ret == -ENOENT) {
-        if (!file_by_path.count(p)) absent.insert(p);
-      } else if (sc.ret == -EEXIST || sc.ret == -EISDIR) {
-        f = Exists(p, sc.ret == -EISDIR, 0, nullptr);
-      }
-    }
-    op.file = f;
-    if (ok && f != kNone && sc.ino != 0) file_by_identity.emplace(std::make_pair(sc.dev, sc.ino), f);
-    if (ok) {
-      int32_t nfd = static_cast<int32_t>(sc.ret);
-      uint32_t o = NewOfd(op.skip == Skip::kUnknownPath ? kNone : p, f, flags,
-                          op.skip == Skip::kUnknownPath);
-      SetFd(proc, nfd, o, flags & O_CLOEXEC);
-      op.ofd = o;
-    }
-    s.declare.push_back([=, this] {
-      PathResources(p, creat || trunc);
-      if (ok) deps.Write(FdKey(proc, static_cast<int32_t>(sc.ret)));
-      if (trunc && f != kNone) deps.WriteRange(FileKey(f), 0, UINT64_MAX);
-    });
+    ApplyOpen(s);
   } else if (info.fd_effect == FdEffect::kCloses) {
     if (op.fd_state == FdState::kKnown && sc.ret != -EBADF) {
       // Closing an io_uring instance: the replay tears its engine down here, so the ring's
@@ -619,7 +629,30 @@ bool ModelBuilder::Impl::ApplyNamespaceOp(SyscallStep& s) {
       }
     }
     s.declare.push_back([=, this] { PathResources(p, true); });
-  } else if (info.names == NameEffect::kRenames) {
+  } else if (info.names == NameEffect::kSetsCwd && info.path == PathRole::kResolved) {
+    PathId p = op.path;
+    if (p != kNone && op.skip == Skip::kReplayable && ok) {
+      op.file = Exists(p, true, 0, nullptr);
+      SetCwd(proc, p);
+    }
+    s.declare.push_back([=, this] { PathResources(p, false); });
+  } else if (info.names == NameEffect::kSetsCwd) {
+    if (ok && ofd) fd_table.SetCwd(proc, Desc(op.ofd).path);
+    if (ok) MarkDir(file, kNone);
+    s.declare.push_back([=, this] { DeclareFdUse(proc, sc.fd); });
+  } else {
+    return ApplyNameOp(s);
+  }
+  return true;
+}
+
+bool ModelBuilder::Impl::ApplyNameOp(SyscallStep& s) {
+  const iot_syscall& sc = s.sc;
+  const uint32_t proc = s.proc;
+  const bool ok = s.ok;
+  Op& op = s.op;
+  const OpInfo& info = GetOpInfo(sc.op);
+  if (info.names == NameEffect::kRenames) {
     PathId p = op.path, q = op.path2;
     if (p != kNone && q != kNone && op.skip == Skip::kReplayable && ok) {
       op.file = Exists(p, sc.ftype == kFtypeDir, 0, nullptr);
@@ -669,17 +702,6 @@ bool ModelBuilder::Impl::ApplyNamespaceOp(SyscallStep& s) {
       }
     }
     s.declare.push_back([=, this] { PathResources(p, true); });
-  } else if (info.names == NameEffect::kSetsCwd && info.path == PathRole::kResolved) {
-    PathId p = op.path;
-    if (p != kNone && op.skip == Skip::kReplayable && ok) {
-      op.file = Exists(p, true, 0, nullptr);
-      SetCwd(proc, p);
-    }
-    s.declare.push_back([=, this] { PathResources(p, false); });
-  } else if (info.names == NameEffect::kSetsCwd) {
-    if (ok && ofd) fd_table.SetCwd(proc, Desc(op.ofd).path);
-    if (ok) MarkDir(file, kNone);
-    s.declare.push_back([=, this] { DeclareFdUse(proc, sc.fd); });
   } else {
     return false;
   }

@@ -75,49 +75,101 @@ AsyncKind AsyncRequestKind(const iot_async_io& a) { return AsyncRequestOp(a).kin
 
 }  // namespace
 
+void ModelBuilder::Impl::HandleFork(const iot_proc& p, Op& op) {
+  uint32_t parent_t = ThreadFor(p.tid, p.tgid, p.ts);
+  uint32_t parent = m->threads_[parent_t].process;
+  // A stale process with the child's tgid (missed exit) is forgotten.
+  proc_by_tgid.erase(p.child_tgid);
+  uint32_t child = ProcessFor(p.child_tgid);
+  m->processes_[child].parent = parent;
+  fd_table.Fork(parent, child);
+  m->processes_[child].initial_cwd = Cwd(parent);
+  m->processes_[child].max_fd = m->processes_[parent].max_fd;
+  // Mappings are inherited: fd_table copied them; each copy is a mapping of the child's.
+  fd_table.ForEachMapping(child, [&](FileMapping& piece) {
+    Mapping mp = m->mappings_[piece.user];
+    mp.process = child;
+    mp.file_offset += piece.start - mp.start;
+    mp.start = piece.start;
+    mp.length = piece.end - piece.start;
+    mp.thread = kNone;
+    mp.op = kNone;
+    mp.inherited_from = piece.user;
+    piece.user = static_cast<uint32_t>(m->mappings_.size());
+    m->mappings_.push_back(mp);
+    m->processes_[child].inherited_mappings.push_back(piece.user);
+  });
+  op.kind = OpKind::kFork;
+  op.process = parent;
+  op.child = child;
+  // The copy reads every descriptor slot of the parent: it follows earlier opens and closes
+  // by the parent's other threads (numbers first named later follow it, FdKey).
+  uint32_t idx = Push(parent_t, op, [&] {
+    pstate[parent].slots.ForEach([&](int32_t fd) { deps.Read(FdResource(parent, fd)); });
+  });
+  if (options.compute_dependencies) pstate[parent].last_fork[parent_t] = idx;
+  thread_by_tid.erase(p.child_tid);
+  NewThread(p.child_tid, p.child_tgid, child, p.ts, parent_t, idx);
+}
+
+void ModelBuilder::Impl::HandleExec(const iot_proc& p, Op& op) {
+  uint32_t t = ThreadFor(p.tid, p.tgid, p.ts);
+  uint32_t proc = m->threads_[t].process;
+  std::vector<uint64_t> closed;  // in ascending order
+  fd_table.ForEachFd(proc, [&](int32_t fd, const Descriptor& d) {
+    if (d.cloexec) closed.push_back(static_cast<uint64_t>(fd));
+  });
+  const std::vector<uint32_t> unmapped = LiveMappings(proc);
+  fd_table.Exec(proc);  // closes the close-on-exec descriptors, drops the mappings
+  op.kind = OpKind::kExec;
+  op.process = proc;
+  op.extra_begin = static_cast<uint32_t>(m->extra_.size());
+  op.extra_count = static_cast<uint32_t>(closed.size());
+  m->extra_.insert(m->extra_.end(), closed.begin(), closed.end());
+  Push(t, op, [&] {
+    for (auto fd : closed) deps.Write(FdKey(proc, static_cast<int32_t>(fd)));
+    DeclareUnmapped(unmapped);
+  });
+}
+
+void ModelBuilder::Impl::HandleExit(const iot_proc& p, Op& op) {
+  auto it = thread_by_tid.find(p.tid);
+  if (it == thread_by_tid.end()) return;
+  uint32_t t = it->second;
+  uint32_t proc = m->threads_[t].process;
+  op.kind = OpKind::kExit;
+  op.process = proc;
+  ProcState& ps = pstate[proc];
+  if (ps.live_threads > 0) ps.live_threads--;
+  op.process_exit = (p.flags & IOT_PROCF_GROUP_DEAD) || ps.live_threads == 0;
+  bool dead = op.process_exit;
+  const std::vector<uint32_t> unmapped = dead ? LiveMappings(proc) : std::vector<uint32_t>{};
+  Push(t, op, [&] {
+    // The last thread's exit closes every descriptor of the process (numbers never named
+    // have no earlier use to follow) and unmaps what it maps: the replay unmaps it there,
+    // so the faults of the threads that exited before it must be replayed first.
+    if (dead) ps.slots.ForEach([&](int32_t fd) { deps.Write(FdResource(proc, fd)); });
+    DeclareUnmapped(unmapped);
+  });
+  thread_by_tid.erase(it);
+  if (op.process_exit) {
+    // Every descriptor closes; the cwd stays for threads of the process still seen.
+    fd_table.CloseRange(proc, 0, INT32_MAX, false);
+    UnmapRange(proc, 0, UINT64_MAX);
+    auto pit = proc_by_tgid.find(p.tgid);
+    if (pit != proc_by_tgid.end() && pit->second == proc) proc_by_tgid.erase(pit);
+  }
+}
+
 void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
   Op op;
   op.proc = p;
   op.ts = p.ts;
   op.end = p.ts;
   switch (p.kind) {
-    case IOT_PROC_FORK: {
-      uint32_t parent_t = ThreadFor(p.tid, p.tgid, p.ts);
-      uint32_t parent = m->threads_[parent_t].process;
-      // A stale process with the child's tgid (missed exit) is forgotten.
-      proc_by_tgid.erase(p.child_tgid);
-      uint32_t child = ProcessFor(p.child_tgid);
-      m->processes_[child].parent = parent;
-      fd_table.Fork(parent, child);
-      m->processes_[child].initial_cwd = Cwd(parent);
-      m->processes_[child].max_fd = m->processes_[parent].max_fd;
-      // Mappings are inherited: fd_table copied them; each copy is a mapping of the child's.
-      fd_table.ForEachMapping(child, [&](FileMapping& piece) {
-        Mapping mp = m->mappings_[piece.user];
-        mp.process = child;
-        mp.file_offset += piece.start - mp.start;
-        mp.start = piece.start;
-        mp.length = piece.end - piece.start;
-        mp.thread = kNone;
-        mp.op = kNone;
-        mp.inherited_from = piece.user;
-        piece.user = static_cast<uint32_t>(m->mappings_.size());
-        m->mappings_.push_back(mp);
-        m->processes_[child].inherited_mappings.push_back(piece.user);
-      });
-      op.kind = OpKind::kFork;
-      op.process = parent;
-      op.child = child;
-      // The copy reads every descriptor slot of the parent: it follows earlier opens and closes
-      // by the parent's other threads (numbers first named later follow it, FdKey).
-      uint32_t idx = Push(parent_t, op, [&] {
-        pstate[parent].slots.ForEach([&](int32_t fd) { deps.Read(FdResource(parent, fd)); });
-      });
-      if (options.compute_dependencies) pstate[parent].last_fork[parent_t] = idx;
-      thread_by_tid.erase(p.child_tid);
-      NewThread(p.child_tid, p.child_tgid, child, p.ts, parent_t, idx);
+    case IOT_PROC_FORK:
+      HandleFork(p, op);
       break;
-    }
     case IOT_PROC_THREAD: {
       uint32_t creator = ThreadFor(p.tid, p.tgid, p.ts);
       uint32_t proc = m->threads_[creator].process;
@@ -130,55 +182,12 @@ void ModelBuilder::Impl::HandleProc(const iot_proc& p) {
       Push(creator, op, [&] {});
       break;
     }
-    case IOT_PROC_EXEC: {
-      uint32_t t = ThreadFor(p.tid, p.tgid, p.ts);
-      uint32_t proc = m->threads_[t].process;
-      std::vector<uint64_t> closed;  // in ascending order
-      fd_table.ForEachFd(proc, [&](int32_t fd, const Descriptor& d) {
-        if (d.cloexec) closed.push_back(static_cast<uint64_t>(fd));
-      });
-      const std::vector<uint32_t> unmapped = LiveMappings(proc);
-      fd_table.Exec(proc);  // closes the close-on-exec descriptors, drops the mappings
-      op.kind = OpKind::kExec;
-      op.process = proc;
-      op.extra_begin = static_cast<uint32_t>(m->extra_.size());
-      op.extra_count = static_cast<uint32_t>(closed.size());
-      m->extra_.insert(m->extra_.end(), closed.begin(), closed.end());
-      Push(t, op, [&] {
-        for (auto fd : closed) deps.Write(FdKey(proc, static_cast<int32_t>(fd)));
-        DeclareUnmapped(unmapped);
-      });
+    case IOT_PROC_EXEC:
+      HandleExec(p, op);
       break;
-    }
-    case IOT_PROC_EXIT: {
-      auto it = thread_by_tid.find(p.tid);
-      if (it == thread_by_tid.end()) break;
-      uint32_t t = it->second;
-      uint32_t proc = m->threads_[t].process;
-      op.kind = OpKind::kExit;
-      op.process = proc;
-      ProcState& ps = pstate[proc];
-      if (ps.live_threads > 0) ps.live_threads--;
-      op.process_exit = (p.flags & IOT_PROCF_GROUP_DEAD) || ps.live_threads == 0;
-      bool dead = op.process_exit;
-      const std::vector<uint32_t> unmapped = dead ? LiveMappings(proc) : std::vector<uint32_t>{};
-      Push(t, op, [&] {
-        // The last thread's exit closes every descriptor of the process (numbers never named
-        // have no earlier use to follow) and unmaps what it maps: the replay unmaps it there,
-        // so the faults of the threads that exited before it must be replayed first.
-        if (dead) ps.slots.ForEach([&](int32_t fd) { deps.Write(FdResource(proc, fd)); });
-        DeclareUnmapped(unmapped);
-      });
-      thread_by_tid.erase(it);
-      if (op.process_exit) {
-        // Every descriptor closes; the cwd stays for threads of the process still seen.
-        fd_table.CloseRange(proc, 0, INT32_MAX, false);
-        UnmapRange(proc, 0, UINT64_MAX);
-        auto pit = proc_by_tgid.find(p.tgid);
-        if (pit != proc_by_tgid.end() && pit->second == proc) proc_by_tgid.erase(pit);
-      }
+    case IOT_PROC_EXIT:
+      HandleExit(p, op);
       break;
-    }
     case IOT_PROC_ATTACH: case IOT_PROC_CWD: case IOT_PROC_START: {
       uint32_t proc = ProcessFor(p.tgid);
       if (p.kind == IOT_PROC_ATTACH) m->processes_[proc].attached = true;
@@ -327,77 +336,102 @@ uint32_t ModelBuilder::Impl::UringSetupThread(uint32_t t) const {
   return found == kNone ? t : found;
 }
 
-void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
-  uint64_t ckey = AsyncContextKey(a.engine, a.ctx);
-  uint64_t req = a.req_id != 0 ? a.req_id : a.user_data;
-  if (a.phase == IOT_AIO_COMPLETE) {
-    auto it = async_pending.find({ckey, req});
-    if (it == async_pending.end()) return;
-    auto [t, idx] = it->second;
-    Op& op = m->threads_[t].ops[idx];
-    op.result = a.res;
-    op.end = a.ts;
-    op.interrupted = false;
-    if (!AsyncLengthKnown(op.aio)) {
-      // An older writer's vectored request: its bytes are what it completed with.
-      op.aio.length = a.res > 0 ? static_cast<uint64_t>(a.res) : 0;
-      LayOutIovecs(op.aio.tid, op.aio.ts, op.aio.iov_count, op.aio.length, op);
-    }
-    if (op.async_ctx != kNone && async_inflight[op.async_ctx] > 0) async_inflight[op.async_ctx]--;
-    async_pending.erase(it);
-    auto g = async_growth.find({ckey, req});
-    if (g != async_growth.end()) {
-      // Judged at submission (a later write does not undo what this read found); a failed read
-      // proves nothing about the size.
-      FileInfo& fi = m->files_[g->second.file];
-      if (a.res > 0) {
-        fi.initial_size =
-            std::max(fi.initial_size, Sum(g->second.offset, static_cast<uint64_t>(a.res)));
-      }
-      async_growth.erase(g);
-    }
-    return;
+void ModelBuilder::Impl::HandleAsyncCompletion(const iot_async_io& a, uint64_t ckey, uint64_t req) {
+  auto it = async_pending.find({ckey, req});
+  if (it == async_pending.end()) return;
+  auto [t, idx] = it->second;
+  Op& op = m->threads_[t].ops[idx];
+  op.result = a.res;
+  op.end = a.ts;
+  op.interrupted = false;
+  if (!AsyncLengthKnown(op.aio)) {
+    // An older writer's vectored request: its bytes are what it completed with.
+    op.aio.length = a.res > 0 ? static_cast<uint64_t>(a.res) : 0;
+    LayOutIovecs(op.aio.tid, op.aio.ts, op.aio.iov_count, op.aio.length, op);
   }
-  if (a.phase != IOT_AIO_SUBMIT) return;
-  uint32_t t = ThreadFor(a.tid, a.tgid, a.ts);
-  uint32_t proc = m->threads_[t].process;
+  if (op.async_ctx != kNone && async_inflight[op.async_ctx] > 0) async_inflight[op.async_ctx]--;
+  async_pending.erase(it);
+  auto g = async_growth.find({ckey, req});
+  if (g != async_growth.end()) {
+    // Judged at submission (a later write does not undo what this read found); a failed read
+    // proves nothing about the size.
+    FileInfo& fi = m->files_[g->second.file];
+    if (a.res > 0) {
+      fi.initial_size =
+          std::max(fi.initial_size, Sum(g->second.offset, static_cast<uint64_t>(a.res)));
+    }
+    async_growth.erase(g);
+  }
+}
+
+// The model's index of the context request `a` is submitted to, made at its first request.
+uint32_t ModelBuilder::Impl::AsyncContextFor(const iot_async_io& a, uint64_t ckey, uint32_t t) {
   auto cit = async_ctx_index.find(ckey);
-  uint32_t ci;
-  if (cit == async_ctx_index.end()) {
-    ci = static_cast<uint32_t>(m->async_contexts_.size());
-    AsyncContext c;
-    c.engine = a.engine;
-    c.ctx = a.ctx;
-    c.process = proc;
-    uint32_t setup_op = kNone;  // the setup call, when this thread made it
-    uint32_t setup_thread = t;  // io_uring: the thread that set the ring up
-    if (a.engine == IOT_AIO_ENGINE_LIBAIO) {
-      auto sz = aio_setup_size.find(a.ctx);
-      if (sz != aio_setup_size.end()) c.setup_size = sz->second;
-      auto so = aio_setup_op.find(a.ctx);
-      if (so != aio_setup_op.end() && so->second.first == t) setup_op = so->second.second;
-    } else {
-      setup_thread = UringSetupThread(t);
-      auto sz = uring_setup_size.find(setup_thread);
-      if (sz != uring_setup_size.end()) {
-        c.setup_size = sz->second;
-        uring_setup_size.erase(sz);
-      }
-      auto so = uring_setup_op.find(setup_thread);
-      if (so != uring_setup_op.end()) {
-        setup_op = so->second;
-        uring_setup_op.erase(so);
-      }
-    }
-    m->async_contexts_.push_back(c);
-    if (setup_op != kNone) {
-      m->threads_[setup_thread].ops[setup_op].async_ctx = static_cast<uint32_t>(m->async_contexts_.size() - 1);
-    }
-    async_inflight.push_back(0);
-    async_ctx_index[ckey] = ci;
+  if (cit != async_ctx_index.end()) return cit->second;
+  const uint32_t proc = m->threads_[t].process;
+  const uint32_t ci = static_cast<uint32_t>(m->async_contexts_.size());
+  AsyncContext c;
+  c.engine = a.engine;
+  c.ctx = a.ctx;
+  c.process = proc;
+  uint32_t setup_op = kNone;  // the setup call, when this thread made it
+  uint32_t setup_thread = t;  // io_uring: the thread that set the ring up
+  if (a.engine == IOT_AIO_ENGINE_LIBAIO) {
+    auto sz = aio_setup_size.find(a.ctx);
+    if (sz != aio_setup_size.end()) c.setup_size = sz->second;
+    auto so = aio_setup_op.find(a.ctx);
+    if (so != aio_setup_op.end() && so->second.first == t) setup_op = so->second.second;
   } else {
-    ci = cit->second;
+    setup_thread = UringSetupThread(t);
+    auto sz = uring_setup_size.find(setup_thread);
+    if (sz != uring_setup_size.end()) {
+      c.setup_size = sz->second;
+      uring_setup_size.erase(sz);
+    }
+    auto so = uring_setup_op.find(setup_thread);
+    if (so != uring_setup_op.end()) {
+      setup_op = so->second;
+      uring_setup_op.erase(so);
+    }
   }
+  m->async_contexts_.push_back(c);
+  if (setup_op != kNone) m->threads_[setup_thread].ops[setup_op].async_ctx = ci;
+  async_inflight.push_back(0);
+  async_ctx_index[ckey] = ci;
+  return ci;
+}
+
+// How request `a` of thread `t` names its file: a registered (fixed) file's slot becomes the
+// descriptor registered there; a NOP names none.
+void ModelBuilder::Impl::BindAsyncFd(const iot_async_io& a, uint32_t t, Op* op) {
+  if (a.engine == IOT_AIO_ENGINE_URING && (a.flags & kIosqeFixedFile)) {
+    // fd is an index into the ring's registered files (FDLIST of io_uring_register): the request
+    // becomes one on the descriptor registered there, which the replay submits as a plain fd.
+    const int32_t fd = a.fd >= 0 ? FixedFileFd(op->process, t, static_cast<uint32_t>(a.fd)) : -1;
+    if (fd >= 0) {
+      op->aio.fd = fd;
+      op->aio.flags &= ~kIosqeFixedFile;
+      BindDataFd(fd, op);
+    } else {
+      op->skip = Skip::kUnknownFd;
+    }
+  } else if (a.engine == IOT_AIO_ENGINE_URING && AsyncOp(a.engine, a.opcode).nop) {
+    // A NOP names no file: the kernel ignores its fd (MariaDB's shutdown NOP carries 0, which
+    // is /dev/null there), so it is bound to none and never skipped for it.
+    op->aio.fd = -1;
+  } else {
+    BindDataFd(a.fd, op);
+  }
+}
+
+void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
+  const uint64_t ckey = AsyncContextKey(a.engine, a.ctx);
+  const uint64_t req = a.req_id != 0 ? a.req_id : a.user_data;
+  if (a.phase == IOT_AIO_COMPLETE) return HandleAsyncCompletion(a, ckey, req);
+  if (a.phase != IOT_AIO_SUBMIT) return;
+  const uint32_t t = ThreadFor(a.tid, a.tgid, a.ts);
+  const uint32_t proc = m->threads_[t].process;
+  const uint32_t ci = AsyncContextFor(a, ckey, t);
   AsyncContext& ctx = m->async_contexts_[ci];
   ctx.requests++;
   ctx.max_inflight = std::max(ctx.max_inflight, ++async_inflight[ci]);
@@ -414,24 +448,7 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
   op.interrupted = true;
   op.async_ctx = ci;
   op.pos = a.offset;
-  if (a.engine == IOT_AIO_ENGINE_URING && (a.flags & kIosqeFixedFile)) {
-    // fd is an index into the ring's registered files (FDLIST of io_uring_register): the request
-    // becomes one on the descriptor registered there, which the replay submits as a plain fd.
-    const int32_t fd = a.fd >= 0 ? FixedFileFd(proc, t, static_cast<uint32_t>(a.fd)) : -1;
-    if (fd >= 0) {
-      op.aio.fd = fd;
-      op.aio.flags &= ~kIosqeFixedFile;
-      BindDataFd(fd, &op);
-    } else {
-      op.skip = Skip::kUnknownFd;
-    }
-  } else if (a.engine == IOT_AIO_ENGINE_URING && AsyncOp(a.engine, a.opcode).nop) {
-    // A NOP names no file: the kernel ignores its fd (MariaDB's shutdown NOP carries 0, which
-    // is /dev/null there), so it is bound to none and never skipped for it.
-    op.aio.fd = -1;
-  } else {
-    BindDataFd(a.fd, &op);
-  }
+  BindAsyncFd(a, t, &op);
   const bool length_known = AsyncLengthKnown(a);
   if (!length_known) {
     // Set at completion; an older writer put the iovec count in length.
@@ -766,6 +783,65 @@ void ModelBuilder::SetMeta(const nlohmann::json& meta) {
 
 void ModelBuilder::ReadStringsFrom(const TraceReader* reader) { impl_->string_reader = reader; }
 
+Status ModelBuilder::Impl::AddString(const iot_rec_hdr* rec) {
+  const auto& str = As<iot_string>(rec);
+  if (sizeof(iot_string) + str.len > rec->size) {
+    return Status::Corrupt("string record {} declares {} bytes but holds {}", str.id, str.len,
+                           rec->size - sizeof(iot_string));
+  }
+  // PATH_MAX counts the terminating NUL: no longer string is a name the kernel took.
+  if ((str.flags & IOT_STRF_TRUNCATED) || str.len >= kMaxPathBytes) {
+    unusable_strings.insert(str.id);
+    strings.erase(str.id);
+    return Status::Ok();
+  }
+  unusable_strings.erase(str.id);
+  if (string_reader == nullptr) {
+    strings[str.id].assign(reinterpret_cast<const char*>(&str + 1), str.len);
+  }
+  return Status::Ok();
+}
+
+void ModelBuilder::Impl::AddIovec(const iot_rec_hdr* rec) {
+  const auto& iv = As<iot_iovec>(rec);
+  size_t have = (rec->size - sizeof(iot_iovec)) / sizeof(uint64_t);
+  size_t n = std::min<size_t>(iv.captured, have);
+  std::vector<uint64_t> lens(n);
+  if (n) std::memcpy(lens.data(), &iv + 1, n * sizeof(uint64_t));
+  iovecs[{iv.tid, iv.ts}] = std::move(lens);
+  iovec_counts[{iv.tid, iv.ts}] = iv.count;
+}
+
+void ModelBuilder::Impl::AddFdList(const iot_rec_hdr* rec) {
+  // The reader checked the entries fit; a record built in memory is checked here too.
+  const auto& l = As<iot_fdlist>(rec);
+  const size_t have = (rec->size - sizeof(iot_fdlist)) / sizeof(iot_fdlist_entry);
+  const size_t n = std::min<size_t>({l.captured, have, IOT_FDLIST_MAX});
+  FdList& list = fdlists[{l.tid, l.ts}];
+  list.head = l;
+  list.entries.resize(n);
+  if (n) std::memcpy(list.entries.data(), &l + 1, n * sizeof(iot_fdlist_entry));
+}
+
+void ModelBuilder::Impl::NoteFaultResidency(const iot_page_fault& pf) {
+  if (!page_cache_recorded) return;
+  using K = ResidencyEvidence::Kind;
+  if (pf.flags & IOT_PFF_MAJOR) {
+    residency.Add(pf.dev, pf.ino, pf.ts, K::kMissed, pf.pgoff, 1);
+  } else {
+    residency.Add(pf.dev, pf.ino, pf.ts, K::kUsed, pf.pgoff, 1);
+    // Fault-around maps pages that are in the page cache already.
+    residency.Add(pf.dev, pf.ino, pf.ts, K::kUsed, pf.around_start, pf.nr_pages);
+  }
+}
+
+void ModelBuilder::Impl::NotePageCacheResidency(const iot_page_cache& pc) {
+  if (!page_cache_recorded) return;
+  using K = ResidencyEvidence::Kind;
+  if (pc.kind == IOT_PC_ADD) residency.Add(pc.dev, pc.ino, pc.ts, K::kInserted, pc.index, pc.nr_pages);
+  if (pc.kind == IOT_PC_DELETE) residency.Add(pc.dev, pc.ino, pc.ts, K::kRemoved, pc.index, pc.nr_pages);
+}
+
 Status ModelBuilder::Add(const iot_rec_hdr* rec) {
   Impl& s = *impl_;
   size_t need = RecordFixedSize(rec->type);
@@ -789,24 +865,8 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
     s.seq++;
   };
   switch (rec->type) {
-    case IOT_REC_STRING: {
-      const auto& str = As<iot_string>(rec);
-      if (sizeof(iot_string) + str.len > rec->size) {
-        return Status::Corrupt("string record {} declares {} bytes but holds {}", str.id, str.len,
-                               rec->size - sizeof(iot_string));
-      }
-      // PATH_MAX counts the terminating NUL: no longer string is a name the kernel took.
-      if ((str.flags & IOT_STRF_TRUNCATED) || str.len >= Impl::kMaxPathBytes) {
-        s.unusable_strings.insert(str.id);
-        s.strings.erase(str.id);
-        break;
-      }
-      s.unusable_strings.erase(str.id);
-      if (s.string_reader == nullptr) {
-        s.strings[str.id].assign(reinterpret_cast<const char*>(&str + 1), str.len);
-      }
-      break;
-    }
+    case IOT_REC_STRING:
+      return s.AddString(rec);
     case IOT_REC_SYSCALL: {
       s.syscalls.push_back(As<iot_syscall>(rec));
       const iot_syscall& sc = s.syscalls.back();
@@ -818,27 +878,12 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
            at_exit ? sc.ts + sc.dur : sc.ts);
       break;
     }
-    case IOT_REC_IOVEC: {
-      const auto& iv = As<iot_iovec>(rec);
-      size_t have = (rec->size - sizeof(iot_iovec)) / sizeof(uint64_t);
-      size_t n = std::min<size_t>(iv.captured, have);
-      std::vector<uint64_t> lens(n);
-      if (n) std::memcpy(lens.data(), &iv + 1, n * sizeof(uint64_t));
-      s.iovecs[{iv.tid, iv.ts}] = std::move(lens);
-      s.iovec_counts[{iv.tid, iv.ts}] = iv.count;
+    case IOT_REC_IOVEC:
+      s.AddIovec(rec);
       break;
-    }
-    case IOT_REC_FDLIST: {
-      // The reader checked the entries fit; a record built in memory is checked here too.
-      const auto& l = As<iot_fdlist>(rec);
-      const size_t have = (rec->size - sizeof(iot_fdlist)) / sizeof(iot_fdlist_entry);
-      const size_t n = std::min<size_t>({l.captured, have, IOT_FDLIST_MAX});
-      Impl::FdList& list = s.fdlists[{l.tid, l.ts}];
-      list.head = l;
-      list.entries.resize(n);
-      if (n) std::memcpy(list.entries.data(), &l + 1, n * sizeof(iot_fdlist_entry));
+    case IOT_REC_FDLIST:
+      s.AddFdList(rec);
       break;
-    }
     case IOT_REC_PROC:
       s.procs.push_back(As<iot_proc>(rec));
       push(Impl::kEvProc, static_cast<uint32_t>(s.procs.size() - 1), s.procs.back().ts);
@@ -855,25 +900,12 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
       const auto& pf = As<iot_page_fault>(rec);
       s.faults.push_back(pf);
       push(Impl::kEvFault, static_cast<uint32_t>(s.faults.size() - 1), pf.ts);
-      if (!s.page_cache_recorded) break;
-      using K = ResidencyEvidence::Kind;
-      if (pf.flags & IOT_PFF_MAJOR) {
-        s.residency.Add(pf.dev, pf.ino, pf.ts, K::kMissed, pf.pgoff, 1);
-      } else {
-        s.residency.Add(pf.dev, pf.ino, pf.ts, K::kUsed, pf.pgoff, 1);
-        // Fault-around maps pages that are in the page cache already.
-        s.residency.Add(pf.dev, pf.ino, pf.ts, K::kUsed, pf.around_start, pf.nr_pages);
-      }
+      s.NoteFaultResidency(pf);
       break;
     }
-    case IOT_REC_PAGE_CACHE: {
-      const auto& pc = As<iot_page_cache>(rec);
-      using K = ResidencyEvidence::Kind;
-      if (!s.page_cache_recorded) break;
-      if (pc.kind == IOT_PC_ADD) s.residency.Add(pc.dev, pc.ino, pc.ts, K::kInserted, pc.index, pc.nr_pages);
-      if (pc.kind == IOT_PC_DELETE) s.residency.Add(pc.dev, pc.ino, pc.ts, K::kRemoved, pc.index, pc.nr_pages);
+    case IOT_REC_PAGE_CACHE:
+      s.NotePageCacheResidency(As<iot_page_cache>(rec));
       break;
-    }
     case IOT_REC_ASYNC_IO:
       s.asyncs.push_back(As<iot_async_io>(rec));
       push(Impl::kEvAsync, static_cast<uint32_t>(s.asyncs.size() - 1), s.asyncs.back().ts);
