@@ -732,8 +732,9 @@ std::string RenderMeasuresTable(const json& measures) {
                                 : fmt::format("{} {:.4g}", m["condition"].get<std::string>(),
                                               m["threshold"].get<double>());
     bool judged = m["judged"].get<bool>(), pass = m["pass"].get<bool>();
-    std::string result = judged                     ? (pass ? "ok" : "FAIL")
-                         : m["threshold"].is_null() ? "info"
+    std::string result = judged                           ? (pass ? "ok" : "FAIL")
+                         : m.value("device_answer", false) ? "device's answer"
+                         : m["threshold"].is_null()       ? "info"
                          : pass                     ? "not judged"
                                                     : "not judged, over";
     out += fmt::format("  {:<24} {:>14} {:>14} {:>10.4f} {:>12}  {}\n", m["name"].get<std::string>(),

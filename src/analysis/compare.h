@@ -53,6 +53,11 @@ struct CompareOptions {
   // "auto": the block streams of one device (analysis/compare_block.h) when the replay's header
   // says it is a device-level replay; "block": always; "syscall": never.
   std::string layer = "auto";
+  // compare --layer block: "other" judges a device replay as one onto another device (the issue
+  // stream the replayer controls is judged; queue depth, latency and the device's splits and
+  // merges are reported as its answer), "same" as one onto an equal device (all judged), "auto"
+  // decides from the two traces' D2C latencies and queue limits (analysis/compare_block.cc).
+  std::string target_device = "auto";
 };
 
 // Parses "NAME=VALUE" or "NAME=off" into options->thresholds.

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "analysis/compare.h"
+#include "analysis/compare_device.h"
 #include "analysis/distance.h"
 #include "analysis/histogram.h"
 #include "analysis/report_text.h"
@@ -52,6 +53,9 @@ struct Stream {
   uint64_t nvme_commands = 0;
   std::map<uint8_t, uint64_t> nvme_opcodes;  // opcode -> commands
   LogLinearHistogram nvme_sizes;             // data bytes of each command that moves data
+  std::vector<IssuedIo> issued;  // its requests as issued (ISSUE records), in issue order
+  std::vector<IssuedIo> bios;    // the bios queued on the device (QUEUE records), when recorded
+  DeviceFacts device;            // the header's queue limits of `dev`
 };
 
 
@@ -109,6 +113,7 @@ struct StreamPass {
   std::unique_ptr<model::TraceModel> model;
   bool nvme_layer = false;
   std::map<uint32_t, NvmeTally> nvme;  // by device
+  std::map<uint32_t, std::vector<IssuedIo>> bios;  // QUEUE records by device (offset in bytes)
 };
 
 Result<StreamPass> ReadStreamTrace(const std::string& path, std::unique_ptr<TraceReader> reader) {
@@ -124,6 +129,13 @@ Result<StreamPass> ReadStreamTrace(const std::string& path, std::unique_ptr<Trac
     IOTWIN_ASSIGN_OR_RETURN(const iot_rec_hdr* rec, reader->Next());
     if (!rec) break;
     IOTWIN_RETURN_IF_ERROR(builder.Add(rec).WithContext(path));
+    if (rec->type == IOT_REC_BLOCK && rec->size >= sizeof(iot_block)) {
+      const iot_block q = As<iot_block>(rec);
+      if (q.phase == IOT_BLK_QUEUE) {
+        pass.bios[q.dev].push_back({q.ts, SaturatingMul(q.sector, kSector), q.bytes, q.flags});
+      }
+      continue;
+    }
     if (!pass.nvme_layer || rec->type != IOT_REC_NVME || rec->size < sizeof(iot_nvme)) continue;
     const iot_nvme n = As<iot_nvme>(rec);
     if (n.phase != IOT_NVME_SETUP || n.nsid == 0) continue;
@@ -134,6 +146,40 @@ Result<StreamPass> ReadStreamTrace(const std::string& path, std::unique_ptr<Trac
   }
   IOTWIN_ASSIGN_OR_RETURN(pass.model, builder.Finish());
   return pass;
+}
+
+// The counts, sizes, start offsets and issue times of `ios` (a stream's requests, or the bios a
+// replayer queued), replacing what `s` held.
+void TallyIssues(const std::vector<IssuedIo>& ios, Stream* s) {
+  s->requests = s->reads = s->writes = s->flushes = s->fua = s->discards = s->bytes = 0;
+  s->sizes[0] = s->sizes[1] = LogLinearHistogram();
+  s->size_values[0].clear();
+  s->size_values[1].clear();
+  s->starts.clear();
+  s->iat = LogLinearHistogram();
+  s->issue_ts.clear();
+  s->first_ts = s->last_ts = 0;
+  uint64_t prev_ts = 0;
+  for (const IssuedIo& r : ios) {
+    s->requests++;
+    const bool discard = r.flags & (IOT_BLKF_DISCARD | IOT_BLKF_SECURE_ERASE | IOT_BLKF_WRITE_ZEROES);
+    if (r.flags & (IOT_BLKF_FLUSH | IOT_BLKF_PREFLUSH)) s->flushes++;
+    if (r.flags & IOT_BLKF_FUA) s->fua++;
+    if (discard) s->discards++;
+    if (r.bytes > 0) s->starts.push_back(r.offset);
+    if (!discard && r.bytes > 0 && (r.flags & (IOT_BLKF_READ | IOT_BLKF_WRITE))) {
+      const int dir = r.flags & IOT_BLKF_WRITE ? 1 : 0;
+      (dir ? s->writes : s->reads)++;
+      s->sizes[dir].Add(r.bytes);
+      s->size_values[dir].push_back(r.bytes);
+      s->bytes = SaturatingAdd(s->bytes, r.bytes);
+    }
+    if (s->requests > 1) s->iat.Add(r.ts >= prev_ts ? r.ts - prev_ts : 0);
+    prev_ts = r.ts;
+    s->issue_ts.push_back(r.ts);
+    if (s->first_ts == 0) s->first_ts = r.ts;
+    s->last_ts = std::max(s->last_ts, r.ts);
+  }
 }
 
 // `reader`: the trace opened on `path`, or null to open it here (skipping damaged chunks with
@@ -164,36 +210,22 @@ Result<Stream> LoadStream(const std::string& path, std::unique_ptr<TraceReader> 
   for (const auto& r : m->block_requests()) {
     if (r.dev == s.dev) reqs.push_back(&r);
   }
-  uint64_t prev_ts = 0;
+  auto less_offset = [&](uint64_t at) { return at >= s.offset ? at - s.offset : 0; };
   for (const auto* r : reqs) {
-    s.requests++;
-    const bool discard = r->flags & (IOT_BLKF_DISCARD | IOT_BLKF_SECURE_ERASE | IOT_BLKF_WRITE_ZEROES);
-    if (r->flags & (IOT_BLKF_FLUSH | IOT_BLKF_PREFLUSH)) s.flushes++;
-    if (r->flags & IOT_BLKF_FUA) s.fua++;
-    if (discard) s.discards++;
-    if (r->bytes > 0) {
-      const uint64_t at = SaturatingMul(r->sector, kSector);
-      s.starts.push_back(at >= s.offset ? at - s.offset : 0);
-    }
-    if (!discard && r->bytes > 0 && (r->flags & (IOT_BLKF_READ | IOT_BLKF_WRITE))) {
-      const int dir = r->flags & IOT_BLKF_WRITE ? 1 : 0;
-      (dir ? s.writes : s.reads)++;
-      s.sizes[dir].Add(r->bytes);
-      s.size_values[dir].push_back(r->bytes);
-      s.bytes = SaturatingAdd(s.bytes, r->bytes);
-    }
+    s.issued.push_back({r->ts, less_offset(SaturatingMul(r->sector, kSector)), r->bytes, r->flags});
     // Device time from the last issue (a requeued request's wait is not the device's).
     const uint64_t issued = std::max(r->ts, r->last_issue);
     if (r->end > issued) s.d2c.Add(r->end - issued);
     const size_t depth = std::min<size_t>(r->inflight, kMaxDepthBin);
     if (s.depth_at_issue.size() <= depth) s.depth_at_issue.resize(depth + 1, 0);
     s.depth_at_issue[depth]++;
-    if (s.requests > 1) s.iat.Add(r->ts >= prev_ts ? r->ts - prev_ts : 0);
-    prev_ts = r->ts;
-    s.issue_ts.push_back(r->ts);
-    if (s.first_ts == 0) s.first_ts = r->ts;
-    s.last_ts = std::max(s.last_ts, r->ts);
   }
+  TallyIssues(s.issued, &s);
+  if (auto it = pass.bios.find(s.dev); it != pass.bios.end()) {
+    s.bios = std::move(it->second);
+    for (IssuedIo& io : s.bios) io.offset = less_offset(io.offset);
+  }
+  s.device = DeviceFactsOf(meta, s.dev);
   s.depth_ns = DepthOverTime(reqs);
   s.nvme_layer = pass.nvme_layer;
   if (auto it = pass.nvme.find(s.dev); it != pass.nvme.end()) {
@@ -443,6 +475,184 @@ json ScheduleOffsets(const Stream& a, const Stream& b) {
           {"max", both.max()}};
 }
 
+
+// ---- a device replay onto another device -------------------------------------------------------
+
+// How much slower (> 1) or faster (< 1) the target's D2C is than the original's at which a
+// device counts as another device: a replay's own noise on one shared machine stays within it
+// (loop devices on 2 busy cores: p50 within 1.3x), a different device does not.
+constexpr double kSpeedRatio = 1.5;
+
+// What the target device is to the original's, and so what compare judges: on another device
+// the issue stream (what the replayer controls) is judged and queue depth and latency are the
+// device's answer.
+struct TargetDevice {
+  bool other = false;
+  std::string decided_by;  // "auto" or "--target-device"
+  std::string why;         // what made it another device
+  std::string speed;       // "slower", "faster", "about as fast", "unknown" (no completions)
+  std::string limits_differ;  // QueueLimitDifferences
+  bool stream_is_bios = false;  // the replay's issue stream is its bios (QUEUE records)
+  // Issued I/Os the device split into several requests or merged into one (its answer).
+  uint64_t device_requests = 0, split = 0, split_pieces = 0, merged = 0, merged_parts = 0;
+  std::string attribution;  // the split/merge difference in words, "" when none
+};
+
+std::string SpeedOf(const Stream& a, const Stream& b) {
+  if (a.d2c.total() == 0 || b.d2c.total() == 0) return "unknown";
+  auto ratio = [](uint64_t target, uint64_t original) {
+    return static_cast<double>(std::max<uint64_t>(target, 1)) /
+           static_cast<double>(std::max<uint64_t>(original, 1));
+  };
+  const double r50 = ratio(b.d2c.Percentile(50), a.d2c.Percentile(50));
+  const double r99 = ratio(b.d2c.Percentile(99), a.d2c.Percentile(99));
+  if (r50 >= kSpeedRatio || (r50 > 1 / kSpeedRatio && r99 >= 2 * kSpeedRatio)) return "slower";
+  if (r50 <= 1 / kSpeedRatio || (r50 < kSpeedRatio && r99 <= 1 / (2 * kSpeedRatio))) {
+    return "faster";
+  }
+  return "about as fast";
+}
+
+// The replay's bios are its issue stream when they hold every byte its requests moved (a trace
+// recorded with the block layer's bio events: `replay --record` does).
+bool BiosHoldTheStream(const Stream& b) {
+  if (b.bios.empty()) return false;
+  uint64_t bytes = 0;
+  for (const IssuedIo& io : b.bios) {
+    if (io.flags & (IOT_BLKF_READ | IOT_BLKF_WRITE) &&
+        !(io.flags & (IOT_BLKF_DISCARD | IOT_BLKF_SECURE_ERASE | IOT_BLKF_WRITE_ZEROES))) {
+      bytes = SaturatingAdd(bytes, io.bytes);
+    }
+  }
+  return bytes == b.bytes;
+}
+
+// The split/merge difference of the device's requests against the issued I/Os, in words.
+std::string Attribution(const TargetDevice& t, const Stream& b) {
+  if (t.split == 0 && t.merged == 0 && t.limits_differ.empty()) return "";
+  std::string what;
+  if (t.split) what += fmt::format("{} issued I/Os split into {} requests", t.split, t.split_pieces);
+  if (t.merged) {
+    what += fmt::format("{}{} requests merged from {} issued I/Os", what.empty() ? "" : ", ",
+                        t.merged, t.merged_parts);
+  }
+  if (what.empty()) what = "request counts and sizes";
+  return fmt::format("{} by the target's queue limits ({}){}", what,
+                     t.limits_differ.empty() ? QueueLimitsText(b.device)
+                                             : t.limits_differ + ", target vs original",
+                     t.stream_is_bios ? "" : "; bytes compared instead of counts");
+}
+
+Result<TargetDevice> DecideTarget(const Stream& a, const Stream& b, const CompareOptions& o) {
+  TargetDevice t;
+  t.speed = SpeedOf(a, b);
+  t.limits_differ = QueueLimitDifferences(a.device, b.device);
+  const bool models_differ = a.device.known && b.device.known && a.device.model != b.device.model;
+  if (o.target_device == "auto") {
+    t.decided_by = "auto";
+    if (t.speed == "slower" || t.speed == "faster") {
+      t.why = fmt::format("its D2C latency differs, the target is {}", t.speed);
+    } else if (!t.limits_differ.empty()) {
+      t.why = "its queue limits differ: " + t.limits_differ;
+    } else if (models_differ) {
+      t.why = fmt::format("its model differs: {} vs {}", b.device.model, a.device.model);
+    }
+    t.other = !t.why.empty();
+  } else if (o.target_device == "other" || o.target_device == "same") {
+    t.decided_by = "--target-device";
+    t.other = o.target_device == "other";
+    t.why = t.other ? "--target-device other" : "";
+  } else {
+    return Status::Invalid("--target-device {}: expected auto, same or other", o.target_device);
+  }
+  t.device_requests = b.requests;
+  if (!t.other) return t;
+  t.stream_is_bios = BiosHoldTheStream(b);
+  if (t.stream_is_bios) {
+    const IssueMatch device = MatchIssues(b.bios, b.issued);
+    t.split = device.split;
+    t.split_pieces = device.split_pieces;
+    t.merged = device.merged;
+    t.merged_parts = device.merged_parts;
+  }
+  return t;
+}
+
+enum class Role { kJudged, kDeviceAnswer, kReported };
+
+// On another device queue depth, latency and what the device made of the stream (NVMe commands;
+// request counts and sizes when the stream is its requests) are its answer; the issue order and
+// lateness are judged there, where they take the queue depth's place.
+Role RoleOf(const std::string& name, const TargetDevice& t, const std::string& pace) {
+  const bool issue_measure = name == "dev-issue-order" || name == "dev-schedule-p99-us";
+  if (!t.other) return issue_measure ? Role::kReported : Role::kJudged;
+  if (name == "dev-schedule-p99-us" && pace != "original") return Role::kReported;
+  if (name == "dev-qd-ks" || name == "dev-qd-time-ks" || name == "dev-d2c-ks" ||
+      name.rfind("dev-nvme-", 0) == 0) {
+    return Role::kDeviceAnswer;
+  }
+  if (!t.stream_is_bios && !t.attribution.empty() &&
+      (name == "dev-requests-rel-err" || name == "dev-size-ks")) {
+    return Role::kDeviceAnswer;
+  }
+  return Role::kJudged;
+}
+
+void AddIssueMeasures(const IssueMatch& m, std::map<std::string, Value>* v) {
+  (*v)["dev-issue-order"] = {
+      m.OrderError(), m.reference, m.other,
+      fmt::format("of {} original requests and {} issued I/Os, {} issued out of order, {} missing, "
+                  "{} extra", m.reference, m.other, m.out_of_order, m.missing, m.extra)};
+  auto us = [](uint64_t ns) { return Round6(static_cast<double>(ns) / 1e3); };
+  (*v)["dev-schedule-p99-us"] = {
+      us(m.late_ns.Percentile(99)), nullptr, us(m.late_ns.Percentile(50)),
+      fmt::format("issued late against the original's timeline: p50 {}, p99 {}, max {}",
+                  FormatDuration(static_cast<double>(m.late_ns.Percentile(50))),
+                  FormatDuration(static_cast<double>(m.late_ns.Percentile(99))),
+                  FormatDuration(static_cast<double>(m.late_ns.max())))};
+}
+
+json MatchJson(const IssueMatch& m, bool bios) {
+  return {{"issued_as", bios ? "bios" : "requests"},
+          {"original_requests", m.reference},
+          {"issued", m.other},
+          {"paired", m.paired},
+          {"out_of_order", m.out_of_order},
+          {"missing", m.missing},
+          {"extra", m.extra},
+          {"split", m.split},
+          {"merged", m.merged},
+          {"late_ns", {{"p50", m.late_ns.Percentile(50)},
+                       {"p99", m.late_ns.Percentile(99)},
+                       {"max", m.late_ns.max()}}}};
+}
+
+json TargetJson(const Stream& a, const Stream& b, const TargetDevice& t) {
+  auto pcts = [](const LogLinearHistogram& h) {
+    return json{{"p50", h.Percentile(50)}, {"p99", h.Percentile(99)}};
+  };
+  auto depth = [](const Stream& s) {
+    return json{{"p50", DepthPercentile(s.depth_at_issue, 50)},
+                {"p99", DepthPercentile(s.depth_at_issue, 99)}};
+  };
+  return {{"another_device", t.other},
+          {"decided_by", t.decided_by},
+          {"why", t.why},
+          {"speed", t.speed},
+          {"d2c_ns", {{"original", pcts(a.d2c)}, {"replay", pcts(b.d2c)}}},
+          {"queue_depth_at_issue", {{"original", depth(a)}, {"replay", depth(b)}}},
+          {"issue_stream", t.stream_is_bios ? "bios" : "requests"},
+          {"device_requests", t.device_requests},
+          {"split", t.split},
+          {"split_pieces", t.split_pieces},
+          {"merged", t.merged},
+          {"merged_parts", t.merged_parts},
+          {"attribution", t.attribution},
+          {"queue_limits", {{"original", a.device.ToJson()},
+                            {"replay", b.device.ToJson()},
+                            {"differ", t.limits_differ}}}};
+}
+
 }  // namespace
 
 const std::vector<MeasureSpec>& BlockStreamMeasures() {
@@ -473,6 +683,12 @@ const std::vector<MeasureSpec>& BlockStreamMeasures() {
        "relative error of requests/s, first to last issue"},
       {"dev-d2c-ks", 0.25, false, true, false,
        "Kolmogorov-Smirnov distance of D2C device times (the target device's: information)"},
+      {"dev-issue-order", 0.01, false, false, true,
+       "share of the original's requests issued out of order, missing or extra (judged on "
+       "another device, where the issue stream is what the replayer controls)"},
+      {"dev-schedule-p99-us", 1000, false, true, true,
+       "99th percentile of how late each request was issued against the original's timeline, "
+       "in us (judged on another device with pace original)"},
       {"dev-nvme-commands-rel-err", 0.01, false, false, true,
        "relative error of the NVMe commands sent for the device's requests (both traces with the "
        "NVMe layer)"},
@@ -511,27 +727,47 @@ Result<json> CompareBlockStreams(const std::string& original, const std::string&
     return Status::Invalid("{} holds no block requests: compare --layer block needs the block "
                            "layer in both traces", a.requests == 0 ? original : replay);
   }
+  IOTWIN_ASSIGN_OR_RETURN(TargetDevice target, DecideTarget(a, b, options));
+  if (target.stream_is_bios) TallyIssues(b.bios, &b);
+  const IssueMatch match = MatchIssues(a.issued, target.stream_is_bios ? b.bios : b.issued);
+  if (!target.stream_is_bios) {
+    target.split = match.split;
+    target.split_pieces = match.split_pieces;
+    target.merged = match.merged;
+    target.merged_parts = match.merged_parts;
+  }
+  if (target.other) target.attribution = Attribution(target, b);
   const bool timing_judged = b.pace.empty() || b.pace == "original" || b.pace == "gaps";
   std::map<std::string, Value> values = ComputeMeasures(a, b, options);
+  AddIssueMeasures(match, &values);
   json measures = json::array(), failed = json::array(), differences = json::array();
   for (const MeasureSpec& spec : BlockStreamMeasures()) {
-    const Value& v = values.at(spec.name);
+    Value& v = values.at(spec.name);
     std::optional<double> threshold;
     if (spec.enabled) threshold = spec.default_threshold;
     auto o = options.thresholds.find(spec.name);
     if (o != options.thresholds.end()) threshold = o->second;
     // Folded ranges (--wrap) land elsewhere by design.
     const bool lba = std::string(spec.name).rfind("dev-lba", 0) == 0;
+    const Role role = RoleOf(spec.name, target, b.pace);
+    if (role == Role::kDeviceAnswer && !target.attribution.empty() &&
+        (std::string(spec.name) == "dev-requests-rel-err" ||
+         std::string(spec.name) == "dev-size-ks")) {
+      v.differed += "; " + target.attribution;
+    }
     const bool judged = threshold.has_value() && (!spec.timing || timing_judged) &&
-                        !(lba && (a.wrapped || b.wrapped)) && v.applicable;
+                        !(lba && (a.wrapped || b.wrapped)) && v.applicable &&
+                        role == Role::kJudged;
     const double value = Round6(v.value);
     const bool pass = !threshold || (spec.at_least ? value >= *threshold - 1e-12
                                                    : value <= *threshold + 1e-12);
-    measures.push_back({{"name", spec.name}, {"value", value}, {"original", v.original},
-                        {"replay", v.replay}, {"kind", spec.timing ? "timing" : "structural"},
-                        {"threshold", threshold ? json(*threshold) : json(nullptr)},
-                        {"condition", spec.at_least ? ">=" : "<="}, {"judged", judged},
-                        {"pass", pass}, {"detail", v.differed}});
+    json m = {{"name", spec.name}, {"value", value}, {"original", v.original},
+              {"replay", v.replay}, {"kind", spec.timing ? "timing" : "structural"},
+              {"threshold", threshold ? json(*threshold) : json(nullptr)},
+              {"condition", spec.at_least ? ">=" : "<="}, {"judged", judged},
+              {"pass", pass}, {"detail", v.differed}};
+    if (role == Role::kDeviceAnswer && v.applicable) m["device_answer"] = true;
+    measures.push_back(std::move(m));
     if (judged && !pass) {
       failed.push_back(spec.name);
       differences.push_back(fmt::format("{}: {}", spec.name, v.differed));
@@ -542,6 +778,8 @@ Result<json> CompareBlockStreams(const std::string& original, const std::string&
               {"replay", SideJson(b)},
               {"pace", b.pace.empty() ? json(nullptr) : json(b.pace)},
               {"timing_judged", timing_judged},
+              {"target_device", TargetJson(a, b, target)},
+              {"issue_match", MatchJson(match, target.stream_is_bios)},
               {"measures", measures},
               {"failed", failed},
               {"differences", differences},
@@ -552,6 +790,53 @@ Result<json> CompareBlockStreams(const std::string& original, const std::string&
 bool IsBlockStreamResult(const json& result) {
   return result.is_object() && result.value("layer", "") == "block";
 }
+
+namespace {
+
+// What the target device was to the original's and what that made compare judge.
+template <typename Line>
+void TargetLines(const json& r, const Line& line) {
+  const json* t = json_fields::Object(r, "target_device");
+  if (!t) return;
+  auto u = [](const json& j, const char* p) { return json_fields::GetUint(j, p, 0); };
+  auto dur = [&](const char* p) { return FormatDuration(static_cast<double>(u(*t, p))); };
+  const bool other = json_fields::GetBool(*t, "another_device", false);
+  const std::string speed = json_fields::GetString(*t, "speed");
+  if (!other) {
+    line(fmt::format("  target    the same device or an equal one ({}; {}, D2C p50 {} vs {}): "
+                     "everything judged", json_fields::GetString(*t, "decided_by"),
+                     speed == "unknown" ? "speed unknown" : speed, dur("d2c_ns/replay/p50"),
+                     dur("d2c_ns/original/p50")));
+    return;
+  }
+  line(fmt::format("  target    another device ({}: {})", json_fields::GetString(*t, "decided_by"),
+                   json_fields::GetString(*t, "why")));
+  line(fmt::format("            {}: D2C p50 {} vs {}, p99 {} vs {} (replay vs original)",
+                   speed == "unknown" ? "speed unknown" : "the target is " + speed,
+                   dur("d2c_ns/replay/p50"), dur("d2c_ns/original/p50"), dur("d2c_ns/replay/p99"),
+                   dur("d2c_ns/original/p99")));
+  line(fmt::format("            judged: the issue stream the replayer controls (its {}: order, "
+                   "LBAs, sizes, flags, inter-arrival, lateness)",
+                   json_fields::GetString(*t, "issue_stream")));
+  line(fmt::format("            the device's answer, reported: queue depth at issue p50 {} vs {}, "
+                   "p99 {} vs {}; {} requests on the device",
+                   u(*t, "queue_depth_at_issue/replay/p50"),
+                   u(*t, "queue_depth_at_issue/original/p50"),
+                   u(*t, "queue_depth_at_issue/replay/p99"),
+                   u(*t, "queue_depth_at_issue/original/p99"), u(*t, "device_requests")));
+  const std::string attribution = json_fields::GetString(*t, "attribution");
+  if (!attribution.empty()) line("            " + attribution);
+  if (const json* m = json_fields::Object(r, "issue_match")) {
+    line(fmt::format("  issued    {} of {} paired with the original's requests, {} out of order, "
+                     "{} missing, {} extra; late against the schedule p50 {}, p99 {}, max {}",
+                     u(*m, "paired"), u(*m, "issued"), u(*m, "out_of_order"), u(*m, "missing"),
+                     u(*m, "extra"), FormatDuration(static_cast<double>(u(*m, "late_ns/p50"))),
+                     FormatDuration(static_cast<double>(u(*m, "late_ns/p99"))),
+                     FormatDuration(static_cast<double>(u(*m, "late_ns/max")))));
+  }
+}
+
+}  // namespace
 
 std::string RenderBlockStreamText(const json& r) {
   std::string out;
@@ -568,6 +853,7 @@ std::string RenderBlockStreamText(const json& r) {
                                          ? "judged"
                                          : "reported, not judged (pace " +
                                                r["pace"].get<std::string>() + ")"));
+  TargetLines(r, line);
   line("");
   out += RenderMeasuresTable(r["measures"]);
   line("");

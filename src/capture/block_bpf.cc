@@ -104,7 +104,10 @@ nlohmann::json BlockDeviceInfo::ToJson() const {
           {"max_hw_sectors_kb", max_hw_sectors_kb},
           {"max_segments", max_segments},
           {"max_segment_size", max_segment_size},
-          {"scheduler", scheduler}};
+          {"scheduler", scheduler},
+          {"nr_requests", nr_requests},
+          {"rotational", rotational},
+          {"model", model}};
 }
 
 std::vector<BlockDeviceInfo> ReadBlockDevices(const std::string& sysfs_block) {
@@ -130,6 +133,11 @@ std::vector<BlockDeviceInfo> ReadBlockDevices(const std::string& sysfs_block) {
     d.scheduler = open != std::string::npos && close > open
                       ? sched.substr(open + 1, close - open - 1)
                       : sched;
+    d.nr_requests = ReadU32(q / "nr_requests");
+    const std::string rotational = ReadLine(q / "rotational");
+    if (rotational == "0" || rotational == "1") d.rotational = rotational == "1";
+    d.model = ReadLine(dir / "device" / "model");
+    while (!d.model.empty() && d.model.back() == ' ') d.model.pop_back();
     out.push_back(std::move(d));
   }
   std::sort(out.begin(), out.end(),

@@ -64,6 +64,9 @@ struct BlockDeviceInfo {
   uint32_t max_segments = 0;
   uint32_t max_segment_size = 0;
   std::string scheduler;  // the selected one
+  uint32_t nr_requests = 0;  // requests the queue (or scheduler) holds before submitters wait
+  int rotational = -1;       // queue/rotational: 1, 0, or -1 unreadable
+  std::string model;         // device/model (trimmed), empty when the driver has none
   nlohmann::json ToJson() const;
 };
 

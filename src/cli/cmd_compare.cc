@@ -29,6 +29,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
     double iat_resolution_us = 50;
     ScopeArgs scope;
     std::string layer = "auto";
+    std::string target_device = "auto";
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = parent.add_subcommand(
@@ -57,6 +58,13 @@ CommandSpec SetupCompare(CLI::App& parent) {
                   "auto (block requests when the replay is a device-level replay, else system "
                   "calls), syscall, or block (the block requests of one device)")
       ->check(CLI::IsMember({"auto", "syscall", "block"}))
+      ->capture_default_str();
+  sub->add_option("--target-device", opt->target_device,
+                  "device-level: was the replay made onto another device? other: judge the issue "
+                  "stream the replayer controls and report queue depth, latency and the device's "
+                  "splits and merges as its answer; same: judge everything; auto: other when the "
+                  "D2C latencies differ by 1.5x or the queue limits differ (docs/replay.md)")
+      ->check(CLI::IsMember({"auto", "same", "other"}))
       ->capture_default_str();
   sub->add_flag("--json", opt->json, "print the comparison as JSON");
   sub->add_option("--top", opt->top, "thread rows shown, worst first (0: all)")
@@ -101,6 +109,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
             }
             o.files = *scope;
             o.layer = opt->layer;
+            o.target_device = opt->target_device;
             o.top = opt->top;
             o.max_sequence_ops = opt->max_sequence_ops;
             o.salvage = opt->salvage;
