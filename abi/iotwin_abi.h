@@ -445,7 +445,7 @@ struct iot_async_io {
 	iot_u32 rw_flags; /* per-request rw flags */
 	iot_u16 cpu;
 	iot_u16 pad1;
-	/* appended fields: 0 in records of older writers (then aflags is 0 too) */
+	/* appended fields: 0 in a record of 88 bytes, which ends here (then aflags is 0 too) */
 	iot_u32 ring_flags; /* io_uring: IORING_SETUP_* flags of the ring */
 	iot_u16 iov_count;  /* vectored submit: iovecs passed (an IOVEC record follows) */
 	iot_u16 buf_index;  /* io_uring *_FIXED submit: registered buffer index */
@@ -453,7 +453,7 @@ struct iot_async_io {
 	iot_u16 pad2[3];
 };
 /* `length` is the request's bytes, for vectored requests the sum of the iovec
- * lengths. Records without this flag come from older writers, whose length of a
+ * lengths. In a record without this flag (an 88-byte record) the length of a
  * vectored request is its iovec count (its bytes are unknown there). */
 #define IOT_AIOF_BYTES 1
 #define IOT_AIOF_IOV_FAULT 2 /* the iovec array could not be read: length unknown (0) */

@@ -251,7 +251,7 @@ std::string_view AsyncEngineName(uint8_t engine);
 AsyncOpInfo AsyncOp(uint8_t engine, uint8_t opcode);
 
 // The bytes a submitted request asks for (iot_async_io::length), where the record knows them:
-// every request of a writer that sets IOT_AIOF_BYTES, and the non-vectored ones of older writers
+// every request that carries IOT_AIOF_BYTES, and the non-vectored ones of records without it
 // (whose vectored requests carry their iovec count there). False: unknown, the caller uses the
 // completion's result instead.
 bool AsyncLengthKnown(const iot_async_io& a);

@@ -345,7 +345,7 @@ void ModelBuilder::Impl::HandleAsyncCompletion(const iot_async_io& a, uint64_t c
   op.end = a.ts;
   op.interrupted = false;
   if (!AsyncLengthKnown(op.aio)) {
-    // An older writer's vectored request: its bytes are what it completed with.
+    // A vectored request of a record without IOT_AIOF_BYTES: its bytes are what it completed with.
     op.aio.length = a.res > 0 ? static_cast<uint64_t>(a.res) : 0;
     LayOutIovecs(op.aio.tid, op.aio.ts, op.aio.iov_count, op.aio.length, op);
   }
@@ -451,7 +451,7 @@ void ModelBuilder::Impl::HandleAsync(const iot_async_io& a) {
   BindAsyncFd(a, t, &op);
   const bool length_known = AsyncLengthKnown(a);
   if (!length_known) {
-    // Set at completion; an older writer put the iovec count in length.
+    // Set at completion; a record without IOT_AIOF_BYTES holds the iovec count in length.
     if (!(a.aflags & IOT_AIOF_IOV_FAULT)) op.aio.iov_count = static_cast<uint16_t>(
         std::min<uint64_t>(a.length, UINT16_MAX));
     op.aio.length = 0;
@@ -849,7 +849,7 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
   if (rec->type <= IOT_REC_MAX) s.m->stats_.records_by_type[rec->type]++;
   if (need == 0) return Status::Ok();  // unknown type: counted, ignored
   if (rec->size < need) {
-    // Zero-extend short records (older writers), as TraceReader does.
+    // Zero-extend short records (written before fields were appended), as TraceReader does.
     std::vector<uint8_t> buf(need, 0);
     std::memcpy(buf.data(), rec, rec->size);
     reinterpret_cast<iot_rec_hdr*>(buf.data())->size = static_cast<uint16_t>(need);
