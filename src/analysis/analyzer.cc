@@ -469,32 +469,7 @@ void Analyzer::OnMapSnapshot(const iot_map_snapshot& r) {
 }
 // ---- intents, losses, scheduling -----------------------------------------------------------
 
-void Analyzer::OnIntent(const iot_intent& r) {
-  if (!TimeAllowed(r.ts) || !TaskAllowed(r.tgid, r.tid)) {
-    ++filtered_out_;
-    return;
-  }
-  switch (r.kind) {
-    case IOT_INTENT_INSTANT: ++labels_[r.label_id].instants; break;
-    case IOT_INTENT_BEGIN: intent_stacks_[r.tid].emplace_back(r.label_id, r.ts); break;
-    case IOT_INTENT_END: {
-      auto& stack = intent_stacks_[r.tid];
-      for (size_t i = stack.size(); i-- > 0;) {
-        if (stack[i].first != r.label_id) continue;
-        uint64_t dur = r.ts >= stack[i].second ? r.ts - stack[i].second : 0;
-        LabelStats& l = labels_[r.label_id];
-        ++l.count;
-        l.total_ns = SaturatingAdd(l.total_ns, dur);
-        l.max_ns = std::max(l.max_ns, dur);
-        stack.erase(stack.begin() + static_cast<long>(i), stack.end());
-        return;
-      }
-      ++intents_unmatched_;
-      break;
-    }
-    default: break;
-  }
-}
+// OnIntent: analyzer_phases.cc.
 
 void Analyzer::OnLost(const iot_lost& r) {
   uint64_t& v = lost_[{r.source, r.cpu}];

@@ -358,6 +358,10 @@ class Analyzer {
   // A submission (`key`: its request's key in async_pending_).
   void OnAsyncSubmit(const iot_async_io& r, uint64_t key);
   void OnIntent(const iot_intent& r);
+  // Phases (analyzer_phases.cc): a data call or a fault of thread `tid` while phases are open.
+  void NotePhaseCall(const iot_syscall& r, int dir, uint64_t bytes);
+  void NotePhaseFault(uint32_t tid, uint64_t mapped_pages, bool major);
+  nlohmann::json IntentsModel() const;
   void OnLost(const iot_lost& r);
   void OnCacheState(const iot_cache_state& r);
   void OnSched(const iot_sched& r);
@@ -641,10 +645,37 @@ class Analyzer {
   std::map<std::pair<uint8_t, uint64_t>, std::vector<std::pair<uint64_t, uint64_t>>>
       async_ctx_in_flight_;
 
-  // Intent markers.
+  // Intent markers (analyzer_phases.cc). A begin opens a phase on its thread's stack; its end
+  // closes it and the phases begun inside it.
+  struct OpenIntent {
+    uint32_t label = 0;
+    uint64_t ts = 0;
+    uint32_t phase = UINT32_MAX;  // its row in phases_; UINT32_MAX past kMaxPhases
+  };
+  struct PhaseDevice {
+    uint32_t dev = 0;
+    std::array<uint64_t, 2> ops{}, bytes{};
+  };
+  struct PhaseStats {
+    uint32_t label = 0, tgid = 0, tid = 0, depth = 0;
+    uint64_t begin_ts = 0, end_ts = 0;
+    bool open = true;
+    std::array<uint64_t, 2> calls{}, call_bytes{};
+    // Each block device's requests and bytes per direction when the phase began (then, once it
+    // ended, those issued while it was open), by device number.
+    std::vector<PhaseDevice> devices;
+    uint64_t faults = 0, faults_major = 0, mapped_pages = 0;
+    std::array<std::unique_ptr<LogLinearHistogram>, 2> latency;  // data calls, per direction
+  };
+  static constexpr size_t kMaxPhases = 1024;
   std::unordered_map<uint32_t, LabelStats> labels_;  // label id -> stats
-  std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, uint64_t>>> intent_stacks_;
+  std::unordered_map<uint32_t, std::vector<OpenIntent>> intent_stacks_;
   uint64_t intents_unmatched_ = 0;
+  uint64_t open_intents_ = 0;  // entries on all stacks: 0 keeps every per-event hook one test
+  std::vector<PhaseStats> phases_;
+  uint64_t phases_dropped_ = 0;
+  // Each block device's requests and bytes per direction so far (phases' device figures).
+  std::vector<PhaseDevice> DeviceTotals() const;
 
   // Losses: cumulative counts per (source, cpu).
   std::map<std::pair<uint16_t, uint16_t>, uint64_t> lost_;

@@ -74,7 +74,9 @@ void Analyzer::OnPageFault(const iot_page_fault& r) {
   bool major = r.flags & IOT_PFF_MAJOR;
   FileStats* f = file >= 0 ? &files_[static_cast<size_t>(file)] : nullptr;
   // Mapped I/O and cache misses are storage's: a mapping of /dev/zero or of a /proc file is not.
+  const uint64_t mapped_before = f ? f->mmap_read_pages : 0;
   if (f && model::IsStorage(f->kind)) major = MappedFault(r, file, *f, pages) || major;
+  if (open_intents_ != 0) NotePhaseFault(r.tid, f ? f->mmap_read_pages - mapped_before : 0, major);
   ++faults_;
   fault_pages_ += pages;
   if (major) {

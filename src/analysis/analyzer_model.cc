@@ -269,35 +269,6 @@ json AmplificationJson(const std::array<uint64_t, 2>& app_bytes,
   return a;
 }
 
-// Intent labels by total time inside them; `open` counts intervals never ended.
-json IntentsJson(const auto& labels, const auto& intent_stacks, uint64_t unmatched,
-                 const Strings& strings) {
-  using Label = std::remove_cvref_t<decltype(labels.begin()->second)>;
-  std::vector<std::pair<uint32_t, const Label*>> ls;
-  for (const auto& [id, l] : labels) ls.emplace_back(id, &l);
-  std::sort(ls.begin(), ls.end(), [](const auto& a, const auto& b) {
-    return a.second->total_ns != b.second->total_ns ? a.second->total_ns > b.second->total_ns
-                                                    : a.first < b.first;
-  });
-  std::map<uint32_t, uint64_t> open;
-  for (const auto& [tid, stack] : intent_stacks)
-    for (const auto& e : stack) open[e.first]++;
-  json rows = json::array();
-  for (const auto& [id, l] : ls) {
-    auto it = strings.find(id);
-    rows.push_back({{"label", it != strings.end() ? it->second : fmt::format("<{}>", id)},
-                    {"intervals", l->count},
-                    {"instants", l->instants},
-                    {"total_ns", l->total_ns},
-                    {"mean_ns", l->count ? l->total_ns / l->count : 0},
-                    {"max_ns", l->max_ns},
-                    {"open", open.count(id) ? open[id] : 0},
-                    {"ops", l->ops},
-                    {"bytes", l->bytes}});
-  }
-  return {{"rows", rows}, {"unmatched_ends", unmatched}};
-}
-
 json HeatmapJson(const auto& h, const auto& file, const auto& name_text, uint64_t span_ns) {
   using Heatmap = std::remove_cvref_t<decltype(h)>;
   json cells = json::array();
@@ -547,9 +518,7 @@ json Analyzer::Model(const std::optional<json>& summary, const json& trace_facts
 
   // ---- async I/O, intent markers, scheduling
   m["async"] = AsyncModel();
-  m["intents"] = nullptr;
-  if (!labels_.empty() || intents_unmatched_)
-    m["intents"] = IntentsJson(labels_, intent_stacks_, intents_unmatched_, strings_);
+  m["intents"] = IntentsModel();
   if (offcpu_intervals_ || irq_ns_) {
     m["sched"] = {{"offcpu_ns", offcpu_ns_}, {"offcpu_intervals", offcpu_intervals_},
                   {"irq_ns", irq_ns_}};

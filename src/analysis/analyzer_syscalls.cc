@@ -229,14 +229,7 @@ void Analyzer::OnSyscall(const iot_syscall& r) {
     }
   }
 
-  if (dir >= 0 && ok && !intent_stacks_.empty()) {
-    auto it = intent_stacks_.find(r.tid);
-    if (it != intent_stacks_.end() && !it->second.empty()) {
-      LabelStats& l = labels_[it->second.back().first];
-      ++l.ops;
-      l.bytes = SaturatingAdd(l.bytes, ret);
-    }
-  }
+  if (dir >= 0 && ok && open_intents_ != 0) NotePhaseCall(r, dir, ret);
 }
 
 StreamState* Analyzer::StreamSlow(ThreadStats& t, int32_t file, int dir, bool async) {

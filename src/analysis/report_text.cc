@@ -600,6 +600,47 @@ void IntentSection(Out& out, const json& m) {
   if (U(in, "unmatched_ends")) out.Line("  {} end markers without a begin", U(in, "unmatched_ends"));
 }
 
+// "p50/p99" of a phase's calls in one direction; "-" without any.
+std::string PhaseLatency(const json& p, const char* dir, uint64_t calls) {
+  if (!calls) return "-";
+  return FormatDuration(D(p, fmt::format("{}_p50_ns", dir).c_str())) + "/" +
+         FormatDuration(D(p, fmt::format("{}_p99_ns", dir).c_str()));
+}
+
+// One row per phase (docs/report.md, "Phases"); a nested phase is indented under its parent.
+void PhaseSection(Out& out, const json& m) {
+  if (!Has(m, "intents") || !m["intents"].contains("phases") || m["intents"]["phases"].empty())
+    return;
+  const json& phases = m["intents"]["phases"];
+  out.Section("PHASES (calls, latency, faults: the marking thread's, nested phases included; "
+              "device: block requests issued while open)");
+  constexpr const char* kRow =
+      "  {:<22} {:>9} {:>9} {:>7} {:>9} {:>9} {:>17} {:>17} {:>8} {:>9} {:>9} {:>9} {:>6}";
+  out.Line(kRow, "phase", "start", "duration", "calls", "read", "written", "read p50/p99",
+           "write p50/p99", "dev reqs", "dev read", "dev write", "mapped", "major");
+  constexpr size_t kRows = 50;
+  size_t shown = 0;
+  for (const json& p : phases) {
+    if (shown++ == kRows) break;
+    std::string label = std::string(2 * std::min<uint64_t>(U(p, "depth"), 4), ' ') + S(p, "label");
+    if (p.value("open", false)) label += " (open)";
+    const uint64_t reads = U(p, "read_calls"), writes = U(p, "write_calls");
+    out.Line(kRow, Truncate(label, 22), FormatDuration(D(p, "start_ns")),
+             FormatDuration(D(p, "duration_ns")), FormatCount(reads + writes),
+             FormatBytes(D(p, "read_bytes")), FormatBytes(D(p, "write_bytes")),
+             PhaseLatency(p, "read", reads), PhaseLatency(p, "write", writes),
+             FormatCount(U(p, "device_read_requests") + U(p, "device_write_requests")),
+             FormatBytes(D(p, "device_read_bytes")), FormatBytes(D(p, "device_write_bytes")),
+             FormatBytes(D(p, "mapped_bytes")), FormatCount(U(p, "major_faults")));
+  }
+  if (phases.size() > kRows) out.Line("  ... {} more phases in --json", phases.size() - kRows);
+  const uint64_t dropped = U(m["intents"], "phases_dropped");
+  if (dropped) {
+    out.Line("  {} phases past the first {} not tracked (the labels above count them)", dropped,
+             phases.size());
+  }
+}
+
 }  // namespace
 
 std::string FormatCount(uint64_t v) {
@@ -655,6 +696,7 @@ std::string RenderText(const nlohmann::json& model) {
   AmplificationSection(out, model);
   AsyncSection(out, model);
   IntentSection(out, model);
+  PhaseSection(out, model);
   // Names, comms, labels and header strings come from the trace as bytes: the report is escaped
   // as a whole, so none of them can put a control sequence on the terminal.
   return LinesToText(out.Take());
