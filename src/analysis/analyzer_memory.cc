@@ -32,8 +32,8 @@ json MemoryJson(const MemoryCounts& c, const ReadPages& read) {
               {"writeback", {{"dirtied_pages", c.wb_dirtied}, {"written_pages", c.wb_written},
                              {"flusher_works", c.wb_works}, {"waits", c.wb_waits}}},
               {"page_size", c.page_size}};
-  // One definition of a miss (docs/report.md): a major fault is one that missed; the hit ratio
-  // is the share of pages read that did not.
+  // A fault is major as the kernel counts it (ru_majflt; the capture's flag); the hit ratio is
+  // the share of pages read that did not miss (docs/report.md).
   if (c.faults) mem["fault_hit_ratio"] = Round4(Share(c.faults - c.faults_major, c.faults));
   const uint64_t accessed = SaturatingAdd(SaturatingAdd(read.call, read.mapped), read.exec);
   const uint64_t missed = SaturatingAdd(read.missed_call, read.missed_fault);
@@ -71,11 +71,13 @@ void Analyzer::OnPageFault(const iot_page_fault& r) {
   first_ts_ = std::min(first_ts_, r.ts);
   last_ts_ = std::max(last_ts_, r.ts);
   uint64_t pages = r.nr_pages ? r.nr_pages : 1;
-  bool major = r.flags & IOT_PFF_MAJOR;
   FileStats* f = file >= 0 ? &files_[static_cast<size_t>(file)] : nullptr;
   // Mapped I/O and cache misses are storage's: a mapping of /dev/zero or of a /proc file is not.
   const uint64_t mapped_before = f ? f->mmap_read_pages : 0;
-  if (f && model::IsStorage(f->kind)) major = MappedFault(r, file, *f, pages) || major;
+  // Major as the kernel counts it (docs/report.md): a fault that waited for pages an earlier
+  // readahead was still reading mapped missed pages, yet the kernel counts it minor.
+  const bool major = r.flags & IOT_PFF_MAJOR;
+  if (f && model::IsStorage(f->kind)) MappedFault(r, file, *f, pages);
   if (open_intents_ != 0) NotePhaseFault(r.tid, f ? f->mmap_read_pages - mapped_before : 0, major);
   ++faults_;
   fault_pages_ += pages;
@@ -147,8 +149,6 @@ bool Analyzer::MappedFault(const iot_page_fault& r, int32_t file, FileStats& f, 
   }
   const uint64_t missed = NoteAccess(file, f, kAccessFault, first, end);
   f.missed_fault_pages = SaturatingAdd(f.missed_fault_pages, missed);
-  f.last_fault_major = missed > 0 || (r.flags & IOT_PFF_MAJOR);
-  if (!f.recent_reads.empty()) f.recent_reads.back().fault_major = f.last_fault_major;
   return missed > 0;
 }
 
@@ -181,17 +181,9 @@ void Analyzer::NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uin
 }
 
 void Analyzer::CreditRecentRead(FileStats& f, RecentRead& r, uint64_t lo, uint64_t hi,
-                                uint64_t ts) {
+                                uint64_t /*ts*/) {
   if (r.access == kAccessCall) f.missed_call_pages = SaturatingAdd(f.missed_call_pages, hi - lo);
-  if (r.access == kAccessFault) {
-    f.missed_fault_pages = SaturatingAdd(f.missed_fault_pages, hi - lo);
-    if (!r.fault_major) {
-      r.fault_major = true;
-      ++f.faults_major;
-      ++faults_major_;
-      series_.Add(kMajorFaults, ts, 1);
-    }
-  }
+  if (r.access == kAccessFault) f.missed_fault_pages = SaturatingAdd(f.missed_fault_pages, hi - lo);
   // Credited once: the same pages evicted and added again without a new read are pending.
   if (lo == r.first) {
     r.first = hi;

@@ -441,12 +441,16 @@ void MemorySection(Out& out, const json& m) {
            FormatCount(U(f, "total")), FormatCount(U(f, "major")), FormatCount(U(f, "minor")),
            FormatCount(U(f, "write")), FormatCount(U(f, "pages")));
   if (Has(mem, "fault_hit_ratio"))
-    out.Line("               {} of faults were minor (no page they mapped missed the cache)",
+    out.Line("               {} of faults were minor (as the kernel counts them: ru_minflt)",
              FormatPercent(D(mem, "fault_hit_ratio")));
   const json& pc = mem["page_cache"];
   out.Line("  page cache   {} pages added, {} removed; readahead {} windows, {} pages",
            FormatCount(U(pc, "added_pages")), FormatCount(U(pc, "deleted_pages")),
            FormatCount(U(pc, "readahead_windows")), FormatCount(U(pc, "readahead_pages")));
+  if (Has(m["capture"], "untouched_removed_pages"))
+    out.Line("  left out     {} pages removed from files the workload never touched (its "
+             "drop_caches, reclaim)",
+             FormatCount(U(m["capture"], "untouched_removed_pages")));
   if (Has(mem, "read_hit_ratio")) {
     const json& mi = mem["misses"];
     out.Line("  hit ratio    {} of {} pages read were cached; missed: {} by calls, {} by faults",

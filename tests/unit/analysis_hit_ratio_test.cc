@@ -62,8 +62,10 @@ TEST(HitRatio, ReadsBeforeTheirRunOfInsertionsIsWrittenMissed) {
   EXPECT_EQ(m["memory"]["read_hit_ratio"], 0.0) << m["memory"].dump();
 }
 
-// The same for faults: each fault on the window the run brought in missed, and is major.
-TEST(HitRatio, FaultsBeforeTheirRunOfInsertionsIsWrittenAreMajor) {
+// The same for faults: each fault on the window the run brought in missed. None is major: the
+// capture did not flag them (they waited for a readahead under way, which the kernel counts
+// minor), and major is the kernel's count.
+TEST(HitRatio, FaultsBeforeTheirRunOfInsertionsIsWrittenMissed) {
   TraceBuilder t = Capture();
   uint64_t ts = kStart + 1000;
   Call(t, IOT_OP_OPENAT, ts, 3, 3, 0, "/kv/block0");
@@ -72,7 +74,7 @@ TEST(HitRatio, FaultsBeforeTheirRunOfInsertionsIsWrittenAreMajor) {
   t.PageCacheAt(IOT_PC_ADD, run_began, kDev, 9, 0, 64);
   const json m = Analyze(t);
   EXPECT_EQ(m["memory"]["misses"]["missed_fault_pages"], 64) << m["memory"].dump();
-  EXPECT_EQ(m["memory"]["faults"]["major"], 4) << m["memory"].dump();
+  EXPECT_EQ(m["memory"]["faults"]["major"], 0) << m["memory"].dump();
   EXPECT_EQ(m["memory"]["read_hit_ratio"], 0.0) << m["memory"].dump();
 }
 
