@@ -156,6 +156,7 @@ struct iot_wire_cache_state {
 #define IOT_MEM_STAT_VMA_LATE 12       /* lookups that succeeded when retried */
 #define IOT_MEM_STAT_VMA_LOST 13       /* retried lookups that failed again: fault lost (drop) */
 #define IOT_MEM_STAT_VMA_HELPER 14     /* lookups that fell back to bpf_find_vma */
-#define IOT_MEM_STAT_MAX 15
+#define IOT_MEM_STAT_UNTOUCHED_REMOVED 15 /* pages removed in traced threads of files they never touched (drop_caches, reclaim): left out */
+#define IOT_MEM_STAT_MAX 16
 
 #endif /* IOTWIN_MEMORY_WIRE_H */

@@ -11,7 +11,12 @@
  *  - page cache and dirtying: events in a traced thread are recorded, and the
  *    file joins the "interesting inodes" set; events elsewhere (other
  *    processes, reclaim, flusher kworkers) are recorded only for interesting
- *    inodes, so unrelated page-cache traffic never reaches the ring.
+ *    inodes, so unrelated page-cache traffic never reaches the ring. Removals
+ *    count for interesting inodes only, in a traced thread too: a workload
+ *    writing drop_caches (or reclaiming) removes the pages of every file of
+ *    the machine in its own context. The syscall object marks the files
+ *    traced threads open before the open returns (iot_mem_inodes is its map),
+ *    so a removal right after an open is the workload's.
  *  - write-back runs in kworkers: interesting inodes only.
  *
  * Per traced thread an entry of iot_mem_threads holds the latest file fault
@@ -810,6 +815,14 @@ static __always_inline int iot_mem_pc_delete_body(struct folio *folio)
 	iot_folio_ident(folio, &ino, &dev);
 	struct iot_mem_thread *t = NULL;
 	if (iot_tgid_traced(tgid)) {
+		/* Files the workload never opened, mapped or read: left out, counted. */
+		if (!iot_mem_interesting(ino, dev)) {
+			__u32 which = IOT_MEM_STAT_UNTOUCHED_REMOVED;
+			__u64 *n = bpf_map_lookup_elem(&iot_mem_stats, &which);
+			if (n)
+				*n += iot_folio_nr(folio);
+			return 0;
+		}
 		iot_mem_first_touch(BPF_CORE_READ(folio, mapping, host), ino, dev, 0, tgid);
 		if (!iot_mem_emit_cache)
 			return 0;

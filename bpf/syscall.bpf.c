@@ -98,6 +98,23 @@ __u64 iot_marker_ino = 0;
 __u32 iot_marker_dev = 0;
 __u32 iot_calib_tgid = 0;
 
+/* Regular files the traced threads open: (dev, ino) -> 1. The memory layer's
+ * interesting-inode set (memory.bpf.c reuses this map): marked here before the
+ * open returns, so a removal of the file's pages right after it (posix_fadvise
+ * DONTNEED) is the workload's, while the removals of every other file that its
+ * drop_caches or reclaim causes stay out. */
+struct iot_open_inode {
+	__u64 ino;
+	__u32 dev;
+	__u32 pad;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct iot_open_inode);
+	__type(value, __u8);
+} iot_mem_inodes SEC(".maps");
+
 /* struct flock of the 64-bit ABIs (l_pid and padding not needed). */
 struct iot_user_flock {
 	__s16 l_type;
@@ -1236,6 +1253,18 @@ static __always_inline void iot_sc_decode(__u16 op, struct iot_join *j, long ret
 	}
 }
 
+/* A regular file a traced thread opened joins the interesting-inode set. */
+static __always_inline void iot_mark_opened(const struct iot_ident *id)
+{
+	if (!id->ok || (__u16)(id->ftype << 12) != IOT_S_IFREG)
+		return;
+	struct iot_open_inode k = {.ino = id->ino, .dev = id->dev};
+	if (bpf_map_lookup_elem(&iot_mem_inodes, &k))
+		return;
+	__u8 one = 1;
+	bpf_map_update_elem(&iot_mem_inodes, &k, &one, BPF_NOEXIST);
+}
+
 /* The file the call was on (or returned), by the decoded identity source;
  * NO_FILE when one was expected but none could be read. */
 static __always_inline void iot_sc_identity(struct iot_join *j, long ret, struct iot_syscall *sc,
@@ -1244,8 +1273,10 @@ static __always_inline void iot_sc_identity(struct iot_join *j, long ret, struct
 	if (d->id_kind == IOT_ID_FD) {
 		iot_file_ident(iot_fd_file(d->id_fd), ident);
 	} else if (d->id_kind == IOT_ID_RET) {
-		if (ret >= 0)
+		if (ret >= 0) {
 			iot_file_ident(iot_fd_file(ret), ident);
+			iot_mark_opened(ident);
+		}
 	} else if (d->id_kind == IOT_ID_JOIN) {
 		ident->ino = j->ino;
 		ident->fsize = j->fsize;

@@ -119,6 +119,13 @@ json CaptureJson(const json& meta, const std::optional<json>& summary, uint64_t 
     CopyKey(*summary, "events", cap);
     CopyKey(*summary, "scope_dropped", cap);
     CopyKey(*summary, "strings_over_budget", cap);  // names the writer could not keep in full
+    // Page-cache removals of files the workload never touched (its drop_caches, its reclaim):
+    // the capture left them out and counted their pages.
+    const json* mem = json_fields::Object(*summary, "memory");
+    const json* kernel = mem ? json_fields::Object(*mem, "kernel") : nullptr;
+    if (kernel && json_fields::GetUint(*kernel, "untouched_removed_pages", 0) > 0) {
+      cap["untouched_removed_pages"] = json_fields::GetUint(*kernel, "untouched_removed_pages", 0);
+    }
     cap["duration_ns"] = json_fields::GetUint(*summary, "duration_ns", span);
   }
   cap["complete"] = summary.has_value();

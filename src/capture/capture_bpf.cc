@@ -39,6 +39,7 @@ struct SyscallObject {
   bpf_map* events = nullptr;
   bpf_map* traced_tgids = nullptr;
   bpf_map* drops = nullptr;
+  bpf_map* opened_inodes = nullptr;  // files traced threads open (memory_bpf.h: inodes_fd)
   // .bss globals of the marker-file calibration (written by the kernel, hence volatile).
   volatile uint32_t* calib_tgid = nullptr;
   volatile uint64_t* marker_ino = nullptr;
@@ -122,6 +123,7 @@ Result<std::unique_ptr<SyscallObject>> LoadSyscallSkeleton(Skel* (*open_skel)(),
   obj->events = skel->maps.iot_events;
   obj->traced_tgids = skel->maps.iot_traced_tgids;
   obj->drops = skel->maps.iot_drops;
+  obj->opened_inodes = skel->maps.iot_mem_inodes;
   static_assert(sizeof(skel->bss->iot_calib_tgid) == sizeof(uint32_t));
   static_assert(sizeof(skel->bss->iot_marker_ino) == sizeof(uint64_t));
   static_assert(sizeof(skel->bss->iot_marker_dev) == sizeof(uint32_t));
@@ -309,6 +311,7 @@ void CaptureBpf::LoadMemory(const CaptureBpfConfig& config) {
   shared.events_fd = bpf_map__fd(syscall_->events);
   shared.traced_fd = bpf_map__fd(syscall_->traced_tgids);
   shared.drops_fd = bpf_map__fd(syscall_->drops);
+  shared.inodes_fd = bpf_map__fd(syscall_->opened_inodes);
   shared.cgroup_id = config.cgroup_id;
   shared.self_tgid = config.self_tgid;
   shared.wake_bytes = config.wake_bytes;

@@ -217,6 +217,10 @@ Result<std::unique_ptr<MemoryBpf>> MemoryBpf::LoadPlanned(const MemoryLayerState
     int err = bpf_map__reuse_fd(s.map, s.fd);
     if (err) return LibbpfStatus(err, fmt::format("sharing map {}", bpf_map__name(s.map)));
   }
+  if (shared.inodes_fd >= 0) {
+    int err = bpf_map__reuse_fd(m->skel_->maps.iot_mem_inodes, shared.inodes_fd);
+    if (err) return LibbpfStatus(err, "sharing map iot_mem_inodes");
+  }
 
   SelectPlan(m->skel_->obj, attach);
   m->attach_plan_ = attach;
@@ -447,6 +451,7 @@ const char* MemoryBpf::StatName(size_t i) {
       "baselines_copied",     "baselines_without_data", "baseline_pages_over_cap",
       "address_calibrations", "cache_state_set_full", "vma_lookups_cached",
       "vma_lookups_retried_ok", "vma_lookups_lost", "vma_lookups_by_helper",
+      "untouched_removed_pages",
   };
   return i < IOT_MEM_STAT_MAX ? kNames[i] : "unknown";
 }

@@ -69,6 +69,9 @@ struct MemorySharedMaps {
   int events_fd = -1;
   int traced_fd = -1;
   int drops_fd = -1;
+  // The files traced threads open, marked by the syscall object: the interesting-inode set
+  // (-1: the memory object keeps its own, filled by faults, insertions and MarkInode).
+  int inodes_fd = -1;
   uint64_t cgroup_id = 0;
   uint32_t self_tgid = 0;
   uint64_t wake_bytes = 0;
