@@ -73,6 +73,9 @@ TraceBuilder EveryLayer() {
     t.BlockAt(IOT_BLK_COMPLETE, ts + 500, disk, uint64_t(k) << 20, 512ULL << (k % 14), IOT_BLKF_READ, 5000 + k);
   }
   t.Intent(IOT_INTENT_END, ts, 10, "epoch 0");
+  t.Intent(IOT_INTENT_BEGIN, ts += 1'000'000, 10, "save");
+  t.Io(IOT_OP_WRITE, 10, ts += 1000, 200'000, 4, kDev, 2, 0, 1 << 20, 1 << 20);
+  t.Intent(IOT_INTENT_END, ts += 5'000'000, 10, "save");
   return t;
 }
 
@@ -145,6 +148,17 @@ TEST(HtmlReport, RendersAllChartsInHeadlessChromiumWithoutErrors) {
   while (std::getline(log, line)) {
     if (line.find("CONSOLE") != std::string::npos) ADD_FAILURE() << "console message: " << line;
   }
+  // Phases shade the time plots: a band per phase (two here) in each of them.
+  int band_groups = 0;
+  for (size_t at = dom.find("phase_bands_marks"); at != std::string::npos;
+       at = dom.find("phase_bands_marks", at + 1)) {
+    ++band_groups;
+    const std::string group = dom.substr(at, dom.find("</g>", at) - at);
+    int bands = 0;
+    for (size_t p = group.find("<path"); p != std::string::npos; p = group.find("<path", p + 1)) ++bands;
+    EXPECT_EQ(bands, 2) << group.substr(0, 1000);
+  }
+  EXPECT_EQ(band_groups, 3) << "IOPS, throughput and major faults each shade the phases";
   // A path in the right-to-left Files column is held left-to-right by marks (U+200E) around it,
   // so that "/ckpt/model.pt" does not show as "ckpt/model.pt/".
   EXPECT_NE(dom.find("\u200e/ckpt/model.pt\u200e"), std::string::npos);

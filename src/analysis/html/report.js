@@ -154,6 +154,31 @@
     s.appendChild(facts(rows));
   }
 
+  // ---- phases: bands behind the time plots ----------------------------------------------------
+  // Each phase (intent begin..end, docs/report.md "Phases") as a shaded band from its start to
+  // its end, seconds since the trace's start; nested phases shade over their parents. Labels on
+  // the outermost phases only, so that many short phases do not bury the plot in text.
+  const phases = ((model.intents || {}).phases || []).slice(0, 500);
+  const phaseBands = phases.map(p => ({start: p.start_ns / 1e9, end: p.end_ns / 1e9, phase: p.label,
+    depth: p.depth, duration: fmtDur(p.duration_ns),
+    device: fmtBytes(p.device_read_bytes) + ' read, ' + fmtBytes(p.device_write_bytes) + ' written'}));
+  function withPhases(spec) {
+    if (!phaseBands.length) return spec;
+    const {data, mark, encoding} = spec;
+    const x = {field: 'start', type: 'quantitative', title: null};
+    const layers = [
+      {name: 'phase_bands', data: {values: phaseBands}, mark: {type: 'rect', color: '#7f7f7f', opacity: 0.13},
+        encoding: {x: x, x2: {field: 'end'},
+          tooltip: [{field: 'phase'}, {field: 'duration'}, {field: 'device', title: 'device'}]}},
+      {name: 'phase_labels', data: {values: phaseBands.filter(b => b.depth === 0).slice(0, 20)},
+        mark: {type: 'text', align: 'left', baseline: 'top', dx: 2, dy: 2, fontSize: 9, color: '#555'},
+        encoding: {x: x, y: {value: 0}, text: {field: 'phase'}}},
+      {data: data, mark: mark, encoding: encoding}];
+    const out = Object.assign({}, spec, {layer: layers});
+    delete out.data; delete out.mark; delete out.encoding;
+    return out;
+  }
+
   // ---- throughput over time -----------------------------------------------------------------
   const ts = model.timeseries || {};
   if (ts.read_ops && ts.read_ops.length) {
@@ -181,16 +206,17 @@
       x: {field: 't', type: 'quantitative', title: 'time since start (s)'},
       y: {field: 'v', type: 'quantitative', title: title},
       color: {field: 'series', type: 'nominal', title: null, sort: ['read', 'write', 'block read', 'block write']}});
-    chart(g, 'IOPS', {width: 520, height: 200, data: {values: iops}, mark: {type: 'line', interpolate: 'step-after'},
-      encoding: enc('operations / s')}, 'bucket ' + fmtDur(width * 1e9));
-    chart(g, 'Throughput', {width: 520, height: 200, data: {values: tput}, mark: {type: 'line', interpolate: 'step-after'},
-      encoding: enc('MiB / s')}, 'bucket ' + fmtDur(width * 1e9));
+    const bandNote = phaseBands.length ? '; shaded: phases' : '';
+    chart(g, 'IOPS', withPhases({width: 520, height: 200, data: {values: iops}, mark: {type: 'line', interpolate: 'step-after'},
+      encoding: enc('operations / s')}), 'bucket ' + fmtDur(width * 1e9) + bandNote);
+    chart(g, 'Throughput', withPhases({width: 520, height: 200, data: {values: tput}, mark: {type: 'line', interpolate: 'step-after'},
+      encoding: enc('MiB / s')}), 'bucket ' + fmtDur(width * 1e9) + bandNote);
     if (ts.major_faults) {
-      chart(g, 'Major page faults', {width: 520, height: 140,
+      chart(g, 'Major page faults', withPhases({width: 520, height: 140,
         data: {values: rebin(ts.major_faults).map((v, i) => ({t: i * width, v: v / width}))},
         mark: {type: 'area', interpolate: 'step-after', opacity: 0.7},
         encoding: {x: {field: 't', type: 'quantitative', title: 'time since start (s)'},
-                   y: {field: 'v', type: 'quantitative', title: 'major faults / s'}}});
+                   y: {field: 'v', type: 'quantitative', title: 'major faults / s'}}}));
     }
   }
 
@@ -379,6 +405,17 @@
     const s = section('Intent markers');
     s.appendChild(table([{h: 'label', l: true}, {h: 'intervals'}, {h: 'instants'}, {h: 'total'}, {h: 'mean'}, {h: 'max'}, {h: 'ops'}, {h: 'bytes'}],
       model.intents.rows.map(r => [r.label, fmtCount(r.intervals), fmtCount(r.instants), fmtDur(r.total_ns), fmtDur(r.mean_ns), fmtDur(r.max_ns), fmtCount(r.ops), fmtBytes(r.bytes)])));
+    if (phases.length) {
+      s.appendChild(el('h3', {text: 'Phases (calls, latency, faults: the marking thread\'s; device: block requests issued while open)'}));
+      const lat = (p, d) => p[d + '_calls'] ? fmtDur(p[d + '_p50_ns']) + ' / ' + fmtDur(p[d + '_p99_ns']) : '-';
+      s.appendChild(table([{h: 'phase', l: true}, {h: 'start'}, {h: 'duration'}, {h: 'calls'}, {h: 'read'}, {h: 'written'},
+        {h: 'read p50 / p99'}, {h: 'write p50 / p99'}, {h: 'device requests'}, {h: 'device read'}, {h: 'device written'},
+        {h: 'mapped'}, {h: 'major faults'}],
+        phases.map(p => ['\u00a0\u00a0'.repeat(Math.min(p.depth, 4)) + p.label + (p.open ? ' (open)' : ''), fmtDur(p.start_ns), fmtDur(p.duration_ns),
+          fmtCount(p.read_calls + p.write_calls), fmtBytes(p.read_bytes), fmtBytes(p.write_bytes), lat(p, 'read'), lat(p, 'write'),
+          fmtCount(p.device_read_requests + p.device_write_requests), fmtBytes(p.device_read_bytes), fmtBytes(p.device_write_bytes),
+          fmtBytes(p.mapped_bytes), fmtCount(p.major_faults)])));
+    }
   }
 
   // ---- render -------------------------------------------------------------------------------------
