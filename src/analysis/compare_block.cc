@@ -580,17 +580,20 @@ Result<TargetDevice> DecideTarget(const Stream& a, const Stream& b, const Compar
 
 enum class Role { kJudged, kDeviceAnswer, kReported };
 
-// On another device queue depth, latency and what the device made of the stream (NVMe commands;
-// request counts and sizes when the stream is its requests) are its answer; the issue order and
-// lateness are judged there, where they take the queue depth's place.
+// On another device queue depth, latency and what the device made of the stream (NVMe commands
+// where the queue limits differ; request counts and sizes when the stream is its requests and
+// was split or merged) are its answer; the issue order and lateness are judged there, where they
+// take the queue depth's place.
 Role RoleOf(const std::string& name, const TargetDevice& t, const std::string& pace) {
   const bool issue_measure = name == "dev-issue-order" || name == "dev-schedule-p99-us";
   if (!t.other) return issue_measure ? Role::kReported : Role::kJudged;
   if (name == "dev-schedule-p99-us" && pace != "original") return Role::kReported;
-  if (name == "dev-qd-ks" || name == "dev-qd-time-ks" || name == "dev-d2c-ks" ||
-      name.rfind("dev-nvme-", 0) == 0) {
+  if (name == "dev-qd-ks" || name == "dev-qd-time-ks" || name == "dev-d2c-ks") {
     return Role::kDeviceAnswer;
   }
+  // The driver cuts requests into commands by the controller's limits: the same limits, the
+  // same commands, however fast the device.
+  if (name.rfind("dev-nvme-", 0) == 0 && !t.limits_differ.empty()) return Role::kDeviceAnswer;
   if (!t.stream_is_bios && !t.attribution.empty() &&
       (name == "dev-requests-rel-err" || name == "dev-size-ks")) {
     return Role::kDeviceAnswer;

@@ -111,7 +111,7 @@ std::string Mix(const Commands& c) {
 RunResult CompareTraces(const std::string& original, const std::string& replay) {
   return Run({IotwinBin(), "compare", original, replay, "--no-progress", "--json", "--threshold",
               "dev-qd-ks=off", "--threshold", "dev-iat-ks=off", "--threshold",
-              "dev-iops-rel-err=off"},
+              "dev-iops-rel-err=off", "--threshold", "dev-schedule-p99-us=off"},
              60);
 }
 

@@ -180,7 +180,7 @@ std::string FindFio() {
 RunResult Compare(const std::string& original, const std::string& replay) {
   return Run({IotwinBin(), "compare", original, replay, "--no-progress", "--threshold",
               "dev-qd-ks=0.5", "--threshold", "dev-iat-ks=0.4", "--threshold",
-              "dev-iops-rel-err=0.25"},
+              "dev-iops-rel-err=0.25", "--threshold", "dev-schedule-p99-us=50000"},
              60);
 }
 
