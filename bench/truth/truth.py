@@ -569,6 +569,21 @@ class Harness:
         check_device(self.table, r)
         check_strace(self, r, [exe, self.data("db2.sqlite"), sql])
 
+    def phases(self):
+        """Two phases marked by a NumPy program, which reads diskstats at their boundaries."""
+        probe = subprocess.run([PYTHON, "-c", "import numpy"], capture_output=True)
+        if probe.returncode != 0:
+            self.table.add("phase device bytes", "numpy phases", None, None, "rel", 0.01,
+                           note="python3-numpy not installed")
+            return
+        truth_path = os.path.join(self.work, "phases.diskstats.json")
+        r = Recorded(self, "numpy phases",
+                     [PYTHON, os.path.join(HERE, "phases_job.py"), self.data("phases"),
+                      self.devname, truth_path, "64" if self.size == "full" else "16"],
+                     self.data("phases", "*"))
+        with open(truth_path) as f:
+            check_phases(self.table, r, json.load(f))
+
     def torch(self):
         probe = subprocess.run([PYTHON, "-c", "import torch, numpy"], capture_output=True)
         if probe.returncode != 0:
@@ -585,6 +600,23 @@ class Harness:
         self.table.add("mapped bytes (memmap of every page)", "torch job",
                        rep["totals"]["read"]["mmap_bytes"],
                        -(-os.path.getsize(layers) // PAGE) * PAGE, "rel", 0.02)
+
+
+def check_phases(t, r, truth):
+    """Each phase's device requests and bytes (iotwin: block requests issued while it was
+    open) against the loop device's /proc/diskstats read by the program at its boundaries."""
+    phases = {p["label"]: p for p in ((r.full.get("intents") or {}).get("phases") or [])}
+    for label, ds in truth.items():
+        none = {"read_requests": 0, "read_bytes": 0, "write_requests": 0, "write_bytes": 0}
+        p = phases.get(label, {})
+        dev = next((d for d in p.get("devices", []) if d["name"] == r.majmin), none)
+        delta = [a - b for a, b in zip(ds["after"], ds["before"])]
+        for figure, key, source in (("read requests", "read_requests", delta[DS_READS]),
+                                    ("read bytes", "read_bytes", delta[DS_READ_SECTORS] * 512),
+                                    ("write requests", "write_requests", delta[DS_WRITES]),
+                                    ("write bytes", "write_bytes",
+                                     delta[DS_WRITE_SECTORS] * 512)):
+            t.add(f"phase {label}: device {figure}", r.name, dev[key], source, "rel", 0.01)
 
 
 def check_residency(t, r, path, resident_before):
@@ -668,7 +700,7 @@ def programs(h):
                                 else method.__name__, None, None, str(e)[:80], "—", False)
                 return None
         return run_one
-    for name in ("fio", "dd", "tree", "sqlite", "torch"):
+    for name in ("fio", "dd", "tree", "sqlite", "torch", "phases"):
         setattr(h, name, guarded(getattr(h, name)))
     ci = h.size == "ci"
     # 16 KiB reads: fio's clat also holds fio's own few µs around each call, which would be
@@ -695,6 +727,7 @@ def programs(h):
               ["--rw=read", "--bs=128k", "--ioengine=psync", "--invalidate=0"], "read", "psync",
               cold=False, extra_checks=(hit_check,))
     h.dd()
+    h.phases()
     if not ci:
         h.tree()
         h.sqlite()
