@@ -25,6 +25,7 @@
 
 #include "base/units.h"
 #include "capture/capture_bpf.h"
+#include "capture/capture_cost.h"
 #include "capture/launcher.h"
 #include "capture/live_status.h"
 #include "capture/memory_tracker.h"
@@ -359,7 +360,27 @@ Status Capture::Setup() {
   cfg.memory = opt_.memory;
   cfg.block = opt_.block;
   IOTWIN_ASSIGN_OR_RETURN(bpf_, CaptureBpf::Load(cfg));
+  // What the capture adds to each call (capture_cost.h): untraced turns before the programs are
+  // attached, traced ones right after, before anything of the workload is traced.
+  CaptureCostProbe cost_probe;
+  Status untraced = cost_probe.Untraced();
   IOTWIN_RETURN_IF_ERROR(bpf_->Attach());
+  std::optional<CaptureCost> cost;
+  std::string cost_note;
+  if (untraced.ok() && cgroup_id_ == 0) {
+    pid_t calibrated = 0;
+    auto trace = [&](pid_t pid) {
+      calibrated = pid;
+      return bpf_->TraceProcess(pid);
+    };
+    Result<CaptureCost> c = cost_probe.Traced(trace, bpf_->ring_fd());
+    if (calibrated) (void)bpf_->UntraceProcess(calibrated);
+    if (c.ok()) cost = *c;
+    else cost_note = "capture cost not measured: " + c.status().message();
+  } else {
+    cost_note = cgroup_id_ ? "capture cost not measured: the traced set is a cgroup"
+                           : "capture cost not measured: " + untraced.message();
+  }
   if (marker_) {
     uint64_t ino = 0;
     uint32_t dev = 0;
@@ -414,7 +435,9 @@ Status Capture::Setup() {
   cap["uprobes"] = probes;
   json notes = bpf_->notes();
   if (!marker_note_.empty()) notes.push_back(marker_note_);
+  if (!cost_note.empty()) notes.push_back(cost_note);
   cap["notes"] = notes;
+  if (cost) cap["cost"] = cost->ToJson();
   meta["capture"] = cap;
 
   // zstd level 1: on syscall records it compresses as well as the default level 3 (about 9.5

@@ -57,6 +57,9 @@ CommandSpec SetupReplay(CLI::App& parent) {
   sub->add_option("--pace", args->pace, "original (recorded times), gaps (think times), fast")
       ->check(OneOf({"original", "gaps", "fast"}))
       ->capture_default_str();
+  sub->add_flag("--raw-gaps", o.raw_gaps,
+                "Keep the recorded think time with what the capture added to each call (by "
+                "default gaps and original pacing take the cost measured at record time out)");
   sub->add_option("--speed", o.speed, "Compress waiting N-fold")
       ->check(Number(false, "2, 0.5"))
       ->capture_default_str();

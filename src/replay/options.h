@@ -40,6 +40,9 @@ struct ReplayOptions {
   CacheMode cache = CacheMode::kAsCaptured;
   PaceMode pace = PaceMode::kOriginal;
   double speed = 1.0;
+  // --raw-gaps: keep the recorded think time as it is, with what the capture added to each call
+  // (the trace header's capture.cost; pacer.h); by default gaps and original take it out.
+  bool raw_gaps = false;
   int amplify = 1;
   BackendKind backend = BackendKind::kSync;
   AsyncKind async = AsyncKind::kNative;

@@ -18,6 +18,14 @@
 //             once. Without it a thread of back-to-back calls runs longer by that cost per call.
 //   fast      due at once.
 //
+// Capture cost: every recorded call carries what the capture added to it (measured at record
+// time, the trace header's capture.cost.per_call_ns; CaptureCostNs). Unless the replay keeps the
+// raw gaps (--raw-gaps), `gaps` takes it out of each recorded gap before the floor (the floor is
+// then computed over the gaps so reduced), and `original` takes it out once per earlier call of
+// the thread from the op's recorded offset (the traced run's timeline, shrunk back to the
+// untraced program's), never making an op due before the thread's previous one. Neither goes
+// below zero.
+//
 // Pacer is per thread and pure arithmetic (no clock); WaitUntil() does the waiting: a coarse
 // sleep to `spin_ns` before the deadline, then a spin on the clock, so wake-up latency of the
 // sleep never makes an op late and an op is never issued early.
@@ -25,6 +33,8 @@
 
 #include <cstdint>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/gap_floor.h"
 #include "replay/options.h"
@@ -35,8 +45,9 @@ class Pacer {
  public:
   // `trace_start`: recorded time origin; `live_start`: the live instant it maps to;
   // `gap_floor`: recorded ns taken out of every gap (gaps mode; GapFloor).
+  // `capture_cost`: recorded ns the capture added per call, taken out (gaps, original).
   Pacer(PaceMode mode, double speed, uint64_t trace_start, uint64_t live_start,
-        uint64_t gap_floor = 0);
+        uint64_t gap_floor = 0, uint64_t capture_cost = 0);
 
   // Live time at which the op recorded at `ts` is due. `prev_rec_end`: recorded completion of
   // the thread's previous replayed op (or the thread's recorded start); `prev_live_done`: live
@@ -54,8 +65,24 @@ class Pacer {
   double speed_;
   uint64_t trace_start_, live_start_;
   uint64_t gap_floor_;
+  uint64_t capture_cost_;
   uint64_t carry_ = 0;
+  uint64_t calls_ = 0;          // ops made due so far (original: the capture cost taken out)
+  uint64_t last_original_ = 0;  // the previous op's recorded offset, compensated (original)
 };
+
+// At most this per call: the capture's programs cost microseconds per call; a larger figure in a
+// trace's header is not a measurement (traces are untrusted) and is ignored.
+inline constexpr uint64_t kMaxCaptureCostNs = 100'000;
+
+// The capture's cost per call from a trace header (capture.cost.per_call_ns), 0 when absent or
+// out of bounds.
+uint64_t CaptureCostNs(const nlohmann::json& meta);
+
+// A recorded gap less the capture's cost, at least 0.
+inline uint64_t CompensatedGap(uint64_t gap, uint64_t capture_cost) {
+  return gap > capture_cost ? gap - capture_cost : 0;
+}
 
 // GapFloor, kMaxGapFloorNs: base/gap_floor.h.
 using iotwin::GapFloor;

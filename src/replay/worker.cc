@@ -262,6 +262,7 @@ void ReplayEngine::Worker::Prepare() {
   }
   staged_.reserve(256);
   used_.reserve(8);
+  if (!engine_.options_.raw_gaps) capture_cost_ = CaptureCostNs(model_.meta());
   if (engine_.options_.pace == PaceMode::kGaps) gap_floor_ = RecordedGapFloor();
   for (const auto& reason : {"unknown_fd", "unknown_path", "pseudo_fs", "unknown_mapping",
                              "unsupported", "live_fd_missing", "mapping_missing",
@@ -278,7 +279,9 @@ uint64_t ReplayEngine::Worker::RecordedGapFloor() const {
   const Op* prev = nullptr;
   for (const auto& op : th_.ops) {
     if (op.kind != OpKind::kSyscall || op.skip != model::Skip::kReplayable) continue;
-    if (prev && prev->end != UINT64_MAX && op.ts >= prev->end) gaps.push_back(op.ts - prev->end);
+    if (prev && prev->end != UINT64_MAX && op.ts >= prev->end) {
+      gaps.push_back(CompensatedGap(op.ts - prev->end, capture_cost_));
+    }
     prev = &op;
   }
   return GapFloor(gaps);
@@ -287,7 +290,7 @@ uint64_t ReplayEngine::Worker::RecordedGapFloor() const {
 void ReplayEngine::Worker::ReplayOps() {
   const uint64_t trace_start = model_.start_ts();
   pacer_ = Pacer(engine_.options_.pace, engine_.options_.speed, trace_start, engine_.live_start_,
-                 gap_floor_);
+                 gap_floor_, capture_cost_);
   prev_rec_end_ = th_.start_ts;
   prev_live_done_ = engine_.live_start_;
   if (engine_.options_.pace != PaceMode::kOriginal && th_.start_ts > trace_start) {

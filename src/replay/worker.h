@@ -193,6 +193,7 @@ struct ReplayEngine::Worker {
   // Pacing state of the current run.
   Pacer pacer_;
   uint64_t gap_floor_ = 0;       // gaps mode (pacer.h)
+  uint64_t capture_cost_ = 0;    // recorded ns per call the capture added (pacer.h)
   uint64_t prev_rec_end_ = 0;    // recorded completion of the previous replayed op
   uint64_t prev_live_done_ = 0;  // its live completion
   bool first_ = true;
