@@ -1,0 +1,73 @@
+// `iotwin merge` on real recordings (docs/multi-host.md): two short runs of iotwin-workload,
+// recorded one after the other on this machine as two "hosts", merged, and reported: each host's
+// row of the merged report equals the report of its own trace, and --host keeps one host.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime_util.h"
+
+namespace iotwin::test {
+namespace {
+
+using nlohmann::json;
+
+json ReportJson(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {IotwinBin(), "report", "--json", "--no-progress"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  RunResult r = test::Run(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out, nullptr, false);
+}
+
+TEST(MergeHosts, PerHostCallsOfTheMergedReportEqualEachHostsOwnReport) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string a = dir / "a.iotwin", b = dir / "b.iotwin", job = dir / "job.iotwin";
+  RunResult ra = test::Run({IotwinBin(), "record", "-o", a, "--no-status", "--", WorkloadBin(), "micro",
+                      "--dir", dir / "wa", "--op", "pread", "--ops", "300", "--quiet"});
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  RunResult rb = test::Run({IotwinBin(), "record", "-o", b, "--no-status", "--", WorkloadBin(), "micro",
+                      "--dir", dir / "wb", "--op", "pwrite", "--ops", "200", "--threads", "2",
+                      "--quiet"});
+  ASSERT_EQ(rb.exit_code, 0) << rb.err;
+  RunResult m = test::Run({IotwinBin(), "merge", a, b, "-o", job, "--name", "node-a", "--name", "node-b"});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+
+  const json own_a = ReportJson({a}), own_b = ReportJson({b}), merged = ReportJson({job});
+  ASSERT_TRUE(merged.contains("hosts")) << merged.dump().substr(0, 400);
+  const json& rows = merged["hosts"]["rows"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["name"], "node-a");
+  EXPECT_EQ(rows[1]["name"], "node-b");
+  for (const auto& [row, own] : {std::pair{&rows[0], &own_a}, std::pair{&rows[1], &own_b}}) {
+    const json& t = (*own)["totals"];
+    EXPECT_EQ((*row)["syscalls"], t["syscalls"]) << (*row)["name"];
+    for (const char* d : {"read", "write"}) {
+      EXPECT_EQ((*row)[d]["ops"], t[d]["ops"]) << (*row)["name"] << " " << d;
+      EXPECT_EQ((*row)[d]["bytes"], t[d]["bytes"]) << (*row)["name"] << " " << d;
+    }
+  }
+  EXPECT_GE(own_a["totals"]["read"]["ops"].get<uint64_t>(), 300u);
+  EXPECT_GE(own_b["totals"]["write"]["ops"].get<uint64_t>(), 400u);
+  EXPECT_EQ(merged["totals"]["syscalls"].get<uint64_t>(),
+            own_a["totals"]["syscalls"].get<uint64_t>() + own_b["totals"]["syscalls"].get<uint64_t>());
+  const json only_b = ReportJson({job, "--host", "node-b"});
+  EXPECT_EQ(only_b["totals"]["syscalls"], own_b["totals"]["syscalls"]);
+  EXPECT_EQ(only_b["totals"]["read"]["ops"], own_b["totals"]["read"]["ops"]);
+  RunResult unknown = test::Run({IotwinBin(), "report", job, "--host", "node-c", "--no-progress"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no such host in the trace (hosts: node-a, node-b)"),
+            std::string::npos)
+      << unknown.err;
+  // Merged without names the two recordings of one machine share a host name: refused.
+  RunResult same = test::Run({IotwinBin(), "merge", a, b, "-o", dir / "same.iotwin"});
+  EXPECT_EQ(same.exit_code, 2);
+  EXPECT_NE(same.err.find("--name"), std::string::npos) << same.err;
+}
+
+}  // namespace
+}  // namespace iotwin::test
