@@ -1,7 +1,7 @@
 // What the capture adds to each traced system call, measured on the running kernel at the start
 // of a recording (with the programs of the enabled layers attached): a child process reads one
 // cached page of a memfd in a loop, in turns untraced and traced, and the difference of the
-// fastest turns per call is the cost. The trace's header keeps it (capture.cost, docs/format.md)
+// fastest turns per call is the cost. The trace's header keeps it (capture.cost, docs/trace-format.md)
 // and replays take it out of the recorded think time (replay/pacer.h).
 #pragma once
 
