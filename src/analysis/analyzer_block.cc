@@ -93,16 +93,18 @@ void AddQueueDepths(json* devs, const auto& devices, const auto& in_flight, uint
     });
     const OpenIntervals open_queue(std::move(queue), first, last);
     const OpenIntervals open_device(std::move(device), first, last);
-    const model::QueueDepth queue_depth = model::QueueDepthOfSorted(
-        d.queue_times.Read(&scratch_starts, &scratch_ends), open_queue.Times(), first, last);
+    const model::QueueDepth queue_depth =
+        d.queue_times.WithSorted(&scratch_starts, &scratch_ends, [&](const auto& times) {
+          return model::QueueDepthOfSorted(times, open_queue.Times(), first, last);
+        });
     // The device's times are the queue's while no request was apart (and none open is).
     const model::QueueDepth device_depth =
         !d.device_apart && open_queue.starts == open_device.starts
             ? queue_depth
-            : model::QueueDepthOfSorted(
-                  (d.device_apart ? d.device_times : d.queue_times)
-                      .Read(&scratch_starts, &scratch_ends),
-                  open_device.Times(), first, last);
+            : (d.device_apart ? d.device_times : d.queue_times)
+                  .WithSorted(&scratch_starts, &scratch_ends, [&](const auto& times) {
+                    return model::QueueDepthOfSorted(times, open_device.Times(), first, last);
+                  });
     json qd = QueueDepthJson(queue_depth);
     qd["device"] = QueueDepthJson(device_depth);
     qd["window_ns"] = last > first ? last - first : 0;

@@ -153,18 +153,23 @@ struct SortedTimes {
 // Queue depth of the intervals of `a` and of `b` together (the caller's stored intervals and
 // those still open, read where they are). Sweeps the starts and ends in time order, ends first
 // at equal times (a slot freed and taken at once is not a deeper queue).
-inline QueueDepth QueueDepthOfSorted(SortedTimes a, SortedTimes b, uint64_t window_first,
-                                     uint64_t window_last) {
+// `a` and `b`: SortedTimes, or any two ascending lists `starts` and `ends` with size() and [].
+template <typename TimesA, typename TimesB>
+QueueDepth QueueDepthOfSorted(const TimesA& a, const TimesB& b, uint64_t window_first,
+                              uint64_t window_last) {
   QueueDepth q;
   if (window_last <= window_first) return q;
   q.window_ns = window_last - window_first;
   if (a.starts.empty() && b.starts.empty()) return q;
   // The sum of the intervals (saturating: traces are untrusted): of the ends less the starts.
   unsigned __int128 ends_sum = 0, starts_sum = 0;
-  for (SortedTimes s : {a, b}) {
-    for (const uint64_t t : s.ends) ends_sum += t;
-    for (const uint64_t t : s.starts) starts_sum += t;
-  }
+  auto add = [](const auto& list, unsigned __int128* sum) {
+    for (size_t i = 0; i < list.size(); i++) *sum += list[i];
+  };
+  add(a.ends, &ends_sum);
+  add(b.ends, &ends_sum);
+  add(a.starts, &starts_sum);
+  add(b.starts, &starts_sum);
   const unsigned __int128 in_flight = ends_sum - starts_sum;
   q.in_flight_ns = in_flight > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(in_flight);
   // Times from the window's start; a window past 2^63 ns (untrusted trace) loses its last bit
@@ -214,9 +219,37 @@ inline QueueDepth QueueDepthOfSorted(SortedTimes a, SortedTimes b, uint64_t wind
   return q;
 }
 
-// The times of a set of intervals kept as SortedTimes reads them. Requests end in the order the
-// trace holds them and start shortly before: each time is placed by a short walk from the back
-// of its list; a list that needs a longer walk (a trace out of time order) is sorted when read.
+// A list of times that grows in blocks of 16 Ki times: what it holds is never moved (a
+// vector's growth copies it, and touches twice the memory it ends with).
+class TimeList {
+ public:
+  static constexpr size_t kBlockShift = 14;
+  static constexpr size_t kBlock = size_t{1} << kBlockShift;
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  uint64_t operator[](size_t i) const { return blocks_[i >> kBlockShift][i & (kBlock - 1)]; }
+  uint64_t& operator[](size_t i) { return blocks_[i >> kBlockShift][i & (kBlock - 1)]; }
+  void push_back(uint64_t t) {
+    if ((size_ & (kBlock - 1)) == 0) {
+      blocks_.emplace_back();
+      blocks_.back().reserve(kBlock);
+    }
+    blocks_.back().push_back(t);
+    ++size_;
+  }
+  void AppendTo(std::vector<uint64_t>* out) const {
+    for (const std::vector<uint64_t>& b : blocks_) out->insert(out->end(), b.begin(), b.end());
+  }
+
+ private:
+  std::vector<std::vector<uint64_t>> blocks_;
+  size_t size_ = 0;
+};
+
+// The times of a set of intervals kept as the queue-depth sweep reads them (ascending starts
+// and ends). Requests end in the order the trace holds them and start shortly before: each
+// time is placed by a short walk from the back of its list; a list that needs a longer walk
+// (a trace out of time order) is sorted when read.
 class IntervalTimes {
  public:
   // Adds [start, end); an empty interval (start >= end) holds no time and is left out.
@@ -228,18 +261,32 @@ class IntervalTimes {
   bool empty() const { return starts_.empty(); }
   size_t size() const { return starts_.size(); }
 
-  // The lists, ascending; sorted copies (in `scratch`) of those out of order.
-  SortedTimes Read(std::vector<uint64_t>* scratch_starts,
-                   std::vector<uint64_t>* scratch_ends) const {
-    return {Sorted(starts_, starts_sorted_, scratch_starts),
-            Sorted(ends_, ends_sorted_, scratch_ends)};
+  // Returns f(times), `times` having ascending `starts` and `ends` (the lists themselves, or
+  // sorted copies in the scratch vectors where one is out of order).
+  template <typename F>
+  auto WithSorted(std::vector<uint64_t>* scratch_starts, std::vector<uint64_t>* scratch_ends,
+                  F&& f) const {
+    if (starts_sorted_ && ends_sorted_) return f(Lists{starts_, ends_});
+    SortedCopy(starts_, scratch_starts);
+    SortedCopy(ends_, scratch_ends);
+    return f(SortedTimes{*scratch_starts, *scratch_ends});
   }
 
  private:
   static constexpr size_t kMaxWalk = 64;
+  struct Lists {
+    const TimeList& starts;
+    const TimeList& ends;
+  };
 
-  static void Place(std::vector<uint64_t>* list, uint64_t t, bool* sorted) {
-    std::vector<uint64_t>& v = *list;
+  static void SortedCopy(const TimeList& list, std::vector<uint64_t>* out) {
+    out->clear();
+    list.AppendTo(out);
+    std::sort(out->begin(), out->end());
+  }
+
+  static void Place(TimeList* list, uint64_t t, bool* sorted) {
+    TimeList& v = *list;
     v.push_back(t);
     if (!*sorted) return;
     size_t i = v.size() - 1;
@@ -249,15 +296,7 @@ class IntervalTimes {
     if (i > 0 && v[i - 1] > t) *sorted = false;
   }
 
-  static std::span<const uint64_t> Sorted(const std::vector<uint64_t>& v, bool sorted,
-                                          std::vector<uint64_t>* scratch) {
-    if (sorted) return v;
-    scratch->assign(v.begin(), v.end());
-    std::sort(scratch->begin(), scratch->end());
-    return *scratch;
-  }
-
-  std::vector<uint64_t> starts_, ends_;
+  TimeList starts_, ends_;
   bool starts_sorted_ = true, ends_sorted_ = true;
 };
 
@@ -265,7 +304,7 @@ class IntervalTimes {
 // read, not copied). Intervals reaching past the window count up to its end.
 inline QueueDepth QueueDepthOf(std::span<const Interval> done, std::span<const Interval> open,
                                uint64_t window_first, uint64_t window_last) {
-  if (window_last <= window_first) return QueueDepthOfSorted({}, {}, window_first, window_last);
+  if (window_last <= window_first) return {};
   std::vector<uint64_t> starts, ends;
   starts.reserve(done.size() + open.size());
   ends.reserve(done.size() + open.size());
@@ -280,7 +319,7 @@ inline QueueDepth QueueDepthOf(std::span<const Interval> done, std::span<const I
   }
   std::sort(starts.begin(), starts.end());
   std::sort(ends.begin(), ends.end());
-  return QueueDepthOfSorted({starts, ends}, {}, window_first, window_last);
+  return QueueDepthOfSorted(SortedTimes{starts, ends}, SortedTimes{}, window_first, window_last);
 }
 
 inline QueueDepth QueueDepthOf(std::span<const Interval> intervals, uint64_t window_first,

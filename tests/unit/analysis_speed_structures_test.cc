@@ -102,8 +102,9 @@ TEST(QueueDepthSweep, SortedStartsAndEndsGiveTheDefinitionsAnswer) {
       }
     std::sort(open_starts.begin(), open_starts.end());
     std::vector<uint64_t> s1, s2;
-    const QueueDepth got = model::QueueDepthOfSorted(times.Read(&s1, &s2),
-                                                     {open_starts, open_ends}, first, last);
+    const QueueDepth got = times.WithSorted(&s1, &s2, [&](const auto& t) {
+      return model::QueueDepthOfSorted(t, model::SortedTimes{open_starts, open_ends}, first, last);
+    });
     std::vector<Interval> all = done;
     all.insert(all.end(), open.begin(), open.end());
     SCOPED_TRACE(n);
@@ -119,10 +120,29 @@ TEST(QueueDepthSweep, IntervalTimesSortsWhatArrivesFarOutOfOrder) {
   for (uint64_t i = 0; i < 300; i++) v.emplace_back(1000 - i * 3, 2000 - i);  // reversed
   for (auto [s, e] : v) times.Add(s, e);
   std::vector<uint64_t> s1, s2;
-  const model::SortedTimes t = times.Read(&s1, &s2);
-  EXPECT_TRUE(std::is_sorted(t.starts.begin(), t.starts.end()));
-  EXPECT_TRUE(std::is_sorted(t.ends.begin(), t.ends.end()));
-  ExpectSame(model::QueueDepthOfSorted(t, {}, 100, 2000), ReferenceQueueDepth(v, 100, 2000));
+  times.WithSorted(&s1, &s2, [&](const auto& t) {
+    for (size_t i = 1; i < t.starts.size(); i++) EXPECT_LE(t.starts[i - 1], t.starts[i]);
+    for (size_t i = 1; i < t.ends.size(); i++) EXPECT_LE(t.ends[i - 1], t.ends[i]);
+    ExpectSame(model::QueueDepthOfSorted(t, model::SortedTimes{}, 100, 2000),
+               ReferenceQueueDepth(v, 100, 2000));
+    return 0;
+  });
+}
+
+TEST(QueueDepthSweep, ManyBlocksOfTimes) {
+  std::mt19937_64 rng(11);
+  const std::vector<Interval> done = RandomRequests(rng, 3 * model::TimeList::kBlock + 17);
+  model::IntervalTimes times;
+  uint64_t last = 0;
+  for (auto [s, e] : done) {
+    times.Add(s, e);
+    last = std::max(last, e);
+  }
+  std::vector<uint64_t> s1, s2;
+  const QueueDepth got = times.WithSorted(&s1, &s2, [&](const auto& t) {
+    return model::QueueDepthOfSorted(t, model::SortedTimes{}, 1000, last);
+  });
+  ExpectSame(got, ReferenceQueueDepth(done, 1000, last));
 }
 
 TEST(NewestItems, HoldsWhatAVectorErasedAtItsFrontHolds) {
