@@ -10,6 +10,8 @@
 
     with iotwin.phase("load"):    # intent markers, when run under `iotwin record`
         ...
+    t.phases()                    # the phases they mark (dicts: label, thread, times)
+    t.to_pandas("phases")         # the same as a table; per-record tables get a `phase` column
 
 The columns are those of `iotwin export --csv` (docs/tables.md), typed by the record field
 they hold; in tables with a `file_id` (`file2_id`), `path` (`path2`) is the file's resolved path
@@ -55,6 +57,7 @@ class Trace:
         summary = self._trace.summary_json()
         self.summary = json.loads(summary) if summary is not None else None
         self.format_version = self._trace.format_version()
+        self._intervals = None   # the phases' intervals for `phase` columns, read once
 
     def __repr__(self):
         return "iotwin.Trace(%r)" % self.path
@@ -64,8 +67,24 @@ class Trace:
         (one pass over the records). The `files` table can always be read too."""
         return self._trace.tables()
 
+    def phases(self):
+        """The phases intent markers mark, in the order begun: one dict per begin..end interval
+        (docs/python.md, "Phases"): label, tgid, tid, depth (0 outermost), begin and end on the
+        records' clock, duration, and whether it never ended (then it lasts to the trace's
+        end). Their I/O figures are `iotwin report --json`'s intents.phases, row for row."""
+        return [{"label": label, "tgid": tgid, "tid": tid, "depth": depth,
+                 "open": end == _OPEN_END, "begin_ts_ns": begin,
+                 "end_ts_ns": None if end == _OPEN_END else end,
+                 "duration_ns": None if end == _OPEN_END else end - begin}
+                for begin, end, tid, label, depth, tgid in self._phase_intervals()]
+
     def to_numpy(self, table, columns=None, where=None):
         """The table as a structured array (text columns as Python str objects)."""
+        if table == "phases":
+            names, specs = self._phases_table(columns, where)
+            builder = _structured_builder(names, specs, 0)
+            builder.append(_fill_fields(specs))
+            return builder.finish()
         if table == "files":  # built at the end of the trace: read whole
             names, specs = self._read_all(table, columns, where)
             builder = _structured_builder(names, specs, 0)
@@ -81,7 +100,8 @@ class Trace:
             found = reader.tables(False, {k: len(v) for k, v in dictionaries.items()}, True)
             if found:
                 names, specs = _assemble(found[0], wanted, where, dictionaries,
-                                         reader.file_paths, self._column_names)
+                                         reader.file_paths, self._column_names,
+                                         self._phase_of(table, columns))
                 if builder is None:
                     # A filter keeps an unknown share of the rows: no count, the array grows.
                     expected = 0 if where else self._expected_rows(table)
@@ -100,15 +120,19 @@ class Trace:
     def to_pandas(self, table, columns=None, where=None):
         """The table as a pandas DataFrame (pandas is imported only here)."""
         import pandas as pd
-        names, specs = self._read_all(table, columns, where)
+        if table == "phases":
+            names, specs = self._phases_table(columns, where)
+        else:
+            names, specs = self._read_all(table, columns, where)
         return pd.DataFrame({n: _materialize(c) for n, c in zip(names, specs)}, columns=names,
                             copy=False)
 
     def records(self, table, columns=None, where=None, batch=65536):
         """Yields the table's rows one by one as dicts, reading `batch` rows at a time, so
         memory stays bounded whatever the trace's size."""
-        if table == "files":  # built at the end of the trace: read whole
-            names, specs = self._read_all(table, columns, where)
+        if table in ("files", "phases"):  # built at the end of the trace: read whole
+            names, specs = (self._phases_table(columns, where) if table == "phases" else
+                            self._read_all(table, columns, where))
             arrays = [_materialize(c) for c in specs]
             for i in range(len(arrays[0]) if arrays else 0):
                 yield {n: _scalar(a[i]) for n, a in zip(names, arrays)}
@@ -120,7 +144,8 @@ class Trace:
             found = reader.tables(False, {k: len(v) for k, v in dictionaries.items()})
             if found:
                 names, specs = _assemble(found[0], wanted, where, dictionaries,
-                                         reader.file_paths, self._column_names)
+                                         reader.file_paths, self._column_names,
+                                         self._phase_of(table, columns))
                 arrays = [_materialize(c) for c in specs]
                 for i in range(len(arrays[0]) if arrays else 0):
                     yield {n: _scalar(a[i]) for n, a in zip(names, arrays)}
@@ -173,12 +198,17 @@ class Trace:
         tgids = _where_ids("tgid", where.get("tgid", where.get("pid", [])))
         tids = _where_ids("tid", where.get("tid", []))
         native_columns = []
+        # A row's phase is found by its time (and thread: _PHASE_BY_THREAD).
+        phase_columns = ["ts_ns", "tid"] if _PHASE_BY_THREAD.get(table) else ["ts_ns"]
         if columns is not None:
             columns = list(columns)
             for c in columns:
                 native_columns += {"path_arg": ["path"], "path2_arg": ["path2"],
                                    "path": ["path", "file_id"],
-                                   "path2": ["path2", "file2_id"]}.get(c, [c])
+                                   "path2": ["path2", "file2_id"],
+                                   "phase": phase_columns,
+                                   "phase_id": phase_columns}.get(c, [c])
+            native_columns = list(dict.fromkeys(native_columns))
         reader = _native.Reader(self.path, [table], native_columns, list(ops),
                                 0 if ts_from is None else int(ts_from),
                                 2**64 - 1 if ts_to is None else int(ts_to),
@@ -198,7 +228,122 @@ class Trace:
             if table not in _native.table_names():
                 raise ValueError("unknown table %r; tables: %s" % (table, _native.table_names()))
             return [], []  # the trace has no such records: no rows, no columns
-        return _assemble(found[0], wanted, where, {}, reader.file_paths, self._column_names)
+        return _assemble(found[0], wanted, where, {}, reader.file_paths, self._column_names,
+                         self._phase_of(table, columns) if not max_rows else None)
+
+    def _phases_table(self, columns, where):
+        """phases() as columns: names and arrays (the label as text)."""
+        if where:
+            raise ValueError("where=: the phases table takes no filter")
+        rows = self.phases()
+        names = list(columns) if columns is not None else list(_PHASE_COLUMNS)
+        unknown = [c for c in names if c not in _PHASE_COLUMNS]
+        if unknown:
+            raise ValueError("table 'phases' has no column(s) %s; columns: %s" %
+                             (unknown, list(_PHASE_COLUMNS)))
+        specs = []
+        for n in names:
+            if _PHASE_COLUMNS[n] is object:
+                values = [r.get(n, "") for r in rows]
+                specs.append((np.arange(len(values), dtype=np.int64), _lookup(values + [""])))
+            else:
+                specs.append(np.array([r.get(n) or 0 for r in rows], dtype=_PHASE_COLUMNS[n]))
+        return names, specs
+
+    def _phase_of(self, table, columns):
+        """What gives a batch of `table` its `phase` and `phase_id` columns, or None: tables of
+        records with a time, when all columns are read and the trace marks phases, or when
+        either column is asked for."""
+        if table not in _PHASE_BY_THREAD:
+            return None
+        asked = columns is not None and ("phase" in columns or "phase_id" in columns)
+        if columns is not None and not asked:
+            return None
+        if not asked and not self._may_hold_intents():
+            return None
+        intervals = self._phase_intervals()
+        if not intervals and not asked:
+            return None
+        by_thread = _PHASE_BY_THREAD[table]
+        labels = [i[3] for i in intervals]
+        return lambda native: (_phase_codes(native, intervals, by_thread), labels)
+
+    def _may_hold_intents(self):
+        events = (self.summary or {}).get("events")
+        if not isinstance(events, dict):
+            return True  # no footer: the intents table says
+        count = events.get("intents", events.get("intent", 0))
+        return not isinstance(count, int) or count > 0
+
+    def _phase_intervals(self):
+        """[begin_ts, end_ts, tid, label, depth, tgid] of each phase, in the order begun, by the
+        rule of the report (an end closes the latest open phase of its label on its thread, and those
+        begun inside it; a phase never ended lasts to the end of the trace)."""
+        if self._intervals is not None:
+            return self._intervals
+        reader = _native.Reader(self.path, ["intents"], ["ts_ns", "kind", "tgid", "tid", "label"],
+                                [], 0, 2**64 - 1, "", self.salvage, 0, [], [])
+        reader.read(0)
+        found = reader.tables(True, {})
+        intervals, stacks = [], {}
+        if found:
+            cols = {name: (array, dictionary) for name, _, array, dictionary in
+                    found[0]["columns"]}
+            kinds, labels = cols["kind"], cols["label"]
+            for i in range(len(cols["ts_ns"][0])):
+                ts, tid = int(cols["ts_ns"][0][i]), int(cols["tid"][0][i])
+                tgid = int(cols["tgid"][0][i])
+                kind, label = kinds[1][kinds[0][i]], labels[1][labels[0][i]]
+                stack = stacks.setdefault(tid, [])
+                if kind == "begin":
+                    index = len(intervals) if len(intervals) < _MAX_PHASES else -1
+                    if index >= 0:
+                        intervals.append([ts, _OPEN_END, tid, label, len(stack), tgid])
+                    stack.append((label, index))
+                elif kind == "end":
+                    for at in range(len(stack) - 1, -1, -1):
+                        if stack[at][0] == label:
+                            for _, index in stack[at:]:
+                                if index >= 0:
+                                    intervals[index][1] = max(ts, intervals[index][0])
+                            del stack[at:]
+                            break
+        self._intervals = intervals
+        return intervals
+
+
+# The phases table's columns (Trace.phases()) and their types; an open phase's end and duration
+# are 0 there.
+_PHASE_COLUMNS = {"label": object, "tgid": np.uint32, "tid": np.uint32, "depth": np.uint32,
+                  "open": np.bool_, "begin_ts_ns": np.uint64, "end_ts_ns": np.uint64,
+                  "duration_ns": np.uint64}
+_OPEN_END = 2**64 - 1
+# Phases the analysis tracks (Analyzer::kMaxPhases); later ones have no row and no id.
+_MAX_PHASES = 1024
+# Tables whose rows get a `phase`: True, the innermost phase open on the row's thread (what the
+# thread did); False, the latest begun phase open at the row's time, whichever thread marked it
+# (what the device and the kernel's workers did while it was open), as the report counts them.
+_PHASE_BY_THREAD = {"syscalls": True, "page_faults": True, "async_io": True, "page_cache": True,
+                    "block": False, "nvme": False, "writeback": False}
+
+
+def _phase_codes(native, intervals, by_thread):
+    """Each row's phase: its index in `intervals` (-1: none), the latest begun that holds the
+    row's time (and, `by_thread`, was marked by the row's thread): the innermost."""
+    ts = native["ts_ns"]
+    codes = np.full(len(ts), -1, dtype=np.int64)
+    if not intervals or not len(ts):
+        return codes
+    order = np.argsort(ts, kind="stable")
+    sorted_ts = ts[order]
+    tid = native.get("tid") if by_thread else None
+    for index, (begin, end, phase_tid, *_) in enumerate(intervals):
+        lo, hi = np.searchsorted(sorted_ts, [begin, end], side="left")
+        rows = order[lo:hi]
+        if tid is not None:
+            rows = rows[tid[rows] == phase_tid]
+        codes[rows] = index
+    return codes
 
 
 def _where_ops(ops):
@@ -241,10 +386,11 @@ def _where_path(glob):
                      % {"path": glob})
 
 
-def _assemble(found, wanted, where, dictionaries, file_paths, column_names):
+def _assemble(found, wanted, where, dictionaries, file_paths, column_names, phase_of=None):
     """Names and columns of a table read by the native reader, in the CSV's order (then `path`,
-    `path2`) or in the order asked for. A column is a NumPy array (numbers) or a pair
-    (codes, values): text, decoded lazily as values[codes] (code -1: the last value, "")."""
+    `path2`, then `phase`, `phase_id` when `phase_of` gives them) or in the order asked for. A
+    column is a NumPy array (numbers) or a pair (codes, values): text, decoded lazily as
+    values[codes] (code -1: the last value, "")."""
     native = {}
     order = []
     for name, kind, array, dictionary in found["columns"]:
@@ -271,6 +417,10 @@ def _assemble(found, wanted, where, dictionaries, file_paths, column_names):
                 if paths is None:
                     paths = _lookup(file_paths() + [""])  # file id -1: no file
                 out[name] = (native[id_column], paths)
+    if phase_of is not None:
+        codes, labels = phase_of(native)
+        out["phase"] = (codes, _lookup(labels + [""]))
+        out["phase_id"] = codes
     if wanted is None:
         names = list(out)
     else:
