@@ -16,12 +16,15 @@
 namespace iotwin::capture {
 namespace {
 
-// Short turns, many of them (500 calls of about 1-3 us: under a millisecond each), so that on a
+// Short turns, many of them (300 calls of about 1-3 us: under a millisecond each), so that on a
 // busy machine some turn of each kind runs undisturbed and the fastest stands for the call's
 // cost; children of both kinds take turns after the attach, so that a change in the machine's
-// load between the halves does not count as the capture's. Some 60 ms of a recording's start.
-constexpr uint64_t kCalls = 500;
-constexpr uint64_t kTurns = 20;
+// load between the halves does not count as the capture's. A traced child's records (some
+// 300 KiB) are consumed before the next child runs, so that the smallest ring (1 MiB) holds them.
+// Some 40 ms of a recording's start.
+constexpr uint64_t kCalls = 300;
+constexpr uint64_t kTurns = 10;
+constexpr int kTracedChildren = 3;  // untraced ones between them, after the attach
 constexpr size_t kPage = 4096;
 
 uint64_t MonoNs() {
@@ -140,29 +143,33 @@ Status CaptureCostProbe::Untraced() {
 Result<CaptureCost> CaptureCostProbe::Traced(const std::function<Status(pid_t)>& trace,
                                              int ring_fd) {
   if (untraced_ns_ == 0) return Status::Internal("capture cost: no untraced turn measured");
-  // Traced, untraced (programs attached, the process not in the traced set: their early exit
-  // costs tens of ns), traced again.
-  Result<uint64_t> traced = FastestTurn(trace);
-  Result<uint64_t> untraced = traced.ok() ? FastestTurn(nullptr) : traced.status();
-  Result<uint64_t> traced_again = untraced.ok() ? FastestTurn(trace) : untraced.status();
-  if (traced_again.ok()) {
-    traced = std::min(*traced, *traced_again);
-    untraced_ns_ = std::min(untraced_ns_, *untraced);
-  } else {
-    traced = traced_again.status();
-  }
-  // The calibration's records are no part of the trace, whether it succeeded or not.
-  if (ring_buffer* ring = ring_buffer__new(ring_fd, NoRecord, nullptr, nullptr)) {
+  // The calibration's records are no part of the trace: consumed and dropped after each traced
+  // child, whether it succeeded or not.
+  ring_buffer* ring = ring_buffer__new(ring_fd, NoRecord, nullptr, nullptr);
+  if (!ring) return Status::FromErrno(errno, "capture cost: opening the ring buffer");
+  Status st = Status::Ok();
+  uint64_t traced_ns = UINT64_MAX;
+  for (int i = 0; i < kTracedChildren && st.ok(); i++) {
+    if (i > 0) {
+      // Programs attached, the process outside the traced set: their early exit costs tens of ns.
+      Result<uint64_t> untraced = FastestTurn(nullptr);
+      if (!untraced.ok()) st = untraced.status();
+      else untraced_ns_ = std::min(untraced_ns_, *untraced);
+    }
+    if (!st.ok()) break;
+    Result<uint64_t> traced = FastestTurn(trace);
     ring_buffer__consume(ring);
-    ring_buffer__free(ring);
+    if (!traced.ok()) st = traced.status();
+    else traced_ns = std::min(traced_ns, *traced);
   }
-  if (!traced.ok()) return traced.status();
+  ring_buffer__free(ring);
+  if (!st.ok()) return st;
   CaptureCost c;
   c.untraced_call_ns = untraced_ns_;
-  c.traced_call_ns = *traced;
-  c.per_call_ns = *traced > untraced_ns_ ? *traced - untraced_ns_ : 0;
+  c.traced_call_ns = traced_ns;
+  c.per_call_ns = traced_ns > untraced_ns_ ? traced_ns - untraced_ns_ : 0;
   c.calls = kCalls;
-  c.turns = 2 * kTurns;  // of each kind
+  c.turns = kTracedChildren * kTurns;  // traced ones
   return c;
 }
 
