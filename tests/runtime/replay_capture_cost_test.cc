@@ -73,7 +73,8 @@ double WindowS(const std::string& trace, const std::string& root, const std::str
 TEST(ReplayCaptureCost, CompensatedReplayOfALoopIsFasterThanRaw) {
   TempDir tmp;
   const std::string trace = LoopTrace(tmp);
-  for (const std::string pace : {"gaps", "original"}) {
+  for (const char* pace_name : {"gaps", "original"}) {
+    const std::string pace = pace_name;
     SCOPED_TRACE(pace);
     const double raw = WindowS(trace, tmp / ("root-raw-" + pace), pace, true);
     const double compensated = WindowS(trace, tmp / ("root-" + pace), pace, false);
