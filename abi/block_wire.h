@@ -29,13 +29,4 @@
 /* Bios of a request looked at when deciding whether to follow it. */
 #define IOT_BLK_WALK 16
 
-/* Key of the interesting-inode set iot_mem_inodes. The memory layer
- * (memory.bpf.c) declares the same map with the same key; when both layers
- * run, the loader makes them one map. */
-struct iot_blk_inode_key {
-	iot_u64 ino;
-	iot_u32 dev; /* super block dev_t */
-	iot_u32 pad;
-};
-
 #endif /* IOTWIN_BLOCK_WIRE_H */

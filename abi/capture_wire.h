@@ -76,4 +76,12 @@ struct iot_wire_intent {
 /* Batch bounds for per-request async records read in the kernel. */
 #define IOT_AIO_BATCH_MAX 1024
 
+/* A file by identity: the key of the inode sets (bpf/inodes.bpf.h) that the
+ * syscall, memory and block objects share and user space fills. */
+struct iot_inode_key {
+	iot_u64 ino;
+	iot_u32 dev; /* super block dev_t */
+	iot_u32 pad;
+};
+
 #endif /* IOTWIN_CAPTURE_WIRE_H */

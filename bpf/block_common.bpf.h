@@ -30,6 +30,7 @@
 
 #include "common.bpf.h"
 #include "block_wire.h"
+#include "inodes.bpf.h"
 
 #define IOT_PAGE_SHIFT 12
 
@@ -141,14 +142,6 @@ struct {
 	__type(value, __u32);
 } iot_blk_lba SEC(".maps");
 
-/* Interesting inodes, the memory layer's map of the same name and key. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct iot_blk_inode_key);
-	__type(value, __u8);
-} iot_mem_inodes SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, IOT_BLK_STAT_MAX);
@@ -239,13 +232,13 @@ static __always_inline bool iot_blk_op_is_flush(__u32 opf)
 
 static __always_inline bool iot_inode_interesting(__u64 ino, __u32 dev)
 {
-	struct iot_blk_inode_key k = {.ino = ino, .dev = dev};
+	struct iot_inode_key k = {.ino = ino, .dev = dev};
 	return bpf_map_lookup_elem(&iot_mem_inodes, &k) != NULL;
 }
 
 static __always_inline void iot_inode_mark(__u64 ino, __u32 dev)
 {
-	struct iot_blk_inode_key k = {.ino = ino, .dev = dev};
+	struct iot_inode_key k = {.ino = ino, .dev = dev};
 	if (bpf_map_lookup_elem(&iot_mem_inodes, &k))
 		return;
 	__u8 one = 1;

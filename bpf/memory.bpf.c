@@ -27,6 +27,7 @@
  * too: one record per burst instead of one per 4 KiB page.
  */
 #include "common.bpf.h"
+#include "inodes.bpf.h"
 #include "memory_wire.h"
 #include "mm_helpers.bpf.h"
 
@@ -52,28 +53,12 @@ const volatile __u8 iot_mem_emit_state = 1;
 #define IOT_EBUSY 16
 #define IOT_EEXIST 17
 
-struct iot_mem_key {
-	__u64 ino;
-	__u32 dev;
-	__u32 pad;
-};
-
-/* Files the workload touches: (dev, ino) -> 1. Filled here (a traced thread
- * faulted on, inserted, removed or dirtied a page of the file) and by user
- * space (files the workload opens or maps). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct iot_mem_key);
-	__type(value, __u8);
-} iot_mem_inodes SEC(".maps");
-
 /* Files whose page-cache state was recorded (first touch by a traced thread,
  * or by user space at --pid attach): (dev, ino) -> 1. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
-	__type(key, struct iot_mem_key);
+	__type(key, struct iot_inode_key);
 	__type(value, __u8);
 } iot_mem_state_done SEC(".maps");
 
@@ -155,13 +140,13 @@ static __always_inline void iot_inode_ident(struct inode *inode, __u64 *ino, __u
 
 static __always_inline bool iot_mem_interesting(__u64 ino, __u32 dev)
 {
-	struct iot_mem_key k = {.ino = ino, .dev = dev};
+	struct iot_inode_key k = {.ino = ino, .dev = dev};
 	return bpf_map_lookup_elem(&iot_mem_inodes, &k) != NULL;
 }
 
 static __always_inline void iot_mem_mark(__u64 ino, __u32 dev)
 {
-	struct iot_mem_key k = {.ino = ino, .dev = dev};
+	struct iot_inode_key k = {.ino = ino, .dev = dev};
 	if (bpf_map_lookup_elem(&iot_mem_inodes, &k))
 		return;
 	__u8 one = 1;
@@ -177,7 +162,7 @@ static __always_inline void iot_mem_mark(__u64 ino, __u32 dev)
 static __always_inline bool iot_mem_first_touch(struct inode *inode, __u64 ino, __u32 dev,
 						__u64 adjust, __u32 tgid)
 {
-	struct iot_mem_key k = {.ino = ino, .dev = dev};
+	struct iot_inode_key k = {.ino = ino, .dev = dev};
 	if (bpf_map_lookup_elem(&iot_mem_state_done, &k))
 		return true;
 	__u8 one = 1;

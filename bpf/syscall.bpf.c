@@ -17,6 +17,7 @@
  */
 #include "common.bpf.h"
 #include "syscall_wire.h"
+#include "inodes.bpf.h"
 #include "iovec.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -98,22 +99,6 @@ __u64 iot_marker_ino = 0;
 __u32 iot_marker_dev = 0;
 __u32 iot_calib_tgid = 0;
 
-/* Regular files the traced threads open: (dev, ino) -> 1. The memory layer's
- * interesting-inode set (memory.bpf.c reuses this map): marked here before the
- * open returns, so a removal of the file's pages right after it (posix_fadvise
- * DONTNEED) is the workload's, while the removals of every other file that its
- * drop_caches or reclaim causes stay out. */
-struct iot_open_inode {
-	__u64 ino;
-	__u32 dev;
-	__u32 pad;
-};
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct iot_open_inode);
-	__type(value, __u8);
-} iot_mem_inodes SEC(".maps");
 
 /* struct flock of the 64-bit ABIs (l_pid and padding not needed). */
 struct iot_user_flock {
@@ -1258,7 +1243,7 @@ static __always_inline void iot_mark_opened(const struct iot_ident *id)
 {
 	if (!id->ok || (__u16)(id->ftype << 12) != IOT_S_IFREG)
 		return;
-	struct iot_open_inode k = {.ino = id->ino, .dev = id->dev};
+	struct iot_inode_key k = {.ino = id->ino, .dev = id->dev};
 	if (bpf_map_lookup_elem(&iot_mem_inodes, &k))
 		return;
 	__u8 one = 1;

@@ -19,6 +19,7 @@
 #include "capture/proc_snapshot.h"
 #include "format/records.h"
 #include "memory.skel.h"
+#include "capture_wire.h"
 #include "memory_wire.h"
 
 namespace iotwin::capture {
@@ -253,11 +254,7 @@ void MemoryBpf::Detach() {
 namespace {
 
 Status AddInode(int map_fd, uint64_t ino, uint32_t dev, const char* what) {
-  struct {
-    uint64_t ino;
-    uint32_t dev;
-    uint32_t pad;
-  } key{ino, dev, 0};
+  const iot_inode_key key{ino, dev, 0};
   uint8_t one = 1;
   if (bpf_map_update_elem(map_fd, &key, &one, BPF_NOEXIST) && errno != EEXIST) {
     return Status::FromErrno(errno, what);
