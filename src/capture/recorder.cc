@@ -259,6 +259,9 @@ class Capture {
  private:
   Status Validate();
   Status Setup();
+  Status AttachMeasuringCost(std::optional<CaptureCost>* cost, std::string* note);
+  void IdentifyMarker();
+  json Meta(const std::optional<CaptureCost>& cost, const std::string& cost_note) const;
   void SetupMemory();
   Status StartCommand();
   Status AttachPids();
@@ -346,27 +349,13 @@ Status Capture::Validate() {
   return Status::Ok();
 }
 
-Status Capture::Setup() {
-  if (mode_ == "command" && opt_.markers) {
-    IOTWIN_ASSIGN_OR_RETURN(marker_, MarkerFile::Create(user_));
-  }
-  CaptureBpfConfig cfg;
-  cfg.ring_bytes = opt_.ring_bytes;
-  cfg.wake_bytes = opt_.wake_bytes;
-  cfg.cgroup_id = cgroup_id_;
-  cfg.self_tgid = static_cast<uint32_t>(getpid());
-  cfg.async = opt_.async;
-  cfg.uprobes = !opt_.uprobes.empty();
-  cfg.memory = opt_.memory;
-  cfg.block = opt_.block;
-  IOTWIN_ASSIGN_OR_RETURN(bpf_, CaptureBpf::Load(cfg));
-  // What the capture adds to each call (capture_cost.h): untraced turns before the programs are
-  // attached, traced ones right after, before anything of the workload is traced.
+// Attaches the programs, measuring what the capture adds to each call (capture_cost.h):
+// untraced turns before they are attached, traced ones right after, before anything of the
+// workload is traced. A cost not measured leaves `cost` empty and says why in `note`.
+Status Capture::AttachMeasuringCost(std::optional<CaptureCost>* cost, std::string* note) {
   CaptureCostProbe cost_probe;
   Status untraced = cost_probe.Untraced();
   IOTWIN_RETURN_IF_ERROR(bpf_->Attach());
-  std::optional<CaptureCost> cost;
-  std::string cost_note;
   if (untraced.ok() && cgroup_id_ == 0) {
     pid_t calibrated = 0;
     auto trace = [&](pid_t pid) {
@@ -375,28 +364,35 @@ Status Capture::Setup() {
     };
     Result<CaptureCost> c = cost_probe.Traced(trace, bpf_->ring_fd());
     if (calibrated) (void)bpf_->UntraceProcess(calibrated);
-    if (c.ok()) cost = *c;
-    else cost_note = "capture cost not measured: " + c.status().message();
+    if (c.ok()) *cost = *c;
+    else *note = "capture cost not measured: " + c.status().message();
   } else {
-    cost_note = cgroup_id_ ? "capture cost not measured: the traced set is a cgroup"
-                           : "capture cost not measured: " + untraced.message();
+    *note = cgroup_id_ ? "capture cost not measured: the traced set is a cgroup"
+                       : "capture cost not measured: " + untraced.message();
   }
-  if (marker_) {
-    uint64_t ino = 0;
-    uint32_t dev = 0;
-    Status st = bpf_->IdentifyMarker(marker_->path(), &ino, &dev);
-    if (!st.ok()) {
-      // Markers off rather than a marker test that might match another file.
-      marker_note_ = "intent markers disabled: " + st.message();
-      marker_.reset();
-    } else if (ino != marker_->ino() || dev != marker_->dev()) {
-      marker_note_ = fmt::format(
-          "marker file identity: kernel {}:{} ino {}, stat {}:{} ino {} (the kernel's is used)",
-          dev >> 20, dev & 0xfffff, ino, marker_->dev() >> 20, marker_->dev() & 0xfffff,
-          marker_->ino());
-    }
-  }
+  return Status::Ok();
+}
 
+// The kernel's identity of the marker file; markers off when the kernel cannot name it.
+void Capture::IdentifyMarker() {
+  if (!marker_) return;
+  uint64_t ino = 0;
+  uint32_t dev = 0;
+  Status st = bpf_->IdentifyMarker(marker_->path(), &ino, &dev);
+  if (!st.ok()) {
+    // Markers off rather than a marker test that might match another file.
+    marker_note_ = "intent markers disabled: " + st.message();
+    marker_.reset();
+  } else if (ino != marker_->ino() || dev != marker_->dev()) {
+    marker_note_ = fmt::format(
+        "marker file identity: kernel {}:{} ino {}, stat {}:{} ino {} (the kernel's is used)",
+        dev >> 20, dev & 0xfffff, ino, marker_->dev() >> 20, marker_->dev() & 0xfffff,
+        marker_->ino());
+  }
+}
+
+// The trace header: the capture's layers, mode, notes and measured cost.
+json Capture::Meta(const std::optional<CaptureCost>& cost, const std::string& cost_note) const {
   json meta;
   meta["tool"] = "iotwin record 0.1.0";
   meta["host"] = HostMeta();
@@ -439,6 +435,28 @@ Status Capture::Setup() {
   cap["notes"] = notes;
   if (cost) cap["cost"] = cost->ToJson();
   meta["capture"] = cap;
+  return meta;
+}
+
+Status Capture::Setup() {
+  if (mode_ == "command" && opt_.markers) {
+    IOTWIN_ASSIGN_OR_RETURN(marker_, MarkerFile::Create(user_));
+  }
+  CaptureBpfConfig cfg;
+  cfg.ring_bytes = opt_.ring_bytes;
+  cfg.wake_bytes = opt_.wake_bytes;
+  cfg.cgroup_id = cgroup_id_;
+  cfg.self_tgid = static_cast<uint32_t>(getpid());
+  cfg.async = opt_.async;
+  cfg.uprobes = !opt_.uprobes.empty();
+  cfg.memory = opt_.memory;
+  cfg.block = opt_.block;
+  IOTWIN_ASSIGN_OR_RETURN(bpf_, CaptureBpf::Load(cfg));
+  std::optional<CaptureCost> cost;
+  std::string cost_note;
+  IOTWIN_RETURN_IF_ERROR(AttachMeasuringCost(&cost, &cost_note));
+  IdentifyMarker();
+  const json meta = Meta(cost, cost_note);
 
   // zstd level 1: on syscall records it compresses as well as the default level 3 (about 9.5
   // bytes per pread record either way) at about twice the speed, and the consumer's CPU time

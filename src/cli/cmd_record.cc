@@ -113,7 +113,9 @@ int ApplyScope(interop::ExclusiveFile& unscoped, const std::string& output,
   return kExitOk;
 }
 
-int RunRecord(RecordArgs& a) {
+// The capture's options from the command line's, checked; false (said on stderr) when one is
+// not valid.
+bool ResolveRecordOptions(RecordArgs& a) {
   capture::RecordOptions& o = a.options;
   for (const std::string& p : a.pids) {
     char* end = nullptr;
@@ -121,7 +123,7 @@ int RunRecord(RecordArgs& a) {
     long v = strtol(p.c_str(), &end, 10);
     if (p.empty() || *end != '\0' || errno == ERANGE || v <= 0 || v > INT32_MAX) {
       fprintf(stderr, "iotwin record: --pid '%s' is not a process id\n", p.c_str());
-      return kExitError;
+      return false;
     }
     o.pids.push_back(static_cast<pid_t>(v));
   }
@@ -129,23 +131,23 @@ int RunRecord(RecordArgs& a) {
     auto spec = capture::ParseUprobeSpec(u);
     if (!spec.ok()) {
       fprintf(stderr, "iotwin record: %s\n", spec.status().message().c_str());
-      return kExitError;
+      return false;
     }
     o.uprobes.push_back(spec.value());
   }
   if (a.ring_mb == 0 || (a.ring_mb & (a.ring_mb - 1)) != 0 || a.ring_mb > 2048) {
     fprintf(stderr, "iotwin record: --ring-mb must be a power of two between 1 and 2048\n");
-    return kExitError;
+    return false;
   }
   if (a.no_memory && !a.memory_parts.empty()) {
     fprintf(stderr, "iotwin record: give either --no-memory or --memory\n");
-    return kExitError;
+    return false;
   }
   if (!a.memory_parts.empty()) {
     auto parts = capture::ParseMemoryParts(a.memory_parts, o.memory);
     if (!parts.ok()) {
       fprintf(stderr, "iotwin record: %s\n", parts.status().message().c_str());
-      return kExitError;
+      return false;
     }
     o.memory = parts.value();
   } else if (a.no_memory) {
@@ -154,7 +156,7 @@ int RunRecord(RecordArgs& a) {
   }
   if (a.subpage_interval_ms < 1 || a.subpage_interval_ms > 60000) {
     fprintf(stderr, "iotwin record: --subpage-interval-ms must be between 1 and 60000\n");
-    return kExitError;
+    return false;
   }
   o.memory.subpage = a.subpage;
   o.memory.subpage_interval_ms = a.subpage_interval_ms;
@@ -167,7 +169,7 @@ int RunRecord(RecordArgs& a) {
   o.markers = !a.no_markers;
   if (a.sched && a.no_sched) {
     fprintf(stderr, "iotwin record: give either --sched or --no-sched\n");
-    return kExitError;
+    return false;
   }
   o.block.block = !a.no_block;
   o.block.nvme = !a.no_nvme;
@@ -175,6 +177,12 @@ int RunRecord(RecordArgs& a) {
   o.status_line = a.status      ? capture::StatusLine::kOn
                   : a.no_status ? capture::StatusLine::kOff
                                 : capture::StatusLine::kAuto;
+  return true;
+}
+
+int RunRecord(RecordArgs& a) {
+  if (!ResolveRecordOptions(a)) return kExitError;
+  capture::RecordOptions& o = a.options;
   auto scope = a.scope.Parse();
   if (!scope.ok()) {
     fprintf(stderr, "iotwin record: %s\n", scope.status().message().c_str());
