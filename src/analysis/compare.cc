@@ -751,8 +751,10 @@ std::string RenderVerdictLine(const json& r) {
   return "VERDICT: FAIL (" + names + ")";
 }
 
-std::string RenderCompareText(const json& r) {
-  if (IsBlockStreamResult(r)) return RenderBlockStreamText(r);
+namespace {
+
+// The first lines: the two traces, pacing, what is judged, scope and window.
+std::string RenderCompareHead(const json& r) {
   std::string out;
   auto line = [&](const std::string& s) {
     out += s;
@@ -822,9 +824,16 @@ std::string RenderCompareText(const json& r) {
                      r.contains("paced") ? " (paced)" : "", FormatDuration(static_cast<double>(U((*w)["original"], "ns"))),
                      FormatDuration(static_cast<double>(U((*w)["replay"], "ns")))));
   }
-  line("");
-  out += RenderMeasuresTable(r["measures"]);
-  line("");
+  return out;
+}
+
+// The calls per op and per thread, and the block summary.
+std::string RenderCompareCalls(const json& r) {
+  std::string out;
+  auto line = [&](const std::string& s) {
+    out += s;
+    out += '\n';
+  };
   line(fmt::format("  {:<20} {:>12} {:>12} {:>10}", "operation", "original", "replay", "diff"));
   for (const json& o : r["ops"]) {
     int64_t diff = o["diff"].get<int64_t>();
@@ -861,6 +870,23 @@ std::string RenderCompareText(const json& r) {
                      FormatPercent(bo["read_share"].get<double>()),
                      FormatPercent(br["read_share"].get<double>())));
   }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderCompareText(const json& r) {
+  if (IsBlockStreamResult(r)) return RenderBlockStreamText(r);
+  std::string out;
+  auto line = [&](const std::string& s) {
+    out += s;
+    out += '\n';
+  };
+  out += RenderCompareHead(r);
+  line("");
+  out += RenderMeasuresTable(r["measures"]);
+  line("");
+  out += RenderCompareCalls(r);
   if (r["verdict"] != "pass") RenderWhy(r, line);
   line("");
   line(RenderVerdictLine(r));
