@@ -263,6 +263,7 @@ class Capture {
   void IdentifyMarker();
   json Meta(const std::optional<CaptureCost>& cost, const std::string& cost_note) const;
   void SetupMemory();
+  json Footer(const RecordOutcome& out);
   Status StartCommand();
   Status AttachPids();
   Status Loop();
@@ -713,6 +714,41 @@ std::string Capture::StopCommandAfterFailure() {
                      kTerminateGraceMs / 1000, DescribeWait(command_->Terminate(kTerminateGraceMs)));
 }
 
+// The trace's footer: why the recording stopped, the events per type, the lost ones per source,
+// and what the marker file and the memory layer add (the marker file is trimmed here).
+json Capture::Footer(const RecordOutcome& out) {
+  json summary;
+  summary["stop_reason"] = stop_reason_;
+  summary["exit_status"] =
+      out.command_wait ? json(ExitStatusFromWait(*out.command_wait)) : json(nullptr);
+  json events = json::object();
+  const auto& counts = consumer_->counts();
+  for (size_t t = 1; t <= IOT_REC_MAX; t++) {
+    if (t != IOT_REC_STRING && Count(t)) {
+      events[std::string(RecordTypeName(static_cast<uint16_t>(t)))] = Count(t);
+    }
+  }
+  summary["events"] = events;
+  json lost = json::object();
+  for (uint16_t src :
+       {IOT_SRC_SYSCALL, IOT_SRC_PROC, IOT_SRC_ASYNC, IOT_SRC_INTENT, IOT_SRC_JOIN,
+        IOT_SRC_MEMORY}) {
+    lost[std::string(SourceName(src))] = drops_.Total(src);
+  }
+  AddBlockSummary(*bpf_, drops_, &lost, &summary);
+  summary["lost"] = lost;
+  summary["duration_ns"] = Mono() - start_ns_;
+  summary["malformed_ring_records"] = counts.malformed;
+  summary["bad_markers"] = counts.bad_markers;
+  if (marker_) {
+    marker_->Trim();
+    summary["marker_file_trimmed_bytes"] = marker_->trimmed();
+  }
+  summary["ring_bytes_consumed"] = counts.ring_bytes;
+  if (memory_) summary["memory"] = memory_->Summary();
+  return summary;
+}
+
 Result<RecordOutcome> Capture::Run() {
   IOTWIN_RETURN_IF_ERROR(Validate());
   StopSignals signals;
@@ -762,35 +798,8 @@ Result<RecordOutcome> Capture::Run() {
     return Status::Error(st.code(), st.message() + StopCommandAfterFailure());
   }
 
-  json summary;
-  summary["stop_reason"] = stop_reason_;
-  summary["exit_status"] =
-      out.command_wait ? json(ExitStatusFromWait(*out.command_wait)) : json(nullptr);
-  json events = json::object();
-  const auto& counts = consumer_->counts();
-  for (size_t t = 1; t <= IOT_REC_MAX; t++) {
-    if (t != IOT_REC_STRING && Count(t)) {
-      events[std::string(RecordTypeName(static_cast<uint16_t>(t)))] = Count(t);
-    }
-  }
-  summary["events"] = events;
-  json lost = json::object();
-  for (uint16_t src :
-       {IOT_SRC_SYSCALL, IOT_SRC_PROC, IOT_SRC_ASYNC, IOT_SRC_INTENT, IOT_SRC_JOIN,
-        IOT_SRC_MEMORY}) {
-    lost[std::string(SourceName(src))] = drops_.Total(src);
-  }
-  AddBlockSummary(*bpf_, drops_, &lost, &summary);
-  summary["lost"] = lost;
-  summary["duration_ns"] = Mono() - start_ns_;
-  summary["malformed_ring_records"] = counts.malformed;
-  summary["bad_markers"] = counts.bad_markers;
-  if (marker_) {
-    marker_->Trim();
-    summary["marker_file_trimmed_bytes"] = marker_->trimmed();
-  }
-  summary["ring_bytes_consumed"] = counts.ring_bytes;
-  if (memory_) summary["memory"] = memory_->Summary();
+  const json summary = Footer(out);
+  const json& lost = summary["lost"];
   IOTWIN_RETURN_IF_ERROR(writer_->Finish(summary));
   out.file_bytes = writer_->bytes_written();
   // The live line gives way to the summary line that `iotwin record` prints.
