@@ -210,11 +210,10 @@ class Analyzer {
   };
   static constexpr int kMaxNames = 4;
   // An access to pages [first, end) of a file (Access*), noted when the trace's time was
-  // seen_ts; fault_major: a fault already counted major.
+  // seen_ts.
   struct RecentRead {
     uint64_t first = 0, end = 0, seen_ts = 0;
     uint8_t access = 0;
-    bool fault_major = false;
   };
   static constexpr size_t kRecentReads = 32;
   // The fields every data system call updates come first, in three cache lines: a random mix
@@ -260,7 +259,6 @@ class Analyzer {
     uint64_t last_first = 0, last_end = 0;
     uint64_t fault_window_first = 0, fault_window_end = 0;  // of its last read fault
     uint8_t last_access = 0;  // Access*
-    bool last_fault_major = false;
     // Its latest accesses (read calls, faults, writes; contiguous calls merged), oldest first,
     // at most kRecentReads: the capture writes a run of insertions when the run ends, after the
     // accesses that found or wrote its pages; NotePageAdd counts them as those reads' misses
@@ -491,7 +489,6 @@ class Analyzer {
     f.last_access = access;
     f.last_first = first;
     f.last_end = end;
-    f.last_fault_major = false;
     NoteRecentRead(f, access, first, end);
     const uint64_t taken = TakePending(file_index, f, first, end);
     return access == kAccessWrite ? 0 : taken;

@@ -201,7 +201,7 @@ void Analyzer::NoteRecentRead(FileStats& f, uint8_t access, uint64_t first, uint
     return;
   }
   reads.push_back(
-      {.first = first, .end = end, .seen_ts = last_ts_, .access = access, .fault_major = false});
+      {.first = first, .end = end, .seen_ts = last_ts_, .access = access});
 }
 
 void Analyzer::AddPending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end) {
