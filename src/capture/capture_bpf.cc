@@ -417,6 +417,35 @@ Status CaptureBpf::UntraceProcess(pid_t tgid) {
   return Status::Ok();
 }
 
+namespace {
+
+// Deletes every entry of hash map `fd` (keys of `key_size` bytes); the first key is taken
+// again after each delete, so the walk never follows a deleted entry. Bounded by `max` entries.
+Status ClearHashMap(int fd, size_t key_size, uint32_t max, const char* what) {
+  std::vector<uint8_t> key(key_size);
+  for (uint32_t n = 0; n <= max; n++) {
+    if (bpf_map_get_next_key(fd, nullptr, key.data())) {
+      if (errno == ENOENT) return Status::Ok();
+      return Status::FromErrno(errno, fmt::format("walking {}", what));
+    }
+    if (bpf_map_delete_elem(fd, key.data()) && errno != ENOENT) {
+      return Status::FromErrno(errno, fmt::format("emptying {}", what));
+    }
+  }
+  return Status::Internal("{} did not empty after {} deletes", what, max);
+}
+
+}  // namespace
+
+Status CaptureBpf::ForgetFilesTouched() {
+  const uint32_t max = bpf_map__max_entries(syscall_->opened_inodes);
+  IOTWIN_RETURN_IF_ERROR(ClearHashMap(bpf_map__fd(syscall_->opened_inodes),
+                                      sizeof(iot_inode_key), max, "the touched-file set"));
+  if (!memory_) return Status::Ok();
+  return ClearHashMap(memory_->state_done_fd(), sizeof(iot_inode_key), max,
+                      "the recorded cache-state set");
+}
+
 Status CaptureBpf::AttachUprobe(const std::string& binary, const std::string& function,
                                 uint32_t label_id) {
   if (!intent_) return Status::Internal("uprobe programs not loaded");

@@ -70,6 +70,11 @@ class CaptureBpf {
   // Adds a process to the traced set (its threads, and its future children, follow).
   Status TraceProcess(pid_t tgid);
   Status UntraceProcess(pid_t tgid);
+  // Empties the sets of files the workload touched and of files whose page-cache state was
+  // recorded: what a process traced before the workload (the capture-cost calibration) put
+  // there would otherwise keep the workload's own first touch of those files (its libraries)
+  // from recording their state.
+  Status ForgetFilesTouched();
 
   // Attaches entry (BEGIN) and return (END) probes on FUNCTION in BINARY, tagged with
   // `label_id` (an interned string id).

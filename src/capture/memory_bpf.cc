@@ -426,6 +426,7 @@ Status MemoryBpf::Sweep(uint64_t now_ns, uint64_t min_idle_ns, const RecordSink&
 }
 
 int MemoryBpf::inodes_fd() const { return bpf_map__fd(skel_->maps.iot_mem_inodes); }
+int MemoryBpf::state_done_fd() const { return bpf_map__fd(skel_->maps.iot_mem_state_done); }
 
 Result<std::array<uint64_t, 16>> MemoryBpf::ReadStats() const {
   static_assert(IOT_MEM_STAT_MAX <= 16);

@@ -115,6 +115,8 @@ class MemoryBpf {
   Result<std::array<uint64_t, 16>> ReadStats() const;  // IOT_MEM_STAT_*, summed over CPUs
   // The interesting-inode set (iot_mem_inodes), shared with the block layer (block_bpf.h).
   int inodes_fd() const;
+  // The set of files whose page-cache state was recorded (iot_mem_state_done).
+  int state_done_fd() const;
   static const char* StatName(size_t i);
   // How the programs attach ("tp_btf", "raw_tp"; attach_table.h).
   const std::string& attach_kind() const { return attach_kind_; }

@@ -365,6 +365,9 @@ Status Capture::AttachMeasuringCost(std::optional<CaptureCost>* cost, std::strin
     };
     Result<CaptureCost> c = cost_probe.Traced(trace, bpf_->ring_fd());
     if (calibrated) (void)bpf_->UntraceProcess(calibrated);
+    // The calibration's process touched iotwin's own libraries: the workload's first touch of
+    // them must still record their page-cache state.
+    IOTWIN_RETURN_IF_ERROR(bpf_->ForgetFilesTouched());
     if (c.ok()) *cost = *c;
     else *note = "capture cost not measured: " + c.status().message();
   } else {

@@ -2,6 +2,7 @@
 // and keeps it in the trace's header (capture.cost); `gaps` and `original` pacing take it out of
 // the recorded think time unless --raw-gaps.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <vector>
@@ -38,6 +39,31 @@ TEST(ReplayCaptureCost, RecordingStoresAPositiveBoundedCostPerCall) {
   EXPECT_GT(cost["per_call_ns"].get<uint64_t>(), 0u) << cost.dump();
   EXPECT_LT(cost["per_call_ns"].get<uint64_t>(), 20'000u) << cost.dump();
   EXPECT_GT(cost["traced_call_ns"].get<uint64_t>(), cost["untraced_call_ns"].get<uint64_t>());
+}
+
+// The calibration runs a traced process before the workload; the files it touches (iotwin's own
+// libraries, libc among them) are the workload's too, and the workload's first touch of each must
+// still record its page-cache state, which `--cache as-captured` replays.
+TEST(ReplayCaptureCost, CalibrationLeavesTheWorkloadsCacheStatesWhole) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir tmp;
+  const std::string trace = tmp / "t.iotwin";
+  RunResult rec = RecordCommand(trace, {"--no-block", "--no-sched", "--no-nvme"}, {"/bin/true"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  struct stat libc_st {};
+  ASSERT_EQ(stat("/lib/x86_64-linux-gnu/libc.so.6", &libc_st), 0);
+  RunResult dump = test::Run({IotwinBin(), "dump", "--records", trace});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  const std::string wanted = "ino=" + std::to_string(libc_st.st_ino) + " ";
+  bool libc = false;
+  size_t at = 0;
+  while ((at = dump.out.find("\ncache_state ", at)) != std::string::npos) {
+    const size_t end = dump.out.find('\n', at + 1);
+    if (dump.out.substr(at, end - at).find(wanted) != std::string::npos) libc = true;
+    at = end;
+  }
+  EXPECT_TRUE(libc) << "no cache_state of libc (" << wanted << "), which /bin/true maps\n"
+                    << dump.out.substr(0, 4000);
 }
 
 constexpr int kCalls = 4000;
