@@ -2,9 +2,11 @@
 // of the trace, and the set arithmetic on pages and words the tests compare with.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
@@ -90,6 +92,21 @@ inline RunResult RecordCommand(const std::string& trace, const std::vector<std::
   argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
   return Run(argv, timeout_s);
+}
+
+// Writes FILE (1 MiB, synced) and records `sh -c 'cat FILE; echo 1 > drop_caches'`: a workload
+// that reads one file and then drops the whole machine's page cache in its own context. Returns
+// the record's result; the trace is at TRACE.
+inline RunResult RecordReadThenDropCaches(const std::string& file, const std::string& trace) {
+  int fd = open(file.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return RunResult{-1, "", "cannot create " + file};
+  std::vector<char> buf(1 << 20, 'k');
+  const bool written = write(fd, buf.data(), buf.size()) == static_cast<ssize_t>(buf.size()) &&
+                       fsync(fd) == 0;
+  close(fd);
+  if (!written) return RunResult{-1, "", "cannot write " + file};
+  return RecordCommand(
+      trace, {}, {"/bin/sh", "-c", "cat " + file + " >/dev/null; echo 1 >/proc/sys/vm/drop_caches"});
 }
 
 // Pages [index, index + nr) of every record matching `pred`, as a set.

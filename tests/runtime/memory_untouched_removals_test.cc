@@ -22,16 +22,7 @@ TEST(MemoryUntouchedRemovals, DropCachesOfTheWorkloadLeavesOtherFilesOut) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   TempDir dir;
   const std::string file = dir / "kv.bin", trace = dir / "drop.iotwin";
-  {
-    int fd = open(file.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-    ASSERT_GE(fd, 0);
-    std::vector<char> buf(1 << 20, 'k');
-    ASSERT_EQ(write(fd, buf.data(), buf.size()), static_cast<ssize_t>(buf.size()));
-    ASSERT_EQ(fsync(fd), 0);
-    close(fd);
-  }
-  RunResult r = RecordCommand(
-      trace, {}, {"/bin/sh", "-c", "cat " + file + " >/dev/null; echo 1 >/proc/sys/vm/drop_caches"});
+  RunResult r = RecordReadThenDropCaches(file, trace);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const MemTrace t = LoadMemTrace(trace);
   ASSERT_TRUE(t.error.empty()) << t.error;
