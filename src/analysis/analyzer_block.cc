@@ -191,7 +191,10 @@ void Analyzer::OnBlock(const iot_block& r) {
         blk_queue_dropped_ += blk_queue_pending_.size();
         blk_queue_pending_.clear();
       }
-      blk_queue_pending_.emplace(std::make_pair(r.dev, r.sector), r.ts);
+      // The newest bio queued at a sector is the one its next request starts with: an older
+      // entry is stale (its completion reached the trace before its queue record, as records
+      // from two CPUs can) and would start a later request long before its time.
+      blk_queue_pending_.insert_or_assign(std::make_pair(r.dev, r.sector), r.ts);
       break;
     }
     case IOT_BLK_BACKMERGE:

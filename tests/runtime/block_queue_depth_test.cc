@@ -111,7 +111,8 @@ TEST(BlockQueueDepth, MatchesDiskstatsWeightedTimeForFioLibaioDepth16) {
             << reads << " reads completed; time in flight " << iotwin_ms << " ms vs "
             << kernel_ms << " ms weighted; average depth " << q["average"] << " vs "
             << kernel_ms / window_ms << " over the " << window_ms << " ms window; max "
-            << q["max"] << ", on the device " << q["device"]["average"] << "\n";
+            << q["max"] << ", on the device " << q["device"]["average"] << "\n"
+            << rec.err;  // the recorder's summary: events lost, if any
   ASSERT_GT(reads, 1000u);
   EXPECT_EQ((*dev)["requests"].get<uint64_t>(), reads);
   EXPECT_NEAR(iotwin_ms, kernel_ms, kernel_ms * 0.10);

@@ -81,6 +81,27 @@ TEST(BlockRequeue, ReportCountsARequeuedRequestOnce) {
   EXPECT_EQ(q["device"]["max"], 2);
 }
 
+// Records from two CPUs can reach the trace out of time order: here request 1's completion
+// (+3000) comes before its bio's queue record (+1000). The next request at the same sector
+// (queued +50000, issued +50100, completed +51000) starts at its own bio's queue time, not at
+// the stale one: in flight 2000 + 1000 ns, never two at once.
+TEST(BlockRequeue, AStaleQueueRecordDoesNotStartALaterRequest) {
+  test::TraceBuilder t(test::FullCaptureMeta());
+  t.BlockAt(IOT_BLK_ISSUE, kT0 + 1000, kDisk, 0, 4096, IOT_BLKF_READ, 1);
+  t.BlockAt(IOT_BLK_COMPLETE, kT0 + 3000, kDisk, 0, 4096, IOT_BLKF_READ, 1);
+  t.BlockAt(IOT_BLK_QUEUE, kT0 + 1000, kDisk, 0, 4096, IOT_BLKF_READ, 0);
+  t.BlockAt(IOT_BLK_QUEUE, kT0 + 50000, kDisk, 0, 4096, IOT_BLKF_READ, 0);
+  t.BlockAt(IOT_BLK_ISSUE, kT0 + 50100, kDisk, 0, 4096, IOT_BLKF_READ, 2);
+  t.BlockAt(IOT_BLK_COMPLETE, kT0 + 51000, kDisk, 0, 4096, IOT_BLKF_READ, 2);
+  analysis::Analyzer a;
+  a.SetMeta(test::FullCaptureMeta());
+  t.ForEach([&](const iot_rec_hdr* r) { a.Consume(r); });
+  const nlohmann::json m = a.Model(std::nullopt);
+  const nlohmann::json& q = m["block"]["devices"][0]["queue_depth"];
+  EXPECT_EQ(q["in_flight_ns"], 2000 + 1000) << q.dump();
+  EXPECT_EQ(q["max"], 1) << q.dump();
+}
+
 TEST(BlockRequeue, TraceModelHasOneRequestAndItsDepth) {
   model::ModelBuilder mb;
   mb.SetMeta(test::FullCaptureMeta());
