@@ -162,8 +162,7 @@ RingCalls CountRingCalls(const std::string& trace) {
 // InnoDB's pattern (tests/progs/io_uring_qd.cc): one thread keeps 16 reads in flight on a ring,
 // submitting under its mutex, while another waits for completions without it, so most
 // submissions happen while the reaper waits in the kernel. If the replay's reaping worker held
-// the ring's lock while it waited, no submission could happen during a wait (and the queue
-// depth would fall). Replayed in original pacing with --record: submissions during waits, the
+// the ring's lock while it waited, no submission could happen during a wait. Replayed in original pacing with --record: submissions during waits, the
 // reaper's waits one for one.
 TEST(ReplayAsyncShared, WaitsDoNotHoldTheRingFromItsSubmitter) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
@@ -193,7 +192,11 @@ TEST(ReplayAsyncShared, WaitsDoNotHoldTheRingFromItsSubmitter) {
   EXPECT_EQ(live.submits, orig.submits);
   // The waits are the recorded calls: their timeout is not an argument (IORING_ENTER_EXT_ARG).
   EXPECT_EQ(live.other_flags, orig.other_flags);
-  EXPECT_GT(live.submits_during, live.submits / 10) << "submissions wait for the reaper's waits";
+  // A worker that held the ring's lock through its wait would make this 0: a submission would
+  // block in user space before it entered the kernel. How many overlap otherwise depends on the
+  // device, not the replay: a fast device answers a wait at once (seen from 6% to 90% of the
+  // submissions on this VM's disk), so the bound is 1%.
+  EXPECT_GT(live.submits_during, live.submits / 100) << "submissions wait for the reaper's waits";
 }
 
 }  // namespace
