@@ -18,6 +18,8 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -150,10 +152,124 @@ struct SortedTimes {
   std::span<const uint64_t> starts, ends;
 };
 
+// Reads a list of times once, in order (the sweep's only access to a list).
+class SpanCursor {
+ public:
+  explicit SpanCursor(std::span<const uint64_t> times)
+      : at_(times.data()), end_(times.data() + times.size()) {}
+  bool done() const { return at_ == end_; }
+  uint64_t value() const { return *at_; }
+  void next() { ++at_; }
+
+ private:
+  const uint64_t* at_;
+  const uint64_t* end_;
+};
+inline SpanCursor CursorOf(std::span<const uint64_t> times) { return SpanCursor(times); }
+
+// A list of times kept small: each time as its difference from the one before (zigzag, so that
+// a list out of order costs no more), varint-coded, in blocks of kBlock bytes that never move.
+// Its newest kTail times are kept whole, where IntervalTimes places a new time. A block
+// request's start and end cost about 6 bytes here rather than 16: the memory a long trace's
+// times take is most of the page faults of a report, and a fault costs as much as thousands
+// of records.
+class TimeList {
+ public:
+  static constexpr size_t kBlock = size_t{1} << 14;  // bytes per block
+  // Whole times kept at the end: at least kKeptWhole once the list is longer (flushed from
+  // kTail down to kKeptWhole at a time).
+  static constexpr size_t kTail = 128;
+  static constexpr size_t kKeptWhole = 96;
+
+  size_t size() const { return packed_ + tail_size_; }
+  bool empty() const { return size() == 0; }
+  void push_back(uint64_t t) {
+    if (tail_size_ == kTail) Pack();
+    tail_[tail_size_++] = t;
+  }
+  // The newest times, whole and writable (oldest first): all of them while the list holds at
+  // most kKeptWhole, else at least kKeptWhole.
+  std::span<uint64_t> Tail() { return {tail_.data(), tail_size_}; }
+  void AppendTo(std::vector<uint64_t>* out) const {
+    for (Cursor c(*this); !c.done(); c.next()) out->push_back(c.value());
+  }
+  // Time i, decoded from the list's start (O(i): for checks; the sweep reads with a Cursor).
+  uint64_t operator[](size_t i) const {
+    Cursor c(*this);
+    for (size_t k = 0; k < i && !c.done(); k++) c.next();
+    return c.value();
+  }
+
+  // Reads the list in order.
+  class Cursor {
+   public:
+    explicit Cursor(const TimeList& list) : list_(&list) { Load(); }
+    bool done() const { return index_ > list_->size(); }
+    uint64_t value() const { return value_; }
+    void next() { Load(); }
+
+   private:
+    void Load() {
+      if (index_ < list_->packed_) {
+        if (at_ == list_->blocks_[block_].size()) {
+          ++block_;
+          at_ = 0;
+        }
+        const std::vector<uint8_t>& bytes = list_->blocks_[block_];
+        uint64_t zigzag = 0;
+        for (int shift = 0;; shift += 7) {
+          const uint8_t b = bytes[at_++];
+          zigzag |= static_cast<uint64_t>(b & 0x7f) << shift;
+          if (!(b & 0x80)) break;
+        }
+        value_ += (zigzag >> 1) ^ (0 - (zigzag & 1));  // wraps as the encoding did
+      } else if (index_ < list_->size()) {
+        value_ = list_->tail_[index_ - list_->packed_];
+      }
+      ++index_;
+    }
+    const TimeList* list_;
+    size_t index_ = 0, block_ = 0, at_ = 0;
+    uint64_t value_ = 0;
+  };
+
+ private:
+  // Codes the oldest whole times, keeping kKeptWhole.
+  void Pack() {
+    const size_t n = tail_size_ - kKeptWhole;
+    for (size_t i = 0; i < n; i++) {
+      if (blocks_.empty() || blocks_.back().size() + 10 > kBlock) {
+        blocks_.emplace_back();
+        blocks_.back().reserve(kBlock);
+      }
+      const uint64_t diff = tail_[i] - last_packed_;
+      uint64_t zigzag = (diff << 1) ^ (0 - (diff >> 63));
+      last_packed_ = tail_[i];
+      std::vector<uint8_t>& bytes = blocks_.back();
+      while (zigzag >= 0x80) {
+        bytes.push_back(static_cast<uint8_t>(zigzag | 0x80));
+        zigzag >>= 7;
+      }
+      bytes.push_back(static_cast<uint8_t>(zigzag));
+    }
+    std::copy(tail_.begin() + static_cast<std::ptrdiff_t>(n),
+              tail_.begin() + static_cast<std::ptrdiff_t>(tail_size_), tail_.begin());
+    tail_size_ = kKeptWhole;
+    packed_ += n;
+  }
+
+  std::vector<std::vector<uint8_t>> blocks_;
+  size_t packed_ = 0;  // times in blocks_
+  uint64_t last_packed_ = 0;
+  std::array<uint64_t, kTail> tail_{};
+  size_t tail_size_ = 0;
+};
+inline TimeList::Cursor CursorOf(const TimeList& times) { return TimeList::Cursor(times); }
+
 // Queue depth of the intervals of `a` and of `b` together (the caller's stored intervals and
 // those still open, read where they are). Sweeps the starts and ends in time order, ends first
 // at equal times (a slot freed and taken at once is not a deeper queue).
-// `a` and `b`: SortedTimes, or any two ascending lists `starts` and `ends` with size() and [].
+// `a` and `b`: SortedTimes, or any two ascending lists `starts` and `ends` that CursorOf reads.
 template <typename TimesA, typename TimesB>
 QueueDepth QueueDepthOfSorted(const TimesA& a, const TimesB& b, uint64_t window_first,
                               uint64_t window_last) {
@@ -161,50 +277,47 @@ QueueDepth QueueDepthOfSorted(const TimesA& a, const TimesB& b, uint64_t window_
   if (window_last <= window_first) return q;
   q.window_ns = window_last - window_first;
   if (a.starts.empty() && b.starts.empty()) return q;
-  // The sum of the intervals (saturating: traces are untrusted): of the ends less the starts.
-  unsigned __int128 ends_sum = 0, starts_sum = 0;
-  auto add = [](const auto& list, unsigned __int128* sum) {
-    for (size_t i = 0; i < list.size(); i++) *sum += list[i];
-  };
-  add(a.ends, &ends_sum);
-  add(b.ends, &ends_sum);
-  add(a.starts, &starts_sum);
-  add(b.starts, &starts_sum);
-  const unsigned __int128 in_flight = ends_sum - starts_sum;
-  q.in_flight_ns = in_flight > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(in_flight);
   // Times from the window's start; a window past 2^63 ns (untrusted trace) loses its last bit
   // of time, as a sort key of the time shifted left and a start bit would.
   const uint64_t shift = q.window_ns >> 63 ? 1 : 0;
-  auto key = [&](uint64_t t) { return (t - window_first) >> shift; };
+  auto key = [&](const auto& cursor) {
+    return cursor.done() ? UINT64_MAX : (cursor.value() - window_first) >> shift;
+  };
+  // The sum of the intervals (saturating: traces are untrusted): of the ends less the starts.
+  unsigned __int128 ends_sum = 0, starts_sum = 0;
   std::vector<uint64_t> ns_at_depth(1, 0);
   uint64_t depth = 0, prev = window_first;
-  size_t sa = 0, sb = 0, ea = 0, eb = 0;
-  const size_t starts = a.starts.size() + b.starts.size();
-  const size_t ends = a.ends.size() + b.ends.size();
-  while (sa + sb < starts || ea + eb < ends) {
+  auto sa = CursorOf(a.starts), sb = CursorOf(b.starts);
+  auto ea = CursorOf(a.ends), eb = CursorOf(b.ends);
+  while (!sa.done() || !sb.done() || !ea.done() || !eb.done()) {
     // The next start and the next end (a key past every time where a list is done).
-    const uint64_t none = UINT64_MAX;
-    const uint64_t ka = sa < a.starts.size() ? key(a.starts[sa]) : none;
-    const uint64_t kb = sb < b.starts.size() ? key(b.starts[sb]) : none;
-    const uint64_t kea = ea < a.ends.size() ? key(a.ends[ea]) : none;
-    const uint64_t keb = eb < b.ends.size() ? key(b.ends[eb]) : none;
-    const bool start_from_a = ka <= kb, end_from_a = kea <= keb;
+    const uint64_t ka = key(sa), kb = key(sb), kea = key(ea), keb = key(eb);
+    const bool start_from_a = !sa.done() && (sb.done() || ka <= kb);
+    const bool end_from_a = !ea.done() && (eb.done() || kea <= keb);
     const uint64_t next_start = start_from_a ? ka : kb, next_end = end_from_a ? kea : keb;
-    const bool is_end = ea + eb < ends && (sa + sb == starts || next_end <= next_start);
+    const bool starts_done = sa.done() && sb.done();
+    const bool is_end = !(ea.done() && eb.done()) && (starts_done || next_end <= next_start);
     const uint64_t ts = window_first + ((is_end ? next_end : next_start) << shift);
     ns_at_depth[std::min<uint64_t>(depth, ns_at_depth.size() - 1)] += ts - prev;
     prev = ts;
+    // Each list's cursor type differs: one step in each branch.
+    auto take = [](auto& list, unsigned __int128* sum) {
+      *sum += list.value();
+      list.next();
+    };
     if (is_end) {
-      ++(end_from_a ? ea : eb);
+      end_from_a ? take(ea, &ends_sum) : take(eb, &ends_sum);
       depth = depth > 0 ? depth - 1 : 0;
     } else {
-      ++(start_from_a ? sa : sb);
+      start_from_a ? take(sa, &starts_sum) : take(sb, &starts_sum);
       ++depth;
       q.max = std::max(q.max, depth);
       if (ns_at_depth.size() <= depth && depth < (uint64_t{1} << 20))
         ns_at_depth.resize(depth + 1, 0);
     }
   }
+  const unsigned __int128 in_flight = ends_sum - starts_sum;
+  q.in_flight_ns = in_flight > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(in_flight);
   ns_at_depth[0] += window_last - prev;
   q.average = static_cast<double>(q.in_flight_ns) / static_cast<double>(q.window_ns);
   const long double want = static_cast<long double>(q.window_ns) * 0.99L;
@@ -218,33 +331,6 @@ QueueDepth QueueDepthOfSorted(const TimesA& a, const TimesB& b, uint64_t window_
   }
   return q;
 }
-
-// A list of times that grows in blocks of 16 Ki times: what it holds is never moved (a
-// vector's growth copies it, and touches twice the memory it ends with).
-class TimeList {
- public:
-  static constexpr size_t kBlockShift = 14;
-  static constexpr size_t kBlock = size_t{1} << kBlockShift;
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  uint64_t operator[](size_t i) const { return blocks_[i >> kBlockShift][i & (kBlock - 1)]; }
-  uint64_t& operator[](size_t i) { return blocks_[i >> kBlockShift][i & (kBlock - 1)]; }
-  void push_back(uint64_t t) {
-    if ((size_ & (kBlock - 1)) == 0) {
-      blocks_.emplace_back();
-      blocks_.back().reserve(kBlock);
-    }
-    blocks_.back().push_back(t);
-    ++size_;
-  }
-  void AppendTo(std::vector<uint64_t>* out) const {
-    for (const std::vector<uint64_t>& b : blocks_) out->insert(out->end(), b.begin(), b.end());
-  }
-
- private:
-  std::vector<std::vector<uint64_t>> blocks_;
-  size_t size_ = 0;
-};
 
 // The times of a set of intervals kept as the queue-depth sweep reads them (ascending starts
 // and ends). Requests end in the order the trace holds them and start shortly before: each
@@ -273,7 +359,10 @@ class IntervalTimes {
   }
 
  private:
+  // The walk stays within the whole times at the list's end (and the one before the walk's
+  // last step, which tells whether the list is still in order).
   static constexpr size_t kMaxWalk = 64;
+  static_assert(TimeList::kKeptWhole >= kMaxWalk + 2);
   struct Lists {
     const TimeList& starts;
     const TimeList& ends;
@@ -286,10 +375,11 @@ class IntervalTimes {
   }
 
   static void Place(TimeList* list, uint64_t t, bool* sorted) {
-    TimeList& v = *list;
-    v.push_back(t);
+    list->push_back(t);
     if (!*sorted) return;
+    const std::span<uint64_t> v = list->Tail();
     size_t i = v.size() - 1;
+    if (i == 0 || v[i - 1] <= t) return;  // in order already (nearly every time)
     const size_t stop = i > kMaxWalk ? i - kMaxWalk : 0;
     for (; i > stop && v[i - 1] > t; --i) v[i] = v[i - 1];
     v[i] = t;
