@@ -15,6 +15,8 @@
 
 #include "base/status.h"
 
+struct iot_rec_hdr;
+
 namespace iotwin {
 
 inline constexpr uint32_t kHostPidBits = 22;
@@ -25,6 +27,11 @@ inline constexpr uint32_t kHostIdShift = 48;
 
 // The host index of a (folded) pid: 0 in every trace of one host.
 inline uint32_t HostOfPid(uint32_t pid) { return pid >> kHostPidBits; }
+
+// The host of a record: HostOfPid of the process it names (its tgid, or the tid of an IOVEC or
+// FDLIST record, which belong to the call before them); nothing for a record that names no
+// process (STRING, CLOCK, LOST, NVME, CACHE_STATE, a pid of 0, a field past the record's size).
+std::optional<uint32_t> HostOfRecord(const iot_rec_hdr* rec);
 
 // The host names of a trace by index: the header's `hosts` table, or for a trace of one host its
 // `host.hostname` (one entry, possibly empty).

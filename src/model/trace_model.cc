@@ -7,8 +7,10 @@
 #include <cstring>
 
 #include "base/json_fields.h"
+#include "format/hosts.h"
 #include "format/op_info.h"
 #include "format/records.h"
+#include "format/trace_writer.h"
 #include "model/block_requests.h"
 #include "model/model_builder_impl.h"
 
@@ -844,6 +846,16 @@ void ModelBuilder::Impl::NotePageCacheResidency(const iot_page_cache& pc) {
 
 Status ModelBuilder::Add(const iot_rec_hdr* rec) {
   Impl& s = *impl_;
+  if (s.options.host) {
+    const std::optional<uint32_t> host = HostOfRecord(rec);
+    if (host && *host != *s.options.host) {
+      if (rec->type == IOT_REC_SYSCALL || rec->type == IOT_REC_PROC) {
+        const uint64_t ts = RecordTimestamp(rec);
+        if (ts != 0) other_hosts_first_ts_ = std::min(other_hosts_first_ts_, ts);
+      }
+      return Status::Ok();
+    }
+  }
   size_t need = RecordFixedSize(rec->type);
   s.m->stats_.records++;
   if (rec->type <= IOT_REC_MAX) s.m->stats_.records_by_type[rec->type]++;
@@ -931,6 +943,9 @@ Status ModelBuilder::Add(const iot_rec_hdr* rec) {
 
 Result<std::unique_ptr<TraceModel>> ModelBuilder::Finish() {
   IOTWIN_RETURN_IF_ERROR(impl_->Finish());
+  ModelStats& stats = impl_->m->stats_;
+  if (stats.first_ts != 0 && other_hosts_first_ts_ < stats.first_ts)
+    stats.first_ts = other_hosts_first_ts_;
   if (!impl_->options.scope.IsAll()) {
     ApplyScope(*impl_->m, impl_->options.scope, impl_->program_images.Images());
   }

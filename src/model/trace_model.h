@@ -30,6 +30,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -267,6 +268,10 @@ struct ModelOptions {
   // skipped as kOutOfScope. A replay's trace is judged by its recorded names: paths below the
   // sandbox root its header names are judged as if the root were "/".
   Scope scope;
+  // One host of a merged trace (format/hosts.h): records of other hosts' processes are left out
+  // as if the trace held only this host's (`replay --mpi`), except that start_ts() stays the
+  // first call of the whole job. Records without a process stay.
+  std::optional<uint32_t> host;
 };
 
 class TraceModel {
@@ -341,6 +346,9 @@ class ModelBuilder {
                          const std::set<ProgramImages::Key>& program_images);
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  // ModelOptions::host: the first call of the hosts left out. The model's time origin stays the
+  // job's, so that a host which started after the others waits as long in a replay.
+  uint64_t other_hosts_first_ts_ = UINT64_MAX;
 };
 
 // Reads a whole trace file into a model. Damage the reader reports (truncation) is kept in
