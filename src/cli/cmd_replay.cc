@@ -10,6 +10,8 @@
 #include "cli/commands.h"
 #include "cli/scope_options.h"
 #include "cli/unit_options.h"
+#include "replay/mpi_job.h"
+#include "replay/mpi_replay.h"
 #include "replay/replay.h"
 
 namespace iotwin::cli {
@@ -23,6 +25,8 @@ struct ReplayArgs {
   double spin_us = 50;
   bool quiet = false;
   ScopeArgs scope;
+  bool mpi = false;
+  std::vector<std::string> mpi_hosts;
 };
 
 std::string SelfPath() {
@@ -31,6 +35,43 @@ std::string SelfPath() {
   if (n <= 0) return "iotwin";
   buf[n] = 0;
   return buf;
+}
+void PrintReplaySummary(const replay::ReplayOutcome& r, bool json, const char* schema) {
+  if (json) {
+    nlohmann::json summary = r.summary;
+    summary["schema"] = schema;
+    // Names are bytes: a name that is not UTF-8 shows with U+FFFD, never aborts.
+    std::printf("%s\n",
+                summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::fputs(r.text.c_str(), stdout);
+  }
+}
+
+// --mpi: this process is one rank of an MPI job (replay/mpi_replay.h). Rank 0 prints the job's
+// summary; a rank that fails stops the whole job, which would otherwise wait for it.
+int RunAsMpiRank(ReplayArgs& args) {
+  auto job = replay::JoinMpiJob();
+  if (!job.ok()) {
+    std::fprintf(stderr, "iotwin replay: %s\n", job.status().ToString().c_str());
+    return kExitError;
+  }
+  replay::MpiReplayOptions mo;
+  mo.replay = args.o;
+  mo.replay.progress = false;  // one terminal, many ranks
+  mo.hosts = args.mpi_hosts;
+  auto r = replay::RunMpiReplay(mo, **job);
+  if (!r.ok()) {
+    std::fprintf(stderr, "iotwin replay: rank %d of %d: %s\n", (*job)->rank(), (*job)->size(),
+                 r.status().ToString().c_str());
+    std::fflush(stderr);
+    (*job)->Abort(kExitError);
+  }
+  for (const auto& w : r->warnings)
+    std::fprintf(stderr, "iotwin replay: rank %d: warning: %s\n", (*job)->rank(), w.c_str());
+  if ((*job)->rank() == 0) PrintReplaySummary(*r, args.o.json, "iotwin-replay-mpi/1");
+  std::fflush(stdout);
+  return r->exit_code;
 }
 }  // namespace
 
@@ -100,6 +141,16 @@ CommandSpec SetupReplay(CLI::App& parent) {
       ->transform(SizeUnits());
   sub->add_flag("--wrap", o.wrap, "Wrap requests beyond the end of a smaller device");
   AddScopeOptions(sub, args->scope, true);
+  sub->add_flag("--mpi", args->mpi,
+                "Run as one rank of an MPI job (mpirun -np N iotwin replay JOB --mpi): rank R "
+                "replays recorded host R (a trace of one host: a whole copy), under ROOT/rank-R, "
+                "all ranks starting together; --record merges every rank's recording "
+                "(docs/multi-host.md)");
+  sub->add_option("--mpi-hosts", args->mpi_hosts,
+                  "With --mpi: the recorded host each rank replays, in rank order (default: host "
+                  "R for rank R)")
+      ->delimiter(',')
+      ->type_name("HOST,...");
   return {sub, [args] {
             replay::ReplayOptions& o = args->o;
             auto fail = [&](const Status& st) {
@@ -148,18 +199,13 @@ CommandSpec SetupReplay(CLI::App& parent) {
             if (o.layer == replay::Layer::kSyscall && o.root.empty() && !o.dry_run) {
               return fail(Status::Invalid("--root DIR is required (the sandbox to replay into)"));
             }
+            if (!args->mpi_hosts.empty() && !args->mpi)
+              return fail(Status::Invalid("--mpi-hosts is for --mpi"));
+            if (args->mpi) return RunAsMpiRank(*args);
             auto r = replay::RunReplay(o);
             if (!r.ok()) return fail(r.status());
             for (const auto& w : r->warnings) std::fprintf(stderr, "iotwin replay: warning: %s\n", w.c_str());
-            if (o.json) {
-              r->summary["schema"] = "iotwin-replay/1";
-              // Names are bytes: a name that is not UTF-8 shows with U+FFFD, never aborts.
-              std::printf("%s\n",
-                          r->summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-                              .c_str());
-            } else {
-              std::fputs(r->text.c_str(), stdout);
-            }
+            PrintReplaySummary(*r, o.json, "iotwin-replay/1");
             return r->exit_code;
           }};
 }

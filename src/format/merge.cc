@@ -428,6 +428,7 @@ nlohmann::json Merger::MergedMeta() const {
   }
   meta["hosts"] = std::move(hosts);
   meta["layers"] = MergedLayers(sources_);
+  if (!options_.replay.is_null()) meta["replay"] = options_.replay;
   if (meta["host"].is_object()) {  // the job's start, on the reference's clocks
     const i128 mono = json_fields::GetUint(meta, "host/anchor/monotonic_ns", 0);
     const i128 real = json_fields::GetUint(meta, "host/anchor/realtime_ns", 0);

@@ -35,6 +35,9 @@ struct MergeOptions {
   std::vector<MergeOffset> offsets;
   std::string output;
   TraceWriterOptions writer;
+  // The merged header's `replay` object (`replay --mpi --record`: the whole job's replay facts
+  // and thread map); null keeps the reference's.
+  nlohmann::json replay;
 };
 
 struct MergeResult {

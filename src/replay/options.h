@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +69,11 @@ struct ReplayOptions {
   uint64_t max_write = 0;
   // Files left out (model::ModelOptions::scope): not prepared, their ops skipped.
   model::Scope scope;
+  // One host of a merged trace to replay (format/hosts.h; `--mpi`: each rank its host's part).
+  std::optional<uint32_t> host;
+  // Called once every engine is set up and the recorder runs, right before the start time is
+  // taken (`--mpi`: the barrier all ranks leave together). Its error stops the replay.
+  std::function<Status()> start_gate;
 };
 
 Result<PaceMode> ParsePace(const std::string& s);

@@ -262,10 +262,12 @@ nlohmann::json ThreadMap(const model::TraceModel& model, const Engines& engines)
   nlohmann::json tmap = nlohmann::json::array();
   for (size_t k = 0; k < engines.size(); k++) {
     auto wt = engines[k]->WorkerTids();
+    auto windows = engines[k]->WorkerWindows();
     for (size_t i = 0; i < wt.size() && i < model.threads().size(); i++) {
       const auto& th = model.threads()[i];
       tmap.push_back({{"copy", k}, {"recorded_tid", th.tid}, {"recorded_tgid", th.tgid},
-                      {"worker_tid", wt[i]}});
+                      {"worker_tid", wt[i]}, {"ops", windows[i].ops},
+                      {"window_s", static_cast<double>(windows[i].window_ns) / 1e9}});
     }
   }
   return tmap;
@@ -383,6 +385,16 @@ Result<ReplayOutcome> RunEngines(const model::TraceModel& model, std::vector<Rep
     }
   }
 
+  if (o.start_gate) {
+    Status st = o.start_gate();
+    if (!st.ok()) {
+      for (auto& e : engines) e->Abort("the start gate failed");
+      for (auto& e : engines) e->Start(NowNs());
+      for (auto& e : engines) e->Wait();
+      for (auto& e : engines) e->Release();
+      return st;
+    }
+  }
   // Start slightly in the future so every worker is waiting when time 0 arrives.
   uint64_t live_start = NowNs() + 2'000'000;
   for (auto& e : engines) e->Start(live_start);
@@ -490,6 +502,7 @@ Result<ReplayOutcome> RunReplay(const ReplayOptions& in) {
                            "--include, --exclude and --scope apply to files");
   }
   mo.scope = o.scope;
+  mo.host = o.host;
   IOTWIN_ASSIGN_OR_RETURN(auto model, model::LoadTraceModel(o.trace, mo, &damage));
   IOTWIN_RETURN_IF_ERROR(CheckTrace(*model, damage, o, &out.warnings));
   // What the model had to assume (a name used both as a file and as a directory, ...).
