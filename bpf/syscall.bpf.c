@@ -192,12 +192,11 @@ struct iot_ident {
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #endif
 
-/* The struct file behind descriptor `fd` of the current task, or NULL. */
-static __always_inline struct file *iot_fd_file(long fd)
+/* The struct file behind descriptor `fd` of `task` (the current one), or NULL. */
+static __always_inline struct file *iot_task_fd_file(struct task_struct *task, long fd)
 {
 	if (fd < 0)
 		return NULL;
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct fdtable *fdt = task->files->fdt;
 	if (!fdt)
 		return NULL;
@@ -213,6 +212,12 @@ static __always_inline struct file *iot_fd_file(long fd)
 #else
 	return f; /* untyped for the verifier: fields go through BPF_CORE_READ */
 #endif
+}
+
+/* The struct file behind descriptor `fd` of the current task, or NULL. */
+static __always_inline struct file *iot_fd_file(long fd)
+{
+	return iot_task_fd_file(bpf_get_current_task_btf(), fd);
 }
 
 #ifndef IOT_NO_KFUNC_CAST
@@ -1386,14 +1391,14 @@ static __always_inline bool iot_sc_emit_short(const struct iot_syscall *sc)
 	return true;
 }
 
-static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 pid_tgid)
+static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 pid_tgid,
+					   __u64 now)
 {
 	__u32 zero = 0;
 	struct iot_scratch *s = bpf_map_lookup_elem(&iot_scratch, &zero);
 	if (!s)
 		return;
 	struct iot_syscall *sc = &s->ext.sc;
-	__u64 now = bpf_ktime_get_ns();
 	__u16 op = j->op;
 	__u64 a0 = j->args[0], a1 = j->args[1], a2 = j->args[2], a3 = j->args[3];
 
@@ -1452,16 +1457,82 @@ static __always_inline void iot_sys_finish(struct iot_join *j, long ret, __u64 p
 	iot_sc_emit_tail(s, sc, d, a1, a2);
 }
 
+/* read, write, pread64 and pwrite64, the bulk of most traces, straight into a
+ * reserved short record: no scratch record, no per-op decode, no copy. The
+ * fields are those iot_sys_finish fills for these ops (descriptor identity,
+ * the position for read and write). False: a call the short form cannot hold
+ * (length, result or duration past 32 bits), or a write to the intent marker
+ * file, which iot_sys_finish handles. */
+static __always_inline bool iot_sys_finish_rw(struct task_struct *task, struct iot_join *j,
+					      long ret, __u64 now)
+{
+	__u16 op = j->op;
+	if (op != IOT_OP_READ && op != IOT_OP_WRITE && op != IOT_OP_PREAD64 &&
+	    op != IOT_OP_PWRITE64)
+		return false;
+	__u64 dur = now - j->ts;
+	__u64 length = j->args[2];
+	if (dur > 0xffffffffULL || length > 0xffffffffULL || ret != (long)(__s32)ret)
+		return false;
+	struct iot_ident ident = {};
+	iot_file_ident(iot_task_fd_file(task, (long)j->args[0]), &ident);
+	if (op == IOT_OP_WRITE && iot_marker_ino && ident.ok && ident.ino == iot_marker_ino &&
+	    ident.dev == iot_marker_dev)
+		return false;
+	struct iot_wire_syscall_short *w = bpf_ringbuf_reserve(&iot_events, sizeof(*w), 0);
+	if (!w) {
+		iot_count_drop(IOT_SRC_SYSCALL);
+		return true;
+	}
+	w->hdr.type = IOT_WIRE_SYSCALL_SHORT;
+	w->hdr.size = sizeof(*w);
+	w->op = op;
+	w->cpu = bpf_get_smp_processor_id();
+	w->ts = j->ts;
+	w->tgid = task->tgid; /* what bpf_get_current_pid_tgid returns */
+	w->tid = task->pid;
+	w->dur = dur;
+	w->fd = j->args[0];
+	w->ret = ret;
+	w->length = length;
+	w->offset = 0;
+	if (op == IOT_OP_PREAD64 || op == IOT_OP_PWRITE64)
+		w->offset = j->args[3];
+	if (ident.ok) {
+		w->ino = ident.ino;
+		w->fsize = ident.fsize;
+		w->dev = ident.dev;
+		w->ftype = ident.ftype;
+		w->sflags = 0;
+		/* read and write: where the call read or wrote, as in iot_sc_identity */
+		__u16 mode = ident.ftype << 12;
+		if ((op == IOT_OP_READ || op == IOT_OP_WRITE) &&
+		    (mode == IOT_S_IFREG || mode == IOT_S_IFBLK))
+			w->offset = ret > 0 ? ident.pos - ret : ident.pos;
+	} else {
+		w->ino = 0;
+		w->fsize = 0;
+		w->dev = 0;
+		w->ftype = 0;
+		w->sflags = IOT_SCF_NO_FILE;
+	}
+	bpf_ringbuf_submit(w, iot_wake_flags());
+	return true;
+}
+
 static __always_inline int iot_sys_exit_body(long nr, long ret)
 {
 	if ((__u64)nr >= IOT_NR_MAX)
 		return 0;
 	if (!iot_nr_to_op[nr])
 		return 0;
-	struct iot_join *j = bpf_task_storage_get(&iot_join, bpf_get_current_task_btf(), NULL, 0);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct iot_join *j = bpf_task_storage_get(&iot_join, task, NULL, 0);
 	if (!j || !j->op)
 		return 0;
-	iot_sys_finish(j, ret, bpf_get_current_pid_tgid());
+	__u64 now = bpf_ktime_get_ns();
+	if (!iot_sys_finish_rw(task, j, ret, now))
+		iot_sys_finish(j, ret, bpf_get_current_pid_tgid(), now);
 	j->op = 0;
 	return 0;
 }
