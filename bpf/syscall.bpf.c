@@ -9,9 +9,11 @@
  * filter. Untraced processes pay one array load per syscall, plus one hash
  * lookup for file-I/O syscalls.
  *
- * Exit builds the record in a per-CPU scratch buffer and copies it to the
- * ring: 112 bytes for most calls; with a tail (paths read from user memory at
- * exit, iovec lengths) for path and vectored calls. libaio requests are read
+ * Exit of read, write, pread64 and pwrite64 fills a reserved 72-byte short
+ * record in the ring directly. Other calls build the record in a per-CPU
+ * scratch buffer and copy it to the ring: the short form when its left-out
+ * fields hold their defaults, else 112 bytes; with a tail (paths read from
+ * user memory at exit, iovec lengths) for path and vectored calls. libaio requests are read
  * from io_submit's iocb array and io_getevents' event array here too.
  * Writes to the intent marker file become intent records instead.
  */
