@@ -22,7 +22,7 @@ Per configuration (medians over the repetitions):
   loop CPU ns/call  the loop's own CPU time (user + system, its getrusage) per call: the BPF
                     programs run in its context, so this is what tracing adds to each call, and
                     it is steadier than elapsed time on a shared machine
-  consumer ns/call  CPU time of the iotwin process (/proc/PID/stat utime + stime, 10 ms ticks)
+  consumer ns/call  CPU time of the iotwin process (its threads' /proc/PID/task/*/schedstat, ns)
                     from the command's start (an `echo start` before the loop) until the loop
                     has printed its result, per call: the consumer, without the set-up
   ring B/call       ring_bytes_consumed of the trace's footer per call
@@ -80,6 +80,17 @@ def layer_of(prog):
 
 
 def proc_cpu_s(pid):
+    """CPU seconds of process `pid` so far: the sum of its threads' on-CPU nanoseconds
+    (/proc/PID/task/*/schedstat), else utime + stime in clock ticks (10 ms: too coarse for a run
+    of a second)."""
+    try:
+        total = 0
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+    except (OSError, IndexError, ValueError):
+        pass
     try:
         with open("/proc/%d/stat" % pid) as f:
             fields = f.read().rsplit(")", 1)[1].split()

@@ -23,7 +23,7 @@ and the spread [min, max] of:
   loop CPU +ns     the loop's CPU time per call (user + system, its own getrusage) minus the
                    median of the untraced runs': what the BPF programs, which run in the loop's
                    context, add to each call
-  consumer ns      CPU time of the tracer process per call (/proc/PID/stat, 10 ms ticks) while
+  consumer ns      CPU time of the tracer process per call (its threads' schedstat, ns) while
                    the loop runs: iotwin's ring consumer, or bpftrace
   BPF ns/call      run_time_ns of the tracer's own BPF programs per call (bpftool, stats runs);
                    it includes bpf_stats' own clock reads, about 60 ns per program run here
