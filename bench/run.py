@@ -4,7 +4,8 @@
   bench/run.sh [--smoke] [--build DIR] [--out FILE] [--dir DIR] [--only SECTIONS]
 
 Sections (--only, comma-separated): capture (overhead, loss and trace size:
-bench/capture/overhead.py, loss_rate.py, and the per-layer cost of breakdown.py), replay
+bench/capture/overhead.py, loss_rate.py, the per-layer cost of breakdown.py and the per-call CPU
+with its spread of percall.py), replay
 (bench/replay/replay_vs_fio.py), device (original-pacing device replay against fio's on a
 loop device: bench/replay/device_vs_fio.py), analysis (report throughput and peak RSS on a
 synthetic trace from build/bench/synth_trace), export (CSV/JSONL export and Python to_numpy rows/s:
@@ -122,7 +123,26 @@ def section_capture(a, work):
     overhead += "\n### Loss at the highest call rate, and beyond\n\n" + loss
     breakdown, results["breakdown"], wall3 = run_breakdown(a, work)
     overhead += "\n### Where the cost per call goes\n\n" + breakdown
-    return overhead, size, results, wall + wall2 + wall3
+    percall, results["percall"], wall4 = run_percall(a, work)
+    overhead += "\n### CPU added per call, with its spread\n\n" + percall
+    return overhead, size, results, wall + wall2 + wall3 + wall4
+
+
+def run_percall(a, work):
+    """bench/capture/percall.py: the CPU each configuration adds per call (BPF run time, the
+    loop's and the consumer's CPU) and the wall ratio, median and spread of 11 interleaved
+    repetitions, and the cached fio ratio. It prints its markdown."""
+    js = os.path.join(work, "percall.json")
+    cmd = [sys.executable, os.path.join(HERE, "capture/percall.py"), "--build", a.build,
+           "--dir", a.dir, "--json", js]
+    cmd += ["--smoke"] if a.smoke else ["--fio"]
+    rc, out, err, wall = sh(cmd)
+    sys.stderr.write(err)
+    if rc != 0:
+        raise RuntimeError("capture/percall.py failed (rc %d)" % rc)
+    text = out.replace("Command: `sudo bench/capture/percall.py",
+                       "Command: `sudo bench/capture/percall.py --dir %s" % a.dir)
+    return portable(text, a.build), json.load(open(js)), wall
 
 
 def run_breakdown(a, work):
