@@ -339,6 +339,15 @@ std::vector<pid_t> ReplayEngine::WorkerTids() const {
   return out;
 }
 
+std::vector<ReplayEngine::WorkerWindow> ReplayEngine::WorkerWindows() const {
+  std::vector<WorkerWindow> out;
+  for (const auto& w : workers_) {
+    const bool active = w->first_issue_ns != 0 && w->finish_ns >= w->first_issue_ns;
+    out.push_back({w->done_ops.load(), active ? w->finish_ns - w->first_issue_ns : 0});
+  }
+  return out;
+}
+
 void ReplayEngine::Start(uint64_t live_start) {
   live_start_ = live_start;
   started_.store(true);

@@ -69,6 +69,12 @@ class ReplayEngine {
   // Thread ids of the workers (after Setup): what --record traces. Same order as
   // model.threads(): worker i replays model thread i.
   std::vector<pid_t> WorkerTids() const;
+  // After Wait(): each worker's ops replayed and its active window, from its first call or
+  // request to the end of its last op (ns; 0 when it issued none). Same order as WorkerTids().
+  struct WorkerWindow {
+    uint64_t ops = 0, window_ns = 0;
+  };
+  std::vector<WorkerWindow> WorkerWindows() const;
   // Opens the gate: recorded time start_ts() maps to `live_start` (CLOCK_MONOTONIC ns).
   void Start(uint64_t live_start);
   // Waits until every worker has finished its ops; closes what is still open. Workers stay
