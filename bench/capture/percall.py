@@ -30,6 +30,10 @@ and the spread [min, max] of:
                    (an empty bpftrace tracepoint program measures that floor)
   BPF ns/run       the same per program run, for the programs that run about once per call
 
+Floors, once per repetition with the stats on: bpftrace programs on every system call that do
+nothing, store a constant in a map, and store a clock read (bpf_ktime_get_ns) in a map; their
+ns per run say what any program pays here and what one clock read costs (--no-floors skips).
+
 With --fio, cached fio 4 KiB random reads (psync, --invalidate=0, 256 MiB file read into the page
 cache first) untraced and under iotwin's default layers, alternated, --reps times: the IOPS ratio
 traced / untraced, median and spread.
@@ -52,6 +56,11 @@ sys.path.insert(0, HERE)
 import breakdown  # noqa: E402  (run_one, bpf_prog_stats: one way of reading a run)
 
 SYSCALL_FLAGS = ["--no-memory", "--no-block", "--no-nvme", "--no-sched"]
+# What a program on every system call costs before it does anything, and what one clock read
+# costs (bpf_ktime_get_ns; iotwin reads it at enter and at exit), in bpf_stats' ns per run.
+FLOORS = [("empty", "tracepoint:raw_syscalls:sys_enter { }"),
+          ("store", "tracepoint:raw_syscalls:sys_enter { @[cpu] = 1; }"),
+          ("clock", "tracepoint:raw_syscalls:sys_enter { @[cpu] = nsecs; }")]
 FIO_JOB = ["--name=cached", "--size=256M", "--rw=randread", "--bs=4k", "--ioengine=psync",
            "--invalidate=0", "--time_based", "--output-format=json"]
 
@@ -86,6 +95,23 @@ def bpf_per_call(rec):
     calls = rec["calls"]
     per = {name: (ns / calls, cnt / calls) for name, (ns, cnt) in progs.items()}
     return sum(v[0] for v in per.values()), per
+
+
+def floor_run(program, loop_cmd):
+    """ns per run of a bpftrace `program` on sys_enter while the loop runs (stats on)."""
+    b = subprocess.Popen(["bpftrace", "-e", program], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    try:
+        b.stdout.readline()  # "Attaching 1 probe...": attached
+        s0 = breakdown.bpf_prog_stats(b.pid)
+        subprocess.run(loop_cmd, stdout=subprocess.DEVNULL)
+        s1 = breakdown.bpf_prog_stats(b.pid)
+    finally:
+        b.terminate()
+        b.wait()
+    ns = sum(v[0] for v in s1.values()) - sum(v[0] for v in s0.values())
+    cnt = sum(v[1] for v in s1.values()) - sum(v[1] for v in s0.values())
+    return ns / cnt if cnt else None
 
 
 def fio_iops(prefix, path, runtime):
@@ -149,6 +175,11 @@ def measure(args, configs, loop_cmd, tmp):
                                  "%.0f ns/call" % r["consumer_ns"]
                                  if r.get("consumer_ns") is not None else "-", bpf),
                               file=sys.stderr)
+            if args.floors:
+                set_bpf_stats("1")
+                for name, program in FLOORS:
+                    runs.setdefault("floors", {}).setdefault(name, []).append(
+                        floor_run(program, loop_cmd))
     finally:
         set_bpf_stats(old)
     return runs
@@ -189,6 +220,18 @@ def report(args, configs, runs, fio, load):
             fmt(stats(cons)) if flags is not None else "-",
             fmt(stats(bpf_total)) if flags is not None else "-",
             runs_col if flags is not None else "-"))
+    floors = runs.get("floors")
+    if floors:
+        st = {name: stats(v) for name, v in floors.items()}
+        clock = [c - t for c, t in zip(floors["clock"], floors["store"])
+                 if c is not None and t is not None]
+        p("")
+        p("Floors, in the stats runs (bpftrace programs on every system call, ns per run): an "
+          "empty program %s (bpf_stats' own clock reads and the tracepoint's dispatch, in every "
+          "ns/run above); one storing a constant in a map %s, and the same storing "
+          "`bpf_ktime_get_ns()` %s, so one clock read costs %s ns here. iotwin runs two "
+          "programs per call (enter and exit), each with one clock read." % (
+              fmt(st["empty"]), fmt(st["store"]), fmt(st["clock"]), fmt(stats(clock))))
     if fio:
         p("")
         p("fio 4 KiB random reads, page cache (psync, --invalidate=0, 256 MiB, %d s per run), "
@@ -215,13 +258,16 @@ def main():
     ap.add_argument("--dir", default="/var/tmp", help="where the files go")
     ap.add_argument("--fio", action="store_true", help="also the cached fio ratio")
     ap.add_argument("--fio-runtime", type=int, default=3, help="seconds per fio run (3)")
+    ap.add_argument("--no-floors", dest="floors", action="store_false",
+                    help="skip the bpftrace floor programs (empty, map store, clock read)")
     ap.add_argument("--smoke", action="store_true", help="1 short repetition (a check)")
     ap.add_argument("--json", help="write the raw numbers here")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("percall: needs root")
     if args.smoke:
-        args.reps, args.calls, args.fio = 1, 20000, False
+        args.reps, args.calls, args.fio, args.floors = 1, 20000, False, False
+    args.floors = args.floors and shutil.which("bpftrace") is not None
     iotwin = args.iotwin or os.path.join(args.build, "src/cli/iotwin")
     loop = os.path.join(args.build, "tests/progs/pread_loop")
     path = os.path.join(args.dir, "iotwin-breakdown-%dm.dat" % args.file_mb)
@@ -254,7 +300,8 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"runs": runs, "fio": fio}, f, indent=1)
-    if any(r is None for c in runs.values() for mode in c.values() for r in mode):
+    if any(r is None for name, c in runs.items() if name != "floors"
+           for mode in c.values() for r in mode):
         sys.exit(1)
 
 
