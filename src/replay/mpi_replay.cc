@@ -44,9 +44,13 @@ Result<RankPart> PlanRankPart(const std::string& trace, const std::vector<std::s
       return Status::Invalid("--mpi-hosts names {} hosts for {} ranks: one per rank, in rank order",
                              hosts.size(), size);
     }
-    IOTWIN_ASSIGN_OR_RETURN(std::vector<uint32_t> index,
-                            ResolveHostNames(meta, {hosts[static_cast<size_t>(rank)]}));
-    part.host_index = index.at(0);
+    const std::string& want = hosts[static_cast<size_t>(rank)];
+    auto it = std::find(names.begin(), names.end(), want);
+    if (it == names.end()) {
+      return Status::Invalid("--mpi-hosts {}: no such host in {} (hosts: {})", BytesToText(want),
+                             trace, BytesToText(fmt::format("{}", fmt::join(names, ", "))));
+    }
+    part.host_index = static_cast<uint32_t>(it - names.begin());
   } else if (merged) {
     if (names.size() != static_cast<size_t>(size)) {
       return Status::Invalid(
