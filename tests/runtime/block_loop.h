@@ -3,6 +3,7 @@
 // program.
 #pragma once
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -16,6 +17,79 @@
 #include "runtime_util.h"
 
 namespace iotwin::test {
+
+// A loop device over a sparse file under /var/tmp of `bytes`, or over an existing path (another
+// loop device, say); with `direct_io`, the loop driver reads and writes its backing file with
+// O_DIRECT. The destructor unmounts what Mount() mounted, detaches the device and removes the
+// file, even when a test fails halfway.
+class RawLoop {
+ public:
+  explicit RawLoop(uint64_t bytes, bool direct_io = false) {
+    char tmpl[] = "/var/tmp/iotwin-loop-XXXXXX";
+    const int fd = mkstemp(tmpl);
+    if (fd < 0) return;
+    image_ = tmpl;
+    const bool sized = ftruncate(fd, static_cast<off_t>(bytes)) == 0;
+    close(fd);
+    if (sized) Attach(image_, direct_io);
+  }
+  RawLoop(const std::string& backing, bool direct_io) { Attach(backing, direct_io); }
+  ~RawLoop() {
+    if (!mount_.empty()) {
+      Run({"/usr/bin/umount", mount_}, 30);
+      rmdir(mount_.c_str());
+    }
+    if (!dev_.empty()) Run({"/usr/sbin/losetup", "-d", dev_}, 30);
+    if (!image_.empty()) unlink(image_.c_str());
+  }
+  RawLoop(const RawLoop&) = delete;
+  RawLoop& operator=(const RawLoop&) = delete;
+
+  const std::string& dev() const { return dev_; }      // "" when the set-up failed
+  const std::string& image() const { return image_; }  // "" over an existing path
+  std::string name() const { return dev_.substr(dev_.rfind('/') + 1); }
+  // "7:3", from sysfs.
+  std::string MajorMinor() const {
+    std::ifstream in("/sys/block/" + name() + "/dev");
+    std::string mm;
+    in >> mm;
+    return mm;
+  }
+  // Formats the device ext4 and mounts it on a new directory under /var/tmp; its path, or "".
+  std::string Mount() {
+    if (Run({"/usr/sbin/mkfs.ext4", "-q", "-F", dev_}, 60).exit_code != 0) return "";
+    char tmpl[] = "/var/tmp/iotwin-mnt-XXXXXX";
+    if (!mkdtemp(tmpl)) return "";
+    if (Run({"/usr/bin/mount", dev_, tmpl}, 30).exit_code != 0) {
+      rmdir(tmpl);
+      return "";
+    }
+    mount_ = tmpl;
+    return mount_;
+  }
+  // True while every byte of the backing file is zero (nothing was written).
+  bool Untouched() const {
+    std::ifstream in(image_, std::ios::binary);
+    char buf[1 << 16];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+      for (std::streamsize i = 0; i < in.gcount(); i++) {
+        if (buf[i] != 0) return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  void Attach(const std::string& backing, bool direct_io) {
+    std::vector<std::string> argv = {"/usr/sbin/losetup", "-f", "--show"};
+    if (direct_io) argv.push_back("--direct-io=on");
+    argv.push_back(backing);
+    RunResult r = Run(argv, 30);
+    if (r.exit_code == 0) dev_ = r.out.substr(0, r.out.find('\n'));
+  }
+
+  std::string image_, dev_, mount_;
+};
 
 // A sparse image under /var/tmp on a free loop device, formatted ext4 and mounted on a
 // temporary directory. The destructor unmounts, detaches and removes whatever was set up.

@@ -18,38 +18,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "block_loop.h"
 #include "runtime_util.h"
 
 namespace iotwin::test {
 namespace {
-
-// A sparse image on a loop device with direct I/O to its backing file, no file system.
-class RawLoop {
- public:
-  explicit RawLoop(int size_mb) {
-    char image[] = "/var/tmp/iotwin-qd-XXXXXX";
-    const int fd = mkstemp(image);
-    if (fd < 0) return;
-    close(fd);
-    image_ = image;
-    if (truncate(image_.c_str(), static_cast<off_t>(size_mb) << 20) != 0) return;
-    RunResult r = Run({"/sbin/losetup", "-f", "--show", "--direct-io=on", image_}, 30);
-    if (r.exit_code != 0) return;
-    dev_ = r.out.substr(0, r.out.find('\n'));
-    Run({"/bin/udevadm", "settle", "-t", "5"}, 10);  // udev's probe reads, before we count
-  }
-  ~RawLoop() {
-    if (!dev_.empty()) Run({"/sbin/losetup", "-d", dev_}, 30);
-    if (!image_.empty()) unlink(image_.c_str());
-  }
-  RawLoop(const RawLoop&) = delete;
-  RawLoop& operator=(const RawLoop&) = delete;
-  const std::string& dev() const { return dev_; }
-  std::string name() const { return dev_.substr(dev_.rfind('/') + 1); }
-
- private:
-  std::string image_, dev_;
-};
 
 struct DiskStats {
   uint64_t reads = 0, weighted_ms = 0;
@@ -79,8 +52,9 @@ DiskStats ReadDiskStats(const std::string& name) {
 TEST(BlockQueueDepth, MatchesDiskstatsWeightedTimeForFioLibaioDepth16) {
   IOTWIN_REQUIRE_BPF_OR_SKIP();
   if (access("/usr/bin/fio", X_OK) != 0) GTEST_SKIP() << "fio is not installed";
-  RawLoop loop(64);
+  RawLoop loop(64 << 20, /*direct_io=*/true);
   ASSERT_FALSE(loop.dev().empty()) << "losetup failed";
+  test::Run({"/bin/udevadm", "settle", "-t", "5"}, 10);  // udev's probe reads, before we count
   TempDir tmp;
   const std::string trace = tmp / "qd.iotwin";
   const DiskStats before = ReadDiskStats(loop.name());

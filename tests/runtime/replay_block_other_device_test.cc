@@ -12,51 +12,13 @@
 #include <fstream>
 #include <iostream>
 
+#include "block_loop.h"
 #include "replay_util.h"
 
 namespace iotwin::test {
 namespace {
 
 constexpr const char* kBlkio = "/sys/fs/cgroup/blkio";
-
-// A loop device over `backing` (a sparse file it creates when `bytes` > 0, else an existing
-// path such as another loop device); detached (and the file removed) on destruction.
-class Loop {
- public:
-  Loop(const std::string& backing, uint64_t bytes, bool direct_io = false) {
-    if (bytes > 0) {
-      char tmpl[] = "/var/tmp/iotwin-oloop-XXXXXX";
-      int fd = mkstemp(tmpl);
-      if (fd < 0) return;
-      image_ = tmpl;
-      const bool sized = ftruncate(fd, static_cast<off_t>(bytes)) == 0;
-      close(fd);
-      if (!sized) return;
-    }
-    std::vector<std::string> argv = {"/usr/sbin/losetup", "-f", "--show"};
-    if (direct_io) argv.push_back("--direct-io=on");
-    argv.push_back(bytes > 0 ? image_ : backing);
-    RunResult r = Run(argv, 30);
-    if (r.exit_code == 0) dev_ = r.out.substr(0, r.out.find('\n'));
-  }
-  ~Loop() {
-    if (!dev_.empty()) Run({"/usr/sbin/losetup", "-d", dev_}, 30);
-    if (!image_.empty()) unlink(image_.c_str());
-  }
-  Loop(const Loop&) = delete;
-  Loop& operator=(const Loop&) = delete;
-  const std::string& dev() const { return dev_; }
-  // "7:3", from sysfs.
-  std::string MajorMinor() const {
-    std::ifstream in("/sys/block/" + dev_.substr(dev_.rfind('/') + 1) + "/dev");
-    std::string mm;
-    in >> mm;
-    return mm;
-  }
-
- private:
-  std::string image_, dev_;
-};
 
 // A child cgroup of the v1 blkio controller whose members' I/O to `major_minor` is limited to
 // `iops` reads and `iops` writes a second; removed on destruction (once empty).
@@ -110,10 +72,10 @@ TEST(ReplayBlockOtherDevice, ASlowerTargetIsTheDevicesAnswerNotAReplayFault) {
   if (access((std::string(kBlkio) + "/blkio.throttle.read_iops_device").c_str(), W_OK) != 0) {
     GTEST_SKIP() << "no cgroup v1 blkio throttling at " << kBlkio;
   }
-  Loop dev_a("", 8 << 20), dev_c("", 8 << 20);
+  RawLoop dev_a(8 << 20), dev_c(8 << 20);
   ASSERT_FALSE(dev_a.dev().empty());
   ASSERT_FALSE(dev_c.dev().empty());
-  Loop dev_b(dev_c.dev(), 0, /*direct_io=*/true);
+  RawLoop dev_b(dev_c.dev(), /*direct_io=*/true);
   ASSERT_FALSE(dev_b.dev().empty());
   ThrottledCgroup slow(dev_c.MajorMinor(), 200);
   ASSERT_TRUE(slow.ok());

@@ -6,46 +6,11 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "block_loop.h"
 #include "replay_util.h"
 
 namespace iotwin::test {
 namespace {
-
-class LoopDevice {
- public:
-  explicit LoopDevice(uint64_t bytes) {
-    char tmpl[] = "/var/tmp/iotwin-loop-XXXXXX";
-    int fd = mkstemp(tmpl);
-    if (fd < 0) return;
-    image_ = tmpl;
-    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) return;
-    close(fd);
-    RunResult r = Run({"/usr/sbin/losetup", "-f", "--show", image_}, 30);
-    if (r.exit_code == 0) {
-      dev_ = r.out.substr(0, r.out.find('\n'));
-    }
-  }
-  ~LoopDevice() {
-    if (!mount_.empty()) {
-      Run({"/usr/bin/umount", mount_}, 30);
-      rmdir(mount_.c_str());
-    }
-    if (!dev_.empty()) Run({"/usr/sbin/losetup", "-d", dev_}, 30);
-    if (!image_.empty()) unlink(image_.c_str());
-  }
-  const std::string& dev() const { return dev_; }
-  const std::string& image() const { return image_; }
-  bool Mount() {
-    if (Run({"/usr/sbin/mkfs.ext4", "-q", "-F", dev_}, 60).exit_code != 0) return false;
-    char tmpl[] = "/var/tmp/iotwin-mnt-XXXXXX";
-    if (!mkdtemp(tmpl)) return false;
-    mount_ = tmpl;
-    return Run({"/usr/bin/mount", dev_, mount_}, 30).exit_code == 0;
-  }
-
- private:
-  std::string image_, dev_, mount_;
-};
 
 TraceBuilder BlockTrace(int n) {
   TraceBuilder b;
@@ -68,7 +33,7 @@ TraceBuilder BlockTrace(int n) {
 
 TEST(ReplayBlock, ReplaysTheRequestStreamOntoALoopDevice) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for losetup";
-  LoopDevice loop(16 << 20);
+  RawLoop loop(16 << 20);
   ASSERT_FALSE(loop.dev().empty());
   TempDir tmp;
   std::string trace = WriteTrace(BlockTrace(90), tmp / "t.iotwin");
@@ -95,7 +60,7 @@ TEST(ReplayBlock, ReplaysTheRequestStreamOntoALoopDevice) {
 
 TEST(ReplayBlock, OriginalPacingKeepsTheRecordedTimes) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for losetup";
-  LoopDevice loop(16 << 20);
+  RawLoop loop(16 << 20);
   ASSERT_FALSE(loop.dev().empty());
   TempDir tmp;
   TraceBuilder b = BlockTrace(0);
@@ -120,7 +85,7 @@ TEST(ReplayBlock, OriginalPacingKeepsTheRecordedTimes) {
 // than recorded instead of waiting for it (none is held for the recorded queue depth).
 TEST(ReplayBlock, OriginalPacingDoesNotWaitForTheRecordedQueueDepth) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for losetup";
-  LoopDevice loop(32 << 20);
+  RawLoop loop(32 << 20);
   ASSERT_FALSE(loop.dev().empty());
   TempDir tmp;
   TraceBuilder b = BlockTrace(0);
@@ -147,7 +112,7 @@ TEST(ReplayBlock, RefusesWithoutPermissionTooSmallOrMounted) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for losetup";
   TempDir tmp;
   std::string trace = WriteTrace(BlockTrace(30), tmp / "t.iotwin");
-  LoopDevice small(1 << 20);  // the trace reaches ~4 MiB
+  RawLoop small(1 << 20);  // the trace reaches ~4 MiB
   ASSERT_FALSE(small.dev().empty());
   auto no_allow = RunReplayCmd({trace, "--layer", "block", "--device", small.dev(), "-q"});
   EXPECT_EQ(no_allow.run.exit_code, 2);
@@ -161,9 +126,9 @@ TEST(ReplayBlock, RefusesWithoutPermissionTooSmallOrMounted) {
   EXPECT_EQ(wrapped.run.exit_code, 0) << wrapped.run.err;
   EXPECT_EQ(J(wrapped.summary, "/mismatches/total"), 0u);
 
-  LoopDevice mounted(32 << 20);
+  RawLoop mounted(32 << 20);
   ASSERT_FALSE(mounted.dev().empty());
-  ASSERT_TRUE(mounted.Mount());
+  ASSERT_FALSE(mounted.Mount().empty());
   auto m = RunReplayCmd({trace, "--layer", "block", "--device", mounted.dev(), "--allow-device",
                          "-q"});
   EXPECT_EQ(m.run.exit_code, 2);

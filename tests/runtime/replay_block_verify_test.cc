@@ -12,50 +12,13 @@
 #include <map>
 
 #include "block_distort.h"
+#include "block_loop.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 #include "replay_util.h"
 
 namespace iotwin::test {
 namespace {
-
-// A raw loop device over a sparse file; detached and removed on destruction.
-class RawLoop {
- public:
-  explicit RawLoop(uint64_t bytes) {
-    char tmpl[] = "/var/tmp/iotwin-vloop-XXXXXX";
-    int fd = mkstemp(tmpl);
-    if (fd < 0) return;
-    image_ = tmpl;
-    const bool sized = ftruncate(fd, static_cast<off_t>(bytes)) == 0;
-    close(fd);
-    if (!sized) return;
-    RunResult r = Run({"/usr/sbin/losetup", "-f", "--show", image_}, 30);
-    if (r.exit_code == 0) dev_ = r.out.substr(0, r.out.find('\n'));
-  }
-  ~RawLoop() {
-    if (!dev_.empty()) Run({"/usr/sbin/losetup", "-d", dev_}, 30);
-    if (!image_.empty()) unlink(image_.c_str());
-  }
-  RawLoop(const RawLoop&) = delete;
-  RawLoop& operator=(const RawLoop&) = delete;
-  const std::string& dev() const { return dev_; }
-  const std::string& image() const { return image_; }
-  // True while every byte of the backing file is zero (nothing was written).
-  bool Untouched() const {
-    std::ifstream in(image_, std::ios::binary);
-    char buf[1 << 16];
-    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-      for (std::streamsize i = 0; i < in.gcount(); i++) {
-        if (buf[i] != 0) return false;
-      }
-    }
-    return true;
-  }
-
- private:
-  std::string image_, dev_;
-};
 
 uint32_t DevOf(const std::string& dev_path) {
   struct stat st;
