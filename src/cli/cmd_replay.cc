@@ -143,9 +143,9 @@ CommandSpec SetupReplay(CLI::App& parent) {
   AddScopeOptions(sub, args->scope, true);
   sub->add_flag("--mpi", args->mpi,
                 "Run as one rank of an MPI job (mpirun -np N iotwin replay JOB --mpi): rank R "
-                "replays recorded host R (a trace of one host: a whole copy), under ROOT/rank-R, "
-                "all ranks starting together; --record merges every rank's recording "
-                "(docs/multi-host.md)");
+                "replays recorded host R (a trace of one host: a whole copy), under ROOT/rank-R "
+                "({rank} in a --map target is R), all ranks starting together; --record merges "
+                "every rank's recording (docs/multi-host.md)");
   sub->add_option("--mpi-hosts", args->mpi_hosts,
                   "With --mpi: the recorded host each rank replays, in rank order (default: host "
                   "R for rank R)")

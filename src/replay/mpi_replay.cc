@@ -69,8 +69,13 @@ Result<RankPart> PlanRankPart(const std::string& trace, const std::vector<std::s
   return part;
 }
 
-// ROOT/rank-R and OUT.rank-R: each rank's own file set and recording.
+// ROOT/rank-R and OUT.rank-R: each rank's own file set and recording; "{rank}" in a --map
+// target is the rank's number (a target without it is shared by every rank).
 Status PlaceRank(ReplayOptions* o, int rank) {
+  for (auto& [from, to] : o->maps) {
+    for (size_t at = to.find("{rank}"); at != std::string::npos; at = to.find("{rank}", at))
+      to.replace(at, 6, std::to_string(rank));
+  }
   if (!o->root.empty() && !o->dry_run) {
     IOTWIN_ASSIGN_OR_RETURN(std::string root, CanonicalRoot(o->root));
     o->root = fmt::format("{}/rank-{}", root, rank);
