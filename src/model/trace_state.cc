@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <utility>
 
@@ -22,12 +23,49 @@ uint64_t SatAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX
 
 // The descriptor whose description a call acts on: the one data are read from (copies read one
 // and write the other), else the one written to or used; -1 when the call names none.
-int32_t DataFdOf(const iot_syscall& sc, const OpInfo& info) {
+// Which field that is for each op: 1 fd, 2 fd2, 0 none.
+int8_t DataFdField(const OpInfo& info) {
   for (FdRole role : {FdRole::kReadFrom, FdRole::kWriteTo, FdRole::kUsed, FdRole::kRing}) {
-    if (info.fd == role) return sc.fd;
-    if (info.fd2 == role) return sc.fd2;
+    if (info.fd == role) return 1;
+    if (info.fd2 == role) return 2;
   }
-  return -1;
+  return 0;
+}
+
+// What OnSyscall reads of every record's op, taken from the op table once: the table's call
+// and the walk over the descriptor roles cost, per record, a sizeable part of a read's
+// interpretation.
+struct OpFacts {
+  const OpInfo* info = nullptr;
+  int8_t data_fd = 0;  // DataFdField
+  bool changes_table = false;  // a case of OnTableCall (else its position is OnDataPosition's)
+};
+bool ChangesTable(uint16_t op) {
+  switch (op) {
+    case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:
+    case IOT_OP_CLOSE: case IOT_OP_CLOSE_RANGE: case IOT_OP_DUP: case IOT_OP_DUP2:
+    case IOT_OP_DUP3: case IOT_OP_FCNTL: case IOT_OP_CHDIR: case IOT_OP_FCHDIR:
+    case IOT_OP_MMAP: case IOT_OP_MUNMAP: case IOT_OP_MREMAP: case IOT_OP_RENAME:
+    case IOT_OP_RENAMEAT: case IOT_OP_RENAMEAT2: case IOT_OP_IO_SETUP: case IOT_OP_IO_DESTROY:
+    case IOT_OP_IO_URING_SETUP:
+      return true;
+    default:
+      return false;
+  }
+}
+const std::array<OpFacts, IOT_OP_MAX + 1> kOpFacts = [] {
+  std::array<OpFacts, IOT_OP_MAX + 1> facts{};
+  for (uint16_t op = 0; op <= IOT_OP_MAX; op++) {
+    facts[op].info = &GetOpInfo(op);
+    facts[op].data_fd = DataFdField(*facts[op].info);
+    facts[op].changes_table = ChangesTable(op);
+  }
+  return facts;
+}();
+const OpFacts& FactsOf(uint16_t op) { return kOpFacts[op <= IOT_OP_MAX ? op : IOT_OP_UNKNOWN]; }
+
+int32_t DataFdOf(const iot_syscall& sc, const OpFacts& facts) {
+  return facts.data_fd == 1 ? sc.fd : facts.data_fd == 2 ? sc.fd2 : -1;
 }
 
 }  // namespace
@@ -866,11 +904,11 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc,
                                     const std::optional<std::string_view>& path2) {
   NextRecord();
   NoteThread(sc.tid, sc.tgid);
-  const uint16_t op = sc.op;
   const bool ok = sc.ret >= 0 && !(sc.sflags & IOT_SCF_INTERRUPTED);
-  const OpInfo& info = GetOpInfo(op);
+  const OpFacts& facts = FactsOf(sc.op);
+  const OpInfo& info = *facts.info;
   SyscallEffect e;
-  const int32_t data_fd = DataFdOf(sc, info);
+  const int32_t data_fd = DataFdOf(sc, facts);
   e.desc = DescriptionOf(sc.tgid, data_fd);
   if (handover_rule_ && UsedPreviousInstance(sc, info, ok, e)) {
     if (info.family != OpFamily::kSeek) OnDataPosition(sc, info, e);  // the recorded offset
@@ -878,6 +916,20 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc,
   }
   if (const Replaced* r = ReplacedFor(sc.tgid, data_fd, sc.ts)) e.desc = r->desc;
   if (e.desc != kNoDescription && ok) LearnIdentity(descs_[e.desc], sc);
+  if (facts.changes_table)
+    OnTableCall(sc, path, path2, ok, e);
+  else
+    OnDataPosition(sc, info, e);
+  return e;
+}
+
+// Out of line: nearly every record is a read or a write, and this function's registers and
+// stack would otherwise be set up for each of them.
+[[gnu::noinline]] void TraceState::OnTableCall(const iot_syscall& sc,
+                                               const std::optional<std::string_view>& path,
+                                               const std::optional<std::string_view>& path2,
+                                               bool ok, SyscallEffect& e) {
+  const uint16_t op = sc.op;
   switch (op) {
     case IOT_OP_OPEN: case IOT_OP_OPENAT: case IOT_OP_OPENAT2: case IOT_OP_CREAT:
       // Every path returns `e` itself: the result is built in place (a hot path).
@@ -968,10 +1020,8 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc,
       }
       break;
     default:
-      OnDataPosition(sc, info, e);
       break;
   }
-  return e;
 }
 
 }  // namespace iotwin::model

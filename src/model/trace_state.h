@@ -376,6 +376,10 @@ class TraceState {
 
   void OnOpen(const iot_syscall& sc, std::optional<std::string_view> path, SyscallEffect& e);
   void OnDataPosition(const iot_syscall& sc, const OpInfo& info, SyscallEffect& e);
+  // The calls that change descriptor tables, cwds, mappings or async contexts (OnSyscall's
+  // other part): opens, closes, dups, fcntl, chdir, mmap, renames, io_setup, ...
+  void OnTableCall(const iot_syscall& sc, const std::optional<std::string_view>& path,
+                   const std::optional<std::string_view>& path2, bool ok, SyscallEffect& e);
   // The hand-over rule's part of OnSyscall (see SetHandoverRule): whether the call used a
   // previous instance, and close_range over descriptors some of which are.
   bool UsedPreviousInstance(const iot_syscall& sc, const OpInfo& info, bool ok, SyscallEffect& e);
