@@ -494,7 +494,17 @@ class Analyzer {
     return access == kAccessWrite ? 0 : taken;
   }
   void NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uint64_t count, uint64_t ts);
-  void NoteRecentRead(FileStats& f, uint8_t access, uint64_t first, uint64_t end);
+  // Inline: NoteAccess's part for every data call on storage (its call cost a fifth of it).
+  void NoteRecentRead(FileStats& f, uint8_t access, uint64_t first, uint64_t end) {
+    auto& reads = f.recent_reads;  // the newest kRecentReads
+    if (access != kAccessFault && !reads.empty() && reads.back().access == access &&
+        reads.back().end == first) {
+      reads.back().end = end;
+      reads.back().seen_ts = last_ts_;
+      return;
+    }
+    reads.push_back({.first = first, .end = end, .seen_ts = last_ts_, .access = access});
+  }
   // Pages of [first, end) that `r` read: counted as its misses, and no longer its.
   void CreditRecentRead(FileStats& f, RecentRead& r, uint64_t lo, uint64_t hi, uint64_t ts);
   void AddPending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end);

@@ -3,6 +3,7 @@
 #include "analysis/analyzer.h"
 
 #include <algorithm>
+#include <array>
 
 #include "analysis/analyzer_internal.h"
 #include "base/checked_math.h"
@@ -160,11 +161,16 @@ void Analyzer::NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uin
   // brought them in. They count as those reads' misses, newest read first, each page once;
   // pages a write put in the cache are the program's own, neither misses nor pending.
   constexpr uint64_t kRunLateNs = 2'000'000;
-  std::vector<std::pair<uint64_t, uint64_t>> rest{{first, PendingPages::End(first, count)}};
-  for (auto r = f.recent_reads.rbegin(); r != f.recent_reads.rend() && !rest.empty(); ++r) {
+  // The run's pages no read has taken yet, as ranges in order (held in place: this runs for
+  // every insertion record). A range splits in two only around a whole read, which then has
+  // nothing left to credit: each read adds at most one range, so at most kRecentReads + 1.
+  std::array<std::pair<uint64_t, uint64_t>, kRecentReads + 1> rest;
+  rest[0] = {first, PendingPages::End(first, count)};
+  size_t n = 1;
+  for (auto r = f.recent_reads.rbegin(); r != f.recent_reads.rend() && n > 0; ++r) {
     // A read from before the run began found its pages cached (evicted since, added again).
     if (SaturatingAdd(r->seen_ts, kRunLateNs) < ts) break;
-    for (size_t i = 0; i < rest.size() && r->first < r->end;) {
+    for (size_t i = 0; i < n && r->first < r->end;) {
       const auto [a, b] = rest[i];
       const uint64_t lo = std::max(a, r->first), hi = std::min(b, r->end);
       if (lo >= hi) {
@@ -172,12 +178,23 @@ void Analyzer::NotePageAdd(int32_t file_index, FileStats& f, uint64_t first, uin
         continue;
       }
       CreditRecentRead(f, *r, lo, hi, ts);
-      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
-      if (a < lo) rest.insert(rest.begin() + static_cast<std::ptrdiff_t>(i++), {a, lo});
-      if (hi < b) rest.insert(rest.begin() + static_cast<std::ptrdiff_t>(i++), {hi, b});
+      // [a, b) becomes its pieces outside [lo, hi): none, one or two.
+      std::array<std::pair<uint64_t, uint64_t>, 2> pieces;
+      size_t k = 0;
+      if (a < lo) pieces[k++] = {a, lo};
+      if (hi < b) pieces[k++] = {hi, b};
+      const auto tail = rest.begin() + static_cast<std::ptrdiff_t>(i + 1);
+      const auto end = rest.begin() + static_cast<std::ptrdiff_t>(n);
+      if (k == 2)
+        std::copy_backward(tail, end, end + 1);
+      else if (k == 0)
+        std::copy(tail, end, tail - 1);
+      for (size_t j = 0; j < k; j++) rest[i + j] = pieces[j];
+      n = n - 1 + k;
+      i += k;
     }
   }
-  for (const auto& [a, b] : rest) AddPending(file_index, f, a, b);
+  for (size_t i = 0; i < n; i++) AddPending(file_index, f, rest[i].first, rest[i].second);
 }
 
 void Analyzer::CreditRecentRead(FileStats& f, RecentRead& r, uint64_t lo, uint64_t hi,
@@ -192,17 +209,6 @@ void Analyzer::CreditRecentRead(FileStats& f, RecentRead& r, uint64_t lo, uint64
   }
 }
 
-void Analyzer::NoteRecentRead(FileStats& f, uint8_t access, uint64_t first, uint64_t end) {
-  auto& reads = f.recent_reads;  // the newest kRecentReads
-  if (access != kAccessFault && !reads.empty() && reads.back().access == access &&
-      reads.back().end == first) {
-    reads.back().end = end;
-    reads.back().seen_ts = last_ts_;
-    return;
-  }
-  reads.push_back(
-      {.first = first, .end = end, .seen_ts = last_ts_, .access = access});
-}
 
 void Analyzer::AddPending(int32_t file_index, FileStats& f, uint64_t first, uint64_t end) {
   const uint64_t added = pending_pages_.Add(static_cast<uint32_t>(file_index), first, end);

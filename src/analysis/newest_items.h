@@ -21,6 +21,12 @@ class NewestItems {
 
   // Appends `item`; when N are held, the oldest is forgotten.
   void push_back(const T& item) {
+    if (size_ == N) {  // full: the common case of a long stream, without the vector's size
+      older_[oldest_] = newest_;
+      oldest_ = oldest_ + 1 == N - 1 ? 0 : oldest_ + 1;
+      newest_ = item;
+      return;
+    }
     if (size_ > 0) {
       // The newest becomes the newest of the older ones (a ring of N - 1).
       if (older_.size() < N - 1) {
