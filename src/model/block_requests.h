@@ -203,68 +203,119 @@ class TimeList {
   // Reads the list in order.
   class Cursor {
    public:
-    explicit Cursor(const TimeList& list) : list_(&list) { Load(); }
-    bool done() const { return index_ > list_->size(); }
+    explicit Cursor(const TimeList& list) : list_(&list), packed_left_(list.packed_) { Load(); }
+    bool done() const { return done_; }
     uint64_t value() const { return value_; }
     void next() { Load(); }
 
    private:
     void Load() {
-      if (index_ < list_->packed_) {
-        if (at_ == list_->blocks_[block_].size()) {
-          ++block_;
-          at_ = 0;
-        }
-        const std::vector<uint8_t>& bytes = list_->blocks_[block_];
-        uint64_t zigzag = 0;
-        for (int shift = 0;; shift += 7) {
-          const uint8_t b = bytes[at_++];
-          zigzag |= static_cast<uint64_t>(b & 0x7f) << shift;
-          if (!(b & 0x80)) break;
-        }
+      if (packed_left_ > 0) {
+        if (at_ == end_) NextBlock();
+        uint64_t zigzag = *at_++;
+        if (zigzag >= 0x80) zigzag = DecodeRest(zigzag);
         value_ += (zigzag >> 1) ^ (0 - (zigzag & 1));  // wraps as the encoding did
-      } else if (index_ < list_->size()) {
-        value_ = list_->tail_[index_ - list_->packed_];
+        --packed_left_;
+      } else if (tail_at_ < list_->tail_size_) {
+        value_ = list_->tail_[tail_at_++];
+      } else {
+        done_ = true;
       }
-      ++index_;
+    }
+    void NextBlock() {
+      at_ = list_->blocks_[block_].data();
+      end_ = at_ + list_->block_used_[block_];
+      ++block_;
+    }
+    // The varint's bytes after its first (`first`, which has its continuation bit).
+    uint64_t DecodeRest(uint64_t first) {
+      uint64_t zigzag = first & 0x7f;
+      for (int shift = 7;; shift += 7) {
+        const uint8_t b = *at_++;
+        zigzag |= static_cast<uint64_t>(b & 0x7f) << shift;
+        if (!(b & 0x80)) return zigzag;
+      }
     }
     const TimeList* list_;
-    size_t index_ = 0, block_ = 0, at_ = 0;
+    size_t packed_left_, block_ = 0, tail_at_ = 0;
+    const uint8_t* at_ = nullptr;
+    const uint8_t* end_ = nullptr;
     uint64_t value_ = 0;
+    bool done_ = false;
   };
 
  private:
   // Codes the oldest whole times, keeping kKeptWhole.
   void Pack() {
     const size_t n = tail_size_ - kKeptWhole;
+    uint8_t* out = blocks_.empty() ? nullptr : blocks_.back().data() + block_used_.back();
     for (size_t i = 0; i < n; i++) {
-      if (blocks_.empty() || blocks_.back().size() + 10 > kBlock) {
-        blocks_.emplace_back();
-        blocks_.back().reserve(kBlock);
+      if (!out || out + 10 > blocks_.back().data() + kBlock) {  // a varint takes at most 10
+        if (out) block_used_.back() = static_cast<uint32_t>(out - blocks_.back().data());
+        blocks_.emplace_back(kBlock);
+        block_used_.push_back(0);
+        out = blocks_.back().data();
       }
       const uint64_t diff = tail_[i] - last_packed_;
       uint64_t zigzag = (diff << 1) ^ (0 - (diff >> 63));
       last_packed_ = tail_[i];
-      std::vector<uint8_t>& bytes = blocks_.back();
-      while (zigzag >= 0x80) {
-        bytes.push_back(static_cast<uint8_t>(zigzag | 0x80));
-        zigzag >>= 7;
-      }
-      bytes.push_back(static_cast<uint8_t>(zigzag));
+      for (; zigzag >= 0x80; zigzag >>= 7) *out++ = static_cast<uint8_t>(zigzag | 0x80);
+      *out++ = static_cast<uint8_t>(zigzag);
     }
+    block_used_.back() = static_cast<uint32_t>(out - blocks_.back().data());
     std::copy(tail_.begin() + static_cast<std::ptrdiff_t>(n),
               tail_.begin() + static_cast<std::ptrdiff_t>(tail_size_), tail_.begin());
     tail_size_ = kKeptWhole;
     packed_ += n;
   }
 
-  std::vector<std::vector<uint8_t>> blocks_;
+  std::vector<std::vector<uint8_t>> blocks_;  // each kBlock bytes
+  std::vector<uint32_t> block_used_;          // the bytes each block holds
   size_t packed_ = 0;  // times in blocks_
   uint64_t last_packed_ = 0;
   std::array<uint64_t, kTail> tail_{};
   size_t tail_size_ = 0;
 };
 inline TimeList::Cursor CursorOf(const TimeList& times) { return TimeList::Cursor(times); }
+
+// Two ascending lists of times read as one, in the order of their sort keys (`key` of a time),
+// ties from `a` first. Each head's key is computed once, when the head is read.
+template <typename CursorA, typename CursorB, typename Key>
+class MergedCursor {
+ public:
+  MergedCursor(CursorA a, CursorB b, const Key& key) : a_(a), b_(b), key_(key) {
+    key_a_ = HeadKey(a_);
+    key_b_ = HeadKey(b_);
+    Pick();
+  }
+  bool done() const { return done_; }
+  uint64_t key() const { return key_next_; }
+  uint64_t value() const { return from_a_ ? a_.value() : b_.value(); }
+  void next() {
+    if (from_a_) {
+      a_.next();
+      key_a_ = HeadKey(a_);
+    } else {
+      b_.next();
+      key_b_ = HeadKey(b_);
+    }
+    Pick();
+  }
+
+ private:
+  // A key past every time where a list is done.
+  uint64_t HeadKey(const auto& c) const { return c.done() ? UINT64_MAX : key_(c.value()); }
+  void Pick() {
+    done_ = a_.done() && b_.done();
+    from_a_ = !a_.done() && (b_.done() || key_a_ <= key_b_);
+    key_next_ = from_a_ ? key_a_ : key_b_;
+  }
+  CursorA a_;
+  CursorB b_;
+  const Key& key_;
+  uint64_t key_a_ = 0, key_b_ = 0, key_next_ = 0;
+  bool from_a_ = false, done_ = false;
+};
 
 // Queue depth of the intervals of `a` and of `b` together (the caller's stored intervals and
 // those still open, read where they are). Sweeps the starts and ends in time order, ends first
@@ -280,43 +331,31 @@ QueueDepth QueueDepthOfSorted(const TimesA& a, const TimesB& b, uint64_t window_
   // Times from the window's start; a window past 2^63 ns (untrusted trace) loses its last bit
   // of time, as a sort key of the time shifted left and a start bit would.
   const uint64_t shift = q.window_ns >> 63 ? 1 : 0;
-  auto key = [&](const auto& cursor) {
-    return cursor.done() ? UINT64_MAX : (cursor.value() - window_first) >> shift;
-  };
+  auto key = [&](uint64_t t) { return (t - window_first) >> shift; };
   // The sum of the intervals (saturating: traces are untrusted): of the ends less the starts.
-  unsigned __int128 ends_sum = 0, starts_sum = 0;
+  std::array<unsigned __int128, 2> sums{};  // of the starts, of the ends
   std::vector<uint64_t> ns_at_depth(1, 0);
   uint64_t depth = 0, prev = window_first;
-  auto sa = CursorOf(a.starts), sb = CursorOf(b.starts);
-  auto ea = CursorOf(a.ends), eb = CursorOf(b.ends);
-  while (!sa.done() || !sb.done() || !ea.done() || !eb.done()) {
-    // The next start and the next end (a key past every time where a list is done).
-    const uint64_t ka = key(sa), kb = key(sb), kea = key(ea), keb = key(eb);
-    const bool start_from_a = !sa.done() && (sb.done() || ka <= kb);
-    const bool end_from_a = !ea.done() && (eb.done() || kea <= keb);
-    const uint64_t next_start = start_from_a ? ka : kb, next_end = end_from_a ? kea : keb;
-    const bool starts_done = sa.done() && sb.done();
-    const bool is_end = !(ea.done() && eb.done()) && (starts_done || next_end <= next_start);
-    const uint64_t ts = window_first + ((is_end ? next_end : next_start) << shift);
+  MergedCursor starts(CursorOf(a.starts), CursorOf(b.starts), key);
+  MergedCursor ends(CursorOf(a.ends), CursorOf(b.ends), key);
+  while (!starts.done() || !ends.done()) {
+    const bool is_end = !ends.done() && (starts.done() || ends.key() <= starts.key());
+    auto& list = is_end ? ends : starts;
+    const uint64_t ts = window_first + (list.key() << shift);
     ns_at_depth[std::min<uint64_t>(depth, ns_at_depth.size() - 1)] += ts - prev;
     prev = ts;
-    // Each list's cursor type differs: one step in each branch.
-    auto take = [](auto& list, unsigned __int128* sum) {
-      *sum += list.value();
-      list.next();
-    };
+    sums[is_end ? 1 : 0] += list.value();
+    list.next();
     if (is_end) {
-      end_from_a ? take(ea, &ends_sum) : take(eb, &ends_sum);
       depth = depth > 0 ? depth - 1 : 0;
     } else {
-      start_from_a ? take(sa, &starts_sum) : take(sb, &starts_sum);
       ++depth;
       q.max = std::max(q.max, depth);
       if (ns_at_depth.size() <= depth && depth < (uint64_t{1} << 20))
         ns_at_depth.resize(depth + 1, 0);
     }
   }
-  const unsigned __int128 in_flight = ends_sum - starts_sum;
+  const unsigned __int128 in_flight = sums[1] - sums[0];
   q.in_flight_ns = in_flight > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(in_flight);
   ns_at_depth[0] += window_last - prev;
   q.average = static_cast<double>(q.in_flight_ns) / static_cast<double>(q.window_ns);
