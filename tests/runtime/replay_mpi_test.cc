@@ -2,16 +2,18 @@
 // iotwin-workload recorded at once as four "nodes", merged into one job trace, replayed by
 // `mpirun -np 4` (rank R replays host R) with --record, and the merged recording compared with
 // the job: every rank replays its host's calls without a mismatch, the recording holds four
-// hosts, each host's threads are paired with the same host's and match 100%, and the start skew
-// is reported. Skipped when iotwin was built without MPI or mpirun is missing (CI installs
-// libopenmpi-dev and openmpi-bin from tools/debian-packages.txt).
-#include <gtest/gtest.h>
+// hosts, each host's threads are paired with the same host's and match 100%, the whole job's
+// IOPS is within 5% of the original's, and the start skew is reported. Skipped when iotwin was
+// built without MPI or mpirun is missing (CI installs libopenmpi-dev and openmpi-bin from
+// tools/debian-packages.txt).
 #include <unistd.h>
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "runtime_util.h"
 
@@ -117,6 +119,13 @@ TEST(ReplayMpi, FourRanksReplayTheirHostsOfAMergedJobAndTheRecordingComparesPerH
     per_host[host].first += row["matched"].get<uint64_t>();
     per_host[host].second +=
         std::max(row["original_ops"].get<uint64_t>(), row["replay_ops"].get<uint64_t>());
+  }
+  // The whole job's rate in original pacing (issue 39: within 5%).
+  for (const json& measure : cmp["measures"]) {
+    if (measure["name"] == "iops-rel-err") {
+      EXPECT_LE(measure["value"].get<double>(), 0.05) << measure.dump();
+      std::printf("whole-job iops-rel-err: %.4f\n", measure["value"].get<double>());
+    }
   }
   ASSERT_EQ(per_host.size(), static_cast<size_t>(kRanks));
   for (const auto& [host, n] : per_host) {
