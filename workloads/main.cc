@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "cli/unit_options.h"
+#include "checkpoint.h"
 #include "common.h"
 #include "kv_offload.h"
 #include "micro.h"
@@ -266,6 +267,29 @@ int main(int argc, char** argv) {
   micro_cmd->add_option("--pattern", micro.pattern,
                         "seq, rand or stride:N (default: rand for randread/randwrite, else seq)");
 
+  CheckpointOptions ckpt;
+  CLI::App* ckpt_cmd = app.add_subcommand(
+      "checkpoint", "A distributed checkpoint: each rank saves its shard (sequential writes, "
+                    "fsync), rank 0 the metadata, then each rank loads a reshard; run alone or "
+                    "under mpirun");
+  AddCommon(ckpt_cmd, common, false);
+  ckpt_cmd->add_option("--rank", ckpt.rank,
+                       "This rank (default: OMPI_COMM_WORLD_RANK or PMI_RANK, else 0)");
+  ckpt_cmd->add_option("--ranks", ckpt.ranks,
+                       "Ranks in the job (default: OMPI_COMM_WORLD_SIZE or PMI_SIZE, else 1)");
+  ckpt_cmd->add_option("--job", ckpt.job,
+                       "The job's name in the marker files the ranks meet through (default: "
+                       "PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid or SLURM_JOB_ID, else local)");
+  ckpt_cmd->add_option("--shard-mb", ckpt.shard_mb, "Each rank's shard")
+      ->transform(iotwin::cli::SizeUnits(1 << 20, "MiB"))->capture_default_str();
+  ckpt_cmd->add_option("--write-size", ckpt.write_size, "Bytes per write of a shard")
+      ->transform(iotwin::cli::SizeUnits())->capture_default_str();
+  ckpt_cmd->add_option("--read-size", ckpt.read_size, "Bytes per read of the reshard")
+      ->transform(iotwin::cli::SizeUnits())->capture_default_str();
+  ckpt_cmd->add_option("--wait", ckpt.wait_s, "Seconds a rank waits for the others")
+      ->transform(iotwin::cli::DurationUnits(1e9, "s"))->capture_default_str();
+  ckpt_cmd->add_flag("--verify", ckpt.verify, "Check the content of every byte loaded");
+
   MixedOptions mixed;
   mixed.kv.gets = 64;
   mixed.model.shard_mb = 4;
@@ -305,6 +329,9 @@ int main(int argc, char** argv) {
   }
   if (model_cmd->parsed()) {
     return Run("model-load", common, [&](RunContext& ctx) { return RunModelLoad(model, ctx); });
+  }
+  if (ckpt_cmd->parsed()) {
+    return Run("checkpoint", common, [&](RunContext& ctx) { return RunCheckpoint(ckpt, ctx); });
   }
   if (micro_cmd->parsed()) {
     return Run("micro", common, [&](RunContext& ctx) { return RunMicro(micro, ctx); });
