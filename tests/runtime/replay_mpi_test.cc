@@ -32,14 +32,14 @@ std::string Mpirun() {
 }
 
 std::vector<std::string> MpirunArgs(int ranks) {
-  return {Mpirun(),
-          "--allow-run-as-root",
-          "--oversubscribe",
-          "-np",
-          std::to_string(ranks),
-          "--mca",
-          "mpi_warn_on_fork",
-          "0"};
+  // Single-copy shared memory (CMA) needs ptrace rights a container may not grant.
+  std::vector<std::string> args = {Mpirun(), "--allow-run-as-root", "--oversubscribe", "-np",
+                                   std::to_string(ranks)};
+  for (const char* mca : {"mpi_warn_on_fork=0", "btl_vader_single_copy_mechanism=none"}) {
+    const std::string kv = mca;
+    args.insert(args.end(), {"--mca", kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1)});
+  }
+  return args;
 }
 
 TEST(ReplayMpi, FourRanksReplayTheirHostsOfAMergedJobAndTheRecordingComparesPerHost) {
@@ -53,8 +53,11 @@ TEST(ReplayMpi, FourRanksReplayTheirHostsOfAMergedJobAndTheRecordingComparesPerH
                                std::string("--mpi"), std::string("--root"), dir / "r0"})
     probe.push_back(a);
   RunResult p = test::Run(probe, 60);
-  if (p.err.find("built without MPI") != std::string::npos)
+  if (p.err.find("built without MPI") != std::string::npos) {
+    // CI installs libopenmpi-dev with openmpi-bin: there, a build that missed MPI is a failure.
+    if (BpfRequired()) FAIL() << "mpirun is here but this iotwin was built without MPI";
     GTEST_SKIP() << "this iotwin was built without MPI";
+  }
   ASSERT_NE(p.exit_code, 0);
   EXPECT_NE(p.err.find("rank 0 of 1"), std::string::npos) << p.err;
 
@@ -65,7 +68,7 @@ TEST(ReplayMpi, FourRanksReplayTheirHostsOfAMergedJobAndTheRecordingComparesPerH
     const std::string trace = dir / ("node" + std::to_string(n) + ".iotwin");
     script += "'" + IotwinBin() + "' record -o '" + trace + "' --no-status -- '" + WorkloadBin() +
               "' micro --dir '" + (dir / ("w" + std::to_string(n))) +
-              "' --op pwrite --ops 200 --file-mb 1 --quiet & ";
+              "' --op pwrite --ops 200 --rate 250 --file-mb 1 --quiet & ";
     merge.push_back(trace);
   }
   for (int n = 0; n < kRanks; n++)
