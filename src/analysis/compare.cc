@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include "analysis/compare_query.h"
 #include "base/checked_math.h"
 #include "base/json_fields.h"
+#include "format/hosts.h"
 #include "format/records.h"
 #include "model/trace_model.h"
 
@@ -217,6 +219,7 @@ SequenceMatch MatchSequences(const Analyzer& a, const Analyzer& b, const json& m
   uint64_t matched = 0, denominator = 0;
   bool exact = true;
   json threads = json::array();
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> by_host;  // merged traces: matched, compared
   for (const ThreadPair& p : pairs) {
     size_t na = p.a >= 0 ? ta[static_cast<size_t>(p.a)].ops->size() : 0;
     size_t nb = p.b >= 0 ? tb[static_cast<size_t>(p.b)].ops->size() : 0;
@@ -227,6 +230,10 @@ SequenceMatch MatchSequences(const Analyzer& a, const Analyzer& b, const json& m
     }
     matched += lcs.length;
     denominator += std::max(na, nb);
+    const ThreadSeq& side = p.a >= 0 ? ta[static_cast<size_t>(p.a)] : tb[static_cast<size_t>(p.b)];
+    std::pair<uint64_t, uint64_t>& host = by_host[HostOfPid(side.tgid)];
+    host.first += lcs.length;
+    host.second += std::max(na, nb);
     double share = std::max(na, nb) ? static_cast<double>(lcs.length) / static_cast<double>(std::max(na, nb)) : 1.0;
     json row = {{"original_tid", p.a >= 0 ? json(ta[static_cast<size_t>(p.a)].tid) : json(nullptr)},
                 {"original_tgid", p.a >= 0 ? json(ta[static_cast<size_t>(p.a)].tgid) : json(nullptr)},
@@ -252,6 +259,17 @@ SequenceMatch MatchSequences(const Analyzer& a, const Analyzer& b, const json& m
                {"matched_ops", matched}, {"compared_ops", denominator},
                {"exact", exact}, {"sequences_truncated", a.sequences_truncated() || b.sequences_truncated()},
                {"rows", thread_rows}};
+  if (!by_host.empty() && by_host.rbegin()->first != 0) {
+    // A merged trace (format/hosts.h): the sequence match of each host's threads.
+    json hosts = json::array();
+    for (const auto& [host, n] : by_host) {
+      const double share =
+          n.second ? static_cast<double>(n.first) / static_cast<double>(n.second) : 1.0;
+      hosts.push_back({{"host", host}, {"matched_ops", n.first}, {"compared_ops", n.second},
+                       {"share", Round6(share)}});
+    }
+    m.threads["hosts"] = std::move(hosts);
+  }
   m.share = seq_match;
   return m;
 }
@@ -848,6 +866,14 @@ std::string RenderCompareCalls(const json& r) {
                    FormatCount(U(t, "compared_ops")),
                    t["exact"].get<bool>() ? "" : " (lower bound: sequences very different)"));
   if (t["sequences_truncated"].get<bool>()) line("  (sequences truncated at --max-sequence-ops)");
+  if (const json* hosts = json_fields::Array(t, "hosts")) {
+    std::string per_host;
+    for (const json& h : *hosts) {
+      per_host += fmt::format("{}host {} {:.1f}%", per_host.empty() ? "" : ", ", U(h, "host"),
+                              json_fields::GetDouble(h, "share", 0) * 100);
+    }
+    line("  per host (seq-match): " + per_host);
+  }
   line(fmt::format("  {:>10} {:>10} {:>12} {:>12} {:>12} {:>8}  {}", "orig tid", "replay tid",
                    "orig ops", "replay ops", "matched", "share", "first difference"));
   for (const json& row : t["rows"]) {

@@ -131,6 +131,8 @@ TEST(ReplayMpi, FourRanksReplayTheirHostsOfAMergedJobAndTheRecordingComparesPerH
     }
   }
   ASSERT_EQ(per_host.size(), static_cast<size_t>(kRanks));
+  ASSERT_EQ(cmp["threads"]["hosts"].size(), static_cast<size_t>(kRanks)) << cmp["threads"].dump();
+  for (const json& h : cmp["threads"]["hosts"]) EXPECT_EQ(h["share"], 1.0) << h.dump();
   for (const auto& [host, n] : per_host) {
     EXPECT_GT(n.second, 0u);
     EXPECT_EQ(n.first, n.second) << "host " << host << ": seq-match below 100%";
