@@ -909,12 +909,16 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc,
   const OpInfo& info = *facts.info;
   SyscallEffect e;
   const int32_t data_fd = DataFdOf(sc, facts);
-  e.desc = DescriptionOf(sc.tgid, data_fd);
+  // The process is looked up once, for the descriptor and for the numbers replaced under it.
+  Process* const p = data_fd >= 0 ? Find(sc.tgid) : nullptr;
+  e.desc = p ? DescriptionIn(*p, data_fd) : kNoDescription;
   if (handover_rule_ && UsedPreviousInstance(sc, info, ok, e)) {
     if (info.family != OpFamily::kSeek) OnDataPosition(sc, info, e);  // the recorded offset
     return e;
   }
-  if (const Replaced* r = ReplacedFor(sc.tgid, data_fd, sc.ts)) e.desc = r->desc;
+  if (p && !p->replaced.empty()) {  // most calls: nothing replaced
+    if (const Replaced* r = ReplacedIn(*p, data_fd, sc.ts)) e.desc = r->desc;
+  }
   if (e.desc != kNoDescription && ok) LearnIdentity(descs_[e.desc], sc);
   if (facts.changes_table)
     OnTableCall(sc, path, path2, ok, e);

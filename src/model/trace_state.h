@@ -349,6 +349,12 @@ class TraceState {
   }
   Process* FindSlow(uint32_t tgid) const;
   static const Descriptor* HighFd(const Process& p, int32_t fd);
+  // The description behind descriptor `fd` (>= 0) of `p`, kNoDescription when none.
+  static DescriptionId DescriptionIn(const Process& p, int32_t fd) {
+    if (static_cast<size_t>(fd) < p.low.size()) return p.low[static_cast<size_t>(fd)].desc;
+    const Descriptor* d = HighFd(p, fd);
+    return d ? d->desc : kNoDescription;
+  }
   Process* Get(uint32_t tgid);  // creates; nullptr at the cap
   Descriptor* Slot(Process& p, int32_t fd);
   void CloseIn(Process& p, int32_t fd);
