@@ -78,6 +78,13 @@ class Trace:
                  "duration_ns": None if end == _OPEN_END else end - begin}
                 for begin, end, tid, label, depth, tgid in self._phase_intervals()]
 
+    def hosts(self):
+        """The hosts of a trace merged by `iotwin merge` (docs/multi-host.md), by index: a
+        record's host is its tgid >> 22. Empty for a trace of one host. Tables of records that
+        name a process then have a `host` column (the host's name)."""
+        return [h.get("name", "") for h in self.header.get("hosts", [])
+                if isinstance(h, dict)]
+
     def to_numpy(self, table, columns=None, where=None):
         """The table as a structured array (text columns as Python str objects)."""
         if table == "phases":
@@ -101,7 +108,7 @@ class Trace:
             if found:
                 names, specs = _assemble(found[0], wanted, where, dictionaries,
                                          reader.file_paths, self._column_names,
-                                         self._phase_of(table, columns))
+                                         self._phase_of(table, columns), self.hosts())
                 if builder is None:
                     # A filter keeps an unknown share of the rows: no count, the array grows.
                     expected = 0 if where else self._expected_rows(table)
@@ -145,7 +152,7 @@ class Trace:
             if found:
                 names, specs = _assemble(found[0], wanted, where, dictionaries,
                                          reader.file_paths, self._column_names,
-                                         self._phase_of(table, columns))
+                                         self._phase_of(table, columns), self.hosts())
                 arrays = [_materialize(c) for c in specs]
                 for i in range(len(arrays[0]) if arrays else 0):
                     yield {n: _scalar(a[i]) for n, a in zip(names, arrays)}
@@ -207,7 +214,8 @@ class Trace:
                                    "path": ["path", "file_id"],
                                    "path2": ["path2", "file2_id"],
                                    "phase": phase_columns,
-                                   "phase_id": phase_columns}.get(c, [c])
+                                   "phase_id": phase_columns,
+                                   "host": ["tgid"]}.get(c, [c])
             native_columns = list(dict.fromkeys(native_columns))
         reader = _native.Reader(self.path, [table], native_columns, list(ops),
                                 0 if ts_from is None else int(ts_from),
@@ -229,7 +237,8 @@ class Trace:
                 raise ValueError("unknown table %r; tables: %s" % (table, _native.table_names()))
             return [], []  # the trace has no such records: no rows, no columns
         return _assemble(found[0], wanted, where, {}, reader.file_paths, self._column_names,
-                         self._phase_of(table, columns) if not max_rows else None)
+                         self._phase_of(table, columns) if not max_rows else None,
+                         self.hosts())
 
     def _phases_table(self, columns, where):
         """phases() as columns: names and arrays (the label as text)."""
@@ -386,9 +395,11 @@ def _where_path(glob):
                      % {"path": glob})
 
 
-def _assemble(found, wanted, where, dictionaries, file_paths, column_names, phase_of=None):
+def _assemble(found, wanted, where, dictionaries, file_paths, column_names, phase_of=None,
+              hosts=()):
     """Names and columns of a table read by the native reader, in the CSV's order (then `path`,
-    `path2`, then `phase`, `phase_id` when `phase_of` gives them) or in the order asked for. A
+    `path2`, then `phase`, `phase_id` when `phase_of` gives them, then `host` for a merged
+    trace's tables with a `tgid`: `hosts` by index) or in the order asked for. A
     column is a NumPy array (numbers) or a pair (codes, values): text, decoded lazily as
     values[codes] (code -1: the last value, "")."""
     native = {}
@@ -421,6 +432,11 @@ def _assemble(found, wanted, where, dictionaries, file_paths, column_names, phas
         codes, labels = phase_of(native)
         out["phase"] = (codes, _lookup(labels + [""]))
         out["phase_id"] = codes
+    if hosts and "tgid" in native:
+        # A pid past the table (a forged trace) or of no process (0 is host 0) reads as "".
+        codes = np.asarray(native["tgid"], dtype=np.int64) >> 22
+        codes = np.where(codes < len(hosts), codes, -1)
+        out["host"] = (codes, _lookup(list(hosts) + [""]))
     if wanted is None:
         names = list(out)
     else:
