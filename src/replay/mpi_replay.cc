@@ -240,6 +240,17 @@ std::string JobText(const json& s) {
   return t;
 }
 
+// --dry-run, --prepare-only: each rank's plan or preparation, one after the other.
+std::string RankTexts(const std::vector<json>& ranks) {
+  std::string t;
+  for (const json& r : ranks) {
+    t += fmt::format("rank {} (host {}):\n", json_fields::GetUint(r, "rank", 0),
+                     BytesToText(json_fields::GetString(r, "host_name")));
+    t += json_fields::GetString(r, "text");
+  }
+  return t;
+}
+
 }  // namespace
 
 Result<ReplayOutcome> RunMpiReplay(const MpiReplayOptions& options, MpiJob& job) {
@@ -261,6 +272,8 @@ Result<ReplayOutcome> RunMpiReplay(const MpiReplayOptions& options, MpiJob& job)
       {"rank", job.rank()},          {"host", part.host ? json(*part.host) : json(nullptr)},
       {"host_name", part.host_name}, {"start_realtime_ns", started},
       {"exit_code", out.exit_code},  {"summary", out.summary}};
+  // A plan or a preparation is each rank's own to read; a replay's figures are summed.
+  if (o.dry_run || o.prepare_only) mine["text"] = out.text;
   IOTWIN_ASSIGN_OR_RETURN(
       std::vector<std::string> gathered,
       job.GatherToRoot(mine.dump(-1, ' ', false, json::error_handler_t::replace)));
@@ -287,7 +300,7 @@ Result<ReplayOutcome> RunMpiReplay(const MpiReplayOptions& options, MpiJob& job)
   }
   s["warnings"] = out.warnings;
   out.summary = std::move(s);
-  out.text = JobText(out.summary);
+  out.text = o.dry_run || o.prepare_only ? RankTexts(ranks) : JobText(out.summary);
   out.exit_code = exit_code;
   return out;
 }
