@@ -12,6 +12,12 @@
 
 namespace iotwin::replay {
 
+// A rank's CLOCK_REALTIME minus rank 0's, from the ping-pong with the shortest round trip.
+struct ClockOffset {
+  int64_t offset_ns = 0;
+  uint64_t error_ns = 0;  // half that round trip
+};
+
 class MpiJob {
  public:
   virtual ~MpiJob() = default;  // MPI_Finalize
@@ -19,6 +25,10 @@ class MpiJob {
   virtual int size() const = 0;
   // Waits until every rank is here; returns this rank's CLOCK_REALTIME read right after.
   virtual Result<uint64_t> Barrier() = 0;
+  // Collective: rank 0 exchanges `rounds` ping-pongs with every other rank, each rank stamping
+  // its reply with CLOCK_REALTIME. Rank 0 receives one offset per rank (its own 0), the other
+  // ranks nothing.
+  virtual Result<std::vector<ClockOffset>> MeasureClockOffsets(int rounds) = 0;
   // Rank 0 receives every rank's bytes in rank order; the other ranks receive nothing.
   virtual Result<std::vector<std::string>> GatherToRoot(const std::string& mine) = 0;
   // Stops every rank of the job (MPI_Abort): for the command line's top level only.

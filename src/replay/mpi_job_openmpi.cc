@@ -38,6 +38,42 @@ class OpenMpiJob final : public MpiJob {
     return RealtimeNs();
   }
 
+  Result<std::vector<ClockOffset>> MeasureClockOffsets(int rounds) override {
+    std::vector<ClockOffset> out;
+    uint64_t stamp = 0;
+    if (rank_ != 0) {
+      for (int i = 0; i < rounds; i++) {
+        if (int rc = MPI_Recv(&stamp, 1, MPI_UINT64_T, 0, kPing, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            rc != MPI_SUCCESS)
+          return MpiError(rc, "MPI_Recv");
+        stamp = RealtimeNs();
+        if (int rc = MPI_Send(&stamp, 1, MPI_UINT64_T, 0, kPong, MPI_COMM_WORLD); rc != MPI_SUCCESS)
+          return MpiError(rc, "MPI_Send");
+      }
+      return out;
+    }
+    out.resize(static_cast<size_t>(size_));
+    for (int r = 1; r < size_; r++) {
+      uint64_t best = UINT64_MAX;
+      for (int i = 0; i < rounds; i++) {
+        const uint64_t sent = RealtimeNs();
+        if (int rc = MPI_Send(&sent, 1, MPI_UINT64_T, r, kPing, MPI_COMM_WORLD); rc != MPI_SUCCESS)
+          return MpiError(rc, "MPI_Send");
+        if (int rc = MPI_Recv(&stamp, 1, MPI_UINT64_T, r, kPong, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            rc != MPI_SUCCESS)
+          return MpiError(rc, "MPI_Recv");
+        const uint64_t back = RealtimeNs();
+        if (back < sent || back - sent >= best) continue;  // the realtime clock stepped, or slower
+        best = back - sent;
+        // stamp - (sent + back) / 2, in 128 bits: stamps are near 2^61.
+        const __int128 mid = (static_cast<__int128>(sent) + back) / 2;
+        out[static_cast<size_t>(r)] = {static_cast<int64_t>(static_cast<__int128>(stamp) - mid),
+                                       best / 2};
+      }
+    }
+    return out;
+  }
+
   Result<std::vector<std::string>> GatherToRoot(const std::string& mine) override {
     if (mine.size() > static_cast<size_t>(INT_MAX))
       return Status::Invalid("rank {}: {} bytes to gather (at most 2 GiB)", rank_, mine.size());
@@ -71,6 +107,7 @@ class OpenMpiJob final : public MpiJob {
   }
 
  private:
+  static constexpr int kPing = 7001, kPong = 7002;
   int rank_;
   int size_;
 };

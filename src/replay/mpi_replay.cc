@@ -23,6 +23,8 @@ namespace {
 
 using json = nlohmann::json;
 
+constexpr int kClockRounds = 20;  // ping-pongs per rank; the shortest round trip measures
+
 // What one rank replays.
 struct RankPart {
   std::optional<uint32_t> host;  // the model's host filter; none: the whole trace (one host)
@@ -130,7 +132,8 @@ json JobReplayMeta(const std::vector<json>& ranks, const ReplayOptions& o, const
 }
 
 // Rank 0: the ranks' recordings merged into OUT, which then replaces them.
-json MergeRecordings(const std::vector<json>& ranks, const ReplayOptions& o, const json& job) {
+json MergeRecordings(const std::vector<json>& ranks, const ReplayOptions& o, const json& job,
+                     const std::vector<ClockOffset>& offsets) {
   MergeOptions mo;
   mo.output = o.record_out;
   const std::vector<std::string> names = RecordingHostNames(ranks);
@@ -141,6 +144,9 @@ json MergeRecordings(const std::vector<json>& ranks, const ReplayOptions& o, con
                                     json_fields::GetString(ranks[i], "summary/record/error"))}};
     }
     mo.inputs.push_back({json_fields::GetString(ranks[i], "summary/record/path"), names[i]});
+    // Rank 0's recording is the reference; the others' clocks as measured against it.
+    if (i > 0 && offsets.size() == ranks.size())
+      mo.offsets.push_back({names[i], offsets[i].offset_ns, offsets[i].error_ns});
   }
   mo.replay = JobReplayMeta(ranks, o, job);
   auto merged = MergeTraces(mo);
@@ -154,17 +160,51 @@ json MergeRecordings(const std::vector<json>& ranks, const ReplayOptions& o, con
 
 double Num(const json& j, const char* key) { return json_fields::GetDouble(j, key, 0.0); }
 
+// The start: each rank's barrier exit as its clock read it, and moved onto rank 0's clock by
+// the offsets measured at launch (on one machine the two agree within the offsets' errors).
+json StartJson(const std::vector<json>& ranks, const std::vector<ClockOffset>& offsets) {
+  json starts = json::array(), offs = json::array(), errs = json::array();
+  const bool measured = offsets.size() == ranks.size();
+  uint64_t first = UINT64_MAX, last = 0, max_err = 0;
+  __int128 first_on0 = 0, last_on0 = 0;
+  bool any = false;
+  for (size_t i = 0; i < ranks.size(); i++) {
+    const uint64_t start = json_fields::GetUint(ranks[i], "start_realtime_ns", 0);
+    starts.push_back(start);
+    if (measured) {
+      offs.push_back(offsets[i].offset_ns);
+      errs.push_back(offsets[i].error_ns);
+    }
+    if (start == 0) continue;
+    first = std::min(first, start);
+    last = std::max(last, start);
+    if (!measured) continue;
+    const __int128 on0 = static_cast<__int128>(start) - offsets[i].offset_ns;
+    first_on0 = any ? std::min(first_on0, on0) : on0;
+    last_on0 = any ? std::max(last_on0, on0) : on0;
+    max_err = std::max(max_err, offsets[i].error_ns);
+    any = true;
+  }
+  json start = {{"skew_ns", first <= last ? json(last - first) : json(nullptr)},
+                {"barrier_exit_realtime_ns", starts},
+                {"how", "CLOCK_REALTIME read by each rank right after MPI_Barrier; max - min"}};
+  if (measured && any) {
+    start["clock_offset_ns"] = offs;
+    start["clock_offset_error_ns"] = errs;
+    start["skew_on_rank0_clock_ns"] = static_cast<uint64_t>(last_on0 - first_on0);
+    start["skew_on_rank0_clock_error_ns"] = 2 * max_err;
+  }
+  return start;
+}
+
 // Rank 0: the job's summary from every rank's.
-json JobSummary(const std::vector<json>& ranks, const ReplayOptions& o) {
-  json hosts = json::array(), starts = json::array(), summaries = json::array();
+json JobSummary(const std::vector<json>& ranks, const ReplayOptions& o,
+               const std::vector<ClockOffset>& offsets) {
+  json hosts = json::array(), summaries = json::array();
   uint64_t ops = 0, bytes = 0, mismatches = 0, skipped = 0;
   double duration = 0;
-  uint64_t first = UINT64_MAX, last = 0;
   for (const json& r : ranks) {
     const json& s = r["summary"];
-    const uint64_t start = json_fields::GetUint(r, "start_realtime_ns", 0);
-    starts.push_back(start);
-    if (start != 0) first = std::min(first, start), last = std::max(last, start);
     const uint64_t n = json_fields::GetUint(s, "ops", 0),
                    mm = json_fields::GetUint(s, "mismatches/total", 0);
     ops += n;
@@ -186,16 +226,12 @@ json JobSummary(const std::vector<json>& ranks, const ReplayOptions& o) {
                      {"exit_code", r["exit_code"]}});
     summaries.push_back(s);
   }
-  json skew = first <= last ? json(last - first) : json(nullptr);
   return {{"trace", o.trace},
           {"root", o.root},
           {"pace", PaceName(o.pace)},
           {"speed", o.speed},
           {"ranks", ranks.size()},
-          {"start",
-           {{"skew_ns", skew},
-            {"barrier_exit_realtime_ns", starts},
-            {"how", "CLOCK_REALTIME read by each rank right after MPI_Barrier; max - min"}}},
+          {"start", StartJson(ranks, offsets)},
           {"hosts", hosts},
           {"total",
            {{"ops", ops},
@@ -218,6 +254,11 @@ std::string JobText(const json& s) {
                             "  start skew  {:.1f} us (CLOCK_REALTIME after MPI_Barrier, "
                             "max - min over ranks)\n",
                             static_cast<double>(skew.get<uint64_t>()) / 1e3);
+  if (const json* on0 = json_fields::Find(s, "start/skew_on_rank0_clock_ns")) {
+    t += fmt::format("{:14}{:.1f} +- {:.1f} us on rank 0's clock (offsets by MPI ping-pong)\n", "",
+                     static_cast<double>(on0->get<uint64_t>()) / 1e3,
+                     json_fields::GetDouble(s, "start/skew_on_rank0_clock_error_ns", 0) / 1e3);
+  }
   t += "  rank host                   ops      ops/s          bytes  mismatches  duration s\n";
   for (const json& h : s["hosts"]) {
     t += fmt::format("  {:>4} {:<16} {:>10} {:>10.0f} {:>14} {:>11} {:>11.3f}\n",
@@ -262,6 +303,8 @@ Result<ReplayOutcome> RunMpiReplay(const MpiReplayOptions& options, MpiJob& job)
                           PlanRankPart(o.trace, options.hosts, job.rank(), job.size()));
   o.host = part.host;
   IOTWIN_RETURN_IF_ERROR(PlaceRank(&o, job.rank()));
+  IOTWIN_ASSIGN_OR_RETURN(std::vector<ClockOffset> offsets,
+                          job.MeasureClockOffsets(kClockRounds));
   uint64_t started = 0;
   o.start_gate = [&job, &started]() -> Status {
     IOTWIN_ASSIGN_OR_RETURN(started, job.Barrier());
@@ -289,13 +332,14 @@ Result<ReplayOutcome> RunMpiReplay(const MpiReplayOptions& options, MpiJob& job)
       return Status::Internal("rank {}'s summary is not JSON", ranks.size() - 1);
     exit_code = std::max(exit_code, ranks.back().value("exit_code", 2));
   }
-  json s = JobSummary(ranks, job_options);
+  json s = JobSummary(ranks, job_options, offsets);
   if (!job_options.record_out.empty() && !o.dry_run && !o.prepare_only) {
     IOTWIN_ASSIGN_OR_RETURN(std::string out_path, ResolveRecordPath(job_options.record_out));
     ReplayOptions merged_options = job_options;
     merged_options.record_out = out_path;
     s["record"] =
-        MergeRecordings(ranks, merged_options, {{"ranks", ranks.size()}, {"start", s["start"]}});
+        MergeRecordings(ranks, merged_options, {{"ranks", ranks.size()}, {"start", s["start"]}},
+                        offsets);
     if (!s["record"]["ok"].get<bool>()) exit_code = std::max(exit_code, 1);
   }
   s["warnings"] = out.warnings;
