@@ -206,6 +206,7 @@ Result<ScenarioResult> RunCheckpoint(const CheckpointOptions& o, RunContext& ctx
   IOTWIN_ASSIGN_OR_RETURN(const RankInfo who, ResolveRank(o));
   ThreadIo& io = ctx.main();
   Layout l{ctx.common().dir + "/checkpoint", who, o.shard_mb * kMiB};
+  IOTWIN_RETURN_IF_ERROR(ctx.EnsureDir(ctx.common().dir));
   IOTWIN_RETURN_IF_ERROR(ctx.EnsureDir(l.dir));
   const uint64_t seed = ctx.common().seed;
   AlignedBuffer& buf = ctx.MainBuffer(static_cast<size_t>(std::max(o.write_size, o.read_size)));

@@ -57,6 +57,13 @@ void LayersAndCoverageText(std::string& out, const json& r) {
                        json_fields::GetString(*scope, "description"),
                        json_fields::GetUint(*scope, "left_out/requests", 0));
   }
+  if (const json* hosts = json_fields::Array(r, "hosts/kept")) {
+    std::string names;
+    for (const json& h : *hosts) names += (names.empty() ? "" : ", ") + h.get<std::string>();
+    out += fmt::format("  hosts   {} (requests submitted there){}\n", names,
+                       r.contains("scope") ? "" : fmt::format("; left out {} requests",
+                                                             json_fields::GetUint(r, "hosts/left_out/requests", 0)));
+  }
   const json& cov = r["coverage"];
   out += fmt::format(
       "\nRequests: {} ({} linked to a cause, {} unattributed); {} bios, {} NVMe "

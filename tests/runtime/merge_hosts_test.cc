@@ -71,3 +71,50 @@ TEST(MergeHosts, PerHostCallsOfTheMergedReportEqualEachHostsOwnReport) {
 
 }  // namespace
 }  // namespace iotwin::test
+
+namespace iotwin::test {
+namespace {
+
+uint64_t LayersRequests(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {IotwinBin(), "layers", "--json"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  RunResult r = test::Run(argv, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out, nullptr, false);
+  if (!j.is_object()) return 0;
+  return j["coverage"]["requests"].get<uint64_t>();
+}
+
+// layers --host keeps the requests submitted on each host: two recordings of the checkpoint
+// workload (shards written with fsync: requests submitted by the program itself) merged; each
+// request is kept by exactly one host, and a host keeps no more than its own trace holds.
+TEST(MergeHosts, LayersHostKeepsEachRequestOnTheHostThatSubmittedIt) {
+  IOTWIN_REQUIRE_BPF_OR_SKIP();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  std::vector<std::string> merge = {IotwinBin(), "merge", "-o", dir / "job.iotwin"};
+  for (const char* n : {"a", "b"}) {
+    const std::string trace = dir / (std::string(n) + ".iotwin");
+    RunResult r = test::Run({IotwinBin(), "record", "-o", trace, "--no-status", "--",
+                             WorkloadBin(), "checkpoint", "--dir", dir / n, "--shard-mb", "4",
+                             "--job", n, "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    merge.push_back(trace);
+  }
+  merge.insert(merge.end(), {"--name", "node-a", "--name", "node-b"});
+  RunResult m = test::Run(merge);
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  const uint64_t all = LayersRequests({dir / "job.iotwin"});
+  const uint64_t on_a = LayersRequests({dir / "job.iotwin", "--host", "node-a"});
+  const uint64_t on_b = LayersRequests({dir / "job.iotwin", "--host", "node-b"});
+  std::printf("layers requests: job %lu, node-a %lu, node-b %lu\n", all, on_a, on_b);
+  EXPECT_GT(on_b, 0u);
+  EXPECT_EQ(on_a + on_b, all);
+  EXPECT_LE(on_b, LayersRequests({dir / "b.iotwin"}));
+  RunResult unknown = test::Run({IotwinBin(), "layers", dir / "job.iotwin", "--host", "node-c"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("node-c"), std::string::npos) << unknown.err;
+}
+
+}  // namespace
+}  // namespace iotwin::test
