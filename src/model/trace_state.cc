@@ -699,9 +699,8 @@ void TraceState::Advance(DescriptionId id, uint64_t pos, uint64_t n) {
 
 // Inline into OnSyscall, its only caller, which runs it for every data call (a hot path).
 [[gnu::always_inline]] inline void TraceState::OnDataPosition(const iot_syscall& sc,
-                                                              const OpInfo& info,
+                                                              const OpInfo& info, bool ok,
                                                               SyscallEffect& e) {
-  const bool ok = sc.ret >= 0 && !(sc.sflags & IOT_SCF_INTERRUPTED);
   const uint64_t n = ok ? static_cast<uint64_t>(sc.ret) : 0;
   if (info.family == OpFamily::kSeek) {
     if (ok && e.desc == kNoDescription && options_.adopt_unknown && !e.previous_instances)
@@ -913,7 +912,7 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc,
   Process* const p = data_fd >= 0 ? Find(sc.tgid) : nullptr;
   e.desc = p ? DescriptionIn(*p, data_fd) : kNoDescription;
   if (handover_rule_ && UsedPreviousInstance(sc, info, ok, e)) {
-    if (info.family != OpFamily::kSeek) OnDataPosition(sc, info, e);  // the recorded offset
+    if (info.family != OpFamily::kSeek) OnDataPosition(sc, info, ok, e);  // recorded offset
     return e;
   }
   if (p && !p->replaced.empty()) {  // most calls: nothing replaced
@@ -923,7 +922,7 @@ SyscallEffect TraceState::OnSyscall(const iot_syscall& sc,
   if (facts.changes_table)
     OnTableCall(sc, path, path2, ok, e);
   else
-    OnDataPosition(sc, info, e);
+    OnDataPosition(sc, info, ok, e);
   return e;
 }
 

@@ -381,7 +381,8 @@ class TraceState {
   void Advance(DescriptionId id, uint64_t pos, uint64_t n);
 
   void OnOpen(const iot_syscall& sc, std::optional<std::string_view> path, SyscallEffect& e);
-  void OnDataPosition(const iot_syscall& sc, const OpInfo& info, SyscallEffect& e);
+  // `ok`: the call succeeded (OnSyscall's test, passed rather than made again per call).
+  void OnDataPosition(const iot_syscall& sc, const OpInfo& info, bool ok, SyscallEffect& e);
   // The calls that change descriptor tables, cwds, mappings or async contexts (OnSyscall's
   // other part): opens, closes, dups, fcntl, chdir, mmap, renames, io_setup, ...
   void OnTableCall(const iot_syscall& sc, const std::optional<std::string_view>& path,
