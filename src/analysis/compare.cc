@@ -594,6 +594,11 @@ Result<ComparedSide> ReadSide(const std::string& path, std::unique_ptr<TraceRead
   TracePassOptions po;
   po.model.compute_dependencies = false;
   po.model.scope = options.files;
+  if (!options.host.empty()) {
+    Result<std::vector<uint32_t>> host = ResolveHostNames(reader->meta(), {options.host});
+    if (!host.ok()) return host.status().WithContext(path);
+    po.model.host = host->at(0);
+  }
   po.query_reads = query_reads;
   po.query_markers = query_markers;
   po.progress = options.progress;
@@ -608,6 +613,7 @@ Result<ComparedSide> ReadSide(const std::string& path, std::unique_ptr<TraceRead
   ao.analyzer.top = 0;
   if (options.storage_calls_only || !options.files.IsAll())
     ao.analyzer.filter.excluded_calls = side.scope.excluded;
+  if (!options.host.empty()) ao.analyzer.filter.host_names = {options.host};
   side.analysis = AnalyzeRecords(pass, ao);
   side.queries = std::move(pass.queries);
   return side;
@@ -620,7 +626,13 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
   std::unique_ptr<TraceReader> replay_reader;
   IOTWIN_ASSIGN_OR_RETURN(const bool device_level,
                           WantsBlockStreamCompare(replay, options, &replay_reader));
-  if (device_level) return CompareBlockStreams(original, replay, options, std::move(replay_reader));
+  if (device_level) {
+    if (!options.host.empty()) {
+      return Status::Invalid("--host judges the system calls of merged traces; a device-level "
+                             "replay's block stream has no hosts");
+    }
+    return CompareBlockStreams(original, replay, options, std::move(replay_reader));
+  }
   // Each trace is read once, the original first: its markers say whether the replay's reads are
   // wanted for the per-query measures.
   IOTWIN_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> original_reader, OpenTrace(original, options));
@@ -648,6 +660,7 @@ Result<json> CompareTraces(const std::string& original, const std::string& repla
                             {"original", ScopeJson(scope_a)},
                             {"replay", ScopeJson(scope_b)}}
                      : json{{"calls", "all"}};
+  if (!options.host.empty()) out["scope"]["host"] = options.host;
   if (!options.files.IsAll()) {
     out["scope"]["files"] = options.files.Describe();
     out["scope"]["original"] = ScopeJson(scope_a);
@@ -836,6 +849,9 @@ std::string RenderCompareHead(const json& r) {
   }
   if (scope.contains("files"))
     line("  files     " + scope.value("files", "") + " (their calls are left out, out_of_scope)");
+  if (scope.contains("host"))
+    line("  host      " + scope.value("host", "") + " only, in both traces (the other hosts' "
+         "records are left out)");
   if (const json* w = json_fields::Find(r, "timing/window")) {
     line(fmt::format("  window    original{} {}, replay {}: first to last judged call issued (the time "
                      "base of rates and curves)",

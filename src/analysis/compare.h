@@ -58,6 +58,9 @@ struct CompareOptions {
   // merges are reported as its answer), "same" as one onto an equal device (all judged), "auto"
   // decides from the two traces' D2C latencies and queue limits (analysis/compare_block.cc).
   std::string target_device = "auto";
+  // One host of merged traces (docs/multi-host.md): both traces' records of other hosts are left
+  // out, by the host's name in each trace's host table; "": the whole job.
+  std::string host;
 };
 
 // Parses "NAME=VALUE" or "NAME=off" into options->thresholds.

@@ -28,6 +28,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
     bool all_calls = false;
     double iat_resolution_us = 50;
     ScopeArgs scope;
+    std::string host;
     std::string layer = "auto";
     std::string target_device = "auto";
   };
@@ -84,6 +85,9 @@ CommandSpec SetupCompare(CLI::App& parent) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e9));
   AddScopeOptions(sub, opt->scope);
+  sub->add_option("--host", opt->host,
+                  "judge one host of merged traces: both traces' records of the other hosts are "
+                  "left out (docs/multi-host.md)");
   sub->add_flag("--salvage", opt->salvage, "skip damaged chunks instead of failing");
   sub->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr");
   sub->footer(
@@ -108,6 +112,7 @@ CommandSpec SetupCompare(CLI::App& parent) {
               return kExitError;
             }
             o.files = *scope;
+            o.host = opt->host;
             o.layer = opt->layer;
             o.target_device = opt->target_device;
             o.top = opt->top;

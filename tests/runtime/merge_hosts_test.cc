@@ -114,6 +114,21 @@ TEST(MergeHosts, LayersHostKeepsEachRequestOnTheHostThatSubmittedIt) {
   RunResult unknown = test::Run({IotwinBin(), "layers", dir / "job.iotwin", "--host", "node-c"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("node-c"), std::string::npos) << unknown.err;
+
+  // compare --host judges one host of both traces: the job against itself on node-b judges the
+  // calls b.iotwin judges against itself, and passes.
+  auto judged = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {IotwinBin(), "compare", "--json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunResult r = test::Run(argv, 120);
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out.substr(0, 400);
+    const json j = json::parse(r.out, nullptr, false);
+    return j.is_object() ? j["scope"]["original"]["calls"].get<uint64_t>() : 0;
+  };
+  const uint64_t own_b = judged({dir / "b.iotwin", dir / "b.iotwin"});
+  EXPECT_GT(own_b, 0u);
+  EXPECT_EQ(judged({"--host", "node-b", dir / "job.iotwin", dir / "job.iotwin"}), own_b);
+  EXPECT_GT(judged({dir / "job.iotwin", dir / "job.iotwin"}), own_b);
 }
 
 }  // namespace
