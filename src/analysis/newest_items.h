@@ -19,8 +19,9 @@ class NewestItems {
   // The newest item is held in place (not behind a pointer): most appends only look at it.
   T& back() { return newest_; }
 
-  // Appends `item`; when N are held, the oldest is forgotten.
-  void push_back(const T& item) {
+  // Appends `item`; when N are held, the oldest is forgotten. Forced inline: the analyzer
+  // appends for every data call, and the compiler called it out of line.
+  [[gnu::always_inline]] void push_back(const T& item) {
     if (size_ == N) {  // full: the common case of a long stream, without the vector's size
       older_[oldest_] = newest_;
       oldest_ = oldest_ + 1 == N - 1 ? 0 : oldest_ + 1;
