@@ -1068,11 +1068,15 @@ void ReplayEngine::Worker::TearDownContext(uint32_t context, const Op& op, uint3
     }
     WaitUntil(now + 50'000, 0);
   }
+  // The original's requests had all completed, and been collected, before its close: the
+  // original made no system call here. Those already complete are collected from the ring, those
+  // still in flight polled for; a kernel wait is the last resort.
+  PollPending(c, SaturatingAdd(NowNs(), std::max<uint64_t>(1'000'000'000,
+                                                           SaturatingMul(recorded, 8))));
   MutexLock lock(&c->mu);
-  // The original's requests had all completed before its close: every one in flight is waited
-  // for. A kernel wait can return before all it asked for (another thread collected some, or
-  // task work ended it), so waits are made until none is left or one collects nothing (it then
-  // ran to its watchdog, which counts the miss).
+  // Every one still in flight is waited for. A kernel wait can return before all it asked for
+  // (another thread collected some, or task work ended it), so waits are made until none is
+  // left or one collects nothing (it then ran to its watchdog, which counts the miss).
   while (AsyncEngine* e = c->engine()) {
     if (c->pending_count() == 0 || engine_.abort_.load(std::memory_order_relaxed)) break;
     AsyncWait w;  // never waits for more than the ring has in flight
@@ -1084,6 +1088,22 @@ void ReplayEngine::Worker::TearDownContext(uint32_t context, const Op& op, uint3
   // Requests that never completed are dropped with the engine.
   c->DropAllPending();
   c->Close();
+}
+
+void ReplayEngine::Worker::PollPending(SharedAsyncContext* c, uint64_t deadline) {
+  while (!engine_.abort_.load(std::memory_order_relaxed)) {
+    MutexLock lock(&c->mu);
+    AsyncEngine* e = c->engine();
+    if (!e || c->pending_count() == 0) return;
+    const int n = e->Reap(comps_, 64, 0);
+    if (n > 0) {
+      HandleCompletionsLocked(c, n);
+      continue;
+    }
+    lock.Unlock();
+    if (NowNs() >= deadline) return;
+    WaitUntil(NowNs() + 50'000, 0);
+  }
 }
 
 SharedAsyncContext* ReplayEngine::Worker::Context(uint32_t context) const {

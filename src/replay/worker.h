@@ -135,6 +135,9 @@ struct ReplayEngine::Worker {
   // At recorded teardown `op`: waits until the uses of the context recorded before it are
   // replayed (watchdog), lets its requests complete, then closes it.
   void TearDownContext(uint32_t context, const model::Op& op, uint32_t index);
+  // Collects the context's pending requests from its completion ring in user space, without a
+  // system call, until none is pending or `deadline` (CLOCK_MONOTONIC ns).
+  void PollPending(SharedAsyncContext* c, uint64_t deadline);
   // A recorded call that uses a context (AsyncContextTable::UseContext) is over.
   void NoteContextUse(const model::Op& op);
   SharedAsyncContext* Context(uint32_t context) const;
