@@ -15,3 +15,14 @@ def replace_section(path, begin, end, body, tool):
     with open(path + ".tmp", "w") as f:
         f.write(head + f"{begin}\n{body}\n{end}" + rest.split(end, 1)[1])
     os.replace(path + ".tmp", path)
+
+
+def publish(section, out, docs, begin, end, tool):
+    """Prints a generated section, writes it to the file `out` (if any) and into each document of
+    `docs` between its markers."""
+    print(section)
+    if out:
+        with open(out, "w") as f:
+            f.write(section + "\n")
+    for path in docs:
+        replace_section(path, begin, end, section, tool)

@@ -159,12 +159,7 @@ def main():
             f"{(time.monotonic() - started) / 60:.1f} minutes; events lost while recording: "
             f"{sum(r['lost'] for r in rows)}.")
     section = info + "\n\n" + table(rows)
-    print(section)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(section + "\n")
-    for path in args.doc:
-        doc_section.replace_section(path, BEGIN, END, section, "checkpoint.py")
+    doc_section.publish(section, args.out, args.doc, BEGIN, END, "checkpoint.py")
     return 0
 
 

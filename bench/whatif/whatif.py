@@ -324,18 +324,14 @@ def main():
                 print(f"whatif: {w.name} on {dev.name}", file=sys.stderr)
                 results[(w.name, dev.name)] = measure_pair(args.iotwin, dev, w, traces,
                                                            args.runs)
-        section = run_info(args, devices, chosen, time.monotonic() - started) + "\n\n" + table(results, recorded, args.runs)
+        section = (run_info(args, devices, chosen, time.monotonic() - started) + "\n\n" +
+                   table(results, recorded, args.runs))
     finally:
         for dev in devices:
             dev.close()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print(section)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(section + "\n")
-    for path in args.doc:
-        doc_section.replace_section(path, BEGIN, END, section, "whatif.py")
+    doc_section.publish(section, args.out, args.doc, BEGIN, END, "whatif.py")
     return 0
 
 
