@@ -241,6 +241,20 @@ def bpf_table(p, title, stats_runs):
     p("| all | all | %.1f | | |" % sum(layer_total.values()))
 
 
+def cached_data_file(directory, file_mb):
+    """The loop's data file under `directory` (`file_mb` MiB of random bytes, made once), read
+    whole so that it is in the page cache."""
+    path = os.path.join(directory, "iotwin-breakdown-%dm.dat" % file_mb)
+    if not os.path.exists(path) or os.path.getsize(path) != file_mb << 20:
+        with open(path, "wb") as f:
+            for _ in range(file_mb):
+                f.write(os.urandom(1 << 20))
+    with open(path, "rb") as f:  # into the page cache
+        while f.read(1 << 20):
+            pass
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -263,14 +277,7 @@ def main():
         sys.exit("breakdown: needs root")
     iotwin = args.iotwin or os.path.join(args.build, "src/cli/iotwin")
     loop = os.path.join(args.build, "tests/progs/pread_loop")
-    path = os.path.join(args.dir, "iotwin-breakdown-%dm.dat" % args.file_mb)
-    if not os.path.exists(path) or os.path.getsize(path) != args.file_mb << 20:
-        with open(path, "wb") as f:
-            for _ in range(args.file_mb):
-                f.write(os.urandom(1 << 20))
-    with open(path, "rb") as f:  # into the page cache
-        while f.read(1 << 20):
-            pass
+    path = cached_data_file(args.dir, args.file_mb)
     loop_cmd = [loop, path, str(args.calls), str(args.threads)]
     wanted = args.configs.split(",") if args.configs else [c for c, _ in CONFIGS]
     configs = [(name, iotwin, flags) for name, flags in CONFIGS

@@ -270,14 +270,7 @@ def main():
     args.floors = args.floors and shutil.which("bpftrace") is not None
     iotwin = args.iotwin or os.path.join(args.build, "src/cli/iotwin")
     loop = os.path.join(args.build, "tests/progs/pread_loop")
-    path = os.path.join(args.dir, "iotwin-breakdown-%dm.dat" % args.file_mb)
-    if not os.path.exists(path) or os.path.getsize(path) != args.file_mb << 20:
-        with open(path, "wb") as f:
-            for _ in range(args.file_mb):
-                f.write(os.urandom(1 << 20))
-    with open(path, "rb") as f:
-        while f.read(1 << 20):
-            pass
+    path = breakdown.cached_data_file(args.dir, args.file_mb)
     loop_cmd = [loop, path, str(args.calls), "1"]
     configs = [("untraced", None, None)]
     if shutil.which("bpftrace") and not args.smoke:
